@@ -1,0 +1,5 @@
+"""`python -m tuiprof`."""
+
+from tuiprof.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,286 @@
+"""The `Arch` of one GPU: SM limits, L1, L2 and DRAM, validated on construction.
+
+Values come from TOML presets (``presets/*.toml``), user files, ``--set KEY=VALUE`` overrides, or
+``tuiprof calibrate``. Every path goes through `arch_from_mapping`, so an override is checked
+exactly as a preset is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from tuiprof.errors import ArchError
+
+STORE_POLICIES = ("write-evict", "write-no-allocate", "write-allocate")
+"""L1 store policies. All are write-through to L2 (paper 000 sec. 2.1: stores go to L2):
+
+- ``write-evict``: a store invalidates the line in L1 (Fermi global stores).
+- ``write-no-allocate``: a store leaves L1 unchanged.
+- ``write-allocate``: the stored sectors become valid in L1 (Volta and later).
+"""
+REPLACEMENTS = ("lru", "fifo")
+REGISTER_ALLOCATION = ("warp", "cta")
+
+_UNITS = {"": 1, "b": 1, "kib": 1024, "kb": 1024, "k": 1024, "mib": 1 << 20, "mb": 1 << 20,
+          "m": 1 << 20, "gib": 1 << 30, "gb": 1 << 30, "g": 1 << 30}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(value: Any, key: str) -> int:
+    """Bytes from an int or a string such as '48KiB', '6 MiB', '128' (binary units)."""
+    if isinstance(value, bool):
+        raise ArchError(f"{key}: expected a size, got {value!r}", "write a byte count or e.g. 48KiB")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if m and m.group(2).lower() in _UNITS:
+            number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+            if number.is_integer():
+                return int(number)
+    raise ArchError(f"{key}: {value!r} is not a size", "write a byte count or e.g. 48KiB, 6MiB")
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """A set-associative, sectored cache level. ``size == 0`` means the level is absent.
+
+    ``partitions`` slices share the capacity; a line maps to one slice by address interleaving,
+    then to a set within it (L2 slices on real GPUs; 1 for L1).
+    """
+
+    size: int
+    line: int
+    sector: int
+    assoc: int
+    hit_latency: int
+    partitions: int = 1
+    replacement: str = "lru"
+    store_policy: str = "write-no-allocate"
+
+    @property
+    def enabled(self) -> bool:
+        return self.size > 0
+
+    @property
+    def sectors_per_line(self) -> int:
+        return self.line // self.sector
+
+    @property
+    def sets(self) -> int:
+        """Sets per partition."""
+        return self.size // (self.line * self.assoc * self.partitions) if self.enabled else 0
+
+
+@dataclass(frozen=True)
+class DramConfig:
+    """Main memory: interleaved channels of banks with open-row buffers (paper 000 sec. 3.2.3).
+
+    A batch of concurrently issued 32 B transactions costs ``base_latency`` plus the busiest
+    bank's row-hit/row-miss service time or the busiest channel's bus time, whichever is larger.
+    """
+
+    channels: int
+    banks: int
+    interleave: int
+    row_size: int
+    base_latency: int
+    row_hit_cycles: int
+    row_miss_cycles: int
+    burst_cycles: int
+    transaction: int = 32
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One GPU model. Cycles are SM clock cycles; sizes are bytes."""
+
+    name: str
+    description: str
+    sm_count: int
+    warp_size: int
+    clock_mhz: int
+    max_threads_per_sm: int
+    max_warps_per_sm: int
+    max_ctas_per_sm: int
+    max_threads_per_cta: int
+    registers_per_sm: int
+    max_registers_per_thread: int
+    register_alloc_unit: int
+    register_allocation: str
+    register_subpartitions: int
+    warp_alloc_granularity: int
+    shared_per_sm: int
+    shared_per_cta: int
+    shared_alloc_unit: int
+    shared_reserved_per_cta: int
+    l1: CacheConfig
+    l2: CacheConfig
+    dram: DramConfig
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    def with_overrides(self, overrides: Mapping[str, str]) -> "Arch":
+        """A new Arch with ``--set`` style overrides applied and validated."""
+        data = arch_to_mapping(self)
+        for key, raw in overrides.items():
+            _assign(data, key, raw)
+        data["name"] = self.name + ("*" if overrides else "")
+        return arch_from_mapping(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return arch_to_mapping(self)
+
+
+_SECTIONS = {"l1": CacheConfig, "l2": CacheConfig, "dram": DramConfig}
+_STR_FIELDS = {"name", "description", "register_allocation", "replacement", "store_policy"}
+_SIZE_FIELDS = {"size", "line", "sector", "interleave", "row_size", "transaction",
+                "shared_per_sm", "shared_per_cta", "shared_alloc_unit", "shared_reserved_per_cta"}
+
+
+def arch_to_mapping(arch: Arch) -> dict[str, Any]:
+    return dataclasses.asdict(arch)
+
+
+def _coerce(key: str, name: str, value: Any) -> Any:
+    if name in _STR_FIELDS:
+        if not isinstance(value, str):
+            raise ArchError(f"{key}: expected text, got {value!r}")
+        return value
+    if name in _SIZE_FIELDS:
+        return parse_size(value, key)
+    if isinstance(value, str):
+        try:
+            return int(value.strip(), 0)
+        except ValueError:
+            raise ArchError(f"{key}: {value!r} is not a whole number", "write e.g. 8") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ArchError(f"{key}: {value!r} is not a whole number", "write e.g. 8")
+    return value
+
+
+def _known(cls: type) -> dict[str, Any]:
+    return {f.name: f for f in fields(cls)}
+
+
+def _assign(data: dict[str, Any], key: str, raw: str) -> None:
+    """Set ``section.field`` or ``field`` in a mapping from an override string."""
+    parts = key.strip().split(".")
+    if len(parts) == 2 and parts[0] in _SECTIONS:
+        section, name = parts
+        if name not in _known(_SECTIONS[section]):
+            _unknown_key(key)
+        data[section][name] = _coerce(key, name, raw)
+    elif len(parts) == 1 and parts[0] in _known(Arch) and parts[0] not in _SECTIONS:
+        data[parts[0]] = _coerce(key, parts[0], raw)
+    else:
+        _unknown_key(key)
+
+
+def _unknown_key(key: str) -> None:
+    top = [n for n in _known(Arch) if n not in _SECTIONS and n not in ("name", "description")]
+    sec = [f"{s}.{n}" for s, c in _SECTIONS.items() for n in _known(c)]
+    raise ArchError(f"unknown arch setting {key!r}",
+                    "settings are: " + ", ".join(top + sec))
+
+
+def arch_from_mapping(data: Mapping[str, Any], origin: str = "arch") -> Arch:
+    """Build and validate an Arch from nested plain data (a parsed TOML file)."""
+    if not isinstance(data, Mapping):
+        raise ArchError(f"{origin}: expected a table of settings")
+    kwargs: dict[str, Any] = {}
+    for name, f in _known(Arch).items():
+        if name not in data:
+            raise ArchError(f"{origin}: missing setting {name!r}", "see `tuiprof archs --show h100` for a full example")
+        value = data[name]
+        if name in _SECTIONS:
+            cls = _SECTIONS[name]
+            if not isinstance(value, Mapping):
+                raise ArchError(f"{origin}: [{name}] must be a table")
+            sub: dict[str, Any] = {}
+            for sname, sf in _known(cls).items():
+                if sname in value:
+                    sub[sname] = _coerce(f"{name}.{sname}", sname, value[sname])
+                elif sf.default is dataclasses.MISSING:
+                    raise ArchError(f"{origin}: missing setting {name}.{sname!r}")
+            extra = set(value) - set(_known(cls))
+            if extra:
+                raise ArchError(f"{origin}: unknown setting {name}.{sorted(extra)[0]}")
+            kwargs[name] = cls(**sub)
+        else:
+            kwargs[name] = _coerce(name, name, value)
+    extra = set(data) - set(_known(Arch))
+    if extra:
+        _unknown_key(sorted(extra)[0])
+    return Arch(**kwargs)
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _check(cond: bool, arch: Arch, what: str, hint: str = "") -> None:
+    if not cond:
+        raise ArchError(f"arch {arch.name!r}: {what}", hint or "fix the preset file or the --set value")
+
+
+def _validate_cache(arch: Arch, label: str, c: CacheConfig) -> None:
+    _check(c.size >= 0, arch, f"{label}.size must not be negative")
+    for name in ("line", "sector", "assoc", "partitions"):
+        _check(getattr(c, name) > 0, arch, f"{label}.{name} must be positive")
+    _check(c.hit_latency >= 0, arch, f"{label}.hit_latency must not be negative")
+    _check(_is_pow2(c.line), arch, f"{label}.line ({c.line} B) must be a power of two")
+    _check(_is_pow2(c.sector), arch, f"{label}.sector ({c.sector} B) must be a power of two")
+    _check(c.line % c.sector == 0, arch, f"{label}.line ({c.line} B) must be a multiple of {label}.sector ({c.sector} B)")
+    _check(c.line // c.sector <= 32, arch, f"{label}: at most 32 sectors per line")
+    _check(c.replacement in REPLACEMENTS, arch, f"{label}.replacement must be one of {', '.join(REPLACEMENTS)}")
+    _check(c.store_policy in STORE_POLICIES, arch, f"{label}.store_policy must be one of {', '.join(STORE_POLICIES)}")
+    if c.enabled:
+        per_set = c.line * c.assoc * c.partitions
+        _check(c.size % per_set == 0, arch,
+               f"{label}.size ({c.size} B) is not a whole number of sets of {c.assoc} x {c.line} B lines in {c.partitions} partition(s)",
+               f"choose a size that is a multiple of {per_set} B")
+        _check(_is_pow2(c.sets), arch,
+               f"{label} has {c.sets} sets per partition; the set count must be a power of two",
+               "change the size, associativity or partition count")
+
+
+def validate(arch: Arch) -> None:
+    """Raise ArchError naming the first impossible value."""
+    _check(bool(arch.name), arch, "name must not be empty")
+    for name in ("sm_count", "warp_size", "clock_mhz", "max_threads_per_sm", "max_warps_per_sm",
+                 "max_ctas_per_sm", "max_threads_per_cta", "registers_per_sm", "max_registers_per_thread",
+                 "register_alloc_unit", "register_subpartitions", "warp_alloc_granularity",
+                 "shared_alloc_unit"):
+        _check(getattr(arch, name) > 0, arch, f"{name} must be positive")
+    for name in ("shared_per_sm", "shared_per_cta", "shared_reserved_per_cta"):
+        _check(getattr(arch, name) >= 0, arch, f"{name} must not be negative")
+    _check(arch.warp_size == 32, arch, "warp_size must be 32 (traces hold 32 lanes per warp access)")
+    _check(arch.max_warps_per_sm * arch.warp_size >= arch.max_threads_per_sm, arch,
+           "max_warps_per_sm x warp_size must cover max_threads_per_sm")
+    _check(arch.max_threads_per_cta <= arch.max_threads_per_sm, arch, "max_threads_per_cta exceeds max_threads_per_sm")
+    _check(arch.shared_per_cta <= arch.shared_per_sm, arch, "shared_per_cta exceeds shared_per_sm")
+    _check(arch.register_allocation in REGISTER_ALLOCATION, arch, "register_allocation must be 'warp' or 'cta'")
+    _check(arch.registers_per_sm % arch.register_subpartitions == 0, arch,
+           "registers_per_sm must divide evenly among register_subpartitions")
+    _validate_cache(arch, "l1", arch.l1)
+    _validate_cache(arch, "l2", arch.l2)
+    if arch.l1.enabled and arch.l2.enabled:
+        _check(arch.l1.line % arch.l2.sector == 0 or arch.l2.line % arch.l1.sector == 0, arch,
+               "l1 and l2 sector/line sizes must nest (one a multiple of the other)")
+    d = arch.dram
+    for name in ("channels", "banks", "interleave", "row_size", "transaction"):
+        _check(getattr(d, name) > 0, arch, f"dram.{name} must be positive")
+    for name in ("base_latency", "row_hit_cycles", "row_miss_cycles", "burst_cycles"):
+        _check(getattr(d, name) >= 0, arch, f"dram.{name} must not be negative")
+    _check(_is_pow2(d.interleave) and _is_pow2(d.row_size) and _is_pow2(d.transaction), arch,
+           "dram.interleave, dram.row_size and dram.transaction must be powers of two")
+    _check(d.row_hit_cycles <= d.row_miss_cycles, arch, "dram.row_hit_cycles must not exceed dram.row_miss_cycles")

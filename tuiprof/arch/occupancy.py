@@ -1,0 +1,120 @@
+"""CTAs per SM from a kernel's resource use, and which resource limits it.
+
+Follows NVIDIA's rules as written in ``cuda_occupancy.h`` (cudaOccMaxBlocksPerSMRegsLimit,
+cudaOccMaxBlocksPerSMSmemLimit) for compute capability 2.0 and later: registers are allocated per
+warp in units of ``register_alloc_unit`` and warps are placed per register sub-partition; shared
+memory per CTA includes the driver's reserved bytes and is rounded to ``shared_alloc_unit``. For
+compute capability 1.x (GT200, ``register_allocation = "cta"``) registers are allocated per CTA
+after rounding its warps up to ``warp_alloc_granularity`` (paper 001, Table 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuiprof.arch.model import Arch
+from tuiprof.errors import UsageError
+
+LIMITERS = ("ctas", "warps", "registers", "shared")
+
+
+def _round_up(x: int, unit: int) -> int:
+    return -(-x // unit) * unit
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Resident CTAs per SM and the per-resource limits behind it."""
+
+    ctas_per_sm: int
+    limiter: str
+    by_ctas: int
+    by_warps: int
+    by_registers: int
+    by_shared: int
+    warps_per_cta: int
+    shared_per_cta: int
+    """Shared memory allocated to one CTA (static + dynamic + reserved, rounded)."""
+
+    @property
+    def warps_per_sm(self) -> int:
+        return self.ctas_per_sm * self.warps_per_cta
+
+    def fraction(self, arch: Arch) -> float:
+        """Active warps over the SM's maximum (NVIDIA's 'occupancy')."""
+        return self.warps_per_sm / arch.max_warps_per_sm
+
+
+def _registers_limit(arch: Arch, regs: int, warps: int) -> int:
+    if regs == 0:
+        return arch.max_ctas_per_sm
+    if regs > arch.max_registers_per_thread:
+        return 0
+    if arch.register_allocation == "cta":
+        per_cta = _round_up(_round_up(warps, arch.warp_alloc_granularity) * arch.warp_size * regs,
+                            arch.register_alloc_unit)
+        return arch.registers_per_sm // per_cta
+    per_warp = _round_up(regs * arch.warp_size, arch.register_alloc_unit)
+    # cudaOccMaxBlocksPerSMRegsLimit's hardware check: the CTA's warps rounded up to the
+    # sub-partition count must fit the per-CTA register file.
+    if per_warp * _round_up(warps, arch.register_subpartitions) > arch.registers_per_sm:
+        return 0
+    per_sub = (arch.registers_per_sm // arch.register_subpartitions) // per_warp
+    return (per_sub * arch.register_subpartitions) // _round_up(warps, arch.warp_alloc_granularity)
+
+
+def occupancy(arch: Arch, threads_per_cta: int, registers_per_thread: int,
+              shared_per_cta: int = 0, dynamic_shared: int = 0) -> Occupancy:
+    """Resident CTAs per SM. Raises UsageError for a launch the GPU refuses."""
+    if threads_per_cta <= 0:
+        raise UsageError(f"threads per CTA must be positive, got {threads_per_cta}")
+    if registers_per_thread < 0 or shared_per_cta < 0 or dynamic_shared < 0:
+        raise UsageError("registers and shared memory sizes must not be negative")
+    if threads_per_cta > arch.max_threads_per_cta:
+        raise UsageError(f"{threads_per_cta} threads per CTA exceed the {arch.name} limit of {arch.max_threads_per_cta}",
+                         "launch smaller CTAs")
+    if registers_per_thread > arch.max_registers_per_thread:
+        raise UsageError(f"{registers_per_thread} registers per thread exceed the {arch.name} limit of {arch.max_registers_per_thread}",
+                         "the compiler would spill; check -maxrregcount")
+    warps = -(-threads_per_cta // arch.warp_size)
+    smem = shared_per_cta + dynamic_shared + arch.shared_reserved_per_cta
+    smem_alloc = _round_up(smem, arch.shared_alloc_unit) if smem else 0
+    if smem_alloc - arch.shared_reserved_per_cta > arch.shared_per_cta:
+        raise UsageError(f"{shared_per_cta + dynamic_shared} B of shared memory per CTA exceed the {arch.name} limit of {arch.shared_per_cta} B",
+                         "use less shared memory per CTA")
+    by_ctas = arch.max_ctas_per_sm
+    by_warps = arch.max_warps_per_sm // warps
+    by_threads = arch.max_threads_per_sm // threads_per_cta
+    by_warps = min(by_warps, by_threads)
+    by_registers = _registers_limit(arch, registers_per_thread, warps)
+    by_shared = arch.shared_per_sm // smem_alloc if smem_alloc else arch.max_ctas_per_sm
+    limits = {"ctas": by_ctas, "warps": by_warps, "registers": by_registers, "shared": by_shared}
+    ctas = min(limits.values())
+    if ctas == 0:
+        limiter = min(limits, key=lambda k: limits[k])
+        raise UsageError(f"a CTA of {threads_per_cta} threads with {registers_per_thread} registers/thread and {smem} B shared "
+                         f"does not fit on one {arch.name} SM ({limiter} exhausted)", "reduce registers, shared memory or threads per CTA")
+    limiter = next(k for k in LIMITERS if limits[k] == ctas)
+    return Occupancy(ctas, limiter, by_ctas, by_warps, by_registers, by_shared, warps, smem_alloc)
+
+
+def dynamic_shared_for_md(arch: Arch, threads_per_cta: int, registers_per_thread: int,
+                          shared_per_cta: int, md: int) -> int:
+    """Dynamic shared memory per CTA that caps residency at `md` CTAs per SM (0 if none needed).
+
+    This is how a CUDA program applies an MD decision (paper 002) without changing its code:
+    launch with this many bytes of (unused) dynamic shared memory.
+    """
+    base = occupancy(arch, threads_per_cta, registers_per_thread, shared_per_cta)
+    if md >= base.ctas_per_sm:
+        return 0
+    if md < 1:
+        raise UsageError(f"MD must be at least 1, got {md}")
+    # The allocation per CTA must exceed shared_per_sm / (md + 1).
+    need = arch.shared_per_sm // (md + 1) + 1
+    need = _round_up(need, arch.shared_alloc_unit)
+    dynamic = max(0, need - shared_per_cta - arch.shared_reserved_per_cta)
+    if dynamic + shared_per_cta > arch.shared_per_cta:
+        raise UsageError(f"MD {md} cannot be reached with dynamic shared memory on {arch.name}",
+                         "limit residency with __launch_bounds__ or more registers instead")
+    return dynamic

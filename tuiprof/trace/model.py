@@ -1,0 +1,250 @@
+"""The Trace: one kernel launch's snapshot of warp accesses, with everything needed to replay it.
+
+A *warp access* is one execution of one static memory instruction by one warp: the op id, the
+32-bit active mask and the 32 lane addresses (paper 000 sec. 4.2 records exactly this per warp
+buffer line). The snapshot is a set of consecutive CTAs (paper 000 sec. 3.1); each warp's accesses
+are kept in program order, warps one after another (CSR layout through ``warp_offsets``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tuiprof.errors import TraceError
+
+OP_KINDS = ("load", "store", "atomic")
+SPACES = ("global", "shared", "local")
+BACKENDS = ("gpu", "emulator", "synthetic")
+LANES = 32
+
+
+@dataclass(frozen=True)
+class StaticOp:
+    """One memory instruction of the program, tied to its source location."""
+
+    id: int
+    kernel: str
+    kind: str
+    space: str
+    bytes: int
+    """Bytes per lane (4 for a float, 16 for a float4 vector load)."""
+    file: str
+    line: int
+    column: int = 0
+    ptx_line: int = 0
+    starts_sequence: bool = False
+    """This op begins a new bulk-scheduling sequence (paper 000 sec. 2): it follows a loop
+    back-edge or a barrier, or its address depends on an earlier load of the current sequence."""
+    label: str = ""
+    """The expression accessed, for display (``y[ind]``)."""
+
+    @property
+    def is_read(self) -> bool:
+        return self.kind == "load"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The kernel launch the trace was recorded from."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    registers_per_thread: int
+    static_shared: int = 0
+    dynamic_shared: int = 0
+    ctas_per_sm: int = 0
+    """Resident CTAs per SM (MD) on the GPU it was recorded for; 0 = derive from occupancy."""
+
+    @property
+    def threads_per_cta(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def warps_per_cta(self) -> int:
+        return -(-self.threads_per_cta // LANES)
+
+    @property
+    def grid_ctas(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Which CTAs were traced: ``cta_ids`` are linear CTA ids, normally consecutive."""
+
+    cta_ids: np.ndarray
+    rule: str = ""
+    """How the size was chosen, in words (paper 000 sec. 3.1)."""
+
+    @property
+    def n_ctas(self) -> int:
+        return int(self.cta_ids.shape[0])
+
+
+@dataclass(frozen=True)
+class CtaRecords:
+    """Per-CTA facts for the whole grid, where known (paper 003's per-CTA records).
+
+    ``insts`` and ``accesses`` (dynamic warp instructions and warp memory accesses) may be
+    measured or modeled; ``sm``, ``start`` and ``end`` are present only when measured on a GPU.
+    """
+
+    insts: np.ndarray | None = None
+    accesses: np.ndarray | None = None
+    sm: np.ndarray | None = None
+    start: np.ndarray | None = None
+    end: np.ndarray | None = None
+
+    @property
+    def measured_timing(self) -> bool:
+        return self.sm is not None and self.start is not None and self.end is not None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where the trace came from."""
+
+    backend: str
+    arch: str
+    """The Arch preset the launch was made (or modeled) for."""
+    gpu: str = ""
+    tool_version: str = ""
+    date: str = ""
+    generator: dict[str, Any] = field(default_factory=dict)
+    """Backend-specific parameters (synthetic model name, seed, matrix shape...)."""
+    measured: dict[str, float] = field(default_factory=dict)
+    """Hardware counter values (e.g. ncu's ``l1_read_hit``), drawn as markers when present."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A launch, its static ops, its snapshot of warp accesses, and where it came from.
+
+    Arrays (``R`` warp accesses, ``W`` warps):
+
+    - ``warp_offsets`` int64 [W+1]: accesses of warp w are ``warp_offsets[w]:warp_offsets[w+1]``
+    - ``warp_cta`` int32 [W]: index into ``snapshot.cta_ids`` of the warp's CTA
+    - ``warp_index`` int32 [W]: the warp's index within its CTA
+    - ``op`` int32 [R]: StaticOp id of each warp access
+    - ``mask`` uint32 [R]: active lanes (bit i = lane i); never 0
+    - ``addr`` uint64 [R, 32]: lane addresses; inactive lanes hold 0
+    """
+
+    launch: Launch
+    ops: tuple[StaticOp, ...]
+    snapshot: Snapshot
+    warp_offsets: np.ndarray
+    warp_cta: np.ndarray
+    warp_index: np.ndarray
+    op: np.ndarray
+    mask: np.ndarray
+    addr: np.ndarray
+    sources: tuple[SourceFile, ...]
+    provenance: Provenance
+    ctas: CtaRecords = field(default_factory=CtaRecords)
+
+    def __post_init__(self) -> None:
+        check_trace(self)
+
+    @property
+    def n_accesses(self) -> int:
+        return int(self.op.shape[0])
+
+    @property
+    def n_warps(self) -> int:
+        return int(self.warp_cta.shape[0])
+
+    def source_text(self, name: str | None = None) -> str:
+        """The text of source `name` (default: the first, the kernel's file)."""
+        for src in self.sources:
+            if name is None or src.name == name:
+                return src.text
+        raise KeyError(name)
+
+    def accesses_per_op(self) -> np.ndarray:
+        """Dynamic warp accesses per static op, int64 [n_ops]."""
+        return np.bincount(self.op, minlength=len(self.ops)).astype(np.int64)
+
+    def active_lanes(self) -> np.ndarray:
+        """Active lane count of each warp access, int64 [R]."""
+        return popcount32(self.mask)
+
+
+def popcount32(mask: np.ndarray) -> np.ndarray:
+    """Set bits of each uint32 (active lanes of each mask), int64."""
+    v = mask.astype(np.uint32)
+    v = v - ((v >> 1) & np.uint32(0x55555555))
+    v = (v & np.uint32(0x33333333)) + ((v >> 2) & np.uint32(0x33333333))
+    v = (v + (v >> 4)) & np.uint32(0x0F0F0F0F)
+    return ((v * np.uint32(0x01010101)) >> 24).astype(np.int64)
+
+
+def _fail(what: str) -> None:
+    raise TraceError(f"invalid trace: {what}", "the file is damaged or was written by another tool; record it again")
+
+
+def check_trace(t: Trace) -> None:
+    """Raise TraceError unless the trace is internally consistent (shapes, dtypes, ranges)."""
+    def arr(name: str, a: Any, dtype: type, ndim: int) -> np.ndarray:
+        if not isinstance(a, np.ndarray) or a.dtype != np.dtype(dtype) or a.ndim != ndim:
+            _fail(f"{name} must be a {ndim}-d {np.dtype(dtype).name} array")
+        return a
+
+    n_ops = len(t.ops)
+    for i, o in enumerate(t.ops):
+        if o.id != i:
+            _fail(f"op ids must be 0..{n_ops - 1} in order (op {i} has id {o.id})")
+        if o.kind not in OP_KINDS or o.space not in SPACES:
+            _fail(f"op {i}: kind {o.kind!r} / space {o.space!r} unknown")
+        if not (1 <= o.bytes <= 128) or o.bytes & (o.bytes - 1):
+            _fail(f"op {i}: {o.bytes} bytes per lane is not a power of two in 1..128")
+        if o.line < 0:
+            _fail(f"op {i}: negative source line")
+    if t.provenance.backend not in BACKENDS:
+        _fail(f"backend {t.provenance.backend!r} unknown")
+    L = t.launch
+    if min(L.grid) < 1 or min(L.block) < 1 or L.registers_per_thread < 0 or L.ctas_per_sm < 0:
+        _fail("launch grid/block must be positive")
+    cta_ids = arr("snapshot.cta_ids", t.snapshot.cta_ids, np.int64, 1)
+    if cta_ids.size and (cta_ids.min() < 0 or cta_ids.max() >= L.grid_ctas):
+        _fail("snapshot CTA ids outside the grid")
+    offs = arr("warp_offsets", t.warp_offsets, np.int64, 1)
+    wc = arr("warp_cta", t.warp_cta, np.int32, 1)
+    wi = arr("warp_index", t.warp_index, np.int32, 1)
+    n_w = wc.shape[0]
+    if offs.shape[0] != n_w + 1 or wi.shape[0] != n_w:
+        _fail("warp arrays disagree in length")
+    op = arr("op", t.op, np.int32, 1)
+    mask = arr("mask", t.mask, np.uint32, 1)
+    addr = arr("addr", t.addr, np.uint64, 2)
+    n_r = op.shape[0]
+    if mask.shape[0] != n_r or addr.shape != (n_r, LANES):
+        _fail("access arrays disagree in shape")
+    if offs[0] != 0 or offs[-1] != n_r or (n_w and np.any(np.diff(offs) < 0)):
+        _fail("warp_offsets must rise from 0 to the number of accesses")
+    if n_w and (wc.min() < 0 or wc.max() >= cta_ids.shape[0] or wi.min() < 0 or wi.max() >= L.warps_per_cta):
+        _fail("warp CTA or warp index out of range")
+    if n_r:
+        if op.min() < 0 or op.max() >= n_ops:
+            _fail("an access names an op id that does not exist")
+        if np.any(mask == 0):
+            _fail("an access has no active lane")
+    c = t.ctas
+    for name in ("insts", "accesses", "sm", "start", "end"):
+        a = getattr(c, name)
+        if a is not None:
+            arr(f"ctas.{name}", a, np.int64, 1)
+            if a.shape[0] != L.grid_ctas:
+                _fail(f"ctas.{name} must have one entry per CTA of the grid ({L.grid_ctas})")
+    if not t.sources:
+        _fail("no source text")
