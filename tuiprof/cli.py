@@ -1,0 +1,184 @@
+"""The `tuiprof` command: argument parsing and dispatch.
+
+Imports nothing heavy at module import time (no NumPy, Numba or Textual), so `tuiprof --help`
+is instant; each command imports what it needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tuiprof import __version__
+from tuiprof.errors import OutputError, TuiprofError, UsageError
+
+FORMATS = ("text", "json", "md")
+MAX_TRIALS = 100_000
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one message, exit 2) instead of printing usage."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message, f"see `{self.prog} --help`")
+
+
+def _int_in(name: str, lo: int, hi: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise UsageError(f"{name} must be a whole number, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+            raise UsageError(f"{name} must be {bound}, got {value}")
+        return value
+    parse.__name__ = name
+    return parse
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--arch", metavar="NAME|FILE", help="GPU model: a preset (see `tuiprof archs`) or a TOML file; default: the trace's")
+    p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE", default=[],
+                   help="what-if override of an arch value, e.g. --set l1.size=48KiB (repeatable)")
+    p.add_argument("--trials", type=_int_in("--trials", 1, MAX_TRIALS), default=64, metavar="N",
+                   help="Monte Carlo trials (default 64, as paper 000)")
+    p.add_argument("--seed", type=_int_in("--seed", 0, 2**63 - 1), default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--md", type=_int_in("--md", 1), default=None, metavar="N",
+                   help="resident CTAs per SM to simulate (default: the occupancy limit)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tuiprof", description="Per-load L1/L2 hit ratios and latencies for CUDA kernels, "
+                     "from snapshot memory traces replayed through a stochastic memory-hierarchy model.")
+    parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("report", help="print the analysis of a trace or demo (text, JSON or Markdown)")
+    p.add_argument("target", metavar="TARGET", help="a .tptrace file or a demo name (see `tuiprof demos`)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    _add_run_options(p)
+
+    p = sub.add_parser("archs", help="list the GPU presets with their key figures")
+    p.add_argument("--show", metavar="NAME", help="print every value of one preset as TOML-like text")
+
+    sub.add_parser("demos", help="list the shipped demo traces")
+    return parser
+
+
+def resolve_target(target: str) -> Path:
+    """A trace path from a file path or a demo name."""
+    from tuiprof.trace.demos import demo_names, demo_path
+
+    path = Path(target)
+    if path.exists() or target.endswith(".tptrace") or os.sep in target:
+        return path
+    if target in demo_names():
+        return demo_path(target)
+    raise UsageError(f"{target!r} is neither a file nor a demo name",
+                     "demos are: " + ", ".join(demo_names()))
+
+
+def write_output(text: str, output: str | None) -> None:
+    """Print `text`, or write it to `output` atomically (temp file + rename)."""
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    import tempfile
+
+    path = Path(output)
+    if path.is_dir():
+        raise OutputError(f"{path} is a directory", "give a file name for -o")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror}", "choose a writable folder") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise OutputError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from tuiprof.arch.presets import parse_overrides
+    from tuiprof.report import build_report, render
+    from tuiprof.session import RunConfig
+
+    overrides = parse_overrides(args.overrides)
+    config = RunConfig(arch=args.arch, overrides=overrides, trials=args.trials, seed=args.seed, md=args.md)
+    doc = build_report(resolve_target(args.target), config)
+    write_output(render(doc, args.format), args.output)
+    return 0
+
+
+def cmd_archs(args: argparse.Namespace) -> int:
+    from tuiprof.arch import load_arch, preset_names
+
+    if args.show:
+        arch = load_arch(args.show)
+        write_output(_arch_text(arch.to_dict()), None)
+        return 0
+    rows = [("name", "SMs", "MHz", "L1/SM", "L2", "line/sector", "t1", "t2", "DRAM", "description")]
+    for name in preset_names():
+        a = load_arch(name)
+        rows.append((name, str(a.sm_count), str(a.clock_mhz), _size(a.l1.size), _size(a.l2.size),
+                     f"{a.l1.line}/{a.l1.sector}", str(a.l1.hit_latency), str(a.l2.hit_latency),
+                     str(a.dram.base_latency), a.description))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]
+    write_output("\n".join(lines) + "\n\nlatencies in SM cycles; 'off' = level absent\n", None)
+    return 0
+
+
+def cmd_demos(args: argparse.Namespace) -> int:
+    from tuiprof.trace.demos import demo_table
+
+    write_output(demo_table(), None)
+    return 0
+
+
+def _size(n: int) -> str:
+    if n == 0:
+        return "off"
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % div == 0:
+            return f"{n // div}{unit}"
+    return f"{n}B"
+
+
+def _arch_text(d: dict[str, Any]) -> str:
+    top = [f"{k} = {v!r}" for k, v in d.items() if not isinstance(v, dict)]
+    sections = [f"\n[{k}]\n" + "\n".join(f"{sk} = {sv!r}" for sk, sv in v.items()) for k, v in d.items() if isinstance(v, dict)]
+    return "\n".join(top) + "\n" + "\n".join(sections) + "\n"
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        return COMMANDS[args.command](args)
+    except TuiprofError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `tuiprof report x | head`: the reader went away; exit quietly.
+        sys.stderr.close()
+        return 0

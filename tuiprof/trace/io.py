@@ -1,0 +1,315 @@
+"""The .tptrace file: one self-contained, versioned, compressed zip of NumPy arrays and JSON.
+
+Layout (format version 1):
+
+- ``tptrace.json``: format, version, launch, static ops, snapshot rule, provenance, sources
+  (the source text itself), and the declared dtype and shape of every array member;
+- ``<name>.npy``: arrays, read with ``allow_pickle=False``.
+
+Lane addresses are stored compactly: each warp access keeps the address of its lowest active lane
+(``addr_base``) and per-lane offsets from it; both are differenced against the previous access of
+the same static op by the same warp, so loop-strided streams become runs of small repeated
+integers that compress to almost nothing, stored in the narrowest integer type that holds them.
+
+Every size is declared in the JSON header and checked against the zip directory before anything
+is decompressed, so a hostile or truncated file fails with a TraceError instead of exhausting
+memory. Files are written to a temporary name and renamed into place.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tuiprof import __version__
+from tuiprof.errors import OutputError, TraceError
+from tuiprof.trace.model import (LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile,
+                                 StaticOp, Trace)
+
+FORMAT = "tptrace"
+VERSION = 1
+HEADER = "tptrace.json"
+SUFFIX = ".tptrace"
+MAX_HEADER_BYTES = 64 << 20
+_NPY_HEADER_SLACK = 4096
+_CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """`a` (integers) in the narrowest signed type that holds every value."""
+    if a.size == 0:
+        return a.astype(np.int8)
+    lo, hi = int(a.min()), int(a.max())
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        if info.min <= lo and hi <= info.max:
+            return a.astype(dt)
+    return a.astype(np.int64)
+
+
+def _group_order(trace_warp_offsets: np.ndarray, op: np.ndarray, n_ops: int) -> tuple[np.ndarray, np.ndarray]:
+    """Order that groups accesses by (warp, op) keeping program order, and each row's group start."""
+    n = op.shape[0]
+    warp = np.repeat(np.arange(trace_warp_offsets.shape[0] - 1, dtype=np.int64), np.diff(trace_warp_offsets))
+    key = warp * max(n_ops, 1) + op.astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = skey[1:] != skey[:-1]
+    gstart = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
+    return order, gstart
+
+
+def encode_addresses(t: Trace) -> dict[str, np.ndarray]:
+    """addr [R,32] -> differenced bases and lane offsets (see module docstring)."""
+    n = t.n_accesses
+    if n == 0:
+        return {"addr_base": np.zeros(0, np.int8), "addr_lanes": np.zeros((0, LANES), np.int8)}
+    order, gstart = _group_order(t.warp_offsets, t.op, len(t.ops))
+    lanes = np.arange(LANES, dtype=np.uint32)
+    active = ((t.mask[order, None] >> lanes) & 1).astype(bool)
+    first = np.argmax(active, axis=1)
+    addr = t.addr[order]
+    base = addr[np.arange(n), first].astype(np.int64)
+    offs = np.where(active, addr.astype(np.int64) - base[:, None], 0)
+    del addr
+    # Inactive lanes carry the lane's last value in the group (0 before any): their difference is 0.
+    last = np.maximum.accumulate(np.where(active, np.arange(n)[:, None], -1), axis=0)
+    filled = np.where(last >= gstart[:, None], offs[np.maximum(last, 0), lanes], 0)
+    del last, offs
+    prev = np.zeros_like(filled)
+    inner = gstart != np.arange(n)
+    prev[inner] = filled[np.nonzero(inner)[0] - 1]
+    lane_diff = filled - prev
+    del filled, prev
+    base_prev = np.zeros_like(base)
+    base_prev[inner] = base[np.nonzero(inner)[0] - 1]
+    return {"addr_base": _narrow(base - base_prev), "addr_lanes": _narrow(lane_diff)}
+
+
+def decode_addresses(warp_offsets: np.ndarray, op: np.ndarray, mask: np.ndarray, n_ops: int,
+                     base_diff: np.ndarray, lane_diff: np.ndarray) -> np.ndarray:
+    """Inverse of `encode_addresses`: uint64 [R,32], inactive lanes 0."""
+    n = op.shape[0]
+    out = np.zeros((n, LANES), dtype=np.uint64)
+    if n == 0:
+        return out
+    order, gstart = _group_order(warp_offsets, op, n_ops)
+    # Cumulative sums restart at each group: subtract the running total just before the group.
+    # int64 arithmetic wraps exactly as uint64 would, so any 64-bit address round-trips.
+    with np.errstate(over="ignore"):
+        vals = np.cumsum(lane_diff, axis=0, dtype=np.int64)
+        base = np.cumsum(base_diff, dtype=np.int64)
+        has_prev = gstart > 0
+        before = np.where(has_prev, gstart - 1, 0)
+        base -= np.where(has_prev, base[before], 0)
+        chunk = 1 << 16
+        for a in range(((n - 1) // chunk) * chunk, -1, -chunk):  # back to front: earlier rows still hold totals
+            b = min(a + chunk, n)
+            sub = vals[before[a:b]] * has_prev[a:b, None]
+            vals[a:b] -= sub
+        vals += base[:, None]
+    lanes = np.arange(LANES, dtype=np.uint32)
+    active = ((mask[order, None] >> lanes) & 1).astype(bool)
+    vals[~active] = 0
+    out[order] = vals.view(np.uint64)
+    return out
+
+
+def _launch_json(L: Launch) -> dict[str, Any]:
+    return {"kernel": L.kernel, "grid": list(L.grid), "block": list(L.block),
+            "registers_per_thread": L.registers_per_thread, "static_shared": L.static_shared,
+            "dynamic_shared": L.dynamic_shared, "ctas_per_sm": L.ctas_per_sm}
+
+
+def _op_json(o: StaticOp) -> dict[str, Any]:
+    return {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
+            "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
+            "starts_sequence": o.starts_sequence, "label": o.label}
+
+
+def trace_arrays(t: Trace) -> dict[str, np.ndarray]:
+    """Every array member of the file, encoded."""
+    n_ops = len(t.ops)
+    arrays: dict[str, np.ndarray] = {
+        "warp_lengths": _narrow(np.diff(t.warp_offsets)),
+        "warp_cta": t.warp_cta,
+        "warp_index": _narrow(t.warp_index.astype(np.int64)),
+        "snapshot_cta_ids": _narrow(t.snapshot.cta_ids),
+        "op": (t.op.astype(np.uint8) if n_ops <= 256 else t.op.astype(np.uint16) if n_ops <= 65536 else t.op),
+        "mask": t.mask,
+        **encode_addresses(t),
+    }
+    for name in _CTA_FIELDS:
+        a = getattr(t.ctas, name)
+        if a is not None:
+            arrays[f"cta_{name}"] = _narrow(a)
+    return arrays
+
+
+def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "deflate") -> Path:
+    """Write `t` to `path` atomically (temp file in the same folder, then rename)."""
+    path = Path(path)
+    arrays = trace_arrays(t)
+    header = {
+        "format": FORMAT, "version": VERSION, "writer": f"tuiprof {__version__}",
+        "launch": _launch_json(t.launch),
+        "ops": [_op_json(o) for o in t.ops],
+        "snapshot_rule": t.snapshot.rule,
+        "provenance": {"backend": t.provenance.backend, "arch": t.provenance.arch, "gpu": t.provenance.gpu,
+                       "tool_version": t.provenance.tool_version, "date": t.provenance.date,
+                       "generator": t.provenance.generator, "measured": t.provenance.measured},
+        "sources": [{"name": s.name, "text": s.text} for s in t.sources],
+        "counts": {"accesses": t.n_accesses, "warps": t.n_warps, "snapshot_ctas": t.snapshot.n_ctas},
+        "arrays": {k: {"dtype": v.dtype.str, "shape": list(v.shape)} for k, v in arrays.items()},
+    }
+    method = {"deflate": zipfile.ZIP_DEFLATED, "lzma": zipfile.ZIP_LZMA}[compression]
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror}", "choose a writable folder") from None
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", compression=method) as zf:
+            zf.writestr(HEADER, json.dumps(header, separators=(",", ":")))
+            for name, a in arrays.items():
+                buf = io.BytesIO()
+                np.lib.format.write_array(buf, np.ascontiguousarray(a), allow_pickle=False)
+                zf.writestr(f"{name}.npy", buf.getvalue())
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise OutputError(f"cannot write {path}: {exc.strerror}", "check the disk space and permissions") from None
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
+
+
+def _bad(path: Path, what: str) -> TraceError:
+    return TraceError(f"{path} is not a valid .tptrace file: {what}",
+                      "record the trace again, or pass a demo name such as spmv-u (see `tuiprof demos`)")
+
+
+def _expect(cond: bool, path: Path, what: str) -> None:
+    if not cond:
+        raise _bad(path, what)
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read and validate a .tptrace file. Any problem raises TraceError naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"{path} does not exist", "check the path, or pass a demo name such as spmv-u")
+    if path.is_dir():
+        raise TraceError(f"{path} is a directory, not a .tptrace file", "pass the trace file itself")
+    try:
+        return _load(path)
+    except TraceError:
+        raise
+    except MemoryError:
+        raise _bad(path, "it declares more data than fits in memory") from None
+    except Exception as exc:  # zipfile, zlib, lzma, numpy and json raise many types on damaged input
+        raise _bad(path, f"{type(exc).__name__}: {exc}") from None
+
+
+def _load(path: Path) -> Trace:
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise _bad(path, "not a tptrace container (wrong or truncated file)") from None
+    with zf:
+        names = {i.filename: i for i in zf.infolist()}
+        _expect(HEADER in names, path, "no tptrace.json header (a foreign zip file?)")
+        _expect(names[HEADER].file_size <= MAX_HEADER_BYTES, path, "header too large")
+        header = json.loads(zf.read(HEADER).decode("utf-8"))
+        _expect(isinstance(header, dict) and header.get("format") == FORMAT, path, "not a tptrace header")
+        version = header.get("version")
+        if version != VERSION:
+            raise TraceError(f"{path} is tptrace version {version!r}; this tuiprof reads version {VERSION}",
+                             "upgrade tuiprof, or record the trace again with this version")
+        declared = header["arrays"]
+        _expect(isinstance(declared, dict), path, "array table missing")
+        arrays: dict[str, np.ndarray] = {}
+        for name, spec in declared.items():
+            member = f"{name}.npy"
+            _expect(member in names, path, f"array {name} missing (truncated file?)")
+            dtype = np.dtype(spec["dtype"])
+            _expect(dtype.kind in "iu" and not dtype.hasobject, path, f"array {name} has a non-integer type")
+            shape = tuple(int(s) for s in spec["shape"])
+            _expect(all(s >= 0 for s in shape) and len(shape) <= 2, path, f"array {name} has an impossible shape")
+            expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            _expect(names[member].file_size <= expected + _NPY_HEADER_SLACK, path, f"array {name} is larger than declared")
+            with zf.open(member) as fh:
+                a = np.lib.format.read_array(fh, allow_pickle=False)
+            _expect(a.dtype == dtype and a.shape == shape, path, f"array {name} does not match its declaration")
+            arrays[name] = a
+    return _build(path, header, arrays)
+
+
+def _build(path: Path, h: dict[str, Any], arrays: dict[str, np.ndarray]) -> Trace:
+    for name in ("warp_lengths", "warp_cta", "warp_index", "snapshot_cta_ids", "op", "mask", "addr_base", "addr_lanes"):
+        _expect(name in arrays, path, f"array {name} missing")
+    L = h["launch"]
+    launch = Launch(kernel=str(L["kernel"]), grid=tuple(int(x) for x in L["grid"]),  # type: ignore[arg-type]
+                    block=tuple(int(x) for x in L["block"]),  # type: ignore[arg-type]
+                    registers_per_thread=int(L["registers_per_thread"]), static_shared=int(L["static_shared"]),
+                    dynamic_shared=int(L["dynamic_shared"]), ctas_per_sm=int(L["ctas_per_sm"]))
+    _expect(len(launch.grid) == 3 and len(launch.block) == 3, path, "grid and block need 3 dimensions")
+    ops = tuple(StaticOp(id=int(o["id"]), kernel=str(o["kernel"]), kind=str(o["kind"]), space=str(o["space"]),
+                         bytes=int(o["bytes"]), file=str(o["file"]), line=int(o["line"]), column=int(o["column"]),
+                         ptx_line=int(o["ptx_line"]), starts_sequence=bool(o["starts_sequence"]), label=str(o["label"]))
+                for o in h["ops"])
+    P = h["provenance"]
+    _expect(isinstance(P.get("generator", {}), dict) and isinstance(P.get("measured", {}), dict), path, "bad provenance")
+    prov = Provenance(backend=str(P["backend"]), arch=str(P["arch"]), gpu=str(P.get("gpu", "")),
+                      tool_version=str(P.get("tool_version", "")), date=str(P.get("date", "")),
+                      generator=dict(P.get("generator", {})),
+                      measured={str(k): float(v) for k, v in P.get("measured", {}).items()})
+    sources = tuple(SourceFile(name=str(s["name"]), text=str(s["text"])) for s in h["sources"])
+    lengths = arrays["warp_lengths"].astype(np.int64)
+    _expect(lengths.ndim == 1 and (lengths.size == 0 or lengths.min() >= 0), path, "negative warp length")
+    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    op = arrays["op"].astype(np.int32)
+    mask = arrays["mask"]
+    n = op.shape[0]
+    _expect(mask.dtype == np.uint32 and mask.shape == (n,), path, "mask array malformed")
+    _expect(offsets[-1] == n, path, "warp lengths do not add up to the number of accesses")
+    _expect(arrays["addr_base"].shape == (n,) and arrays["addr_lanes"].shape == (n, LANES), path, "address arrays malformed")
+    _expect(n == 0 or (op.min() >= 0 and op.max() < len(ops)), path, "an access names an op id that does not exist")
+    counts = h.get("counts", {})
+    _expect(counts.get("accesses") == n and counts.get("warps") == lengths.shape[0], path, "counts disagree with the arrays")
+    addr = decode_addresses(offsets, op, mask, len(ops), arrays["addr_base"], arrays["addr_lanes"])
+    ctas = CtaRecords(**{f: arrays[f"cta_{f}"].astype(np.int64) if f"cta_{f}" in arrays else None for f in _CTA_FIELDS})
+    try:
+        return Trace(launch=launch, ops=ops,
+                     snapshot=Snapshot(cta_ids=arrays["snapshot_cta_ids"].astype(np.int64), rule=str(h.get("snapshot_rule", ""))),
+                     warp_offsets=offsets, warp_cta=arrays["warp_cta"].astype(np.int32),
+                     warp_index=arrays["warp_index"].astype(np.int32), op=op, mask=mask, addr=addr,
+                     sources=sources, provenance=prov, ctas=ctas)
+    except TraceError as exc:
+        raise _bad(path, exc.message.removeprefix("invalid trace: ")) from None
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Only the JSON header of a .tptrace file (cheap: no array is decompressed)."""
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo(HEADER)
+            _expect(info.file_size <= MAX_HEADER_BYTES, path, "header too large")
+            header = json.loads(zf.read(HEADER).decode("utf-8"))
+    except TraceError:
+        raise
+    except Exception as exc:
+        raise _bad(path, f"{type(exc).__name__}: {exc}") from None
+    _expect(isinstance(header, dict) and header.get("format") == FORMAT, path, "not a tptrace header")
+    return header
