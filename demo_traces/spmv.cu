@@ -2,6 +2,8 @@
 // Paper 000 (Baghsorkhi et al., PPoPP'12) sec. 6.2: Listing 2 (scalar) and Listing 3
 // (vectorized: uint4 / float4 loads of indices and val, with an alignment prologue and epilogue).
 // One thread per row; rowIndices holds numRows + 1 offsets; column indices are sorted per row.
+// "#pragma unroll 1" keeps one loop iteration per body, as in the listings (nvcc 13 otherwise
+// unrolls by 4 and needs 63-64 registers, beyond what a Fermi SM gives 1536 threads).
 
 #define BLOCKSIZE 256
 
@@ -17,6 +19,7 @@ extern "C" __global__ void spmv_csr_scalar(float *x, const float *val, const uns
     if (myi < numRows) {
         unsigned int lb = rowIndices[myi];
         unsigned int ub = rowIndices[myi + 1];
+        #pragma unroll 1
         for (unsigned int j = lb; j < ub; j++) {
             unsigned int ind = indices[j];
             float yval = y[ind];
@@ -43,11 +46,13 @@ extern "C" __global__ void spmv_csr_vector4(float *x, const float *val, const un
         // prologue: scalar steps until j is a multiple of 4 (16-byte aligned vector loads)
         unsigned int newlb = min((lb + 3u) & ~3u, ub);
         unsigned int newub = max(ub & ~3u, newlb);
+        #pragma unroll 1
         for (unsigned int j = lb; j < newlb; j++) {
             unsigned int ind = indices[j];
             float yval = y[ind];
             t += val[j] * yval;
         }
+        #pragma unroll 1
         for (unsigned int j = newlb; j < newub; j += 4) {
             uint4 ind = indices4[j / 4];
             float4 value = val4[j / 4];
@@ -61,6 +66,7 @@ extern "C" __global__ void spmv_csr_vector4(float *x, const float *val, const un
             t += value.w * yval;
         }
         // epilogue: the last ub % 4 nonzeros, scalar
+        #pragma unroll 1
         for (unsigned int j = newub; j < ub; j++) {
             unsigned int ind = indices[j];
             float yval = y[ind];

@@ -31,10 +31,10 @@ def _int_in(name: str, lo: int, hi: int | None = None) -> Callable[[str], int]:
         try:
             value = int(text, 10)
         except ValueError:
-            raise UsageError(f"{name} must be a whole number, got {text!r}") from None
+            raise UsageError(f"{name} must be a whole number, got {text!r}", f"for example {name} {max(lo, 1)}") from None
         if value < lo or (hi is not None and value > hi):
             bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-            raise UsageError(f"{name} must be {bound}, got {value}")
+            raise UsageError(f"{name} must be {bound}, got {value}", f"for example {name} {max(lo, 1)}")
         return value
     parse.__name__ = name
     return parse
