@@ -70,19 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_target(target: str) -> Path:
-    """A trace path from a file path or a demo name."""
-    from tuiprof.trace.demos import demo_names, demo_path
-
-    path = Path(target)
-    if path.exists() or target.endswith(".tptrace") or os.sep in target:
-        return path
-    if target in demo_names():
-        return demo_path(target)
-    raise UsageError(f"{target!r} is neither a file nor a demo name",
-                     "demos are: " + ", ".join(demo_names()))
-
-
 def write_output(text: str, output: str | None) -> None:
     """Print `text`, or write it to `output` atomically (temp file + rename)."""
     if output is None:
@@ -113,6 +100,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     overrides = parse_overrides(args.overrides)
     config = RunConfig(arch=args.arch, overrides=overrides, trials=args.trials, seed=args.seed, md=args.md)
+    from tuiprof.trace.demos import resolve_target
+
     doc = build_report(resolve_target(args.target), config)
     write_output(render(doc, args.format), args.output)
     return 0

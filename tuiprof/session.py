@@ -3,12 +3,15 @@ simulator needs. The Monte Carlo run itself and its events build on this."""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
-from typing import Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, occupancy
-from tuiprof.errors import UsageError
+from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.trace.model import Trace
 
 
@@ -48,3 +51,129 @@ def resolve_md(trace: Trace, arch: Arch, config: RunConfig) -> int:
         raise UsageError(f"--md {config.md} exceeds the {limit} CTAs per SM that {arch.name} can hold for this kernel",
                          f"choose --md between 1 and {limit}")
     return config.md
+
+
+# --- events -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrialDone:
+    """One Monte Carlo trial landed."""
+
+    result: Any
+    done: int
+    planned: int
+
+
+@dataclass(frozen=True)
+class AnalysisUpdated:
+    """The analysis over the trials so far (throttled to about 10 per second)."""
+
+    analysis: Any
+
+
+@dataclass(frozen=True)
+class Finished:
+    analysis: Any
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    analysis: Any | None
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: TuiprofError
+
+
+Event = TrialDone | AnalysisUpdated | Finished | Cancelled | Failed
+UPDATE_INTERVAL = 0.1
+
+
+class Session:
+    """One profiling run of a trace under a RunConfig, reported as events.
+
+    Resolution (arch, overrides, MD) happens in the constructor so that a bad configuration fails
+    before any work starts. `run` blocks, emitting events to `on_event` from the calling thread or
+    the simulator's worker threads; `cancel` may be called from any thread.
+    """
+
+    def __init__(self, trace: Trace, config: RunConfig, path: Path | None = None) -> None:
+        self.trace = trace
+        self.config = config
+        self.path = path
+        self.arch = resolve_arch(trace, config)
+        self.occupancy = kernel_occupancy(trace, self.arch)
+        self.md = resolve_md(trace, self.arch, config)
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._mc: Any = None
+        self.analysis: Any = None
+
+    @classmethod
+    def open(cls, target: str | Path, config: RunConfig) -> "Session":
+        """A session on a .tptrace path or a demo name."""
+        from tuiprof.trace.demos import resolve_target
+        from tuiprof.trace.io import load_trace
+
+        path = resolve_target(str(target))
+        return cls(load_trace(path), config, path)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._mc is not None:
+                self._mc.cancel()
+
+    def run(self, on_event: Callable[[Event], None] | None = None) -> Any:
+        """Run the trials; return the final Analysis (None if cancelled before any trial)."""
+        emit = on_event or (lambda e: None)
+        try:
+            return self._run(emit)
+        except TuiprofError as exc:
+            emit(Failed(exc))
+            raise
+        except Exception as exc:  # a Numba compile failure or a bug: still one clear message
+            err = TuiprofError(f"simulation failed: {type(exc).__name__}: {exc}",
+                               "this is a tuiprof bug; please report it with the trace")
+            emit(Failed(err))
+            raise err from exc
+
+    def _run(self, emit: Callable[[Event], None]) -> Any:
+        from tuiprof.model.analysis import analyse
+        from tuiprof.sim.montecarlo import MonteCarlo
+
+        cfg = self.config
+        mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
+                        threads=cfg.threads, tolerance=cfg.tolerance)
+        with self._lock:
+            self._mc = mc
+            if self._cancelled:
+                mc.cancel()
+        stats = mc.op_stats()
+        results: dict[int, Any] = {}
+        t0 = time.perf_counter()
+        last = [0.0]
+
+        def current() -> Any:
+            ordered = [results[k] for k in sorted(results)]
+            return analyse(self.trace.ops, self.arch, self.md, ordered, cfg.trials, stats.accesses,
+                           stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - t0)
+
+        def on_trial(result: Any) -> None:
+            with self._lock:
+                results[result.index] = result
+                done = len(results)
+            emit(TrialDone(result, done, cfg.trials))
+            now = time.perf_counter()
+            if now - last[0] >= UPDATE_INTERVAL:
+                last[0] = now
+                emit(AnalysisUpdated(current()))
+
+        mc.run(on_trial)
+        self.analysis = current() if results else None
+        if self._cancelled:
+            emit(Cancelled(self.analysis))
+        else:
+            emit(Finished(self.analysis))
+        return self.analysis

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
+from tuiprof.errors import UsageError
 from tuiprof.resources import data_dir
 from tuiprof.trace.io import SUFFIX, read_header
 
@@ -30,3 +33,14 @@ def demo_table() -> str:
                      f"{h['counts']['snapshot_ctas']} CTAs"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows) + "\n"
+
+
+def resolve_target(target: str) -> Path:
+    """A trace path from a file path or a demo name."""
+    path = Path(target)
+    if path.exists() or target.endswith(SUFFIX) or os.sep in target:
+        return path
+    if target in demo_names():
+        return demo_path(target)
+    raise UsageError(f"{target!r} is neither a file nor a demo name",
+                     "demos are: " + (", ".join(demo_names()) or "(none installed)"))

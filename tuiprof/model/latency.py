@@ -1,0 +1,71 @@
+"""Expected latency of each static memory op (paper 000 sec. 6.1).
+
+    X = H1 t1 + (1 - H1) [H2 t2 + (1 - H2) Tm]
+
+H1 and H2 are the op's L1 and L2 hit ratios in one trial, t1 and t2 the hit latencies of the
+Arch, Tm the trial's DRAM latency. Since H1, H2 and Tm change from trial to trial, X is a random
+variable; its mean over trials is the expected latency of the op, and mean +- 1.96 std its 95%
+interval (paper 000 sec. 5.2 uses E +- 2 sigma).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+Z95 = 1.96
+
+
+def expected_latency(h1: np.ndarray, h2: np.ndarray, t1: float, t2: float, tm: np.ndarray) -> np.ndarray:
+    """X per element (paper 000 sec. 6.1). NaN hit ratios (no accesses) propagate as NaN."""
+    return h1 * t1 + (1.0 - h1) * (h2 * t2 + (1.0 - h2) * tm)
+
+
+def ratio(hits: np.ndarray, accesses: np.ndarray) -> np.ndarray:
+    """hits / accesses, NaN where there were no accesses."""
+    hits = np.asarray(hits, dtype=np.float64)
+    accesses = np.asarray(accesses, dtype=np.float64)
+    out = np.full(np.broadcast(hits, accesses).shape, np.nan)
+    np.divide(hits, accesses, out=out, where=accesses > 0)
+    return out
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A quantity observed once per trial: mean, spread and 95% interval over trials."""
+
+    mean: float
+    std: float
+    lo: float
+    hi: float
+    stderr: float
+    """Standard error of the mean (std / sqrt(n)): how well the mean itself is known."""
+    n: int
+
+    @property
+    def defined(self) -> bool:
+        return self.n > 0
+
+    def to_dict(self, digits: int = 4) -> dict[str, float | int | None]:
+        def r(x: float) -> float | None:
+            return None if np.isnan(x) else round(float(x), digits)
+        return {"mean": r(self.mean), "std": r(self.std), "lo": r(self.lo), "hi": r(self.hi),
+                "stderr": r(self.stderr), "n": self.n}
+
+
+def estimate(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> Estimate:
+    """Mean, std (sample, ddof=1) and mean +- 1.96 std clipped to [lo, hi], ignoring NaN trials."""
+    x = np.asarray(samples, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    n = int(x.size)
+    if n == 0:
+        return Estimate(np.nan, np.nan, np.nan, np.nan, np.nan, 0)
+    mean = float(x.mean())
+    std = float(x.std(ddof=1)) if n > 1 else 0.0
+    return Estimate(mean, std, max(lo, mean - Z95 * std), min(hi, mean + Z95 * std), std / np.sqrt(n), n)
+
+
+def estimate_columns(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> list[Estimate]:
+    """`estimate` of each column of a [trials, k] array."""
+    return [estimate(samples[:, j], lo, hi) for j in range(samples.shape[1])]

@@ -1,0 +1,46 @@
+"""A tiny counter-based random generator (SplitMix64) usable inside Numba kernels.
+
+Each trial owns its generator state (a one-element uint64 array) seeded from the trial seed, so
+a trial's draws never depend on the thread that runs it or on other trials.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tuiprof.sim._numba import KERNEL, njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(**KERNEL)
+def rng_new(seed: int) -> np.ndarray:
+    """A fresh generator state for `seed` (any int64; a uint64 bit pattern is fine)."""
+    st = np.empty(1, dtype=np.uint64)
+    st[0] = np.uint64(seed)
+    rng_next(st)
+    return st
+
+
+@njit(**KERNEL)
+def rng_next(st: np.ndarray) -> np.uint64:
+    """The next 64 random bits (SplitMix64, Steele et al. 2014)."""
+    z = st[0] + _GOLDEN
+    st[0] = z
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(**KERNEL)
+def rng_below(st: np.ndarray, n: int) -> int:
+    """A uniform integer in [0, n) for 1 <= n < 2**32 (multiply-shift; bias below n / 2**32)."""
+    return np.int64(((rng_next(st) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+def trial_seed(seed: int, index: int) -> int:
+    """The seed of trial `index` of a run seeded with `seed`: independent streams per trial."""
+    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, int(index)])
+    return int(ss.generate_state(1, dtype=np.uint64)[0].astype(np.int64))
