@@ -6,10 +6,12 @@ Layout (format version 1):
   (the source text itself), and the declared dtype and shape of every array member;
 - ``<name>.npy``: arrays, read with ``allow_pickle=False``.
 
-Lane addresses are stored compactly: each warp access keeps the address of its lowest active lane
-(``addr_base``) and per-lane offsets from it; both are differenced against the previous access of
-the same static op by the same warp, so loop-strided streams become runs of small repeated
-integers that compress to almost nothing, stored in the narrowest integer type that holds them.
+Lane addresses are stored compactly: within each group of accesses of one static op by one warp,
+every lane stores its address minus its own previous address (its first one: minus the access's
+lowest active lane address, ``addr_base``, itself differenced along the group), in units of the
+largest power of two dividing all addresses, in the narrowest integer type, with the bytes of
+each array grouped by significance before DEFLATE. Strided loops and sorted gathers (CSR columns)
+become small repeated integers that compress to a fraction of a byte per lane.
 
 Every size is declared in the JSON header and checked against the zip directory before anything
 is decompressed, so a hostile or truncated file fails with a TraceError instead of exhausting
@@ -42,6 +44,12 @@ _NPY_HEADER_SLACK = 4096
 _CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _narrow(a: np.ndarray) -> np.ndarray:
     """`a` (integers) in the narrowest signed type that holds every value."""
     if a.size == 0:
@@ -67,60 +75,88 @@ def _group_order(trace_warp_offsets: np.ndarray, op: np.ndarray, n_ops: int) -> 
     return order, gstart
 
 
-def encode_addresses(t: Trace) -> dict[str, np.ndarray]:
-    """addr [R,32] -> differenced bases and lane offsets (see module docstring)."""
+def _previous_active(active: np.ndarray, gstart: np.ndarray) -> np.ndarray:
+    """For each (row, lane): the last earlier row of the same group where the lane was active, or -1."""
+    n = active.shape[0]
+    last = np.maximum.accumulate(np.where(active, np.arange(n)[:, None], -1), axis=0)
+    prev = np.full_like(last, -1)
+    prev[1:] = last[:-1]
+    prev[prev < gstart[:, None]] = -1
+    return prev
+
+
+def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
+    """addr [R,32] -> (differenced bases and lane deltas, address unit); see the module docstring.
+
+    Within a group of accesses (same warp, same op, program order) each active lane stores its
+    address minus the same lane's previous address in the group; a lane's first address in the
+    group is stored relative to the access's base (its lowest active lane). Sorted gathers
+    (CSR columns) and strided loops become small numbers. All values are divided by the largest
+    power of two dividing every address (the unit), usually the element size.
+    """
     n = t.n_accesses
     if n == 0:
-        return {"addr_base": np.zeros(0, np.int8), "addr_lanes": np.zeros((0, LANES), np.int8)}
+        return {"addr_base": np.zeros(0, np.int8), "addr_lanes": np.zeros((0, LANES), np.int8)}, 1
     order, gstart = _group_order(t.warp_offsets, t.op, len(t.ops))
     lanes = np.arange(LANES, dtype=np.uint32)
     active = ((t.mask[order, None] >> lanes) & 1).astype(bool)
-    first = np.argmax(active, axis=1)
     addr = t.addr[order]
-    base = addr[np.arange(n), first].astype(np.int64)
-    offs = np.where(active, addr.astype(np.int64) - base[:, None], 0)
-    del addr
-    # Inactive lanes carry the lane's last value in the group (0 before any): their difference is 0.
-    last = np.maximum.accumulate(np.where(active, np.arange(n)[:, None], -1), axis=0)
-    filled = np.where(last >= gstart[:, None], offs[np.maximum(last, 0), lanes], 0)
-    del last, offs
-    prev = np.zeros_like(filled)
+    nonzero = np.bitwise_or.reduce(addr[active]) if active.any() else np.uint64(0)
+    unit = int(nonzero & (~nonzero + np.uint64(1))) if nonzero else 1
+    unit = min(unit, 1 << 16)
+    addr = (addr // np.uint64(unit)).view(np.int64)
+    base = addr[np.arange(n), np.argmax(active, axis=1)]
+    prev = _previous_active(active, gstart)
+    ref = np.where(prev >= 0, addr[np.maximum(prev, 0), lanes], base[:, None])
+    lane_diff = np.where(active, addr - ref, 0)
+    del addr, ref, prev
     inner = gstart != np.arange(n)
-    prev[inner] = filled[np.nonzero(inner)[0] - 1]
-    lane_diff = filled - prev
-    del filled, prev
     base_prev = np.zeros_like(base)
     base_prev[inner] = base[np.nonzero(inner)[0] - 1]
-    return {"addr_base": _narrow(base - base_prev), "addr_lanes": _narrow(lane_diff)}
+    return {"addr_base": _narrow(base - base_prev), "addr_lanes": _narrow(lane_diff)}, unit
 
 
 def decode_addresses(warp_offsets: np.ndarray, op: np.ndarray, mask: np.ndarray, n_ops: int,
-                     base_diff: np.ndarray, lane_diff: np.ndarray) -> np.ndarray:
+                     base_diff: np.ndarray, lane_diff: np.ndarray, unit: int = 1) -> np.ndarray:
     """Inverse of `encode_addresses`: uint64 [R,32], inactive lanes 0."""
     n = op.shape[0]
     out = np.zeros((n, LANES), dtype=np.uint64)
     if n == 0:
         return out
     order, gstart = _group_order(warp_offsets, op, n_ops)
-    # Cumulative sums restart at each group: subtract the running total just before the group.
+    lanes = np.arange(LANES, dtype=np.uint32)
+    active = ((mask[order, None] >> lanes) & 1).astype(bool)
     # int64 arithmetic wraps exactly as uint64 would, so any 64-bit address round-trips.
     with np.errstate(over="ignore"):
-        vals = np.cumsum(lane_diff, axis=0, dtype=np.int64)
         base = np.cumsum(base_diff, dtype=np.int64)
         has_prev = gstart > 0
         before = np.where(has_prev, gstart - 1, 0)
         base -= np.where(has_prev, base[before], 0)
+        # A lane's first access in its group adds the base; later ones add their deltas. Running
+        # sums restart at each group: subtract the total just before the group starts.
+        first = active & (_previous_active(active, gstart) < 0)
+        vals = lane_diff.astype(np.int64)
+        vals[first] += np.broadcast_to(base[:, None], vals.shape)[first]
+        np.cumsum(vals, axis=0, out=vals)
         chunk = 1 << 16
         for a in range(((n - 1) // chunk) * chunk, -1, -chunk):  # back to front: earlier rows still hold totals
             b = min(a + chunk, n)
-            sub = vals[before[a:b]] * has_prev[a:b, None]
-            vals[a:b] -= sub
-        vals += base[:, None]
-    lanes = np.arange(LANES, dtype=np.uint32)
-    active = ((mask[order, None] >> lanes) & 1).astype(bool)
+            vals[a:b] -= vals[before[a:b]] * has_prev[a:b, None]
+        vals *= unit
     vals[~active] = 0
     out[order] = vals.view(np.uint64)
     return out
+
+
+def _shuffle(a: np.ndarray) -> np.ndarray:
+    """Bytes of `a` grouped by significance ([itemsize, n] uint8): high bytes of small integers
+    are runs of zeros, which DEFLATE compresses far better than interleaved bytes."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    return flat.view(np.uint8).reshape(-1, flat.dtype.itemsize).T.copy()
+
+
+def _unshuffle(b: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    return np.ascontiguousarray(b.T).view(dtype).reshape(shape)
 
 
 def _launch_json(L: Launch) -> dict[str, Any]:
@@ -135,9 +171,10 @@ def _op_json(o: StaticOp) -> dict[str, Any]:
             "starts_sequence": o.starts_sequence, "label": o.label}
 
 
-def trace_arrays(t: Trace) -> dict[str, np.ndarray]:
-    """Every array member of the file, encoded."""
+def trace_arrays(t: Trace) -> tuple[dict[str, np.ndarray], int]:
+    """Every array member of the file, encoded, and the address unit."""
     n_ops = len(t.ops)
+    addresses, unit = encode_addresses(t)
     arrays: dict[str, np.ndarray] = {
         "warp_lengths": _narrow(np.diff(t.warp_offsets)),
         "warp_cta": t.warp_cta,
@@ -145,19 +182,19 @@ def trace_arrays(t: Trace) -> dict[str, np.ndarray]:
         "snapshot_cta_ids": _narrow(t.snapshot.cta_ids),
         "op": (t.op.astype(np.uint8) if n_ops <= 256 else t.op.astype(np.uint16) if n_ops <= 65536 else t.op),
         "mask": t.mask,
-        **encode_addresses(t),
+        **addresses,
     }
     for name in _CTA_FIELDS:
         a = getattr(t.ctas, name)
         if a is not None:
             arrays[f"cta_{name}"] = _narrow(a)
-    return arrays
+    return arrays, unit
 
 
 def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "deflate") -> Path:
     """Write `t` to `path` atomically (temp file in the same folder, then rename)."""
     path = Path(path)
-    arrays = trace_arrays(t)
+    arrays, unit = trace_arrays(t)
     header = {
         "format": FORMAT, "version": VERSION, "writer": f"tuiprof {__version__}",
         "launch": _launch_json(t.launch),
@@ -168,7 +205,9 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
                        "generator": t.provenance.generator, "measured": t.provenance.measured},
         "sources": [{"name": s.name, "text": s.text} for s in t.sources],
         "counts": {"accesses": t.n_accesses, "warps": t.n_warps, "snapshot_ctas": t.snapshot.n_ctas},
-        "arrays": {k: {"dtype": v.dtype.str, "shape": list(v.shape)} for k, v in arrays.items()},
+        "address_unit": unit,
+        "arrays": {k: {"dtype": v.dtype.str, "shape": list(v.shape), "shuffled": v.dtype.itemsize > 1}
+                   for k, v in arrays.items()},
     }
     method = {"deflate": zipfile.ZIP_DEFLATED, "lzma": zipfile.ZIP_LZMA}[compression]
     folder = path.parent if str(path.parent) else Path(".")
@@ -179,9 +218,11 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
     try:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", compression=method) as zf:
             zf.writestr(HEADER, json.dumps(header, separators=(",", ":")))
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
             for name, a in arrays.items():
                 buf = io.BytesIO()
-                np.lib.format.write_array(buf, np.ascontiguousarray(a), allow_pickle=False)
+                stored = _shuffle(a) if a.dtype.itemsize > 1 else np.ascontiguousarray(a)
+                np.lib.format.write_array(buf, stored, allow_pickle=False)
                 zf.writestr(f"{name}.npy", buf.getvalue())
         os.replace(tmp, path)
     except OSError as exc:
@@ -245,12 +286,14 @@ def _load(path: Path) -> Trace:
             _expect(dtype.kind in "iu" and not dtype.hasobject, path, f"array {name} has a non-integer type")
             shape = tuple(int(s) for s in spec["shape"])
             _expect(all(s >= 0 for s in shape) and len(shape) <= 2, path, f"array {name} has an impossible shape")
-            expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            _expect(names[member].file_size <= expected + _NPY_HEADER_SLACK, path, f"array {name} is larger than declared")
+            size = int(np.prod(shape, dtype=np.int64))
+            _expect(names[member].file_size <= size * dtype.itemsize + _NPY_HEADER_SLACK, path, f"array {name} is larger than declared")
+            shuffled = bool(spec.get("shuffled", False))
+            stored_dtype, stored_shape = (np.dtype(np.uint8), (dtype.itemsize, size)) if shuffled else (dtype, shape)
             with zf.open(member) as fh:
                 a = np.lib.format.read_array(fh, allow_pickle=False)
-            _expect(a.dtype == dtype and a.shape == shape, path, f"array {name} does not match its declaration")
-            arrays[name] = a
+            _expect(a.dtype == stored_dtype and a.shape == stored_shape, path, f"array {name} does not match its declaration")
+            arrays[name] = _unshuffle(a, dtype, shape) if shuffled else a
     return _build(path, header, arrays)
 
 
@@ -287,7 +330,9 @@ def _build(path: Path, h: dict[str, Any], arrays: dict[str, np.ndarray]) -> Trac
     _expect(n == 0 or (op.min() >= 0 and op.max() < len(ops)), path, "an access names an op id that does not exist")
     counts = h.get("counts", {})
     _expect(counts.get("accesses") == n and counts.get("warps") == lengths.shape[0], path, "counts disagree with the arrays")
-    addr = decode_addresses(offsets, op, mask, len(ops), arrays["addr_base"], arrays["addr_lanes"])
+    unit = h.get("address_unit", 1)
+    _expect(isinstance(unit, int) and 1 <= unit <= 1 << 16 and unit & (unit - 1) == 0, path, "bad address unit")
+    addr = decode_addresses(offsets, op, mask, len(ops), arrays["addr_base"], arrays["addr_lanes"], unit)
     ctas = CtaRecords(**{f: arrays[f"cta_{f}"].astype(np.int64) if f"cta_{f}" in arrays else None for f in _CTA_FIELDS})
     try:
         return Trace(launch=launch, ops=ops,
