@@ -42,6 +42,7 @@ SUFFIX = ".tptrace"
 MAX_HEADER_BYTES = 64 << 20
 _NPY_HEADER_SLACK = 4096
 _CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
+_ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
 
 
 def _umask() -> int:
@@ -113,50 +114,40 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     inner = gstart != np.arange(n)
     base_prev = np.zeros_like(base)
     base_prev[inner] = base[np.nonzero(inner)[0] - 1]
-    return {"addr_base": _narrow(base - base_prev), "addr_lanes": _narrow(lane_diff)}, unit
+    # Back to record order (the decoder walks each warp's accesses in program order).
+    base_out, lanes_out = np.empty_like(base), np.empty_like(lane_diff)
+    base_out[order], lanes_out[order] = base - base_prev, lane_diff
+    return {"addr_base": _narrow(base_out), "addr_lanes": _narrow(lanes_out)}, unit
 
 
 def decode_addresses(warp_offsets: np.ndarray, op: np.ndarray, mask: np.ndarray, n_ops: int,
-                     base_diff: np.ndarray, lane_diff: np.ndarray, unit: int = 1) -> np.ndarray:
-    """Inverse of `encode_addresses`: uint64 [R,32], inactive lanes 0."""
-    n = op.shape[0]
-    out = np.zeros((n, LANES), dtype=np.uint64)
-    if n == 0:
-        return out
-    order, gstart = _group_order(warp_offsets, op, n_ops)
-    lanes = np.arange(LANES, dtype=np.uint32)
-    active = ((mask[order, None] >> lanes) & 1).astype(bool)
-    # int64 arithmetic wraps exactly as uint64 would, so any 64-bit address round-trips.
-    with np.errstate(over="ignore"):
-        base = np.cumsum(base_diff, dtype=np.int64)
-        has_prev = gstart > 0
-        before = np.where(has_prev, gstart - 1, 0)
-        base -= np.where(has_prev, base[before], 0)
-        # A lane's first access in its group adds the base; later ones add their deltas. Running
-        # sums restart at each group: subtract the total just before the group starts.
-        first = active & (_previous_active(active, gstart) < 0)
-        vals = lane_diff.astype(np.int64)
-        vals[first] += np.broadcast_to(base[:, None], vals.shape)[first]
-        np.cumsum(vals, axis=0, out=vals)
-        chunk = 1 << 16
-        for a in range(((n - 1) // chunk) * chunk, -1, -chunk):  # back to front: earlier rows still hold totals
-            b = min(a + chunk, n)
-            vals[a:b] -= vals[before[a:b]] * has_prev[a:b, None]
-        vals *= unit
-    vals[~active] = 0
-    out[order] = vals.view(np.uint64)
+                     base_planes: np.ndarray, lane_planes: np.ndarray, unit: int = 1) -> np.ndarray:
+    """Inverse of `encode_addresses` from the byte planes of its two arrays: uint64 [R,32]."""
+    from tuiprof.trace._codec import decode_lanes
+
+    out = np.zeros((op.shape[0], LANES), dtype=np.uint64)
+    decode_lanes(warp_offsets, op, mask.astype(np.int64), n_ops, base_planes, lane_planes, np.int64(unit),
+                 out.view(np.int64))
     return out
 
 
-def _shuffle(a: np.ndarray) -> np.ndarray:
-    """Bytes of `a` grouped by significance ([itemsize, n] uint8): high bytes of small integers
-    are runs of zeros, which DEFLATE compresses far better than interleaved bytes."""
-    flat = np.ascontiguousarray(a).reshape(-1)
-    return flat.view(np.uint8).reshape(-1, flat.dtype.itemsize).T.copy()
+def planes(a: np.ndarray) -> np.ndarray:
+    """Byte planes ([itemsize, n] uint8) of an integer array, as the file stores them."""
+    k = a.dtype.itemsize
+    u = np.ascontiguousarray(a).reshape(-1).view(f"<u{k}")
+    out = np.empty((k, u.shape[0]), dtype=np.uint8)
+    for j in range(k):  # one contiguous pass per byte plane: far faster than a strided transpose
+        out[j] = (u >> u.dtype.type(8 * j)).astype(np.uint8)
+    return out
 
 
-def _unshuffle(b: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-    return np.ascontiguousarray(b.T).view(dtype).reshape(shape)
+def from_planes(b: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """Inverse of `planes`."""
+    k = dtype.itemsize
+    u = np.zeros(b.shape[1], dtype=f"<u{k}")
+    for j in range(k):
+        u |= b[j].astype(u.dtype) << u.dtype.type(8 * j)
+    return u.view(dtype).reshape(shape)
 
 
 def _launch_json(L: Launch) -> dict[str, Any]:
@@ -221,7 +212,7 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
             os.fchmod(fh.fileno(), 0o666 & ~_umask())
             for name, a in arrays.items():
                 buf = io.BytesIO()
-                stored = _shuffle(a) if a.dtype.itemsize > 1 else np.ascontiguousarray(a)
+                stored = planes(a) if a.dtype.itemsize > 1 else np.ascontiguousarray(a)
                 np.lib.format.write_array(buf, stored, allow_pickle=False)
                 zf.writestr(f"{name}.npy", buf.getvalue())
         os.replace(tmp, path)
@@ -261,6 +252,19 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         raise _bad(path, f"{type(exc).__name__}: {exc}") from None
 
 
+def _read_npy(data: bytes) -> np.ndarray:
+    """An .npy member as an array over its bytes (no pickle, no copy)."""
+    fh = io.BytesIO(data)
+    version = np.lib.format.read_magic(fh)
+    read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}[version]
+    shape, fortran, dtype = read_header(fh)
+    if dtype.hasobject:
+        raise ValueError("object arrays are not allowed")
+    count = int(np.prod(shape, dtype=np.int64))
+    a = np.frombuffer(data, dtype=dtype, count=count, offset=fh.tell())
+    return a.reshape(shape, order="F" if fortran else "C")
+
+
 def _load(path: Path) -> Trace:
     try:
         zf = zipfile.ZipFile(path)
@@ -279,6 +283,7 @@ def _load(path: Path) -> Trace:
         declared = header["arrays"]
         _expect(isinstance(declared, dict), path, "array table missing")
         arrays: dict[str, np.ndarray] = {}
+        shapes: dict[str, tuple[int, ...]] = {}
         for name, spec in declared.items():
             member = f"{name}.npy"
             _expect(member in names, path, f"array {name} missing (truncated file?)")
@@ -290,15 +295,18 @@ def _load(path: Path) -> Trace:
             _expect(names[member].file_size <= size * dtype.itemsize + _NPY_HEADER_SLACK, path, f"array {name} is larger than declared")
             shuffled = bool(spec.get("shuffled", False))
             stored_dtype, stored_shape = (np.dtype(np.uint8), (dtype.itemsize, size)) if shuffled else (dtype, shape)
-            with zf.open(member) as fh:
-                a = np.lib.format.read_array(fh, allow_pickle=False)
+            a = _read_npy(zf.read(member))
             _expect(a.dtype == stored_dtype and a.shape == stored_shape, path, f"array {name} does not match its declaration")
-            arrays[name] = _unshuffle(a, dtype, shape) if shuffled else a
-    return _build(path, header, arrays)
+            if name in _ADDRESS_ARRAYS:  # decoded straight from the planes (see _codec)
+                arrays[name] = a if shuffled else a.view(np.uint8).reshape(1, -1)
+                shapes[name] = shape
+            else:
+                arrays[name] = from_planes(a, dtype, shape) if shuffled else a
+    return _build(path, header, arrays, shapes)
 
 
-def _build(path: Path, h: dict[str, Any], arrays: dict[str, np.ndarray]) -> Trace:
-    for name in ("warp_lengths", "warp_cta", "warp_index", "snapshot_cta_ids", "op", "mask", "addr_base", "addr_lanes"):
+def _build(path: Path, h: dict[str, Any], arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]]) -> Trace:
+    for name in ("warp_lengths", "warp_cta", "warp_index", "snapshot_cta_ids", "op", "mask", *_ADDRESS_ARRAYS):
         _expect(name in arrays, path, f"array {name} missing")
     L = h["launch"]
     launch = Launch(kernel=str(L["kernel"]), grid=tuple(int(x) for x in L["grid"]),  # type: ignore[arg-type]
@@ -326,7 +334,7 @@ def _build(path: Path, h: dict[str, Any], arrays: dict[str, np.ndarray]) -> Trac
     n = op.shape[0]
     _expect(mask.dtype == np.uint32 and mask.shape == (n,), path, "mask array malformed")
     _expect(offsets[-1] == n, path, "warp lengths do not add up to the number of accesses")
-    _expect(arrays["addr_base"].shape == (n,) and arrays["addr_lanes"].shape == (n, LANES), path, "address arrays malformed")
+    _expect(shapes["addr_base"] == (n,) and shapes["addr_lanes"] == (n, LANES), path, "address arrays malformed")
     _expect(n == 0 or (op.min() >= 0 and op.max() < len(ops)), path, "an access names an op id that does not exist")
     counts = h.get("counts", {})
     _expect(counts.get("accesses") == n and counts.get("warps") == lengths.shape[0], path, "counts disagree with the arrays")

@@ -1,0 +1,54 @@
+"""The hot loop of .tptrace loading: undoing the lane-wise address differencing in one pass.
+
+The differenced values arrive as byte planes (``[itemsize, n]`` uint8, least significant first,
+as the file stores them), so neither the un-shuffled integers nor any [R, 32] temporary is ever
+materialised: loading peaks at the decoded addresses plus the compressed file's raw bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tuiprof.jit import njit
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _value(planes, idx):  # pragma: no cover - jitted
+    """Signed little-endian integer number `idx` of a byte-plane array."""
+    k = planes.shape[0]
+    v = np.int64(0)
+    for j in range(k):
+        v |= np.int64(planes[j, idx]) << (8 * j)
+    if k < 8:
+        sign = np.int64(1) << (8 * k - 1)
+        if v & sign:
+            v -= sign << 1
+    return v
+
+
+@njit(nogil=True, cache=True)
+def decode_lanes(warp_offsets, op, mask, n_ops, base_planes, lane_planes, unit, out):  # pragma: no cover - jitted
+    """Fill `out` (int64 view of the uint64 addresses, zeroed) from the differenced encoding.
+
+    Per warp and per op, in program order: the access base accumulates the base deltas; a lane's
+    first address in the group is base + its delta, later ones add their delta to the lane's
+    previous address. Values are in `unit` bytes; int64 wraps like uint64.
+    """
+    prev = np.zeros((n_ops, 32), np.int64)
+    seen = np.zeros((n_ops, 32), np.bool_)
+    base = np.zeros(n_ops, np.int64)
+    for w in range(warp_offsets.shape[0] - 1):
+        seen[:, :] = False
+        base[:] = 0
+        for i in range(warp_offsets[w], warp_offsets[w + 1]):
+            o = op[i]
+            base[o] += _value(base_planes, i)
+            m = mask[i]
+            for lane in range(32):
+                if (m >> lane) & 1:
+                    d = _value(lane_planes, i * 32 + lane)
+                    v = prev[o, lane] + d if seen[o, lane] else base[o] + d
+                    seen[o, lane] = True
+                    prev[o, lane] = v
+                    out[i, lane] = v * unit
+    return out
