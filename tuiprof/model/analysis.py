@@ -92,8 +92,8 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
     l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
     l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")
-    trial_tm = np.array([r.tm for r in results], dtype=np.float64)
-    op_tm = stack("op_dram_latency")
+    trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
+    op_tm = stack("dram_latency")
     tm = np.where(np.isnan(op_tm), trial_tm[:, None], op_tm)
     t1, t2 = float(arch.l1.hit_latency), float(arch.l2.hit_latency)
 
@@ -133,9 +133,9 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
                              tm=e_tm[j], cost=float(cost[j]),
                              cost_share=float(cost[j] / total) if total > 0 and np.isfinite(cost[j]) else 0.0,
                              l1_share=float(shares[0]), l2_share=float(shares[1]), dram_share=float(shares[2])))
-    lat = np.concatenate([np.asarray(r.dram_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
+    lat = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
     if lat.size:
-        edges = np.histogram_bin_edges(lat, bins=min(40, max(1, int(np.unique(lat).size))))
+        edges = np.histogram_bin_edges(lat, bins=min(16, max(1, int(np.unique(lat).size))))
         counts, edges = np.histogram(lat, bins=edges)
     else:
         counts, edges = np.zeros(0, np.int64), np.zeros(1)

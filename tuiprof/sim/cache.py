@@ -1,22 +1,31 @@
 """Set-associative, sectored cache kernels (Numba), used by every level of the trial.
 
-One cache is eight flat arrays (`CacheState`), so that a kernel holds no Python objects:
+A cache is two flat arrays, so that kernels hold no Python objects. One pair of arrays may hold
+several independent caches of the same geometry (*copies*: the per-SM L1s), one region each.
 
-- ``tag`` int64 [N]: line id held by slot ``set * assoc + way``, -1 when the way is invalid
-- ``valid`` / ``dirty`` uint32 [N]: per-line masks at 32-byte *chunk* granularity (bit k = bytes
-  ``32k .. 32k+31`` of the line); a sector of S bytes is S/32 adjacent bits set together
-- ``link`` int32 [2N]: doubly linked recency list per set (``2*slot`` previous, ``2*slot+1`` next)
-- ``ends`` int32 [2 * sets]: head (most recently used or inserted) and tail (victim) of each set
-- ``htab`` int32 [H]: open-addressing hash table (linear probing, backward-shift deletion) from
-  line id to slot, so that a lookup costs O(1) whatever the associativity (Volta+ L1s have
-  hundreds of ways; a tag scan would dominate the trial)
+- ``meta`` int32 [copies * (N + sets), 8]: per copy, one 32-byte row per way (``slot = row0 +
+  set * assoc + way``), then one *sentinel* row per set (``row0 + N + set``) that closes the
+  set's circular recency list. Columns: ``TAG_LO`` / ``TAG_HI`` the line id (``TAG_HI`` -1: an
+  invalid way); ``VALID`` / ``DIRTY`` masks at 32-byte *chunk* granularity (bit k = bytes
+  ``32k .. 32k+31`` of the line; a sector of S bytes is S/32 adjacent bits, always set
+  together), stored as int32 bit patterns (read them with `get_mask`); ``PREV`` / ``NEXT`` the
+  recency list (the sentinel's NEXT is the most recent way, its PREV the victim); ``HNEXT`` the
+  next slot of the way's hash chain.
+- ``htab`` int32 [copies * H]: per copy (from ``hbase``), the heads of the hash chains
+  (Fibonacci hashing of the line id, H >= 4N), so that finding a line costs O(1) whatever the
+  associativity: Volta+ L1s have hundreds of ways and the Fermi caches 64, where a tag scan
+  would dominate the trial. 32-byte rows keep the 768 KiB Fermi L2 model near 1 MiB.
 
-Replacement: LRU moves a slot to the head on every hit and fill; FIFO only on fill. The victim is
-always the tail; invalidated ways are moved to the tail so that they are reused first.
+Replacement: LRU moves a way to the front on every hit and fill; FIFO only on fill. The victim
+is always the back; an invalidated way is moved to the back so that it is reused first.
 
 A cache of P partitions with S sets each maps line ``l`` to partition ``l % P`` and to set
 ``(l // P) % S`` inside it (address interleaving, then set indexing); the global set number is
 ``partition * S + set``.
+
+The helpers that branch are inlined (`INLINE`) and end with `keep`; the straight-line list
+updates are plain calls (measured faster). See ``_numba``: this is what keeps Numba's atomic
+reference counting out of the per-access path.
 """
 
 from __future__ import annotations
@@ -25,269 +34,272 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuiprof.sim._numba import KERNEL, njit
+from tuiprof.sim._numba import INLINE, KERNEL, keep, njit
 
+TAG_LO, TAG_HI, VALID, DIRTY, PREV, NEXT, HNEXT = 0, 1, 2, 3, 4, 5, 6
+COLS = 8
+_LO = np.int64(0xFFFFFFFF)
 _FIB = np.uint64(0x9E3779B97F4A7C15)
 
 
-def hash_bits(n_lines: int) -> int:
-    """log2 of the hash table size for `n_lines` lines (load factor at most 1/2)."""
+@njit(**KERNEL)
+def hash_bits(n_lines):
+    """log2 of the per-copy hash table size for `n_lines` lines (load factor at most 1/4)."""
     bits = 2
     while (1 << bits) < 2 * n_lines:
         bits += 1
     return bits
 
 
-@dataclass(frozen=True)
-class CacheState:
-    """The arrays of one cache (see the module docstring). Build with `new_cache`."""
-
-    tag: np.ndarray
-    valid: np.ndarray
-    dirty: np.ndarray
-    link: np.ndarray
-    ends: np.ndarray
-    htab: np.ndarray
-    sets: int
-    """Sets per partition."""
-    assoc: int
-    partitions: int
-    lru: bool
-
-    @property
-    def hshift(self) -> int:
-        return 64 - int(self.htab.shape[0]).bit_length() + 1
-
-    def set_of(self, line: int) -> int:
-        return int(cache_set(line, self.partitions, self.sets))
-
-    def find(self, line: int) -> int:
-        return int(cache_find(self.tag, self.htab, self.hshift, line))
-
-    def access(self, line: int) -> bool:
-        """A whole-line load: True on a hit; on a miss the line is filled (LRU/FIFO victim)."""
-        return bool(cache_load_line(self.tag, self.valid, self.dirty, self.link, self.ends, self.htab,
-                                    self.hshift, self.partitions, self.sets, self.assoc, self.lru, line))
-
-    def run(self, lines: np.ndarray) -> np.ndarray:
-        """Whole-line loads of every line id in `lines`, in order; a bool hit array."""
-        return cache_load_stream(self.tag, self.valid, self.dirty, self.link, self.ends, self.htab,
-                                 self.hshift, self.partitions, self.sets, self.assoc, self.lru,
-                                 np.ascontiguousarray(lines, dtype=np.int64))
-
-
-def new_cache(sets: int, assoc: int, partitions: int = 1, lru: bool = True) -> CacheState:
-    """An empty cache of `partitions` x `sets` sets of `assoc` ways (sets a power of two)."""
-    n_sets = max(sets * partitions, 1)
-    n = n_sets * assoc if sets > 0 else 1
+@njit(**KERNEL)
+def cache_alloc(n_sets, assoc, copies):
+    """`copies` empty caches of `n_sets` sets (all partitions) x `assoc` ways:
+    ``(meta, htab, hshift)``; copy c has rows from ``c * (n_sets * (assoc + 1))`` and hash
+    buckets from ``c * (1 << (64 - hshift))``."""
+    n = n_sets * assoc
+    rows = n + n_sets
     bits = hash_bits(n)
-    c = CacheState(tag=np.empty(n, np.int64), valid=np.empty(n, np.uint32), dirty=np.empty(n, np.uint32),
-                   link=np.empty(2 * n, np.int32), ends=np.empty(2 * n_sets, np.int32),
-                   htab=np.empty(1 << bits, np.int32), sets=sets, assoc=assoc, partitions=partitions, lru=lru)
-    cache_reset(c.tag, c.valid, c.dirty, c.link, c.ends, c.htab, max(assoc, 1))
-    return c
+    meta = np.empty((copies * rows, COLS), dtype=np.int32)
+    htab = np.full(copies << bits, -1, dtype=np.int32)
+    for c in range(copies):
+        cache_reset(meta, c * rows, n_sets, assoc)
+    return meta, htab, 64 - bits
 
 
 @njit(**KERNEL)
-def cache_reset(tag, valid, dirty, link, ends, htab, assoc):
-    """Invalidate every way; each set's list runs way 0 (head) .. way assoc-1 (tail)."""
-    tag[:] = -1
-    valid[:] = 0
-    dirty[:] = 0
-    htab[:] = -1
-    n_sets = ends.shape[0] // 2
+def cache_reset(meta, row0, n_sets, assoc):
+    """Invalidate every way of the copy at `row0`; each set's list runs sentinel, way 0 (front)
+    .. way assoc-1 (back). The copy's hash buckets must be reset to -1 separately."""
+    n = n_sets * assoc
     for s in range(n_sets):
-        first = s * assoc
+        sent = row0 + n + s
+        first = row0 + s * assoc
         last = first + assoc - 1
         for slot in range(first, last + 1):
-            link[2 * slot] = slot - 1 if slot > first else -1
-            link[2 * slot + 1] = slot + 1 if slot < last else -1
-        ends[2 * s] = first
-        ends[2 * s + 1] = last
+            meta[slot, TAG_LO] = 0
+            meta[slot, TAG_HI] = -1
+            meta[slot, VALID] = 0
+            meta[slot, DIRTY] = 0
+            meta[slot, PREV] = slot - 1 if slot > first else sent
+            meta[slot, NEXT] = slot + 1 if slot < last else sent
+            meta[slot, HNEXT] = -1
+        meta[sent, TAG_LO] = 0
+        meta[sent, TAG_HI] = -1
+        meta[sent, NEXT] = first
+        meta[sent, PREV] = last
 
 
-@njit(**KERNEL)
+@njit(**INLINE)
 def cache_set(line, partitions, sets):
     """Global set number of `line` (partition-major)."""
     if partitions == 1:
-        return line & (sets - 1)
-    return (line % partitions) * sets + ((line // partitions) & (sets - 1))
+        g = line & (sets - 1)
+    else:
+        g = (line % partitions) * sets + ((line // partitions) & (sets - 1))
+    return g
 
 
-@njit(**KERNEL)
+@njit(**INLINE)
 def _hslot(line, hshift):
     return np.int64((np.uint64(line) * _FIB) >> np.uint64(hshift))
 
 
-@njit(**KERNEL)
-def cache_find(tag, htab, hshift, line):
-    """The slot holding `line`, or -1."""
-    hmask = htab.shape[0] - 1
-    i = _hslot(line, hshift)
-    while True:
-        s = htab[i]
-        if s < 0:
-            return -1
-        if tag[s] == line:
-            return s
-        i = (i + 1) & hmask
+@njit(**INLINE)
+def get_mask(meta, slot, col):
+    """The VALID or DIRTY chunk mask of `slot`, as a non-negative int64."""
+    return np.int64(meta[slot, col]) & _LO
+
+
+@njit(**INLINE)
+def get_tag(meta, slot):
+    """The line id held by `slot`, -1 when the way is invalid."""
+    hi = np.int64(meta[slot, TAG_HI])
+    lo = np.int64(meta[slot, TAG_LO]) & _LO
+    keep(meta)
+    return (hi << 32) | lo if hi >= 0 else np.int64(-1)
+
+
+@njit(**INLINE)
+def cache_find(meta, htab, hbase, hshift, line):
+    """The slot holding `line` in the copy whose hash buckets start at `hbase`, or -1."""
+    lo = np.int32(line & _LO)
+    hi = np.int32(line >> 32)
+    slot = np.int64(htab[hbase + _hslot(line, hshift)])
+    while slot >= 0 and (meta[slot, TAG_LO] != lo or meta[slot, TAG_HI] != hi):
+        slot = np.int64(meta[slot, HNEXT])
+    keep(meta)
+    keep(htab)
+    return slot
 
 
 @njit(**KERNEL)
-def _hinsert(htab, hshift, line, slot):
-    hmask = htab.shape[0] - 1
-    i = _hslot(line, hshift)
-    while htab[i] >= 0:
-        i = (i + 1) & hmask
-    htab[i] = slot
+def cache_touch(meta, sent, slot):
+    """Make `slot` the front (most recent) of the set closed by sentinel row `sent`."""
+    p = meta[slot, PREV]
+    n = meta[slot, NEXT]
+    meta[p, NEXT] = n
+    meta[n, PREV] = p
+    h = meta[sent, NEXT]
+    meta[slot, PREV] = sent
+    meta[slot, NEXT] = h
+    meta[h, PREV] = slot
+    meta[sent, NEXT] = slot
 
 
 @njit(**KERNEL)
-def _hremove(tag, htab, hshift, line):
-    """Delete `line` (present) from the table, shifting later entries of its cluster back."""
-    hmask = htab.shape[0] - 1
-    i = _hslot(line, hshift)
-    while tag[htab[i]] != line:
-        i = (i + 1) & hmask
-    j = i
-    while True:
-        j = (j + 1) & hmask
-        s = htab[j]
-        if s < 0:
-            break
-        k = _hslot(tag[s], hshift)
-        # The entry at j may move to i unless its home k lies cyclically in (i, j].
-        if i <= j:
-            stays = i < k <= j
-        else:
-            stays = k > i or k <= j
-        if not stays:
-            htab[i] = s
-            i = j
-    htab[i] = -1
+def _to_back(meta, sent, slot):
+    p = meta[slot, PREV]
+    n = meta[slot, NEXT]
+    meta[p, NEXT] = n
+    meta[n, PREV] = p
+    t = meta[sent, PREV]
+    meta[slot, NEXT] = sent
+    meta[slot, PREV] = t
+    meta[t, NEXT] = slot
+    meta[sent, PREV] = slot
 
 
-@njit(**KERNEL)
-def _unlink(link, ends, s, slot):
-    p = link[2 * slot]
-    n = link[2 * slot + 1]
-    if p >= 0:
-        link[2 * p + 1] = n
+@njit(**INLINE)
+def _hremove(meta, htab, hbase, hshift, line, slot):
+    """Unchain `slot` (which holds `line`) from its hash bucket."""
+    b = hbase + _hslot(line, hshift)
+    p = np.int64(htab[b])
+    if p == slot:
+        htab[b] = meta[slot, HNEXT]
     else:
-        ends[2 * s] = n
-    if n >= 0:
-        link[2 * n] = p
-    else:
-        ends[2 * s + 1] = p
+        while meta[p, HNEXT] != slot:
+            p = np.int64(meta[p, HNEXT])
+        meta[p, HNEXT] = meta[slot, HNEXT]
+    keep(meta)
+    keep(htab)
 
 
-@njit(**KERNEL)
-def cache_touch(link, ends, s, slot):
-    """Make `slot` the most recent of set `s`."""
-    h = ends[2 * s]
-    if h == slot:
-        return
-    _unlink(link, ends, s, slot)
-    h = ends[2 * s]
-    link[2 * slot] = -1
-    link[2 * slot + 1] = h
-    if h >= 0:
-        link[2 * h] = slot
-    else:
-        ends[2 * s + 1] = slot
-    ends[2 * s] = slot
-
-
-@njit(**KERNEL)
-def _to_tail(link, ends, s, slot):
-    t = ends[2 * s + 1]
-    if t == slot:
-        return
-    _unlink(link, ends, s, slot)
-    t = ends[2 * s + 1]
-    link[2 * slot] = t
-    link[2 * slot + 1] = -1
-    if t >= 0:
-        link[2 * t + 1] = slot
-    else:
-        ends[2 * s] = slot
-    ends[2 * s + 1] = slot
-
-
-@njit(**KERNEL)
-def cache_fill(tag, valid, dirty, link, ends, htab, hshift, s, line):
-    """Put `line` (absent) into set `s` in place of the victim (the tail), as the most recent.
+@njit(**INLINE)
+def cache_fill(meta, htab, hbase, hshift, sent, line):
+    """Put `line` (absent) in place of the set's victim (the back), as the front way.
 
     Returns ``(slot, evicted_line, evicted_dirty_mask)``; evicted_line is -1 when the victim way
     was invalid. The new line starts with no valid and no dirty chunks.
     """
-    slot = ends[2 * s + 1]
-    old = tag[slot]
-    old_dirty = np.uint32(0)
+    slot = np.int64(meta[sent, PREV])
+    old = get_tag(meta, slot)
+    old_dirty = get_mask(meta, slot, DIRTY)
     if old >= 0:
-        old_dirty = dirty[slot]
-        _hremove(tag, htab, hshift, old)
-    tag[slot] = line
-    valid[slot] = 0
-    dirty[slot] = 0
-    _hinsert(htab, hshift, line, slot)
-    cache_touch(link, ends, s, slot)
+        _hremove(meta, htab, hbase, hshift, old, slot)
+    else:
+        old_dirty = 0
+    b = hbase + _hslot(line, hshift)
+    meta[slot, TAG_LO] = np.int32(line & _LO)
+    meta[slot, TAG_HI] = np.int32(line >> 32)
+    meta[slot, VALID] = 0
+    meta[slot, DIRTY] = 0
+    meta[slot, HNEXT] = htab[b]
+    htab[b] = slot
+    cache_touch(meta, sent, slot)
+    keep(meta)
+    keep(htab)
     return slot, old, old_dirty
 
 
-@njit(**KERNEL)
-def cache_invalidate(tag, valid, dirty, link, ends, htab, hshift, s, slot):
-    """Drop the line in `slot` (valid) and make the way the next victim of set `s`."""
-    _hremove(tag, htab, hshift, tag[slot])
-    tag[slot] = -1
-    valid[slot] = 0
-    dirty[slot] = 0
-    _to_tail(link, ends, s, slot)
+@njit(**INLINE)
+def cache_invalidate(meta, htab, hbase, hshift, sent, slot):
+    """Drop the line in `slot` (valid) and make the way the next victim of its set."""
+    _hremove(meta, htab, hbase, hshift, get_tag(meta, slot), slot)
+    meta[slot, TAG_LO] = 0
+    meta[slot, TAG_HI] = -1
+    meta[slot, VALID] = 0
+    meta[slot, DIRTY] = 0
+    _to_back(meta, sent, slot)
+    keep(meta)
+    keep(htab)
 
 
-@njit(**KERNEL)
-def cache_load_line(tag, valid, dirty, link, ends, htab, hshift, partitions, sets, assoc, lru, line):
-    """A whole-line load (the reference behaviour checked against pycachesim): hit or fill."""
-    s = cache_set(line, partitions, sets)
-    slot = cache_find(tag, htab, hshift, line)
-    if slot >= 0:
+@njit(**INLINE)
+def cache_load_line(meta, htab, hshift, partitions, sets, lru, line):
+    """A whole-line load on a single-copy cache (the reference behaviour checked against
+    pycachesim): True on a hit, else the line is filled in place of the LRU (or FIFO) victim."""
+    sent = meta.shape[0] - partitions * sets + cache_set(line, partitions, sets)
+    slot = cache_find(meta, htab, 0, hshift, line)
+    hit = slot >= 0
+    if hit:
         if lru:
-            cache_touch(link, ends, s, slot)
-        return True
-    slot, _, _ = cache_fill(tag, valid, dirty, link, ends, htab, hshift, s, line)
-    valid[slot] = np.uint32(0xFFFFFFFF)
-    return False
+            cache_touch(meta, sent, slot)
+    else:
+        slot, _, _ = cache_fill(meta, htab, 0, hshift, sent, line)
+        meta[slot, VALID] = -1  # all chunks
+    keep(meta)
+    keep(htab)
+    return hit
 
 
 @njit(**KERNEL)
-def cache_load_stream(tag, valid, dirty, link, ends, htab, hshift, partitions, sets, assoc, lru, lines):
+def cache_load_stream(meta, htab, hshift, partitions, sets, lru, lines):
     """`cache_load_line` over a stream of line ids; the hit flags."""
     hits = np.empty(lines.shape[0], dtype=np.bool_)
     for i in range(lines.shape[0]):
-        hits[i] = cache_load_line(tag, valid, dirty, link, ends, htab, hshift, partitions, sets, assoc, lru,
-                                  lines[i])
+        hits[i] = cache_load_line(meta, htab, hshift, partitions, sets, lru, lines[i])
     return hits
 
 
-@njit(**KERNEL)
+@njit(**INLINE)
 def popcount(x):
-    """Set bits of a uint32."""
-    x = np.uint32(x)
-    x = x - ((x >> np.uint32(1)) & np.uint32(0x55555555))
-    x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
-    x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-    return np.int64((x * np.uint32(0x01010101)) >> np.uint32(24))
+    """Set bits of a 32-bit mask (computed in 64-bit arithmetic, as Numba widens small ints)."""
+    x = np.uint64(x) & np.uint64(0xFFFFFFFF)
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x55555555))
+    x = (x & np.uint64(0x33333333)) + ((x >> np.uint64(2)) & np.uint64(0x33333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F)
+    return np.int64(((x * np.uint64(0x01010101)) >> np.uint64(24)) & np.uint64(0xFF))
+
+
+@njit(**INLINE)
+def expand_sectors(m, cps, n_sectors):
+    """Chunk mask `m` (int64 holding 32 bits) widened to whole sectors of `cps` chunks: any
+    chunk touched marks its whole sector."""
+    out = m
+    if cps > 1:
+        full = (np.int64(1) << cps) - 1
+        out = np.int64(0)
+        for j in range(n_sectors):
+            sh = j * cps
+            if (m >> sh) & full:
+                out |= full << sh
+    return out
+
+
+@dataclass(frozen=True)
+class CacheState:
+    """A standalone cache (for tests and benchmarks): ``partitions`` x ``sets`` sets of
+    ``assoc`` ways, LRU or FIFO, driven by whole-line loads."""
+
+    meta: np.ndarray
+    htab: np.ndarray
+    hshift: int
+    sets: int
+    assoc: int
+    partitions: int
+    lru: bool
+
+    def find(self, line: int) -> int:
+        return int(_find(self.meta, self.htab, self.hshift, line))
+
+    def access(self, line: int) -> bool:
+        """A whole-line load: True on a hit; on a miss the line is filled."""
+        return bool(self.run(np.array([line], dtype=np.int64))[0])
+
+    def run(self, lines: np.ndarray) -> np.ndarray:
+        """Whole-line loads of every line id in `lines`, in order; a bool hit array."""
+        return cache_load_stream(self.meta, self.htab, self.hshift, self.partitions, self.sets, self.lru,
+                                 np.ascontiguousarray(lines, dtype=np.int64))
 
 
 @njit(**KERNEL)
-def expand_sectors(m, cps, n_sectors):
-    """Chunk mask `m` widened to whole sectors of `cps` chunks (any chunk touched -> its sector)."""
-    if cps == 1:
-        return np.uint32(m)
-    full = np.uint32((1 << cps) - 1)
-    out = np.uint32(0)
-    for j in range(n_sectors):
-        sh = np.uint32(j * cps)
-        if (m >> sh) & full:
-            out |= full << sh
-    return out
+def _find(meta, htab, hshift, line):
+    return cache_find(meta, htab, 0, hshift, line)
+
+
+def new_cache(sets: int, assoc: int, partitions: int = 1, lru: bool = True) -> CacheState:
+    """An empty cache of `partitions` x `sets` sets (a power of two) of `assoc` ways."""
+    if sets < 1 or sets & (sets - 1) or assoc < 1 or partitions < 1:
+        raise ValueError("sets must be a power of two; assoc and partitions positive")
+    meta, htab, hshift = cache_alloc(sets * partitions, assoc, 1)
+    return CacheState(meta, htab, int(hshift), sets, assoc, partitions, lru)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.sim._numba import KERNEL, njit
+from tuiprof.sim._numba import INLINE, KERNEL, njit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -24,7 +24,7 @@ def rng_new(seed: int) -> np.ndarray:
     return st
 
 
-@njit(**KERNEL)
+@njit(**INLINE)
 def rng_next(st: np.ndarray) -> np.uint64:
     """The next 64 random bits (SplitMix64, Steele et al. 2014)."""
     z = st[0] + _GOLDEN
@@ -34,7 +34,7 @@ def rng_next(st: np.ndarray) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
-@njit(**KERNEL)
+@njit(**INLINE)
 def rng_below(st: np.ndarray, n: int) -> int:
     """A uniform integer in [0, n) for 1 <= n < 2**32 (multiply-shift; bias below n / 2**32)."""
     return np.int64(((rng_next(st) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))

@@ -1,0 +1,114 @@
+"""The cache stages against pycachesim: same line-address streams, same geometry, same hits.
+
+pycachesim (``cachesim``) is an independent set-associative LRU/FIFO simulator. The kernel is
+checked alone (`new_cache`) and inside whole trials, where one SM runs one warp whose accesses
+form one bulk sequence, so the order of the stream is fixed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cachesim import Cache, CacheSimulator, MainMemory
+
+from tests.test_sim_support import FULL, LANE0, lanes, one_lane, small_arch, trace_of
+from tuiprof.sim.cache import new_cache
+from tuiprof.sim.prepared import prepare
+from tuiprof.sim.trial import run_trial
+
+
+def pycachesim_hits(lines: np.ndarray, sets: int, ways: int, line: int, policy: str = "LRU") -> int:
+    mem = MainMemory()
+    cache = Cache("L", sets, ways, line, policy)
+    mem.load_to(cache)
+    mem.store_from(cache)
+    sim = CacheSimulator(cache, mem)
+    sim.load([int(x) * line for x in lines], length=1)
+    return int(cache.stats()["HIT_count"])
+
+
+def streams(seed: int, n: int = 6000) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "uniform": rng.integers(0, 700, n),
+        "hot-cold": np.where(rng.random(n) < 0.8, rng.integers(0, 60, n), rng.integers(0, 5000, n)),
+        "cyclic": np.tile(np.arange(300), n // 300),
+        "strided": (np.arange(n) * 8) % 2048,
+    }
+
+
+@pytest.mark.parametrize("sets,ways", [(1, 1), (1, 16), (4, 4), (8, 64), (64, 8), (2, 64), (16, 2)])
+@pytest.mark.parametrize("policy", ["LRU", "FIFO"])
+def test_kernel_matches_pycachesim(sets: int, ways: int, policy: str) -> None:
+    for name, lines in streams(sets * 100 + ways).items():
+        cache = new_cache(sets, ways, lru=policy == "LRU")
+        hits = cache.run(lines)
+        assert int(hits.sum()) == pycachesim_hits(lines, sets, ways, 128, policy), name
+
+
+def test_kernel_partitions_are_an_interleaved_split_of_the_sets() -> None:
+    # 6 partitions of 8 sets: line l -> partition l % 6, set (l // 6) % 8, i.e. a 48-set cache.
+    lines = streams(5)["uniform"]
+    cache = new_cache(8, 4, partitions=6)
+    assert int(cache.run(lines).sum()) == pycachesim_hits(lines, 48, 4, 32)
+
+
+def test_kernel_reports_hits_in_stream_order() -> None:
+    cache = new_cache(1, 2)
+    # 2-way LRU: 1 2 | 1 hits | 3 evicts 2 | 1 hits | 2 evicts 3.
+    assert list(cache.run(np.array([1, 2, 1, 3, 1, 2]))) == [False, False, True, False, True, False]
+    assert cache.find(1) >= 0 and cache.find(2) >= 0 and cache.find(3) < 0
+
+
+def test_huge_line_ids_hash_and_compare_in_full() -> None:
+    big = np.array([2**58 + 5, 5, 2**58 + 5, 2**40 + 5, 5], dtype=np.int64)
+    assert list(new_cache(1, 4).run(big)) == [False, False, True, False, True]
+
+
+def _single_warp_trace(addrs, mask=LANE0, bytes_per_lane=4):
+    from tests.test_sim_support import op
+
+    return trace_of([[(0, a, mask) for a in addrs]], ops=(op(nbytes=bytes_per_lane),))
+
+
+@pytest.mark.parametrize("sets,ways", [(8, 4), (2, 64), (32, 1)])
+def test_trial_l1_alone_matches_pycachesim(sets: int, ways: int) -> None:
+    lines = streams(sets + ways, 3000)["hot-cold"] % 400
+    arch = small_arch(l1__size=sets * ways * 128, l1__assoc=ways, l1__sector=128, l2__size=0)
+    t = _single_warp_trace([one_lane(int(x) * 128 + 4) for x in lines])
+    r = run_trial(prepare(t, arch), None, 1, 11)
+    expected = pycachesim_hits(lines, sets, ways, 128)
+    assert r.l1_read_accesses[0] == len(lines)  # unsectored: one per line
+    assert r.l1_read_hits[0] == expected
+    # An absent L2 passes every L1 miss, a whole 128 B line (the L1 sector), to DRAM: 4 x 32 B.
+    assert r.l2_read_hits[0] == 0 and r.dram_reads[0] == 4 * (len(lines) - expected)
+
+
+def test_trial_sectored_l1_counts_four_sectors_per_full_line() -> None:
+    lines = streams(9, 2000)["uniform"] % 100
+    arch = small_arch(l1__size="2KiB", l1__assoc=4, l2__size=0)  # 4 sets of 4 ways
+    t = _single_warp_trace([lanes(int(x) * 128, 4) for x in lines], mask=FULL)
+    r = run_trial(prepare(t, arch), None, 1, 0)
+    assert r.l1_read_accesses[0] == 4 * len(lines)
+    assert r.l1_read_hits[0] == 4 * pycachesim_hits(lines, 4, 4, 128)
+
+
+@pytest.mark.parametrize("parts,sets,ways", [(1, 32, 8), (6, 4, 16), (2, 64, 2)])
+def test_trial_l2_alone_matches_pycachesim(parts: int, sets: int, ways: int) -> None:
+    lines = streams(parts * sets + ways, 4000)["hot-cold"] % 3000
+    arch = small_arch(l1__size=0, l2__size=parts * sets * ways * 32, l2__line=32, l2__sector=32, l2__assoc=ways,
+                      l2__partitions=parts)
+    t = _single_warp_trace([one_lane(int(x) * 32) for x in lines])
+    r = run_trial(prepare(t, arch), None, 1, 5)
+    expected = pycachesim_hits(lines, parts * sets, ways, 32)
+    assert r.l1_read_hits[0] == 0 and r.l2_read_accesses[0] == len(lines)
+    assert r.l2_read_hits[0] == expected
+    assert r.dram_reads[0] == len(lines) - expected
+
+
+def test_trial_fifo_l2_matches_pycachesim() -> None:
+    lines = streams(21, 3000)["hot-cold"] % 2000
+    arch = small_arch(l1__size=0, l2__size=16 * 8 * 32, l2__line=32, l2__sector=32, l2__assoc=8, l2__replacement="fifo")
+    t = _single_warp_trace([one_lane(int(x) * 32) for x in lines])
+    r = run_trial(prepare(t, arch), None, 1, 5)
+    assert r.l2_read_hits[0] == pycachesim_hits(lines, 16, 8, 32, "FIFO")

@@ -1,0 +1,172 @@
+"""Coalescing: each warp access becomes L1 requests, one per distinct L1 line its lanes touch.
+
+Active lane i touches bytes ``[addr_i, addr_i + bytes)`` (an unaligned lane may straddle lines).
+A request carries the line id (``address // l1.line``) and a *chunk mask*: bit k set when the
+warp touches bytes ``32k .. 32k+31`` of the line (32 B is the sector size of every sectored
+NVIDIA cache and the DRAM transaction size; a line holds at most 32 chunks). Requests of one
+warp access are in ascending line order. Only global and local ops are coalesced: shared-memory
+accesses never reach the caches and produce no requests.
+
+This runs once per (trace, L1 line size); every trial reuses the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tuiprof.sim._numba import KERNEL, njit
+
+CHUNK = 32
+"""Bytes per chunk: the granularity of request masks, sector valid bits and DRAM transactions."""
+CACHED_SPACES = ("global", "local")
+
+
+@dataclass(frozen=True)
+class Coalesced:
+    """L1 requests of every warp access (CSR) and per-op coalescing statistics.
+
+    - ``req_off`` int64 [R+1]: requests of access r are ``req_off[r]:req_off[r+1]``
+    - ``req_line`` int64 [Q]: L1 line id of each request
+    - ``req_mask`` uint32 [Q]: 32 B chunks of the line touched by the warp
+    - ``op_accesses`` / ``op_requests`` / ``op_sectors`` int64 [n_ops]: warp accesses, L1
+      requests and 32 B sectors requested, per op (0 for shared-memory ops)
+    """
+
+    line: int
+    req_off: np.ndarray
+    req_line: np.ndarray
+    req_mask: np.ndarray
+    op_accesses: np.ndarray
+    op_requests: np.ndarray
+    op_sectors: np.ndarray
+
+    @property
+    def n_requests(self) -> int:
+        return int(self.req_line.shape[0])
+
+    def sectors_per_request(self) -> np.ndarray:
+        """Mean 32 B sectors per L1 request, per op (nan for ops without requests)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.op_requests > 0, self.op_sectors / np.maximum(self.op_requests, 1), np.nan)
+
+    def requests_per_access(self) -> np.ndarray:
+        """Mean L1 requests (lines) per warp access, per op (nan for ops without cached accesses)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.op_accesses > 0, self.op_requests / np.maximum(self.op_accesses, 1), np.nan)
+
+
+def coalesce(op: np.ndarray, mask: np.ndarray, addr: np.ndarray, op_bytes: np.ndarray,
+             op_cached: np.ndarray, line: int) -> Coalesced:
+    """Coalesce warp accesses (``op`` int32 [R], ``mask`` uint32 [R], ``addr`` uint64 [R, 32])
+    into requests for lines of `line` bytes (a power of two, 32 .. 1024)."""
+    if line < CHUNK or line > 32 * CHUNK or line & (line - 1):
+        raise ValueError(f"line size {line} B is not a power of two in {CHUNK}..{32 * CHUNK}")
+    n_ops = op_bytes.shape[0]
+    req_off, req_line, req_mask, acc, reqs, secs = _coalesce(
+        np.ascontiguousarray(op, np.int32), np.ascontiguousarray(mask, np.uint32),
+        np.ascontiguousarray(addr, np.uint64), np.ascontiguousarray(op_bytes, np.int64),
+        np.ascontiguousarray(op_cached, np.uint8), (line // CHUNK).bit_length() - 1, n_ops)
+    return Coalesced(line, req_off, req_line, req_mask, acc, reqs, secs)
+
+
+def coalesce_trace(trace, line: int) -> Coalesced:
+    """`coalesce` over a `Trace`'s accesses and op table."""
+    op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
+    cached = np.array([o.space in CACHED_SPACES for o in trace.ops], dtype=np.uint8)
+    return coalesce(trace.op, trace.mask, trace.addr, op_bytes, cached, line)
+
+
+@njit(**KERNEL)
+def access_lines(row, m, nbytes, cshift, tl, tm):
+    """Distinct lines (ascending, into ``tl``) and chunk masks (``tm``) of one warp access.
+
+    ``row``: 32 lane addresses (uint64); ``m``: active mask; ``cshift``: log2(chunks per line).
+    Returns the number of lines. ``tl``/``tm`` need room for 32 * (nbytes // 32 + 2) entries.
+    """
+    n = 0
+    cmask = (1 << cshift) - 1
+    top = np.uint64(0xFFFFFFFFFFFFFFFF)
+    span = np.uint64(nbytes - 1)
+    for i in range(32):
+        if not (m >> i) & 1:
+            continue
+        a = row[i]
+        e = top if a > top - span else a + span
+        c0 = np.int64(a >> np.uint64(5))
+        c1 = np.int64(e >> np.uint64(5))
+        for c in range(c0, c1 + 1):
+            ln = c >> cshift
+            bit = np.uint32(1) << np.uint32(c & cmask)
+            if n > 0 and tl[n - 1] == ln:
+                tm[n - 1] |= bit
+            else:
+                tl[n] = ln
+                tm[n] = bit
+                n += 1
+    for i in range(1, n):  # insertion sort: O(n) for the usual ascending lanes
+        kl = tl[i]
+        km = tm[i]
+        j = i - 1
+        while j >= 0 and tl[j] > kl:
+            tl[j + 1] = tl[j]
+            tm[j + 1] = tm[j]
+            j -= 1
+        tl[j + 1] = kl
+        tm[j + 1] = km
+    k = 0
+    for i in range(n):
+        if k > 0 and tl[k - 1] == tl[i]:
+            tm[k - 1] |= tm[i]
+        else:
+            tl[k] = tl[i]
+            tm[k] = tm[i]
+            k += 1
+    return k
+
+
+@njit(**KERNEL)
+def _popcount32(x):
+    x = np.uint64(x) & np.uint64(0xFFFFFFFF)
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x55555555))
+    x = (x & np.uint64(0x33333333)) + ((x >> np.uint64(2)) & np.uint64(0x33333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F)
+    return np.int64(((x * np.uint64(0x01010101)) >> np.uint64(24)) & np.uint64(0xFF))
+
+
+@njit(**KERNEL)
+def _coalesce(op, mask, addr, op_bytes, op_cached, cshift, n_ops):
+    n_acc = op.shape[0]
+    req_off = np.zeros(n_acc + 1, dtype=np.int64)
+    cap = 4 * n_acc + 64
+    lines = np.empty(cap, dtype=np.int64)
+    masks = np.empty(cap, dtype=np.uint32)
+    acc = np.zeros(n_ops, dtype=np.int64)
+    reqs = np.zeros(n_ops, dtype=np.int64)
+    secs = np.zeros(n_ops, dtype=np.int64)
+    room = 32 * (128 // 32 + 2)
+    tl = np.empty(room, dtype=np.int64)
+    tm = np.empty(room, dtype=np.uint32)
+    pos = 0
+    for r in range(n_acc):
+        o = op[r]
+        if op_cached[o]:
+            n = access_lines(addr[r], mask[r], op_bytes[o], cshift, tl, tm)
+            if pos + n > cap:
+                cap = max(2 * cap, pos + n)
+                nl = np.empty(cap, dtype=np.int64)
+                nm = np.empty(cap, dtype=np.uint32)
+                nl[:pos] = lines[:pos]
+                nm[:pos] = masks[:pos]
+                lines = nl
+                masks = nm
+            acc[o] += 1
+            reqs[o] += n
+            for k in range(n):
+                lines[pos + k] = tl[k]
+                masks[pos + k] = tm[k]
+                secs[o] += _popcount32(tm[k])
+            pos += n
+        req_off[r + 1] = pos
+    return req_off, lines[:pos].copy(), masks[:pos].copy(), acc, reqs, secs

@@ -1,0 +1,200 @@
+"""Everything a trial needs from a (Trace, Arch), computed once and packed into flat arrays.
+
+`prepare` coalesces the warp accesses (`coalesce`), cuts each warp's stream into bulk sequences,
+groups warps by CTA and places CTAs on SMs (snapshot CTA k -> SM ``k % sm_count``, paper 000
+sec. 2: round-robin in the order of the CTA ids). `pack_arch` turns an Arch into the int64
+parameter vector the Numba kernel reads. A `Prepared` depends on the Arch only through the L1
+line size (coalescing) and the SM count (placement): the same one serves every MD and every
+cache or DRAM variant of that GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tuiprof.arch.model import Arch
+from tuiprof.errors import ArchError
+from tuiprof.sim.coalesce import CACHED_SPACES, CHUNK, Coalesced, coalesce_trace
+from tuiprof.trace.model import Trace
+
+# Indices into the parameter vector of `pack_arch`.
+P_SM = 0
+P_L1_ON, P_L1_SETS, P_L1_ASSOC, P_L1_PARTS, P_L1_CPL, P_L1_CPS, P_L1_LRU, P_L1_STORE = range(1, 9)
+P_L2_ON, P_L2_SETS, P_L2_ASSOC, P_L2_PARTS, P_L2_CPL, P_L2_CPS, P_L2_LRU = range(9, 16)
+(P_DR_CH, P_DR_BANKS, P_DR_IL, P_DR_ROW, P_DR_BASE, P_DR_HIT, P_DR_MISS, P_DR_BURST, P_DR_TX,
+ P_DR_GROUP) = range(16, 26)
+P_L1_LINE = 26
+N_PARAMS = 27
+
+STORE_EVICT, STORE_NO_ALLOCATE, STORE_ALLOCATE = 0, 1, 2
+_STORE_CODES = {"write-evict": STORE_EVICT, "write-no-allocate": STORE_NO_ALLOCATE,
+                "write-allocate": STORE_ALLOCATE}
+DRAM_GROUP_MAX = 32
+"""Largest group of DRAM requests one SM issues at once: the memory vector size (paper 000 3.2.3)."""
+
+
+def _check_level(arch: Arch, label: str, line: int, sector: int, enabled: bool) -> None:
+    if line < CHUNK or line > 32 * CHUNK or (enabled and sector < CHUNK):
+        raise ArchError(f"arch {arch.name!r}: {label} lines of {line} B with {sector} B sectors are not modeled",
+                        f"the simulator needs lines of {CHUNK}..{32 * CHUNK} B and sectors of at least {CHUNK} B")
+
+
+def pack_arch(arch: Arch) -> np.ndarray:
+    """The int64 parameter vector of `arch` for the trial kernel (see the P_* indices)."""
+    l1, l2, d = arch.l1, arch.l2, arch.dram
+    _check_level(arch, "l1", l1.line, l1.sector, l1.enabled)
+    _check_level(arch, "l2", l2.line, l2.sector, l2.enabled)
+    p = np.zeros(N_PARAMS, dtype=np.int64)
+    p[P_SM] = arch.sm_count
+    p[P_L1_ON] = int(l1.enabled)
+    p[P_L1_SETS] = l1.sets
+    p[P_L1_ASSOC] = l1.assoc
+    p[P_L1_PARTS] = l1.partitions
+    p[P_L1_CPL] = l1.line // CHUNK
+    p[P_L1_CPS] = max(1, min(l1.sector, l1.line) // CHUNK)
+    p[P_L1_LRU] = int(l1.replacement == "lru")
+    p[P_L1_STORE] = _STORE_CODES[l1.store_policy]
+    p[P_L2_ON] = int(l2.enabled)
+    p[P_L2_SETS] = l2.sets
+    p[P_L2_ASSOC] = l2.assoc
+    p[P_L2_PARTS] = l2.partitions
+    p[P_L2_CPL] = l2.line // CHUNK
+    p[P_L2_CPS] = max(1, min(l2.sector, l2.line) // CHUNK)
+    p[P_L2_LRU] = int(l2.replacement == "lru")
+    p[P_DR_CH] = d.channels
+    p[P_DR_BANKS] = d.banks
+    p[P_DR_IL] = d.interleave
+    p[P_DR_ROW] = d.row_size
+    p[P_DR_BASE] = d.base_latency
+    p[P_DR_HIT] = d.row_hit_cycles
+    p[P_DR_MISS] = d.row_miss_cycles
+    p[P_DR_BURST] = d.burst_cycles
+    p[P_DR_TX] = d.transaction
+    p[P_DR_GROUP] = DRAM_GROUP_MAX
+    p[P_L1_LINE] = l1.line
+    return p
+
+
+@dataclass(frozen=True)
+class OpCoalescing:
+    """Per-op figures that do not vary between trials (int64 / float64 [n_ops])."""
+
+    accesses: np.ndarray
+    """Dynamic warp accesses of the op in the snapshot (every space)."""
+    requests: np.ndarray
+    """L1 line requests after coalescing (0 for shared-memory ops)."""
+    sectors: np.ndarray
+    """32 B sectors requested."""
+    requests_per_access: np.ndarray
+    """Mean requests per warp access of a cached op (nan for shared-memory ops)."""
+    sectors_per_request: np.ndarray
+    """Mean 32 B sectors per request (nan without requests)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A trace packed for the trial kernel (``R`` accesses, ``W`` warps, ``C`` snapshot CTAs,
+    ``Q`` sequences, ``S`` SMs).
+
+    - ``acc_op`` int32 [R]; ``op_write`` / ``op_cached`` uint8 [n_ops] (store or atomic; global
+      or local space)
+    - ``coalesced``: the L1 requests of every access (`Coalesced`)
+    - ``seq_off`` int64 [Q+1]: accesses of bulk sequence q; sequences are numbered warp by warp
+    - ``warp_seq_off`` int64 [W+1]: sequences of warp w; ``warp_cta`` int32 [W]
+    - ``cta_warp_off`` int64 [C+1] / ``cta_warps`` int32 [W]: warps of each CTA, by warp index
+    - ``sm_seq_off`` int64 [S+1]: slice of a trial's issue order owned by each SM
+    - ``sm_requests`` int64 [S]: L1 requests per SM
+    - ``sm_acc_off`` int64 [S+1]: slice of a trial's merged access order owned by each SM (its
+      cached warp accesses)
+    """
+
+    arch: Arch
+    n_ops: int
+    acc_op: np.ndarray
+    op_write: np.ndarray
+    op_cached: np.ndarray
+    coalesced: Coalesced
+    seq_off: np.ndarray
+    warp_seq_off: np.ndarray
+    warp_cta: np.ndarray
+    cta_warp_off: np.ndarray
+    cta_warps: np.ndarray
+    sm_seq_off: np.ndarray
+    sm_requests: np.ndarray
+    sm_acc_off: np.ndarray
+
+    @property
+    def sm_count(self) -> int:
+        return int(self.sm_seq_off.shape[0] - 1)
+
+    @property
+    def n_sequences(self) -> int:
+        return int(self.seq_off.shape[0] - 1)
+
+    @property
+    def n_ctas(self) -> int:
+        return int(self.cta_warp_off.shape[0] - 1)
+
+    def op_stats(self) -> "OpCoalescing":
+        """Per-op warp accesses and coalescing statistics (the same in every trial)."""
+        co = self.coalesced
+        return OpCoalescing(accesses=np.bincount(self.acc_op, minlength=self.n_ops).astype(np.int64),
+                            requests=co.op_requests, sectors=co.op_sectors,
+                            requests_per_access=co.requests_per_access(),
+                            sectors_per_request=co.sectors_per_request())
+
+    def compatible(self, arch: Arch) -> bool:
+        """Whether `arch` can run on this preparation (same L1 line and SM count)."""
+        return arch.l1.line == self.arch.l1.line and arch.sm_count == self.arch.sm_count
+
+
+def default_md(trace: Trace, arch: Arch) -> int:
+    """The launch's CTAs per SM, or the occupancy limit of `arch` when the trace does not say."""
+    if trace.launch.ctas_per_sm > 0:
+        return trace.launch.ctas_per_sm
+    from tuiprof.arch.occupancy import occupancy
+
+    L = trace.launch
+    return occupancy(arch, L.threads_per_cta, L.registers_per_thread, L.static_shared, L.dynamic_shared).ctas_per_sm
+
+
+def prepare(trace: Trace, arch: Arch) -> Prepared:
+    """Pack `trace` for trials on `arch` (coalescing, bulk sequences, CTA placement)."""
+    pack_arch(arch)  # refuses geometries the kernel cannot model
+    S = arch.sm_count
+    n_acc = trace.n_accesses
+    n_warps = trace.n_warps
+    n_ctas = trace.snapshot.n_ctas
+    co = coalesce_trace(trace, arch.l1.line)
+    starts_op = np.array([o.starts_sequence for o in trace.ops], dtype=bool)
+    cached_op = np.array([o.space in CACHED_SPACES for o in trace.ops], dtype=bool)
+    write_op = np.array([o.kind != "load" for o in trace.ops], dtype=bool)
+    wo = trace.warp_offsets
+    starts = starts_op[trace.op] if n_acc else np.zeros(0, bool)
+    nonempty = wo[:-1] < wo[1:]
+    starts[wo[:-1][nonempty]] = True
+    seq_starts = np.flatnonzero(starts).astype(np.int64)
+    seq_off = np.append(seq_starts, np.int64(n_acc))
+    warp_seq_off = np.searchsorted(seq_starts, wo).astype(np.int64)
+    warp_sm = trace.warp_cta.astype(np.int64) % S
+    seqs_per_warp = np.diff(warp_seq_off)
+    sm_seq = np.bincount(warp_sm, weights=seqs_per_warp, minlength=S).astype(np.int64)
+    sm_seq_off = np.zeros(S + 1, dtype=np.int64)
+    np.cumsum(sm_seq, out=sm_seq_off[1:])
+    req_per_warp = co.req_off[wo[1:]] - co.req_off[wo[:-1]]
+    sm_requests = np.bincount(warp_sm, weights=req_per_warp, minlength=S).astype(np.int64)
+    cached_acc = np.zeros(n_acc + 1, dtype=np.int64)
+    np.cumsum(cached_op[trace.op], out=cached_acc[1:])
+    sm_accesses = np.bincount(warp_sm, weights=cached_acc[wo[1:]] - cached_acc[wo[:-1]], minlength=S).astype(np.int64)
+    sm_acc_off = np.zeros(S + 1, dtype=np.int64)
+    np.cumsum(sm_accesses, out=sm_acc_off[1:])
+    cta_warps = np.lexsort((trace.warp_index, trace.warp_cta)).astype(np.int32)
+    cta_warp_off = np.zeros(n_ctas + 1, dtype=np.int64)
+    np.cumsum(np.bincount(trace.warp_cta, minlength=n_ctas), out=cta_warp_off[1:])
+    return Prepared(arch=arch, n_ops=len(trace.ops), acc_op=trace.op,
+                    op_write=write_op.astype(np.uint8), op_cached=cached_op.astype(np.uint8), coalesced=co,
+                    seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=trace.warp_cta,
+                    cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,
+                    sm_requests=sm_requests, sm_acc_off=sm_acc_off)

@@ -1,0 +1,114 @@
+"""`TrialResult`: what one Monte Carlo trial of the memory-hierarchy model observed.
+
+Units. Cache counters are in *sectors of the level*: ``Arch.l1.sector`` bytes for the L1 counters,
+``Arch.l2.sector`` bytes for the L2 counters. An unsectored level (sector == line, e.g. the Fermi
+L1 of 128 B) therefore counts one per line touched; Volta+ levels count 32 B sectors. A read
+access is a sector a load asks for; a read hit is such a sector found valid. A write access is a
+sector a store or atomic writes; an L2 write hit is such a sector that was valid before the write
+(paper 000 sec. 2.1: a store hits only a block that is already valid). The L1 keeps no write hits
+(stores are write-through). DRAM counters are 32 B transactions (``Arch.dram.transaction``).
+Atomics are counted with the stores.
+
+A level that is absent (size 0) still counts its accesses, all as misses, so that H = 0 there
+and the latency equation X = H1 t1 + (1 - H1)(H2 t2 + (1 - H2) Tm) stays valid (paper 000, 6.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _ratio(num: np.ndarray | int, den: np.ndarray | int) -> float:
+    n = int(np.sum(num))
+    d = int(np.sum(den))
+    return n / d if d else float("nan")
+
+
+def _ratios(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.maximum(den, 1), np.nan)
+
+
+@dataclass(frozen=True, eq=False)
+class TrialResult:
+    """One trial: per-op counters (int64 [n_ops], indexed by StaticOp id), DRAM batch latencies,
+    per-SM L1 request counts. See the module docstring for units."""
+
+    index: int
+    """Trial number within its Monte Carlo run (0-based)."""
+    seed: int
+    """The trial's own seed: ``run_trial(prepared, arch, md, seed)`` reproduces it exactly."""
+    md: int
+    """CTAs resident per SM (multithreading degree) the trial ran with."""
+    l1_requests: np.ndarray
+    """L1 line requests (after coalescing), loads and stores."""
+    l1_read_hits: np.ndarray
+    l1_read_accesses: np.ndarray
+    l1_write_accesses: np.ndarray
+    l2_read_hits: np.ndarray
+    l2_read_accesses: np.ndarray
+    l2_write_hits: np.ndarray
+    l2_write_accesses: np.ndarray
+    dram_reads: np.ndarray
+    """DRAM read transactions caused by the op's L2 read misses."""
+    dram_writes: np.ndarray
+    """DRAM write transactions written through by the op's L2 store misses."""
+    dram_latency: np.ndarray
+    """float64 [n_ops]: mean latency (cycles) of the op's DRAM reads; nan where it has none."""
+    dram_batch_latencies: np.ndarray
+    """int64: latency of every batch of concurrently issued DRAM requests, in queue order."""
+    dram_writebacks: int
+    """DRAM write transactions of dirty L2 evictions (belonging to no op)."""
+    sm_requests: np.ndarray
+    """int64 [sm_count]: L1 requests issued by each SM."""
+    elapsed: float
+    """Wall-clock seconds the trial took."""
+
+    @property
+    def n_ops(self) -> int:
+        return int(self.l1_requests.shape[0])
+
+    # Kernel-wide headline figures.
+    @property
+    def l1_read_hit_ratio(self) -> float:
+        return _ratio(self.l1_read_hits, self.l1_read_accesses)
+
+    @property
+    def l2_read_hit_ratio(self) -> float:
+        return _ratio(self.l2_read_hits, self.l2_read_accesses)
+
+    @property
+    def l2_write_hit_ratio(self) -> float:
+        return _ratio(self.l2_write_hits, self.l2_write_accesses)
+
+    @property
+    def mean_dram_latency(self) -> float:
+        """Tm: the mean latency seen by DRAM read transactions (nan when there are none)."""
+        n = int(self.dram_reads.sum())
+        if n == 0:
+            return float("nan")
+        lat = np.where(self.dram_reads > 0, self.dram_latency, 0.0)
+        return float(np.sum(lat * self.dram_reads) / n)
+
+    @property
+    def mean_batch_latency(self) -> float:
+        """Mean over DRAM batches, reads and writes alike (nan when DRAM was never used)."""
+        b = self.dram_batch_latencies
+        return float(b.mean()) if b.size else float("nan")
+
+    def headline(self) -> dict[str, float]:
+        """The three kernel-wide hit ratios the Monte Carlo convergence test watches."""
+        return {"l1_read_hit_ratio": self.l1_read_hit_ratio, "l2_read_hit_ratio": self.l2_read_hit_ratio,
+                "l2_write_hit_ratio": self.l2_write_hit_ratio}
+
+    # Per-op ratios (float64 [n_ops], nan where the op has no such access).
+    def op_l1_read_hit_ratio(self) -> np.ndarray:
+        return _ratios(self.l1_read_hits, self.l1_read_accesses)
+
+    def op_l2_read_hit_ratio(self) -> np.ndarray:
+        return _ratios(self.l2_read_hits, self.l2_read_accesses)
+
+    def op_l2_write_hit_ratio(self) -> np.ndarray:
+        return _ratios(self.l2_write_hits, self.l2_write_accesses)
