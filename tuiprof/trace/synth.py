@@ -31,6 +31,7 @@ Conventions shared by every model:
 from __future__ import annotations
 
 import datetime
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Callable, Protocol
@@ -273,7 +274,7 @@ def locate(source: str, kernel: str, label: str, occurrence: int = 0) -> tuple[i
     return i + 1, lines[i].index(label) + 1
 
 
-class Kernel:
+class Kernel(ABC):
     """A kernel model: its source, resources, static ops (in program order) and emitter."""
 
     name: str
@@ -298,8 +299,9 @@ class Kernel:
                                 label=s.label))
         return tuple(out)
 
+    @abstractmethod
     def emit(self, w: Warps, sink: Sink) -> None:
-        raise NotImplementedError
+        """Emit the accesses and instructions of the warps `w` into `sink`."""
 
     def generator(self) -> dict[str, object]:
         """Model parameters recorded in the provenance."""
