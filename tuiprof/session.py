@@ -28,6 +28,10 @@ class RunConfig:
     """Resident CTAs per SM; None = the occupancy limit."""
     tolerance: float | None = None
     threads: int | None = None
+    sweep: bool = True
+    """Run the MD sweep (paper 002) after the main run, for the MD decision."""
+    sweep_trials: int | None = None
+    """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
 
 
 def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
@@ -72,6 +76,17 @@ class AnalysisUpdated:
 
 
 @dataclass(frozen=True)
+class SweepProgress:
+    """The MD sweep (after the main run): `done` of `planned` trials at MD `md`; `mds` are all the
+    MDs the sweep simulates, in order."""
+
+    md: int
+    done: int
+    planned: int
+    mds: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Finished:
     analysis: Any
 
@@ -86,7 +101,7 @@ class Failed:
     error: TuiprofError
 
 
-Event = TrialDone | AnalysisUpdated | Finished | Cancelled | Failed
+Event = TrialDone | AnalysisUpdated | SweepProgress | Finished | Cancelled | Failed
 UPDATE_INTERVAL = 0.1
 
 

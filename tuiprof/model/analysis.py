@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from tuiprof.arch.model import Arch
+from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, estimate_columns, expected_latency, ratio
 from tuiprof.trace.model import StaticOp
 
@@ -63,6 +64,8 @@ class Analysis:
     """Mean L1 requests per SM per trial."""
     elapsed: float
     requests_per_second: float
+    decisions: Decisions | None = None
+    """The decision models (MD, MWP/CWP, bottleneck, SM utilisation), once the trials are in."""
 
     def by_cost(self) -> list[OpStats]:
         """Ops sorted by cost, most expensive first (undefined last)."""
