@@ -119,6 +119,11 @@ class Arch:
     shared_per_cta: int
     shared_alloc_unit: int
     shared_reserved_per_cta: int
+    cores_per_sm: int
+    """FP32 lanes per SM: warp instructions issue at cores_per_sm / warp_size per cycle (paper
+    001's instruction throughput, paper 004's #Issue_cycles = warp_size / cores_per_sm)."""
+    shared_banks: int
+    """Shared memory banks of 4 B (16 on GT200, 32 since Fermi): paper 001 sec. 4.2's conflicts."""
     l1: CacheConfig
     l2: CacheConfig
     dram: DramConfig
@@ -259,7 +264,7 @@ def validate(arch: Arch) -> None:
     for name in ("sm_count", "warp_size", "clock_mhz", "max_threads_per_sm", "max_warps_per_sm",
                  "max_ctas_per_sm", "max_threads_per_cta", "registers_per_sm", "max_registers_per_thread",
                  "register_alloc_unit", "register_subpartitions", "warp_alloc_granularity",
-                 "shared_alloc_unit"):
+                 "shared_alloc_unit", "cores_per_sm", "shared_banks"):
         _check(getattr(arch, name) > 0, arch, f"{name} must be positive")
     for name in ("shared_per_sm", "shared_per_cta", "shared_reserved_per_cta"):
         _check(getattr(arch, name) >= 0, arch, f"{name} must not be negative")
