@@ -14,6 +14,7 @@ import numpy as np
 
 from tuiprof import __version__
 from tuiprof.model.analysis import Analysis
+from tuiprof.model.decisions import Decisions
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.model import Trace
 
@@ -97,7 +98,82 @@ def analysis_section(a: Analysis) -> dict[str, Any]:
                  "cost": _finite(s.cost, 1), "cost_share": _finite(s.cost_share),
                  "latency_shares": {"l1": _finite(s.l1_share), "l2": _finite(s.l2_share), "dram": _finite(s.dram_share)}}
                 for s in a.by_cost()],
+        "decisions": decisions_section(a.decisions) if a.decisions is not None else None,
     }
+
+
+def _row(r: Any) -> dict[str, Any]:
+    return {"miss_rate": _finite(r.miss_rate), "dram_reads_per_cta": _finite(r.dram_reads_per_cta, 2),
+            "dr_inc_rate": _finite(r.dr_inc_rate), "mf_latency": _finite(r.mf_latency, 1),
+            "mf_latency_rate": _finite(r.mf_latency_rate), "pipeline_effect": _finite(r.pipeline_effect),
+            "cta_exe_rate": _finite(r.cta_exe_rate), "cta_exe_ratio": _finite(r.cta_exe_ratio),
+            "relative_performance": _finite(r.relative_performance)}
+
+
+def md_section(d: Decisions) -> dict[str, Any] | None:
+    """Paper 002's MD table (both predictions side by side) and the recommendation."""
+    m = d.md
+    if m is None:
+        return None
+    sim = m.simulated
+    return {
+        "default_md": m.default_md, "limiter": m.limiter, "headline": m.headline,
+        "recommended_md": m.recommended_md, "gain": _finite(m.gain), "thesis_md": m.thesis_md,
+        "thesis_gain": _finite(m.thesis_gain), "dynamic_shared": m.dynamic_shared, "apply": m.apply,
+        "advice": m.advice, "compute_bound": m.headline_prediction.compute_bound,
+        "dram_per_inst": _finite(m.headline_prediction.dram_per_inst, 5),
+        "sweep_trials": d.sweep_trials, "sweep_elapsed_s": round(d.sweep_elapsed, 3),
+        "rows": [{"md": r.md, "thesis": _row(r), "simulated": _row(sim.row(r.md)) if sim else None}
+                 for r in m.thesis.rows],
+    }
+
+
+def decisions_section(d: Decisions) -> dict[str, Any]:
+    """The decision models (papers 001-004) as plain data."""
+    w, b, u = d.mwp, d.bottleneck, d.sm
+    return {
+        "advice": advice(d),
+        "md": md_section(d), "md_note": d.md_note or None,
+        "mwp_cwp": {"n": _finite(w.n, 2), "mwp": _finite(w.mwp, 3), "mwp_limiter": w.mwp_limiter,
+                    "cwp": _finite(w.cwp, 3), "case": w.case, "mem_l": _finite(w.mem_l, 1),
+                    "mem_cycles": _finite(w.mem_cycles, 1), "comp_cycles": _finite(w.comp_cycles, 1),
+                    "rep": _finite(w.rep, 3), "exec_cycles_app": _finite(w.exec_cycles_app, 0),
+                    "cpi": _finite(w.cpi, 3), "insts_source": w.insts_source},
+        "bottleneck": {"times_s": {k: _finite(v, 12) for k, v in b.times.items()}, "bottleneck": b.bottleneck,
+                       "time_s": _finite(b.time, 12), "next_bottleneck": b.next_bottleneck,
+                       "time_without_bottleneck_s": _finite(b.time_without_bottleneck, 12),
+                       "speedup_if_removed": _finite(b.speedup_if_removed, 3), "serialized": b.serialized,
+                       "throughputs": {"instruction_gips": _finite(b.throughputs.instruction_gips, 3),
+                                       "shared_gbs": _finite(b.throughputs.shared_gbs, 1),
+                                       "global_gbs": _finite(b.throughputs.global_gbs, 1),
+                                       "source": b.throughputs.source}},
+        "sm_utilisation": {"source": u.source, "unit": u.unit, "imbalance": _finite(u.imbalance, 3),
+                           "utilisation": _finite(u.utilisation), "idle_sms": list(u.idle_sms),
+                           "busy_fraction": [_finite(x) for x in u.busy_fraction],
+                           "ctas": [int(x) for x in u.ctas]},
+    }
+
+
+def advice(d: Decisions) -> list[str]:
+    """The decisions in plain words, most actionable first."""
+    out = []
+    if d.md is not None:
+        out.append(d.md.advice + "; " + d.md.apply)
+    b = d.bottleneck
+    out.append(f"bottleneck: {b.bottleneck} (paper 001); removing it would leave {b.next_bottleneck}, "
+               f"{b.speedup_if_removed:.2f}x faster")
+    w = d.mwp
+    out.append(f"MWP/CWP (paper 004): {w.case}, MWP {w.mwp:.1f} (limited by {w.mwp_limiter}), CWP {w.cwp:.1f}, "
+               f"N {w.n:.0f} warps/SM")
+    u = d.sm
+    idle = f", idle SMs {_sm_list(u.idle_sms)}" if u.idle_sms else ""
+    out.append(f"SM utilisation ({u.source}, paper 003): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
+    return out
+
+
+def _sm_list(sms: tuple[int, ...], limit: int = 12) -> str:
+    shown = ", ".join(str(s) for s in sms[:limit])
+    return shown + (f" and {len(sms) - limit} more" if len(sms) > limit else "")
 
 
 def build_report(path: Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
@@ -167,6 +243,7 @@ def _render_text(doc: dict[str, Any]) -> str:
     lines += ["    " + x for x in _bars({"counts": tm["counts"], "edges": tm["edges"]}, pct=False)]
     lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), paper 000 sec. 6.1):"]
     lines += ["  " + x for x in _table(_cost_rows(doc), md=False)]
+    lines += _decision_lines(a["decisions"], md=False)
     lines += ["", f"run: {a['trials']}/{a['planned']} trials in {a['elapsed_s']:.2f} s, "
               f"{a['l1_requests_per_second'] / 1e6:.1f}M L1 requests/s per worker"]
     return "\n".join(lines) + "\n"
@@ -184,6 +261,7 @@ def _render_md(doc: dict[str, Any]) -> str:
             lines.append(f"| {HEADLINE_NAMES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | {_pct(h['lo'])} - {_pct(h['hi'])} |")
         lines += ["", f"DRAM batch latency Tm: {_est(a['dram_latency']['tm'], pct=False)} cycles", "",
                   "## Static ops by cost", ""] + _table(_cost_rows(doc), md=True)
+        lines += _decision_lines(a["decisions"], md=True)
         lines += ["", f"{a['trials']}/{a['planned']} trials in {a['elapsed_s']:.2f} s."]
     return "\n".join(lines) + "\n"
 
@@ -224,3 +302,81 @@ def _cost_rows(doc: dict[str, Any]) -> list[list[str]]:
                      "-" if x["mean"] is None else f"{x['mean']:.0f} [{x['lo']:.0f}, {x['hi']:.0f}]",
                      _pct(o["cost_share"]), src[o["id"]]["source"]])
     return rows
+
+
+def _ratio(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _md_rows(m: dict[str, Any]) -> list[list[str]]:
+    rows = [["MD", "sim L1 miss", "sim DRAM/CTA", "sim Tm", "sim perf", "thesis L1 miss", "thesis DRAM/CTA",
+             "thesis Tm", "thesis perf", ""]]
+    for r in m["rows"]:
+        s, t = r["simulated"] or {}, r["thesis"]
+        mark = []
+        if r["md"] == m["default_md"]:
+            mark.append("default")
+        if r["md"] == m["recommended_md"]:
+            mark.append("recommended")
+        if r["md"] == m["thesis_md"] and m["thesis_md"] != m["recommended_md"]:
+            mark.append("thesis pick")
+        rows.append([str(r["md"]), _pct(s.get("miss_rate")), _ratio(s.get("dram_reads_per_cta"), 1),
+                     _num(s.get("mf_latency")), _ratio(s.get("relative_performance")), _pct(t["miss_rate"]),
+                     _ratio(t["dram_reads_per_cta"], 1), _num(t["mf_latency"]), _ratio(t["relative_performance"]),
+                     ", ".join(mark)])
+    return rows
+
+
+def _sm_bars(u: dict[str, Any], width: int = 30) -> list[str]:
+    """One bar per SM (paper 003 Fig. 6); a compact strip of block glyphs when there are many."""
+    frac = [f or 0.0 for f in u["busy_fraction"]]
+    if len(frac) <= 32:
+        return [f"SM{i:<3} {'#' * round(width * f):<{width}} {f:4.0%}  {c} CTAs"
+                for i, (f, c) in enumerate(zip(frac, u["ctas"]))]
+    glyphs = " .:-=+*#%@"
+    out = []
+    for lo in range(0, len(frac), 64):
+        strip = "".join(glyphs[min(len(glyphs) - 1, round(f * (len(glyphs) - 1)))] for f in frac[lo:lo + 64])
+        out.append(f"SM {f'{lo}-{min(lo + 63, len(frac) - 1)}':<7} |{strip}|")
+    return out + [f"(busy fraction per SM, '{glyphs[1]}' low to '{glyphs[-1]}' full)"]
+
+
+def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
+    """The decision sections (papers 001-004), as text or Markdown."""
+    if d is None:
+        return []
+    head = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
+    ind = "" if md else "  "
+    out = head("Advice") + [f"{ind}- {a}" for a in d["advice"]]
+    m = d["md"]
+    out += head("MD decision (paper 002: CTAs per SM)")
+    if m is None:
+        out.append(f"{ind}{d['md_note'] or 'the MD sweep has not run'}")
+    else:
+        out += [f"{ind}default {m['default_md']} CTAs/SM (limited by {m['limiter']}); recommended "
+                f"{m['recommended_md']} ({m['headline']}); thesis rules pick {m['thesis_md']}",
+                f"{ind}sweep: {m['sweep_trials']} trials per MD in {m['sweep_elapsed_s']:.2f} s; perf = "
+                "throughput relative to MD 1; thesis columns predict MD > 1 from MD 1 alone", ""]
+        out += [ind + x for x in _table(_md_rows(m), md=md)]
+    w = d["mwp_cwp"]
+    out += head("MWP/CWP (paper 004, Hong & Kim)")
+    out += [f"{ind}case: {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP {_ratio(w['mwp'])} (limited by "
+            f"{w['mwp_limiter']}), CWP {_ratio(w['cwp'])}",
+            f"{ind}Mem_L {_num(w['mem_l'])} cycles, Mem_cycles {_num(w['mem_cycles'])}, Comp_cycles "
+            f"{_num(w['comp_cycles'])} per warp; Exec_cycles_app {_num(w['exec_cycles_app'])}, CPI {_ratio(w['cpi'])} "
+            f"(instructions {w['insts_source']})"]
+    b = d["bottleneck"]
+    out += head("Bottleneck (paper 001, Zhang & Owens)")
+    t = b["throughputs"]
+    out += [f"{ind}{k}: {1e6 * v:.2f} us" + ("  <- bottleneck" if k == b["bottleneck"] else "")
+            for k, v in b["times_s"].items() if v is not None]
+    out += [f"{ind}next bottleneck once removed: {b['next_bottleneck']} ({_ratio(b['speedup_if_removed'])}x faster)",
+            f"{ind}throughputs: {t['instruction_gips']} Ginst/s, shared {t['shared_gbs']} GB/s, global "
+            f"{t['global_gbs']} GB/s ({t['source']})"]
+    u = d["sm_utilisation"]
+    out += head(f"SM utilisation ({u['source']}, paper 003 Fig. 6)")
+    out += [f"{ind}mean busy {_pct(u['utilisation'])}, imbalance (max/mean busy) {_ratio(u['imbalance'])}, "
+            f"idle SMs: {_sm_list(tuple(u['idle_sms'])) if u['idle_sms'] else 'none'}"]
+    bars = _sm_bars(u)
+    out += (["```"] + bars + ["```"]) if md else [ind + x for x in bars]
+    return out

@@ -3,6 +3,7 @@ simulator needs. The Monte Carlo run itself and its events build on this."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -155,40 +156,116 @@ class Session:
             raise err from exc
 
     def _run(self, emit: Callable[[Event], None]) -> Any:
-        from tuiprof.model.analysis import analyse
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg = self.config
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
                         threads=cfg.threads, tolerance=cfg.tolerance)
+        results = self._trials(mc, emit)
+        analysis = self._analyse(mc, results)
+        if analysis is not None:
+            from tuiprof.model.decisions import decisions
+
+            base = decisions(self.trace, self.arch, self.md, analysis, results)
+            analysis = dataclasses.replace(analysis, decisions=base)
+            self.analysis = analysis
+            if not self._cancelled:
+                emit(AnalysisUpdated(analysis))
+                analysis = self._sweep(mc, results, analysis, emit)
+        self.analysis = analysis
+        emit(Cancelled(analysis) if self._cancelled else Finished(analysis))
+        return analysis
+
+    def _start(self, mc: Any) -> None:
         with self._lock:
             self._mc = mc
             if self._cancelled:
                 mc.cancel()
-        stats = mc.op_stats()
-        results: dict[int, Any] = {}
-        t0 = time.perf_counter()
-        last = [0.0]
 
-        def current() -> Any:
-            ordered = [results[k] for k in sorted(results)]
-            return analyse(self.trace.ops, self.arch, self.md, ordered, cfg.trials, stats.accesses,
-                           stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - t0)
+    def _trials(self, mc: Any, emit: Callable[[Event], None]) -> list[Any]:
+        """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events."""
+        self._start(mc)
+        results: dict[int, Any] = {}
+        self._t0 = time.perf_counter()
+        last = [0.0]
 
         def on_trial(result: Any) -> None:
             with self._lock:
                 results[result.index] = result
                 done = len(results)
-            emit(TrialDone(result, done, cfg.trials))
+            emit(TrialDone(result, done, mc.trials))
             now = time.perf_counter()
             if now - last[0] >= UPDATE_INTERVAL:
                 last[0] = now
-                emit(AnalysisUpdated(current()))
+                emit(AnalysisUpdated(self._analyse(mc, [results[k] for k in sorted(results)])))
 
         mc.run(on_trial)
-        self.analysis = current() if results else None
-        if self._cancelled:
-            emit(Cancelled(self.analysis))
-        else:
-            emit(Finished(self.analysis))
-        return self.analysis
+        return [results[k] for k in sorted(results)]
+
+    def _analyse(self, mc: Any, results: list[Any]) -> Any:
+        from tuiprof.model.analysis import analyse
+
+        if not results:
+            return None
+        stats = mc.op_stats()
+        return analyse(self.trace.ops, self.arch, self.md, results, mc.trials, stats.accesses,
+                       stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0)
+
+    def sweep_mds(self) -> tuple[int, ...]:
+        """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""
+        return tuple(range(1, self.occupancy.ctas_per_sm + 1))
+
+    def sweep_trial_count(self) -> int:
+        cfg = self.config
+        return cfg.sweep_trials or min(cfg.trials, max(8, cfg.trials // 4))
+
+    def _sweep(self, mc: Any, results: list[Any], analysis: Any, emit: Callable[[Event], None]) -> Any:
+        """Paper 002's MD sweep: simulate the snapshot at every MD (reusing the main run for its
+        own MD and its preparation for the others), then decide."""
+        from tuiprof.model.decisions import md_sample, working_set_lines
+        from tuiprof.model.md import decide_md
+        from tuiprof.sim.montecarlo import MonteCarlo
+
+        base = analysis.decisions
+        if not self.config.sweep:
+            return dataclasses.replace(analysis, decisions=dataclasses.replace(base, md_note="MD sweep not run"))
+        if not self.arch.l1.enabled:
+            note = f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention"
+            return dataclasses.replace(analysis, decisions=dataclasses.replace(base, md_note=note))
+        mds, n = self.sweep_mds(), self.sweep_trial_count()
+        t0 = time.perf_counter()
+        samples = []
+        for m in mds:
+            if self._cancelled:
+                note = "MD sweep cancelled"
+                return dataclasses.replace(analysis, decisions=dataclasses.replace(base, md_samples=tuple(samples),
+                                                                                    md_note=note))
+            if m == self.md:
+                runs = results
+            else:
+                sub = MonteCarlo(self.trace, self.arch, trials=n, seed=self.config.seed, md=m,
+                                 threads=self.config.threads, prepared=mc.prepared)
+                self._start(sub)
+                done = [0]
+
+                def on_trial(_: Any, m: int = m) -> None:
+                    done[0] += 1
+                    emit(SweepProgress(m, done[0], n, mds))
+
+                runs = sub.run(on_trial)
+                if self._cancelled:
+                    continue
+            samples.append(md_sample(m, runs, self.trace))
+        co = mc.prepared.coalesced
+        L = self.trace.launch
+        swept = dataclasses.replace(base, md_samples=tuple(samples), sweep_trials=n,
+                                    sweep_elapsed=time.perf_counter() - t0)
+        try:
+            decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
+                                 registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
+                                 dynamic_shared=L.dynamic_shared,
+                                 working_set_lines=working_set_lines(self.trace, co.req_off, co.req_line) or None)
+        except UsageError as exc:  # nothing cached: no L1 working set to contend for
+            return dataclasses.replace(analysis, decisions=dataclasses.replace(swept, md_note=exc.message))
+        done_dec = dataclasses.replace(swept, md=decision)
+        return dataclasses.replace(analysis, decisions=done_dec)

@@ -3,16 +3,30 @@
 `Decisions` is what the report's decision sections and the UI's MD and SM panes show. It joins
 the Analysis (as ``analysis.decisions``) once the main run's trials are in; the MD decision
 needs the MD sweep (one simulation per MD, paper 002) and stays None until the sweep ends.
+
+The functions here turn a trace, its simulated trials and the Arch into the inputs each paper's
+model asks for; the models themselves live in `md`, `mwp_cwp`, `bottleneck` and `sm_util`.
+Figures of the snapshot are scaled to the whole grid by ``grid CTAs / snapshot CTAs`` where a
+model wants whole-kernel work (paper 000 sec. 3.1: the snapshot stands for the grid).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Sequence
 
-from tuiprof.model.bottleneck import Bottleneck
+import numpy as np
+
+from tuiprof.arch.model import Arch
+from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_throughputs, shared_transactions
 from tuiprof.model.md import MdDecision, MdSample
-from tuiprof.model.mwp_cwp import MwpCwp
-from tuiprof.model.sm_util import SmUtilisation
+from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp, mwp_cwp_for_arch
+from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
+from tuiprof.trace.model import Trace
+
+SHARED_SAMPLE = 200_000
+"""Shared-memory warp accesses examined for bank conflicts; a larger snapshot is sampled evenly."""
 
 
 @dataclass(frozen=True)
@@ -29,3 +43,187 @@ class Decisions:
     """What each simulated MD gave (MD = 1 .. limit as the sweep lands them)."""
     md: MdDecision | None = None
     """Paper 002: both predictions and the recommendation; None until the MD sweep is done."""
+    sweep_trials: int = 0
+    """Trials run per MD by the sweep (0 before it ran)."""
+    sweep_elapsed: float = 0.0
+    """Wall seconds the MD sweep took."""
+    md_note: str = ""
+    """Why there is no MD decision, when there is none (sweep off, cancelled, no L1)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Facts of the trace.
+
+def grid_scale(trace: Trace) -> float:
+    """Grid CTAs per snapshot CTA: what multiplies snapshot work into whole-kernel work."""
+    return trace.launch.grid_ctas / max(trace.snapshot.n_ctas, 1)
+
+
+def snapshot_insts(trace: Trace) -> float:
+    """Dynamic warp instructions of the snapshot CTAs (NaN when the trace has no counts)."""
+    insts = trace.ctas.insts
+    if insts is None or np.size(insts) == 0:
+        return math.nan
+    ids = trace.snapshot.cta_ids
+    if np.size(insts) > int(ids.max(initial=0)):
+        return float(np.asarray(insts, dtype=np.float64)[ids].sum())
+    return float(np.mean(insts)) * trace.snapshot.n_ctas
+
+
+def _cached(trace: Trace) -> np.ndarray:
+    """Per op: a global or local access (through L1/L2), not shared memory."""
+    return np.array([o.space in ("global", "local") for o in trace.ops], dtype=bool)
+
+
+def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -> float:
+    """Mean distinct L1 lines one snapshot CTA touches (paper 002's working set per CTA), from
+    the coalesced requests (``req_off`` [R+1] / ``req_line`` per warp access)."""
+    per_acc = np.diff(req_off)
+    acc_cta = np.repeat(trace.warp_cta.astype(np.int64), np.diff(trace.warp_offsets))
+    keep = _cached(trace)[trace.op]
+    cta = np.repeat(np.where(keep, acc_cta, -1), per_acc)
+    line = np.asarray(req_line, dtype=np.int64)
+    sel = cta >= 0
+    cta, line = cta[sel], line[sel]
+    if cta.size == 0:
+        return 0.0
+    order = np.lexsort((line, cta))
+    c, l = cta[order], line[order]
+    distinct = 1 + int(np.count_nonzero((c[1:] != c[:-1]) | (l[1:] != l[:-1])))
+    return distinct / max(trace.snapshot.n_ctas, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Paper 002: one MD's statistics from its trials.
+
+def md_sample(md: int, results: Sequence, trace: Trace) -> MdSample:
+    """The thesis' per-MD inputs (Table 7) from the simulated trials at `md`: L1 read miss rate,
+    DRAM reads per CTA and mean memory fetch latency (Tm), averaged over trials."""
+    hits = sum(float(np.sum(r.l1_read_hits)) for r in results)
+    acc = sum(float(np.sum(r.l1_read_accesses)) for r in results)
+    reads = np.array([float(np.sum(r.dram_reads)) for r in results])
+    lat = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
+    n_ctas = trace.snapshot.n_ctas
+    return MdSample(md=md, miss_rate=1.0 - hits / acc if acc > 0 else 0.0,
+                    dram_reads_per_cta=float(reads.mean()) / n_ctas if reads.size else 0.0,
+                    mf_latency=float(np.nanmean(lat)) if np.any(np.isfinite(lat)) else 0.0,
+                    cta_count=n_ctas, warp_insts=snapshot_insts(trace))
+
+
+# ---------------------------------------------------------------------------------------------
+# Paper 003: SM utilisation.
+
+def sm_model(trace: Trace, arch: Arch, md: int) -> SmUtilisation:
+    """Measured from per-CTA SM ids and clocks when the trace has them; otherwise modeled from
+    per-CTA work: the grid records' instructions and accesses, or (without records) the snapshot
+    CTAs' warp accesses repeated over the grid in order."""
+    c = trace.ctas
+    if c.measured_timing:
+        return sm_utilisation(arch.sm_count, md, sm=c.sm, start=c.start, end=c.end)
+    if c.insts is not None or c.accesses is not None:
+        return sm_utilisation(arch.sm_count, md, insts=c.insts, accesses=c.accesses)
+    per_warp = np.diff(trace.warp_offsets)
+    snap = np.bincount(trace.warp_cta, weights=per_warp, minlength=trace.snapshot.n_ctas)
+    grid = np.resize(snap, trace.launch.grid_ctas) if snap.size else np.zeros(trace.launch.grid_ctas)
+    return sm_utilisation(arch.sm_count, md, accesses=grid)
+
+
+# ---------------------------------------------------------------------------------------------
+# Paper 004: MWP/CWP.
+
+def coalescing_split(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_access: np.ndarray
+                     ) -> tuple[float, float, float, float]:
+    """Per warp of the snapshot: (#Coal_Mem_insts, #Uncoal_Mem_insts, #Uncoal_per_mw, load bytes
+    per warp access). An op is coalesced when its warp accesses need no more L1 requests than a
+    full warp of its width ideally does (ceil(32 x bytes / line)); #Uncoal_per_mw is the
+    access-weighted mean of the uncoalesced ops' requests per access."""
+    warps = max(trace.n_warps, 1)
+    coal = uncoal = weighted = 0.0
+    bytes_sum = n_sum = 0.0
+    for o in trace.ops:
+        if o.space not in ("global", "local"):
+            continue
+        a = float(accesses[o.id])
+        rpa = float(requests_per_access[o.id])
+        if a == 0 or not math.isfinite(rpa):
+            continue
+        ideal = max(1, -(-arch.warp_size * o.bytes // arch.l1.line))
+        if rpa <= ideal + 1e-9:
+            coal += a
+        else:
+            uncoal += a
+            weighted += a * rpa
+        bytes_sum += a * arch.warp_size * o.bytes
+        n_sum += a
+    per_mw = weighted / uncoal if uncoal > 0 else 1.0
+    load_bytes = bytes_sum / n_sum if n_sum > 0 else 4.0 * arch.warp_size
+    return coal / warps, uncoal / warps, max(per_mw, 1.0), load_bytes
+
+
+def memory_latency(analysis) -> float:
+    """Mem_LD for MWP/CWP: the access-weighted mean expected latency X of the global loads
+    (paper 000 sec. 6.1), falling back to Tm when no load has a defined X."""
+    num = den = 0.0
+    for s in analysis.ops:
+        if s.op.kind == "load" and s.op.space in ("global", "local") and s.x.defined and math.isfinite(s.x.mean):
+            num += s.warp_accesses * s.x.mean
+            den += s.warp_accesses
+    if den > 0:
+        return num / den
+    return analysis.tm.mean if analysis.tm.defined and math.isfinite(analysis.tm.mean) else 0.0
+
+
+def mwp_model(trace: Trace, arch: Arch, md: int, analysis) -> MwpCwp:
+    """Hong & Kim's model (paper 004) at MD resident CTAs per SM, with the simulated latency."""
+    acc = np.array([s.warp_accesses for s in analysis.ops], dtype=np.float64)
+    rpa = np.array([s.requests_per_access for s in analysis.ops], dtype=np.float64)
+    coal, uncoal, per_mw, load_bytes = coalescing_split(trace, arch, acc, rpa)
+    L = trace.launch
+    return mwp_cwp_for_arch(arch, ctas_per_sm=md, threads_per_block=L.threads_per_cta, blocks=L.grid_ctas,
+                            coal_mem_insts=coal, uncoal_mem_insts=uncoal, uncoal_per_mw=per_mw,
+                            mem_ld=memory_latency(analysis), cta_insts=trace.ctas.insts,
+                            issue_cycles=arch.warp_size / arch.cores_per_sm, load_bytes_per_warp=load_bytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Paper 001: the bottleneck.
+
+def shared_work(trace: Trace, arch: Arch) -> float:
+    """Shared memory transactions of the snapshot after bank conflicts (sec. 4.2), on the Arch's
+    banks of 4 B; more than `SHARED_SAMPLE` warp accesses are sampled evenly and scaled."""
+    ids = [o.id for o in trace.ops if o.space == "shared"]
+    if not ids:
+        return 0.0
+    rows = np.flatnonzero(np.isin(trace.op, ids))
+    if rows.size == 0:
+        return 0.0
+    scale = 1.0
+    if rows.size > SHARED_SAMPLE:
+        scale = rows.size / SHARED_SAMPLE
+        rows = rows[np.linspace(0, rows.size - 1, SHARED_SAMPLE).astype(np.int64)]
+    tx = shared_transactions(trace.addr[rows], trace.mask[rows], banks=arch.shared_banks, width=4)
+    return float(tx.sum()) * scale
+
+
+def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence) -> Bottleneck:
+    """Paper 001's verdict for the whole grid: warp instructions (the trace's counts, else the
+    paper-004 estimate per memory instruction), shared transactions after bank conflicts, and
+    global memory bytes = simulated DRAM transactions (reads, writes, write-backs) x their size."""
+    scale = grid_scale(trace)
+    insts = snapshot_insts(trace)
+    if not math.isfinite(insts):
+        insts = INSTS_PER_MEM_INST * trace.n_accesses
+    dram = [float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks) for r in results]
+    global_bytes = (float(np.mean(dram)) if dram else 0.0) * arch.dram.transaction
+    work = StageWork(warp_insts=insts * scale, shared_transactions=shared_work(trace, arch) * scale,
+                     shared_bytes_per_transaction=arch.shared_banks * 4.0, global_bytes=global_bytes * scale)
+    thr = scaled_throughputs(arch, md * trace.launch.warps_per_cta,
+                             warp_insts_per_cycle=arch.cores_per_sm / arch.warp_size,
+                             shared_banks=arch.shared_banks)
+    return bottleneck(work, thr, ctas_per_sm=md)
+
+
+def decisions(trace: Trace, arch: Arch, md: int, analysis, results: Sequence) -> Decisions:
+    """The SM, MWP/CWP and bottleneck models of a finished (or partial) run at `md`."""
+    return Decisions(sm=sm_model(trace, arch, md), mwp=mwp_model(trace, arch, md, analysis),
+                     bottleneck=bottleneck_model(trace, arch, md, results))
