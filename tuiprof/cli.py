@@ -49,6 +49,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_int_in("--seed", 0, 2**63 - 1), default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--md", type=_int_in("--md", 1), default=None, metavar="N",
                    help="resident CTAs per SM to simulate (default: the occupancy limit)")
+    p.add_argument("--sweep-trials", type=_int_in("--sweep-trials", 1, MAX_TRIALS), default=None, metavar="N",
+                   help="trials per MD in the MD sweep (default: a quarter of --trials, at least 8)")
+    p.add_argument("--no-sweep", dest="sweep", action="store_false",
+                   help="skip the MD sweep (no MD decision; the other models still run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,7 +103,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tuiprof.session import RunConfig
 
     overrides = parse_overrides(args.overrides)
-    config = RunConfig(arch=args.arch, overrides=overrides, trials=args.trials, seed=args.seed, md=args.md)
+    config = RunConfig(arch=args.arch, overrides=overrides, trials=args.trials, seed=args.seed, md=args.md,
+                       sweep=args.sweep, sweep_trials=args.sweep_trials)
     from tuiprof.trace.demos import resolve_target
 
     doc = build_report(resolve_target(args.target), config)

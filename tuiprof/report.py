@@ -66,7 +66,8 @@ def run_section(session: Session) -> dict[str, Any]:
                  "dram_base_latency": arch.dram.base_latency, "overrides": dict(cfg.overrides)},
         "occupancy": {"ctas_per_sm": occ.ctas_per_sm, "limiter": occ.limiter, "warps_per_sm": occ.warps_per_sm,
                       "fraction": round(occ.fraction(arch), 4)},
-        "run": {"trials": cfg.trials, "seed": cfg.seed, "md": session.md},
+        "run": {"trials": cfg.trials, "seed": cfg.seed, "md": session.md, "sweep": cfg.sweep,
+                "sweep_trials": session.sweep_trial_count() if cfg.sweep else 0},
     }
 
 

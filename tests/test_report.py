@@ -1,0 +1,116 @@
+"""`tuiprof report`: run options change the analysis as they should, the JSON form is the one the
+README documents, and the SpMV demos reproduce paper 000 sec. 6.2's finding."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.factories import make_trace
+from tuiprof.cli import main
+from tuiprof.report import build_report
+from tuiprof.session import RunConfig
+from tuiprof.trace.demos import demo_path
+from tuiprof.trace.io import save_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def reuse_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """8 one-warp CTAs, each reading its own 32 lines twice and then 32 lines shared by all:
+    enough reuse and contention for the seed, the L1 size and the MD to matter."""
+    lane = np.arange(32, dtype=np.uint64) * 4
+    rows, warps = [], []
+    for c in range(8):
+        own = [0x10000000 + (c * 32 + k) * 128 + lane for k in range(32)]
+        shared = [0x20000000 + k * 128 + lane for k in range(32)]
+        for r in own + own + shared:
+            rows.append(r)
+            warps.append(c)
+    t = make_trace(rows, warps=warps, starts=(True,), n_ctas=8)
+    return save_trace(t, tmp_path_factory.mktemp("r") / "reuse.tptrace")
+
+
+def report(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    assert main(["report", str(path), "--format", "json", "--arch", "gtx480", "--set", "sm_count=2",
+                 "--no-sweep", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def sans_time(doc: dict) -> dict:
+    a = dict(doc["analysis"])
+    for k in ("elapsed_s", "l1_requests_per_second"):
+        a.pop(k)
+    return a
+
+
+def test_trials_seed_md_arch_and_set_change_the_analysis(reuse_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = report(reuse_file, capsys, "--trials", "6", "--seed", "1")
+    assert base["analysis"]["trials"] == base["analysis"]["planned"] == 6 == base["run"]["trials"]
+    assert base["arch"]["name"] == "gtx480*" and base["arch"]["sm_count"] == 2
+    assert sans_time(report(reuse_file, capsys, "--trials", "6", "--seed", "1")) == sans_time(base)
+    other = report(reuse_file, capsys, "--trials", "6", "--seed", "2")
+    assert other["run"]["seed"] == 2 and sans_time(other) != sans_time(base)
+    assert report(reuse_file, capsys, "--trials", "3")["analysis"]["trials"] == 3
+    # A bigger L1 holds every CTA's reuse: the L1 read hit ratio rises.
+    big = report(reuse_file, capsys, "--trials", "6", "--seed", "1", "--set", "l1.size=64KiB")
+    assert big["arch"]["l1"]["size"] == 64 * 1024 and big["arch"]["overrides"]["l1.size"] == "64KiB"
+    assert big["analysis"]["headline"]["l1_read"]["mean"] > base["analysis"]["headline"]["l1_read"]["mean"]
+    # One CTA per SM: no contention for the L1, hits rise too.
+    one = report(reuse_file, capsys, "--trials", "6", "--seed", "1", "--md", "1")
+    assert one["run"]["md"] == one["analysis"]["md"] == 1
+    assert one["analysis"]["headline"]["l1_read"]["mean"] > base["analysis"]["headline"]["l1_read"]["mean"]
+    # Another arch: no caches on GT200.
+    assert main(["report", str(reuse_file), "--format", "json", "--arch", "gtx285", "--trials", "2", "--no-sweep"]) == 0
+    none = json.loads(capsys.readouterr().out)
+    assert none["arch"]["name"] == "gtx285" and none["analysis"]["headline"]["l1_read"]["mean"] is None
+
+
+def _keys(obj: object, out: set[str]) -> set[str]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.add(k)
+            _keys(v, out)
+    elif isinstance(obj, list) and obj:
+        _keys(obj[0], out)
+    return out
+
+
+def test_readme_documents_every_json_key(reuse_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(reuse_file), "--format", "json", "--arch", "gtx480", "--trials", "2",
+                 "--sweep-trials", "2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["analysis"]["decisions"]["md"] is not None
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## JSON report"):]
+    documented = set(re.findall(r"`([a-z0-9_]+)`", section))
+    # Keys that are data, not schema: the component names of the bottleneck's times.
+    data_keys = set(doc["analysis"]["decisions"]["bottleneck"]["times_s"])
+    missing = sorted(_keys(doc, set()) - documented - data_keys)
+    assert not missing, f"README's JSON section does not mention {missing}"
+
+
+def test_spmv_paper000_sec62_ranking() -> None:
+    """Paper 000 sec. 6.2 (tesla-c2050, y fits in L2): the column-index and value loads of the
+    scalar CSR kernel (Listing 2, lines 8 and 10), which look cache friendly, cost more per access
+    than the irregular y[ind] load; the vectorized kernel (Listing 3) lowers their latency."""
+    cfg = RunConfig(trials=4, seed=3, sweep=False)
+
+    def x_by_label(name: str) -> dict[str, float]:
+        doc = build_report(demo_path(name), cfg)
+        return {o["label"]: o["x"]["mean"] for o in doc["analysis"]["ops"] if o["kind"] == "load"}
+
+    scalar = x_by_label("spmv-u")
+    ind = next(k for k in scalar if k.startswith("indices"))
+    val = next(k for k in scalar if k.startswith("val"))
+    y = next(k for k in scalar if k.startswith("y["))
+    assert scalar[ind] > 1.5 * scalar[y] and scalar[val] > 1.5 * scalar[y]
+    vector = x_by_label("spmv-vec-u")
+    v_ind = next(k for k in vector if k.startswith("indices"))
+    v_val = next(k for k in vector if k.startswith("val"))
+    assert vector[v_ind] < scalar[ind] and vector[v_val] < scalar[val]
