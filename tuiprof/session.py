@@ -191,6 +191,9 @@ class Session:
 
         def on_trial(result: Any) -> None:
             with self._lock:
+                if self._cancelled:  # a cancel that raced the start of the run
+                    mc.cancel()
+                    return
                 results[result.index] = result
                 done = len(results)
             emit(TrialDone(result, done, mc.trials))
@@ -199,7 +202,8 @@ class Session:
                 last[0] = now
                 emit(AnalysisUpdated(self._analyse(mc, [results[k] for k in sorted(results)])))
 
-        mc.run(on_trial)
+        if not self._cancelled:
+            mc.run(on_trial)
         return [results[k] for k in sorted(results)]
 
     def _analyse(self, mc: Any, results: list[Any]) -> Any:
@@ -248,11 +252,14 @@ class Session:
                 self._start(sub)
                 done = [0]
 
-                def on_trial(_: Any, m: int = m) -> None:
+                def on_trial(_: Any, m: int = m, sub: Any = sub) -> None:
+                    if self._cancelled:  # a cancel that raced the start of this MD's run
+                        sub.cancel()
+                        return
                     done[0] += 1
                     emit(SweepProgress(m, done[0], n, mds))
 
-                runs = sub.run(on_trial)
+                runs = sub.run(on_trial) if not self._cancelled else []
                 if self._cancelled:
                     continue
             samples.append(md_sample(m, runs, self.trace))

@@ -1,0 +1,87 @@
+"""`Session`: one run as events (trial done, analysis updated, sweep progress, finished,
+cancelled, failed), consumed by the report and the UI."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from tests.factories import make_trace
+from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
+                             TrialDone)
+
+
+def trace():
+    lane = np.arange(32, dtype=np.uint64) * 4
+    rows = [0x10000000 + (k % 40) * 128 + lane for k in range(400)]
+    return make_trace(rows, warps=[k % 8 for k in range(400)], starts=(True,), n_ctas=8)
+
+
+def config(**kw) -> RunConfig:
+    base = dict(arch="gtx480", overrides={"sm_count": "2"}, trials=6, seed=4, threads=2, sweep_trials=2)
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def test_events_of_a_run_in_order() -> None:
+    events: list = []
+    s = Session(trace(), config())
+    analysis = s.run(events.append)
+    kinds = [type(e) for e in events]
+    done = [e for e in events if isinstance(e, TrialDone)]
+    assert [e.done for e in done] == list(range(1, 7)) and all(e.planned == 6 for e in done)
+    assert sorted(e.result.index for e in done) == list(range(6))
+    assert AnalysisUpdated in kinds and SweepProgress in kinds
+    # The main run's trials all come before the sweep, and Finished comes last, once.
+    assert max(i for i, k in enumerate(kinds) if k is TrialDone) < kinds.index(SweepProgress)
+    assert kinds[-1] is Finished and kinds.count(Finished) == 1
+    assert events[-1].analysis is analysis is s.analysis
+    assert analysis.trials == 6 and analysis.decisions.md is not None
+    # The update just before the sweep already carries the other models, not yet the MD decision.
+    before = [e for e in events[:kinds.index(SweepProgress)] if isinstance(e, AnalysisUpdated)][-1]
+    assert before.analysis.decisions is not None and before.analysis.decisions.md is None
+
+
+def test_cancel_from_another_thread_emits_cancelled() -> None:
+    events: list = []
+    s = Session(trace(), config(trials=400, threads=1))
+
+    def on_event(e) -> None:
+        events.append(e)
+        if isinstance(e, TrialDone) and e.done == 3:
+            threading.Thread(target=s.cancel).start()
+
+    analysis = s.run(on_event)
+    assert isinstance(events[-1], Cancelled)
+    assert analysis is not None and 3 <= analysis.trials < 400
+    assert not any(isinstance(e, SweepProgress) for e in events)
+
+
+def test_cancel_before_run_gives_no_analysis() -> None:
+    events: list = []
+    s = Session(trace(), config())
+    s.cancel()
+    assert s.run(events.append) is None
+    assert [type(e) for e in events] == [Cancelled] and events[0].analysis is None
+
+
+def test_a_crash_in_the_simulator_is_one_clear_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tuiprof.sim.montecarlo as mc
+
+    def boom(self, on_trial=None):
+        raise RuntimeError("Failed in nopython mode pipeline")
+
+    monkeypatch.setattr(mc.MonteCarlo, "run", boom)
+    events: list = []
+    with pytest.raises(TuiprofError) as info:
+        Session(trace(), config()).run(events.append)
+    assert isinstance(events[-1], Failed) and events[-1].error is info.value
+    assert "simulation failed" in info.value.message and "nopython" in info.value.message
+
+
+def test_impossible_md_fails_before_any_work() -> None:
+    with pytest.raises(UsageError, match="exceeds"):
+        Session(trace(), config(md=99))
