@@ -4,6 +4,7 @@ simulator needs. The Monte Carlo run itself and its events build on this."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -176,35 +177,38 @@ class Session:
         emit(Cancelled(analysis) if self._cancelled else Finished(analysis))
         return analysis
 
-    def _start(self, mc: Any) -> None:
+    def _stream(self, mc: Any, on_result: Callable[[Any], None]) -> list[Any]:
+        """Run `mc` as this session's current run, handing each landed trial to `on_result`;
+        the results in trial order ([] when cancelled before it starts)."""
         with self._lock:
             self._mc = mc
             if self._cancelled:
+                return []
+
+        def on_trial(result: Any) -> None:
+            if self._cancelled:  # a cancel that raced the start of the run
                 mc.cancel()
+                return
+            on_result(result)
+
+        return mc.run(on_trial)
 
     def _trials(self, mc: Any, emit: Callable[[Event], None]) -> list[Any]:
         """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events."""
-        self._start(mc)
-        results: dict[int, Any] = {}
+        landed: list[Any] = []
         self._t0 = time.perf_counter()
         last = [0.0]
 
-        def on_trial(result: Any) -> None:
-            with self._lock:
-                if self._cancelled:  # a cancel that raced the start of the run
-                    mc.cancel()
-                    return
-                results[result.index] = result
-                done = len(results)
-            emit(TrialDone(result, done, mc.trials))
+        def on_result(result: Any) -> None:
+            landed.append(result)
+            emit(TrialDone(result, len(landed), mc.trials))
             now = time.perf_counter()
             if now - last[0] >= UPDATE_INTERVAL:
                 last[0] = now
-                emit(AnalysisUpdated(self._analyse(mc, [results[k] for k in sorted(results)])))
+                emit(AnalysisUpdated(self._analyse(mc, sorted(landed, key=lambda r: r.index))))
 
-        if not self._cancelled:
-            mc.run(on_trial)
-        return [results[k] for k in sorted(results)]
+        self._stream(mc, on_result)
+        return sorted(landed, key=lambda r: r.index)
 
     def _analyse(self, mc: Any, results: list[Any]) -> Any:
         from tuiprof.model.analysis import analyse
@@ -230,49 +234,33 @@ class Session:
         from tuiprof.model.md import decide_md
         from tuiprof.sim.montecarlo import MonteCarlo
 
-        base = analysis.decisions
+        def with_decisions(**changes: Any) -> Any:
+            return dataclasses.replace(analysis, decisions=dataclasses.replace(analysis.decisions, **changes))
+
         if not self.config.sweep:
-            return dataclasses.replace(analysis, decisions=dataclasses.replace(base, md_note="MD sweep not run"))
+            return with_decisions(md_note="MD sweep not run")
         if not self.arch.l1.enabled:
-            note = f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention"
-            return dataclasses.replace(analysis, decisions=dataclasses.replace(base, md_note=note))
+            return with_decisions(md_note=f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention")
         mds, n = self.sweep_mds(), self.sweep_trial_count()
         t0 = time.perf_counter()
         samples = []
         for m in mds:
-            if self._cancelled:
-                note = "MD sweep cancelled"
-                return dataclasses.replace(analysis, decisions=dataclasses.replace(base, md_samples=tuple(samples),
-                                                                                    md_note=note))
-            if m == self.md:
-                runs = results
-            else:
+            runs = results
+            if m != self.md:
                 sub = MonteCarlo(self.trace, self.arch, trials=n, seed=self.config.seed, md=m,
                                  threads=self.config.threads, prepared=mc.prepared)
-                self._start(sub)
-                done = [0]
-
-                def on_trial(_: Any, m: int = m, sub: Any = sub) -> None:
-                    if self._cancelled:  # a cancel that raced the start of this MD's run
-                        sub.cancel()
-                        return
-                    done[0] += 1
-                    emit(SweepProgress(m, done[0], n, mds))
-
-                runs = sub.run(on_trial) if not self._cancelled else []
-                if self._cancelled:
-                    continue
+                done = itertools.count(1)
+                runs = self._stream(sub, lambda _, m=m: emit(SweepProgress(m, next(done), n, mds)))
+            if self._cancelled:
+                return with_decisions(md_samples=tuple(samples), md_note="MD sweep cancelled")
             samples.append(md_sample(m, runs, self.trace))
-        co = mc.prepared.coalesced
-        L = self.trace.launch
-        swept = dataclasses.replace(base, md_samples=tuple(samples), sweep_trials=n,
-                                    sweep_elapsed=time.perf_counter() - t0)
+        swept = dict(md_samples=tuple(samples), sweep_trials=n, sweep_elapsed=time.perf_counter() - t0)
+        co, L = mc.prepared.coalesced, self.trace.launch
         try:
             decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
                                  registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
                                  dynamic_shared=L.dynamic_shared,
                                  working_set_lines=working_set_lines(self.trace, co.req_off, co.req_line) or None)
         except UsageError as exc:  # nothing cached: no L1 working set to contend for
-            return dataclasses.replace(analysis, decisions=dataclasses.replace(swept, md_note=exc.message))
-        done_dec = dataclasses.replace(swept, md=decision)
-        return dataclasses.replace(analysis, decisions=done_dec)
+            return with_decisions(md_note=exc.message, **swept)
+        return with_decisions(md=decision, **swept)
