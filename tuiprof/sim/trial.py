@@ -63,9 +63,6 @@ from tuiprof.sim.rng import rng_below, rng_new
 # Rows of the per-op counter matrix.
 C_L1_REQ, C_L1_RH, C_L1_RA, C_L1_WA, C_L2_RH, C_L2_RA, C_L2_WH, C_L2_WA, C_DR, C_DW = range(10)
 N_COUNTS = 10
-# DRAM batcher state (``dst``): requests buffered, size of the batch being filled, batches done,
-# write-back transactions.
-D_N, D_TARGET, D_BATCHES, D_WB = 0, 1, 2, 3
 
 
 @njit(**INLINE)
@@ -180,38 +177,113 @@ def _log2(x):
 
 
 @njit(**INLINE)
-def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, params, final):
+def _shift_of(d):
+    """log2 of `d` when it is a power of two, else -1."""
+    k = _log2(d)
+    return k if (np.int64(1) << k) == d else -1
+
+
+@njit(**INLINE)
+def _udivmod(x, d, sh, inv):
+    """``divmod(x, d)`` of a uint64 `x` by a positive divisor, without a hardware division in the
+    usual cases: a shift when ``sh = log2(d) >= 0``, a multiplication by ``inv = 1 / d`` corrected
+    to the exact result when ``x < 2**52``, else an exact uint64 division."""
+    ud = np.uint64(d)
+    if sh >= 0:
+        q = x >> np.uint64(sh)
+        r = x & (ud - np.uint64(1))
+    elif x < np.uint64(1 << 52):
+        xi = np.int64(x)
+        qi = np.int64(np.float64(xi) * inv)
+        ri = xi - qi * d
+        while ri < 0:
+            qi -= 1
+            ri += d
+        while ri >= d:
+            qi += 1
+            ri -= d
+        q = np.uint64(qi)
+        r = np.uint64(ri)
+    else:
+        q = x // ud
+        r = x - q * ud
+    return q, r
+
+
+# DRAM batcher state (``dst``): requests buffered, size of the batch being filled, batches done,
+# write-back transactions.
+D_N, D_TARGET, D_BATCHES, D_WB = 0, 1, 2, 3
+# DRAM geometry (``dg``, int64): see `_dram_geometry`.
+G_TXSH, G_ILSH, G_ROWSH, G_CH, G_CHSH, G_NB, G_NBSH, G_HIT, G_MISS, G_BASE, G_BURST, G_SM, G_GROUP = range(13)
+# Columns of the DRAM request buffer (``dbuf``): transaction, op of a read (-1: a write), and,
+# once the batch is timed, its bank (channel * banks + bank) and channel.
+B_TX, B_OP, B_BANK, B_CH = range(4)
+
+
+@njit(**KERNEL)
+def _dram_geometry(params):
+    """The DRAM parameters in the form `_dram_batches` reads: shifts for the power-of-two sizes
+    (interleave, row, transaction; channels and banks when they are), and the reciprocals of the
+    channel and bank counts (for `_udivmod`)."""
+    dg = np.empty(13, dtype=np.int64)
+    dg[G_TXSH] = _log2(params[P_DR_TX])
+    dg[G_ILSH] = _log2(params[P_DR_IL])
+    dg[G_ROWSH] = _log2(params[P_DR_ROW])
+    dg[G_CH] = params[P_DR_CH]
+    dg[G_CHSH] = _shift_of(params[P_DR_CH])
+    dg[G_NB] = params[P_DR_BANKS]
+    dg[G_NBSH] = _shift_of(params[P_DR_BANKS])
+    dg[G_HIT] = params[P_DR_HIT]
+    dg[G_MISS] = params[P_DR_MISS]
+    dg[G_BASE] = params[P_DR_BASE]
+    dg[G_BURST] = params[P_DR_BURST]
+    dg[G_SM] = params[P_SM]
+    dg[G_GROUP] = params[P_DR_GROUP]
+    inv = np.empty(2, dtype=np.float64)
+    inv[0] = 1.0 / params[P_DR_CH]
+    inv[1] = 1.0 / params[P_DR_BANKS]
+    return dg, inv
+
+
+@njit(**INLINE)
+def _draw_batch(st, dg):
+    """The size of the next batch: ``sm_count`` groups of 1..group_max requests."""
+    target = 0
+    for _ in range(dg[G_SM]):
+        target += 1 + rng_below(st, dg[G_GROUP])
+    keep(dg)
+    return target
+
+
+@njit(**INLINE)
+def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, final):
     """Time every complete batch in the buffer (step 7) and record it; with `final`, also the
     last, partial batch. Each batch's size was drawn when the previous one closed: ``sm_count``
     groups of 1..32 requests."""
-    CH = params[P_DR_CH]
-    NB = params[P_DR_BANKS]
-    t_hit = params[P_DR_HIT]
-    t_miss = params[P_DR_MISS]
+    t_hit = dg[G_HIT]
+    t_miss = dg[G_MISS]
+    NB = dg[G_NB]
     # Addresses are uint64 (traces may use the whole range); interleave, row and transaction
-    # sizes are powers of two, so only the channel and bank counts need a division.
-    tx_sh = np.uint64(_log2(params[P_DR_TX]))
-    il_sh = np.uint64(_log2(params[P_DR_IL]))
-    il_mask = np.uint64(params[P_DR_IL] - 1)
-    row_sh = np.uint64(_log2(params[P_DR_ROW]))
-    uch = np.uint64(CH)
-    unb = np.uint64(NB)
+    # sizes are powers of two; the channel and bank counts need `_udivmod`.
+    tx_sh = np.uint64(dg[G_TXSH])
+    il_sh = np.uint64(dg[G_ILSH])
+    il_mask = (np.uint64(1) << il_sh) - np.uint64(1)
+    row_sh = np.uint64(dg[G_ROWSH])
     start = 0
     while dst[D_N] - start >= dst[D_TARGET] or (final and dst[D_N] > start):
         end = min(start + dst[D_TARGET], dst[D_N])
         max_bank = 0
         max_ch = 0
         for i in range(start, end):
-            a = np.uint64(dbuf[i, 0]) << tx_sh
-            unit = a >> il_sh
-            q = unit // uch
-            ch = np.int64(unit - q * uch)
+            a = np.uint64(dbuf[i, B_TX]) << tx_sh
+            q, uch = _udivmod(a >> il_sh, dg[G_CH], dg[G_CHSH], inv[0])
             rows = ((q << il_sh) | (a & il_mask)) >> row_sh  # channel-local row-size blocks
-            rq = rows // unb
-            bank = np.int64(rows - rq * unb)
-            row = np.int64(rq)
-            b = ch * NB + bank
-            dbuf[i, 2] = b
+            urow, ubank = _udivmod(rows, NB, dg[G_NBSH], inv[1])
+            ch = np.int64(uch)
+            row = np.int64(urow)
+            b = ch * NB + np.int64(ubank)
+            dbuf[i, B_BANK] = b
+            dbuf[i, B_CH] = ch
             if open_row[b] == row:
                 busy[b] += t_hit
             else:
@@ -220,26 +292,22 @@ def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, params, 
             max_bank = max(max_bank, busy[b])
             chn[ch] += 1
             max_ch = max(max_ch, chn[ch])
-        lat = params[P_DR_BASE] + max(max_bank, max_ch * params[P_DR_BURST])
+        lat = dg[G_BASE] + max(max_bank, max_ch * dg[G_BURST])
         batches[dst[D_BATCHES]] = lat
         dst[D_BATCHES] += 1
         for i in range(start, end):
-            b = dbuf[i, 2]
-            busy[b] = 0
-            chn[b // NB] = 0
-            code = dbuf[i, 1]
-            if code >= 0 and (code & 1) == 0:
-                lat_sum[code >> 1] += lat
+            busy[dbuf[i, B_BANK]] = 0
+            chn[dbuf[i, B_CH]] = 0
+            o = dbuf[i, B_OP]
+            if o >= 0:
+                lat_sum[o] += lat
         start = end
-        target = 0
-        for _ in range(params[P_SM]):
-            target += 1 + rng_below(st, params[P_DR_GROUP])
-        dst[D_TARGET] = target
+        dst[D_TARGET] = _draw_batch(st, dg)
     if start > 0:  # keep the requests of the open batch at the front
         rest = dst[D_N] - start
         for i in range(rest):
-            dbuf[i, 0] = dbuf[start + i, 0]
-            dbuf[i, 1] = dbuf[start + i, 1]
+            dbuf[i, B_TX] = dbuf[start + i, B_TX]
+            dbuf[i, B_OP] = dbuf[start + i, B_OP]
         dst[D_N] = rest
     keep(dbuf)
     keep(dst)
@@ -248,13 +316,14 @@ def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, params, 
     keep(busy)
     keep(chn)
     keep(lat_sum)
-    keep(params)
+    keep(dg)
+    keep(inv)
 
 
 @njit(**INLINE)
-def _emit(dbuf, dst, base_chunk, m, nchunks, code, txsh, txmul):
-    """Queue the DRAM transactions covering chunks `m` of the line at `base_chunk`
-    (``code`` = 2 * op + is_write, -1 for a write-back); returns how many were queued."""
+def _emit(dbuf, dst, base_chunk, m, nchunks, rop, txsh, txmul):
+    """Queue the DRAM transactions covering chunks `m` of the line at `base_chunk` (``rop``: the
+    op of a read, -1 for a write or write-back); returns how many were queued."""
     last = np.int64(-1)
     n = dst[D_N]
     n0 = n
@@ -265,8 +334,8 @@ def _emit(dbuf, dst, base_chunk, m, nchunks, code, txsh, txmul):
                 tx = (c >> txsh) if txmul == 1 else c * txmul + t
                 if tx != last:
                     last = tx
-                    dbuf[n, 0] = tx
-                    dbuf[n, 1] = code
+                    dbuf[n, B_TX] = tx
+                    dbuf[n, B_OP] = rop
                     n += 1
     dst[D_N] = n
     keep(dbuf)
@@ -304,10 +373,10 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     nsets2 = sets2 * parts2 if on2 else 1
     meta2, htab2, hs2 = cache_alloc(nsets2, params[P_L2_ASSOC] if on2 else 1, 1)
     sent2 = meta2.shape[0] - nsets2
+    psh2 = _shift_of(parts2)
+    pinv2 = 1.0 / parts2
     sub = cpl1 // cpl2 if cpl1 > cpl2 else 1  # L2 lines per L1 line
-    c2sh = 0
-    while (1 << c2sh) < cpl2:
-        c2sh += 1
+    c2sh = _log2(cpl2)
     low2 = (np.int64(1) << cpl2) - 1
     # DRAM: transactions per 32 B chunk (txmul) or chunks per transaction (2**txsh).
     tx = params[P_DR_TX]
@@ -316,16 +385,12 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     if tx < 32:
         txmul = 32 // tx
     else:
-        while (32 << txsh) < tx:
-            txsh += 1
-    gmax = params[P_DR_GROUP]
+        txsh = _log2(tx // 32)
+    dg, inv = _dram_geometry(params)
     # The buffer holds the open batch plus what one L1 request can add (sub * 2 * cpl2 * txmul).
-    dbuf = np.empty((S * gmax + 2 * max(cpl1, cpl2) * txmul + 1, 3), dtype=np.int64)
+    dbuf = np.empty((S * params[P_DR_GROUP] + 2 * max(cpl1, cpl2) * txmul + 1, 4), dtype=np.int64)
     dst = np.zeros(4, dtype=np.int64)
-    target = 0
-    for _ in range(S):
-        target += 1 + rng_below(st, gmax)
-    dst[D_TARGET] = target
+    dst[D_TARGET] = _draw_batch(st, dg)
     # Every batch but the last holds at least S requests; np.empty commits only what is written.
     max_dram = req_off[req_off.shape[0] - 1] * sub * 2 * cpl2 * txmul
     batches = np.empty(max_dram // S + 2, dtype=np.int64)
@@ -334,7 +399,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     open_row = np.full(CH * NB, -1, dtype=np.int64)
     busy = np.zeros(CH * NB, dtype=np.int64)
     chn = np.zeros(CH, dtype=np.int64)
-    lat_sum = np.zeros(n_ops, dtype=np.float64)
+    lat_sum = np.zeros(n_ops, dtype=np.int64)
 
     cur = sm_acc_off[:S].copy()
     for i in range(lab.shape[0]):
@@ -343,6 +408,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
         cur[s] += 1
         o = acc_op[r]
         wr = np.int64(op_write[o])
+        rop = -1 if wr else o
         row0 = s * rows1 if on1 else 0
         hb1 = s * buckets1 if on1 else 0
         sent1 = row0 + nsets1 * assoc1
@@ -385,15 +451,25 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                     meta1[slot, VALID] = get_mask(meta1, slot, VALID) | send
             if send == 0:
                 continue
-            # Step 6: the L2 lines the request covers.
+            # Step 6: the L2 lines the request covers, line0 .. line0 + sub - 1, with their
+            # partition p and partition-local index q (one division per request).
             base1 = line1 * cpl1
+            line0 = base1 >> c2sh
+            uq, up = _udivmod(np.uint64(line0), parts2, psh2, pinv2)
+            p = np.int64(up)
+            q = np.int64(uq)
             for jj in range(sub):
                 if sub == 1:
-                    line = base1 >> c2sh
+                    line = line0
                     m2 = (send << (base1 & (cpl2 - 1))) & 0xFFFFFFFF
                 else:
-                    line = (base1 >> c2sh) + jj
+                    line = line0 + jj
                     m2 = (send >> (jj * cpl2)) & low2
+                    if jj > 0:
+                        p += 1
+                        if p == parts2:
+                            p = 0
+                            q += 1
                 if m2 == 0:
                     continue
                 smask2 = expand_sectors(m2, cps2, spl2)
@@ -402,7 +478,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 slot = -1
                 v = np.int64(0)
                 if on2:
-                    sent = sent2 + cache_set(line, parts2, sets2)
+                    sent = sent2 + p * sets2 + (q & (sets2 - 1))
                     slot = cache_find(meta2, htab2, 0, hs2, line)
                     if slot >= 0:
                         v = get_mask(meta2, slot, VALID)
@@ -420,7 +496,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                     counts[C_L2_WA, o] += nsec2
                     counts[C_L2_WH, o] += popcount(hit) // cps2
                     if miss != 0:
-                        nw = _emit(dbuf, dst, base, m2 & miss, cpl2, 2 * o + 1, txsh, txmul)
+                        nw = _emit(dbuf, dst, base, m2 & miss, cpl2, rop, txsh, txmul)
                         counts[C_DW, o] += nw
                     if on2:
                         meta2[slot, DIRTY] = get_mask(meta2, slot, DIRTY) | hit
@@ -429,14 +505,14 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                     counts[C_L2_RA, o] += nsec2
                     counts[C_L2_RH, o] += popcount(smask2 & v) // cps2
                     if miss != 0:
-                        nr = _emit(dbuf, dst, base, miss, cpl2, 2 * o, txsh, txmul)
+                        nr = _emit(dbuf, dst, base, miss, cpl2, rop, txsh, txmul)
                         counts[C_DR, o] += nr
                     if on2:
                         meta2[slot, VALID] = v | miss
             if dst[D_N] >= dst[D_TARGET]:
-                _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, params, False)
-    _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, params, True)
-    return lat_sum, batches[:dst[D_BATCHES]].copy(), dst[D_WB]
+                _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, False)
+    _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, True)
+    return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB]
 
 
 @njit(**KERNEL)
