@@ -16,6 +16,7 @@ from tuiprof import __version__
 from tuiprof.errors import OutputError, TuiprofError, UsageError
 
 FORMATS = ("text", "json", "md")
+DEFAULT_DEMO = "spmv-u"
 MAX_TRIALS = 100_000
 
 
@@ -56,7 +57,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tuiprof", description="Per-load L1/L2 hit ratios and latencies for CUDA kernels, "
+    parser = _Parser(prog="tuiprof", usage="tuiprof [-h] [--version] {TARGET [options] | COMMAND ...}",
+                     epilog="`tuiprof TARGET` opens the terminal UI on a .tptrace file or a demo name "
+                     "(`tuiprof open TARGET --help` lists its options).", description="Per-load L1/L2 hit ratios and latencies for CUDA kernels, "
                      "from snapshot memory traces replayed through a stochastic memory-hierarchy model.")
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -71,7 +74,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", metavar="NAME", help="print every value of one preset as TOML-like text")
 
     sub.add_parser("demos", help="list the shipped demo traces")
+
+    p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
+    p.add_argument("target", metavar="TARGET", help="a .tptrace file or a demo name (see `tuiprof demos`)")
+    _add_ui_options(p)
+
+    p = sub.add_parser("demo", help=f"open the terminal UI on a shipped demo (default {DEFAULT_DEMO})")
+    p.add_argument("name", metavar="NAME", nargs="?", default=DEFAULT_DEMO, help="a demo name (see `tuiprof demos`)")
+    _add_ui_options(p)
     return parser
+
+
+def _add_ui_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--once", action="store_true",
+                   help="print the report once instead of opening the UI (also when stdout is not a terminal)")
+    p.add_argument("--theme", metavar="NAME", help="UI theme: tuiprof-dark (default), tuiprof-light, "
+                   "tuiprof-high-contrast, or any Textual theme")
+    _add_run_options(p)
 
 
 def write_output(text: str, output: str | None) -> None:
@@ -110,6 +129,50 @@ def cmd_report(args: argparse.Namespace) -> int:
     doc = build_report(resolve_target(args.target), config)
     write_output(render(doc, args.format), args.output)
     return 0
+
+
+def _ui_target(target: str) -> Path:
+    """The trace path of a UI target; anything that is not a file, a trace path or a demo name is
+    refused here, before any UI starts, like an unknown command."""
+    from tuiprof.trace.demos import demo_names, resolve_target
+
+    path = Path(target)
+    if path.suffix == ".cu":
+        raise UsageError(f"{target}: opening a .cu source needs the trace collector, which this version lacks",
+                         "open a recorded .tptrace file or a demo (`tuiprof demos`)")
+    if not path.exists() and not target.endswith(".tptrace") and os.sep not in target and target not in demo_names():
+        raise UsageError(f"invalid choice: {target!r} is not a command, a file or a demo name",
+                         "commands: " + ", ".join(sorted(COMMANDS)) + "; demos: `tuiprof demos`")
+    return resolve_target(target)
+
+
+def cmd_open(args: argparse.Namespace, target: str | None = None) -> int:
+    """The terminal UI on a trace or demo; the report instead with --once or without a terminal."""
+    from tuiprof.arch.presets import parse_overrides
+    from tuiprof.session import RunConfig
+
+    target = target or args.target
+    overrides = parse_overrides(args.overrides)
+    if args.arch:
+        from tuiprof.arch.presets import load_arch
+
+        load_arch(args.arch, overrides)  # a bad arch or override fails here, before any work
+    config = RunConfig(arch=args.arch, overrides=overrides, trials=args.trials, seed=args.seed, md=args.md,
+                       sweep=args.sweep, sweep_trials=args.sweep_trials)
+    path = _ui_target(target)
+    if args.once or not sys.stdout.isatty():
+        from tuiprof.report import build_report, render
+
+        write_output(render(build_report(path, config), "text"), None)
+        return 0
+    from tuiprof.tui import run_app
+    from tuiprof.tui.themes import check_theme
+
+    return run_app(target, config, theme=check_theme(args.theme))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return cmd_open(args, target=args.name)
 
 
 def cmd_archs(args: argparse.Namespace) -> int:
@@ -154,14 +217,22 @@ def _arch_text(d: dict[str, Any]) -> str:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos,
+    "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
 }
+_TOP_LEVEL = ("-h", "--help", "--version")
+
+
+def _with_command(argv: list[str]) -> list[str]:
+    """`tuiprof TARGET [options]` is `tuiprof open TARGET [options]`."""
+    if argv and argv[0] not in COMMANDS and argv[0] not in _TOP_LEVEL:
+        return ["open", *argv]
+    return argv
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_with_command(list(sys.argv[1:] if argv is None else argv)))
         if args.command is None:
             parser.print_help()
             return 0

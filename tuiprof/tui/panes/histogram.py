@@ -1,0 +1,140 @@
+"""The Monte Carlo histogram: the distribution over trials of one quantity (paper 000 Figs. 5-6),
+its mean, std and 95% interval, trials done / planned, a measured value (ncu) drawn as a dashed
+marker like the paper's dashed line, and the convergence of the std with the number of trials
+(paper 000 Fig. 7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from textual.content import Content
+from textual.widget import Widget
+
+from tuiprof.tui import format as fmt
+
+MAX_BINS = 24
+
+
+@dataclass(frozen=True)
+class Series:
+    """What the histogram shows: per-trial values of one quantity and its estimate."""
+
+    title: str
+    values: np.ndarray
+    estimate: Any
+    """An Estimate (mean, std, lo, hi, n)."""
+    ratio: bool
+    """A hit ratio (shown in %) rather than cycles."""
+    planned: int
+    convergence: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    measured: float | None = None
+    measured_label: str = ""
+
+
+def _value(x: float | None, ratio: bool, digits: int = 1) -> str:
+    return fmt.pct(x, digits) if ratio else f"{fmt.cycles(x)}c"
+
+
+def render_histogram(s: Series | None, width: int, height: int, empty: str) -> Content:
+    """The histogram of `s` drawn in `width` x `height` cells (text + theme styles)."""
+    if s is None or width < 12 or height < 3:
+        return Content.styled(empty, "$text-muted")
+    v = np.asarray(s.values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    e = s.estimate
+    lines: list[Content] = [Content.assemble((s.title, "bold"), (f"   {v.size}/{s.planned} trials", "$text-muted"))]
+    if v.size == 0:
+        lines.append(Content.styled("no defined values yet (no accesses reached this level)", "$text-muted"))
+        return Content("\n").join(lines)
+    m = s.measured if fmt.finite(s.measured) else None
+    lo = min(float(v.min()), m if m is not None else np.inf)
+    hi = max(float(v.max()), m if m is not None else -np.inf)
+    pad = (0.005 if s.ratio else 1.0)
+    if hi - lo < pad:
+        lo, hi = lo - pad, hi + pad
+    if s.ratio:
+        lo, hi = max(0.0, lo), min(1.0, hi)
+    axis_w = 5
+    plot_w = max(8, width - axis_w - 1)
+    bins = max(4, min(MAX_BINS, plot_w))
+    col = max(1, plot_w // bins)
+    plot_w = bins * col
+    counts, edges = np.histogram(v, bins=bins, range=(lo, hi))
+
+    def column(x: float) -> int:
+        return int(min(plot_w - 1, max(0, (x - lo) / (hi - lo) * plot_w)))
+
+    chart_h = max(1, height - 6 - (1 if m is not None else 0))
+    top = max(1, int(counts.max()))
+    mcol = column(m) if m is not None else -1
+    for r in range(chart_h, 0, -1):
+        label = f"{top:>{axis_w - 1}} " if r == chart_h else " " * axis_w
+        cells: list[tuple[str, str]] = [(label + "│", "$text-muted")]
+        for b, c in enumerate(counts):
+            eighths = c / top * chart_h * 8
+            level = eighths - (r - 1) * 8
+            glyph = "█" if level >= 8 else (fmt.EIGHTHS_V[int(round(level))] if level > 0 else " ")
+            for k in range(col):
+                x = b * col + k
+                if x == mcol and glyph in " ▁▂▃":
+                    cells.append(("┊", "bold $text-error"))
+                else:
+                    cells.append((glyph, "$primary"))
+        lines.append(Content.assemble(*cells))
+    lines.append(Content.styled(f"{0:>{axis_w - 1}} └" + "─" * plot_w, "$text-muted"))
+    # Interval and mean under the axis: ├───▲───┤ (95% interval, mean).
+    marks = [" "] * plot_w
+    if fmt.finite(e.lo) and fmt.finite(e.hi):
+        a, b = column(e.lo), column(e.hi)
+        for x in range(a, b + 1):
+            marks[x] = "─"
+        marks[a], marks[b] = "├", "┤"
+    if fmt.finite(e.mean):
+        marks[column(e.mean)] = "▲"
+    if m is not None:
+        marks[mcol] = "┊"
+    lines.append(Content.assemble((" " * (axis_w + 1), ""), ("".join(marks), "$text-accent")))
+    left, right = _value(lo, s.ratio), _value(hi, s.ratio)
+    lines.append(Content.styled(" " * (axis_w + 1) + left + right.rjust(max(1, plot_w - len(left))), "$text-muted"))
+    lines.append(Content.assemble(
+        ("mean ", "$text-muted"), (_value(e.mean, s.ratio, 2), "bold"),
+        ("  std ", "$text-muted"), (_value(e.std, s.ratio, 2), ""),
+        ("  95% ", "$text-muted"), (f"[{_value(e.lo, s.ratio, 1)}, {_value(e.hi, s.ratio, 1)}]", ""),
+    ))
+    if m is not None:
+        lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio, 1), "bold"),
+                                      (f"  {s.measured_label}", "$text-muted")))
+    conv = np.asarray(s.convergence, dtype=np.float64)
+    if conv.size >= 2:
+        spark_w = max(4, width - 30)
+        last = conv[np.isfinite(conv)][-1] if np.isfinite(conv).any() else float("nan")
+        lines.append(Content.assemble(("σ vs trials ", "$text-muted"), (fmt.sparkline(conv, spark_w), "$secondary"),
+                                      (f" {_value(last, s.ratio, 2)} (Fig. 7)", "$text-muted")))
+    else:
+        lines.append(Content.styled("σ vs trials: after 2 trials (Fig. 7)", "$text-muted"))
+    return Content("\n").join(lines[:height])
+
+
+class HistogramView(Widget):
+    """A live histogram; `show` replaces the series and repaints (the app throttles calls)."""
+
+    DEFAULT_CSS = """
+    HistogramView { height: 1fr; min-height: 8; padding: 0 1; }
+    """
+
+    def __init__(self, empty: str = "waiting for the first trial…", *, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.series: Series | None = None
+        self.empty = empty
+
+    def show(self, series: Series | None, empty: str | None = None) -> None:
+        self.series = series
+        if empty is not None:
+            self.empty = empty
+        self.refresh()
+
+    def render(self) -> Content:
+        return render_histogram(self.series, self.content_size.width, self.content_size.height, self.empty)

@@ -1,0 +1,100 @@
+"""SM utilisation (paper 003 Fig. 6): one bar per SM with its busy fraction and CTAs, the
+measured/modeled label, the imbalance (max / mean busy) and the idle SMs called out. With many
+SMs (an H100 has 132) each SM becomes one cell whose height is its busy fraction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.content import Content
+from textual.widget import Widget
+
+from tuiprof.tui import format as fmt
+
+CELL = 24
+"""Width of one SM's bar cell in the detailed layout."""
+
+
+def render_sm(sm: Any | None, width: int, height: int, waiting: str) -> Content:
+    """Paper 003 Fig. 6 for an SmUtilisation, in `width` x `height` cells."""
+    if sm is None:
+        return Content.assemble(("SM utilisation", "bold"), ("  (paper 003 Fig. 6)\n", "$text-muted"),
+                                (waiting, "$text-muted"))
+    n = sm.sm_count
+    idle = sm.idle_sms
+    head = Content.assemble(
+        ("SM utilisation ", "bold"), (f"[{sm.source}]", "bold $text-accent"),
+        (f"  {n} SMs  (paper 003 Fig. 6)", "$text-muted"))
+    figures = Content.assemble(("imbalance ", "$text-muted"), (fmt.num(sm.imbalance, 2), "bold"),
+                               (" (max/mean busy) · mean busy ", "$text-muted"), (fmt.pct(sm.utilisation), "bold"),
+                               (f" · busy in {sm.unit}", "$text-muted"))
+    idle_line = (Content.styled(f"⚠ {len(idle)} idle SM{'s' * (len(idle) != 1)}: "
+                                + _ranges(idle), "bold $text-warning") if idle
+                 else Content.styled("no idle SM", "$text-muted"))
+    lines = [head, figures, idle_line]
+    room = max(1, height - 3)
+    cols = max(1, width // CELL)
+    if n <= room * cols and n <= 48:
+        per_col = -(-n // cols)
+        for r in range(per_col):
+            cells: list[Content] = []
+            for c in range(cols):
+                k = c * per_col + r
+                if k >= n:
+                    break
+                frac = float(sm.busy_fraction[k])
+                ctas = int(sm.ctas[k])
+                mark = "×" if k in idle else " "
+                cells.append(Content.assemble((f"{k:>3}{mark}", "$text-muted"), (fmt.hbar(frac, 8), "$primary"),
+                                              (f"{fmt.pct(frac, width=5)} {ctas:>4}c ", "")))
+            lines.append(Content("").join(cells))
+    else:
+        # Compact: one cell per SM, its height the busy fraction; × marks an idle SM.
+        per_row = max(8, min(width - 6, 66))
+        for start in range(0, n, per_row):
+            seg = range(start, min(n, start + per_row))
+            glyphs = "".join("×" if k in idle else fmt.vcell(float(sm.busy_fraction[k])) for k in seg)
+            lines.append(Content.assemble((f"{start:>4} ", "$text-muted"), (glyphs, "$primary")))
+        busy = sm.busy_fraction
+        lines.append(Content.styled(f"busy min {fmt.pct(float(busy.min()))} · max {fmt.pct(float(busy.max()))} · "
+                                    f"CTAs {int(sm.ctas.min())}–{int(sm.ctas.max())} per SM · × = idle", "$text-muted"))
+    return Content("\n").join(lines[:height])
+
+
+def _ranges(ids: tuple[int, ...]) -> str:
+    """(0, 1, 2, 5) -> '0–2, 5'."""
+    out, start, prev = [], None, None
+    for i in ids:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:
+            prev = i
+        else:
+            out.append(f"{start}–{prev}" if prev != start else f"{start}")
+            start = prev = i
+    if start is not None:
+        out.append(f"{start}–{prev}" if prev != start else f"{start}")
+    return ", ".join(out)
+
+
+class SmPane(Widget):
+    DEFAULT_CSS = "SmPane { height: auto; max-height: 16; padding: 0 1; }"
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.sm: Any = None
+        self.waiting = "waiting for the main run…"
+
+    def show(self, sm: Any | None, waiting: str | None = None) -> None:
+        self.sm = sm
+        if waiting is not None:
+            self.waiting = waiting
+        self.refresh(layout=True)
+
+    def render(self) -> Content:
+        width = self.content_size.width or 80
+        height = max(3, self.content_size.height or 16)
+        return render_sm(self.sm, width, max(height, 16), self.waiting)
+
+    def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
+        return len(render_sm(self.sm, width, 16, self.waiting).plain.splitlines())

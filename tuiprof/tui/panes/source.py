@@ -1,0 +1,326 @@
+"""The source pane: CUDA source highlighted by pygments through `textual.highlight`, with an
+annotation gutter on every line that holds memory ops (paper 000 sec. 6.1: H1, H2 and the
+expected latency X with its 95% interval, plus sectors per request).
+
+Lines with several ops get one gutter row per op (continuation rows name the op). Hot ops are
+ranked by cost share and marked with a glyph and their rank, so heat never rests on colour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rich.segment import Segment
+from textual import events
+from textual.binding import Binding
+from textual.content import Content
+from textual.highlight import highlight
+from textual.message import Message
+from textual.reactive import reactive
+from textual.strip import Strip
+from textual.widget import Widget
+
+from tuiprof.tui import format as fmt
+
+HOT = 3
+"""Ops ranked 1..HOT by cost share get the hot marker ▶."""
+FULL_GUTTER_WIDTH = 110
+"""Pane width from which the gutter shows bars and the full [lo–hi] interval."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One display row: a source line, or a continuation row for a further op on that line."""
+
+    line: int
+    """1-based source line."""
+    op: int | None
+    first: bool
+
+
+def build_rows(n_lines: int, ops: Sequence[Any]) -> list[Row]:
+    """Display rows for `n_lines` source lines and the ops on them (by line, then column, then id)."""
+    by_line: dict[int, list[Any]] = {}
+    for o in ops:
+        by_line.setdefault(o.line, []).append(o)
+    rows: list[Row] = []
+    for line in range(1, max(n_lines, max(by_line, default=0)) + 1):
+        here = sorted(by_line.get(line, []), key=lambda o: (o.column, o.id))
+        rows.append(Row(line, here[0].id if here else None, True))
+        rows.extend(Row(line, o.id, False) for o in here[1:])
+    return rows
+
+
+class SourceView(Widget, can_focus=True):
+    """Annotated source with a row cursor; enter drills into the op under the cursor."""
+
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "Up", show=False, id="source.up"),
+        Binding("down,j", "move(1)", "Down", show=False, id="source.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="source.page-up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="source.page-down"),
+        Binding("home,g", "edge(-1)", "Top", show=False, id="source.top"),
+        Binding("end,G", "edge(1)", "Bottom", show=False, id="source.bottom"),
+        Binding("left,h", "pan(-4)", "Scroll left", show=False, id="source.left"),
+        Binding("right,l", "pan(4)", "Scroll right", show=False, id="source.right"),
+        Binding("enter", "drill", "Drill down", tooltip="Drill into the op under the cursor", id="source.drill"),
+    ]
+    COMPONENT_CLASSES = {"source-view--cursor", "source-view--header", "source-view--hot"}
+    DEFAULT_CSS = """
+    SourceView { height: 1fr; width: 1fr; }
+    SourceView > .source-view--cursor { background: $block-cursor-blurred-background; text-style: bold; }
+    SourceView:focus > .source-view--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
+    SourceView > .source-view--header { background: $panel; color: $text-muted; }
+    SourceView > .source-view--hot { background: $warning 12%; }
+    """
+
+    cursor: reactive[int] = reactive(0, init=False)
+
+    class CursorMoved(Message):
+        """The cursor is on another row; `op` is the op id of that row's gutter (or None)."""
+
+        def __init__(self, op: int | None) -> None:
+            super().__init__()
+            self.op = op
+
+    class DrillRequested(Message):
+        def __init__(self, op: int) -> None:
+            super().__init__()
+            self.op = op
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[Row] = []
+        self.code: list[Content] = []
+        self.ops: dict[int, Any] = {}
+        self.stats: dict[int, Any] = {}
+        self.rank: dict[int, int] = {}
+        self.top = 0
+        self.pan = 0
+        self.file = ""
+
+    # --- data -------------------------------------------------------------------------------
+
+    def set_source(self, name: str, text: str, ops: Sequence[Any]) -> None:
+        """Show source file `name` with its ops (only ops of that file)."""
+        self.file = name
+        lines = text.splitlines()
+        try:
+            content = highlight(text, language="cuda", path=name)
+        except Exception:  # an unknown lexer must not hide the source
+            content = Content(text)
+        code = content.split("\n")
+        self.code = (code + [Content("")] * len(lines))[: len(lines)]
+        self.ops = {o.id: o for o in ops}
+        self.rows = build_rows(len(lines), ops)
+        self.cursor = 0
+        self.refresh()
+
+    def set_analysis(self, analysis: Any | None) -> None:
+        """Annotate with an Analysis (None clears the figures but keeps the ops)."""
+        if analysis is None:
+            self.stats, self.rank = {}, {}
+        else:
+            self.stats = {s.op.id: s for s in analysis.ops}
+            ranked = [s for s in analysis.by_cost() if fmt.finite(s.cost) and s.cost > 0]
+            self.rank = {s.op.id: i + 1 for i, s in enumerate(ranked)}
+        self.refresh()
+
+    @property
+    def current_op(self) -> int | None:
+        return self.rows[self.cursor].op if self.rows else None
+
+    def loads_by_cost(self) -> list[int]:
+        """Load op ids on this file, most expensive first (n/N order)."""
+        ids = [i for i, r in sorted(self.rank.items(), key=lambda kv: kv[1])]
+        return [i for i in ids if i in self.ops and self.ops[i].kind == "load"]
+
+    def go_to_op(self, op: int) -> None:
+        for k, r in enumerate(self.rows):
+            if r.op == op:
+                self.cursor = k
+                return
+
+    def jump_hot(self, step: int) -> int | None:
+        """Move to the next (step 1) or previous (-1) load by cost rank; returns its op id."""
+        order = self.loads_by_cost()
+        if not order:
+            return None
+        cur = self.current_op
+        if cur in order:
+            nxt = order[(order.index(cur) + step) % len(order)]
+        else:
+            nxt = order[0] if step > 0 else order[-1]
+        self.go_to_op(nxt)
+        return nxt
+
+    def search(self, text: str, forward: bool = True) -> bool:
+        """Move to the next row (after the cursor, wrapping) whose source or op label holds `text`."""
+        needle = text.lower()
+        if not needle or not self.rows:
+            return False
+        n = len(self.rows)
+        for k in range(1, n + 1):
+            i = (self.cursor + (k if forward else -k)) % n
+            r = self.rows[i]
+            hay = self.code[r.line - 1].plain if r.first and r.line - 1 < len(self.code) else ""
+            if r.op is not None:
+                hay += " " + self.ops[r.op].label
+            if needle in hay.lower():
+                self.cursor = i
+                return True
+        return False
+
+    # --- movement ---------------------------------------------------------------------------
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self._scroll_to_cursor()
+        if old >= len(self.rows) or new >= len(self.rows) or self.rows[old].op != self.rows[new].op:
+            self.post_message(self.CursorMoved(self.current_op))
+        self.refresh()
+
+    def validate_cursor(self, value: int) -> int:
+        return max(0, min(value, len(self.rows) - 1)) if self.rows else 0
+
+    @property
+    def body_height(self) -> int:
+        return max(1, self.size.height - 1)
+
+    def _scroll_to_cursor(self) -> None:
+        h = self.body_height
+        if self.cursor < self.top:
+            self.top = self.cursor
+        elif self.cursor >= self.top + h:
+            self.top = self.cursor - h + 1
+        self.top = max(0, min(self.top, max(0, len(self.rows) - h)))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._scroll_to_cursor()
+
+    def action_move(self, step: int) -> None:
+        self.cursor += step
+
+    def action_page(self, step: int) -> None:
+        self.top = max(0, min(self.top + step * self.body_height, max(0, len(self.rows) - self.body_height)))
+        self.cursor += step * self.body_height
+
+    def action_edge(self, step: int) -> None:
+        self.cursor = 0 if step < 0 else len(self.rows) - 1
+
+    def action_pan(self, step: int) -> None:
+        width = max((c.cell_length for c in self.code), default=0)
+        self.pan = max(0, min(self.pan + step, max(0, width - 8)))
+        self.refresh()
+
+    def action_drill(self) -> None:
+        op = self.current_op
+        if op is None:
+            self.notify("No memory op on this line: move to an annotated line (n jumps to the hottest load).",
+                        severity="warning", timeout=3)
+            return
+        self.post_message(self.DrillRequested(op))
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self.top = max(0, min(self.top + 3, max(0, len(self.rows) - self.body_height)))
+        self.refresh()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.top = max(0, self.top - 3)
+        self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            self.cursor = self.top + event.y - 1
+
+    # --- rendering --------------------------------------------------------------------------
+
+    @property
+    def full(self) -> bool:
+        return self.size.width >= FULL_GUTTER_WIDTH
+
+    def header(self) -> Content:
+        if self.full:
+            cols = "  rank │  H1 (L1 hit)   H2 (L2 hit)  X cycles [95%]    sec/req │ "
+        else:
+            cols = "  rank │   H1    H2    X ±95%   s/r │ "
+        where = f"{self.file}  {self.top + 1}–{min(len(self.rows), self.top + self.body_height)}/{len(self.rows)}"
+        return Content(cols + where)
+
+    def _gutter(self, row: Row) -> Content:
+        """The annotation of `row`'s op (blank when the row has none)."""
+        width = 46 if self.full else 25
+        if row.op is None:
+            return Content(" " * width)
+        op, s = self.ops[row.op], self.stats.get(row.op)
+        if s is None:
+            return Content.styled(f"{op.kind} {op.label}"[: width - 1].ljust(width), "$text-muted")
+        store = op.kind != "load"
+        h1 = None if store else (s.h1.mean if s.h1.defined else None)
+        h2 = s.h2.mean if s.h2.defined else None
+        x = s.x.mean if s.x.defined else None
+        lo, hi = (s.x.lo, s.x.hi) if s.x.defined else (None, None)
+        spr = s.sectors_per_request
+        if self.full:
+            interval = f"[{fmt.cycles(lo)}–{fmt.cycles(hi)}]"
+            parts = [
+                (fmt.pct(h1, width=5) + " ", ""), (fmt.hbar(h1, 7), "$primary"), (" ", ""),
+                (fmt.pct(h2, width=5) + " ", ""), (fmt.hbar(h2, 7), "$secondary"), (" ", ""),
+                (f"{fmt.cycles(x, 5)} {interval:<12}", "bold"), (fmt.num(spr, 1, 5), ""),
+            ]
+        else:
+            half = (hi - lo) / 2 if fmt.finite(lo) and fmt.finite(hi) else None
+            parts = [
+                (fmt.vcell(h1), "$primary"), (fmt.pct(h1, width=4) + " ", ""),
+                (fmt.vcell(h2), "$secondary"), (fmt.pct(h2, width=4) + " ", ""),
+                (f"{fmt.cycles(x, 4)}±{fmt.cycles(half):<4}", "bold"), (fmt.num(spr, 1, 4), ""),
+            ]
+        content = Content.assemble(*parts)
+        return content.pad_right(max(0, width - content.cell_length))
+
+    def _lineno(self, row: Row) -> Content:
+        rank = self.rank.get(row.op) if row.op is not None else None
+        if rank is not None and rank <= HOT:
+            mark = Content.styled(f"▶{rank}", "bold $text-warning")
+        elif rank is not None:
+            mark = Content.styled(f"{rank:>2}", "$text-muted")
+        else:
+            mark = Content("  ")
+        num = Content.styled(f"{row.line:>4}" if row.first else "   ·", "$text-muted")
+        return Content.assemble(mark, num, " │ ")
+
+    def _code(self, row: Row) -> Content:
+        if not row.first:
+            op = self.ops[row.op] if row.op is not None else None
+            text = f"  ↳ {op.label or 'op ' + str(op.id)} ({op.kind}, {op.bytes} B/lane)" if op else ""
+            return Content.styled(text, "$text-muted italic")
+        code = self.code[row.line - 1] if row.line - 1 < len(self.code) else Content("")
+        more = sum(1 for r in self.rows if r.line == row.line) > 1
+        if more and row.op is not None:
+            code = Content.assemble(code, Content.styled(f"  ◂ {self.ops[row.op].label}", "$text-muted italic"))
+        return code
+
+    def _strip(self, content: Content, base: Any) -> Strip:
+        return Strip([Segment(t, s.rich_style) for t, s in content.render(base, end="", parse_style=self._get_style)])
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y == 0:
+            base = self.get_visual_style("source-view--header")
+            return self._strip(self.header(), base).extend_cell_length(width, base.rich_style).crop(0, width)
+        index = self.top + y - 1
+        if index >= len(self.rows):
+            return Strip.blank(width, self.visual_style.rich_style)
+        row = self.rows[index]
+        rank = self.rank.get(row.op) if row.op is not None else None
+        if index == self.cursor:
+            base = self.get_visual_style("source-view--cursor")
+        elif rank is not None and rank <= HOT:
+            base = self.get_visual_style("source-view--hot")
+        else:
+            base = self.visual_style
+        left = Content.assemble(self._lineno(row), self._gutter(row), Content.styled(" │ ", "$text-muted"))
+        left_strip = self._strip(left, base)
+        room = max(0, width - left_strip.cell_length)
+        code_strip = self._strip(self._code(row), base).crop(self.pan, self.pan + room)
+        return Strip.join([left_strip, code_strip]).extend_cell_length(width, base.rich_style).crop(0, width)

@@ -1,0 +1,1 @@
+"""Screens over the main view: drill-down, help, arch and MD pickers, export, errors."""

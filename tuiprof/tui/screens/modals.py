@@ -1,0 +1,204 @@
+"""Small modal screens: help, error, export, MD picker, arch picker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tuiprof.errors import TuiprofError
+from tuiprof.tui import format as fmt
+
+MODAL_CSS = """
+ModalScreen { align: center middle; background: $background 60%; }
+ModalScreen > Vertical { width: 76; max-width: 100%; height: auto; max-height: 100%;
+    border: round $primary; background: $surface; padding: 0 1; }
+ModalScreen .title { text-style: bold; color: $text-primary; padding-bottom: 1; }
+ModalScreen .hint { color: $text-muted; }
+ModalScreen .error { color: $text-error; text-style: bold; }
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key of the app, generated from the bindings themselves so it cannot drift."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close")]
+    DEFAULT_CSS = MODAL_CSS + "HelpScreen > Vertical { width: 84; } HelpScreen VerticalScroll { height: auto; max-height: 30; }"
+
+    def __init__(self, groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.groups = list(groups)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("tuiprof keys", classes="title")
+            lines: list[Content] = []
+            for title, keys in self.groups:
+                lines.append(Content.styled(title, "bold $text-accent"))
+                for key, what in keys:
+                    lines.append(Content.assemble((f"  {key:<16}", "bold"), what))
+                lines.append(Content(""))
+            with VerticalScroll():
+                yield Static(Content("\n").join(lines), id="help-text")
+            yield Label("ctrl+p: command palette (tuiprof commands, themes) · esc closes", classes="hint")
+
+
+class ErrorScreen(ModalScreen[None]):
+    """A run failure or a bad configuration: the message and its hint, never a traceback."""
+
+    BINDINGS = [Binding("escape,enter", "dismiss", "Close", id="error.close")]
+    DEFAULT_CSS = MODAL_CSS + "ErrorScreen > Vertical { border: round $error; }"
+
+    def __init__(self, error: TuiprofError, context: str = "") -> None:
+        super().__init__()
+        self.error = error
+        self.context = context
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.context or "tuiprof could not finish", classes="title")
+            yield Static(Content.styled(f"error: {self.error.message}", "bold $text-error"), id="error-message")
+            if self.error.hint:
+                yield Static(Content(f"hint: {self.error.hint}"), id="error-hint")
+            yield Label("esc: close · r: rerun · a: another arch · q: quit", classes="hint")
+
+
+class ExportScreen(ModalScreen[Path | None]):
+    """Ask where to write the report; the suffix picks the format (.txt, .md, .json)."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="export.cancel")]
+    DEFAULT_CSS = MODAL_CSS
+
+    def __init__(self, default: str) -> None:
+        super().__init__()
+        self.default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Export the report", classes="title")
+            yield Input(value=self.default, id="export-path")
+            yield Label("enter writes it (atomically) · .json / .md / .txt choose the format · esc cancels",
+                        classes="hint")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        value = event.value.strip()
+        self.dismiss(Path(value) if value else None)
+
+
+class MdScreen(ModalScreen[int | None]):
+    """Pick the MD (resident CTAs per SM) to simulate; the predictions are shown when known."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="md.cancel")]
+    DEFAULT_CSS = MODAL_CSS
+
+    def __init__(self, limit: int, current: int, decision: Any | None) -> None:
+        super().__init__()
+        self.limit, self.current, self.decision = limit, current, decision
+
+    def compose(self) -> ComposeResult:
+        d = self.decision
+        options = []
+        for md in range(1, self.limit + 1):
+            text = f"MD {md:>2}"
+            if d is not None:
+                t = d.thesis.row(md).relative_performance if md <= d.thesis.max_md else None
+                s = d.simulated.row(md).relative_performance if d.simulated and md <= d.simulated.max_md else None
+                text += f"   thesis P {fmt.num(t, 2, 5)}   sim P {fmt.num(s, 2, 5)}"
+                text += "   default" * (md == d.default_md) + "   ★ recommended" * (md == d.recommended_md)
+            text += "   ▸ now" * (md == self.current)
+            options.append(Option(text, id=str(md)))
+        with Vertical():
+            yield Label("Simulate at which MD (CTAs per SM)?", classes="title")
+            yield OptionList(*options, id="md-options")
+            yield Label("enter reruns at that MD · esc cancels"
+                        + ("" if d is not None else " · predictions appear after the MD sweep"), classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).highlighted = self.current - 1
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(int(event.option.id or self.current))
+
+
+WHAT_IF = (("l1.size", "L1 size"), ("l1.assoc", "L1 associativity"), ("l2.size", "L2 size"),
+           ("l2.assoc", "L2 associativity"))
+
+
+class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
+    """Pick a GPU preset and, optionally, what-if L1/L2 sizes and associativities, validated
+    exactly as `--arch` / `--set` are before the picker closes."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="arch.cancel")]
+    DEFAULT_CSS = MODAL_CSS + """
+    ArchScreen OptionList { height: auto; max-height: 8; }
+    ArchScreen .field { height: 3; }
+    ArchScreen .field Label { width: 20; padding: 1 1 0 0; }
+    ArchScreen .field Input { width: 1fr; }
+    ArchScreen #arch-buttons { height: 3; align-horizontal: right; }
+    """
+
+    def __init__(self, presets: list[tuple[str, str]], current: str, overrides: dict[str, str]) -> None:
+        super().__init__()
+        self.presets, self.current, self.overrides = presets, current, dict(overrides)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("GPU model and what-if cache edits", classes="title")
+            yield OptionList(*[Option(f"{name:<12} {desc}", id=name) for name, desc in self.presets], id="arch-list")
+            for key, label in WHAT_IF:
+                with Horizontal(classes="field"):
+                    yield Label(label)
+                    yield Input(value=self.overrides.get(key, ""), placeholder="preset value (e.g. 48KiB, 4)",
+                                id=f"set-{key.replace('.', '-')}")
+            yield Static("", id="arch-error", classes="error")
+            with Horizontal(id="arch-buttons"):
+                yield Button("Apply and rerun", variant="primary", id="arch-apply")
+            yield Label("↑↓ preset · tab to the fields · enter applies · esc cancels", classes="hint")
+
+    def on_mount(self) -> None:
+        ol = self.query_one(OptionList)
+        names = [n for n, _ in self.presets]
+        ol.highlighted = names.index(self.current) if self.current in names else 0
+        ol.focus()
+
+    @property
+    def chosen(self) -> str:
+        ol = self.query_one(OptionList)
+        i = ol.highlighted if ol.highlighted is not None else 0
+        return self.presets[i][0]
+
+    def values(self) -> dict[str, str]:
+        out = {}
+        for key, _ in WHAT_IF:
+            text = self.query_one(f"#set-{key.replace('.', '-')}", Input).value.strip()
+            if text:
+                out[key] = text
+        return out
+
+    def apply(self) -> None:
+        from tuiprof.arch.presets import load_arch
+
+        name, overrides = self.chosen, self.values()
+        try:
+            load_arch(name, overrides)
+        except TuiprofError as exc:
+            self.query_one("#arch-error", Static).update(
+                Content(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else "")))
+            return
+        self.dismiss((name, overrides))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.apply()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.apply()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.apply()
