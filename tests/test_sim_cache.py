@@ -112,3 +112,47 @@ def test_trial_fifo_l2_matches_pycachesim() -> None:
     t = _single_warp_trace([one_lane(int(x) * 32) for x in lines])
     r = run_trial(prepare(t, arch), None, 1, 5)
     assert r.l2_read_hits[0] == pycachesim_hits(lines, 16, 8, 32, "FIFO")
+
+
+def test_popcount_counts_the_low_32_bits_of_any_integer() -> None:
+    from tuiprof.jit import njit, popcount
+    from tuiprof.trace.model import popcount32
+
+    @njit
+    def counts(xs, ys):
+        out = np.empty(xs.shape[0] * 2, dtype=np.int64)
+        for i in range(xs.shape[0]):
+            out[2 * i] = popcount(xs[i])
+            out[2 * i + 1] = popcount(ys[i])
+        return out
+
+    rng = np.random.default_rng(3)
+    ys = rng.integers(0, 2**32, 500, dtype=np.uint64).astype(np.uint32)
+    ys[:3] = (0, 1, 0xFFFFFFFF)
+    xs = ys.astype(np.int64) | (rng.integers(0, 2**31, 500, dtype=np.int64) << 32)  # high bits ignored
+    xs[3] = -1
+    expected = popcount32(ys).astype(np.int64)
+    expected[3] = 32
+    got = counts(xs, ys)
+    assert list(got[0::2]) == list(expected)
+    assert list(got[1::2]) == list(popcount32(ys))
+
+
+def test_store_evict_makes_the_way_the_next_victim() -> None:
+    # 1 set, 4 ways: A B C D resident; invalidating B must leave A C D resident when E comes in.
+    from tuiprof.sim.cache import cache_alloc, cache_find, cache_invalidate, cache_load_line
+    from tuiprof.jit import njit
+
+    @njit
+    def scenario():
+        meta, htab, hshift = cache_alloc(1, 4, 1)
+        for x in (10, 11, 12, 13):
+            cache_load_line(meta, htab, hshift, 1, 1, True, x)
+        cache_invalidate(meta, htab, 0, hshift, meta.shape[0] - 1, cache_find(meta, htab, 0, hshift, 11))
+        cache_load_line(meta, htab, hshift, 1, 1, True, 14)
+        out = np.empty(5, dtype=np.int64)
+        for i, x in enumerate((10, 11, 12, 13, 14)):
+            out[i] = cache_find(meta, htab, 0, hshift, x) >= 0
+        return out
+
+    assert list(scenario()) == [1, 0, 1, 1, 1]

@@ -28,12 +28,23 @@ def test_importing_the_package_and_results_does_not_start_numba() -> None:
 
 
 def test_kernel_cache_folder_is_per_source_version_unless_set(tmp_path: Path) -> None:
-    code = "from tuiprof.sim._numba import kernel_cache_dir; import os; print(kernel_cache_dir(), os.environ['NUMBA_CACHE_DIR'])"
+    code = "from tuiprof.jit import kernel_cache_dir; import os; print(kernel_cache_dir(), os.environ['NUMBA_CACHE_DIR'])"
     default = _python(code, XDG_CACHE_HOME=str(tmp_path)).split()
     assert default[0] == default[1]
     assert Path(default[0]).parent == tmp_path / "tuiprof" / "numba" and len(Path(default[0]).name) == 16
     explicit = _python(code, NUMBA_CACHE_DIR=str(tmp_path / "mine")).split()
     assert explicit == [str(tmp_path / "mine")] * 2
+
+
+def test_every_kernel_module_is_in_the_cache_digest() -> None:
+    # A module that compiles kernels but is not in KERNEL_SOURCES could load stale machine code.
+    from tuiprof.jit import KERNEL_SOURCES
+
+    pkg = ROOT / "tuiprof"
+    covered = {p for pattern in KERNEL_SOURCES for p in pkg.glob(pattern)}
+    users = {p for p in pkg.rglob("*.py") if "from tuiprof.jit import" in p.read_text() or p.name == "jit.py"}
+    assert users and users <= covered, sorted(str(p) for p in users - covered)
+    assert not any("from numba import" in p.read_text() for p in pkg.rglob("*.py") if p.name != "jit.py")
 
 
 def test_op_stats_are_the_coalescing_figures() -> None:

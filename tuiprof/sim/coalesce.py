@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuiprof.sim._numba import KERNEL, njit
+from tuiprof.jit import KERNEL, njit, popcount
 
 CHUNK = 32
 """Bytes per chunk: the granularity of request masks, sector valid bits and DRAM transactions."""
@@ -127,15 +127,6 @@ def access_lines(row, m, nbytes, cshift, tl, tm):
 
 
 @njit(**KERNEL)
-def _popcount32(x):
-    x = np.uint64(x) & np.uint64(0xFFFFFFFF)
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x55555555))
-    x = (x & np.uint64(0x33333333)) + ((x >> np.uint64(2)) & np.uint64(0x33333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F)
-    return np.int64(((x * np.uint64(0x01010101)) >> np.uint64(24)) & np.uint64(0xFF))
-
-
-@njit(**KERNEL)
 def _coalesce(op, mask, addr, op_bytes, op_cached, cshift, n_ops):
     n_acc = op.shape[0]
     req_off = np.zeros(n_acc + 1, dtype=np.int64)
@@ -166,7 +157,7 @@ def _coalesce(op, mask, addr, op_bytes, op_cached, cshift, n_ops):
             for k in range(n):
                 lines[pos + k] = tl[k]
                 masks[pos + k] = tm[k]
-                secs[o] += _popcount32(tm[k])
+                secs[o] += popcount(tm[k])
             pos += n
         req_off[r + 1] = pos
     return req_off, lines[:pos].copy(), masks[:pos].copy(), acc, reqs, secs

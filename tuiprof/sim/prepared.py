@@ -19,7 +19,8 @@ from tuiprof.errors import ArchError
 from tuiprof.sim.coalesce import CACHED_SPACES, CHUNK, Coalesced, coalesce_trace
 from tuiprof.trace.model import Trace
 
-# Indices into the parameter vector of `pack_arch`.
+# Indices into the parameter vector of `pack_arch`. The L1 and L2 fields run in the same order
+# (`_pack_level`, `tuiprof.sim.trial._level`).
 P_SM = 0
 P_L1_ON, P_L1_SETS, P_L1_ASSOC, P_L1_PARTS, P_L1_CPL, P_L1_CPS, P_L1_LRU, P_L1_STORE = range(1, 9)
 P_L2_ON, P_L2_SETS, P_L2_ASSOC, P_L2_PARTS, P_L2_CPL, P_L2_CPS, P_L2_LRU = range(9, 16)
@@ -41,6 +42,13 @@ def _check_level(arch: Arch, label: str, line: int, sector: int, enabled: bool) 
                         f"the simulator needs lines of {CHUNK}..{32 * CHUNK} B and sectors of at least {CHUNK} B")
 
 
+def _pack_level(p: np.ndarray, at: int, c) -> None:
+    """The fields one cache level shares with the other, from index `at` (P_L1_ON or P_L2_ON):
+    on, sets, assoc, partitions, chunks per line, chunks per sector, LRU."""
+    p[at:at + 7] = (int(c.enabled), c.sets, c.assoc, c.partitions, c.line // CHUNK,
+                    max(1, min(c.sector, c.line) // CHUNK), int(c.replacement == "lru"))
+
+
 def pack_arch(arch: Arch) -> np.ndarray:
     """The int64 parameter vector of `arch` for the trial kernel (see the P_* indices)."""
     l1, l2, d = arch.l1, arch.l2, arch.dram
@@ -48,21 +56,9 @@ def pack_arch(arch: Arch) -> np.ndarray:
     _check_level(arch, "l2", l2.line, l2.sector, l2.enabled)
     p = np.zeros(N_PARAMS, dtype=np.int64)
     p[P_SM] = arch.sm_count
-    p[P_L1_ON] = int(l1.enabled)
-    p[P_L1_SETS] = l1.sets
-    p[P_L1_ASSOC] = l1.assoc
-    p[P_L1_PARTS] = l1.partitions
-    p[P_L1_CPL] = l1.line // CHUNK
-    p[P_L1_CPS] = max(1, min(l1.sector, l1.line) // CHUNK)
-    p[P_L1_LRU] = int(l1.replacement == "lru")
+    _pack_level(p, P_L1_ON, l1)
     p[P_L1_STORE] = _STORE_CODES[l1.store_policy]
-    p[P_L2_ON] = int(l2.enabled)
-    p[P_L2_SETS] = l2.sets
-    p[P_L2_ASSOC] = l2.assoc
-    p[P_L2_PARTS] = l2.partitions
-    p[P_L2_CPL] = l2.line // CHUNK
-    p[P_L2_CPS] = max(1, min(l2.sector, l2.line) // CHUNK)
-    p[P_L2_LRU] = int(l2.replacement == "lru")
+    _pack_level(p, P_L2_ON, l2)
     p[P_DR_CH] = d.channels
     p[P_DR_BANKS] = d.banks
     p[P_DR_IL] = d.interleave

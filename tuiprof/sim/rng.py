@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.sim._numba import INLINE, KERNEL, njit
+from tuiprof.jit import INLINE, KERNEL, njit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

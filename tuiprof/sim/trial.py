@@ -39,7 +39,11 @@ The steps (DESIGN.md, "The stochastic memory-hierarchy model"):
    (open rows persist across batches); address -> channel by ``interleave``, then bank and row
    from the channel-local address. Every request of a batch sees the batch's latency.
 
-Steps 5-7 run in one pass over the merged stream, with no intermediate queues.
+Steps 5-7 run in one pass over the merged stream; the only queue is the DRAM batch being filled
+(``dbuf``), timed as soon as it reaches its drawn size. The pass does no hardware division in
+the common cases (power-of-two shifts, or `_udivmod` by a reciprocal for the 6 channels or
+partitions of Fermi), counts sectors with a POPCNT against the sector-leader mask, and
+prefetches the next L1 request's L2 hash buckets while the current one runs.
 """
 
 from __future__ import annotations
@@ -49,13 +53,12 @@ import time
 import numpy as np
 
 from tuiprof.arch.model import Arch
-from tuiprof.sim._numba import INLINE, KERNEL, keep, njit
+from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
 from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find, cache_invalidate, cache_set,
-                               cache_touch, expand_sectors, get_mask, popcount)
+                               cache_touch, expand_sectors, get_mask, hslot)
 from tuiprof.sim.prepared import (P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT, P_DR_IL,
                                  P_DR_MISS, P_DR_ROW, P_DR_TX, P_L1_ASSOC, P_L1_CPL, P_L1_CPS, P_L1_LINE,
-                                 P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ASSOC, P_L2_CPL,
-                                 P_L2_CPS, P_L2_LRU, P_L2_ON, P_L2_PARTS, P_L2_SETS, P_SM, STORE_EVICT,
+                                 P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ON, P_SM, STORE_EVICT,
                                  STORE_NO_ALLOCATE, Prepared, pack_arch)
 from tuiprof.sim.results import TrialResult
 from tuiprof.sim.rng import rng_below, rng_new
@@ -174,6 +177,35 @@ def _log2(x):
     while (np.int64(1) << k) < x:
         k += 1
     return k
+
+
+@njit(**INLINE)
+def _leaders(cps, n_sectors):
+    """The first chunk of every sector: ``popcount(m & leaders)`` counts the sectors of a mask made
+    of whole sectors (every mask the caches hold or compare is), with no division by `cps`."""
+    lead = np.int64(0)
+    for j in range(n_sectors):
+        lead |= np.int64(1) << (j * cps)
+    return lead
+
+
+@njit(**INLINE)
+def _level(params, at, copies):
+    """One cache level from the parameters at `at` (P_L1_ON or P_L2_ON; both levels' fields run
+    in the same order), with its caches allocated (`copies` of them, one when it is absent):
+    ``(on, partitions, sets, lru, chunks per sector, chunks per line, sectors per line, sector
+    leaders, all sets, assoc, meta, htab, hshift)``."""
+    on = params[at] != 0
+    sets = params[at + P_L1_SETS - P_L1_ON]
+    assoc = params[at + P_L1_ASSOC - P_L1_ON] if on else 1
+    parts = params[at + P_L1_PARTS - P_L1_ON]
+    cpl = params[at + P_L1_CPL - P_L1_ON]
+    cps = params[at + P_L1_CPS - P_L1_ON]
+    lru = params[at + P_L1_LRU - P_L1_ON] != 0
+    spl = cpl // cps
+    nsets = sets * parts if on else 1
+    meta, htab, hs = cache_alloc(nsets, assoc, copies if on else 1)
+    return on, parts, sets, lru, cps, cpl, spl, _leaders(cps, spl), nsets, assoc, meta, htab, hs
 
 
 @njit(**INLINE)
@@ -348,30 +380,12 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     """Steps 5-7 over the merged stream: per-SM L1s, the shared L2, the DRAM batcher. Returns the
     per-op DRAM read latency sums, the batch latencies and the write-back transactions."""
     S = params[P_SM]
-    # L1: one copy per SM.
-    on1 = params[P_L1_ON] != 0
-    parts1 = params[P_L1_PARTS]
-    sets1 = params[P_L1_SETS]
-    lru1 = params[P_L1_LRU] != 0
-    cps1 = params[P_L1_CPS]
-    cpl1 = params[P_L1_CPL]
-    spl1 = cpl1 // cps1
+    # L1: one copy per SM; L2: one shared copy.
+    on1, parts1, sets1, lru1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
+    on2, parts2, sets2, lru2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
     policy = params[P_L1_STORE]
-    nsets1 = sets1 * parts1 if on1 else 1
-    assoc1 = params[P_L1_ASSOC] if on1 else 1
-    meta1, htab1, hs1 = cache_alloc(nsets1, assoc1, S if on1 else 1)
     rows1 = nsets1 * (assoc1 + 1)
     buckets1 = np.int64(1) << (64 - hs1)
-    # L2: one shared copy.
-    on2 = params[P_L2_ON] != 0
-    parts2 = params[P_L2_PARTS]
-    sets2 = params[P_L2_SETS]
-    lru2 = params[P_L2_LRU] != 0
-    cps2 = params[P_L2_CPS]
-    cpl2 = params[P_L2_CPL]
-    spl2 = cpl2 // cps2
-    nsets2 = sets2 * parts2 if on2 else 1
-    meta2, htab2, hs2 = cache_alloc(nsets2, params[P_L2_ASSOC] if on2 else 1, 1)
     sent2 = meta2.shape[0] - nsets2
     psh2 = _shift_of(parts2)
     pinv2 = 1.0 / parts2
@@ -412,13 +426,18 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
         row0 = s * rows1 if on1 else 0
         hb1 = s * buckets1 if on1 else 0
         sent1 = row0 + nsets1 * assoc1
-        for j in range(req_off[r], req_off[r + 1]):
+        jend = req_off[r + 1]
+        for j in range(req_off[r], jend):
             line1 = req_line[j]
             m = np.int64(req_mask[j])
+            if on2 and j + 1 < jend:  # the next request's L2 buckets, while this one runs
+                nl = (req_line[j + 1] * cpl1) >> c2sh
+                for jj in range(sub):
+                    prefetch(htab2, hslot(nl + jj, hs2))
             counts[C_L1_REQ, o] += 1
             # Step 5: the SM's L1. `send` is what goes on to L2.
             smask = expand_sectors(m, cps1, spl1)
-            nsec = popcount(smask) // cps1
+            nsec = popcount(smask & lead1)
             send = m
             if wr:
                 counts[C_L1_WA, o] += nsec
@@ -441,7 +460,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                     slot = cache_find(meta1, htab1, hb1, hs1, line1)
                     if slot >= 0:
                         v1 = get_mask(meta1, slot, VALID)
-                        counts[C_L1_RH, o] += popcount(smask & v1) // cps1
+                        counts[C_L1_RH, o] += popcount(smask & v1 & lead1)
                         send = smask & ~v1
                         if lru1:
                             cache_touch(meta1, sent, slot)
@@ -473,7 +492,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 if m2 == 0:
                     continue
                 smask2 = expand_sectors(m2, cps2, spl2)
-                nsec2 = popcount(smask2) // cps2
+                nsec2 = popcount(smask2 & lead2)
                 base = line * cpl2
                 slot = -1
                 v = np.int64(0)
@@ -494,7 +513,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 if wr:
                     hit = smask2 & v
                     counts[C_L2_WA, o] += nsec2
-                    counts[C_L2_WH, o] += popcount(hit) // cps2
+                    counts[C_L2_WH, o] += popcount(hit & lead2)
                     if miss != 0:
                         nw = _emit(dbuf, dst, base, m2 & miss, cpl2, rop, txsh, txmul)
                         counts[C_DW, o] += nw
@@ -503,7 +522,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                         meta2[slot, VALID] = v | miss
                 else:
                     counts[C_L2_RA, o] += nsec2
-                    counts[C_L2_RH, o] += popcount(smask2 & v) // cps2
+                    counts[C_L2_RH, o] += popcount(smask2 & v & lead2)
                     if miss != 0:
                         nr = _emit(dbuf, dst, base, miss, cpl2, rop, txsh, txmul)
                         counts[C_DR, o] += nr
