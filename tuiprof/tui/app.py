@@ -16,6 +16,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.content import Content
 from textual.widgets import Footer, Input, Static
 
@@ -68,7 +69,7 @@ class TuiprofApp(App[int]):
     #sm { border-top: hkey $panel; }
     #md { border-top: hkey $panel; }
     Screen.-wide #tabs { display: none; }
-    Screen.-wide #side { width: 46%; max-width: 96; }
+    Screen.-wide #side { width: 42%; max-width: 96; }
     Screen.-narrow #body { layout: vertical; }
     Screen.-narrow #side { width: 100%; border-left: none; }
     Screen.-narrow #side > * { height: 1fr; border-top: none; max-height: 100%; }
@@ -235,7 +236,12 @@ class TuiprofApp(App[int]):
     def on_run_event(self, message: RunEvent) -> None:
         if message.generation != self.generation:
             return  # a cancelled run's late event
-        e = message.event
+        try:
+            self._handle(message.event)
+        except NoMatches:  # the app is closing: its panes are gone
+            pass
+
+    def _handle(self, e: Any) -> None:
         if isinstance(e, TrialDone):
             self.trials_done, self.planned = e.done, e.planned
             self.phase = "running"
@@ -259,6 +265,12 @@ class TuiprofApp(App[int]):
 
     def _tick(self) -> None:
         """Apply the latest analysis (at most every REFRESH s) and turn the spinner."""
+        try:
+            self._apply_pending()
+        except NoMatches:  # the app is closing: its panes are gone
+            pass
+
+    def _apply_pending(self) -> None:
         if self._pending is not None:
             self.analysis, self._pending = self._pending, None
             if self.t_first_update is None:

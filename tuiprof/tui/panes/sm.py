@@ -78,7 +78,7 @@ def _ranges(ids: tuple[int, ...]) -> str:
 
 
 class SmPane(Widget):
-    DEFAULT_CSS = "SmPane { height: auto; max-height: 16; padding: 0 1; }"
+    DEFAULT_CSS = "SmPane { height: auto; max-height: 20; padding: 0 1; }"
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -92,9 +92,4 @@ class SmPane(Widget):
         self.refresh(layout=True)
 
     def render(self) -> Content:
-        width = self.content_size.width or 80
-        height = max(3, self.content_size.height or 16)
-        return render_sm(self.sm, width, max(height, 16), self.waiting)
-
-    def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
-        return len(render_sm(self.sm, width, 16, self.waiting).plain.splitlines())
+        return render_sm(self.sm, self.content_size.width or 80, 16, self.waiting)

@@ -98,6 +98,7 @@ class SourceView(Widget, can_focus=True):
         self.rank: dict[int, int] = {}
         self.top = 0
         self.pan = 0
+        self._hot: int | None = None
         self.file = ""
 
     # --- data -------------------------------------------------------------------------------
@@ -114,7 +115,10 @@ class SourceView(Widget, can_focus=True):
         self.code = (code + [Content("")] * len(lines))[: len(lines)]
         self.ops = {o.id: o for o in ops}
         self.rows = build_rows(len(lines), ops)
-        self.cursor = 0
+        first = next((k for k, r in enumerate(self.rows) if r.op is not None), 0)
+        self.top = max(0, first - 3)
+        self.set_reactive(SourceView.cursor, first)
+        self._scroll_to_cursor()
         self.refresh()
 
     def set_analysis(self, analysis: Any | None) -> None:
@@ -123,6 +127,8 @@ class SourceView(Widget, can_focus=True):
             self.stats, self.rank = {}, {}
         else:
             self.stats = {s.op.id: s for s in analysis.ops}
+            if self.stats.keys() != self.ops.keys() and not set(self.ops) <= set(self.stats):
+                self._hot = None
             ranked = [s for s in analysis.by_cost() if fmt.finite(s.cost) and s.cost > 0]
             self.rank = {s.op.id: i + 1 for i, s in enumerate(ranked)}
         self.refresh()
@@ -148,11 +154,12 @@ class SourceView(Widget, can_focus=True):
         if not order:
             return None
         cur = self.current_op
-        if cur in order:
+        if cur is not None and cur == self._hot and cur in order:
             nxt = order[(order.index(cur) + step) % len(order)]
-        else:
+        else:  # the first n goes to the hottest load, the first N to the coolest
             nxt = order[0] if step > 0 else order[-1]
         self.go_to_op(nxt)
+        self._hot = nxt
         return nxt
 
     def search(self, text: str, forward: bool = True) -> bool:
@@ -197,6 +204,7 @@ class SourceView(Widget, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self._scroll_to_cursor()
+        self.refresh()
 
     def action_move(self, step: int) -> None:
         self.cursor += step

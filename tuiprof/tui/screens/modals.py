@@ -30,7 +30,7 @@ class HelpScreen(ModalScreen[None]):
     """Every key of the app, generated from the bindings themselves so it cannot drift."""
 
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close")]
-    DEFAULT_CSS = MODAL_CSS + "HelpScreen > Vertical { width: 84; } HelpScreen VerticalScroll { height: auto; max-height: 30; }"
+    DEFAULT_CSS = MODAL_CSS + "HelpScreen > Vertical { width: 84; height: 90%; } HelpScreen VerticalScroll { height: 1fr; }"
 
     def __init__(self, groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()
