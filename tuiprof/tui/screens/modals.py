@@ -197,6 +197,17 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.apply()
 
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """Each what-if field shows the highlighted preset's own value as its placeholder."""
+        from tuiprof.arch.presets import load_arch
+
+        arch = load_arch(self.chosen)
+        values = {"l1.size": arch.l1.size, "l1.assoc": arch.l1.assoc, "l2.size": arch.l2.size,
+                  "l2.assoc": arch.l2.assoc}
+        for key, value in values.items():
+            text = (f"{value // 1024}KiB" if value % 1024 == 0 and value else f"{value}B") if key.endswith("size") else str(value)
+            self.query_one(f"#set-{key.replace('.', '-')}", Input).placeholder = f"{self.chosen}: {text}"
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.apply()
 
