@@ -190,7 +190,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.trials, args.accesses = 8, 300_000
-    print(f"cores: {os.cpu_count()}")
+    print(f"cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} (other processes skew every figure, "
+          "the 2-thread speed-up most)")
 
     print("\n1. cache kernel vs pycachesim (same stream, same geometry, LRU, 128 B lines)")
     for r in bench_cache(args.accesses):
@@ -209,7 +210,7 @@ def main() -> None:
           f"events/s); H1 {r['l1_hit']:.3f} H2 {r['l2_hit']:.3f} Tm {r['tm']:.0f}")
     print(f"   target: >= {TARGETS['l1_req_per_s_per_core'] / 1e6:.0f} M L1 requests/s/core")
 
-    print(f"\n3. {args.trials} trials, 1 vs 2 threads")
+    print(f"\n3. {args.trials} trials, 1 vs 2 threads (load average {os.getloadavg()[0]:.2f})")
     t = bench_threads(trace, args.trials)
     print(f"   1 thread {t['one_thread_s']:.2f} s, 2 threads {t['two_threads_s']:.2f} s, speed-up {t['speedup']:.2f}x, "
           f"identical results: {t['identical']}")
