@@ -337,3 +337,15 @@ def test_cli_once_and_not_a_tty_print_the_report() -> None:
     assert r.returncode == 0  # --once never starts the UI, so the theme is not looked at
     r = subprocess.run([sys.executable, "-m", "tuiprof", "kernel.cu"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "collector" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_measured_value_is_a_dashed_marker() -> None:
+    """A measured (ncu) value is drawn as ┊ in the histogram, like paper 000's dashed line."""
+    from tuiprof.tui.metrics import series
+    from tuiprof.tui.panes.histogram import render_histogram
+
+    _, analysis = finished()
+    s = series(analysis, "l1_read", {"l1_read_hit_rate": 47.5})
+    assert s is not None and s.measured == pytest.approx(0.475)
+    text = render_histogram(s, 60, 16, "").plain
+    assert "┊ measured 47.5%" in text and text.count("┊") >= 2
