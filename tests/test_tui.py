@@ -349,3 +349,17 @@ def test_measured_value_is_a_dashed_marker() -> None:
     assert s is not None and s.measured == pytest.approx(0.475)
     text = render_histogram(s, 60, 16, "").plain
     assert "┊ measured 47.5%" in text and text.count("┊") >= 2
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_gutter_columns_align_on_every_row(size: tuple[int, int]) -> None:
+    """The compact and the full annotation are as wide as a blank gutter and as the header, so
+    the source column starts at the same cell on every row."""
+    app = make_app()
+    async with app.run_test(size=size):
+        view = app.query_one(SourceView)
+        lines = ["".join(s.text for s in view.render_line(y)) for y in range(view.size.height)]
+        rows = [line for line in lines if line.count("│") >= 2]
+        assert any(line[:2].strip() for line in rows)            # some rows carry an op's rank
+        edges = {line.index("│", line.index("│") + 1) for line in rows}
+        assert len(edges) == 1, edges

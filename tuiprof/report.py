@@ -177,15 +177,18 @@ def _sm_list(sms: tuple[int, ...], limit: int = 12) -> str:
     return shown + (f" and {len(sms) - limit} more" if len(sms) > limit else "")
 
 
+def document(session: Session, analysis: Analysis | None) -> dict[str, Any]:
+    """The report of `session` with `analysis` (its final or current one) as plain data."""
+    return {"tuiprof": __version__, "trace": trace_section(session.trace, session.path), **run_section(session),
+            "analysis": analysis_section(analysis) if analysis is not None else None}
+
+
 def build_report(path: Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
     """Load the trace at `path`, simulate it under `config`, and describe the run."""
     from tuiprof.trace.io import load_trace
 
-    trace = load_trace(path)
-    session = Session(trace, config, path)
-    analysis = session.run(on_event)
-    return {"tuiprof": __version__, "trace": trace_section(trace, path), **run_section(session),
-            "analysis": analysis_section(analysis) if analysis is not None else None}
+    session = Session(load_trace(path), config, path)
+    return document(session, session.run(on_event))
 
 
 def render(doc: dict[str, Any], fmt: str) -> str:

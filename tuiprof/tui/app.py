@@ -423,8 +423,7 @@ class TuiprofApp(App[int]):
         from tuiprof.arch.presets import load_arch, preset_names
 
         presets = [(n, load_arch(n).description) for n in preset_names()]
-        current = self.session.arch.name if self.session else (self.config.arch or "")
-        current = self.config.arch or (self.trace.provenance.arch if self.trace is not None else current)
+        current = self.config.arch or (self.trace.provenance.arch if self.trace is not None else "")
 
         def chosen(result: tuple[str, dict[str, str]] | None) -> None:
             if result is not None:
@@ -496,15 +495,12 @@ class TuiprofApp(App[int]):
     def export(self, path: Path) -> None:
         """Write the report of the current session and analysis (format from the suffix)."""
         from tuiprof.cli import write_output
-        from tuiprof.report import analysis_section, render, run_section, trace_section
-        from tuiprof import __version__
+        from tuiprof.report import document, render
 
         fmt_name = {".json": "json", ".md": "md"}.get(path.suffix.lower(), "text")
         assert self.session is not None
-        doc = {"tuiprof": __version__, "trace": trace_section(self.session.trace, self.session.path),
-               **run_section(self.session), "analysis": analysis_section(self.analysis)}
         try:
-            write_output(render(doc, fmt_name), str(path))
+            write_output(render(document(self.session, self.analysis), fmt_name), str(path))
         except TuiprofError as exc:
             self.push_screen(ErrorScreen(exc, "export failed"))
             return

@@ -27,6 +27,12 @@ HOT = 3
 """Ops ranked 1..HOT by cost share get the hot marker ▶."""
 FULL_GUTTER_WIDTH = 110
 """Pane width from which the gutter shows bars and the full [lo–hi] interval."""
+GUTTER_FULL = 51
+"""Cells of the full annotation: H1 and H2 (percent and bar, 14 each), X with its interval (18),
+sectors per request (5)."""
+GUTTER_COMPACT = 25
+"""Cells of the compact annotation: H1 and H2 (cell and percent, 6 each), X ± half-interval (9),
+sectors per request (4)."""
 
 
 @dataclass(frozen=True)
@@ -249,15 +255,15 @@ class SourceView(Widget, can_focus=True):
 
     def header(self) -> Content:
         if self.full:
-            cols = "  rank │  H1 (L1 hit)   H2 (L2 hit)  X cycles [95%]    sec/req │ "
+            cols = f"  rank │ {'H1 (L1 hit)':<14}{'H2 (L2 hit)':<14}{'X cycles [95%]':<18}{'s/r':>5} │ "
         else:
-            cols = "  rank │   H1    H2    X ±95%   s/r │ "
+            cols = f"  rank │ {'H1':>5} {'H2':>5} {'X ±95%':>9}{'s/r':>4} │ "
         where = f"{self.file}  {self.top + 1}–{min(len(self.rows), self.top + self.body_height)}/{len(self.rows)}"
         return Content(cols + where)
 
     def _gutter(self, row: Row) -> Content:
         """The annotation of `row`'s op (blank when the row has none)."""
-        width = 46 if self.full else 25
+        width = GUTTER_FULL if self.full else GUTTER_COMPACT
         if row.op is None:
             return Content(" " * width)
         op, s = self.ops[row.op], self.stats.get(row.op)
@@ -284,7 +290,7 @@ class SourceView(Widget, can_focus=True):
                 (f"{fmt.cycles(x, 4)}±{fmt.cycles(half):<4}", "bold"), (fmt.num(spr, 1, 4), ""),
             ]
         content = Content.assemble(*parts)
-        return content.pad_right(max(0, width - content.cell_length))
+        return content.pad_right(max(0, width - content.cell_length))[:width]
 
     def _lineno(self, row: Row) -> Content:
         rank = self.rank.get(row.op) if row.op is not None else None
