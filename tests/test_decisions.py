@@ -11,9 +11,10 @@ import pytest
 
 from tests.factories import make_trace
 from tuiprof.arch.presets import load_arch
-from tuiprof.model.decisions import coalescing_split, md_sample, sm_model, working_set_lines
+from tuiprof.model.decisions import coalescing_split, gain_interval, sm_model, working_set_lines
+from tuiprof.model.md import MdSample, predict_simulated
 from tuiprof.model.mwp_cwp import NOT_ENOUGH_WARPS
-from tuiprof.report import decisions_section, render
+from tuiprof.report import decisions_section
 from tuiprof.session import Finished, RunConfig, Session, SweepProgress
 from tuiprof.sim.prepared import prepare
 from tuiprof.trace.model import CtaRecords
@@ -138,3 +139,17 @@ def test_decisions_report_sections() -> None:
     assert b["bottleneck"] == max(b["times_s"], key=b["times_s"].get)
     assert sec["sm_utilisation"]["source"] == "modeled"
     assert sec["advice"][0].startswith("limit to")
+
+
+def test_gain_interval_collapses_without_spread_and_brackets_the_gain() -> None:
+    # Identical trials at every MD: every bootstrap round gives the same prediction.
+    flat = [np.array([[0.25, 256.0, 300.0]] * 4), np.array([[0.25, 256.0, 300.0]] * 4),
+            np.array([[0.9, 1024.0, 300.0]] * 4)]
+    point = predict_simulated([MdSample(i + 1, *t[0]) for i, t in enumerate(flat)], 64, 128).gain(2, 3)
+    lo, hi = gain_interval(flat, 2, 3, 64, 128)
+    assert lo == pytest.approx(point) and hi == pytest.approx(point)
+    # Through a run: the recommended MD's interval holds its point gain and stays above zero.
+    analysis, _ = run(thrash_trace())
+    d = analysis.decisions
+    assert d.gain_interval is not None
+    assert d.gain_interval[0] <= d.md.gain <= d.gain_interval[1] and d.gain_interval[0] > 0

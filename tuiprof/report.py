@@ -119,7 +119,9 @@ def md_section(d: Decisions) -> dict[str, Any] | None:
     sim = m.simulated
     return {
         "default_md": m.default_md, "limiter": m.limiter, "headline": m.headline,
-        "recommended_md": m.recommended_md, "gain": _finite(m.gain), "thesis_md": m.thesis_md,
+        "recommended_md": m.recommended_md, "gain": _finite(m.gain),
+        "gain_interval": [_finite(x) for x in d.gain_interval] if d.gain_interval else None,
+        "thesis_md": m.thesis_md,
         "thesis_gain": _finite(m.thesis_gain), "dynamic_shared": m.dynamic_shared, "apply": m.apply,
         "advice": m.advice, "compute_bound": m.headline_prediction.compute_bound,
         "dram_per_inst": _finite(m.headline_prediction.dram_per_inst, 5),
@@ -159,7 +161,9 @@ def advice(d: Decisions) -> list[str]:
     """The decisions in plain words, most actionable first."""
     out = []
     if d.md is not None:
-        out.append(d.md.advice + "; " + d.md.apply)
+        ci = (f" (95% interval of the gain over the sweep's trials: {d.gain_interval[0]:+.0%} to "
+              f"{d.gain_interval[1]:+.0%})") if d.gain_interval else ""
+        out.append(d.md.advice + ci + "; " + d.md.apply)
     b = d.bottleneck
     out.append(f"bottleneck: {b.bottleneck} (paper 001); removing it would leave {b.next_bottleneck}, "
                f"{b.speedup_if_removed:.2f}x faster")

@@ -230,7 +230,7 @@ class Session:
     def _sweep(self, mc: Any, results: list[Any], analysis: Any, emit: Callable[[Event], None]) -> Any:
         """Paper 002's MD sweep: simulate the snapshot at every MD (reusing the main run for its
         own MD and its preparation for the others), then decide."""
-        from tuiprof.model.decisions import md_sample, working_set_lines
+        from tuiprof.model.decisions import gain_interval, md_sample, trial_table, working_set_lines
         from tuiprof.model.md import decide_md
         from tuiprof.sim.montecarlo import MonteCarlo
 
@@ -243,7 +243,7 @@ class Session:
             return with_decisions(md_note=f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention")
         mds, n = self.sweep_mds(), self.sweep_trial_count()
         t0 = time.perf_counter()
-        samples = []
+        samples, tables = [], []
         for m in mds:
             runs = results
             if m != self.md:
@@ -254,13 +254,18 @@ class Session:
             if self._cancelled:
                 return with_decisions(md_samples=tuple(samples), md_note="MD sweep cancelled")
             samples.append(md_sample(m, runs, self.trace))
+            tables.append(trial_table(runs, self.trace))
         swept = dict(md_samples=tuple(samples), sweep_trials=n, sweep_elapsed=time.perf_counter() - t0)
         co, L = mc.prepared.coalesced, self.trace.launch
+        ws = working_set_lines(self.trace, co.req_off, co.req_line) or samples[0].dram_reads_per_cta
         try:
             decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
                                  registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
-                                 dynamic_shared=L.dynamic_shared,
-                                 working_set_lines=working_set_lines(self.trace, co.req_off, co.req_line) or None)
+                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws)
         except UsageError as exc:  # nothing cached: no L1 working set to contend for
             return with_decisions(md_note=exc.message, **swept)
-        return with_decisions(md=decision, **swept)
+        interval = None
+        if decision.simulated is not None and decision.recommended_md != decision.default_md:
+            interval = gain_interval(tables, decision.recommended_md, decision.default_md, ws,
+                                     self.arch.l1.size / self.arch.l1.line, seed=self.config.seed)
+        return with_decisions(md=decision, gain_interval=interval, **swept)

@@ -20,7 +20,7 @@ import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_throughputs, shared_transactions
-from tuiprof.model.md import MdDecision, MdSample
+from tuiprof.model.md import MdDecision, MdSample, predict_simulated
 from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp, mwp_cwp_for_arch
 from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
 from tuiprof.trace.model import Trace
@@ -49,6 +49,9 @@ class Decisions:
     """Wall seconds the MD sweep took."""
     md_note: str = ""
     """Why there is no MD decision, when there is none (sweep off, cancelled, no L1)."""
+    gain_interval: tuple[float, float] | None = None
+    """95% bootstrap interval of the simulated gain of the recommended MD over the default
+    (`gain_interval`); None when the default is kept or the sweep did not run."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,15 +102,43 @@ def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -
 def md_sample(md: int, results: Sequence, trace: Trace) -> MdSample:
     """The thesis' per-MD inputs (Table 7) from the simulated trials at `md`: L1 read miss rate,
     DRAM reads per CTA and mean memory fetch latency (Tm), averaged over trials."""
-    hits = sum(float(np.sum(r.l1_read_hits)) for r in results)
-    acc = sum(float(np.sum(r.l1_read_accesses)) for r in results)
-    reads = np.array([float(np.sum(r.dram_reads)) for r in results])
-    lat = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
-    n_ctas = trace.snapshot.n_ctas
-    return MdSample(md=md, miss_rate=1.0 - hits / acc if acc > 0 else 0.0,
-                    dram_reads_per_cta=float(reads.mean()) / n_ctas if reads.size else 0.0,
-                    mf_latency=float(np.nanmean(lat)) if np.any(np.isfinite(lat)) else 0.0,
-                    cta_count=n_ctas, warp_insts=snapshot_insts(trace))
+    t = trial_table(results, trace)
+    lat = t[:, 2][np.isfinite(t[:, 2])]
+    return MdSample(md=md, miss_rate=float(t[:, 0].mean()) if len(t) else 0.0,
+                    dram_reads_per_cta=float(t[:, 1].mean()) if len(t) else 0.0,
+                    mf_latency=float(lat.mean()) if lat.size else 0.0,
+                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace))
+
+
+def trial_table(results: Sequence, trace: Trace) -> np.ndarray:
+    """Per trial: (L1 read miss rate, DRAM reads per CTA, Tm), NaN where a trial has none."""
+    n_ctas = max(trace.snapshot.n_ctas, 1)
+    rows = []
+    for r in results:
+        acc = float(np.sum(r.l1_read_accesses))
+        miss = 1.0 - float(np.sum(r.l1_read_hits)) / acc if acc > 0 else 0.0
+        rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency))
+    return np.array(rows, dtype=np.float64).reshape(-1, 3)
+
+
+def gain_interval(per_md: Sequence[np.ndarray], recommended: int, default: int, working_set_lines: float,
+                  cache_lines: float, rounds: int = 400, seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of the simulation-backed gain of `recommended` over
+    `default`: every MD's trials (`trial_table` rows, MD = 1, 2, ...) are resampled with
+    replacement, the per-MD means feed `predict_simulated` again, and the gain is recomputed.
+    The Monte Carlo spread of each MD's DRAM reads and latency thus reaches the advice."""
+    rng = np.random.default_rng(seed)
+    gains = np.empty(rounds)
+    for b in range(rounds):
+        samples = []
+        for md, table in enumerate(per_md, 1):
+            pick = table[rng.integers(0, len(table), len(table))]
+            lat = pick[:, 2][np.isfinite(pick[:, 2])]
+            samples.append(MdSample(md=md, miss_rate=float(pick[:, 0].mean()), dram_reads_per_cta=float(pick[:, 1].mean()),
+                                    mf_latency=float(lat.mean()) if lat.size else 0.0))
+        gains[b] = predict_simulated(samples, working_set_lines, cache_lines).gain(recommended, default)
+    lo, hi = np.percentile(gains, [2.5, 97.5])
+    return float(lo), float(hi)
 
 
 # ---------------------------------------------------------------------------------------------
