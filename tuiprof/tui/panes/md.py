@@ -40,6 +40,9 @@ def render_md(decisions: Any | None, sweep: Any | None, current: int | None, wid
         return Content("\n").join(lines)
     sim = d.simulated
     gain = f"{100 * d.gain:+.1f}%"
+    if decisions.gain_interval is not None:
+        lo, hi = decisions.gain_interval
+        gain += f" [{100 * lo:+.0f}%…{100 * hi:+.0f}%]"
     lines = [title, Content.assemble(
         ("default ", "$text-muted"), (f"{d.default_md}", "bold"), (f" (by {d.limiter}) → recommended ", "$text-muted"),
         (f"{d.recommended_md}", "bold $text-success"), ("  gain ", "$text-muted"), (gain, "bold"),
