@@ -114,3 +114,45 @@ def test_spmv_paper000_sec62_ranking() -> None:
     v_ind = next(k for k in vector if k.startswith("indices"))
     v_val = next(k for k in vector if k.startswith("val"))
     assert vector[v_ind] < scalar[ind] and vector[v_val] < scalar[val]
+
+
+def test_tolerance_stops_a_converged_run_at_the_minimum(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A stream touched once misses in every trial: zero spread, so the run stops at paper 000
+    Fig. 7's 20 trials (the sweep at 8 per MD); --tolerance 0 runs them all."""
+    lane = np.arange(32, dtype=np.uint64) * 4
+    t = make_trace([0x10000000 + k * 128 + lane for k in range(64)], warps=[k % 4 for k in range(64)],
+                   starts=(True,), n_ctas=4)
+    path = save_trace(t, tmp_path / "once.tptrace")
+    base = ["report", str(path), "--format", "json", "--arch", "gtx480", "--trials", "64", "--sweep-trials", "16"]
+    assert main(base) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["run"]["tolerance"] == 0.002 and doc["run"]["stopped"] == "converged"
+    assert doc["analysis"]["trials"] == 20 and doc["analysis"]["planned"] == 64
+    assert main(base + ["--tolerance", "0"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["run"]["tolerance"] is None and doc["run"]["stopped"] == "completed"
+    assert doc["analysis"]["trials"] == 64
+    assert main(base[:-4] + ["--format", "text", "--trials", "24", "--no-sweep"]) == 0
+    assert "20/24 trials (converged: every headline 95% interval within +-0.2 points)" in capsys.readouterr().out
+
+
+def test_sweep_stops_early_too() -> None:
+    from tuiprof.session import Session, SweepProgress
+
+    lane = np.arange(32, dtype=np.uint64) * 4
+    t = make_trace([0x10000000 + k * 128 + lane for k in range(64)], warps=[k % 4 for k in range(64)],
+                   starts=(True,), n_ctas=4)
+    events: list = []
+    Session(t, RunConfig(arch="gtx480", trials=24, sweep_trials=16)).run(events.append)
+    done = {}
+    for e in events:
+        if isinstance(e, SweepProgress):
+            done[e.md] = e.done
+    assert done and set(done.values()) == {8}
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1", "x"])
+def test_bad_tolerance_is_a_usage_error(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "vecadd", "--tolerance", value]) == 2
+    err = capsys.readouterr().err
+    assert "--tolerance" in err and "hint:" in err and "Traceback" not in err

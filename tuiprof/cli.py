@@ -41,6 +41,18 @@ def _int_in(name: str, lo: int, hi: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def _fraction(text: str) -> float:
+    """--tolerance: a hit-ratio half-width in [0, 1); 0 turns early stopping off."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--tolerance must be a number, got {text!r}", "for example --tolerance 0.002") from None
+    if not 0 <= value < 1:
+        raise UsageError(f"--tolerance must be at least 0 and below 1, got {value}",
+                         "0.002 stops when every 95% interval is within +-0.2 percentage points; 0 runs every trial")
+    return value
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model: a preset (see `tuiprof archs`) or a TOML file; default: the trace's")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE", default=[],
@@ -50,6 +62,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_int_in("--seed", 0, 2**63 - 1), default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--md", type=_int_in("--md", 1), default=None, metavar="N",
                    help="resident CTAs per SM to simulate (default: the occupancy limit)")
+    p.add_argument("--tolerance", type=_fraction, default=None, metavar="T",
+                   help="stop early once every headline hit ratio's 95%% interval is within +-T (default "
+                   "0.002, after at least 20 trials; 0 runs every trial)")
     p.add_argument("--sweep-trials", type=_int_in("--sweep-trials", 1, MAX_TRIALS), default=None, metavar="N",
                    help="trials per MD in the MD sweep (default: a quarter of --trials, at least 8)")
     p.add_argument("--no-sweep", dest="sweep", action="store_false",
@@ -116,17 +131,21 @@ def write_output(text: str, output: str | None) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror}") from None
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def run_config(args: argparse.Namespace) -> Any:
+    """The RunConfig the run options ask for (`_add_run_options`)."""
     from tuiprof.arch.presets import parse_overrides
-    from tuiprof.report import build_report, render
     from tuiprof.session import RunConfig
 
-    overrides = parse_overrides(args.overrides)
-    config = RunConfig(arch=args.arch, overrides=overrides, trials=args.trials, seed=args.seed, md=args.md,
-                       sweep=args.sweep, sweep_trials=args.sweep_trials)
+    extra = {} if args.tolerance is None else {"tolerance": args.tolerance or None}
+    return RunConfig(arch=args.arch, overrides=parse_overrides(args.overrides), trials=args.trials, seed=args.seed,
+                     md=args.md, sweep=args.sweep, sweep_trials=args.sweep_trials, **extra)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from tuiprof.report import build_report, render
     from tuiprof.trace.demos import resolve_target
 
-    doc = build_report(resolve_target(args.target), config)
+    doc = build_report(resolve_target(args.target), run_config(args))
     write_output(render(doc, args.format), args.output)
     return 0
 
@@ -148,17 +167,12 @@ def _ui_target(target: str) -> Path:
 
 def cmd_open(args: argparse.Namespace, target: str | None = None) -> int:
     """The terminal UI on a trace or demo; the report instead with --once or without a terminal."""
-    from tuiprof.arch.presets import parse_overrides
-    from tuiprof.session import RunConfig
-
     target = target or args.target
-    overrides = parse_overrides(args.overrides)
+    config = run_config(args)
     if args.arch:
         from tuiprof.arch.presets import load_arch
 
-        load_arch(args.arch, overrides)  # a bad arch or override fails here, before any work
-    config = RunConfig(arch=args.arch, overrides=overrides, trials=args.trials, seed=args.seed, md=args.md,
-                       sweep=args.sweep, sweep_trials=args.sweep_trials)
+        load_arch(args.arch, config.overrides)  # a bad arch or override fails here, before any work
     path = _ui_target(target)
     if args.once or not sys.stdout.isatty():
         from tuiprof.report import build_report, render

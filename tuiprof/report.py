@@ -66,7 +66,8 @@ def run_section(session: Session) -> dict[str, Any]:
                  "dram_base_latency": arch.dram.base_latency, "overrides": dict(cfg.overrides)},
         "occupancy": {"ctas_per_sm": occ.ctas_per_sm, "limiter": occ.limiter, "warps_per_sm": occ.warps_per_sm,
                       "fraction": round(occ.fraction(arch), 4)},
-        "run": {"trials": cfg.trials, "seed": cfg.seed, "md": session.md, "sweep": cfg.sweep,
+        "run": {"trials": cfg.trials, "seed": cfg.seed, "md": session.md, "tolerance": cfg.tolerance,
+                "stopped": session.stop_reason, "sweep": cfg.sweep,
                 "sweep_trials": session.sweep_trial_count() if cfg.sweep else 0},
     }
 
@@ -220,7 +221,8 @@ def _summary_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
         ("rule", S["rule"] or "-"),
         ("arch", f"{a['name']}: {a['description']}" + (f"  [what-if: {over}]" if over else "")),
         ("occupancy", f"{o['ctas_per_sm']} CTAs/SM ({o['warps_per_sm']} warps, {o['fraction']:.0%}), limited by {o['limiter']}"),
-        ("run", f"{r['trials']} trials, seed {r['seed']}, MD {r['md']}"),
+        ("run", f"{r['trials']} trials, seed {r['seed']}, MD {r['md']}"
+                + (f", early stop at +-{100 * r['tolerance']:.2g} points" if r["tolerance"] else "")),
     ]
 
 
@@ -252,7 +254,7 @@ def _render_text(doc: dict[str, Any]) -> str:
     lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), paper 000 sec. 6.1):"]
     lines += ["  " + x for x in _table(_cost_rows(doc), md=False)]
     lines += _decision_lines(a["decisions"], md=False)
-    lines += ["", f"run: {a['trials']}/{a['planned']} trials in {a['elapsed_s']:.2f} s, "
+    lines += ["", f"run: {a['trials']}/{a['planned']} trials{_stopped(doc['run'])} in {a['elapsed_s']:.2f} s, "
               f"{a['l1_requests_per_second'] / 1e6:.1f}M L1 requests/s per worker"]
     return "\n".join(lines) + "\n"
 
@@ -270,8 +272,14 @@ def _render_md(doc: dict[str, Any]) -> str:
         lines += ["", f"DRAM batch latency Tm: {_est(a['dram_latency']['tm'], pct=False)} cycles", "",
                   "## Static ops by cost", ""] + _table(_cost_rows(doc), md=True)
         lines += _decision_lines(a["decisions"], md=True)
-        lines += ["", f"{a['trials']}/{a['planned']} trials in {a['elapsed_s']:.2f} s."]
+        lines += ["", f"{a['trials']}/{a['planned']} trials{_stopped(doc['run'])} in {a['elapsed_s']:.2f} s."]
     return "\n".join(lines) + "\n"
+
+
+def _stopped(run: dict[str, Any]) -> str:
+    if run["stopped"] == "converged":
+        return f" (converged: every headline 95% interval within +-{100 * run['tolerance']:.2g} points)"
+    return " (cancelled)" if run["stopped"] == "cancelled" else ""
 
 
 def _pct(x: float | None) -> str:

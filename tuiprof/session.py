@@ -17,6 +17,10 @@ from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.trace.model import Trace
 
 
+DEFAULT_TOLERANCE = 0.002
+SWEEP_MIN_TRIALS = 8
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """What the user asked for: GPU model, what-if overrides, trials, seed, MD."""
@@ -28,7 +32,10 @@ class RunConfig:
     seed: int = 0
     md: int | None = None
     """Resident CTAs per SM; None = the occupancy limit."""
-    tolerance: float | None = None
+    tolerance: float | None = DEFAULT_TOLERANCE
+    """Stop early once every headline hit ratio's 95% interval half-width is below this (a
+    ratio: 0.002 = 0.2 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
+    sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
     """Run the MD sweep (paper 002) after the main run, for the MD decision."""
@@ -126,6 +133,8 @@ class Session:
         self._cancelled = False
         self._mc: Any = None
         self.analysis: Any = None
+        self.stop_reason: str | None = None
+        """After the main run: "completed", "converged" or "cancelled"."""
 
     @classmethod
     def open(cls, target: str | Path, config: RunConfig) -> "Session":
@@ -208,6 +217,7 @@ class Session:
                 emit(AnalysisUpdated(self._analyse(mc, sorted(landed, key=lambda r: r.index))))
 
         self._stream(mc, on_result)
+        self.stop_reason = mc.stop_reason
         return sorted(landed, key=lambda r: r.index)
 
     def _analyse(self, mc: Any, results: list[Any]) -> Any:
@@ -248,7 +258,8 @@ class Session:
             runs = results
             if m != self.md:
                 sub = MonteCarlo(self.trace, self.arch, trials=n, seed=self.config.seed, md=m,
-                                 threads=self.config.threads, prepared=mc.prepared)
+                                 threads=self.config.threads, tolerance=self.config.tolerance,
+                                 min_trials=max(2, min(n, SWEEP_MIN_TRIALS)), prepared=mc.prepared)
                 done = itertools.count(1)
                 runs = self._stream(sub, lambda _, m=m: emit(SweepProgress(m, next(done), n, mds)))
             if self._cancelled:

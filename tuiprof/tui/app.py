@@ -328,7 +328,8 @@ class TuiprofApp(App[int]):
             parts.append((f"{spin} MD sweep {sw.md}/{len(sw.mds)}: {sw.done}/{sw.planned}", "bold"))
         elif self.phase == "done":
             timing = (f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else "")
-            parts.append((f"✓ {self.trials_done}/{self.planned} trials{timing}", "bold $text-success"))
+            converged = " (converged)" if self.trials_done < self.planned else ""
+            parts.append((f"✓ {self.trials_done}/{self.planned} trials{converged}{timing}", "bold $text-success"))
         elif self.phase == "cancelled":
             parts.append((f"■ cancelled at {self.trials_done}/{self.planned}", "bold $text-warning"))
         elif self.phase == "failed":
