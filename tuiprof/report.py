@@ -371,7 +371,7 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     else:
         out += [f"{ind}default {m['default_md']} CTAs/SM (limited by {m['limiter']}); recommended "
                 f"{m['recommended_md']} ({m['headline']}); thesis rules pick {m['thesis_md']}",
-                f"{ind}sweep: {m['sweep_trials']} trials per MD in {m['sweep_elapsed_s']:.2f} s; perf = "
+                f"{ind}sweep: up to {m['sweep_trials']} trials per MD in {m['sweep_elapsed_s']:.2f} s; perf = "
                 "throughput relative to MD 1; thesis columns predict MD > 1 from MD 1 alone", ""]
         out += [ind + x for x in _table(_md_rows(m), md=md)]
     w = d["mwp_cwp"]

@@ -253,7 +253,7 @@ class Session:
             return with_decisions(md_note=f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention")
         mds, n = self.sweep_mds(), self.sweep_trial_count()
         t0 = time.perf_counter()
-        samples, tables = [], []
+        samples, tables, ran = [], [], [0]
         for m in mds:
             runs = results
             if m != self.md:
@@ -262,11 +262,12 @@ class Session:
                                  min_trials=max(2, min(n, SWEEP_MIN_TRIALS)), prepared=mc.prepared)
                 done = itertools.count(1)
                 runs = self._stream(sub, lambda _, m=m: emit(SweepProgress(m, next(done), n, mds)))
+                ran.append(len(runs))
             if self._cancelled:
                 return with_decisions(md_samples=tuple(samples), md_note="MD sweep cancelled")
             samples.append(md_sample(m, runs, self.trace))
             tables.append(trial_table(runs, self.trace))
-        swept = dict(md_samples=tuple(samples), sweep_trials=n, sweep_elapsed=time.perf_counter() - t0)
+        swept = dict(md_samples=tuple(samples), sweep_trials=max(ran), sweep_elapsed=time.perf_counter() - t0)
         co, L = mc.prepared.coalesced, self.trace.launch
         ws = working_set_lines(self.trace, co.req_off, co.req_line) or samples[0].dram_reads_per_cta
         try:

@@ -44,7 +44,7 @@ class Decisions:
     md: MdDecision | None = None
     """Paper 002: both predictions and the recommendation; None until the MD sweep is done."""
     sweep_trials: int = 0
-    """Trials run per MD by the sweep (0 before it ran)."""
+    """Most trials the sweep ran at one MD (fewer where it converged early; 0 before it ran)."""
     sweep_elapsed: float = 0.0
     """Wall seconds the MD sweep took."""
     md_note: str = ""
