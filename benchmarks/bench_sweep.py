@@ -2,9 +2,9 @@
 
     python benchmarks/bench_sweep.py [--trials 64] [DEMO ...]
 
-For each demo: one Session with the default configuration (``--trials`` trials at the occupancy
-limit, then the sweep over MD = 1 .. limit with a quarter of the trials each, reusing the main
-run for its own MD). Prints the main run's wall time, the sweep's, and their ratio against the
+For each demo: one Session with the default configuration (up to ``--trials`` trials at the
+occupancy limit with the default early stop, then the sweep over MD = 1 .. limit with up to a
+quarter of the trials each, reusing the main run for its own MD). Prints the main run's wall time, the sweep's, and their ratio against the
 target (the sweep takes at most 4x one full run). A warm-up run compiles the kernels first.
 """
 
