@@ -73,17 +73,12 @@ def snapshot_insts(trace: Trace) -> float:
     return float(np.mean(insts)) * trace.snapshot.n_ctas
 
 
-def _cached(trace: Trace) -> np.ndarray:
-    """Per op: a global or local access (through L1/L2), not shared memory."""
-    return np.array([o.space in ("global", "local") for o in trace.ops], dtype=bool)
-
-
 def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -> float:
     """Mean distinct L1 lines one snapshot CTA touches (paper 002's working set per CTA), from
     the coalesced requests (``req_off`` [R+1] / ``req_line`` per warp access)."""
     per_acc = np.diff(req_off)
     acc_cta = np.repeat(trace.warp_cta.astype(np.int64), np.diff(trace.warp_offsets))
-    keep = _cached(trace)[trace.op]
+    keep = np.array([o.is_cached for o in trace.ops], dtype=bool)[trace.op]
     cta = np.repeat(np.where(keep, acc_cta, -1), per_acc)
     line = np.asarray(req_line, dtype=np.int64)
     sel = cta >= 0
@@ -172,7 +167,7 @@ def coalescing_split(trace: Trace, arch: Arch, accesses: np.ndarray, requests_pe
     coal = uncoal = weighted = 0.0
     bytes_sum = n_sum = 0.0
     for o in trace.ops:
-        if o.space not in ("global", "local"):
+        if not o.is_cached:
             continue
         a = float(accesses[o.id])
         rpa = float(requests_per_access[o.id])
@@ -196,7 +191,7 @@ def memory_latency(analysis) -> float:
     (paper 000 sec. 6.1), falling back to Tm when no load has a defined X."""
     num = den = 0.0
     for s in analysis.ops:
-        if s.op.kind == "load" and s.op.space in ("global", "local") and s.x.defined and math.isfinite(s.x.mean):
+        if s.op.kind == "load" and s.op.is_cached and s.x.defined and math.isfinite(s.x.mean):
             num += s.warp_accesses * s.x.mean
             den += s.warp_accesses
     if den > 0:

@@ -20,7 +20,6 @@ from tuiprof.jit import KERNEL, njit, popcount
 
 CHUNK = 32
 """Bytes per chunk: the granularity of request masks, sector valid bits and DRAM transactions."""
-CACHED_SPACES = ("global", "local")
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def coalesce(op: np.ndarray, mask: np.ndarray, addr: np.ndarray, op_bytes: np.nd
 def coalesce_trace(trace, line: int) -> Coalesced:
     """`coalesce` over a `Trace`'s accesses and op table."""
     op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
-    cached = np.array([o.space in CACHED_SPACES for o in trace.ops], dtype=np.uint8)
+    cached = np.array([o.is_cached for o in trace.ops], dtype=np.uint8)
     return coalesce(trace.op, trace.mask, trace.addr, op_bytes, cached, line)
 
 

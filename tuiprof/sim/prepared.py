@@ -16,7 +16,7 @@ import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.errors import ArchError
-from tuiprof.sim.coalesce import CACHED_SPACES, CHUNK, Coalesced, coalesce_trace
+from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace
 from tuiprof.trace.model import Trace
 
 # Indices into the parameter vector of `pack_arch`. The L1 and L2 fields run in the same order
@@ -165,7 +165,7 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     n_ctas = trace.snapshot.n_ctas
     co = coalesce_trace(trace, arch.l1.line)
     starts_op = np.array([o.starts_sequence for o in trace.ops], dtype=bool)
-    cached_op = np.array([o.space in CACHED_SPACES for o in trace.ops], dtype=bool)
+    cached_op = np.array([o.is_cached for o in trace.ops], dtype=bool)
     write_op = np.array([o.kind != "load" for o in trace.ops], dtype=bool)
     wo = trace.warp_offsets
     starts = starts_op[trace.op] if n_acc else np.zeros(0, bool)

@@ -21,6 +21,10 @@ BACKENDS = ("gpu", "emulator", "synthetic")
 LANES = 32
 
 
+CACHED_SPACES = ("global", "local")
+"""Memory spaces served by the L1/L2 hierarchy."""
+
+
 @dataclass(frozen=True)
 class StaticOp:
     """One memory instruction of the program, tied to its source location."""
@@ -44,6 +48,11 @@ class StaticOp:
     @property
     def is_read(self) -> bool:
         return self.kind == "load"
+
+    @property
+    def is_cached(self) -> bool:
+        """Goes through L1 and L2 (global or local memory); shared memory does not."""
+        return self.space in CACHED_SPACES
 
 
 @dataclass(frozen=True)
