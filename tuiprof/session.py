@@ -178,7 +178,6 @@ class Session:
 
             base = decisions(self.trace, self.arch, self.md, analysis, results)
             analysis = dataclasses.replace(analysis, decisions=base)
-            self.analysis = analysis
             if not self._cancelled:
                 emit(AnalysisUpdated(analysis))
                 analysis = self._sweep(mc, results, analysis, emit)
@@ -206,6 +205,7 @@ class Session:
         """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events."""
         landed: list[Any] = []
         self._t0 = time.perf_counter()
+        self._op_stats = mc.op_stats()  # trial-invariant: once per run, not per update
         last = [0.0]
 
         def on_result(result: Any) -> None:
@@ -225,7 +225,7 @@ class Session:
 
         if not results:
             return None
-        stats = mc.op_stats()
+        stats = self._op_stats
         return analyse(self.trace.ops, self.arch, self.md, results, mc.trials, stats.accesses,
                        stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0)
 
