@@ -253,10 +253,12 @@ class TuiprofApp(App[int]):
         elif isinstance(e, Finished):
             self._pending = e.analysis
             self.phase = "done"
+            self._apply_pending()  # the last analysis shows with the "done" status, not a tick later
         elif isinstance(e, Cancelled):
             if e.analysis is not None:
                 self._pending = e.analysis
             self.phase = "cancelled"
+            self._apply_pending()
         elif isinstance(e, Failed):
             self.phase = "failed"
             self.error = e.error
