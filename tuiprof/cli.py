@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tuiprof import __version__
-from tuiprof.errors import OutputError, TuiprofError, UsageError
+from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.output import write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
@@ -108,29 +109,6 @@ def _add_ui_options(p: argparse.ArgumentParser) -> None:
     _add_run_options(p)
 
 
-def write_output(text: str, output: str | None) -> None:
-    """Print `text`, or write it to `output` atomically (temp file + rename)."""
-    if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    import tempfile
-
-    path = Path(output)
-    if path.is_dir():
-        raise OutputError(f"{path} is a directory", "give a file name for -o")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror}", "choose a writable folder") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise OutputError(f"cannot write {path}: {exc.strerror}") from None
-
-
 def run_config(args: argparse.Namespace) -> Any:
     """The RunConfig the run options ask for (`_add_run_options`)."""
     from tuiprof.arch.presets import parse_overrides
@@ -145,9 +123,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tuiprof.report import build_report, render
     from tuiprof.trace.demos import resolve_target
 
-    doc = build_report(resolve_target(args.target), run_config(args))
-    write_output(render(doc, args.format), args.output)
+    path = resolve_target(_target_arg(args.target))
+    doc = build_report(path, run_config(args))
+    write_output(render(doc, args.format), args.output, protect=[path])
     return 0
+
+
+def _target_arg(target: str) -> str:
+    """`target` if the file system could hold such a name; one clear error otherwise (a 5000-character
+    name made `Path.exists` raise ENAMETOOLONG)."""
+    from tuiprof.output import NAME_MAX, shown
+
+    if any(len(os.fsencode(part)) > NAME_MAX for part in Path(target).parts) or len(os.fsencode(target)) > 4095:
+        raise UsageError(f"{shown(target)[:80]}…: the name is too long for a file or a demo",
+                         "give the path of a .tptrace file or a demo name (see `tuiprof demos`)")
+    return target
 
 
 def _ui_target(target: str) -> Path:
@@ -155,7 +145,7 @@ def _ui_target(target: str) -> Path:
     refused here, before any UI starts, like an unknown command."""
     from tuiprof.trace.demos import demo_names, resolve_target
 
-    path = Path(target)
+    path = Path(_target_arg(target))
     if path.suffix == ".cu":
         raise UsageError(f"{target}: opening a .cu source needs the trace collector, which this version lacks",
                          "open a recorded .tptrace file or a demo (`tuiprof demos`)")
@@ -243,21 +233,61 @@ def _with_command(argv: list[str]) -> list[str]:
     return argv
 
 
+def _say(text: str) -> None:
+    """One message on standard error; nothing when standard error is closed (never on stdout)."""
+    if sys.stderr is None:
+        return
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM: remove any half-written output, then die of the signal as before."""
+    import signal
+
+    from tuiprof.output import discard_pending
+
+    discard_pending()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            # PYTHONIOENCODING=ascii with a non-ASCII source: escape, never a UnicodeEncodeError.
+            stream.reconfigure(errors="backslashreplace")
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     try:
         args = parser.parse_args(_with_command(list(sys.argv[1:] if argv is None else argv)))
         if args.command is None:
-            parser.print_help()
+            from tuiprof.output import write_stdout
+
+            write_stdout(parser.format_help())
             return 0
         return COMMANDS[args.command](args)
     except TuiprofError as exc:
-        print(exc.render(), file=sys.stderr)
+        _say(exc.render())
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _say("interrupted")
         return 130
     except BrokenPipeError:
-        # `tuiprof report x | head`: the reader went away; exit quietly.
-        sys.stderr.close()
+        # `tuiprof report x | head`: the reader went away; exit quietly, and keep Python from
+        # complaining about the pipe again while it flushes stdout at exit.
+        _quiet_stdout()
         return 0
+
+
+def _quiet_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

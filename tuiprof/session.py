@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any, Callable, Mapping
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, occupancy
 from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.sim.budget import check_run_memory
 from tuiprof.trace.model import Trace
 
 
@@ -44,10 +46,12 @@ class RunConfig:
 
 
 def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
-    """The Arch to simulate: the requested one (or the trace's), with overrides applied."""
-    from tuiprof.arch.presets import load_arch
+    """The Arch to simulate: the requested one (or the trace's preset), with overrides applied."""
+    from tuiprof.arch.presets import load_arch, preset_arch
 
-    return load_arch(config.arch or trace.provenance.arch, config.overrides)
+    if config.arch:
+        return load_arch(config.arch, config.overrides)
+    return preset_arch(trace.provenance.arch, config.overrides)
 
 
 def kernel_occupancy(trace: Trace, arch: Arch) -> Occupancy:
@@ -129,6 +133,7 @@ class Session:
         self.arch = resolve_arch(trace, config)
         self.occupancy = kernel_occupancy(trace, self.arch)
         self.md = resolve_md(trace, self.arch, config)
+        check_run_memory(self.arch, trace.n_accesses, os.cpu_count() or 1)
         self._lock = threading.Lock()
         self._cancelled = False
         self._mc: Any = None
