@@ -110,6 +110,9 @@ class Arch:
 
     name: str
     description: str
+    compute_capability: str
+    """``major.minor`` (``"7.0"``): what CUDA sources are compiled for (floored at what the
+    compiler supports)."""
     sm_count: int
     warp_size: int
     clock_mhz: int
@@ -139,6 +142,12 @@ class Arch:
     def __post_init__(self) -> None:
         validate(self)
 
+    @property
+    def cc(self) -> tuple[int, int]:
+        """The compute capability as (major, minor)."""
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
     def with_overrides(self, overrides: Mapping[str, str]) -> "Arch":
         """A new Arch with ``--set`` style overrides applied and validated."""
         data = arch_to_mapping(self)
@@ -152,7 +161,7 @@ class Arch:
 
 
 _SECTIONS = {"l1": CacheConfig, "l2": CacheConfig, "dram": DramConfig}
-_STR_FIELDS = {"name", "description", "register_allocation", "replacement", "store_policy"}
+_STR_FIELDS = {"name", "description", "compute_capability", "register_allocation", "replacement", "store_policy"}
 _SIZE_FIELDS = {"size", "line", "sector", "interleave", "row_size", "transaction",
                 "shared_per_sm", "shared_per_cta", "shared_alloc_unit", "shared_reserved_per_cta"}
 
@@ -301,6 +310,8 @@ def _check_limits(arch: Arch) -> None:
 def validate(arch: Arch) -> None:
     """Raise ArchError naming the first impossible value."""
     _check(bool(arch.name), arch, "name must not be empty")
+    _check(re.fullmatch(r"[1-9]\.[0-9]", arch.compute_capability) is not None, arch,
+           f"compute_capability must be major.minor such as \"7.0\", got {arch.compute_capability!r}")
     for name in ("sm_count", "warp_size", "clock_mhz", "max_threads_per_sm", "max_warps_per_sm",
                  "max_ctas_per_sm", "max_threads_per_cta", "registers_per_sm", "max_registers_per_thread",
                  "register_alloc_unit", "register_subpartitions", "warp_alloc_granularity",
