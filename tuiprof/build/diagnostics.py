@@ -2,7 +2,8 @@
 
 nvcc (cudafe/cicc) and NVRTC both write ``path(LINE): error: text`` followed by the source line
 and a caret; ptxas writes ``ptxas error : text``; the drivers write ``nvcc fatal : text`` or
-``nvrtc: error: text``. `summarize_errors` rewrites the first form as ``path:LINE: error: text``,
+``nvrtc: error: text``; the host preprocessor (gcc) writes ``path:LINE:COL: fatal error: text``.
+`summarize_errors` rewrites the located forms as ``path:LINE: error: text``,
 keeps the context lines under each error, and stops after a few errors and a bounded length.
 """
 
@@ -16,7 +17,8 @@ MAX_LINE = 200
 MAX_CHARS = 2000
 MAX_LOG_CHARS = 4000
 
-_LOCATED = re.compile(r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|warning)(?P<rest>.*)$")
+_LOCATED = re.compile(r"^(?P<path>[^\s(:][^(:]*?)(?:\((?P<line>\d+)\)|:(?P<gline>\d+)(?::\d+)?):"
+                      r" (?P<kind>(?:catastrophic |fatal )?error|warning)(?P<rest>.*)$")
 _TOOL = re.compile(r"^\s*(?:ptxas|nvcc|nvrtc|nvlink|cicc|fatbinary)[^:]*?(?:error|fatal)\s*:", re.I)
 _INFO = re.compile(r"^\s*ptxas(?: info)?\s*(?::|\.)|^\s*\d+ bytes stack frame")
 
@@ -35,7 +37,8 @@ def summarize_errors(output: str) -> str:
     while i < len(lines) and count < MAX_ERRORS:
         m = _LOCATED.match(lines[i])
         if m and "error" in m.group("kind"):
-            picked.append(_trim(f"{m.group('path')}:{m.group('line')}: {m.group('kind')}{m.group('rest')}"))
+            line = m.group("line") or m.group("gline")
+            picked.append(_trim(f"{m.group('path')}:{line}: {m.group('kind')}{m.group('rest')}"))
             context = 0
             i += 1
             while i < len(lines) and context < MAX_CONTEXT_LINES and lines[i].strip() \
@@ -67,5 +70,6 @@ def warnings_of(output: str) -> str:
 
 def missing_include(output: str) -> str | None:
     """The header named by a 'cannot open source file' error, if there is one."""
-    m = re.search(r'(?:cannot|could not) open source file "([^"]+)"', output)
+    m = (re.search(r'(?:cannot|could not) open source file "([^"]+)"', output)
+         or re.search(r"fatal error: ([^\s:]+): No such file or directory", output))
     return m.group(1) if m else None
