@@ -50,7 +50,7 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
         hit = build_cache.load(key)
         if hit is not None:
             return hit
-    with tempfile.TemporaryDirectory(prefix="tuiprof-build-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tuiprof-build-", ignore_cleanup_errors=True) as tmp:
         if isinstance(found, Nvcc):
             compiled = compile_nvcc(found, path, norm_flags, sm, Path(tmp), timeout)
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,37 @@ def _read_bounded(path: Path) -> str:
         return ""
 
 
+def _run_bounded(cmd: list[str], cwd: Path, env: dict[str, str], stdout_path: Path, stderr_path: Path,
+                 timeout: float, what: str) -> int:
+    """Run `cmd` with its output in files, in its own process group so that a timeout (or an
+    interrupt) ends the compiler's children too. Returns the exit status."""
+    try:
+        with open(stdout_path, "wb") as so, open(stderr_path, "wb") as se:
+            proc = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+                                    start_new_session=True)
+    except OSError as exc:
+        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror}", "check the CUDA toolkit installation") from None
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{what} took longer than {timeout:g} s",
+                         "simplify the source, or check that the compiler is not stuck") from None
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:
+        pass
+    proc.wait()
+
+
 def compile_nvcc(nvcc: Nvcc, source: Path, flags: tuple[str, ...], sm: int, workdir: Path,
                  timeout: float) -> Compiled:
     """``nvcc -cubin -keep -Xptxas -v -lineinfo``: the kept PTX, registers and shared memory from
@@ -83,17 +115,9 @@ def compile_nvcc(nvcc: Nvcc, source: Path, flags: tuple[str, ...], sm: int, work
                "-o", str(out_dir / f"{source.stem}.ptx")]
     env = dict(os.environ, TMPDIR=str(workdir))
     stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
-    try:
-        with open(stdout_path, "wb") as so, open(stderr_path, "wb") as se:
-            proc = subprocess.run(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=workdir,
-                                  env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise BuildError(f"{nvcc.name} took longer than {timeout:.0f} s on {source.name}",
-                         "simplify the source, or check that the compiler is not stuck") from None
-    except OSError as exc:
-        raise BuildError(f"cannot run {nvcc.path}: {exc.strerror}", "check the CUDA toolkit installation") from None
+    returncode = _run_bounded(cmd, workdir, env, stdout_path, stderr_path, timeout, f"{nvcc.name} on {source.name}")
     output = _read_bounded(stdout_path) + _read_bounded(stderr_path)
-    if proc.returncode != 0:
+    if returncode != 0:
         raise _failure(nvcc.name, source, target, output, flags)
     ptx_path = out_dir / f"{source.stem}.ptx"
     if not ptx_path.is_file():
@@ -167,7 +191,7 @@ def compile_nvrtc(nvrtc_info: Nvrtc, source: Path, text: bytes, flags: tuple[str
     from cuda.bindings import nvrtc
 
     target = f"sm_{sm}"
-    options = [f"-arch={target}", "--generate-line-info", *flags,
+    options = [f"-arch={target}", "--generate-line-info", *nvrtc_flags(flags),
                *(f"-I{d}" for d in nvrtc_info.include_dirs)]
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
     err, prog = nvrtc.nvrtcCreateProgram(text, str(source).encode(), 0, [], [])
@@ -198,6 +222,30 @@ def compile_nvrtc(nvrtc_info: Nvrtc, source: Path, text: bytes, flags: tuple[str
     if not cubin:
         return Compiled(ptx, {}, "none", warnings_of(log))
     return Compiled(ptx, kernel_resources(cubin, entries, sm), "cubin", warnings_of(log))
+
+
+_HOST_ONLY = re.compile(r"^(?:-O[0-3s]?|--optimize(?:=\d)?)$")
+_HOST_ONLY_WITH_VALUE = ("-Xcompiler", "--compiler-options", "-Xlinker", "--linker-options", "-ccbin",
+                         "--compiler-bindir")
+
+
+def nvrtc_flags(flags: tuple[str, ...]) -> list[str]:
+    """`flags` without those that only steer nvcc's host compiler or linker (``-O3``,
+    ``-Xcompiler ...``, ``-ccbin ...``): they do not change device code, and NVRTC refuses them."""
+    out: list[str] = []
+    skip_next = False
+    for flag in flags:
+        if skip_next:
+            skip_next = False
+            continue
+        name = flag.split("=", 1)[0]
+        if _HOST_ONLY.match(flag):
+            continue
+        if name in _HOST_ONLY_WITH_VALUE:
+            skip_next = "=" not in flag
+            continue
+        out.append(flag)
+    return out
 
 
 def _nvrtc_log(nvrtc: object, prog: object) -> str:

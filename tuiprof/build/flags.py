@@ -9,6 +9,10 @@ Any flag nvcc or NVRTC understands passes through in order (``-I``, ``-D``, ``-U
 - line information is always on, so ``-lineinfo`` / ``--generate-line-info`` are dropped;
 - flags that choose the target, the output or the compilation phase are refused: tuiprof sets
   them itself (the target comes from the GPU model).
+
+With NVRTC, flags that only steer nvcc's host compiler (``-O3``, ``-Xcompiler ...``, ``-ccbin``)
+are left out (`compilers.nvrtc_flags`); other flags NVRTC does not know fail the build with its
+own message.
 """
 
 from __future__ import annotations
