@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tuiprof.build.program import Program
-from tuiprof.build.signature import (EntryParam, KernelParam, KernelSignature, classify,
+from tuiprof.build.signature import (ITEMSIZE, EntryParam, KernelParam, KernelSignature, classify,
                                      demangled_params, entry_params, kernel_signatures, strip_comments,
                                      type_aliases)
 from tuiprof.errors import BuildError, OutputError
@@ -132,18 +132,13 @@ def _checked(plan: LaunchPlan, entries: dict[str, tuple[EntryParam, ...]]) -> La
         notes.append(f"the source shows {len(params)} parameters but the PTX entry has {len(ptx)}: "
                      "check the arguments against the kernel")
     for i, (p, e) in enumerate(zip(params, ptx)):
-        if not p.pointer and p.dtype is None and e.type in _PTX_SCALAR and e.size == _size_of(_PTX_SCALAR[e.type]):
+        if not p.pointer and p.dtype is None and e.type in _PTX_SCALAR and e.size == ITEMSIZE[_PTX_SCALAR[e.type]]:
             params[i] = replace(p, dtype=_PTX_SCALAR[e.type])
             continue
         expected = params[i].value_bytes
         if expected is not None and expected != e.size:
             notes.append(f"parameter {i} ({_param_text(p)}) takes {e.size} bytes in the PTX, not {expected}")
     return replace(plan, params=tuple(params), ptx_sizes=tuple(e.size for e in ptx), notes=tuple(notes))
-
-
-def _size_of(dtype: str) -> int:
-    return {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "bool_": 1, "int8": 1, "uint8": 1,
-            "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}[dtype]
 
 
 # --------------------------------------------------------------------------- code generation
@@ -267,7 +262,7 @@ def _launch_function(plan: LaunchPlan, fname: str) -> list[str]:
     launch_extra = ""
     if plan.dynamic_shared is not None:
         dtype, lanes = classify(plan.dynamic_shared)
-        item = (_size_of(dtype) * lanes) if dtype is not None else 4
+        item = (ITEMSIZE[dtype] * lanes) if dtype is not None else 4
         body.append(f"    shared = 4 * block[0] * block[1] * block[2] * {item}  # dynamic shared memory in bytes: "
                     f"4 {plan.dynamic_shared} per thread (adapt to what the kernel indexes)")
         launch_extra = ", shared=shared"

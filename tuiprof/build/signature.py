@@ -35,6 +35,10 @@ SCALAR_DTYPES: dict[str, str] = {
 """C/CUDA scalar types -> NumPy dtype names (LP64: ``long`` is 64-bit, as on Linux). ``bfloat16``
 has no NumPy type; the generator stores its raw bits as ``uint16``."""
 
+ITEMSIZE: dict[str, int] = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "bool_": 1, "int8": 1,
+                            "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
+"""Bytes of one element of each dtype name `SCALAR_DTYPES` uses."""
+
 _VECTOR_BASES = {
     "char": "int8", "uchar": "uint8", "short": "int16", "ushort": "uint16", "int": "int32",
     "uint": "uint32", "long": "int64", "ulong": "uint64", "longlong": "int64", "ulonglong": "uint64",
@@ -78,11 +82,7 @@ class KernelParam:
             return 8
         if self.dtype is None:
             return None
-        return _ITEMSIZE[self.dtype] * self.lanes
-
-
-_ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "bool_": 1, "int8": 1, "uint8": 1,
-             "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
+        return ITEMSIZE[self.dtype] * self.lanes
 
 
 @dataclass(frozen=True)
