@@ -91,6 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demos", help="list the shipped demo traces")
 
+    p = sub.add_parser("init", help="write a starting launch script for the kernels of a .cu file")
+    p.add_argument("kernel", metavar="KERNEL.cu", help="the CUDA source file")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: <name>_launch.py beside the source)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it already exists")
+    p.add_argument("--cflag", dest="cflags", action="append", default=[], metavar="FLAG",
+                   help="compiler flag passed through, e.g. --cflag=-Iinclude --cflag=-DN=4 (repeatable)")
+    p.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
+                   help="nvcc, NVRTC, or auto: nvcc when found, else NVRTC (default auto)")
+
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
     p.add_argument("target", metavar="TARGET", help="a .tptrace file or a demo name (see `tuiprof demos`)")
     _add_ui_options(p)
@@ -205,6 +214,14 @@ def cmd_demos(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from tuiprof.build.init_script import write_launch_script
+
+    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler)
+    print(f"wrote {path}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
+    return 0
+
+
 def _size(n: int) -> str:
     if n == 0:
         return "off"
@@ -222,6 +239,7 @@ def _arch_text(d: dict[str, Any]) -> str:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
+    "init": cmd_init,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")
 
