@@ -279,65 +279,138 @@ def _strip_comment(line: str) -> str:
     return line.split("//", 1)[0]
 
 
-def candidates(line: str) -> list[_Candidate]:
-    """Accessed expressions of a source line: subscripts and ``->`` chains, with their side."""
-    text = _strip_comment(line)
-    assign = None
-    depth = 0
-    for m in _ASSIGN_RE.finditer(text):
-        pre = text[:m.start()]
-        depth = pre.count("(") - pre.count(")")
-        if depth <= 0 or re.match(r"^\s*for\s*\(", text):
-            assign = m
-            break
-    out: list[_Candidate] = []
-    for m in _IDENT_RE.finditer(text):
-        start = m.start()
-        if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
-            continue
-        if start > 1 and text[start - 2:start] == "->":
-            continue
-        j = m.end()
-        k = j
-        while k < len(text) and text[k] == " ":
-            k += 1
-        is_access = False
-        end = j
-        while True:
-            k2 = end
-            while k2 < len(text) and text[k2] == " ":
-                k2 += 1
-            if k2 < len(text) and text[k2] == "[":
-                close = _match_bracket(text, k2)
+_CONTROL_RE = re.compile(r"\b(if|for|while|switch)\s*\(")
+_TYPE_WORDS = frozenset({"unsigned", "signed", "int", "float", "double", "char", "long", "short",
+                         "const", "volatile", "void", "bool", "size_t", "half", "__half",
+                         "uint", "int2", "int4", "float2", "float4", "uint2", "uint4"})
+
+
+def _segments(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the statements and control-flow conditions of a source line."""
+    out: list[tuple[int, int]] = []
+    i, start, depth, n = 0, 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if depth == 0:
+            m = _CONTROL_RE.match(text, i)
+            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+                if text[start:i].strip():
+                    out.append((start, i))
+                close = _match_bracket(text, m.end() - 1)
                 if close < 0:
-                    break
-                end = close
-                is_access = True
+                    close = n
+                pos = m.end()
+                for part in text[m.end():close - 1].split(";"):
+                    out.append((pos, pos + len(part)))
+                    pos += len(part) + 1
+                i = start = close
                 continue
-            if text.startswith("->", k2):
-                mm = _IDENT_RE.match(text, k2 + 2)
-                if not mm:
-                    break
-                end = mm.end()
-                is_access = True
-                continue
-            if is_access and k2 < len(text) and text[k2] == "." and _IDENT_RE.match(text, k2 + 1):
-                end = _IDENT_RE.match(text, k2 + 1).end()  # type: ignore[union-attr]
-                continue
-            break
-        if not is_access:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth <= 0 and c in ";{}":
+            if text[start:i].strip():
+                out.append((start, i))
+            start = i + 1
+        i += 1
+    if text[start:].strip():
+        out.append((start, n))
+    return out
+
+
+def _assignment(text: str, lo: int, hi: int) -> re.Match[str] | None:
+    """The first assignment operator at bracket depth 0 in ``text[lo:hi]``."""
+    for m in _ASSIGN_RE.finditer(text, lo, hi):
+        pre = text[lo:m.start()]
+        if pre.count("(") - pre.count(")") <= 0 and pre.count("[") - pre.count("]") <= 0:
+            return m
+    return None
+
+
+def _access_end(text: str, j: int) -> int:
+    """End of the subscript / ``->`` chain starting at `j` (just after an identifier); `j` if none."""
+    end = j
+    is_access = False
+    n = len(text)
+    while True:
+        k = end
+        while k < n and text[k] == " ":
+            k += 1
+        if k < n and text[k] == "[":
+            close = _match_bracket(text, k)
+            if close < 0:
+                break
+            end, is_access = close, True
             continue
-        side = "rhs"
-        if assign is not None and end <= assign.start():
-            side = "both" if assign.group(1) else "lhs"
-        before = text[:start].rstrip()
-        if before.endswith("&"):
-            call = re.search(r"(\w+)\s*\(\s*&$", before)
+        if text.startswith("->", k):
+            mm = _IDENT_RE.match(text, k + 2)
+            if not mm:
+                break
+            end, is_access = mm.end(), True
+            continue
+        if is_access and k < n and text[k] == ".":
+            mm = _IDENT_RE.match(text, k + 1)
+            if not mm:
+                break
+            end = mm.end()
+            continue
+        break
+    return end if is_access else j
+
+
+def candidates(line: str) -> list[_Candidate]:
+    """Accessed expressions of a source line with their side of the assignment: subscripts and
+    ``->`` chains (``y[ind]``, ``tile[ty][tx]``, ``p->next``), dereferences (``*flag``), and
+    ``atomic*()`` calls whose target has no subscript (``atomicAdd(out, s)``)."""
+    text = _strip_comment(line)
+    out: list[_Candidate] = []
+    for lo, hi in _segments(text):
+        assign = _assignment(text, lo, hi)
+
+        def side_of(start: int, end: int) -> str:
+            before = text[lo:start].rstrip()
+            after = text[end:hi]
+            if re.match(r"\s*(\+\+|--)", after) or before.endswith(("++", "--")):
+                return "both"
+            call = re.search(r"(\w+)\s*\(\s*&?\s*$", before)
             if call and call.group(1).startswith("atomic"):
-                side = "arg"
-        if re.search(r"\+\+|--", text[end:end + 3]) or re.search(r"(\+\+|--)\s*$", before):
-            side = "both"
-        out.append(_Candidate(text[start:end], m.group(0), start, end, side))
+                return "arg"
+            if assign is not None and end <= assign.start():
+                return "both" if assign.group(1) else "lhs"
+            return "rhs"
+
+        for m in _IDENT_RE.finditer(text, lo, hi):
+            start = m.start()
+            if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
+                continue
+            if start > 1 and text[start - 2:start] == "->":
+                continue
+            name = m.group(0)
+            if name.startswith("atomic") and text[m.end():hi].lstrip().startswith("("):
+                k = text.index("(", m.end())
+                close = _match_bracket(text, k)
+                if close > 0:
+                    args = text[k + 1:close - 1]
+                    first = re.split(r",", args, maxsplit=1)[0]
+                    if "[" not in first:
+                        ids = [x for x in _IDENT_RE.findall(first) if x not in _TYPE_WORDS]
+                        out.append(_Candidate(text[start:close], ids[-1] if ids else "",
+                                              start, close, "arg"))
+                continue
+            end = _access_end(text, m.end())
+            if end > m.end():
+                out.append(_Candidate(text[start:end], name, start, end, side_of(start, end)))
+                continue
+            before = text[lo:start].rstrip()
+            if before.endswith("*") and (len(before) == 1 or before[-2] in "(=,!&|+-<>?:*"
+                                         or before[:-1].rstrip() == ""
+                                         or before[:-1].rstrip()[-1:] in "(=,!&|+-<>?:*"):
+                prev_word = re.search(r"(\w+)\s*\*$", before)
+                if prev_word and prev_word.group(1) not in ("return",):
+                    continue  # a declaration or multiplication (`float *p`, `a * b`)
+                out.append(_Candidate("*" + name, name, start - 1, m.end(),
+                                      side_of(start - 1, m.end())))
     return out
 
 
@@ -480,7 +553,9 @@ class _RawOp:
     starts: bool
     bases: frozenset[str]
     """Source-level names the address may derive from (parameters, variables)."""
-    space_proved: str
+    excluded: frozenset[str]
+    """Names that cannot be this op's base (a pointer parameter for a shared or local op, a
+    shared array for a global op)."""
 
 
 def _read_source(module: Module, file_no: int) -> str | None:
@@ -533,22 +608,18 @@ def static_ops(module: Module, kernel: str, source_name: str,
     lines = text.splitlines() if text is not None else []
     display = os.path.basename(source_name) if source_name else module.files.get(user, "")
     raws: list[_RawOp] = []
+    shared_names = {_plain_name(v.name) for v in module.variables if v.space == "shared"}
     for fname in [kernel] + _called(module, fn):
         f = module.functions[fname]
         starts = sequence_starts(f)
         origins = _Origins(f)
         params = source_params(text, fname) if text is not None else []
+        pointer_params = {params[k] for k, p in enumerate(f.params)
+                          if k < len(params) and (p.size_bytes == 8 or p.is_pointer_hint)}
+        f_shared = shared_names | {_plain_name(v.name) for v in f.variables if v.space == "shared"}
         for i, ins in enumerate(f.instructions):
             for mo in memory_ops(ins, i):
-                loc = resolve_loc(ins.loc, user) if ins.loc is not None else None
-                if loc is not None and loc.file == user:
-                    file_, line, col = display, loc.line, loc.column
-                elif loc is not None:
-                    file_, line, col = os.path.basename(module.files.get(loc.file, "")), loc.line, loc.column
-                else:
-                    file_, line, col = display, 0, 0
                 bases: set[str] = set()
-                proved = ""
                 ori = origins.of_address(mo.address)
                 for kind_, val in ori:
                     if kind_ == "param":
@@ -558,11 +629,16 @@ def static_ops(module: Module, kernel: str, source_name: str,
                     elif kind_ == "sym":
                         bases.add(_plain_name(val))
                 spaces = {v for k_, v in ori if k_ == "space"}
+                proved = ""
                 if ins.space == "generic" and len(spaces) == 1 and all(k_ != "param" for k_, _ in ori):
                     proved = spaces.pop()
                 space = proved or mo.space
+                file_, line, col = _where(module, f, i, user, display, lines, bases)
+                excluded = f_shared if space == "global" else pointer_params if space in (
+                    "shared", "local") else set()
                 raws.append(_RawOp(fname, i, mo.kind, space, mo.bytes, file_, line, col,
-                                   ins.ptx_line, starts.get(i, False), frozenset(bases), proved))
+                                   ins.ptx_line, starts.get(i, False), frozenset(bases),
+                                   frozenset(excluded - bases)))
     labels = _labels(raws, lines, display)
     out: list[tuple[str, int, StaticOp]] = []
     ids: dict[tuple[object, ...], int] = {}
@@ -585,6 +661,41 @@ def static_ops(module: Module, kernel: str, source_name: str,
     return tuple(out)
 
 
+def _where(module: Module, fn: Function, i: int, user: int, display: str, lines: list[str],
+           bases: set[str]) -> tuple[str, int, int]:
+    """(file, line, column) of instruction `i`, attributed to the user's file.
+
+    nvcc gives line 0 to code it merged from several places (an access hoisted out of both
+    sides of an if/else); such an op takes the nearest following (else preceding) instruction's
+    line, preferring one whose text names the op's base array."""
+    def at(j: int) -> tuple[str, int, int] | None:
+        loc = fn.instructions[j].loc
+        if loc is None:
+            return None
+        r = resolve_loc(loc, user)
+        if r.file == user:
+            return display, r.line, r.column
+        return os.path.basename(module.files.get(r.file, "")), r.line, r.column
+
+    here = at(i)
+    if here is None:
+        return display, 0, 0
+    if here[1] != 0:
+        return here
+    n = len(fn.instructions)
+    order = list(range(i + 1, n)) + list(range(i - 1, -1, -1))
+    first = None
+    for j in order:
+        w = at(j)
+        if w is None or w[1] == 0 or w[0] != display:
+            continue
+        if first is None:
+            first = w
+        if 1 <= w[1] <= len(lines) and any(c.base in bases for c in candidates(lines[w[1] - 1])):
+            return w
+    return first or here
+
+
 def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[str]:
     """The accessed expression of every raw op (see the module docstring)."""
     out = [""] * len(raws)
@@ -598,13 +709,14 @@ def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[str]:
         if cands is None:
             cands = per_line[raw.line] = candidates(text)
         chosen: list[_Candidate] = []
+        usable = [c for c in cands if c.base not in raw.excluded]
         for sides in _sides_for(raw.kind):
-            side_c = [c for c in cands if c.side in sides]
+            side_c = [c for c in usable if c.side in sides]
             named = [c for c in side_c if c.base in raw.bases]
             if named:
                 chosen = named
                 break
-            if raw.bases and any(c.base in raw.bases for c in cands):
+            if raw.bases and any(c.base in raw.bases for c in usable):
                 continue
             if side_c:
                 chosen = side_c

@@ -306,6 +306,8 @@ class _FuncBuilder:
     inlined: dict[tuple[int, int, int], SourceLoc] = field(default_factory=dict)
     """Latest location seen with inlining info, by (file, line, column), to chain inlined_at."""
     label_lines: dict[str, int] = field(default_factory=dict)
+    memo: dict[tuple[str, bool], Operand] = field(default_factory=dict)
+    """Operands already decoded outside any scope (registers are per function)."""
     sym_uses: list[tuple[str, int]] = field(default_factory=list)
     label_uses: list[tuple[str, int]] = field(default_factory=list)
 
@@ -652,7 +654,17 @@ class _Parser:
             operands = self.call_operands(rest, line)
         else:
             branch = opcode in ("bra", "brx")
-            operands = tuple(self.operand(o, line, branch) for o in _split_top(rest))
+            memo = f.memo
+            ops = []
+            for o in _split_top(rest):
+                key = (o, branch)
+                val = memo.get(key)
+                if val is None:
+                    val = self.operand(o, line, branch)
+                    if not f.scopes:
+                        memo[key] = val
+                ops.append(val)
+            operands = tuple(ops)
         if self.pending_labels:
             for lab in self.pending_labels:
                 f.labels[lab] = len(f.instructions)
