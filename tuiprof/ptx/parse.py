@@ -391,6 +391,9 @@ class _Parser:
 
     def run(self) -> Module:
         text = self.text
+        if not re.search(r"^\s*\.version\b", text, re.M):
+            raise PtxError("not a PTX module: no .version directive", 1,
+                           "pass the text nvcc -ptx or NVRTC produced")
         pos = 0
         n = len(text)
         scan = _TOKEN.match
@@ -654,17 +657,18 @@ class _Parser:
             operands = self.call_operands(rest, line)
         else:
             branch = opcode in ("bra", "brx")
-            memo = f.memo
-            ops = []
-            for o in _split_top(rest):
-                key = (o, branch)
-                val = memo.get(key)
-                if val is None:
-                    val = self.operand(o, line, branch)
-                    if not f.scopes:
-                        memo[key] = val
-                ops.append(val)
-            operands = tuple(ops)
+            if f.scopes:  # scoped names may shadow: no memo
+                operands = tuple(self.operand(o, line, branch) for o in _split_top(rest))
+            else:
+                memo = f.memo
+                ops = []
+                for o in _split_top(rest):
+                    key = (o, branch)
+                    val = memo.get(key)
+                    if val is None:
+                        val = memo[key] = self.operand(o, line, branch)
+                    ops.append(val)
+                operands = tuple(ops)
         if self.pending_labels:
             for lab in self.pending_labels:
                 f.labels[lab] = len(f.instructions)
