@@ -109,8 +109,9 @@ def block_ipdoms(cfg: CFG) -> list[int]:
     """Immediate post-dominator block of every block; `EXIT` for the virtual exit.
 
     Cooper-Harvey-Kennedy's iterative dominator algorithm on the reverse CFG rooted at a virtual
-    exit that every exiting block reaches. Blocks from which no exit is reachable (an endless
-    loop) get `EXIT`: a warp split there can only reconverge when its threads leave.
+    exit that every exiting block reaches. Post-dominance counts only paths that reach the exit:
+    a branch into an endless loop is post-dominated by the other side. Blocks from which no exit
+    is reachable (the endless loop itself) get `EXIT`.
     """
     nb = len(cfg.blocks)
     root = nb
