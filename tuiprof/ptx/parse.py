@@ -9,7 +9,6 @@ skipped silently. The ``.section .debug_*`` blocks are skipped whole (the ``.fil
 
 from __future__ import annotations
 
-import bisect
 import re
 import struct
 from dataclasses import dataclass, field
@@ -55,8 +54,7 @@ _DECL_RE = re.compile(rf"""^((?:\.(?:visible|extern|weak|common)\s+)*)
     \.(global|shared|const|local|param)(?:::\w+)?\s+
     (?P<rest>.*);$""", re.X | re.S)
 _VAR_NAME_RE = re.compile(rf"^({_IDENT})((?:\s*\[\s*\d*\s*\])*)$")
-_GUARD_RE = re.compile(rf"^@\s*(!)?\s*({_IDENT})\s+")
-_OPCODE_RE = re.compile(r"^([A-Za-z_][\w.:]*)\s*")
+_INSTR_RE = re.compile(rf"^(?:@\s*(!)?\s*({_IDENT})\s+)?([A-Za-z_][\w.:]*)\s*(.*)$", re.S)
 
 SPECIAL_VECTOR = frozenset({"tid", "ntid", "ctaid", "nctaid", "clusterid", "nclusterid",
                             "cluster_ctaid", "cluster_nctaid"})
@@ -132,21 +130,16 @@ def _imm(text: str, line: int) -> Imm | None:
     return None
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """`text` split at `sep` outside (), [] and {}; items stripped, empty text -> []."""
-    if not any(c in text for c in "([{"):
-        parts = text.split(sep)
+_TOP_COMMA = re.compile(r",(?![^{\[(]*[}\])])")
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at the commas outside (), [] and {} (one level of nesting, as PTX operands
+    have); items stripped; empty text -> []."""
+    if "(" in text or "[" in text or "{" in text:
+        parts = _TOP_COMMA.split(text)
     else:
-        parts, depth, start = [], 0, 0
-        for i, c in enumerate(text):
-            if c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-            elif c == sep and depth == 0:
-                parts.append(text[start:i])
-                start = i + 1
-        parts.append(text[start:])
+        parts = text.split(",")
     out = [p.strip() for p in parts]
     if out == [""]:
         return []
@@ -373,7 +366,6 @@ def _parse_header(text: str, line: int) -> tuple[_FuncBuilder, bool]:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = _blank_comments(text)
-        self.newlines = [m.start() for m in re.finditer("\n", self.text)]
         self.version = ""
         self.target = ""
         self.address_size = 64
@@ -383,9 +375,6 @@ class _Parser:
         self.func: _FuncBuilder | None = None
         self.pending_labels: list[str] = []
         self._all_function_names: frozenset[str] | None = None
-
-    def line_of(self, pos: int) -> int:
-        return bisect.bisect_left(self.newlines, pos) + 1
 
     # ---------------------------------------------------------------- driver
 
@@ -397,10 +386,12 @@ class _Parser:
         pos = 0
         n = len(text)
         scan = _TOKEN.match
+        count = text.count
+        line, counted = 1, 0  # line number of offset `counted`
         while pos < n:
             m = scan(text, pos)
             if m is None:
-                line = self.line_of(pos)
+                line += count("\n", counted, pos)
                 snippet = text[pos:pos + 40].split("\n")[0]
                 raise PtxError(f"cannot parse {snippet!r} (an unterminated statement?)", line)
             kind = m.lastgroup
@@ -408,7 +399,8 @@ class _Parser:
             pos = m.end()
             if kind is None:
                 continue
-            line = self.line_of(start + len(m.group(0)) - len(m.group(0).lstrip()))
+            line += count("\n", counted, start)
+            counted = start
             if kind == "stmt":
                 body = m.group("stmt")
                 self.statement(body[:-1].strip(), line)
@@ -637,22 +629,21 @@ class _Parser:
     def instruction(self, text: str, line: int) -> None:
         f = self.func
         assert f is not None
-        guard = None
-        gm = _GUARD_RE.match(text)
-        if gm:
-            gname = f.resolve(gm.group(2))
-            if gname not in f.registers:
-                raise PtxError(f"guard predicate {gm.group(2)} is not a declared register", line)
-            guard = (gname, bool(gm.group(1)))
-            text = text[gm.end():]
-        om = _OPCODE_RE.match(text)
-        if not om:
+        im = _INSTR_RE.match(text)
+        if not im:
             raise PtxError(f"cannot parse instruction {text[:60]!r}", line)
-        parts = om.group(1).split(".")
+        negated, gname, head, rest = im.groups()
+        rest = rest.strip()
+        guard = None
+        if gname is not None:
+            name = f.resolve(gname)
+            if name not in f.registers:
+                raise PtxError(f"guard predicate {gname} is not a declared register", line)
+            guard = (name, bool(negated))
+        parts = head.split(".")
         opcode, mods = parts[0], tuple(parts[1:])
-        if any(not p for p in mods):
-            raise PtxError(f"malformed opcode {om.group(1)!r}", line)
-        rest = text[om.end():].strip()
+        if "" in mods:
+            raise PtxError(f"malformed opcode {head!r}", line)
         if opcode == "call":
             operands = self.call_operands(rest, line)
         else:
