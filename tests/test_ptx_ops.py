@@ -8,8 +8,9 @@ import pytest
 from tests.ptx_support import DEMO_DIR, FIXTURES, compile_nvcc, find_nvcc
 from tuiprof.ptx import PtxError, parse_module
 from tuiprof.ptx.model import Module
-from tuiprof.ptx.ops import (candidates, memory_ops, sequence_starts, source_params, static_ops,
-                             user_file)
+from tuiprof.ptx.model import ResolvedLoc
+from tuiprof.ptx.ops import (candidates, instruction_location, memory_ops, sequence_starts,
+                             source_params, static_ops, user_file)
 from tuiprof.trace import synth
 
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
@@ -326,3 +327,28 @@ def test_unrolled_copies_share_one_op() -> None:
     assert len(table) == 8  # 4 unrolled iterations x (load, store)
     assert [o.id for _, _, o in table] == [0, 1] * 4
     assert len({i for i, _, _ in table}) == 1 and len({i for _, i, _ in table}) == 8
+
+
+def test_instruction_location_resolves_inlining_and_line_zero() -> None:
+    text = HEADER + """.visible .entry k()
+{
+	.reg .b32 %r<4>;
+	.loc 1 7 3
+	.loc 2 100 1, function_name $L__info_string0, inlined_at 1 7 3
+	mov.u32 %r1, 1;
+	.loc 1 0 5
+	mov.u32 %r2, 2;
+	.loc 1 9 4
+	mov.u32 %r3, 3;
+	ret;
+}
+	.file 1 "/src/app.cu"
+	.file 2 "/cuda/include/h.hpp"
+"""
+    m = parse_module(text)
+    f = m.functions["k"]
+    assert instruction_location(m, f, 0, "app.cu") == ResolvedLoc("app.cu", 7, 3)
+    assert instruction_location(m, f, 1, "app.cu") == ResolvedLoc("app.cu", 9, 4)  # line 0: next line
+    assert instruction_location(m, f, 2, "/src/app.cu") == ResolvedLoc("app.cu", 9, 4)
+    # compiled from another name: file 1 is still taken as the user's file
+    assert instruction_location(m, f, 0, "other.cu") == ResolvedLoc("other.cu", 7, 3)

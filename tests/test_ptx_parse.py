@@ -365,6 +365,7 @@ def test_pragmas_are_accepted() -> None:
     ("ret;\n.reg .v4 .b32 %v;", ".reg .v4 .b32 %v;", "vector registers"),
     ("mov.u32 %r1, 0f3F80;", None, "hex float"),
     ("ret;\n}", "}", "unbalanced"),
+    ("frobnicate.u32 %r1, %r2;", None, "unknown PTX instruction 'frobnicate.u32'"),
 ])
 def test_errors_name_the_line(body: str, bad: str | None, words: str) -> None:
     text = kernel(body)

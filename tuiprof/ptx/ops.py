@@ -35,7 +35,8 @@ from pathlib import Path
 
 from tuiprof.ptx.cfg import build_cfg
 from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Module,
-                               NegPred, Operand, PredDest, PtxError, Reg, SourceLoc, Sym, Vec)
+                               NegPred, Operand, PredDest, PtxError, Reg, ResolvedLoc, SourceLoc,
+                               Sym, Vec)
 from tuiprof.trace.model import StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
@@ -694,6 +695,16 @@ def _where(module: Module, fn: Function, i: int, user: int, display: str, lines:
         if 1 <= w[1] <= len(lines) and any(c.base in bases for c in candidates(lines[w[1] - 1])):
             return w
     return first or here
+
+
+def instruction_location(module: Module, fn: Function, index: int, source_name: str) -> ResolvedLoc:
+    """Where instruction `index` of `fn` comes from, attributed to the user's file as for the
+    StaticOps (file is `source_name`'s base name there, a header's base name otherwise; line 0
+    when the PTX has no line information), e.g. for "unsupported PTX instruction X (file.cu:12)"."""
+    user = user_file(module, source_name)
+    display = os.path.basename(source_name)
+    file_, line, col = _where(module, fn, index, user, display, [], set())
+    return ResolvedLoc(file_, line, col)
 
 
 def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[str]:
