@@ -110,6 +110,7 @@ def test_variables_alignment_arrays_initialisers() -> None:
 .extern .shared .align 16 .b8 dyn[];
 .visible .shared .align 4 .b8 tile[32][33];
 .global .u32 a, b;
+.global .u16 grid[][2] = {1, 2, 3, 4, 5};
 .visible .entry k()
 {
 	.local .align 16 .b8 __local_depot0[80];
@@ -128,6 +129,7 @@ def test_variables_alignment_arrays_initialisers() -> None:
     assert v["dyn"].is_dynamic_shared and v["dyn"].size_bytes == 0 and v["dyn"].align == 16
     assert v["tile"].dims == (32, 33) and v["tile"].size_bytes == 32 * 33 and v["tile"].linkage == "visible"
     assert v["a"].init is None and v["b"].size_bytes == 4
+    assert v["grid"].dims == (3, 2) and v["grid"].init == struct.pack("<6H", 1, 2, 3, 4, 5, 0)
     fv = {x.name: x for x in m.functions["k"].variables}
     assert fv["__local_depot0"].space == "local" and fv["__local_depot0"].size_bytes == 80
     assert fv["_ZZ1kE4tile"].space == "shared" and fv["_ZZ1kE4tile"].align == 4

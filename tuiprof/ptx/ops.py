@@ -45,9 +45,8 @@ ATOMIC_OPCODES = frozenset({"atom", "red"})
 OP_SPACES = frozenset({"global", "shared", "local", "generic"})
 NO_DEST_OPCODES = frozenset({
     "st", "red", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",
-    "prefetch", "prefetchu", "cp", "nanosleep", "pmevent", "brkpt", "mbarrier", "griddepcontrol",
-    "setmaxnreg", "stmatrix", "st.async", "red.async", "discard", "applypriority", "createpolicy",
-    "wgmma", "tensormap", "multimem", "cp.async",
+    "prefetch", "prefetchu", "cp", "nanosleep", "pmevent", "brkpt", "griddepcontrol", "setmaxnreg",
+    "stmatrix", "discard", "applypriority",
 })
 """Opcodes whose first operand is not a register they write."""
 

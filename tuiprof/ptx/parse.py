@@ -169,7 +169,7 @@ def _dims(text: str, line: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _parse_param(text: str, line: int, ret: bool = False) -> Param:
+def _parse_param(text: str, line: int) -> Param:
     """``.param .u64 .ptr .global .align 16 name`` / ``.param .align 8 .b8 name[16]``."""
     toks = _unglue(text).split()
     if not toks or toks[0] not in (".param", ".reg"):
@@ -276,10 +276,13 @@ def _parse_var(linkage: str, space: str, rest: str, line: int) -> list[Variable]
         init = None
         if init_text is not None:
             flat = init_text.replace("{", " ").replace("}", " ").strip()
-            values = [v for v in _split_top(flat)]
-            if dims and dims[0] == 0:  # x[] = {...}: the initialiser gives the size
-                dims = (len(values) // max(1, count),) + dims[1:]
-                count = len(values)
+            values = _split_top(flat)
+            if dims and dims[0] == 0:  # x[] = {...}: the initialiser gives the outer size
+                inner = vec
+                for d in dims[1:]:
+                    inner *= d
+                dims = (-(-len(values) // max(1, inner)),) + dims[1:]
+                count = dims[0] * inner
             init = _pack_init(values, type_, count, line)
         elem = TYPE_SIZES[type_]
         out.append(Variable(m.group(1), space, type_, elem * count, align or elem * vec, init,
@@ -324,7 +327,8 @@ class _FuncBuilder:
                 return scope[name]
         return name
 
-    def declare(self, name: str, line: int) -> str:
+    def declare(self, name: str) -> str:
+        """The unique name for `name` declared here (renamed inside a `{ }` scope)."""
         if self.scopes:
             number, scope = self.scopes[-1]
             unique = f"{name}~{number}"
@@ -351,7 +355,7 @@ def _parse_header(text: str, line: int) -> tuple[_FuncBuilder, bool]:
     if not m:
         raise PtxError(f"malformed function header {' '.join(text.split())[:80]!r}", line)
     linkage = " ".join(w[1:] for w in m.group(1).split())
-    ret = tuple(_parse_param(p, line, ret=True) for p in _split_top(m.group("ret") or ""))
+    ret = tuple(_parse_param(p, line) for p in _split_top(m.group("ret") or ""))
     params = tuple(_parse_param(p, line) for p in _split_top(m.group("params") or ""))
     perf: dict[str, tuple[int, ...]] = {}
     noreturn = False
@@ -371,12 +375,13 @@ def _parse_header(text: str, line: int) -> tuple[_FuncBuilder, bool]:
     if rest[pos:].strip():
         raise PtxError(f"unknown function directive {rest[pos:].strip()[:40]!r}", line)
     is_entry = m.group(2) == "entry"
-    fb = _FuncBuilder(m.group("name"), is_entry, params, ret, linkage.replace("extern", "extern"),
-                      noreturn, perf, line)
+    fb = _FuncBuilder(m.group("name"), is_entry, params, ret, linkage, noreturn, perf, line)
     return fb, m.group("end") == "{"
 
 
 class _Parser:
+    """One pass over a module's statements, building functions as their bodies close."""
+
     def __init__(self, text: str) -> None:
         self.text = _blank_comments(text)
         self.version = ""
@@ -583,7 +588,7 @@ class _Parser:
                 raise PtxError(f"linkage on a function-level .{m.group(2)} declaration", line)
             linkage = " ".join(w[1:] for w in m.group(1).split())
             for v in _parse_var(linkage, m.group(2), m.group("rest"), line):
-                unique = f.declare(v.name, line)
+                unique = f.declare(v.name)
                 f.variables.append(Variable(unique, v.space, v.type, v.size_bytes, v.align,
                                             v.init, v.dims, v.linkage, v.ptx_line))
             return
@@ -607,12 +612,12 @@ class _Parser:
                 base, count = rm.group(1), int(rm.group(2))
                 if f.scopes:
                     for i in range(count):
-                        f.registers[f.declare(f"{base}{i}", line)] = type_
+                        f.registers[f.declare(f"{base}{i}")] = type_
                 else:
                     for i in range(count):
                         f.registers[f"{base}{i}"] = type_
             elif _NAME_RE.match(item):
-                f.registers[f.declare(item, line)] = type_
+                f.registers[f.declare(item)] = type_
             else:
                 raise PtxError(f"malformed register name {item!r}", line)
 
