@@ -9,8 +9,8 @@ from tests.ptx_support import DEMO_DIR, FIXTURES, compile_nvcc, find_nvcc
 from tuiprof.ptx import PtxError, parse_module
 from tuiprof.ptx.model import Module
 from tuiprof.ptx.model import ResolvedLoc
-from tuiprof.ptx.ops import (candidates, instruction_location, memory_ops, sequence_starts,
-                             source_params, static_ops, user_file)
+from tuiprof.ptx.ops import (barrier_functions, candidates, instruction_location, memory_ops,
+                             sequence_starts, source_params, static_ops, user_file)
 from tuiprof.trace import synth
 
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
@@ -193,6 +193,38 @@ def test_device_function_first_op_does_not_start() -> None:
     f = parse_module(text).functions["_Z1fPf"]
     assert sequence_starts(f) == {1: False}
     assert sequence_starts(f, entry_starts=True) == {1: True}
+
+
+def test_call_to_a_function_with_a_barrier_counts_as_one() -> None:
+    extra = """.func _Z4syncv()
+{
+	bar.sync 0;
+	ret;
+}
+.func _Z5outerv()
+{
+	call.uni _Z4syncv, ();
+	ret;
+}
+.func _Z4noopv()
+{
+	ret;
+}
+"""
+    body = PROLOGUE + """
+	ld.global.f32 %f1, [%rd6];
+	call.uni _Z4noopv, ();
+	ld.global.f32 %f2, [%rd7];
+	call.uni _Z5outerv, ();
+	st.global.f32 [%rd6], %f2;
+	ret;
+"""
+    m = module(body, extra=extra)
+    assert barrier_functions(m) == {"_Z4syncv", "_Z5outerv", "k"}  # k calls outer
+    f = m.functions["k"]
+    s = sequence_starts(f, barrier_calls=barrier_functions(m))
+    assert [s[i] for i in sorted(s)] == [True, False, True]
+    assert [o.starts_sequence for _, _, o in static_ops(m, "k", "k.cu", "")] == [True, False, True]
 
 
 # --------------------------------------------------------------------------- labels

@@ -143,13 +143,34 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
 # --------------------------------------------------------------------------- bulk sequences
 
 
-def sequence_starts(fn: Function, entry_starts: bool | None = None) -> dict[int, bool]:
+def barrier_functions(module: Module) -> frozenset[str]:
+    """Functions that may execute a CTA barrier, themselves or through the functions they call."""
+    calls: dict[str, set[str]] = {}
+    out: set[str] = set()
+    for name, f in module.functions.items():
+        calls[name] = {i.operands[1].name for i in f.instructions
+                       if i.opcode == "call" and len(i.operands) > 1 and isinstance(i.operands[1], Sym)}
+        if any(is_barrier(i) for i in f.instructions):
+            out.add(name)
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            if name not in out and callees & out:
+                out.add(name)
+                changed = True
+    return frozenset(out)
+
+
+def sequence_starts(fn: Function, entry_starts: bool | None = None,
+                    barrier_calls: frozenset[str] = frozenset()) -> dict[int, bool]:
     """For every memory instruction of `fn` (index -> flag): does it start a bulk sequence?
 
     A forward data-flow over the CFG whose state is (a back-edge or barrier was crossed since the
     last op on some path; the registers holding values read by an op of the current sequence),
     joined by union. `entry_starts` says whether the function's first op starts a sequence
-    (default: for kernels, yes; for device functions, no).
+    (default: for kernels, yes; for device functions, no); a call to one of `barrier_calls`
+    (see `barrier_functions`) counts as a barrier.
     """
     g = build_cfg(fn)
     if not g.blocks:
@@ -160,7 +181,9 @@ def sequence_starts(fn: Function, entry_starts: bool | None = None) -> dict[int,
     mem = {i: memory_ops(ins, i) for i, ins in enumerate(instrs)}
     mem = {i: m for i, m in mem.items() if m}
     du = [defs_uses(ins) for ins in instrs]
-    barrier = [is_barrier(ins) for ins in instrs]
+    barrier = [is_barrier(ins) or (ins.opcode == "call" and len(ins.operands) > 1
+                                   and isinstance(ins.operands[1], Sym)
+                                   and ins.operands[1].name in barrier_calls) for ins in instrs]
     nb = len(g.blocks)
     in_p = [False] * nb
     in_t: list[frozenset[str]] = [frozenset()] * nb
@@ -609,9 +632,10 @@ def static_ops(module: Module, kernel: str, source_name: str,
     display = os.path.basename(source_name) if source_name else module.files.get(user, "")
     raws: list[_RawOp] = []
     shared_names = {_plain_name(v.name) for v in module.variables if v.space == "shared"}
+    with_barriers = barrier_functions(module)
     for fname in [kernel] + _called(module, fn):
         f = module.functions[fname]
-        starts = sequence_starts(f)
+        starts = sequence_starts(f, barrier_calls=with_barriers)
         origins = _Origins(f)
         params = source_params(text, fname) if text is not None else []
         pointer_params = {params[k] for k, p in enumerate(f.params)
