@@ -19,7 +19,8 @@ takes the k-th candidate; with none, the trimmed line.
 
 *Merging*: the copies of one access that unrolling creates (same source location, kind, space,
 width and label) share one StaticOp, as the synthetic models of ``tuiprof.trace.synth`` count
-them; its ``starts_sequence`` is true when any copy starts a sequence.
+them; its ``starts_sequence`` is true when any copy starts a sequence. Instructions without line
+information are never merged.
 
 *Bulk sequences*: an op starts a new sequence when, on some path reaching it, a loop back-edge
 or a CTA barrier lies between it and the previous op, or its address depends (through registers)
@@ -668,7 +669,7 @@ def static_ops(module: Module, kernel: str, source_name: str,
     ids: dict[tuple[object, ...], int] = {}
     ops: list[StaticOp] = []
     for raw, label in zip(raws, labels):
-        key = (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label)
+        key = _merge_key(raw, label)
         if key not in ids:
             ids[key] = len(ops)
             ops.append(StaticOp(id=len(ops), kernel=kernel, kind=raw.kind, space=raw.space,
@@ -680,7 +681,7 @@ def static_ops(module: Module, kernel: str, source_name: str,
                                      bytes=o.bytes, file=o.file, line=o.line, column=o.column,
                                      ptx_line=o.ptx_line, starts_sequence=True, label=o.label)
     for raw, label in zip(raws, labels):
-        key = (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label)
+        key = _merge_key(raw, label)
         out.append((raw.function, raw.index, ops[ids[key]]))
     return tuple(out)
 
@@ -728,6 +729,14 @@ def instruction_location(module: Module, fn: Function, index: int, source_name: 
     display = os.path.basename(source_name)
     file_, line, col = _where(module, fn, index, user, display, [], set())
     return ResolvedLoc(file_, line, col)
+
+
+def _merge_key(raw: _RawOp, label: str) -> tuple[object, ...]:
+    """Ops with equal keys are copies of one source access; without line information an
+    instruction is only a copy of itself."""
+    if raw.line == 0:
+        return (raw.function, raw.index, raw.kind)
+    return (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label)
 
 
 def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[str]:
