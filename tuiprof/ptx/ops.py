@@ -427,14 +427,11 @@ def candidates(line: str) -> list[_Candidate]:
                 out.append(_Candidate(text[start:end], name, start, end, side_of(start, end)))
                 continue
             before = text[lo:start].rstrip()
-            if before.endswith("*") and (len(before) == 1 or before[-2] in "(=,!&|+-<>?:*"
-                                         or before[:-1].rstrip() == ""
-                                         or before[:-1].rstrip()[-1:] in "(=,!&|+-<>?:*"):
-                prev_word = re.search(r"(\w+)\s*\*$", before)
-                if prev_word and prev_word.group(1) not in ("return",):
-                    continue  # a declaration or multiplication (`float *p`, `a * b`)
-                out.append(_Candidate("*" + name, name, start - 1, m.end(),
-                                      side_of(start - 1, m.end())))
+            if before.endswith("*"):  # unary: `*p`, not `float *p` nor `a * b`
+                prior = before[:-1].rstrip()
+                if not prior or prior[-1] in "(=,!&|+-<>?:*" or re.search(r"\breturn$", prior):
+                    star = lo + len(before) - 1
+                    out.append(_Candidate("*" + name, name, star, m.end(), side_of(star, m.end())))
     return out
 
 
