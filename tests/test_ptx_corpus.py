@@ -83,6 +83,9 @@ def test_fixture_ops_point_at_their_source_lines(path: Path) -> None:
         for fname, index, op in static_ops(m, kernel, src.name, text):
             assert op.file == src.name, op
             assert 1 <= op.line <= len(lines) and op.label and op.label in lines[op.line - 1], op
+            line = lines[op.line - 1]
+            # the column is the expression's, or the statement's when the label is the whole line
+            assert line[op.column - 1:].startswith(op.label) or op.label == line.split("//")[0].strip().rstrip(";").strip(), op
             assert op.kind in ("load", "store", "atomic") and op.space in ("global", "shared", "local")
             ins = m.functions[fname].instructions[index]
             assert ins.opcode in ("ld", "ldu", "st", "atom", "red", "cp")

@@ -338,11 +338,11 @@ def test_demo_ops_point_at_their_lines_and_match_synth(tmp_path) -> None:
             ordered = [ops[i] for i in sorted(ops)]
             for o in ordered:
                 assert o.file == name and o.label and o.label in lines[o.line - 1], (tag, o)
-                assert lines[o.line - 1][o.column - 1:].strip()  # the column lies on the line
+                assert lines[o.line - 1][o.column - 1:].startswith(o.label)  # the label's column
             want = synth_ops(kernel)
             assert [(o.kind, o.space, o.bytes, o.label) for o in ordered] == [
                 (w.kind, w.space, w.bytes, w.label) for w in want], (tag, kernel)
-            assert [o.line for o in ordered] == [w.line for w in want], (tag, kernel)
+            assert [(o.line, o.column) for o in ordered] == [(w.line, w.column) for w in want], (tag, kernel)
             for o, w in zip(ordered, want):
                 if (kernel, o.label) in RULE_DIFFERS:
                     assert o.starts_sequence and not w.starts_sequence

@@ -15,7 +15,8 @@ call site, code of the user's own device functions on their own lines.
 ``tile[ty][tx]``) or ``->`` chain on the side of the assignment that matches the op's kind,
 whose base names the array the address comes from (traced back through the registers to a
 kernel parameter or a shared variable). When several remain, the k-th instruction of a line
-takes the k-th candidate; with none, the trimmed line.
+takes the k-th candidate; with none, the trimmed line. The StaticOp's column is the label's
+(as the synthetic models give it), or the ``.loc`` column when the label is the whole line.
 
 *Merging*: the copies of one access that unrolling creates (same source location, kind, space,
 width and label) share one StaticOp, as the synthetic models of ``tuiprof.trace.synth`` count
@@ -665,19 +666,20 @@ def static_ops(module: Module, kernel: str, source_name: str,
     out: list[tuple[str, int, StaticOp]] = []
     ids: dict[tuple[object, ...], int] = {}
     ops: list[StaticOp] = []
-    for raw, label in zip(raws, labels):
+    for raw, (label, label_col) in zip(raws, labels):
         key = _merge_key(raw, label)
         if key not in ids:
             ids[key] = len(ops)
             ops.append(StaticOp(id=len(ops), kernel=kernel, kind=raw.kind, space=raw.space,
-                                bytes=raw.bytes, file=raw.file, line=raw.line, column=raw.column,
+                                bytes=raw.bytes, file=raw.file, line=raw.line,
+                                column=label_col or raw.column,
                                 ptx_line=raw.ptx_line, starts_sequence=raw.starts, label=label))
         elif raw.starts and not ops[ids[key]].starts_sequence:
             o = ops[ids[key]]
             ops[ids[key]] = StaticOp(id=o.id, kernel=o.kernel, kind=o.kind, space=o.space,
                                      bytes=o.bytes, file=o.file, line=o.line, column=o.column,
                                      ptx_line=o.ptx_line, starts_sequence=True, label=o.label)
-    for raw, label in zip(raws, labels):
+    for raw, (label, _) in zip(raws, labels):
         key = _merge_key(raw, label)
         out.append((raw.function, raw.index, ops[ids[key]]))
     return tuple(out)
@@ -736,10 +738,11 @@ def _merge_key(raw: _RawOp, label: str) -> tuple[object, ...]:
     return (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label)
 
 
-def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[str]:
-    """The accessed expression of every raw op (see the module docstring)."""
-    out = [""] * len(raws)
-    groups: dict[tuple[str, int, str, tuple[str, ...]], list[int]] = {}
+def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[tuple[str, int]]:
+    """The accessed expression of every raw op and its 1-based column on the line (0 when the
+    label is the whole line or there is no source; see the module docstring)."""
+    out: list[tuple[str, int]] = [("", 0)] * len(raws)
+    groups: dict[tuple[str, int, str, tuple[_Candidate, ...]], list[int]] = {}
     per_line: dict[int, list[_Candidate]] = {}
     for n, raw in enumerate(raws):
         if raw.file != display or not (1 <= raw.line <= len(lines)):
@@ -762,16 +765,17 @@ def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[str]:
                 chosen = side_c
                 break
         if not chosen:
-            out[n] = _strip_comment(text).strip().rstrip(";").strip()
+            out[n] = (_strip_comment(text).strip().rstrip(";").strip(), 0)
             continue
         if len(chosen) == 1:
-            out[n] = chosen[0].text
+            out[n] = (chosen[0].text, chosen[0].start + 1)
             continue
-        key = (raw.function, raw.line, raw.kind, tuple(c.text for c in chosen))
+        key = (raw.function, raw.line, raw.kind, tuple(chosen))
         groups.setdefault(key, []).append(n)
     for key, members in groups.items():
-        texts = key[3]
-        # each distinct PTX address (unrolled copies share one) takes the next candidate
+        chosen_c = key[3]
+        # several expressions fit: the k-th such instruction of the line takes the k-th
         for k, n in enumerate(members):
-            out[n] = texts[k % len(texts)]
+            c = chosen_c[k % len(chosen_c)]
+            out[n] = (c.text, c.start + 1)
     return out
