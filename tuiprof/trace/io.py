@@ -198,14 +198,21 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
     }
     method = {"deflate": zipfile.ZIP_DEFLATED, "lzma": zipfile.ZIP_LZMA}[compression]
 
+    def member(name: str) -> zipfile.ZipInfo:
+        # A fixed timestamp: the same trace gives the same bytes (demo files do not churn).
+        info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = method
+        info.external_attr = 0o644 << 16
+        return info
+
     def write(fh: BinaryIO) -> None:
         with zipfile.ZipFile(fh, "w", compression=method) as zf:
-            zf.writestr(HEADER, json.dumps(header, separators=(",", ":")))
+            zf.writestr(member(HEADER), json.dumps(header, separators=(",", ":")))
             for name, a in arrays.items():
                 buf = io.BytesIO()
                 stored = planes(a) if a.dtype.itemsize > 1 else np.ascontiguousarray(a)
                 np.lib.format.write_array(buf, stored, allow_pickle=False)
-                zf.writestr(f"{name}.npy", buf.getvalue())
+                zf.writestr(member(f"{name}.npy"), buf.getvalue())
 
     write_bytes_to(os.fspath(path), write, protect=protect)
     return path
