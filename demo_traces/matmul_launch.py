@@ -28,7 +28,8 @@ def setup(dev) -> dict[str, np.ndarray]:
     """Allocate, launch, and return the outputs read back from the device."""
     buf = {name: dev.to_device(a) for name, a in inputs().items()}
     C = dev.empty((N, N), np.float32)
-    dev.launch("matmul16", (N // TILE, N // TILE), (TILE, TILE), (C, buf["A"], buf["B"], np.int32(N), np.int32(N)))
+    dev.launch("matmul16", (N // TILE, N // TILE, 1), (TILE, TILE, 1),
+               (C, buf["A"], buf["B"], np.int32(N), np.int32(N)))  # wA = wB = N
     return {"C": dev.from_device(C)}
 
 

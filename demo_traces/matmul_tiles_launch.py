@@ -29,7 +29,7 @@ def setup(dev) -> dict[str, np.ndarray]:
     """Allocate, launch, and return the outputs read back from the device."""
     buf = {name: dev.to_device(a) for name, a in inputs().items()}
     C = dev.empty((N, N), np.float32)
-    dev.launch(KERNEL, (N // TILE, N // TILE), (TILE, TILE), (C, buf["A"], buf["B"], np.int32(N)))
+    dev.launch(KERNEL, (N // TILE, N // TILE, 1), (TILE, TILE, 1), (C, buf["A"], buf["B"], np.int32(N)))
     return {"C": dev.from_device(C)}
 
 

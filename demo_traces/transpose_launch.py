@@ -27,7 +27,7 @@ def setup(dev) -> dict[str, np.ndarray]:
     """Allocate, launch, and return the outputs read back from the device."""
     idata = dev.to_device(inputs()["idata"])
     odata = dev.empty((N, N), np.float32)
-    dev.launch(KERNEL, (N // TILE_DIM, N // TILE_DIM), (TILE_DIM, BLOCK_ROWS), (odata, idata))
+    dev.launch(KERNEL, (N // TILE_DIM, N // TILE_DIM, 1), (TILE_DIM, BLOCK_ROWS, 1), (odata, idata))
     return {"odata": dev.from_device(odata)}
 
 
