@@ -3,10 +3,10 @@
     tuiprof report demo_traces/bfs.cu --launch demo_traces/bfs_launch.py --kernel bfs_expand --launch-index 5
 
 A random directed graph of 65536 nodes with 4-12 out-edges each (mean 8) to uniformly random
-nodes, searched from node 0: each level launches bfs_expand then bfs_update (512 threads per
-CTA, as Rodinia) until no node was reached. The first bfs_expand has a single node in its
-frontier; ``--launch-index 5`` picks level 5 (12501 of the 65536 nodes in the
-frontier, their lanes scattered over the warps). The reference is a NumPy BFS.
+nodes, searched from node 0: each level launches bfs_expand then bfs_update (512 threads per CTA,
+as Rodinia) until a level reaches no new node (9 levels, 18 launches). The first bfs_expand has a
+single node in its frontier; ``--launch-index 5`` picks level 5, whose 12501 frontier nodes are
+scattered over the warps. The reference is a NumPy BFS.
 """
 
 import numpy as np

@@ -1,18 +1,22 @@
-"""Launch script for cyclic_reduction.cu, demo ``cr``: cyclic reduction, no padding: a step of stride s makes s-way shared-memory bank conflicts.
+"""Launch script for cyclic_reduction.cu, demo ``cr``: cyclic reduction with its bank conflicts.
 
     tuiprof report demo_traces/cyclic_reduction.cu --launch demo_traces/cyclic_reduction_launch.py
 
 Paper 001 sec. 5.2: 512 tridiagonal systems of 512 equations, one CTA (256 threads) per system,
-solved in shared memory. The systems are random and diagonally dominant (|b| > |a| + |c| + 1),
-so cyclic reduction is stable; the reference is the Thomas algorithm in float64 and the check
-allows for float32 rounding. The padded variant: cyclic_reduction_launch_nbc.py.
+solved in shared memory. The systems are random and diagonally dominant (|b| > |a| + |c| + 1), so
+cyclic reduction is stable; the reference is the Thomas algorithm in float64 and the check allows
+for float32 rounding.
+
+CR keeps element i at i: the threads of a step access every s-th element, with 2- to 16-way bank
+conflicts. The padded variant: cyclic_reduction_launch_nbc.py.
 """
 
 import numpy as np
 
 KERNEL = "cr"
 SYSTEMS, SIZE = 512, 512
-SHARED = 5 * 4 * SIZE  # five float arrays (a, b, c, d, x) of SIZE elements
+# dynamic shared memory: five float arrays (a, b, c, d, x) of SIZE elements
+SHARED = 5 * 4 * SIZE
 
 
 def inputs() -> dict[str, np.ndarray]:

@@ -1,18 +1,22 @@
-"""Launch script for cyclic_reduction.cu, demo ``cr-nbc``: cyclic reduction, padded by one element per 32 (the banks of Fermi and later GPUs): no bank conflicts.
+"""Launch script for cyclic_reduction.cu, demo ``cr-nbc``: cyclic reduction padded against bank conflicts.
 
     tuiprof report demo_traces/cyclic_reduction.cu --launch demo_traces/cyclic_reduction_launch_nbc.py
 
 Paper 001 sec. 5.2: 512 tridiagonal systems of 512 equations, one CTA (256 threads) per system,
-solved in shared memory. The systems are random and diagonally dominant (|b| > |a| + |c| + 1),
-so cyclic reduction is stable; the reference is the Thomas algorithm in float64 and the check
-allows for float32 rounding. The unpadded variant: cyclic_reduction_launch.py.
+solved in shared memory. The systems are random and diagonally dominant (|b| > |a| + |c| + 1), so
+cyclic reduction is stable; the reference is the Thomas algorithm in float64 and the check allows
+for float32 rounding.
+
+CR-NBC pads one element per 32 (the banks of Fermi and later GPUs): at most 2-way conflicts where
+CR has up to 16-way. The unpadded variant: cyclic_reduction_launch.py.
 """
 
 import numpy as np
 
 KERNEL = "cr_nbc"
 SYSTEMS, SIZE = 512, 512
-SHARED = 5 * 4 * (SIZE + (SIZE - 1) // 32)  # five float arrays (a, b, c, d, x) of the kernel's at(SIZE - 1) + 1 elements
+# dynamic shared memory: five float arrays (a, b, c, d, x) of the kernel's at(SIZE - 1) + 1 elements
+SHARED = 5 * 4 * (SIZE + (SIZE - 1) // 32)
 
 
 def inputs() -> dict[str, np.ndarray]:
