@@ -5,8 +5,8 @@
 // found back (backward substitution: the stride halving every step).
 // Equation i of system s is a[i] x[i-1] + b[i] x[i] + c[i] x[i+1] = d[i] with a[0] = c[n-1] = 0,
 // stored at s * n + i; n = 2 * blockDim.x must be a power of two. Dynamic shared memory holds
-// five arrays (a, b, c, d, x) of at<PAD>(n - 1) + 1 floats each: n for CR, n + (n - 1) / 32 for
-// CR-NBC.
+// the CTA's system as five arrays sa, sb, sc, sd, sx of at<PAD>(n - 1) + 1 floats each: n for CR,
+// n + (n - 1) / 32 for CR-NBC.
 //
 // CR: element i at i. The threads of a step access every s-th element (stride s = 2, 4, ...), so
 // a warp's accesses pile into the same banks: 2-way at stride 2, 4-way at 4, up to 16-way for
@@ -25,25 +25,25 @@ __device__ __forceinline__ int at(int i)
 }
 
 template <bool PAD>
-__device__ __forceinline__ void cyclic_reduction(const float *a_g, const float *b_g, const float *c_g,
-                                                 const float *d_g, float *x_g)
+__device__ __forceinline__ void cyclic_reduction(const float *a, const float *b, const float *c,
+                                                 const float *d, float *x)
 {
     extern __shared__ float smem[];
     int n = 2 * blockDim.x;
     int len = at<PAD>(n - 1) + 1;
-    float *a = smem;
-    float *b = a + len;
-    float *c = b + len;
-    float *d = c + len;
-    float *x = d + len;
+    float *sa = smem;
+    float *sb = sa + len;
+    float *sc = sb + len;
+    float *sd = sc + len;
+    float *sx = sd + len;
     int t = threadIdx.x;
     int sys = blockIdx.x * n;
 
     for (int i = t; i < n; i += blockDim.x) {
-        a[at<PAD>(i)] = a_g[sys + i];
-        b[at<PAD>(i)] = b_g[sys + i];
-        c[at<PAD>(i)] = c_g[sys + i];
-        d[at<PAD>(i)] = d_g[sys + i];
+        sa[at<PAD>(i)] = a[sys + i];
+        sb[at<PAD>(i)] = b[sys + i];
+        sc[at<PAD>(i)] = c[sys + i];
+        sd[at<PAD>(i)] = d[sys + i];
     }
 
     // Forward reduction: equation i absorbs its neighbours i - delta and i + delta.
@@ -56,19 +56,19 @@ __device__ __forceinline__ void cyclic_reduction(const float *a_g, const float *
             int i = stride * t + stride - 1;
             int me = at<PAD>(i);
             int left = at<PAD>(i - delta);
-            float k1 = a[me] / b[left];
-            float bi = b[me] - c[left] * k1;
-            float di = d[me] - d[left] * k1;
-            a[me] = -a[left] * k1;
+            float k1 = sa[me] / sb[left];
+            float bi = sb[me] - sc[left] * k1;
+            float di = sd[me] - sd[left] * k1;
+            sa[me] = -sa[left] * k1;
             if (i + delta < n) {
                 int right = at<PAD>(i + delta);
-                float k2 = c[me] / b[right];
-                bi -= a[right] * k2;
-                di -= d[right] * k2;
-                c[me] = -c[right] * k2;
+                float k2 = sc[me] / sb[right];
+                bi -= sa[right] * k2;
+                di -= sd[right] * k2;
+                sc[me] = -sc[right] * k2;
             }
-            b[me] = bi;
-            d[me] = di;
+            sb[me] = bi;
+            sd[me] = di;
         }
     }
 
@@ -77,9 +77,9 @@ __device__ __forceinline__ void cyclic_reduction(const float *a_g, const float *
     if (t == 0) {
         int i1 = at<PAD>(stride - 1);
         int i2 = at<PAD>(2 * stride - 1);
-        float det = b[i2] * b[i1] - c[i1] * a[i2];
-        x[i1] = (b[i2] * d[i1] - c[i1] * d[i2]) / det;
-        x[i2] = (d[i2] * b[i1] - d[i1] * a[i2]) / det;
+        float det = sb[i2] * sb[i1] - sc[i1] * sa[i2];
+        sx[i1] = (sb[i2] * sd[i1] - sc[i1] * sd[i2]) / det;
+        sx[i2] = (sd[i2] * sb[i1] - sd[i1] * sa[i2]) / det;
     }
 
     // Backward substitution: equation i from its solved neighbours i - delta and i + delta.
@@ -89,17 +89,17 @@ __device__ __forceinline__ void cyclic_reduction(const float *a_g, const float *
         if (t < active) {
             int i = stride * t + delta - 1;
             int me = at<PAD>(i);
-            float r = d[me] - c[me] * x[at<PAD>(i + delta)];
+            float r = sd[me] - sc[me] * sx[at<PAD>(i + delta)];
             if (i >= delta)
-                r -= a[me] * x[at<PAD>(i - delta)];
-            x[me] = r / b[me];
+                r -= sa[me] * sx[at<PAD>(i - delta)];
+            sx[me] = r / sb[me];
         }
         stride /= 2;
     }
 
     __syncthreads();
     for (int i = t; i < n; i += blockDim.x)
-        x_g[sys + i] = x[at<PAD>(i)];
+        x[sys + i] = sx[at<PAD>(i)];
 }
 
 extern "C" __global__ void cr(const float *a, const float *b, const float *c, const float *d, float *x)
