@@ -11,6 +11,7 @@ scattered over the warps. The reference is a NumPy BFS.
 
 import numpy as np
 
+ARCH = "gtx480"  # the GPU model this demo is profiled for (--arch overrides it)
 N, BLOCK, SOURCE = 65536, 512, 0
 MAX_LEVELS = 64  # a guard against a runaway search
 

@@ -13,6 +13,7 @@ conflicts. The padded variant: cyclic_reduction_launch_nbc.py.
 
 import numpy as np
 
+ARCH = "v100"  # the GPU model this demo is profiled for (--arch overrides it)
 KERNEL = "cr"
 SYSTEMS, SIZE = 512, 512
 # dynamic shared memory: five float arrays (a, b, c, d, x) of SIZE elements

@@ -13,6 +13,7 @@ CR has up to 16-way. The unpadded variant: cyclic_reduction_launch.py.
 
 import numpy as np
 
+ARCH = "v100"  # the GPU model this demo is profiled for (--arch overrides it)
 KERNEL = "cr_nbc"
 SYSTEMS, SIZE = 512, 512
 # dynamic shared memory: five float arrays (a, b, c, d, x) of the kernel's at(SIZE - 1) + 1 elements

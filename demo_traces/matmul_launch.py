@@ -9,6 +9,7 @@ A, B, C, as the synthetic model does, so the recorded addresses are the model's.
 
 import numpy as np
 
+ARCH = "v100"  # the GPU model this demo is profiled for (--arch overrides it)
 N, TILE = 1024, 16
 
 

@@ -9,6 +9,7 @@ matmul_tiles_launch_8.py, matmul_tiles_launch.py (16x16, the default), matmul_ti
 
 import numpy as np
 
+ARCH = "v100"  # the GPU model this demo is profiled for (--arch overrides it)
 KERNEL = "matmul_tile16"
 N, TILE = 1024, 16
 

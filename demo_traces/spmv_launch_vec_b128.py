@@ -13,6 +13,7 @@ import numpy as np
 
 from tuiprof.trace.synth import csr_pattern
 
+ARCH = "tesla-c2050"  # the GPU model this demo is profiled for (--arch overrides it)
 KERNEL = "spmv_csr_vector4"
 DISTRIBUTION, MEAN_NNZ = "block", 128
 ROWS, COLS, BLOCK = 131072, 32768, 256

@@ -10,6 +10,7 @@ synthetic model does, so the recorded addresses are the model's.
 
 import numpy as np
 
+ARCH = "v100"  # the GPU model this demo is profiled for (--arch overrides it)
 NX = NY = NZ = 256
 BLOCK = (32, 8, 1)
 C0, C1 = np.float32(1.0 / 6.0), np.float32(1.0 / 6.0 / 6.0)

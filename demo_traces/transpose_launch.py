@@ -9,6 +9,7 @@ idata, odata, as the synthetic model does, so the recorded addresses are the mod
 
 import numpy as np
 
+ARCH = "v100"  # the GPU model this demo is profiled for (--arch overrides it)
 KERNEL = "transpose_naive"
 N, TILE_DIM, BLOCK_ROWS = 2048, 32, 8
 

@@ -9,6 +9,7 @@ addresses are the model's.
 
 import numpy as np
 
+ARCH = "gtx480"  # the GPU model this demo is profiled for (--arch overrides it)
 N = 20480
 BLOCK = 64
 
