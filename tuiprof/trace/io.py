@@ -47,7 +47,7 @@ from tuiprof.errors import OutputError, TraceError
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS,
                                  MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance, Snapshot,
                                  SourceFile, StaticOp, Trace)
-from tuiprof.trace.text import ELLIPSIS, printable
+from tuiprof.trace.text import printable, shown_path
 
 FORMAT = "tptrace"
 VERSION = 1
@@ -245,7 +245,6 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
 # --- loading ------------------------------------------------------------------------------------
 
 _HINT = "record the trace again, or pass a demo name such as spmv-u (see `tuiprof demos`)"
-_PATH_CHARS = 300
 _CHUNK = 1 << 20
 _MAX_MEMBERS = 64
 _MAX_LZMA_DICT = 1 << 26
@@ -258,16 +257,6 @@ _WARP_ARRAYS = ("warp_lengths", "warp_cta", "warp_index")
 _REQUIRED = (*_WARP_ARRAYS, "snapshot_cta_ids", *_ACCESS_ARRAYS)
 _FALLBACK = "its contents are damaged in a way this tuiprof cannot decode"
 """The message of last resort (a loader bug if ever seen: the fuzz tests check it never is)."""
-
-
-def shown_path(path: str | os.PathLike[str]) -> str:
-    """A file name as a message shows it: control characters escaped, at most a few hundred
-    characters (a 5,000-character name keeps its start and end)."""
-    text = printable(os.fsdecode(path))
-    if len(text) > _PATH_CHARS:
-        half = _PATH_CHARS // 2
-        text = text[:half] + ELLIPSIS + text[-half:]
-    return text
 
 
 def _bad(path: Path, what: str) -> TraceError:

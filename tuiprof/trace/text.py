@@ -9,9 +9,12 @@ allocate without bound.
 
 from __future__ import annotations
 
+import os
 import re
 
 ELLIPSIS = "…"
+PATH_CHARS = 300
+"""Characters of a file name in a message (a 5,000-character name keeps its start and end)."""
 
 
 def _escape(c: str) -> str:
@@ -37,21 +40,38 @@ def printable(text: str, limit: int | None = None, keep: str = "") -> str:
 _FIRST_INK = re.compile(r"\S")
 
 
-def one_line(text: str, limit: int | None = None) -> str:
-    """`text` for one cell of a table: surrounding blanks dropped, tabs as spaces, and then
-    `printable` (a newline in it is escaped, never a new line). Copies at most `limit` + 1
-    characters of a long input."""
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, the last one an ellipsis when it was longer."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + ELLIPSIS
+
+
+def excerpt(text: str, limit: int) -> str:
+    """`text` without surrounding blanks, cut like `clip`; copies at most `limit` + 1
+    characters of a long input (a source line of a megabyte costs nothing)."""
     first = _FIRST_INK.search(text)
     if first is None:
         return ""
     start = first.start()
-    if limit is None:
-        return printable(text[start:].rstrip().replace("\t", " "))
-    cut = len(text) - start > limit + 1
-    shown = printable(text[start: start + limit + 1].rstrip().replace("\t", " "), limit)
-    if cut and not shown.endswith(ELLIPSIS):
-        shown = shown[: max(0, limit - 1)] + ELLIPSIS
-    return shown
+    part = text[start: start + limit + 1].rstrip()
+    if len(text) - start > limit + 1 and len(part) <= limit:  # cut inside a run of blanks
+        part = part[: max(0, limit - 1)] + ELLIPSIS
+    return clip(part, limit)
 
 
-__all__ = ["ELLIPSIS", "one_line", "printable"]
+def one_line(text: str, limit: int | None = None) -> str:
+    """`text` for one cell of a table: tabs as spaces, then `printable` (a newline in it is
+    escaped, never a new line)."""
+    return printable(text.replace("\t", " "), limit)
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A file name as a message or report shows it: `printable`, and at most PATH_CHARS
+    characters (the start and the end of a longer one)."""
+    text = printable(os.fsdecode(path))
+    if len(text) > PATH_CHARS:
+        half = PATH_CHARS // 2
+        text = text[:half] + ELLIPSIS + text[-half:]
+    return text
+
+
+__all__ = ["ELLIPSIS", "PATH_CHARS", "clip", "excerpt", "one_line", "printable", "shown_path"]
