@@ -15,6 +15,7 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.model.analysis import Analysis
 from tuiprof.model.decisions import Decisions
+from tuiprof.model.latency import Estimate
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
 from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
@@ -101,6 +102,15 @@ def analysis_section(a: Analysis) -> dict[str, Any]:
         counts, edges = np.histogram(v, bins=HIST_BINS, range=(max(0.0, v.min() - 0.005), min(1.0, v.max() + 0.005)))
         return {"counts": counts.tolist(), "edges": [round(float(e), 4) for e in edges]}
 
+    shared: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def as_dict(e: Estimate, digits: int = 4) -> dict[str, Any]:
+        """`e.to_dict`, once per Estimate object (ops the snapshot never reaches share theirs)."""
+        key = (id(e), digits)
+        if key not in shared:
+            shared[key] = e.to_dict(digits)
+        return dict(shared[key])
+
     return {
         "trials": a.trials, "planned": a.planned, "md": a.md, "elapsed_s": round(a.elapsed, 3),
         "l1_requests_per_second": round(a.requests_per_second),
@@ -112,7 +122,7 @@ def analysis_section(a: Analysis) -> dict[str, Any]:
         "ops": [{"id": s.op.id, "kind": s.op.kind, "line": s.op.line, "label": clip(s.op.label, MAX_LABEL_CHARS),
                  "warp_accesses": s.warp_accesses, "requests_per_access": _finite(s.requests_per_access, 3),
                  "sectors_per_request": _finite(s.sectors_per_request, 3),
-                 "h1": s.h1.to_dict(), "h2": s.h2.to_dict(), "x": s.x.to_dict(1), "tm": s.tm.to_dict(1),
+                 "h1": as_dict(s.h1), "h2": as_dict(s.h2), "x": as_dict(s.x, 1), "tm": as_dict(s.tm, 1),
                  "cost": _finite(s.cost, 1), "cost_share": _finite(s.cost_share),
                  "latency_shares": {"l1": _finite(s.l1_share), "l2": _finite(s.l2_share), "dram": _finite(s.dram_share)}}
                 for s in a.by_cost()],
@@ -206,9 +216,9 @@ def document(session: Session, analysis: Analysis | None) -> dict[str, Any]:
 
 def build_report(path: Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
     """Load the trace at `path`, simulate it under `config`, and describe the run."""
-    from tuiprof.trace.io import load_trace
+    from tuiprof.trace.demos import load
 
-    session = Session(load_trace(path), config, path)
+    session = Session(load(path), config, path)
     return document(session, session.run(on_event))
 
 

@@ -184,3 +184,50 @@ def many_ops(tf: TraceFile, n_ops: int, line_text: str | None = None) -> TraceFi
         for o in h["ops"]:
             o["line"], o["file"] = 1, src["name"]
     return t
+
+
+def npy_head(dtype: str, shape: tuple[int, ...]) -> bytes:
+    """The header of an .npy file holding `shape` elements of `dtype` (the data not included)."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def zeros_member(name: str, head: bytes, zeros: int) -> Member:
+    """An honest deflate member of `head` then `zeros` zero bytes, size and CRC declared truly;
+    about 1 KB of stream per MiB, built in milliseconds."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    stream = [c.compress(head) + c.flush(zlib.Z_FULL_FLUSH)]
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    mib = bytes(1 << 20)
+    block = z.compress(mib) + z.flush(zlib.Z_FULL_FLUSH)
+    crc = zlib.crc32(head)
+    for _ in range(zeros >> 20):
+        stream.append(block)
+        crc = zlib.crc32(mib, crc)
+    tail = bytes(zeros & ((1 << 20) - 1))
+    last = zlib.compressobj(9, zlib.DEFLATED, -15)
+    stream.append(last.compress(tail) + last.flush())
+    return Member(name, zipfile.ZIP_DEFLATED, b"".join(stream), zlib.crc32(tail, crc), len(head) + zeros)
+
+
+def huge_trace(path: Path, n: int, src: Path = BASE) -> Path:
+    """A consistent trace of `n` warp accesses, all of one warp, every array zeros (no active
+    lane, as it happens): the header and the zip directory tell the truth, so only the memory it
+    needs (about 264 bytes per access once decoded) can stop it."""
+    t = TraceFile(src)
+    h = t.header
+    h["counts"]["accesses"] = n
+    lengths = np.zeros(h["counts"]["warps"], np.int64)
+    lengths[0] = n
+    t.set_array("warp_lengths", lengths)
+    specs = {"op": ("|u1", (n,)), "mask": ("<u4", (n,)), "addr_base": ("<i8", (n,)), "addr_lanes": ("|i1", (n, 32))}
+    members = []
+    for name, (dtype, shape) in specs.items():
+        itemsize = np.dtype(dtype).itemsize
+        h["arrays"][name] = {"dtype": dtype, "shape": list(shape), "shuffled": itemsize > 1}
+        stored = ("|u1", (itemsize, n)) if itemsize > 1 else (dtype, shape)
+        members.append(zeros_member(f"{name}.npy", npy_head(*stored), itemsize * int(np.prod(shape))))
+        del t.arrays[name]
+    rest = [stored_member(k, v) for k, v in t.member_bytes().items()]
+    return write_zip(path, rest + members)

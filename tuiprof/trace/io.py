@@ -404,7 +404,7 @@ def _open_zip(path: Path, fh: BinaryIO) -> tuple[zipfile.ZipFile, dict[str, zipf
     return zf, {i.filename: i for i in infos}
 
 
-def _member(path: Path, fh: BinaryIO, info: zipfile.ZipInfo, limit: int, what: str) -> bytearray:
+def _member(path: Path, fh: BinaryIO, info: zipfile.ZipInfo, limit: int, what: str, declared: bool = True) -> bytearray:
     """The uncompressed bytes of zip member `info`, decompressed in bounded chunks.
 
     Output never exceeds `limit` (what the JSON header declares) nor the size the zip directory
@@ -413,7 +413,8 @@ def _member(path: Path, fh: BinaryIO, info: zipfile.ZipInfo, limit: int, what: s
     if info.flag_bits & 0x1:
         raise _bad(path, f"{what} is encrypted")
     if info.file_size > limit:
-        raise _bad(path, f"{what} is larger than declared ({info.file_size:,} bytes where at most {limit:,} fit)")
+        raise _bad(path, f"{what} is larger than {'declared' if declared else 'allowed'} "
+                         f"({info.file_size:,} bytes where at most {limit:,} fit)")
     size = info.file_size
     if info.header_offset < 0:
         raise _bad(path, f"{what} lies outside the file (damaged zip directory)")
@@ -498,7 +499,7 @@ def _read_json(path: Path, fh: BinaryIO, infos: dict[str, zipfile.ZipInfo]) -> d
     """The header member, parsed (at most MAX_HEADER_BYTES of JSON), with its format and version
     checked."""
     _expect(HEADER in infos, path, "it has no tptrace.json header (a foreign zip file?)")
-    raw = _member(path, fh, infos[HEADER], MAX_HEADER_BYTES, "the tptrace.json header")
+    raw = _member(path, fh, infos[HEADER], MAX_HEADER_BYTES, "the tptrace.json header", declared=False)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -675,7 +676,8 @@ def _parse_header(path: Path, h: dict[str, Any]) -> _Header:
         w = f"ops[{i}]"
         if not isinstance(o, dict):
             f.fail(f"{w} must be an object of named fields, not {_show(o)}")
-        f.integer(o, "id", f"{w}.id", i, i)
+        if f.get(o, "id", f"{w}.id") != i or isinstance(o["id"], bool):
+            f.fail(f"{w}.id must be {i} (ops are numbered in order), not {_show(o['id'])}")
         ops.append(StaticOp(id=i, kernel=f.text(o, "kernel", f"{w}.kernel"), kind=f.choice(o, "kind", f"{w}.kind", OP_KINDS),
                             space=f.choice(o, "space", f"{w}.space", SPACES),
                             bytes=f.integer(o, "bytes", f"{w}.bytes", 1, 128), file=f.text(o, "file", f"{w}.file"),

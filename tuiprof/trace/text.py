@@ -30,8 +30,14 @@ def printable(text: str, limit: int | None = None, keep: str = "") -> str:
     if limit is not None:
         if len(text) > limit:
             text = text[: limit + 1]  # bounded work however long the input
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() or c in keep else _escape(c) for c in text)
+    plain = text
+    for k in keep:
+        plain = plain.replace(k, "")
+    if not plain.isprintable():
+        if keep:  # split on the kept characters so that each part keeps the fast path
+            text = keep[0].join(printable(part, keep=keep[1:]) for part in text.split(keep[0]))
+        else:
+            text = "".join(c if c.isprintable() else _escape(c) for c in text)
     if limit is not None and len(text) > limit:
         text = text[: max(0, limit - 1)] + ELLIPSIS
     return text
