@@ -140,6 +140,8 @@ class Session:
         self._lock = threading.Lock()
         self._cancelled = False
         self._mc: Any = None
+        self._listening = True
+        """Someone receives this run's events (intermediate analyses are made only then)."""
         self.analysis: Any = None
         self.stop_reason: str | None = None
         """After the main run: "completed", "converged" or "cancelled"."""
@@ -153,11 +155,10 @@ class Session:
 
             source = Path(target)
             return cls(collect_trace(source, config), config, source)
-        from tuiprof.trace.demos import resolve_target
-        from tuiprof.trace.io import load_trace
+        from tuiprof.trace.demos import load, resolve_target
 
         path = resolve_target(str(target))
-        return cls(load_trace(path), config, path)
+        return cls(load(path), config, path)
 
     def cancel(self) -> None:
         with self._lock:
@@ -168,6 +169,7 @@ class Session:
     def run(self, on_event: Callable[[Event], None] | None = None) -> Any:
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
         emit = on_event or (lambda e: None)
+        self._listening = on_event is not None
         try:
             return self._run(emit)
         except TuiprofError as exc:
@@ -216,19 +218,25 @@ class Session:
         return mc.run(on_trial)
 
     def _trials(self, mc: Any, emit: Callable[[Event], None]) -> list[Any]:
-        """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events."""
+        """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events.
+
+        Intermediate analyses are made only for a listener, and at most one per UPDATE_INTERVAL
+        or per four times what the last one took (a trace with a huge op table analyses slowly:
+        the updates must not cost more than the trials)."""
         landed: list[Any] = []
         self._t0 = time.perf_counter()
         self._op_stats = mc.op_stats()  # trial-invariant: once per run, not per update
-        last = [0.0]
+        last, cost = [0.0], [0.0]
 
         def on_result(result: Any) -> None:
             landed.append(result)
             emit(TrialDone(result, len(landed), mc.trials))
             now = time.perf_counter()
-            if now - last[0] >= UPDATE_INTERVAL:
-                last[0] = now
-                emit(AnalysisUpdated(self._analyse(mc, sorted(landed, key=lambda r: r.index))))
+            if self._listening and now - last[0] >= max(UPDATE_INTERVAL, 4 * cost[0]):
+                analysis = self._analyse(mc, sorted(landed, key=lambda r: r.index))
+                last[0] = time.perf_counter()
+                cost[0] = last[0] - now
+                emit(AnalysisUpdated(analysis))
 
         self._stream(mc, on_result)
         self.stop_reason = mc.stop_reason
