@@ -194,7 +194,6 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tuiprof.report import build_report, render
-    from tuiprof.trace.demos import resolve_target
 
     target = _target_arg(args.target)
     doc = build_report(target, run_config(args))
