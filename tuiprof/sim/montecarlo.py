@@ -30,6 +30,9 @@ from tuiprof.trace.model import Trace
 
 HEADLINE = ("l1_read_hit_ratio", "l2_read_hit_ratio", "l2_write_hit_ratio")
 Z95 = 1.96
+CANCEL_POLL = 0.05
+"""Seconds between checks for a cancel while waiting for trials: a cancelled run returns at once
+instead of after the trial in flight (seconds on a large trace)."""
 
 
 class Convergence:
@@ -173,7 +176,7 @@ class MonteCarlo:
                     next_index += 1
                 if not pending or self._cancel.is_set():
                     break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=CANCEL_POLL, return_when=FIRST_COMPLETED)
                 for fut in done:
                     i = pending.pop(fut)
                     landed[i] = fut.result()
