@@ -420,7 +420,8 @@ class TuiprofApp(App[int]):
 
     async def action_quit(self) -> None:
         self.cancel_everything()
-        self.exit(2 if self.fatal is not None else 0)
+        code = 2 if self.fatal is not None else 0
+        self.exit(code, return_code=code)
 
     def cancel_everything(self) -> None:
         if self.session is not None:
@@ -429,7 +430,7 @@ class TuiprofApp(App[int]):
     def exit_on_signal(self, signum: int) -> None:
         """SIGINT or SIGTERM (on the event loop): cancel the run and close with 128 + signum."""
         self.cancel_everything()
-        self.exit(128 + signum)
+        self.exit(128 + signum, return_code=128 + signum)
 
     def request_signal_exit(self, signum: int) -> bool:
         """From a signal handler: schedule `exit_on_signal` on the event loop, never blocking;
