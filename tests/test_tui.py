@@ -332,9 +332,11 @@ def test_cli_once_and_not_a_tty_print_the_report() -> None:
     r = subprocess.run([sys.executable, "-m", "tuiprof", "demo", "vecadd", "--trials", "2", "--no-sweep"],
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0 and "kernel_vec_add" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "tuiprof", "vecadd", "--once", "--trials", "2", "--theme", "nope"],
-                       capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0  # --once never starts the UI, so the theme is not looked at
+    for how in (["--once"], []):  # with --once, and without a terminal (captured stdout)
+        r = subprocess.run([sys.executable, "-m", "tuiprof", "vecadd", *how, "--trials", "2", "--theme", "nope"],
+                           capture_output=True, text=True, timeout=180)
+        assert r.returncode == 2 and "unknown theme 'nope'" in r.stderr and "tuiprof-dark" in r.stderr
+        assert r.stdout == "" and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "tuiprof", "kernel.cu"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "collector" in r.stderr and "Traceback" not in r.stderr
 

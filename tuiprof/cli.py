@@ -235,15 +235,17 @@ def cmd_open(args: argparse.Namespace, target: str | None = None) -> int:
 
         load_arch(args.arch, config.overrides)  # a bad arch or override fails here, before any work
     path = _ui_target(target)
+    from tuiprof.tui.themes import check_theme
+
+    theme = check_theme(args.theme)  # an unknown theme is an error with or without a terminal
     if args.once or not sys.stdout.isatty():
         from tuiprof.report import build_report, render
 
         write_output(render(build_report(path, config), "text"), None)
         return 0
     from tuiprof.tui import run_app
-    from tuiprof.tui.themes import check_theme
 
-    return run_app(target, config, theme=check_theme(args.theme))
+    return run_app(target, config, theme=theme)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

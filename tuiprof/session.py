@@ -127,9 +127,14 @@ class Session:
     Resolution (arch, overrides, MD) happens in the constructor so that a bad configuration fails
     before any work starts. `run` blocks, emitting events to `on_event` from the calling thread or
     the simulator's worker threads; `cancel` may be called from any thread.
+
+    `prepared` is the packing of the same trace by an earlier session (`Session.prepared`): a
+    rerun reuses it when the Arch allows (same L1 line and SM count) instead of packing the trace
+    again, so a rerun neither waits for nor holds a second copy.
     """
 
-    def __init__(self, trace: Trace, config: RunConfig, path: Path | None = None) -> None:
+    def __init__(self, trace: Trace, config: RunConfig, path: Path | None = None, *,
+                 prepared: Any = None) -> None:
         self.trace = trace
         self.config = config
         self.path = path
@@ -142,6 +147,8 @@ class Session:
         self._mc: Any = None
         self._listening = True
         """Someone receives this run's events (intermediate analyses are made only then)."""
+        self.prepared: Any = prepared
+        """The trace packed for the simulator (a `tuiprof.sim.prepared.Prepared`), once run."""
         self.analysis: Any = None
         self.stop_reason: str | None = None
         """After the main run: "completed", "converged" or "cancelled"."""
@@ -166,6 +173,12 @@ class Session:
             if self._mc is not None:
                 self._mc.cancel()
 
+    def release(self) -> None:
+        """Drop what only a run in progress needs (its Monte Carlo driver and trial pool
+        bookkeeping); the trace, the preparation and the analysis stay."""
+        with self._lock:
+            self._mc = None
+
     def run(self, on_event: Callable[[Event], None] | None = None) -> Any:
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
         emit = on_event or (lambda e: None)
@@ -185,8 +198,12 @@ class Session:
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg = self.config
+        if self._cancelled:  # cancelled before it started: do not even pack the trace
+            emit(Cancelled(None))
+            return None
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
-                        threads=cfg.threads, tolerance=cfg.tolerance)
+                        threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
+        self.prepared = mc.prepared
         results = self._trials(mc, emit)
         analysis = self._analyse(mc, results)
         if analysis is not None:

@@ -45,3 +45,12 @@ class PatternReady(Message):
         super().__init__()
         self.op_id = op_id
         self.pattern = pattern
+
+
+class ExportDone(Message):
+    """The report was written to `path` (`error` is None) or could not be (`error` says why)."""
+
+    def __init__(self, path: str, error: TuiprofError | None) -> None:
+        super().__init__()
+        self.path = path
+        self.error = error
