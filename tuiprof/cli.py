@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tuiprof import __version__
-from tuiprof.errors import OutputError, TuiprofError, UsageError
+from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.output import write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
+DEFAULT_CU_ARCH = "a100"
+"""The GPU model a CUDA source is profiled for when neither --arch nor its launch script's ARCH
+names one (tuiprof.collect.pipeline uses the same)."""
 MAX_TRIALS = 100_000
 
 
@@ -84,11 +88,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     _add_run_options(p)
+    _add_collect_options(p)
 
     p = sub.add_parser("archs", help="list the GPU presets with their key figures")
     p.add_argument("--show", metavar="NAME", help="print every value of one preset as TOML-like text")
 
     sub.add_parser("demos", help="list the shipped demo traces")
+
+    p = sub.add_parser("init", help="write a starting launch script for the kernels of a .cu file")
+    p.add_argument("kernel", metavar="KERNEL.cu", help="the CUDA source file")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: <name>_launch.py beside the source)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it already exists")
+    _add_compiler_options(p)
+
+    p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script in the emulator, and save the trace")
+    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file")
+    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the .tptrace file to write")
+    p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
+                   "launch script's ARCH, else " + DEFAULT_CU_ARCH + ")")
+    _add_collect_options(p)
 
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
     p.add_argument("target", metavar="TARGET", help="a .tptrace file or a demo name (see `tuiprof demos`)")
@@ -100,35 +118,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_compiler_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cflag", dest="cflags", action="append", default=[], metavar="FLAG",
+                   help="compiler flag passed through, e.g. --cflag=-Iinclude --cflag=-DN=4 (repeatable)")
+    p.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
+                   help="nvcc, NVRTC, or auto: nvcc when found, else NVRTC (default auto)")
+
+
+def _add_collect_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("CUDA sources (a .cu TARGET: compiled, run in the emulator, recorded)")
+    g.add_argument("--launch", metavar="SCRIPT", help="the launch script (default: launch.py or "
+                   "<name>_launch.py beside the source; `tuiprof init KERNEL.cu` writes one)")
+    g.add_argument("--kernel", metavar="NAME", help="the kernel to profile (default: the first one launched)")
+    g.add_argument("--launch-index", type=_int_in("--launch-index", 0), default=0, metavar="K",
+                   help="profile the K-th launch of that kernel (default 0, the first)")
+    g.add_argument("--snapshot", type=_int_in("--snapshot", 1), default=None, metavar="N",
+                   help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
+    g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
+                   help="first CTA of the snapshot (default 0)")
+    _add_compiler_options(g)
+
+
 def _add_ui_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--once", action="store_true",
                    help="print the report once instead of opening the UI (also when stdout is not a terminal)")
     p.add_argument("--theme", metavar="NAME", help="UI theme: tuiprof-dark (default), tuiprof-light, "
                    "tuiprof-high-contrast, or any Textual theme")
     _add_run_options(p)
-
-
-def write_output(text: str, output: str | None) -> None:
-    """Print `text`, or write it to `output` atomically (temp file + rename)."""
-    if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    import tempfile
-
-    path = Path(output)
-    if path.is_dir():
-        raise OutputError(f"{path} is a directory", "give a file name for -o")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror}", "choose a writable folder") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise OutputError(f"cannot write {path}: {exc.strerror}") from None
+    _add_collect_options(p)
 
 
 def run_config(args: argparse.Namespace) -> Any:
@@ -138,16 +155,62 @@ def run_config(args: argparse.Namespace) -> Any:
 
     extra = {} if args.tolerance is None else {"tolerance": args.tolerance or None}
     return RunConfig(arch=args.arch, overrides=parse_overrides(args.overrides), trials=args.trials, seed=args.seed,
-                     md=args.md, sweep=args.sweep, sweep_trials=args.sweep_trials, **extra)
+                     md=args.md, sweep=args.sweep, sweep_trials=args.sweep_trials, collect=collect_options(args), **extra)
+
+
+def collect_options(args: argparse.Namespace) -> Any:
+    """The CollectOptions the collect options ask for (`_add_collect_options`)."""
+    from tuiprof.collect.options import CollectOptions
+
+    return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
+                          launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
+                          cflags=tuple(args.cflags), compiler=args.compiler)
+
+
+def _inputs(target: str, args: argparse.Namespace) -> list[Path]:
+    """Files an output must never overwrite: the target (trace or source) and the launch script."""
+    from tuiprof.trace.demos import resolve_target
+
+    paths = [Path(target) if target.endswith(".cu") else resolve_target(target)]
+    return paths + ([Path(args.launch)] if getattr(args, "launch", None) else [])
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """Compile, emulate and record a `.cu` target into a .tptrace file."""
+    from tuiprof.collect.pipeline import collect_trace
+    from tuiprof.session import RunConfig
+    from tuiprof.trace.io import save_trace
+
+    target = _target_arg(args.target)
+    if not target.endswith(".cu"):
+        raise UsageError(f"{target} is not a CUDA source (.cu)", "record compiles and runs a .cu file; "
+                         "a .tptrace is already a recording")
+    trace = collect_trace(Path(target), RunConfig(arch=args.arch, collect=collect_options(args)))
+    save_trace(trace, args.output, protect=_inputs(target, args))
+    _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
+         f"({trace.snapshot.n_ctas} CTAs) into {args.output}")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tuiprof.report import build_report, render
     from tuiprof.trace.demos import resolve_target
 
-    doc = build_report(resolve_target(args.target), run_config(args))
-    write_output(render(doc, args.format), args.output)
+    target = _target_arg(args.target)
+    doc = build_report(target, run_config(args))
+    write_output(render(doc, args.format), args.output, protect=_inputs(target, args))
     return 0
+
+
+def _target_arg(target: str) -> str:
+    """`target` if the file system could hold such a name; one clear error otherwise (a 5000-character
+    name made `Path.exists` raise ENAMETOOLONG)."""
+    from tuiprof.output import NAME_MAX, shown
+
+    if any(len(os.fsencode(part)) > NAME_MAX for part in Path(target).parts) or len(os.fsencode(target)) > 4095:
+        raise UsageError(f"{shown(target)[:80]}…: the name is too long for a file or a demo",
+                         "give the path of a .tptrace file or a demo name (see `tuiprof demos`)")
+    return target
 
 
 def _ui_target(target: str) -> Path:
@@ -155,10 +218,9 @@ def _ui_target(target: str) -> Path:
     refused here, before any UI starts, like an unknown command."""
     from tuiprof.trace.demos import demo_names, resolve_target
 
-    path = Path(target)
+    path = Path(_target_arg(target))
     if path.suffix == ".cu":
-        raise UsageError(f"{target}: opening a .cu source needs the trace collector, which this version lacks",
-                         "open a recorded .tptrace file or a demo (`tuiprof demos`)")
+        return path
     if not path.exists() and not target.endswith(".tptrace") and os.sep not in target and target not in demo_names():
         raise UsageError(f"invalid choice: {target!r} is not a command, a file or a demo name",
                          "commands: " + ", ".join(sorted(COMMANDS)) + "; demos: `tuiprof demos`")
@@ -215,6 +277,14 @@ def cmd_demos(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from tuiprof.build.init_script import write_launch_script
+
+    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler)
+    print(f"wrote {path}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
+    return 0
+
+
 def _size(n: int) -> str:
     if n == 0:
         return "off"
@@ -232,6 +302,7 @@ def _arch_text(d: dict[str, Any]) -> str:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
+    "init": cmd_init, "record": cmd_record,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")
 
@@ -243,21 +314,61 @@ def _with_command(argv: list[str]) -> list[str]:
     return argv
 
 
+def _say(text: str) -> None:
+    """One message on standard error; nothing when standard error is closed (never on stdout)."""
+    if sys.stderr is None:
+        return
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM: remove any half-written output, then die of the signal as before."""
+    import signal
+
+    from tuiprof.output import discard_pending
+
+    discard_pending()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            # PYTHONIOENCODING=ascii with a non-ASCII source: escape, never a UnicodeEncodeError.
+            stream.reconfigure(errors="backslashreplace")
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     try:
         args = parser.parse_args(_with_command(list(sys.argv[1:] if argv is None else argv)))
         if args.command is None:
-            parser.print_help()
+            from tuiprof.output import write_stdout
+
+            write_stdout(parser.format_help())
             return 0
         return COMMANDS[args.command](args)
     except TuiprofError as exc:
-        print(exc.render(), file=sys.stderr)
+        _say(exc.render())
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _say("interrupted")
         return 130
     except BrokenPipeError:
-        # `tuiprof report x | head`: the reader went away; exit quietly.
-        sys.stderr.close()
+        # `tuiprof report x | head`: the reader went away; exit quietly, and keep Python from
+        # complaining about the pipe again while it flushes stdout at exit.
+        _quiet_stdout()
         return 0
+
+
+def _quiet_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

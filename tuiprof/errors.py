@@ -42,3 +42,7 @@ class TraceError(TuiprofError):
 
 class OutputError(TuiprofError):
     """An output file that cannot be written."""
+
+
+class BuildError(TuiprofError):
+    """A CUDA source that cannot be compiled (carrying the compiler's own message), or no compiler."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import tempfile
 from pathlib import Path
 
 from tuiprof.resources import user_cache_dir
@@ -33,19 +35,55 @@ def _sources_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def kernel_cache_dir() -> Path:
-    """Where compiled kernels are cached (NUMBA_CACHE_DIR, or the per-source-version default)."""
-    return Path(os.environ.get("NUMBA_CACHE_DIR") or user_cache_dir() / "numba" / _sources_digest())
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
-os.environ.setdefault("NUMBA_CACHE_DIR", str(user_cache_dir() / "numba" / _sources_digest()))
+def _choose_cache_dir() -> Path | None:
+    """The first writable of NUMBA_CACHE_DIR, the user cache folder and a private temp folder,
+    saying on stderr when it falls back; None when nothing is writable (kernels run uncached)."""
+    digest = _sources_digest()
+    wanted = [Path(os.environ["NUMBA_CACHE_DIR"])] if os.environ.get("NUMBA_CACHE_DIR") else []
+    wanted += [user_cache_dir() / "numba" / digest,
+               Path(tempfile.gettempdir()) / f"tuiprof-numba-{os.getuid() if hasattr(os, 'getuid') else 0}" / digest]
+    for i, folder in enumerate(wanted):
+        if _writable(folder):
+            if i:
+                _note(f"note: {wanted[0]} is not writable; compiled kernels are cached in {folder} instead")
+            return folder
+    _note(f"note: no writable folder for compiled kernels ({', '.join(map(str, wanted))}); "
+          "every run compiles them again (slow start)")
+    return None
+
+
+def _note(text: str) -> None:
+    if sys.stderr is not None:
+        try:
+            print(text, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+
+_CACHE_DIR = _choose_cache_dir()
+if _CACHE_DIR is not None:
+    os.environ["NUMBA_CACHE_DIR"] = str(_CACHE_DIR)
+
+
+def kernel_cache_dir() -> Path | None:
+    """Where compiled kernels are cached; None when they cannot be (no writable folder)."""
+    return _CACHE_DIR
 
 from llvmlite import ir  # noqa: E402
 from numba import njit  # noqa: E402
 from numba.core import cgutils, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
-KERNEL = dict(nogil=True, cache=True, error_model="numpy")
+KERNEL = dict(nogil=True, cache=_CACHE_DIR is not None, error_model="numpy")
 """Options of every kernel: releases the GIL, cached on disk; integer division by zero does not
 raise (no exception path, which would also defeat reference-count pruning, see `INLINE`)."""
 
@@ -56,7 +94,7 @@ cannot remove the caller's atomic incref/decref pairs on its arrays (measured: 2
 instead of 2). Helpers must also not return arrays into a loop variable, for the same reason."""
 
 
-@njit(nogil=True, cache=True)
+@njit(**KERNEL)
 def keep(a):
     """Call at the very end of a kernel that branches, once per array argument.
 

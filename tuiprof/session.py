@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -13,7 +14,9 @@ from typing import Any, Callable, Mapping
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, occupancy
+from tuiprof.collect.options import CollectOptions
 from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.sim.budget import check_run_memory
 from tuiprof.trace.model import Trace
 
 
@@ -41,13 +44,17 @@ class RunConfig:
     """Run the MD sweep (paper 002) after the main run, for the MD decision."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
+    collect: CollectOptions = field(default_factory=CollectOptions)
+    """How a `.cu` target is compiled, launched and recorded (unused for a recorded trace)."""
 
 
 def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
-    """The Arch to simulate: the requested one (or the trace's), with overrides applied."""
-    from tuiprof.arch.presets import load_arch
+    """The Arch to simulate: the requested one (or the trace's preset), with overrides applied."""
+    from tuiprof.arch.presets import load_arch, preset_arch
 
-    return load_arch(config.arch or trace.provenance.arch, config.overrides)
+    if config.arch:
+        return load_arch(config.arch, config.overrides)
+    return preset_arch(trace.provenance.arch, config.overrides)
 
 
 def kernel_occupancy(trace: Trace, arch: Arch) -> Occupancy:
@@ -129,6 +136,7 @@ class Session:
         self.arch = resolve_arch(trace, config)
         self.occupancy = kernel_occupancy(trace, self.arch)
         self.md = resolve_md(trace, self.arch, config)
+        check_run_memory(self.arch, trace.n_accesses, os.cpu_count() or 1)
         self._lock = threading.Lock()
         self._cancelled = False
         self._mc: Any = None
@@ -138,7 +146,13 @@ class Session:
 
     @classmethod
     def open(cls, target: str | Path, config: RunConfig) -> "Session":
-        """A session on a .tptrace path or a demo name."""
+        """A session on a .tptrace path, a demo name, or a CUDA source (compiled, run in the
+        emulator under its launch script, and recorded first)."""
+        if Path(target).suffix == ".cu":
+            from tuiprof.collect.pipeline import collect_trace
+
+            source = Path(target)
+            return cls(collect_trace(source, config), config, source)
         from tuiprof.trace.demos import resolve_target
         from tuiprof.trace.io import load_trace
 

@@ -46,6 +46,14 @@ def parse_size(value: Any, key: str) -> int:
     raise ArchError(f"{key}: {value!r} is not a size", "write a byte count or e.g. 48KiB, 6MiB")
 
 
+def format_size(n: int) -> str:
+    """Bytes in the largest binary unit that divides them: 49152 -> '48 KiB'."""
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     """A set-associative, sectored cache level. ``size == 0`` means the level is absent.
@@ -102,6 +110,9 @@ class Arch:
 
     name: str
     description: str
+    compute_capability: str
+    """``major.minor`` (``"7.0"``): what CUDA sources are compiled for (floored at what the
+    compiler supports)."""
     sm_count: int
     warp_size: int
     clock_mhz: int
@@ -131,6 +142,12 @@ class Arch:
     def __post_init__(self) -> None:
         validate(self)
 
+    @property
+    def cc(self) -> tuple[int, int]:
+        """The compute capability as (major, minor)."""
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
     def with_overrides(self, overrides: Mapping[str, str]) -> "Arch":
         """A new Arch with ``--set`` style overrides applied and validated."""
         data = arch_to_mapping(self)
@@ -144,7 +161,7 @@ class Arch:
 
 
 _SECTIONS = {"l1": CacheConfig, "l2": CacheConfig, "dram": DramConfig}
-_STR_FIELDS = {"name", "description", "register_allocation", "replacement", "store_policy"}
+_STR_FIELDS = {"name", "description", "compute_capability", "register_allocation", "replacement", "store_policy"}
 _SIZE_FIELDS = {"size", "line", "sector", "interleave", "row_size", "transaction",
                 "shared_per_sm", "shared_per_cta", "shared_alloc_unit", "shared_reserved_per_cta"}
 
@@ -156,7 +173,7 @@ def arch_to_mapping(arch: Arch) -> dict[str, Any]:
 def _coerce(key: str, name: str, value: Any) -> Any:
     if name in _STR_FIELDS:
         if not isinstance(value, str):
-            raise ArchError(f"{key}: expected text, got {value!r}")
+            raise ArchError(f"{key}: expected text, got {value!r}", "write it in quotes, e.g. \"lru\"")
         return value
     if name in _SIZE_FIELDS:
         return parse_size(value, key)
@@ -190,41 +207,43 @@ def _assign(data: dict[str, Any], key: str, raw: str) -> None:
         _unknown_key(key)
 
 
-def _unknown_key(key: str) -> None:
+def _unknown_key(key: str, origin: str = "") -> None:
     top = [n for n in _known(Arch) if n not in _SECTIONS and n not in ("name", "description")]
     sec = [f"{s}.{n}" for s, c in _SECTIONS.items() for n in _known(c)]
-    raise ArchError(f"unknown arch setting {key!r}",
+    where = f"{origin}: " if origin else ""
+    raise ArchError(f"{where}unknown arch setting {str(key)[:80]!r}",
                     "settings are: " + ", ".join(top + sec))
 
 
 def arch_from_mapping(data: Mapping[str, Any], origin: str = "arch") -> Arch:
     """Build and validate an Arch from nested plain data (a parsed TOML file)."""
     if not isinstance(data, Mapping):
-        raise ArchError(f"{origin}: expected a table of settings")
+        raise ArchError(f"{origin}: expected a table of settings", "see `tuiprof archs --show h100` for a full example")
     kwargs: dict[str, Any] = {}
     for name, f in _known(Arch).items():
         if name not in data:
-            raise ArchError(f"{origin}: missing setting {name!r}", "see `tuiprof archs --show h100` for a full example")
+            raise ArchError(f"{origin}: missing setting {name}", "see `tuiprof archs --show h100` for a full example")
         value = data[name]
         if name in _SECTIONS:
             cls = _SECTIONS[name]
             if not isinstance(value, Mapping):
-                raise ArchError(f"{origin}: [{name}] must be a table")
+                raise ArchError(f"{origin}: [{name}] must be a table", "see `tuiprof archs --show h100` for a full example")
             sub: dict[str, Any] = {}
             for sname, sf in _known(cls).items():
                 if sname in value:
                     sub[sname] = _coerce(f"{name}.{sname}", sname, value[sname])
                 elif sf.default is dataclasses.MISSING:
-                    raise ArchError(f"{origin}: missing setting {name}.{sname!r}")
+                    raise ArchError(f"{origin}: missing setting {name}.{sname}",
+                                    "see `tuiprof archs --show h100` for a full example")
             extra = set(value) - set(_known(cls))
             if extra:
-                raise ArchError(f"{origin}: unknown setting {name}.{sorted(extra)[0]}")
+                _unknown_key(f"{name}.{sorted(extra)[0]}", origin)
             kwargs[name] = cls(**sub)
         else:
             kwargs[name] = _coerce(name, name, value)
     extra = set(data) - set(_known(Arch))
     if extra:
-        _unknown_key(sorted(extra)[0])
+        _unknown_key(sorted(extra)[0], origin)
     return Arch(**kwargs)
 
 
@@ -258,9 +277,41 @@ def _validate_cache(arch: Arch, label: str, c: CacheConfig) -> None:
                "change the size, associativity or partition count")
 
 
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+LIMITS: dict[str, int] = {
+    "sm_count": 1024, "clock_mhz": 10_000, "max_threads_per_sm": 8192, "max_warps_per_sm": 256,
+    "max_ctas_per_sm": 256, "max_threads_per_cta": 8192, "registers_per_sm": 1 << 20,
+    "max_registers_per_thread": 1024, "register_alloc_unit": 1 << 16, "register_subpartitions": 64,
+    "warp_alloc_granularity": 256, "shared_per_sm": 16 * MiB, "shared_per_cta": 16 * MiB,
+    "shared_alloc_unit": MiB, "shared_reserved_per_cta": MiB, "cores_per_sm": 4096, "shared_banks": 1024,
+    "l1.size": 16 * MiB, "l2.size": GiB, "line": 4096, "sector": 4096, "assoc": 1024, "partitions": 1024,
+    "hit_latency": 100_000,
+    "dram.channels": 1024, "dram.banks": 1024, "dram.interleave": MiB, "dram.row_size": MiB,
+    "dram.base_latency": 1_000_000, "dram.row_hit_cycles": 1_000_000, "dram.row_miss_cycles": 1_000_000,
+    "dram.burst_cycles": 1_000_000, "dram.transaction": 4096,
+}
+"""Upper bounds of every Arch value: generous beyond any GPU built (the largest L2s are about 100 MiB,
+the most SMs about 200), tight enough that no value makes the simulator allocate without end.
+Cache keys without a level (``line``) apply to both L1 and L2."""
+
+
+def _check_limits(arch: Arch) -> None:
+    for section, values in arch_to_mapping(arch).items():
+        items = values.items() if isinstance(values, dict) else [("", values)]
+        for name, value in items:
+            key = f"{section}.{name}" if name else section
+            limit = LIMITS.get(key, LIMITS.get(name))
+            if limit is not None and isinstance(value, int):
+                shown = format_size if name in _SIZE_FIELDS or section in _SIZE_FIELDS else str
+                _check(value <= limit, arch, f"{key} = {shown(value)} is beyond what a GPU has (at most {shown(limit)})",
+                       f"choose {key} of at most {shown(limit)}")
+
+
 def validate(arch: Arch) -> None:
     """Raise ArchError naming the first impossible value."""
     _check(bool(arch.name), arch, "name must not be empty")
+    _check(re.fullmatch(r"[1-9]\.[0-9]", arch.compute_capability) is not None, arch,
+           f"compute_capability must be major.minor such as \"7.0\", got {arch.compute_capability!r}")
     for name in ("sm_count", "warp_size", "clock_mhz", "max_threads_per_sm", "max_warps_per_sm",
                  "max_ctas_per_sm", "max_threads_per_cta", "registers_per_sm", "max_registers_per_thread",
                  "register_alloc_unit", "register_subpartitions", "warp_alloc_granularity",
@@ -268,6 +319,7 @@ def validate(arch: Arch) -> None:
         _check(getattr(arch, name) > 0, arch, f"{name} must be positive")
     for name in ("shared_per_sm", "shared_per_cta", "shared_reserved_per_cta"):
         _check(getattr(arch, name) >= 0, arch, f"{name} must not be negative")
+    _check_limits(arch)
     _check(arch.warp_size == 32, arch, "warp_size must be 32 (traces hold 32 lanes per warp access)")
     _check(arch.max_warps_per_sm * arch.warp_size >= arch.max_threads_per_sm, arch,
            "max_warps_per_sm x warp_size must cover max_threads_per_sm")

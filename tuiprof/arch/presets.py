@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -23,18 +25,39 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
 
+MAX_ARCH_FILE_BYTES = 1 << 20
+"""An arch TOML is a few KiB; anything past 1 MiB is not one (and /dev/zero never ends)."""
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
+    """Parse an arch TOML file: a regular file of at most MAX_ARCH_FILE_BYTES, never a device or FIFO."""
+    from tuiprof.output import shown
+
+    name = shown(path)
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise ArchError(f"arch file {path} does not exist", "give a preset name (see `tuiprof archs`) or a .toml path") from None
-    except IsADirectoryError:
-        raise ArchError(f"arch file {path} is a directory", "give a .toml file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ArchError(f"arch file {path} is not valid TOML: {exc}", "compare with a preset: `tuiprof archs --show h100`") from None
+        raise ArchError(f"arch file {name} does not exist", "give a preset name (see `tuiprof archs`) or a .toml path") from None
     except OSError as exc:
-        raise ArchError(f"cannot read arch file {path}: {exc.strerror}") from None
+        raise ArchError(f"cannot read arch file {name}: {exc.strerror}", "check the path and its permissions") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise ArchError(f"arch file {name} is a directory", "give a .toml file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ArchError(f"arch file {name} is not a regular file (a device, FIFO or socket)",
+                            "save the arch as a .toml file and pass its path")
+        try:
+            data = fh.read(MAX_ARCH_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ArchError(f"cannot read arch file {name}: {exc.strerror}", "check the file") from None
+    if len(data) > MAX_ARCH_FILE_BYTES:
+        raise ArchError(f"arch file {name} is larger than {MAX_ARCH_FILE_BYTES >> 20} MiB: not an arch description",
+                        "an arch TOML is a few KiB; compare with `tuiprof archs --show h100`")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ArchError(f"arch file {name} is not valid TOML: {exc}", "compare with a preset: `tuiprof archs --show h100`") from None
 
 
 @lru_cache(maxsize=None)
@@ -42,8 +65,21 @@ def _preset(name: str) -> Arch:
     return arch_from_mapping(_read_toml(PRESET_DIR / f"{name}.toml"), origin=f"preset {name}")
 
 
+def preset_arch(name: str, overrides: Mapping[str, str] | None = None, *, origin: str = "the trace") -> Arch:
+    """A preset by name only, never a path: what a trace file may name (a trace is a file users
+    exchange; a name it carries must never open another file)."""
+    if name not in preset_names():
+        from tuiprof.output import shown
+
+        raise ArchError(f"{origin} names arch {shown(name)[:80]!r}, which is not a preset",
+                        "choose the GPU model with --arch NAME (presets: " + ", ".join(preset_names()) + ") or --arch FILE.toml")
+    arch = _preset(name)
+    return arch.with_overrides(overrides) if overrides else arch
+
+
 def load_arch(spec: str, overrides: Mapping[str, str] | None = None) -> Arch:
-    """An Arch from a preset name or a TOML path, with validated ``--set`` overrides."""
+    """An Arch from a preset name or a TOML path (the command line's --arch), with validated
+    ``--set`` overrides."""
     if spec in preset_names():
         arch = _preset(spec)
     elif spec.endswith(".toml") or "/" in spec or Path(spec).exists():

@@ -128,7 +128,7 @@ class Label:
 class PredDest:
     """A two-result destination ``%r1|%p1`` (shfl.sync) or ``%p1|%p2`` (setp)."""
 
-    reg: Reg
+    reg: Reg | Sink
     pred: Reg
 
 

@@ -1,0 +1,146 @@
+"""Issue 9 items 1, 7 and 8: a trace names only a preset, an arch file is read with a cap, absurd
+arch values are refused with their bound, a run that would not fit in memory is refused before it
+starts, and an unwritable Numba cache falls back instead of failing every trace."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.factories import make_trace
+from tests.hostile.test_cli_output import RUN, assert_one_error, tuiprof
+from tuiprof.arch import load_arch
+from tuiprof.arch.model import LIMITS
+from tuiprof.errors import ArchError
+from tuiprof.trace.io import save_trace
+from tuiprof.trace.model import Provenance
+
+MEMORY_CAP = 3 << 30
+
+
+def capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def trace_naming(tmp_path: Path, arch: str) -> Path:
+    addr = 0x7F0000000000 + np.arange(32, dtype=np.uint64).reshape(1, 32) * 4
+    t = make_trace(addr)
+    t = replace(t, provenance=Provenance(backend="synthetic", arch=arch))
+    return save_trace(t, tmp_path / "named.tptrace")
+
+
+def test_a_trace_naming_a_fifo_never_opens_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "arch.toml"
+    os.mkfifo(fifo)  # opening it for reading would block: the run must not even try
+    start = time.monotonic()
+    r = tuiprof("report", str(trace_naming(tmp_path, str(fifo))), *RUN, preexec=capped)
+    assert_one_error(r, "not a preset", "--arch")
+    assert time.monotonic() - start < 60
+
+
+def test_a_trace_naming_a_valid_arch_file_is_still_refused(tmp_path: Path) -> None:
+    from tuiprof.arch.presets import PRESET_DIR
+
+    secret = tmp_path / "mine.toml"
+    secret.write_text((PRESET_DIR / "v100.toml").read_text())
+    assert_one_error(tuiprof("report", str(trace_naming(tmp_path, str(secret))), *RUN), "not a preset")
+    # the same file is fine when the user names it on the command line
+    r = tuiprof("report", str(trace_naming(tmp_path, str(secret))), *RUN, "--arch", str(secret))
+    assert r.returncode == 0, r.stderr
+
+
+def test_arch_files_that_never_end_or_are_huge_are_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+    with pytest.raises(ArchError, match="not a regular file"):
+        load_arch(str(fifo))
+    huge = tmp_path / "huge.toml"
+    huge.write_bytes(b"# " + b"x" * (2 << 20))
+    with pytest.raises(ArchError, match="larger than 1 MiB"):
+        load_arch(str(huge))
+
+
+def test_unknown_keys_in_an_arch_file_have_a_hint(tmp_path: Path) -> None:
+    from tuiprof.arch.presets import PRESET_DIR
+
+    f = tmp_path / "typo.toml"
+    f.write_text((PRESET_DIR / "v100.toml").read_text().replace("[l1]", "[l1]\nsise = 4", 1))
+    with pytest.raises(ArchError, match="unknown arch setting 'l1.sise'") as err:
+        load_arch(str(f))
+    assert "l1.size" in err.value.hint
+
+
+@pytest.mark.parametrize("override,bound", [
+    ("sm_count=1000000", "at most 1024"),
+    ("l1.size=1GiB", "at most 16 MiB"),
+    ("l1.size=9223372036854775808", "at most 16 MiB"),
+    ("l2.size=6GiB", "at most 1 GiB"),
+    ("dram.channels=1000000000", "at most 1024"),
+    ("l2.assoc=100000", "at most 1024"),
+])
+def test_absurd_values_are_refused_with_their_bound(override: str, bound: str) -> None:
+    with pytest.raises(ArchError, match=bound):
+        load_arch("v100", {override.split("=")[0]: override.split("=")[1]})
+
+
+def test_absurd_value_on_the_command_line_is_quick_and_bounded(tmp_path: Path) -> None:
+    r = tuiprof("report", "vecadd", *RUN, "--set", "sm_count=1000000", preexec=capped)
+    assert_one_error(r, "sm_count", "at most 1024")
+
+
+def test_every_preset_is_within_the_limits() -> None:
+    from tuiprof.arch import preset_names
+
+    for name in preset_names():
+        load_arch(name)  # validation includes the limits
+    assert LIMITS["l2.size"] >= 50 << 20  # the H100's 50 MiB L2 stays possible
+
+
+def test_a_run_that_would_not_fit_is_refused_before_it_starts(tmp_path: Path) -> None:
+    r = tuiprof("report", "vecadd", *RUN, "--set", "sm_count=1024", "--set", "l1.size=16MiB", preexec=capped)
+    assert_one_error(r, "GiB budget")
+
+
+def test_memory_estimate_grows_with_the_caches() -> None:
+    from tuiprof.sim.budget import BYTES_PER_LINE, trial_bytes
+
+    v100 = load_arch("v100")
+    bigger = v100.with_overrides({"l2.size": "12MiB"})
+    assert trial_bytes(bigger, 0) - trial_bytes(v100, 0) == (6 << 20) // v100.l2.line * BYTES_PER_LINE
+
+
+def test_unwritable_numba_cache_falls_back_to_a_temp_folder(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {"NUMBA_CACHE_DIR": str(blocker / "numba"), "XDG_CACHE_HOME": str(blocker), "TMPDIR": str(scratch)}
+    code = "from tuiprof import jit; print(jit.kernel_cache_dir(), jit.KERNEL['cache'])"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    folder, cached = r.stdout.split()
+    assert Path(folder).is_relative_to(scratch) and cached == "True"
+    assert "not writable" in r.stderr
+
+
+def test_nothing_writable_means_uncached_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import tempfile
+
+    from tuiprof import jit
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(blocker / "numba"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(blocker))
+    assert jit._choose_cache_dir() is None
+    assert "compiles them again" in capsys.readouterr().err

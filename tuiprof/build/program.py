@@ -1,0 +1,136 @@
+"""What a compile produces: the PTX of a CUDA source with the facts the rest of tuiprof needs.
+
+A `Program` is plain, frozen data (it round-trips through JSON for the build cache): the PTX text,
+which compiler made it for which target with which flags, the source text (and its local headers,
+so that a trace can embed them), and per kernel the resources that bound occupancy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuiprof.errors import BuildError
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """Per-kernel resources as the CUDA occupancy calculator uses them.
+
+    ``registers_per_thread`` and ``static_shared`` (bytes per CTA, ``__shared__`` arrays of fixed
+    size) bound how many CTAs fit on an SM; ``local_bytes_per_thread`` is the stack frame including
+    callees (local arrays, spills); ``const_bytes`` is the module's user ``__constant__`` memory,
+    shared by every kernel of the file (as ``cudaFuncAttributes.constSizeBytes``).
+    """
+
+    registers_per_thread: int
+    static_shared: int
+    local_bytes_per_thread: int
+    const_bytes: int
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One ``.entry`` of the PTX: its symbol (mangled unless ``extern "C"``), the demangled C++
+    signature (equal to ``name`` for ``extern "C"`` kernels), and its resources (None when no
+    assembler was available to measure them)."""
+
+    name: str
+    demangled: str
+    resources: KernelResources | None
+
+    @property
+    def base_name(self) -> str:
+        """The unqualified function name without template arguments: ``axpy`` for
+        ``void ns::axpy<float, 4>(float*, int)``."""
+        return base_name(self.demangled)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file that went into the compile, with its absolute path and text."""
+
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Program:
+    """A compiled CUDA source.
+
+    ``compiler`` names the tool and its version (``"nvcc 13.0.88"``, ``"nvrtc 13.5"``); ``target``
+    is the ``sm_XX`` the PTX was generated for (the requested compute capability, floored at the
+    oldest the compiler supports and capped at the newest, see `choose_target`); ``requested`` is
+    the compute capability that was asked for. ``flags`` are the user's pass-through flags as given
+    to the compiler (relative include folders made absolute). ``resources_from`` says where the
+    kernel resources come from: ``"ptxas -v"``, ``"cubin"`` (the ELF attributes of the assembled
+    kernel) or ``"none"``. ``log`` holds the compiler's warnings, trimmed.
+    """
+
+    ptx: str
+    compiler: str
+    target: str
+    requested: tuple[int, int]
+    flags: tuple[str, ...]
+    source: SourceFile
+    headers: tuple[SourceFile, ...]
+    kernels: tuple[KernelInfo, ...]
+    resources_from: str
+    log: str = ""
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.kernels)
+
+    def kernel(self, name: str) -> KernelInfo:
+        """The kernel called `name`: its PTX symbol, its demangled signature, or its plain name
+        when that is unique (``spmv`` for ``_Z4spmvPKiPfi``)."""
+        for k in self.kernels:
+            if name in (k.name, k.demangled):
+                return k
+        matches = [k for k in self.kernels if k.base_name == name]
+        if len(matches) == 1:
+            return matches[0]
+        listing = ", ".join(k.demangled if k.demangled == k.name else f"{k.name} ({k.demangled})"
+                            for k in self.kernels) or "none"
+        if matches:
+            raise BuildError(f"kernel name {name!r} is ambiguous in {self.source.path}: it names "
+                             + ", ".join(k.name for k in matches), "give the mangled name of the one you mean")
+        raise BuildError(f"no kernel {name!r} in {self.source.path}", f"its kernels: {listing}")
+
+    @property
+    def files(self) -> tuple[SourceFile, ...]:
+        """The source followed by its local headers."""
+        return (self.source, *self.headers)
+
+
+def base_name(signature: str) -> str:
+    """The unqualified name of a demangled C++ function signature (or a plain C name)."""
+    text = signature.replace("(anonymous namespace)::", "")
+    paren = _top_level_paren(text)
+    if paren >= 0:
+        text = text[:paren]
+    # drop template arguments at the end of the name: name<...>
+    text = text.rstrip()
+    if text.endswith(">"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {">": 1, "<": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i]
+                break
+    # drop a return type ("void name") and qualifiers ("ns::name")
+    text = text.split(" ")[-1] if " " in text.strip() else text
+    return text.split("::")[-1].strip()
+
+
+def _top_level_paren(text: str) -> int:
+    """Index of the '(' opening the parameter list (outside any template brackets), or -1."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            return i
+    return -1

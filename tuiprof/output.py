@@ -1,0 +1,174 @@
+"""Writing what tuiprof produces (reports, exports, traces) without ever damaging a file.
+
+Rules (issue 9 item 3; a shared machine once lost its /dev/null to ``-o /dev/null`` as root):
+
+- ``-`` (or no path) is standard output.
+- A new path or an existing regular file is replaced atomically: a temp file beside the target,
+  then a rename; the file gets the mode the umask gives a new file, or keeps the mode of the file it
+  replaces. A symlink is followed: its target is written, the link stays.
+- Anything else that exists (a character device such as /dev/null or /dev/full, a FIFO, a socket)
+  is written through, never replaced; a directory is refused.
+- A read-only file, a folder that does not exist, the input being read (``protect``), or a name
+  the file system cannot hold is refused before anything is written.
+- The temp file is removed on every exit path, exceptions and interrupts included.
+
+The UI's export and the CLI both call this module; it imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterable
+
+from tuiprof.errors import OutputError
+
+_pending: set[str] = set()
+"""Temp files being written, removed by `discard_pending` when a signal ends the process."""
+
+NAME_MAX = 255
+"""Longest file name (one path component, in bytes) on the file systems we write to."""
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A path as it can be printed on any terminal: undecodable bytes and control characters escaped."""
+    text = os.fsdecode(path)
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _is_input(target: str, protect: Iterable[str | os.PathLike[str]]) -> bool:
+    for p in protect:
+        try:
+            if os.path.samefile(target, p):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
+                   protect: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Write through `write(fh)` to `output` following the module's rules (never stdout here)."""
+    name = shown(output)
+    if any(len(os.fsencode(part)) > NAME_MAX for part in Path(output).parts):
+        raise OutputError(f"cannot write {name[:80]}…: a file name is longer than {NAME_MAX} bytes",
+                          "choose a shorter name for the output")
+    if output.endswith(os.sep) or output.endswith("/"):
+        if not os.path.isdir(output):
+            raise OutputError(f"cannot write {name}: the folder does not exist",
+                              "give a file name, e.g. -o report.txt, or create the folder first")
+        raise OutputError(f"{name} is a directory", "give a file name for the output")
+    real = os.path.realpath(output)
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose another output path") from None
+    if st is not None and _is_input(real, protect):
+        raise OutputError(f"{name} is the input being read; writing the output there would destroy it",
+                          "choose another output path")
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{name} is a directory", "give a file name for the output")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _write_through(real, name, write)
+        return
+    if st is not None and not st.st_mode & 0o222:
+        raise OutputError(f"{name} is read-only; tuiprof does not replace it",
+                          "choose another output path, or make the file writable first")
+    folder = os.path.dirname(real) or "."
+    if not os.path.isdir(folder):
+        raise OutputError(f"cannot write {name}: the folder {shown(folder)} does not exist",
+                          "create the folder first, or choose another output path")
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+    _replace_atomically(real, name, folder, mode, write)
+
+
+def _write_through(real: str, name: str, write: Callable[[BinaryIO], None]) -> None:
+    """A device, FIFO or socket: write into it, never replace it."""
+    try:
+        fd = os.open(real, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose another output path") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+    except OSError as exc:
+        raise OutputError(f"cannot write {name}: {_reason(exc)}", "check the device or choose another output path") from None
+
+
+def _replace_atomically(real: str, name: str, folder: str, mode: int, write: Callable[[BinaryIO], None]) -> None:
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tuiprof-", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose a writable folder") from None
+    _pending.add(tmp)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, real)
+    except OSError as exc:
+        hint = "free some disk space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "check the disk space and permissions"
+        raise OutputError(f"cannot write {name}: {_reason(exc)}", hint) from None
+    finally:
+        _pending.discard(tmp)
+        _unlink(tmp)  # nothing left to remove after the rename
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def discard_pending() -> None:
+    """Remove every temp file still being written (a signal is ending the process)."""
+    for tmp in list(_pending):
+        _unlink(tmp)
+
+
+def write_stdout(text: str) -> None:
+    """Print `text` on standard output, as one clear error when that is impossible."""
+    out = sys.stdout
+    if out is None:
+        raise OutputError("standard output is closed", "run tuiprof with its output open, or use -o FILE")
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        hint = "free some disk space, or use -o FILE elsewhere" if exc.errno in (errno.ENOSPC, errno.EDQUOT) \
+            else "use -o FILE"
+        raise OutputError(f"cannot write to standard output: {_reason(exc)}", hint) from None
+    except ValueError:  # closed file object
+        raise OutputError("standard output is closed", "run tuiprof with its output open, or use -o FILE") from None
+
+
+def write_output(text: str, output: str | None, *, protect: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Print `text` (``output`` None or ``-``), or write it to the file `output` safely."""
+    text = text if text.endswith("\n") else text + "\n"
+    if output is None or output == "-":
+        write_stdout(text)
+        return
+    data = text.encode("utf-8")
+    write_bytes_to(output, lambda fh: fh.write(data), protect=protect)

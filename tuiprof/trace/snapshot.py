@@ -1,0 +1,44 @@
+"""The snapshot: which consecutive CTAs a trace records (paper 000 sec. 3.1).
+
+The paper traces 4 x the threads that run at once on all SMs ("the snapshot"): enough CTAs for
+every SM to start, finish and replace its resident CTAs a few times, few enough to record and
+replay in seconds. Every collector (emulator, GPU) and the synthetic models choose it here, and
+the rule is recorded in words in the trace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tuiprof.arch.model import Arch
+from tuiprof.errors import UsageError
+from tuiprof.trace.model import Launch, Snapshot
+
+PAPER_WAVES = 4.0
+"""Paper 000 sec. 3.1 / 5.3: the snapshot is 4 x the threads running at once on all SMs."""
+
+
+def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None,
+                    why: str = "", start: int = 0) -> Snapshot:
+    """Consecutive CTAs from CTA `start`: `waves` x the CTAs resident at once on all SMs (or exactly
+    `ctas`), capped by the grid; the rule is recorded in words."""
+    grid = launch.grid_ctas
+    if not 0 <= start < grid:
+        raise UsageError(f"--snapshot-start {start} is outside the grid of {grid} CTAs",
+                         f"choose a CTA between 0 and {grid - 1}")
+    if ctas is not None and ctas < 1:
+        raise UsageError(f"--snapshot must be at least 1 CTA, got {ctas}", "for example --snapshot 64")
+    per_sm = max(launch.ctas_per_sm, 1)
+    resident = arch.sm_count * per_sm
+    want = ctas if ctas is not None else max(1, int(round(waves * resident)))
+    n = min(want, grid - start)
+    first = "CTA 0" if start == 0 else f"CTA {start}"
+    rule = (f"{n} consecutive CTAs from {first} (paper 000 sec. 3.1): {n / resident:.3g} x the {resident} CTAs "
+            f"({resident * launch.threads_per_cta} threads) that run at once on the {arch.sm_count} SMs of the "
+            f"{arch.name} at {per_sm} CTAs/SM")
+    if want > grid - start:
+        rule += f"; the whole grid (the rule asked for {want} CTAs)" if start == 0 else \
+            f"; up to the end of the grid (the rule asked for {want} CTAs)"
+    if why:
+        rule += f"; {why}"
+    return Snapshot(cta_ids=np.arange(start, start + n, dtype=np.int64), rule=rule)
