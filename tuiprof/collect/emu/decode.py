@@ -267,16 +267,8 @@ class _Decoder:
                 image.extend(init + b"\0" * (v.size_bytes - len(init)))
         self.const_image = bytes(image)
         # module globals
-        gat = MODULE_GLOBAL_BASE
-        gvars = []
-        for v in self.module.variables:
-            if v.space == "global":
-                gat = _align(gat, max(v.align, 256))
-                self.sym_global[v.name] = gat
-                init = (v.init or b"")[:v.size_bytes]
-                gvars.append(GlobalVar(v.name, gat, max(v.size_bytes, 1), init + b"\0" * (v.size_bytes - len(init))))
-                gat += max(v.size_bytes, 1)
-        self.globals_ = tuple(gvars)
+        self.globals_ = module_globals(self.module)
+        self.sym_global = {g.name: g.address for g in self.globals_}
         # local memory: each function's .local variables, then each device function's parameter frame
         lat = 0
         for fn in funcs:
@@ -938,6 +930,20 @@ class _Decoder:
         r[F_S0] = self.src(fn, ops[0], "u32", inst) if ops else self.const(0)
         if len(ops) > 1:
             r[F_S1] = self.src(fn, ops[1], "u32", inst)
+
+
+def module_globals(module: Module) -> tuple[GlobalVar, ...]:
+    """The module's ``.global`` variables at their device addresses (from MODULE_GLOBAL_BASE,
+    256-byte aligned, in declaration order), with their initial bytes."""
+    at = MODULE_GLOBAL_BASE
+    out = []
+    for v in module.variables:
+        if v.space == "global":
+            at = _align(at, max(v.align, 256))
+            init = (v.init or b"")[:v.size_bytes]
+            out.append(GlobalVar(v.name, at, max(v.size_bytes, 1), init + b"\0" * (v.size_bytes - len(init))))
+            at += max(v.size_bytes, 1)
+    return tuple(out)
 
 
 def call_tree(module: Module, kernel: str) -> list[Function]:

@@ -46,7 +46,7 @@ N_CFG = 17
 CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID = 0, 1, 2, 3
 
 
-@njit(nogil=True, cache=True)
+@njit(**KERNEL)
 def _fail(err, status, pc, t, cta, addr, nbytes, space, info):
     err[E_STATUS] = status
     err[E_PC] = pc
@@ -81,7 +81,7 @@ def _store(kind, off, nb, val, heap, shared, local):
         store_bits(local, off, nb, val)
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**KERNEL)
 def atom_apply(aop, ty, old, b, c):
     """The new memory value of an atomic operation on `old` (raw bits)."""
     bits = tbits(ty)
@@ -118,7 +118,7 @@ def atom_apply(aop, ty, old, b, c):
     return old
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**KERNEL)
 def exec_sync(code, regs, pc, st, lanes, base):
     """Execute the warp collectives the lanes `lanes` (bits, relative to thread `base`) wait at,
     each lane at its own PC with its own sources, all sources read before any lane writes; then
@@ -240,7 +240,7 @@ def exec_sync(code, regs, pc, st, lanes, base):
             st[t] = TS_RUN
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**KERNEL)
 def release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or, conv, wpc, live, W):
     """Release every thread waiting at barrier `bid`: bar.red results written, PCs past the barrier."""
     for w in range(W):
@@ -271,7 +271,7 @@ def release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or, c
             wpc[w] = pc[w * 32 + first]
 
 
-@njit(nogil=True, cache=True)
+@njit(**KERNEL)
 def _lowest(m):
     i = 0
     while not (m >> i) & 1:
@@ -279,7 +279,7 @@ def _lowest(m):
     return i
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**KERNEL)
 def release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live):
     """Release the convergence barriers of warp `w` whose members have all arrived or exited.
     Returns True when some lanes were released."""
@@ -311,7 +311,7 @@ def release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live):
     return released
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**KERNEL)
 def release_syncs(code, regs, pc, st, syncm, w, live):
     """Run the collectives of warp `w` whose member lanes have all arrived (or exited)."""
     base = w * 32
@@ -336,7 +336,7 @@ def release_syncs(code, regs, pc, st, syncm, w, live):
     return released
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**KERNEL)
 def alu_step(P, act, code, regs, base, NL):
     """Execute register-only instruction `P` for the lanes `act` of the warp at thread `base`.
     Returns False when `P` is not such an instruction."""
@@ -779,7 +779,7 @@ def alu_step(P, act, code, regs, base, NL):
     return True
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(**KERNEL)
 def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
              seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err):
