@@ -18,9 +18,7 @@ from tuiprof.output import write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
-DEFAULT_CU_ARCH = "a100"
-"""The GPU model a CUDA source is profiled for when neither --arch nor its launch script's ARCH
-names one (tuiprof.collect.pipeline uses the same)."""
+
 MAX_TRIALS = 100_000
 
 
@@ -105,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file")
     p.add_argument("-o", "--output", metavar="FILE", required=True, help="the .tptrace file to write")
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
-                   "launch script's ARCH, else " + DEFAULT_CU_ARCH + ")")
+                   "launch script's ARCH, else a100)")
     _add_collect_options(p)
 
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
