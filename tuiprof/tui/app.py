@@ -32,7 +32,7 @@ from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunCo
                              TrialDone)
 from tuiprof.tui import format as fmt
 from tuiprof.tui.commands import TuiprofCommands
-from tuiprof.tui.messages import ExportDone, LoadFailed, RunEvent, TraceLoaded
+from tuiprof.tui.messages import ExportDone, LoadFailed, RecollectFailed, RunEvent, TraceLoaded
 from tuiprof.tui.metrics import HEADLINES, metric_keys, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
@@ -144,6 +144,8 @@ class TuiprofApp(App[int]):
         self.t_first_update: float | None = None
         self.error: TuiprofError | None = None
         self.fatal: TuiprofError | None = None
+        self._keep_line = 0
+        """The source line to return to after a recollect (0: none pending)."""
         """Why the target could not be opened: quitting then exits 2 and prints it."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self._spin = 0
@@ -198,6 +200,9 @@ class TuiprofApp(App[int]):
         self.session = message.session
         self.trace, self.path = message.session.trace, message.session.path
         self._show_trace()
+        if self._keep_line:
+            self.query_one(SourceView).go_to_line(self._keep_line)
+            self._keep_line = 0
         self.start_run(self.config, session=message.session)
 
     def on_load_failed(self, message: LoadFailed) -> None:
@@ -516,12 +521,32 @@ class TuiprofApp(App[int]):
             self.query_one(SourceView).focus()
 
     def action_recollect(self) -> None:
-        if self.path is not None and self.path.suffix == ".cu":  # pragma: no cover - collector pending
-            self.notify("recollecting from source needs the trace collector, not yet available", severity="warning")
-        else:
+        """Recompile the .cu target, re-run its launch script in the emulator and rerun, keeping
+        the cursor's source line (after the user edited the source)."""
+        if self.path is None or self.path.suffix != ".cu":
             self.notify("R recollects from a .cu source; this target is a recorded trace "
                         f"({self.path.name if self.path else self.target}), so there is nothing to recollect.",
                         severity="warning", timeout=4)
+            return
+        if self.session is not None:
+            self.session.cancel()
+        self._keep_line = self.query_one(SourceView).current_line
+        self.notify(f"recompiling {clean(self.path.name)} and running its launch script in the emulator…", timeout=3)
+        spawn("recollect", self._recollect_thread, str(self.path), self.config)
+
+    def _recollect_thread(self, target: str, config: RunConfig) -> None:
+        try:
+            session = Session.open(target, config)
+        except TuiprofError as exc:
+            self.post_message(RecollectFailed(exc))
+            return
+        self.post_message(TraceLoaded(session))
+
+    def on_recollect_failed(self, message: RecollectFailed) -> None:
+        """A failed recollect (the edit does not compile, the script raises) is shown; the last
+        results stay."""
+        self._keep_line = 0
+        self.push_screen(ErrorScreen(message.error, "recollecting failed; the results shown are the previous ones"))
 
     def action_export(self) -> None:
         if self.session is None or self.analysis is None:

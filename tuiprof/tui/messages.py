@@ -21,6 +21,14 @@ class TraceLoaded(Message):
         self.session = session
 
 
+class RecollectFailed(Message):
+    """Recompiling or re-emulating a .cu target failed; the previous results stay."""
+
+    def __init__(self, error: TuiprofError) -> None:
+        super().__init__()
+        self.error = error
+
+
 class LoadFailed(Message):
     """The target could not be opened (missing, corrupt, bad configuration)."""
 

@@ -179,6 +179,19 @@ class SourceView(Widget, can_focus=True):
         self.refresh()
 
     @property
+    def current_line(self) -> int:
+        """The source line (1-based) under the cursor; 0 when there is none."""
+        return self.rows[self.cursor].line if self.rows else 0
+
+    def go_to_line(self, line: int) -> None:
+        """Put the cursor on the first row of source line `line` (the nearest earlier one if the
+        file got shorter): a recollect after an edit keeps the user where they were."""
+        rows = [k for k, r in enumerate(self.rows) if r.line <= line]
+        if rows:
+            best = max(rows, key=lambda k: (self.rows[k].line, -k))
+            self.cursor = best
+
+    @property
     def current_op(self) -> int | None:
         return self.rows[self.cursor].op if self.rows else None
 
