@@ -15,8 +15,8 @@ from tuiprof.collect.options import CollectOptions
 from tuiprof.collect.pipeline import collect_trace
 from tuiprof.errors import TuiprofError
 from tuiprof.session import RunConfig
-from tuiprof.trace.demos import demo_path
 from tuiprof.trace.io import load_trace
+from tuiprof.trace.synth import DEMOS as MODELS
 
 DEMOS = Path(__file__).resolve().parents[1] / "demo_traces"
 ARRAYS = ("warp_offsets", "warp_cta", "warp_index", "op", "mask", "addr")
@@ -34,7 +34,7 @@ def record(cu: str, script: str, **options: object) -> object:
     ("spmv-vec-u", "spmv.cu", "spmv_launch_vec_u.py"),
 ])
 def test_emulator_trace_equals_the_synthetic_model(demo: str, cu: str, script: str) -> None:
-    model = load_trace(demo_path(demo))
+    model = MODELS[demo].build()
     emu = record(cu, script, snapshot=model.snapshot.n_ctas)
     for name in ARRAYS:
         assert np.array_equal(getattr(emu, name), getattr(model, name)), name

@@ -1,8 +1,8 @@
-"""Demo names resolve from any directory; unshipped demos are built once and cached."""
+"""Demo names resolve from any directory; unshipped demos are recorded once and cached; the shipped
+traces are the emulator's recordings of the demo kernels, equal to the synthetic models."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -17,25 +17,40 @@ def test_every_demo_name_is_listed() -> None:
     for n in ("spmv-u", "spmv-b", "spmv-u128", "spmv-b128", "spmv-vec-u", "spmv-vec-b", "spmv-vec-u128",
               "spmv-vec-b128", "vecadd", "transpose-naive", "transpose-tiled", "matmul16", "stencil7"):
         assert n in names
+    assert set(demos.CATALOGUE) <= set(names)
 
 
-def test_shipped_demo_matches_its_model() -> None:
-    """The committed file is exactly what the synthetic model builds today."""
-    shipped = load_trace(demos.demo_path("vecadd"))
+def test_shipped_demo_is_the_emulators_recording_and_matches_its_model() -> None:
+    """The committed file is exactly what the emulator records today, byte for byte, and the
+    synthetic model builds the same accesses."""
+    path = demos.demo_path("vecadd")
+    shipped = load_trace(path)
+    assert shipped.provenance.backend == "emulator" and shipped.provenance.date == ""
     fresh = synth.build_demo("vecadd")
     assert np.array_equal(shipped.addr, fresh.addr) and np.array_equal(shipped.mask, fresh.mask)
-    assert shipped.ops == fresh.ops
+    assert [(o.kind, o.line, o.label) for o in shipped.ops] == [(o.kind, o.line, o.label) for o in fresh.ops]
+
+
+def test_rerecording_a_shipped_demo_gives_the_same_bytes(tmp_path: Path) -> None:
+    from tuiprof.trace.io import save_trace
+
+    again = save_trace(demos.record_demo("transpose-naive"), tmp_path / "t.tptrace")
+    assert again.read_bytes() == demos.demo_path("transpose-naive").read_bytes()
 
 
 def test_unshipped_demo_built_once_into_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(demos, "demo_dir", lambda: tmp_path / "empty")
-    monkeypatch.setitem(synth.DEMOS, "vecadd", dataclasses.replace(synth.DEMOS["vecadd"], shipped=False))
+    sources = tmp_path / "sources"  # the demo kernels and scripts without their shipped traces
+    sources.mkdir()
+    for f in demos.demo_dir().glob("vecadd*"):
+        if f.suffix != ".tptrace":
+            (sources / f.name).write_bytes(f.read_bytes())
+    monkeypatch.setattr(demos, "demo_dir", lambda: sources)
     assert "vecadd" in demos.demo_names()
     path = demos.resolve_target("vecadd")
     assert path.is_relative_to(tmp_path / "cache") and path.exists()
-    assert "building demo vecadd" in capsys.readouterr().err
+    assert "recording demo vecadd" in capsys.readouterr().err
     mtime = path.stat().st_mtime_ns
     assert demos.resolve_target("vecadd") == path and path.stat().st_mtime_ns == mtime
     assert load_trace(path).n_accesses == synth.build_demo("vecadd").n_accesses

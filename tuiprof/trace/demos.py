@@ -1,8 +1,10 @@
-"""The demo traces, by their stable CLI names (`spmv-u`, `vecadd`, ...).
+"""The demos, by their stable CLI names (`spmv-u`, `vecadd`, ...): real CUDA kernels in
+``demo_traces/`` with their launch scripts, and their traces recorded by the emulator.
 
-Most ship inside the package (``demo_traces/``). The two 128-nonzeros-per-row random SpMV demos
-do not (their random gathers do not compress: 15-18 MB each); they are built from their
-synthetic model on first use, deterministically, and cached in the user cache folder. The cache
+Most traces ship inside the package (``demo_traces/<name>.tptrace``, made by
+``benchmarks/make_demo_traces.py``). The others (large: random gathers do not compress) are
+recorded from their kernel and launch script on first use, deterministically, and cached in the
+user cache folder. The cache
 is written atomically (`save_trace`), and a cached demo that fails to load (a disk error, a
 half-copied cache, a hand edit) is built again once instead of being reported damaged forever.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from tuiprof import __version__
@@ -25,16 +28,66 @@ def demo_dir() -> Path:
     return data_dir("demo_traces")
 
 
-def _built_names() -> list[str]:
-    from tuiprof.trace.synth import DEMOS
+@dataclass(frozen=True)
+class Demo:
+    """A demo: its kernel file and launch script in ``demo_traces/``, and its snapshot size when
+    it is not paper 000's default (4 x the CTAs resident at once), to keep a shipped file small."""
 
-    return [n for n, d in DEMOS.items() if not d.shipped]
+    name: str
+    source: str
+    script: str
+    snapshot: int | None = None
+    kernel: str | None = None
+    """The kernel whose launch is recorded (None: the first launched) ..."""
+    launch_index: int = 0
+    """... and which of its launches."""
+
+
+CATALOGUE: dict[str, Demo] = {d.name: d for d in (
+    Demo("vecadd", "vecadd.cu", "vecadd_launch.py"),
+    *(Demo(f"spmv-{m}", "spmv.cu", "spmv_launch.py" if m == "u" else f"spmv_launch_{m}.py")
+      for m in ("u", "b", "u128", "b128")),
+    *(Demo(f"spmv-vec-{m}", "spmv.cu", f"spmv_launch_vec_{m}.py") for m in ("u", "b", "u128", "b128")),
+    Demo("transpose-naive", "transpose.cu", "transpose_launch.py", snapshot=640),
+    Demo("transpose-tiled", "transpose.cu", "transpose_launch_tiled.py", snapshot=640),
+    Demo("matmul16", "matmul.cu", "matmul_launch.py", snapshot=128),
+    Demo("stencil7", "stencil.cu", "stencil_launch.py", snapshot=1280),
+    Demo("matmul-tile8", "matmul_tiles.cu", "matmul_tiles_launch_8.py", snapshot=512),
+    Demo("matmul-tile16", "matmul_tiles.cu", "matmul_tiles_launch.py", snapshot=128),
+    Demo("matmul-tile32", "matmul_tiles.cu", "matmul_tiles_launch_32.py", snapshot=80),
+    Demo("cr", "cyclic_reduction.cu", "cyclic_reduction_launch.py"),
+    Demo("cr-nbc", "cyclic_reduction.cu", "cyclic_reduction_launch_nbc.py"),
+    Demo("bfs", "bfs.cu", "bfs_launch.py", kernel="bfs_expand", launch_index=5),  # the busiest BFS level
+)}
+"""Every demo. The synthetic models of `tuiprof.trace.synth` stay as the test oracles of the
+emulator's recordings (tests/test_collect_pipeline.py)."""
+
+
+def _built_names() -> list[str]:
+    shipped = {p.name[: -len(SUFFIX)] for p in demo_dir().glob(f"*{SUFFIX}")}
+    return [n for n in CATALOGUE if n not in shipped]
 
 
 def demo_names() -> list[str]:
     """Names of every demo (shipped or built on first use), sorted."""
     shipped = {p.name[: -len(SUFFIX)] for p in demo_dir().glob(f"*{SUFFIX}")}
-    return sorted(shipped | set(_built_names()))
+    return sorted(shipped | set(CATALOGUE))
+
+
+def record_demo(name: str) -> Trace:
+    """Record demo `name` with the emulator from its kernel and launch script (no date: the same
+    demo gives the same bytes)."""
+    import dataclasses
+
+    from tuiprof.collect.options import CollectOptions
+    from tuiprof.collect.pipeline import collect_trace
+    from tuiprof.session import RunConfig
+
+    d = CATALOGUE[name]
+    options = CollectOptions(launch=demo_dir() / d.script, snapshot=d.snapshot, kernel=d.kernel,
+                             launch_index=d.launch_index)
+    trace = collect_trace(demo_dir() / d.source, RunConfig(collect=options))
+    return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, date=""))
 
 
 def _cache_path(name: str) -> Path:
@@ -42,9 +95,8 @@ def _cache_path(name: str) -> Path:
 
 
 def _build(name: str, cached: Path) -> None:
-    """Build demo `name` from its synthetic model into `cached` (atomically)."""
+    """Record demo `name` with the emulator into `cached` (atomically)."""
     from tuiprof.trace.io import save_trace
-    from tuiprof.trace.synth import build_demo
 
     folder = cached.parent
     try:
@@ -54,9 +106,9 @@ def _build(name: str, cached: Path) -> None:
             (exc.strerror or "it cannot be created").lower()
         raise OutputError(f"cannot build demo {name}: the cache folder {shown_path(folder)} cannot be created ({why})",
                           "set XDG_CACHE_HOME to a writable folder, or use a shipped demo (`tuiprof demos`)") from None
-    print(f"building demo {name} from its synthetic model (first use only)...", file=sys.stderr, flush=True)
+    print(f"recording demo {name} with the emulator (first use only)...", file=sys.stderr, flush=True)
     try:
-        save_trace(build_demo(name), cached)
+        save_trace(record_demo(name), cached)
     except OutputError as exc:
         raise OutputError(f"cannot build demo {name}: {exc.message}",
                           "set XDG_CACHE_HOME to a writable folder, or use a shipped demo (`tuiprof demos`)") from None
@@ -112,9 +164,7 @@ def demo_table() -> str:
             rows.append((name, printable(header["launch"]["kernel"], 40), printable(header["provenance"]["arch"], 20),
                          str(header["counts"]["accesses"]), f"{header['counts']['snapshot_ctas']} CTAs"))
         else:
-            from tuiprof.trace.synth import DEMOS
-
-            rows.append((name, DEMOS[name].source, DEMOS[name].arch, "-",
+            rows.append((name, CATALOGUE[name].source, "-", "-",
                          "built on first use" if not path.exists() else "damaged: built again on next use"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows) + "\n"
