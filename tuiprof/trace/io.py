@@ -34,6 +34,7 @@ import os
 import stat
 import struct
 import tempfile
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -763,8 +764,10 @@ def _read_npy(path: Path, name: str, data: bytearray, spec: _ArraySpec) -> np.nd
         read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
         if read is None:
             raise ValueError(version)
-        got_shape, fortran, got_dtype = read(fh)
-    except (ValueError, SyntaxError, TypeError, EOFError):
+        with warnings.catch_warnings():  # a damaged header must not print Python's syntax warnings
+            warnings.simplefilter("ignore")
+            got_shape, fortran, got_dtype = read(fh)
+    except Exception:  # NumPy parses the header text with ast and tokenize: any of their errors
         raise _bad(path, f"array {name} has a damaged .npy header") from None
     _expect(got_dtype == dtype and tuple(got_shape) == shape and not fortran, path,
             f"array {name} does not match its declaration in the header")
