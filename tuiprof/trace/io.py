@@ -792,7 +792,7 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
             data = _member(path, fh, infos[member], spec.nbytes + _NPY_HEADER_SLACK, f"array {name}")
             a = _read_npy(path, name, data, spec)
             if name in _ADDRESS_ARRAYS:  # decoded straight from the byte planes (see _codec)
-                arrays[name] = a if spec.shuffled else planes(a)
+                arrays[name] = a if spec.shuffled else a.view(np.uint8).reshape(1, -1) if a.dtype.itemsize == 1 else planes(a)
             else:
                 arrays[name] = from_planes(a, spec.dtype, spec.shape) if spec.shuffled else a
     return _build(path, hd, arrays)
