@@ -191,7 +191,8 @@ def check(path: Path, failures: list[str], case: str) -> None:
     try:
         t = load_trace(path)
     except TuiprofError as e:
-        if not e.message or not e.hint or "cannot decode" in e.message or EXCEPTION_NAME.search(e.message):
+        if (not e.message or not e.hint or "cannot decode" in e.message or e.message.startswith("cannot read")
+                or EXCEPTION_NAME.search(e.message)):
             failures.append(f"{case}: {e.message!r}")
     except Exception as exc:  # noqa: BLE001 - the point of the test
         failures.append(f"{case}: {type(exc).__name__}: {exc!s:.200}")
