@@ -41,8 +41,8 @@ def _cache_path(name: str) -> Path:
     return user_cache_dir() / "demo_traces" / f"{name}-{__version__}{SUFFIX}"
 
 
-def _build(name: str, cached: Path) -> None:
-    """Build demo `name` from its synthetic model into `cached` (atomically)."""
+def _build(name: str, cached: Path, why: str = "first use only") -> None:
+    """Build demo `name` from its synthetic model into `cached` (atomically), saying so and `why`."""
     from tuiprof.trace.io import save_trace
     from tuiprof.trace.synth import build_demo
 
@@ -54,7 +54,7 @@ def _build(name: str, cached: Path) -> None:
             (exc.strerror or "it cannot be created").lower()
         raise OutputError(f"cannot build demo {name}: the cache folder {shown_path(folder)} cannot be created ({why})",
                           "set XDG_CACHE_HOME to a writable folder, or use a shipped demo (`tuiprof demos`)") from None
-    print(f"building demo {name} from its synthetic model (first use only)...", file=sys.stderr, flush=True)
+    print(f"building demo {name} from its synthetic model ({why})...", file=sys.stderr, flush=True)
     try:
         save_trace(build_demo(name), cached)
     except OutputError as exc:
@@ -87,12 +87,12 @@ def load(path: Path) -> Trace:
     again, once, and loaded from the new file."""
     try:
         return load_trace(path)
-    except TraceError:
+    except TraceError as exc:
         name = _cached_demo(path)
         if name is None:
             raise
-    print(f"the cached demo {name} cannot be loaded; building it again", file=sys.stderr, flush=True)
-    _build(name, path)
+        damage = exc.message
+    _build(name, path, f"the cached copy cannot be loaded: {damage}")
     return load_trace(path)
 
 
