@@ -68,9 +68,11 @@ class TraceFile:
     def member_bytes(self) -> dict[str, bytes]:
         """Every member's bytes, header first, as the writer orders them."""
         out = {HEADER: json.dumps(self.header).encode()}
+        declared = self.header.get("arrays") if isinstance(self.header, dict) else None
         for name, a in self.arrays.items():
-            spec = self.header["arrays"].get(name, {})
-            stored = to_planes(a) if spec.get("shuffled") and a.dtype.itemsize > 1 else a
+            spec = declared.get(name) if isinstance(declared, dict) else None
+            shuffled = isinstance(spec, dict) and spec.get("shuffled") is True
+            stored = to_planes(a) if shuffled and a.dtype.itemsize > 1 else a
             out[f"{name}.npy"] = npy_bytes(stored)
         out.update(self.raw)
         return out

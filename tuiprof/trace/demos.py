@@ -94,19 +94,19 @@ def _cache_path(name: str) -> Path:
     return user_cache_dir() / "demo_traces" / f"{name}-{__version__}{SUFFIX}"
 
 
-def _build(name: str, cached: Path) -> None:
-    """Record demo `name` with the emulator into `cached` (atomically)."""
+def _build(name: str, cached: Path, why: str = "first use only") -> None:
+    """Record demo `name` with the emulator into `cached` (atomically), saying so and `why`."""
     from tuiprof.trace.io import save_trace
 
     folder = cached.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        why = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else \
+        cause = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else \
             (exc.strerror or "it cannot be created").lower()
-        raise OutputError(f"cannot build demo {name}: the cache folder {shown_path(folder)} cannot be created ({why})",
+        raise OutputError(f"cannot build demo {name}: the cache folder {shown_path(folder)} cannot be created ({cause})",
                           "set XDG_CACHE_HOME to a writable folder, or use a shipped demo (`tuiprof demos`)") from None
-    print(f"recording demo {name} with the emulator (first use only)...", file=sys.stderr, flush=True)
+    print(f"recording demo {name} with the emulator ({why})...", file=sys.stderr, flush=True)
     try:
         save_trace(record_demo(name), cached)
     except OutputError as exc:
@@ -139,12 +139,12 @@ def load(path: Path) -> Trace:
     again, once, and loaded from the new file."""
     try:
         return load_trace(path)
-    except TraceError:
+    except TraceError as exc:
         name = _cached_demo(path)
         if name is None:
             raise
-    print(f"the cached demo {name} cannot be loaded; building it again", file=sys.stderr, flush=True)
-    _build(name, path)
+        damage = exc.message
+    _build(name, path, f"the cached copy cannot be loaded: {damage}")
     return load_trace(path)
 
 

@@ -33,11 +33,12 @@ import math
 import os
 import stat
 import struct
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, NoReturn
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVar
 
 import numpy as np
 
@@ -248,6 +249,7 @@ _DTYPES = frozenset({"|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"})
 _ACCESS_ARRAYS = ("op", "mask", *_ADDRESS_ARRAYS)
 _WARP_ARRAYS = ("warp_lengths", "warp_cta", "warp_index")
 _REQUIRED = (*_WARP_ARRAYS, "snapshot_cta_ids", *_ACCESS_ARRAYS)
+_T = TypeVar("_T")
 _FALLBACK = "its contents are damaged in a way this tuiprof cannot decode"
 """The message of last resort (a loader bug if ever seen: the fuzz tests check it never is)."""
 
@@ -323,6 +325,9 @@ def _open_input(path: Path) -> BinaryIO:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise _cannot_read(path, exc) from None
+    except ValueError:  # a NUL character in the name
+        raise TraceError(f"cannot read {shown_path(path)}: the file name holds a NUL character",
+                         "check the path") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -339,13 +344,11 @@ def _not_regular(path: Path, mode: int) -> TraceError:
     return TraceError(f"{shown_path(path)} is {what}, not a .tptrace file", hint)
 
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and validate a .tptrace file. Any problem raises TraceError naming the file and
-    what is wrong; memory stays within the sizes the header declares (and `memory_budget`)."""
-    path = Path(path)
+def _reading(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
+    """`read` applied to the opened file, every failure turned into a TraceError about `path`."""
     with _open_input(path) as fh:
         try:
-            return _load(path, fh)
+            return read(fh)
         except TraceError:
             raise
         except MemoryError:
@@ -359,35 +362,36 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             raise _bad(path, _FALLBACK) from None
 
 
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read and validate a .tptrace file. Any problem raises TraceError naming the file and
+    what is wrong; memory stays within the sizes the header declares (and `memory_budget`)."""
+    path = Path(path)
+    return _reading(path, lambda fh: _load(path, fh))
+
+
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON header of a .tptrace file, validated like `load_trace` does (cheap: no array
     is decompressed)."""
     path = Path(path)
-    with _open_input(path) as fh:
-        try:
-            zf, infos = _open_zip(path, fh)
-            with zf:
-                header = _read_json(path, fh, infos)
-            _parse_header(path, header)
-            return header
-        except TraceError:
-            raise
-        except MemoryError:
-            raise TraceError(f"{shown_path(path)} is too large to read", "close other programs") from None
-        except RecursionError:
-            raise _bad(path, "its header is nested too deeply") from None
-        except OSError as exc:
-            raise _cannot_read(path, exc) from None
-        except Exception:
-            raise _bad(path, _FALLBACK) from None
+
+    def read(fh: BinaryIO) -> dict[str, Any]:
+        zf, infos = _open_zip(path, fh)
+        with zf:
+            header = _read_json(path, fh, infos)
+        _parse_header(path, header)
+        return header
+
+    return _reading(path, read)
 
 
 def _open_zip(path: Path, fh: BinaryIO) -> tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]:
     """The zip directory of the file: every member by name, each one readable by `_member`."""
     try:
         zf = zipfile.ZipFile(fh)
-    except OSError:
-        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, None):  # a real read error; EINVAL: a seek before the start
+            raise
+        raise _bad(path, "not a tptrace container (a damaged zip directory)") from None
     except Exception:  # zipfile raises BadZipFile, and on some damage ValueError or struct.error
         raise _bad(path, "not a tptrace container (not a zip file, or a damaged or truncated one)") from None
     infos = zf.infolist()
@@ -756,8 +760,10 @@ def _read_npy(path: Path, name: str, data: bytearray, spec: _ArraySpec) -> np.nd
         read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
         if read is None:
             raise ValueError(version)
-        got_shape, fortran, got_dtype = read(fh)
-    except (ValueError, SyntaxError, TypeError, EOFError):
+        with warnings.catch_warnings():  # a damaged header must not print Python's syntax warnings
+            warnings.simplefilter("ignore")
+            got_shape, fortran, got_dtype = read(fh)
+    except Exception:  # NumPy parses the header text with ast and tokenize: any of their errors
         raise _bad(path, f"array {name} has a damaged .npy header") from None
     _expect(got_dtype == dtype and tuple(got_shape) == shape and not fortran, path,
             f"array {name} does not match its declaration in the header")
@@ -782,7 +788,7 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
             data = _member(path, fh, infos[member], spec.nbytes + _NPY_HEADER_SLACK, f"array {name}")
             a = _read_npy(path, name, data, spec)
             if name in _ADDRESS_ARRAYS:  # decoded straight from the byte planes (see _codec)
-                arrays[name] = a if spec.shuffled else planes(a)
+                arrays[name] = a if spec.shuffled else a.view(np.uint8).reshape(1, -1) if a.dtype.itemsize == 1 else planes(a)
             else:
                 arrays[name] = from_planes(a, spec.dtype, spec.shape) if spec.shuffled else a
     return _build(path, hd, arrays)
