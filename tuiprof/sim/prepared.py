@@ -10,17 +10,17 @@ cache or DRAM variant of that GPU.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.errors import ArchError
-from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace
+from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids
 from tuiprof.trace.model import Trace
 
 # Indices into the parameter vector of `pack_arch`. The L1 and L2 fields run in the same order
-# (`_pack_level`, `tuiprof.sim.trial._level`).
+# (`_pack_level`, `tuiprof.sim.reference._level`, `tuiprof.sim.replay.Geometry`).
 P_SM = 0
 P_L1_ON, P_L1_SETS, P_L1_ASSOC, P_L1_PARTS, P_L1_CPL, P_L1_CPS, P_L1_LRU, P_L1_STORE = range(1, 9)
 P_L2_ON, P_L2_SETS, P_L2_ASSOC, P_L2_PARTS, P_L2_CPL, P_L2_CPS, P_L2_LRU = range(9, 16)
@@ -120,6 +120,19 @@ class Prepared:
     sm_seq_off: np.ndarray
     sm_requests: np.ndarray
     sm_acc_off: np.ndarray
+    _wide_ids: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
+
+    def line_ids(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
+        """Dense ids of the lines of ``2**shift`` L1 lines that hold each request, and those
+        lines: ``(ids int32 [Q], lines int64 [N])``, for an L2 whose lines are longer than the L1's.
+        Computed on first use and kept (``shift`` 0 is the coalescing's own ids)."""
+        co = self.coalesced
+        if shift == 0:
+            return co.req_id, co.lines
+        ids = self._wide_ids.get(shift)
+        if ids is None:
+            ids = self._wide_ids[shift] = dense_ids(co.req_line >> shift)
+        return ids
 
     @property
     def sm_count(self) -> int:
