@@ -12,7 +12,9 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
   with a sentinel at index ``assoc``: the sentinel's next is the most recent way, its previous the
   victim. Invalid ways always sit at the back, so a fill takes an invalid way while one is left.
 - **L1**: a branch-free tag scan over the set with unsigned indices (LLVM vectorises it; signed
-  indices turn it into gathers, 8x slower), then a list splice.
+  indices turn it into gathers, 8x slower), then a list splice. Above `SCAN_MAX_ASSOC` ways (the
+  512-way H100 L1 reads 2 KiB of tags per scan), a per-SM open-addressing table of line id -> way
+  instead.
 - **L2**: ``way_of[id]`` says which way holds a line (or that none does): one byte load per access,
   no hashing, no chain walk.
 - **Class lockstep** (sectored-by-blocks L2s such as Fermi's: 32 B L2 lines under 128 B L1
@@ -56,6 +58,10 @@ from tuiprof.sim.rng import rng_below
 
 WRITEBACK = -2
 """Op code of a queued write-back transaction (a store's write-through is -1, a read its op)."""
+SCAN_MAX_ASSOC = 128
+"""Largest L1 associativity whose sets are scanned; above it (the 256-512-way L1s of Volta and
+later, where one scan reads 1-2 KiB of tags) each SM's L1 keeps a hash table of line id -> way."""
+_FIB = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _log2(x: int) -> int:
@@ -192,6 +198,54 @@ def to_back(nxt, prv, L, w, assoc):
 
 
 @njit(**KERNEL)
+def hfind(tab, base, bits, key):
+    """The way of line id `key` in the open-addressing table of ``2**bits`` entries at `base`, or
+    -1. Entries are ``key << 32 | way`` (-1: empty); linear probing from a Fibonacci hash."""
+    mask = (np.int64(1) << bits) - 1
+    h = np.int64((np.uint64(key) * _FIB) >> np.uint64(64 - bits))
+    while True:
+        e = tab[base + h]
+        if e < 0:
+            return np.int64(-1)
+        if (e >> 32) == key:
+            return e & 0xFFFFFFFF
+        h = (h + 1) & mask
+
+
+@njit(**KERNEL)
+def hput(tab, base, bits, key, way):
+    """Add `key` (absent) with `way` to the table at `base`."""
+    mask = (np.int64(1) << bits) - 1
+    h = np.int64((np.uint64(key) * _FIB) >> np.uint64(64 - bits))
+    while tab[base + h] >= 0:
+        h = (h + 1) & mask
+    tab[base + h] = (key << 32) | way
+    return 0
+
+
+@njit(**KERNEL)
+def hdel(tab, base, bits, key):
+    """Remove `key` (present) from the table at `base`, shifting later entries of its probe run
+    back so that no lookup ever needs a tombstone."""
+    mask = (np.int64(1) << bits) - 1
+    i = np.int64((np.uint64(key) * _FIB) >> np.uint64(64 - bits))
+    while (tab[base + i] >> 32) != key:
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        e = tab[base + j]
+        if e < 0:
+            break
+        k = np.int64((np.uint64(e >> 32) * _FIB) >> np.uint64(64 - bits))  # e's home slot
+        if (k <= i or k > j) if i <= j else (k <= i and k > j):  # e may move back to i
+            tab[base + i] = e
+            i = j
+    tab[base + i] = -1
+    return 0
+
+
+@njit(**KERNEL)
 def locate(x, channels, banks, il_shift, row_shift):
     """``(channel, channel * banks + bank, row)`` of the transactions whose address shifted right by
     ``min(il_shift, row_shift)`` is `x` (uint64): channel by interleave, then bank and row from the
@@ -230,7 +284,11 @@ def push(qtx, qop, nq, cbase, mask, rop, nchunks, txmul, txsh):
     for k in range(nchunks):
         if (mask >> k) & 1:
             c = cbase + k
-            if txmul == 1:
+            if txmul == 1 and txsh == 0:  # 32 B transactions: one per chunk, all distinct
+                qtx[nq] = c
+                qop[nq] = rop
+                nq += 1
+            elif txmul == 1:
                 tx = c >> txsh
                 if tx != last:
                     last = tx
@@ -306,6 +364,9 @@ def _build(g: Geometry) -> Callable:
     STORES1 = ON1 and g.l1_store != STORE_NO_ALLOCATE  # stores update the L1
     LT1 = _index_dtype(A1)
     VT1 = _mask_dtype(CPL1)
+    HASH1 = ON1 and A1 > SCAN_MAX_ASSOC
+    HB1 = _log2(2 * NSETS1 * A1 - 1) + 1 if HASH1 else 1  # table bits: load factor at most 1/2
+    HT1 = 1 << HB1
     ON2 = g.l2_on
     NSETS2 = g.l2_sets
     A2 = g.l2_assoc
@@ -356,6 +417,7 @@ def _build(g: Geometry) -> Callable:
         nxt1 = np.empty(n_l1 * AA1, dtype=LT1)
         prv1 = np.empty(n_l1 * AA1, dtype=LT1)
         lists_init(nxt1, prv1, n_l1, A1)
+        htab1 = np.full(S * HT1 if HASH1 else 1, -1, dtype=np.int64)
         tag2 = np.full(NSETS2 * A2, -1, dtype=np.int32)
         val2 = np.zeros(NSETS2 * A2, dtype=VT2)
         dty2 = np.zeros(NSETS2 * A2, dtype=VT2)
@@ -428,21 +490,31 @@ def _build(g: Geometry) -> Callable:
                     sg = s * NSETS1 + np.int64(np.uint64(line1) % np.uint64(NSETS1))
                     b1 = sg * A1
                     L1 = sg * AA1
-                    ub = np.uint64(b1)
                     t1 = np.int32(id1)
-                    acc = np.int32(0)
-                    for k in range(A1):
-                        acc += np.int32(k + 1) if tag1[ub + np.uint64(k)] == t1 else np.int32(0)
-                    w = np.int64(acc) - 1
+                    hb = s * HT1
+                    if HASH1:
+                        w = hfind(htab1, hb, HB1, id1)
+                    else:
+                        ub = np.uint64(b1)
+                        acc = np.int32(0)
+                        for k in range(A1):
+                            acc += np.int32(k + 1) if tag1[ub + np.uint64(k)] == t1 else np.int32(0)
+                        w = np.int64(acc) - 1
                     if wr:
                         if EVICT1:
                             if w >= 0:
+                                if HASH1:
+                                    hdel(htab1, hb, HB1, id1)
                                 tag1[b1 + w] = -1
                                 val1[b1 + w] = 0
                                 to_back(nxt1, prv1, L1, w, A1)
                         else:  # write-allocate
                             if w < 0:
                                 w = np.int64(prv1[L1 + A1])
+                                if HASH1:
+                                    if tag1[b1 + w] >= 0:
+                                        hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
+                                    hput(htab1, hb, HB1, id1, w)
                                 tag1[b1 + w] = t1
                                 val1[b1 + w] = 0
                                 to_front(nxt1, prv1, L1, w, A1)
@@ -459,6 +531,10 @@ def _build(g: Geometry) -> Callable:
                         else:
                             send = smask
                             w = np.int64(prv1[L1 + A1])
+                            if HASH1:
+                                if tag1[b1 + w] >= 0:
+                                    hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
+                                hput(htab1, hb, HB1, id1, w)
                             tag1[b1 + w] = t1
                             val1[b1 + w] = 0
                             to_front(nxt1, prv1, L1, w, A1)
