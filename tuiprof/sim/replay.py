@@ -61,6 +61,9 @@ WRITEBACK = -2
 SCAN_MAX_ASSOC = 128
 """Largest L1 associativity whose sets are scanned; above it (the 256-512-way L1s of Volta and
 later, where one scan reads 1-2 KiB of tags) each SM's L1 keeps a hash table of line id -> way."""
+L1_BY_SM_LINES = 8192
+"""All SMs' L1 lines above which the L1s run SM by SM (Volta and later: 80-132 SMs of 1-2K
+lines); below it (Fermi: 14 x 128) one walk of the merged stream does every level."""
 _FIB = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -110,6 +113,10 @@ class Geometry:
     interleave: int
     row_size: int
     transaction: int
+    l1_by_sm: bool
+    """Whether the L1s run SM by SM before the merged walk (all SMs' L1s hold more than
+    `L1_BY_SM_LINES` lines: too much state to stay in the CPU's caches when the merge jumps from
+    SM to SM)."""
 
     @classmethod
     def of(cls, params: np.ndarray) -> "Geometry":
@@ -122,7 +129,8 @@ class Geometry:
                    l2_on=on2, l2_sets=p[P_L2_SETS] * p[P_L2_PARTS] if on2 else 1,
                    l2_assoc=p[P_L2_ASSOC] if on2 else 1, l2_chunks=p[P_L2_CPL], l2_sector_chunks=p[P_L2_CPS],
                    l2_lru=p[P_L2_LRU] != 0, channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
-                   row_size=p[P_DR_ROW], transaction=p[P_DR_TX])
+                   row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
+                   l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES)
 
     @property
     def sub(self) -> int:
@@ -362,6 +370,7 @@ def _build(g: Geometry) -> Callable:
     LRU1 = g.l1_lru
     EVICT1 = g.l1_store == STORE_EVICT
     STORES1 = ON1 and g.l1_store != STORE_NO_ALLOCATE  # stores update the L1
+    BY_SM = ON1 and g.l1_by_sm
     LT1 = _index_dtype(A1)
     VT1 = _mask_dtype(CPL1)
     HASH1 = ON1 and A1 > SCAN_MAX_ASSOC
@@ -411,13 +420,16 @@ def _build(g: Geometry) -> Callable:
         BURST = rt[4]
         GROUP = rt[5]
         counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
-        n_l1 = S * NSETS1 if ON1 else 1
+        # L1: every SM's (one SM's when they run SM by SM), a hash table per SM when hashed
+        n_l1 = (NSETS1 if BY_SM else S * NSETS1) if ON1 else 1
         tag1 = np.full(n_l1 * A1, -1, dtype=np.int32)
         val1 = np.zeros(n_l1 * A1, dtype=VT1)
         nxt1 = np.empty(n_l1 * AA1, dtype=LT1)
         prv1 = np.empty(n_l1 * AA1, dtype=LT1)
         lists_init(nxt1, prv1, n_l1, A1)
-        htab1 = np.full(S * HT1 if HASH1 else 1, -1, dtype=np.int64)
+        htab1 = np.full((HT1 if BY_SM else S * HT1) if HASH1 else 1, -1, dtype=np.int64)
+        sends = np.empty(req_id.shape[0] if BY_SM else 1, dtype=VT1)
+        # L2: per set, and per class super-set while in lockstep
         tag2 = np.full(NSETS2 * A2, -1, dtype=np.int32)
         val2 = np.zeros(NSETS2 * A2, dtype=VT2)
         dty2 = np.zeros(NSETS2 * A2, dtype=VT2)
@@ -434,7 +446,7 @@ def _build(g: Geometry) -> Callable:
         lists_init(nxtS, prvS, n_lock, A2)
         wayS = np.full(lines.shape[0] if LOCK else 1, NONE2, dtype=LT2)
         split = np.zeros(n_lock, dtype=np.uint8)
-
+        # DRAM
         open_row = np.full(CH * NB, -1, dtype=np.int64)
         busy = np.zeros(CH * NB, dtype=np.int64)
         chn = np.zeros(CH, dtype=np.int64)
@@ -454,290 +466,325 @@ def _build(g: Geometry) -> Callable:
         last_x = np.uint64(0)
         cch, cb, crow = locate(last_x, CH, NB, ILSH, ROWSH)
 
-        cur = sm_acc_off[:S].copy()
-        for i in range(lab.shape[0]):
-            s = lab[i]
-            r = order[cur[s]]
-            cur[s] += 1
-            o = np.int64(acc_op[r])
-            wr = op_write[o] != 0
-            rop = np.int64(-1) if wr else o
-            jbeg = req_off[r]
-            jend = req_off[r + 1]
-            c_l1ra = np.int64(0)
-            c_l1rh = np.int64(0)
-            c_l1wa = np.int64(0)
-            c_l2ra = np.int64(0)
-            c_l2rh = np.int64(0)
-            c_l2wa = np.int64(0)
-            c_l2wh = np.int64(0)
-            c_dr = np.int64(0)
-            c_dw = np.int64(0)
-            for j in range(jbeg, jend):
-                id1 = np.int64(req_id[j])
-                m = np.int64(req_mask[j])
-                line1 = req_line[j]
-                smask = expand_sectors(m, CPS1, SPL1)
-                nsec = popcount(smask & LEAD1)
-                send = m
-                nq = 0
-                # ---- step 5: the SM's L1
-                if wr:
-                    c_l1wa += nsec
+        # With BY_SM the walk runs twice: step 5 SM by SM (an L1 sees its own SM's stream only,
+        # whatever the merge; one SM's state at a time stays in the CPU's caches), recording what
+        # each request sends on to L2, then steps 6-7 over the merged stream. Otherwise one walk
+        # of the merged stream does every step.
+        for phase in range(2 if BY_SM else 1):
+            do_l1 = phase == 0 if BY_SM else True
+            do_l2 = phase == 1 if BY_SM else True
+            by_sm = BY_SM and do_l1
+            cur = sm_acc_off[:S].copy()
+            s = np.int64(0)
+            sm_end = sm_acc_off[1]
+            for i in range(lab.shape[0]):
+                if by_sm:
+                    if i == sm_end:  # the next SM with accesses: its L1 starts empty
+                        while sm_acc_off[s + 1] <= i:
+                            s += 1
+                        sm_end = sm_acc_off[s + 1]
+                        tag1[:] = -1
+                        val1[:] = 0
+                        lists_init(nxt1, prv1, n_l1, A1)
+                        if HASH1:
+                            htab1[:] = -1
+                    g = i
                 else:
-                    c_l1ra += nsec
-                if ON1 and (STORES1 or not wr):
-                    sg = s * NSETS1 + np.int64(np.uint64(line1) % np.uint64(NSETS1))
-                    b1 = sg * A1
-                    L1 = sg * AA1
-                    t1 = np.int32(id1)
-                    hb = s * HT1
-                    if HASH1:
-                        w = hfind(htab1, hb, HB1, id1)
-                    else:
-                        ub = np.uint64(b1)
-                        acc = np.int32(0)
-                        for k in range(A1):
-                            acc += np.int32(k + 1) if tag1[ub + np.uint64(k)] == t1 else np.int32(0)
-                        w = np.int64(acc) - 1
-                    if wr:
-                        if EVICT1:
-                            if w >= 0:
-                                if HASH1:
-                                    hdel(htab1, hb, HB1, id1)
-                                tag1[b1 + w] = -1
-                                val1[b1 + w] = 0
-                                to_back(nxt1, prv1, L1, w, A1)
-                        else:  # write-allocate
-                            if w < 0:
-                                w = np.int64(prv1[L1 + A1])
-                                if HASH1:
-                                    if tag1[b1 + w] >= 0:
-                                        hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
-                                    hput(htab1, hb, HB1, id1, w)
-                                tag1[b1 + w] = t1
-                                val1[b1 + w] = 0
-                                to_front(nxt1, prv1, L1, w, A1)
-                            elif LRU1:
-                                to_front(nxt1, prv1, L1, w, A1)
-                            val1[b1 + w] = np.int64(val1[b1 + w]) | smask
-                    else:
-                        if w >= 0:
-                            v1 = np.int64(val1[b1 + w])
-                            c_l1rh += popcount(smask & v1 & LEAD1)
-                            send = smask & ~v1
-                            if LRU1:
-                                to_front(nxt1, prv1, L1, w, A1)
+                    s = lab[i]
+                    g = cur[s]
+                    cur[s] += 1
+                r = order[g]
+                o = np.int64(acc_op[r])
+                wr = op_write[o] != 0
+                rop = np.int64(-1) if wr else o
+                jbeg = req_off[r]
+                jend = req_off[r + 1]
+                sl = 0 if BY_SM else s  # the L1 copy of the SM
+                hb = sl * HT1
+                c_l1ra = np.int64(0)
+                c_l1rh = np.int64(0)
+                c_l1wa = np.int64(0)
+                c_l2ra = np.int64(0)
+                c_l2rh = np.int64(0)
+                c_l2wa = np.int64(0)
+                c_l2wh = np.int64(0)
+                c_dr = np.int64(0)
+                c_dw = np.int64(0)
+                for j in range(jbeg, jend):
+                    if do_l1:
+                        # ---- step 5: the SM's L1
+                        id1 = np.int64(req_id[j])
+                        line1 = req_line[j]
+                        m = np.int64(req_mask[j])
+                        smask = expand_sectors(m, CPS1, SPL1)
+                        nsec = popcount(smask & LEAD1)
+                        send = m
+                        if wr:
+                            c_l1wa += nsec
                         else:
-                            send = smask
-                            w = np.int64(prv1[L1 + A1])
+                            c_l1ra += nsec
+                        if ON1 and (STORES1 or not wr):
+                            sg = sl * NSETS1 + np.int64(np.uint64(line1) % np.uint64(NSETS1))
+                            b1 = sg * A1
+                            L1 = sg * AA1
+                            t1 = np.int32(id1)
                             if HASH1:
-                                if tag1[b1 + w] >= 0:
-                                    hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
-                                hput(htab1, hb, HB1, id1, w)
-                            tag1[b1 + w] = t1
-                            val1[b1 + w] = 0
-                            to_front(nxt1, prv1, L1, w, A1)
-                        val1[b1 + w] = np.int64(val1[b1 + w]) | send
-                if send == 0:
-                    continue
-                # ---- step 6: the L2 lines the request covers (blocks jj of the L1 line)
-                lbase = line1 * CPL1  # first chunk of the L1 line
-                per_set = True
-                if LOCK:
-                    c = np.int64(np.uint64(line1) % np.uint64(NCLS))
-                    if split[c] == 0:
-                        full = True
-                        for jj in range(SUB):
-                            if ((send >> (jj * CPL2)) & LOW2) == 0:
-                                full = False
-                        if full:
-                            per_set = False
-                            bS = c * A2
-                            LS = c * AA2
-                            wS = np.int64(wayS[id1])
-                            od = np.int64(0)
-                            ob = np.int64(0)
-                            if wS != NONE2:
-                                V = np.int64(valS[bS + wS])
-                                if LRU2:
-                                    to_front(nxtS, prvS, LS, wS, A2)
+                                w = hfind(htab1, hb, HB1, id1)
                             else:
-                                V = np.int64(0)
-                                wS = np.int64(prvS[LS + A2])
-                                old = np.int64(tagS[bS + wS])
-                                if old >= 0:
-                                    wayS[old] = NONE2
-                                    od = np.int64(dtyS[bS + wS])
-                                    if od != 0:  # the victim's address, read only when it is dirty
-                                        ob = lines[old] * CPL1
-                                tagS[bS + wS] = np.int32(id1)
-                                wayS[id1] = wS
-                                dtyS[bS + wS] = 0
-                                to_front(nxtS, prvS, LS, wS, A2)
-                            sm2 = expand_sectors(send, CPS2, SPW)
-                            miss = sm2 & ~V
+                                ub = np.uint64(b1)
+                                acc = np.int32(0)
+                                for k in range(A1):
+                                    acc += np.int32(k + 1) if tag1[ub + np.uint64(k)] == t1 else np.int32(0)
+                                w = np.int64(acc) - 1
+                            if wr:
+                                if EVICT1:
+                                    if w >= 0:
+                                        if HASH1:
+                                            hdel(htab1, hb, HB1, id1)
+                                        tag1[b1 + w] = -1
+                                        val1[b1 + w] = 0
+                                        to_back(nxt1, prv1, L1, w, A1)
+                                else:  # write-allocate
+                                    if w < 0:
+                                        w = np.int64(prv1[L1 + A1])
+                                        if HASH1:
+                                            if tag1[b1 + w] >= 0:
+                                                hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
+                                            hput(htab1, hb, HB1, id1, w)
+                                        tag1[b1 + w] = t1
+                                        val1[b1 + w] = 0
+                                        to_front(nxt1, prv1, L1, w, A1)
+                                    elif LRU1:
+                                        to_front(nxt1, prv1, L1, w, A1)
+                                    val1[b1 + w] = np.int64(val1[b1 + w]) | smask
+                            else:
+                                if w >= 0:
+                                    v1 = np.int64(val1[b1 + w])
+                                    c_l1rh += popcount(smask & v1 & LEAD1)
+                                    send = smask & ~v1
+                                    if LRU1:
+                                        to_front(nxt1, prv1, L1, w, A1)
+                                else:
+                                    send = smask
+                                    w = np.int64(prv1[L1 + A1])
+                                    if HASH1:
+                                        if tag1[b1 + w] >= 0:
+                                            hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
+                                        hput(htab1, hb, HB1, id1, w)
+                                    tag1[b1 + w] = t1
+                                    val1[b1 + w] = 0
+                                    to_front(nxt1, prv1, L1, w, A1)
+                                val1[b1 + w] = np.int64(val1[b1 + w]) | send
+                        if BY_SM:
+                            sends[j] = send
+                    else:
+                        send = np.int64(sends[j])
+                        if send == 0:
+                            continue
+                        id1 = np.int64(req_id[j])
+                        line1 = req_line[j]
+                    if not do_l2 or send == 0:
+                        continue
+                    nq = 0
+                    # ---- step 6: the L2 lines the request covers (blocks jj of the L1 line)
+                    lbase = line1 * CPL1  # first chunk of the L1 line
+                    per_set = True
+                    if LOCK:
+                        c = np.int64(np.uint64(line1) % np.uint64(NCLS))
+                        if split[c] == 0:
+                            full = True
                             for jj in range(SUB):
-                                sh = jj * CPL2
-                                if od != 0:
-                                    odj = (od >> sh) & LOW2
-                                    if odj != 0:
-                                        nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
-                                mj = (miss >> sh) & LOW2
-                                if wr:
-                                    mj &= (send >> sh) & LOW2
-                                if mj != 0:
-                                    n0 = nq
-                                    nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
+                                if ((send >> (jj * CPL2)) & LOW2) == 0:
+                                    full = False
+                            if full:
+                                per_set = False
+                                bS = c * A2
+                                LS = c * AA2
+                                wS = np.int64(wayS[id1])
+                                od = np.int64(0)
+                                ob = np.int64(0)
+                                if wS != NONE2:
+                                    V = np.int64(valS[bS + wS])
+                                    if LRU2:
+                                        to_front(nxtS, prvS, LS, wS, A2)
+                                else:
+                                    V = np.int64(0)
+                                    wS = np.int64(prvS[LS + A2])
+                                    old = np.int64(tagS[bS + wS])
+                                    if old >= 0:
+                                        wayS[old] = NONE2
+                                        od = np.int64(dtyS[bS + wS])
+                                        if od != 0:  # the victim's address, read only when it is dirty
+                                            ob = lines[old] * CPL1
+                                    tagS[bS + wS] = np.int32(id1)
+                                    wayS[id1] = wS
+                                    dtyS[bS + wS] = 0
+                                    to_front(nxtS, prvS, LS, wS, A2)
+                                sm2 = expand_sectors(send, CPS2, SPW)
+                                miss = sm2 & ~V
+                                for jj in range(SUB):
+                                    sh = jj * CPL2
+                                    if od != 0:
+                                        odj = (od >> sh) & LOW2
+                                        if odj != 0:
+                                            nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
+                                    mj = (miss >> sh) & LOW2
                                     if wr:
-                                        c_dw += nq - n0
-                                    else:
-                                        c_dr += nq - n0
-                            nsec2 = popcount(sm2 & LEADW)
-                            hits = popcount(sm2 & V & LEADW)
+                                        mj &= (send >> sh) & LOW2
+                                    if mj != 0:
+                                        n0 = nq
+                                        nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
+                                        if wr:
+                                            c_dw += nq - n0
+                                        else:
+                                            c_dr += nq - n0
+                                nsec2 = popcount(sm2 & LEADW)
+                                hits = popcount(sm2 & V & LEADW)
+                                if wr:
+                                    c_l2wa += nsec2
+                                    c_l2wh += hits
+                                    dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | (sm2 & V)
+                                else:
+                                    c_l2ra += nsec2
+                                    c_l2rh += hits
+                                valS[bS + wS] = V | miss
+                            else:
+                                split_class(c, SUB, A2, CPL2, tagS, valS, dtyS, nxtS, prvS, tag2, val2, dty2, nxt2, prv2,
+                                            way2)
+                                split[c] = 1
+                    if per_set:
+                        line0 = lbase >> C2SH
+                        r0 = np.int64(np.uint64(line0) % np.uint64(NSETS2))
+                        for jj in range(SUB):
+                            if SUB == 1:
+                                m2 = (send << (lbase & (CPL2 - 1))) & MASK32
+                            else:
+                                m2 = (send >> (jj * CPL2)) & LOW2
+                            if m2 == 0:
+                                continue
+                            smask2 = expand_sectors(m2, CPS2, SPL2)
+                            nsec2 = popcount(smask2 & LEAD2)
+                            base = (line0 + jj) * CPL2
+                            v = np.int64(0)
+                            w2 = np.int64(0)
+                            b2 = np.int64(0)
+                            if ON2:
+                                rr = r0 + jj
+                                if rr >= NSETS2:
+                                    rr -= NSETS2
+                                if WIDE:
+                                    id2 = np.int64(req_id2[j])
+                                elif SUB == 1:
+                                    id2 = id1
+                                else:
+                                    id2 = (id1 << SUBSH) + jj
+                                b2 = rr * A2
+                                L2 = rr * AA2
+                                w2 = np.int64(way2[id2])
+                                if w2 != NONE2:
+                                    v = np.int64(val2[b2 + w2])
+                                    if LRU2:
+                                        to_front(nxt2, prv2, L2, w2, A2)
+                                else:
+                                    w2 = np.int64(prv2[L2 + A2])
+                                    old = np.int64(tag2[b2 + w2])
+                                    if old >= 0:
+                                        way2[old] = NONE2
+                                        od = np.int64(dty2[b2 + w2])
+                                        if od != 0:
+                                            if WIDE:
+                                                ob = lines2[old] * CPL2
+                                            elif SUB == 1:
+                                                ob = lines[old] * CPL2
+                                            else:
+                                                ob = lines[old >> SUBSH] * CPL1 + (old & (SUB - 1)) * CPL2
+                                            nq = push(qtx, qop, nq, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
+                                    tag2[b2 + w2] = np.int32(id2)
+                                    way2[id2] = w2
+                                    dty2[b2 + w2] = 0
+                                    to_front(nxt2, prv2, L2, w2, A2)
+                            # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
+                            miss = (smask2 & ~v) if ON2 else m2
+                            hits = popcount(smask2 & v & LEAD2)
                             if wr:
                                 c_l2wa += nsec2
                                 c_l2wh += hits
-                                dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | (sm2 & V)
+                                em = m2 & miss
+                                if em != 0:
+                                    n0 = nq
+                                    nq = push(qtx, qop, nq, base, em, rop, CPL2, TXMUL, TXSH)
+                                    c_dw += nq - n0
+                                if ON2:
+                                    dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | (smask2 & v)
                             else:
                                 c_l2ra += nsec2
                                 c_l2rh += hits
-                            valS[bS + wS] = V | miss
-                        else:
-                            split_class(c, SUB, A2, CPL2, tagS, valS, dtyS, nxtS, prvS, tag2, val2, dty2, nxt2, prv2,
-                                        way2)
-                            split[c] = 1
-                if per_set:
-                    line0 = lbase >> C2SH
-                    r0 = np.int64(np.uint64(line0) % np.uint64(NSETS2))
-                    for jj in range(SUB):
-                        if SUB == 1:
-                            m2 = (send << (lbase & (CPL2 - 1))) & MASK32
-                        else:
-                            m2 = (send >> (jj * CPL2)) & LOW2
-                        if m2 == 0:
-                            continue
-                        smask2 = expand_sectors(m2, CPS2, SPL2)
-                        nsec2 = popcount(smask2 & LEAD2)
-                        base = (line0 + jj) * CPL2
-                        v = np.int64(0)
-                        w2 = np.int64(0)
-                        b2 = np.int64(0)
-                        if ON2:
-                            rr = r0 + jj
-                            if rr >= NSETS2:
-                                rr -= NSETS2
-                            if WIDE:
-                                id2 = np.int64(req_id2[j])
-                            elif SUB == 1:
-                                id2 = id1
-                            else:
-                                id2 = (id1 << SUBSH) + jj
-                            b2 = rr * A2
-                            L2 = rr * AA2
-                            w2 = np.int64(way2[id2])
-                            if w2 != NONE2:
-                                v = np.int64(val2[b2 + w2])
-                                if LRU2:
-                                    to_front(nxt2, prv2, L2, w2, A2)
-                            else:
-                                w2 = np.int64(prv2[L2 + A2])
-                                old = np.int64(tag2[b2 + w2])
-                                if old >= 0:
-                                    way2[old] = NONE2
-                                    od = np.int64(dty2[b2 + w2])
-                                    if od != 0:
-                                        if WIDE:
-                                            ob = lines2[old] * CPL2
-                                        elif SUB == 1:
-                                            ob = lines[old] * CPL2
-                                        else:
-                                            ob = lines[old >> SUBSH] * CPL1 + (old & (SUB - 1)) * CPL2
-                                        nq = push(qtx, qop, nq, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
-                                tag2[b2 + w2] = np.int32(id2)
-                                way2[id2] = w2
-                                dty2[b2 + w2] = 0
-                                to_front(nxt2, prv2, L2, w2, A2)
-                        # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
-                        miss = (smask2 & ~v) if ON2 else m2
-                        hits = popcount(smask2 & v & LEAD2)
-                        if wr:
-                            c_l2wa += nsec2
-                            c_l2wh += hits
-                            em = m2 & miss
-                            if em != 0:
-                                n0 = nq
-                                nq = push(qtx, qop, nq, base, em, rop, CPL2, TXMUL, TXSH)
-                                c_dw += nq - n0
+                                if miss != 0:
+                                    n0 = nq
+                                    nq = push(qtx, qop, nq, base, miss, rop, CPL2, TXMUL, TXSH)
+                                    c_dr += nq - n0
                             if ON2:
-                                dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | (smask2 & v)
-                        else:
-                            c_l2ra += nsec2
-                            c_l2rh += hits
-                            if miss != 0:
-                                n0 = nq
-                                nq = push(qtx, qop, nq, base, miss, rop, CPL2, TXMUL, TXSH)
-                                c_dr += nq - n0
-                        if ON2:
-                            val2[b2 + w2] = v | miss
-                # ---- step 7: this request's transactions join the open batch, in order, as runs
-                e = 0
-                while e < nq:
-                    ro = qop[e]
-                    ux = np.uint64(qtx[e])
-                    x = (ux << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (ux >> np.uint64(KEYSH - TXSHA))
-                    k = 1
-                    while e + k < nq and qop[e + k] == ro:
-                        uy = np.uint64(qtx[e + k])
-                        y = (uy << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (uy >> np.uint64(KEYSH - TXSHA))
-                        if y != x:
-                            break
-                        k += 1
-                    e += k
-                    if x != last_x:
-                        last_x = x
-                        cch, cb, crow = locate(x, CH, NB, ILSH, ROWSH)
-                    if ro == WRITEBACK:
-                        wbs += k
-                        ro = -1
-                    while k > 0:
-                        t = min(k, target - nin)
-                        if open_row[cb] == crow:
-                            busy[cb] += THIT * t
-                        else:
-                            busy[cb] += TMISS + THIT * (t - 1)
-                            open_row[cb] = crow
-                        maxb = max(maxb, busy[cb])
-                        chn[cch] += t
-                        maxc = max(maxc, chn[cch])
-                        if ro >= 0:
-                            if bop[ro] == 0:
-                                touched[n_touched] = ro
-                                n_touched += 1
-                            bop[ro] += t
-                        nin += t
-                        k -= t
-                        if nin == target:
-                            batches = close_batch(BASE + max(maxb, maxc * BURST), batches, nbat, bop, touched,
-                                                  n_touched, lat_sum)
-                            nbat += 1
-                            n_touched = 0
-                            busy[:] = 0
-                            chn[:] = 0
-                            maxb = 0
-                            maxc = 0
-                            nin = 0
-                            target = draw_batch(st, S, GROUP)
-            counts[C_L1_REQ, o] += jend - jbeg
-            counts[C_L1_RA, o] += c_l1ra
-            counts[C_L1_RH, o] += c_l1rh
-            counts[C_L1_WA, o] += c_l1wa
-            counts[C_L2_RA, o] += c_l2ra
-            counts[C_L2_RH, o] += c_l2rh
-            counts[C_L2_WA, o] += c_l2wa
-            counts[C_L2_WH, o] += c_l2wh
-            counts[C_DR, o] += c_dr
-            counts[C_DW, o] += c_dw
+                                val2[b2 + w2] = v | miss
+                    # ---- step 7: this request's transactions join the open batch, in order, as runs
+                    e = 0
+                    while e < nq:
+                        ro = qop[e]
+                        ux = np.uint64(qtx[e])
+                        x = (ux << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (ux >> np.uint64(KEYSH - TXSHA))
+                        k = 1
+                        while e + k < nq and qop[e + k] == ro:
+                            uy = np.uint64(qtx[e + k])
+                            y = (uy << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (uy >> np.uint64(KEYSH - TXSHA))
+                            if y != x:
+                                break
+                            k += 1
+                        e += k
+                        if x != last_x:
+                            last_x = x
+                            cch, cb, crow = locate(x, CH, NB, ILSH, ROWSH)
+                        if ro == WRITEBACK:
+                            wbs += k
+                            ro = -1
+                        while k > 0:
+                            t = min(k, target - nin)
+                            if open_row[cb] == crow:
+                                busy[cb] += THIT * t
+                            else:
+                                busy[cb] += TMISS + THIT * (t - 1)
+                                open_row[cb] = crow
+                            maxb = max(maxb, busy[cb])
+                            chn[cch] += t
+                            maxc = max(maxc, chn[cch])
+                            if ro >= 0:
+                                if bop[ro] == 0:
+                                    touched[n_touched] = ro
+                                    n_touched += 1
+                                bop[ro] += t
+                            nin += t
+                            k -= t
+                            if nin == target:
+                                batches = close_batch(BASE + max(maxb, maxc * BURST), batches, nbat, bop, touched,
+                                                      n_touched, lat_sum)
+                                nbat += 1
+                                n_touched = 0
+                                busy[:] = 0
+                                chn[:] = 0
+                                maxb = 0
+                                maxc = 0
+                                nin = 0
+                                target = draw_batch(st, S, GROUP)
+                if do_l1:
+                    counts[C_L1_REQ, o] += jend - jbeg
+                    counts[C_L1_RA, o] += c_l1ra
+                    counts[C_L1_RH, o] += c_l1rh
+                    counts[C_L1_WA, o] += c_l1wa
+                if do_l2:
+                    counts[C_L2_RA, o] += c_l2ra
+                    counts[C_L2_RH, o] += c_l2rh
+                    counts[C_L2_WA, o] += c_l2wa
+                    counts[C_L2_WH, o] += c_l2wh
+                    counts[C_DR, o] += c_dr
+                    counts[C_DW, o] += c_dw
         if nin > 0:
             batches = close_batch(BASE + max(maxb, maxc * BURST), batches, nbat, bop, touched, n_touched, lat_sum)
             nbat += 1
