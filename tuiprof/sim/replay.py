@@ -14,7 +14,10 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
 - **L1**: a branch-free tag scan over the set with unsigned indices (LLVM vectorises it; signed
   indices turn it into gathers, 8x slower), then a list splice. Above `SCAN_MAX_ASSOC` ways (the
   512-way H100 L1 reads 2 KiB of tags per scan), a per-SM open-addressing table of line id -> way
-  instead.
+  instead. An L1 sees its own SM's stream only, whatever the merge, so when all SMs' L1s are too
+  large to stay in the CPU's caches as the merge jumps from SM to SM (Volta and later: 80-132 SMs
+  of 1-2K lines), the L1s run first, SM by SM, and record what each request sends on to L2; the
+  merged walk then does the L2 and DRAM only (`Geometry.l1_by_sm`: 5x on H100).
 - **L2**: ``way_of[id]`` says which way holds a line (or that none does): one byte load per access,
   no hashing, no chain walk.
 - **Class lockstep** (sectored-by-blocks L2s such as Fermi's: 32 B L2 lines under 128 B L1
@@ -30,7 +33,9 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
   (channel, bank, row, op): a run costs one miss (or hit) plus row hits for the rest; channel,
   bank and row are recomputed only when ``address >> log2(min(interleave, row))`` changes; a
   batch is closed as soon as it holds its drawn size, so there is no second pass.
-- **Per-access counters in locals**, added to the op's counters once per warp access.
+- **Per-access counters in locals**, added to the op's counters once per warp access; no array
+  is reassigned in the walk (a reassigned array variable costs reference counting per batch and
+  worse code: 15-25% of a trial).
 - **Geometry as compile-time constants** (`Geometry`): associativities, set counts, line and
   sector chunks, channels, banks, interleave, row and transaction sizes are frozen into each
   compiled kernel (divisions by 6 become multiplications), and kernels are cached in memory and
@@ -340,22 +345,6 @@ def split_class(c, sub, assoc, chunks, tagS, valS, dtyS, nxtS, prvS, tag2, val2,
     return 0
 
 
-@njit(**KERNEL)
-def close_batch(lat, batches, nbat, bop, touched, n_touched, lat_sum):
-    """Record batch `nbat`'s latency (growing `batches` when full) and charge it to each read it
-    holds; returns the batches array."""
-    if nbat == batches.shape[0]:
-        grown = np.empty(2 * nbat, dtype=np.int64)
-        grown[:nbat] = batches
-        batches = grown
-    batches[nbat] = lat
-    for u in range(n_touched):
-        o = touched[u]
-        lat_sum[o] += lat * bop[o]
-        bop[o] = 0
-    return batches
-
-
 def _build(g: Geometry) -> Callable:
     """The replay kernel with `g`'s values frozen in (Numba treats closure variables as constants;
     its disk cache keys a closure by their values, so each geometry has its own machine code)."""
@@ -454,7 +443,8 @@ def _build(g: Geometry) -> Callable:
         touched = np.empty(n_ops, dtype=np.int64)
         n_touched = 0
         lat_sum = np.zeros(n_ops, dtype=np.int64)
-        batches = np.empty(4096, dtype=np.int64)
+        # Every batch but the last holds at least S transactions (np.empty commits only what is written).
+        batches = np.empty(req_id.shape[0] * 2 * max(CPL1, CPL2) * TXMUL // S + 2, dtype=np.int64)
         nbat = 0
         qtx = np.empty(QMAX, dtype=np.int64)
         qop = np.empty(QMAX, dtype=np.int64)
@@ -762,10 +752,14 @@ def _build(g: Geometry) -> Callable:
                                 bop[ro] += t
                             nin += t
                             k -= t
-                            if nin == target:
-                                batches = close_batch(BASE + max(maxb, maxc * BURST), batches, nbat, bop, touched,
-                                                      n_touched, lat_sum)
+                            if nin == target:  # the batch is complete: time it, charge its reads
+                                lat = BASE + max(maxb, maxc * BURST)
+                                batches[nbat] = lat
                                 nbat += 1
+                                for u in range(n_touched):
+                                    oo = touched[u]
+                                    lat_sum[oo] += lat * bop[oo]
+                                    bop[oo] = 0
                                 n_touched = 0
                                 busy[:] = 0
                                 chn[:] = 0
@@ -786,8 +780,12 @@ def _build(g: Geometry) -> Callable:
                     counts[C_DR, o] += c_dr
                     counts[C_DW, o] += c_dw
         if nin > 0:
-            batches = close_batch(BASE + max(maxb, maxc * BURST), batches, nbat, bop, touched, n_touched, lat_sum)
+            lat = BASE + max(maxb, maxc * BURST)
+            batches[nbat] = lat
             nbat += 1
+            for u in range(n_touched):
+                oo = touched[u]
+                lat_sum[oo] += lat * bop[oo]
         return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs
 
     return replay
