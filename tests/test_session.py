@@ -71,10 +71,10 @@ def test_cancel_before_run_gives_no_analysis() -> None:
 def test_a_crash_in_the_simulator_is_one_clear_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     import tuiprof.sim.montecarlo as mc
 
-    def boom(self, on_trial=None):
+    def boom(self, index):
         raise RuntimeError("Failed in nopython mode pipeline")
 
-    monkeypatch.setattr(mc.MonteCarlo, "run", boom)
+    monkeypatch.setattr(mc.MonteCarlo, "run_one", boom)
     events: list = []
     with pytest.raises(TuiprofError) as info:
         Session(trace(), config()).run(events.append)
@@ -85,3 +85,53 @@ def test_a_crash_in_the_simulator_is_one_clear_failure(monkeypatch: pytest.Monke
 def test_impossible_md_fails_before_any_work() -> None:
     with pytest.raises(UsageError, match="exceeds"):
         Session(trace(), config(md=99))
+
+
+def _kinds_and_events(cfg: RunConfig) -> tuple[list, Session, object]:
+    events: list = []
+    s = Session(trace(), cfg)
+    analysis = s.run(events.append)
+    return events, s, analysis
+
+
+def test_the_first_histogram_comes_with_the_first_trial() -> None:
+    events, _, _ = _kinds_and_events(config())
+    first = next(i for i, e in enumerate(events) if isinstance(e, TrialDone))
+    assert isinstance(events[first + 1], AnalysisUpdated) and events[first + 1].analysis.trials == 1
+
+
+def test_the_md_decision_shows_once_every_md_has_its_minimum_and_is_refined() -> None:
+    # 10 trials per MD, no early stop: the minimum is 8 (SWEEP_MIN_TRIALS), so a first decision
+    # comes at 8 trials of every MD, and later ones as each MD's run ends.
+    events, s, analysis = _kinds_and_events(config(sweep_trials=10, tolerance=None))
+    sweep_mds = [m for m in s.sweep_mds() if m != s.md]
+    decided = [i for i, e in enumerate(events) if isinstance(e, AnalysisUpdated) and e.analysis.decisions is not None
+               and e.analysis.decisions.md is not None]
+    assert decided, "no MD decision before Finished"
+    first = decided[0]
+    done_before = {m: max((e.done for e in events[:first] if isinstance(e, SweepProgress) and e.md == m), default=0)
+                   for m in sweep_mds}
+    assert all(8 <= d for d in done_before.values()) and min(done_before.values()) < 10
+    assert any(isinstance(e, SweepProgress) for e in events[first:])  # refined as more land
+    assert "so far" in events[first].analysis.decisions.md_note
+    final = analysis.decisions
+    assert isinstance(events[-1], Finished) and final.md is not None and final.md_note == ""
+    assert final.sweep_trials == 10 and [x.md for x in final.md_samples] == list(s.sweep_mds())
+
+
+def test_sweep_results_do_not_depend_on_the_thread_count() -> None:
+    from tuiprof.model.decisions import md_sample
+    from tuiprof.sim.montecarlo import MonteCarlo
+
+    runs = {}
+    for threads in (1, 3):
+        _, s, a = _kinds_and_events(config(threads=threads, sweep_trials=9, trials=24, tolerance=0.02))
+        runs[threads] = (s, a)
+    (s1, a1), (_, a3) = runs[1], runs[3]
+    assert a1.trials == a3.trials and a1.decisions.md_samples == a3.decisions.md_samples
+    assert a1.decisions.md.recommended_md == a3.decisions.md.recommended_md
+    assert a1.decisions.sweep_trials == a3.decisions.sweep_trials
+    # Each MD's sample is what that MD's run gives alone.
+    md = next(m for m in s1.sweep_mds() if m != s1.md)
+    alone = MonteCarlo(s1.trace, s1.arch, trials=9, seed=4, md=md, threads=1, tolerance=0.02, min_trials=8).run()
+    assert a1.decisions.md_samples[md - 1] == md_sample(md, alone, s1.trace)

@@ -1,8 +1,10 @@
 """The cache stages against pycachesim: same line-address streams, same geometry, same hits.
 
-pycachesim (``cachesim``) is an independent set-associative LRU/FIFO simulator. The kernel is
-checked alone (`new_cache`) and inside whole trials, where one SM runs one warp whose accesses
-form one bulk sequence, so the order of the stream is fixed.
+pycachesim (``cachesim``) is an independent set-associative LRU/FIFO simulator. The reference
+kernel's cache (`new_cache`, the hash chains of `tuiprof.sim.cache`) is checked alone, and the
+product kernel (`tuiprof.sim.replay`: scanned sets, hashed sets above 128 ways, ``way_of`` L2)
+inside whole trials, where one SM runs one warp whose accesses form one bulk sequence, so the
+order of the stream is fixed. test_sim_replay.py checks the two kernels against each other.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _single_warp_trace(addrs, mask=LANE0, bytes_per_lane=4):
     return trace_of([[(0, a, mask) for a in addrs]], ops=(op(nbytes=bytes_per_lane),))
 
 
-@pytest.mark.parametrize("sets,ways", [(8, 4), (2, 64), (32, 1)])
+@pytest.mark.parametrize("sets,ways", [(8, 4), (2, 64), (32, 1), (1, 256), (2, 160)])
 def test_trial_l1_alone_matches_pycachesim(sets: int, ways: int) -> None:
     lines = streams(sets + ways, 3000)["hot-cold"] % 400
     arch = small_arch(l1__size=sets * ways * 128, l1__assoc=ways, l1__sector=128, l2__size=0)

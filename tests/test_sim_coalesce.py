@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,3 +146,37 @@ def test_prepare_uses_every_preset() -> None:
     for name in ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100"):
         p = prepare(t, load_arch(name))
         assert p.coalesced.n_requests == (1 if load_arch(name).l1.line >= 128 else 4)
+
+
+def test_dense_ids_number_the_distinct_lines_in_order_of_first_appearance() -> None:
+    from tuiprof.sim.coalesce import dense_ids
+
+    rng = np.random.default_rng(8)
+    keys = np.concatenate([rng.integers(0, 5000, 20000), [2**62 + 1, 0, 2**62 + 1]]).astype(np.int64)
+    ids, lines = dense_ids(keys)
+    first = dict.fromkeys(int(k) for k in keys)  # insertion order = first appearance
+    assert list(lines) == list(first) and ids.dtype == np.int32
+    assert np.array_equal(lines[ids], keys)
+    empty_ids, empty_lines = dense_ids(np.zeros(0, dtype=np.int64))
+    assert empty_ids.size == 0 and empty_lines.size == 0
+
+
+def test_coalescing_carries_the_dense_ids_of_its_requests() -> None:
+    from tests.factories import random_trace
+
+    c = coalesce_trace(random_trace(3, n=300), 128)
+    assert np.array_equal(c.lines[c.req_id], c.req_line)
+    assert len(set(c.lines.tolist())) == c.lines.size == np.unique(c.req_line).size
+
+
+def test_the_working_set_per_cta_is_the_models_definition() -> None:
+    from tests.factories import random_trace
+    from tuiprof.model.decisions import working_set_lines
+    from tuiprof.trace.demos import resolve_target
+    from tuiprof.trace.io import load_trace
+
+    for t in (random_trace(4, n=500, n_warps=12), load_trace(resolve_target("stencil7"))):
+        for arch in (small_arch(), load_arch("tesla-c2050").with_overrides({"sm_count": "3"})):
+            p = prepare(t, arch)
+            co = p.coalesced
+            assert p.working_set_lines() == pytest.approx(working_set_lines(t, co.req_off, co.req_line), rel=1e-12)

@@ -170,3 +170,60 @@ def test_md_defaults_to_occupancy_when_the_trace_does_not_say() -> None:
 def test_bad_settings_are_usage_errors(trace, kw) -> None:
     with pytest.raises(UsageError):
         MonteCarlo(trace, small_arch(**ARCH), **kw)
+
+
+def test_a_pool_of_runs_gives_each_run_what_it_gives_alone(trace) -> None:
+    from tuiprof.sim.montecarlo import TrialPool
+
+    arch = small_arch(**ARCH)
+
+    def runs():
+        main = MonteCarlo(trace, arch, trials=12, seed=6, md=2, tolerance=0.05, min_trials=4)
+        return [main, MonteCarlo(trace, arch, trials=5, seed=6, md=1, prepared=main.prepared),
+                MonteCarlo(trace, arch, trials=9, seed=6, md=1, tolerance=0.5, min_trials=3, prepared=main.prepared)]
+
+    alone = [(mc.run(), mc.stop_reason) for mc in runs()]
+    for threads in (1, 3):
+        rs = runs()
+        got: dict[int, list] = {id(mc): [] for mc in rs}
+        ended = []
+        for ev in TrialPool(rs, threads).iter_events():
+            if ev.result is None:
+                ended.append(ev.run)
+            else:
+                got[id(ev.run)].append(ev.result)
+        assert sorted(map(id, ended)) == sorted(map(id, rs))
+        for mc, (results, reason) in zip(rs, alone):
+            mine = sorted(got[id(mc)], key=lambda r: r.index)
+            assert [r.index for r in mine] == [r.index for r in results] and mc.stop_reason == reason
+            assert all(same(a, b) for a, b in zip(mine, results))
+    assert [reason for _, reason in alone] == ["converged", "completed", "converged"]
+
+
+def test_a_pool_serves_the_first_run_first_then_the_others_evenly(trace) -> None:
+    from tuiprof.sim.montecarlo import TrialPool
+
+    arch = small_arch(**ARCH)
+    main = MonteCarlo(trace, arch, trials=4, seed=2, md=2)
+    a = MonteCarlo(trace, arch, trials=3, seed=2, md=1, prepared=main.prepared)
+    b = MonteCarlo(trace, arch, trials=2, seed=2, md=2, prepared=main.prepared)
+    names = {id(main): "main", id(a): "a", id(b): "b"}
+    order = [(names[id(ev.run)], ev.result.index if ev.result is not None else "end")
+             for ev in TrialPool([main, a, b], 1).iter_events()]
+    assert order == [("main", 0), ("main", 1), ("main", 2), ("main", 3), ("main", "end"),
+                     ("a", 0), ("b", 0), ("a", 1), ("b", 1), ("b", "end"), ("a", 2), ("a", "end")]
+
+
+def test_cancelling_a_pool_ends_every_unfinished_run(trace) -> None:
+    from tuiprof.sim.montecarlo import TrialPool
+
+    arch = small_arch(**ARCH)
+    main = MonteCarlo(trace, arch, trials=50, seed=2)
+    other = MonteCarlo(trace, arch, trials=50, seed=2, md=1, prepared=main.prepared)
+    pool = TrialPool([main, other], 2)
+    seen = 0
+    for ev in pool.iter_events():
+        seen += 1
+        pool.cancel()
+    assert seen == 1 and pool.cancelled
+    assert main.stop_reason == other.stop_reason == "cancelled"

@@ -278,7 +278,7 @@ async def test_run_failure_is_a_modal_not_a_crash(monkeypatch: pytest.MonkeyPatc
 
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        monkeypatch.setattr(montecarlo.MonteCarlo, "run", broken)
+        monkeypatch.setattr(montecarlo.MonteCarlo, "run_one", broken)
         await pilot.press("r")
         await wait_for(pilot, lambda: app.phase == "failed")
         await pilot.pause()

@@ -4,7 +4,6 @@ simulator needs. The Monte Carlo run itself and its events build on this."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import threading
 import time
@@ -195,7 +194,13 @@ class Session:
             raise err from exc
 
     def _run(self, emit: Callable[[Event], None]) -> Any:
-        from tuiprof.sim.montecarlo import MonteCarlo
+        """The main run and the MD sweep's runs on one pool of workers (the sweep's trials start
+        as soon as the main run has started its last one), reported as events: the main run's
+        trials with throttled analyses; when it ends, its analysis and models; then the sweep's
+        progress, a first MD decision as soon as every MD has its minimum trials, refined as
+        each MD's run ends; Finished with the final decision. Each run's results are those it
+        gives alone, whatever the thread count."""
+        from tuiprof.sim.montecarlo import MonteCarlo, TrialPool
 
         cfg = self.config
         if self._cancelled:  # cancelled before it started: do not even pack the trace
@@ -203,61 +208,148 @@ class Session:
             return None
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
                         threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
-        self.prepared = mc.prepared
-        results = self._trials(mc, emit)
-        analysis = self._analyse(mc, results)
-        if analysis is not None:
-            from tuiprof.model.decisions import decisions
-
-            base = decisions(self.trace, self.arch, self.md, analysis, results)
-            analysis = dataclasses.replace(analysis, decisions=base)
-            if not self._cancelled:
-                emit(AnalysisUpdated(analysis))
-                analysis = self._sweep(mc, results, analysis, emit)
-        self.analysis = analysis
-        emit(Cancelled(analysis) if self._cancelled else Finished(analysis))
-        return analysis
-
-    def _stream(self, mc: Any, on_result: Callable[[Any], None]) -> list[Any]:
-        """Run `mc` as this session's current run, handing each landed trial to `on_result`;
-        the results in trial order ([] when cancelled before it starts)."""
-        with self._lock:
-            self._mc = mc
-            if self._cancelled:
-                return []
-
-        def on_trial(result: Any) -> None:
-            if self._cancelled:  # a cancel that raced the start of the run
-                mc.cancel()
-                return
-            on_result(result)
-
-        return mc.run(on_trial)
-
-    def _trials(self, mc: Any, emit: Callable[[Event], None]) -> list[Any]:
-        """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events.
-
-        Intermediate analyses are made only for a listener, and at most one per UPDATE_INTERVAL
-        or per four times what the last one took (a trace with a huge op table analyses slowly:
-        the updates must not cost more than the trials)."""
-        landed: list[Any] = []
         self._t0 = time.perf_counter()
         self._op_stats = mc.op_stats()  # trial-invariant: once per run, not per update
-        last, cost = [0.0], [0.0]
-
-        def on_result(result: Any) -> None:
-            landed.append(result)
-            emit(TrialDone(result, len(landed), mc.trials))
-            now = time.perf_counter()
-            if self._listening and now - last[0] >= max(UPDATE_INTERVAL, 4 * cost[0]):
-                analysis = self._analyse(mc, sorted(landed, key=lambda r: r.index))
-                last[0] = time.perf_counter()
-                cost[0] = last[0] - now
+        self.prepared = mc.prepared
+        self._working_set: float | None = None
+        sweep, self._sweep_note = self._sweep_runs(mc)
+        pool = TrialPool([mc, *sweep.values()], mc.threads)
+        with self._lock:
+            self._mc = pool
+            if self._cancelled:
+                emit(Cancelled(None))
+                return None
+        main: list[Any] = []
+        per_md: dict[int, list[Any]] = {m: [] for m in sweep}
+        queued: list[SweepProgress] = []  # sweep progress that lands before the main run ends
+        analysis: Any = None
+        main_done = decided = False
+        last, cost = 0.0, 0.0
+        for ev in pool.iter_events():
+            if self._cancelled:  # a cancel that raced the start of the run
+                pool.cancel()
+                break
+            if ev.run is mc and ev.result is not None:
+                main.append(ev.result)
+                emit(TrialDone(ev.result, len(main), mc.trials))
+                now = time.perf_counter()
+                # Intermediate analyses only for a listener, at most one per UPDATE_INTERVAL or per
+                # four times what the last one took (a huge op table must not cost more than the trials).
+                if self._listening and now - last >= max(UPDATE_INTERVAL, 4 * cost):
+                    update = self._analyse(mc, sorted(main, key=lambda r: r.index))
+                    last = time.perf_counter()
+                    cost = last - now
+                    emit(AnalysisUpdated(update))
+            elif ev.run is mc:  # the main run ended
+                main_done = True
+                self.stop_reason = mc.stop_reason
+                self._t_main = time.perf_counter()
+                analysis = self._with_models(mc, main)
                 emit(AnalysisUpdated(analysis))
+                for progress in queued:
+                    emit(progress)
+            elif ev.result is not None:
+                m = ev.run.md
+                per_md[m].append(ev.result)
+                progress = SweepProgress(m, len(per_md[m]), ev.run.trials, self.sweep_mds())
+                if main_done:
+                    emit(progress)
+                else:
+                    queued.append(progress)
+            if main_done and sweep and (ev.result is None or not decided) and self._has_minimum(sweep, per_md):
+                decided = True  # first when every MD has its minimum, then again as each MD ends
+                if not all(run.stop_reason for run in sweep.values()):
+                    emit(AnalysisUpdated(self._with_md(analysis, main, per_md, final=False)))
+        if not self._cancelled and not pool.cancelled:
+            self.analysis = self._with_md(analysis, main, per_md, final=True)
+            emit(Finished(self.analysis))
+            return self.analysis
+        if not main_done:
+            self.stop_reason = mc.stop_reason
+            analysis = self._with_models(mc, main)
+        elif sweep:
+            analysis = self._with_note(analysis, "MD sweep cancelled", self._samples(main, per_md, landed_only=True))
+        self.analysis = analysis
+        emit(Cancelled(analysis))
+        return analysis
 
-        self._stream(mc, on_result)
-        self.stop_reason = mc.stop_reason
-        return sorted(landed, key=lambda r: r.index)
+    def _with_models(self, mc: Any, results: list[Any]) -> Any:
+        """The analysis of the main run's `results` with the models that need no sweep."""
+        from tuiprof.model.decisions import decisions
+
+        ordered = sorted(results, key=lambda r: r.index)
+        analysis = self._analyse(mc, ordered)
+        if analysis is None:
+            return None
+        return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, analysis, ordered))
+
+    @staticmethod
+    def _with_note(analysis: Any, note: str, samples: tuple[Any, ...] = ()) -> Any:
+        return dataclasses.replace(analysis, decisions=dataclasses.replace(analysis.decisions, md_note=note,
+                                                                           md_samples=samples))
+
+    def _has_minimum(self, sweep: dict[int, Any], per_md: dict[int, list[Any]]) -> bool:
+        """Every sweep MD has streamed its minimum trials (or all it will)."""
+        return all(len(per_md[m]) >= run.min_trials or run.stop_reason for m, run in sweep.items())
+
+    def _samples(self, main: list[Any], per_md: dict[int, list[Any]], landed_only: bool = False) -> tuple[Any, ...]:
+        """Paper 002's per-MD statistics (`md_sample`), MD by MD (`landed_only`: of the MDs with
+        trials)."""
+        from tuiprof.model.decisions import md_sample
+
+        runs = {**per_md, self.md: main}
+        return tuple(md_sample(m, sorted(runs[m], key=lambda r: r.index), self.trace)
+                     for m in self.sweep_mds() if runs.get(m) or not landed_only)
+
+    def _sweep_runs(self, mc: Any) -> tuple[dict[int, Any], str]:
+        """The sweep's runs (paper 002: MD = 1 .. the occupancy limit, the main run's MD reusing
+        the main run), sharing the main run's preparation; or none and why."""
+        if not self.config.sweep:
+            return {}, "MD sweep not run"
+        if not self.arch.l1.enabled:
+            return {}, f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention"
+        from tuiprof.sim.montecarlo import MonteCarlo
+
+        cfg, n = self.config, self.sweep_trial_count()
+        return {m: MonteCarlo(self.trace, self.arch, trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
+                              tolerance=cfg.tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
+                              prepared=mc.prepared)
+                for m in self.sweep_mds() if m != self.md}, ""
+
+    def _with_md(self, analysis: Any, main: list[Any], per_md: dict[int, list[Any]], *, final: bool) -> Any:
+        """`analysis` with paper 002's MD decision from the trials landed so far at every MD
+        (`final`: each run's whole result set), or with the reason there is none."""
+        from tuiprof.model.decisions import gain_interval, trial_table
+        from tuiprof.model.md import decide_md
+
+        if analysis is None:
+            return None
+        if self._sweep_note:
+            return self._with_note(analysis, self._sweep_note)
+        runs = {**per_md, self.md: main}
+        ordered = {m: sorted(runs[m], key=lambda r: r.index) for m in self.sweep_mds()}
+        samples = self._samples(main, per_md)
+        tables = [trial_table(ordered[m], self.trace) for m in self.sweep_mds()]
+        swept = dict(md_samples=samples, sweep_trials=max([len(v) for v in per_md.values()], default=0),
+                     sweep_elapsed=time.perf_counter() - self._t_main)
+        if self._working_set is None:
+            self._working_set = self.prepared.working_set_lines()
+        ws = self._working_set or samples[0].dram_reads_per_cta
+        L = self.trace.launch
+        d = analysis.decisions
+        try:
+            decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
+                                 registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
+                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws)
+        except UsageError as exc:  # nothing cached: no L1 working set to contend for
+            return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md_note=exc.message, **swept))
+        interval = None
+        if decision.simulated is not None and decision.recommended_md != decision.default_md:
+            interval = gain_interval(tables, decision.recommended_md, decision.default_md, ws,
+                                     self.arch.l1.size / self.arch.l1.line, seed=self.config.seed)
+        note = "" if final else "MD decision so far: the sweep is still running"
+        return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, gain_interval=interval,
+                                                                           md_note=note, **swept))
 
     def _analyse(self, mc: Any, results: list[Any]) -> Any:
         from tuiprof.model.analysis import analyse
@@ -275,48 +367,3 @@ class Session:
     def sweep_trial_count(self) -> int:
         cfg = self.config
         return cfg.sweep_trials or min(cfg.trials, max(8, cfg.trials // 4))
-
-    def _sweep(self, mc: Any, results: list[Any], analysis: Any, emit: Callable[[Event], None]) -> Any:
-        """Paper 002's MD sweep: simulate the snapshot at every MD (reusing the main run for its
-        own MD and its preparation for the others), then decide."""
-        from tuiprof.model.decisions import gain_interval, md_sample, trial_table, working_set_lines
-        from tuiprof.model.md import decide_md
-        from tuiprof.sim.montecarlo import MonteCarlo
-
-        def with_decisions(**changes: Any) -> Any:
-            return dataclasses.replace(analysis, decisions=dataclasses.replace(analysis.decisions, **changes))
-
-        if not self.config.sweep:
-            return with_decisions(md_note="MD sweep not run")
-        if not self.arch.l1.enabled:
-            return with_decisions(md_note=f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention")
-        mds, n = self.sweep_mds(), self.sweep_trial_count()
-        t0 = time.perf_counter()
-        samples, tables, ran = [], [], [0]
-        for m in mds:
-            runs = results
-            if m != self.md:
-                sub = MonteCarlo(self.trace, self.arch, trials=n, seed=self.config.seed, md=m,
-                                 threads=self.config.threads, tolerance=self.config.tolerance,
-                                 min_trials=max(2, min(n, SWEEP_MIN_TRIALS)), prepared=mc.prepared)
-                done = itertools.count(1)
-                runs = self._stream(sub, lambda _, m=m: emit(SweepProgress(m, next(done), n, mds)))
-                ran.append(len(runs))
-            if self._cancelled:
-                return with_decisions(md_samples=tuple(samples), md_note="MD sweep cancelled")
-            samples.append(md_sample(m, runs, self.trace))
-            tables.append(trial_table(runs, self.trace))
-        swept = dict(md_samples=tuple(samples), sweep_trials=max(ran), sweep_elapsed=time.perf_counter() - t0)
-        co, L = mc.prepared.coalesced, self.trace.launch
-        ws = working_set_lines(self.trace, co.req_off, co.req_line) or samples[0].dram_reads_per_cta
-        try:
-            decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
-                                 registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
-                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws)
-        except UsageError as exc:  # nothing cached: no L1 working set to contend for
-            return with_decisions(md_note=exc.message, **swept)
-        interval = None
-        if decision.simulated is not None and decision.recommended_md != decision.default_md:
-            interval = gain_interval(tables, decision.recommended_md, decision.default_md, ws,
-                                     self.arch.l1.size / self.arch.l1.line, seed=self.config.seed)
-        return with_decisions(md=decision, gain_interval=interval, **swept)

@@ -10,6 +10,11 @@ Early stop (paper 000 Fig. 7): with a `tolerance`, the run stops at the first pr
 trial leaves undefined are ignored) is below the tolerance. Testing prefixes in index order,
 not in completion order, keeps the stopping point, and so the result set, independent of
 thread timing. A trial is streamed once it is certain to belong to the set.
+
+Several runs (the main run and the MD sweep's runs) share one pool of workers (`TrialPool`), so
+that no core idles where one run ends and the next begins: the first run has every free worker
+while it has trials to start, then the others share them, fewest trials started first. Each run
+keeps its own seeds and its own early stop, so its results are those it gives alone.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import math
 import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Callable, Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
 
 from tuiprof.arch.model import Arch
 from tuiprof.errors import UsageError
@@ -147,13 +153,6 @@ class MonteCarlo:
         """Trial `index`, in the calling thread."""
         return run_trial(self.prepared, self.params, self.md, self.seed_of(index), index=index)
 
-    def _pooled(self, index: int) -> TrialResult:
-        """Trial `index` on a pool thread, once a `TRIAL_SLOTS` slot is free."""
-        with TRIAL_SLOTS:
-            if self._cancel.is_set():
-                raise _Dropped(index)
-            return self.run_one(index)
-
     def run(self, on_trial: Callable[[TrialResult], None] | None = None) -> list[TrialResult]:
         """Run to the end (all trials, convergence or cancellation); results by trial index.
         `on_trial` is called in this thread with each result as it is streamed."""
@@ -168,54 +167,156 @@ class MonteCarlo:
     def iter_trials(self) -> Iterator[TrialResult]:
         """Yield results as they land (not necessarily in index order)."""
         self._cancel.clear()
-        self.stop_reason = None
-        self.convergence = conv = Convergence()
-        tol = self.tolerance
-        landed: dict[int, TrialResult] = {}
-        streamed: set[int] = set()
-        pending: dict[Future[TrialResult], int] = {}
-        frontier = 0  # trials 0 .. frontier-1 have landed and are in `conv`
-        stop_at: int | None = None
-        next_index = 0
+        for event in TrialPool([self], self.threads, cancel=self._cancel).iter_events():
+            if event.result is not None:
+                yield event.result
+
+
+@dataclass(frozen=True)
+class PoolEvent:
+    """What a `TrialPool` reports: a trial of `run` streamed (`result`), or `run` finished
+    (`result` None; its ``stop_reason`` and ``convergence`` are then final)."""
+
+    run: MonteCarlo
+    result: TrialResult | None
+
+
+class _Progress:
+    """One run's state inside a pool: trials started and landed, the convergence of the prefix
+    that landed in index order, the stopping point once known, what has been streamed."""
+
+    def __init__(self, mc: MonteCarlo) -> None:
+        self.mc = mc
+        self.landed: dict[int, TrialResult] = {}
+        self.streamed: set[int] = set()
+        self.conv = Convergence()
+        self.frontier = 0  # trials 0 .. frontier-1 have landed and are in `conv`
+        self.stop_at: int | None = None
+        self.started = 0
+        self.in_flight = 0
+        self.finished = False
+
+    def can_start(self) -> bool:
+        return not self.finished and self.stop_at is None and self.started < self.mc.trials
+
+    def certain(self, i: int) -> bool:
+        """Whether landed trial `i` belongs to the run's result set whatever lands later."""
+        mc = self.mc
+        if mc.tolerance is None or i < mc.min_trials:
+            return True
+        return self.frontier >= i and (self.stop_at is None or i < self.stop_at)
+
+    def land(self, i: int, result: TrialResult) -> list[TrialResult]:
+        """Record trial `i`; the results that may be streamed now, in index order."""
+        mc = self.mc
+        self.in_flight -= 1
+        self.landed[i] = result
+        while self.stop_at is None and self.frontier in self.landed:
+            self.conv.add(self.landed[self.frontier])
+            self.frontier += 1
+            if mc.tolerance is not None and self.frontier >= mc.min_trials and self.conv.converged(mc.tolerance):
+                self.stop_at = self.frontier
+        out = []
+        for k in sorted(self.landed):
+            if k not in self.streamed and self.certain(k):
+                self.streamed.add(k)
+                out.append(self.landed[k])
+        return out
+
+    def complete(self) -> bool:
+        """Every trial of the result set has been streamed."""
+        if self.stop_at is not None:
+            return all(i in self.streamed for i in range(self.stop_at))
+        return self.started == self.mc.trials and self.in_flight == 0 and len(self.streamed) == self.mc.trials
+
+
+class TrialPool:
+    """Several Monte Carlo runs on one pool of `threads` worker threads (default: all CPUs),
+    streamed as they land.
+
+    A free worker starts the next trial of the first run while it has trials to start, else of
+    the run (among the others) that has started the fewest; so a sweep of runs after a main run
+    starts as soon as the main run has started its last trial, and all its runs reach their
+    minimum trial counts about together. Each run's results, stopping point and stop reason are
+    those it gives alone (seeds per trial index, early stop on index-order prefixes).
+    """
+
+    def __init__(self, runs: Sequence[MonteCarlo], threads: int | None = None, *,
+                 cancel: threading.Event | None = None) -> None:
+        if not runs:
+            raise ValueError("a pool needs at least one run")
+        if threads is not None and threads < 1:
+            raise UsageError(f"the thread count must be at least 1, got {threads}")
+        self.runs = list(runs)
+        self.threads = threads or os.cpu_count() or 1
+        self._cancel = cancel or threading.Event()
+
+    def cancel(self) -> None:
+        """Stop every run between trials (thread-safe); trials in flight finish in the background
+        and are dropped."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _next(self, progress: list[_Progress]) -> _Progress | None:
+        if progress[0].can_start():
+            return progress[0]
+        rest = [p for p in progress[1:] if p.can_start()]
+        return min(rest, key=lambda p: p.started) if rest else None
+
+    def _pooled(self, mc: "MonteCarlo", index: int) -> TrialResult:
+        """Trial `index` of `mc` on a pool thread, once a `TRIAL_SLOTS` slot is free."""
+        with TRIAL_SLOTS:
+            if self._cancel.is_set():
+                raise _Dropped(index)
+            return mc.run_one(index)
+
+    def iter_events(self) -> Iterator[PoolEvent]:
+        """Yield each run's trials as they are streamed and each run's end, until every run has
+        finished or the pool is cancelled (then every unfinished run ends "cancelled")."""
+        progress = [_Progress(mc) for mc in self.runs]
+        for p in progress:
+            p.mc.stop_reason = None
+            p.mc.convergence = p.conv
+        pending: dict[Future[TrialResult], tuple[_Progress, int]] = {}
         pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tuiprof-trial")
-
-        def certain(i: int) -> bool:
-            if tol is None or i < self.min_trials:
-                return True
-            return frontier >= i and (stop_at is None or i < stop_at)
-
         try:
             while True:
-                while (len(pending) < self.threads and next_index < self.trials and stop_at is None
-                       and not self._cancel.is_set()):
-                    pending[pool.submit(self._pooled, next_index)] = next_index
-                    next_index += 1
-                if not pending or self._cancel.is_set():
-                    break
+                while len(pending) < self.threads and not self._cancel.is_set():
+                    p = self._next(progress)
+                    if p is None:
+                        break
+                    pending[pool.submit(self._pooled, p.mc, p.started)] = (p, p.started)
+                    p.started += 1
+                    p.in_flight += 1
+                if not pending or self._cancel.is_set() or all(p.finished for p in progress):
+                    break  # trials of finished runs still in flight are dropped
                 done, _ = wait(pending, timeout=CANCEL_POLL, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    i = pending.pop(fut)
-                    if not isinstance(fut.exception(), _Dropped):  # dropped only once cancelled
-                        landed[i] = fut.result()
-                if self._cancel.is_set():
-                    break
-                while stop_at is None and frontier in landed:
-                    conv.add(landed[frontier])
-                    frontier += 1
-                    if tol is not None and frontier >= self.min_trials and conv.converged(tol):
-                        stop_at = frontier
-                for i in sorted(landed):
-                    if i not in streamed and certain(i) and not self._cancel.is_set():
-                        streamed.add(i)
-                        yield landed[i]
-                if stop_at is not None and all(i in streamed for i in range(stop_at)):
-                    break
+                for fut in sorted(done, key=lambda f: (progress.index(pending[f][0]), pending[f][1])):
+                    p, i = pending.pop(fut)
+                    if isinstance(fut.exception(), _Dropped):  # dropped only once cancelled
+                        p.in_flight -= 1
+                        continue
+                    result = fut.result()
+                    if p.finished or self._cancel.is_set():
+                        p.in_flight -= 1
+                        continue
+                    for r in p.land(i, result):
+                        if self._cancel.is_set():
+                            break
+                        yield PoolEvent(p.mc, r)
+                    if not self._cancel.is_set() and p.complete():
+                        p.finished = True
+                        stopped_early = p.stop_at is not None and p.stop_at < p.mc.trials
+                        p.mc.stop_reason = "converged" if stopped_early else "completed"
+                        yield PoolEvent(p.mc, None)
             if self._cancel.is_set():
-                self.stop_reason = "cancelled"
-            elif stop_at is not None and stop_at < self.trials:
-                self.stop_reason = "converged"
-            else:
-                self.stop_reason = "completed"
+                for p in progress:
+                    if not p.finished:
+                        p.finished = True
+                        p.mc.stop_reason = "cancelled"
         finally:
             for fut in pending:
                 fut.cancel()

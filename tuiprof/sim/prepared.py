@@ -10,17 +10,18 @@ cache or DRAM variant of that GPU.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.errors import ArchError
-from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace
+from tuiprof.jit import KERNEL, njit
+from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids
 from tuiprof.trace.model import Trace
 
 # Indices into the parameter vector of `pack_arch`. The L1 and L2 fields run in the same order
-# (`_pack_level`, `tuiprof.sim.trial._level`).
+# (`_pack_level`, `tuiprof.sim.reference._level`, `tuiprof.sim.replay.Geometry`).
 P_SM = 0
 P_L1_ON, P_L1_SETS, P_L1_ASSOC, P_L1_PARTS, P_L1_CPL, P_L1_CPS, P_L1_LRU, P_L1_STORE = range(1, 9)
 P_L2_ON, P_L2_SETS, P_L2_ASSOC, P_L2_PARTS, P_L2_CPL, P_L2_CPS, P_L2_LRU = range(9, 16)
@@ -120,6 +121,19 @@ class Prepared:
     sm_seq_off: np.ndarray
     sm_requests: np.ndarray
     sm_acc_off: np.ndarray
+    _wide_ids: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
+
+    def line_ids(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
+        """Dense ids of the lines of ``2**shift`` L1 lines that hold each request, and those
+        lines: ``(ids int32 [Q], lines int64 [N])``, for an L2 whose lines are longer than the L1's.
+        Computed on first use and kept (``shift`` 0 is the coalescing's own ids)."""
+        co = self.coalesced
+        if shift == 0:
+            return co.req_id, co.lines
+        ids = self._wide_ids.get(shift)
+        if ids is None:
+            ids = self._wide_ids[shift] = dense_ids(co.req_line >> shift)
+        return ids
 
     @property
     def sm_count(self) -> int:
@@ -141,9 +155,36 @@ class Prepared:
                             requests_per_access=co.requests_per_access(),
                             sectors_per_request=co.sectors_per_request())
 
+    def working_set_lines(self) -> float:
+        """Mean distinct L1 lines one snapshot CTA touches (paper 002's working set per CTA):
+        `tuiprof.model.decisions.working_set_lines`, counted in one pass over the dense line ids."""
+        co = self.coalesced
+        distinct = _distinct_per_cta(self.cta_warp_off, self.cta_warps, self.warp_seq_off, self.seq_off, self.acc_op,
+                                     self.op_cached, co.req_off, co.req_id, co.lines.shape[0])
+        return distinct / max(self.n_ctas, 1)
+
     def compatible(self, arch: Arch) -> bool:
         """Whether `arch` can run on this preparation (same L1 line and SM count)."""
         return arch.l1.line == self.arch.l1.line and arch.sm_count == self.arch.sm_count
+
+
+@njit(**KERNEL)
+def _distinct_per_cta(cta_warp_off, cta_warps, warp_seq_off, seq_off, acc_op, op_cached, req_off, req_id, n_ids):
+    """Distinct (CTA, line) pairs over the cached accesses' requests: a per-line stamp of the last
+    CTA that touched it, CTA by CTA."""
+    stamp = np.full(max(n_ids, 1), -1, dtype=np.int64)
+    count = 0
+    for c in range(cta_warp_off.shape[0] - 1):
+        for k in range(cta_warp_off[c], cta_warp_off[c + 1]):
+            w = cta_warps[k]
+            for r in range(seq_off[warp_seq_off[w]], seq_off[warp_seq_off[w + 1]]):
+                if op_cached[acc_op[r]]:
+                    for j in range(req_off[r], req_off[r + 1]):
+                        i = req_id[j]
+                        if stamp[i] != c:
+                            stamp[i] = c
+                            count += 1
+    return count
 
 
 def default_md(trace: Trace, arch: Arch) -> int:

@@ -19,6 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Rows of the per-op counter matrix the trial kernels fill, and the TrialResult field of each.
+C_L1_REQ, C_L1_RH, C_L1_RA, C_L1_WA, C_L2_RH, C_L2_RA, C_L2_WH, C_L2_WA, C_DR, C_DW = range(10)
+N_COUNTS = 10
+COUNTER_FIELDS = ("l1_requests", "l1_read_hits", "l1_read_accesses", "l1_write_accesses", "l2_read_hits",
+                  "l2_read_accesses", "l2_write_hits", "l2_write_accesses", "dram_reads", "dram_writes")
+
 
 def _ratio(num: np.ndarray | int, den: np.ndarray | int) -> float:
     n = int(np.sum(num))

@@ -1,49 +1,11 @@
-"""One Monte Carlo trial of the stochastic memory-hierarchy model (paper 000 sec. 3), in Numba.
+"""One Monte Carlo trial of the stochastic memory-hierarchy model (paper 000 sec. 3).
 
 A trial is a pure function of (prepared trace, arch parameters, MD, seed): it draws all its
 randomness from its own SplitMix64 stream, so results do not depend on the thread that runs it.
-
-The steps (DESIGN.md, "The stochastic memory-hierarchy model"):
-
-1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count``. Each SM holds ``md`` CTAs at
-   once and starts the next CTA assigned to it as soon as one has issued all its sequences
-   (back-to-back execution).
-2. **Intra-core scheduling** (3.2.2): weighted round-robin over the SM's resident warps with
-   equal weights, one bulk sequence per warp per round; a picked warp issues its whole next
-   bulk sequence (the accesses up to the next op that starts a sequence). Each round visits the
-   resident warps in residency order from a uniformly random warp, which models the jitter of
-   the warp schedulers while keeping round-robin fairness. Finished CTAs are replaced between
-   rounds.
-3. **Schedule deviation** (3.2.1): SMs fall out of step, so each SM starts its part of the
-   snapshot at a random alignment point: its issue order (all its bulk sequences, across its
-   back-to-back CTAs) is rotated by a uniform random number of sequences, the skipped head being
-   issued at the end. Nothing is dropped, so access counts are identical in every trial; only
-   the relative order, hence the hits, change. The alignment also sets where the SM's L1
-   starts cold.
-4. **Inter-core scheduling** (3.2.2): the SMs' streams of warp accesses are merged by a weighted
-   random pick of an SM, weight = the warp accesses it has still to issue. That is a uniformly
-   random valid interleaving (paper 000 3.2, step 1a: "a valid random ordering") in which every
-   SM progresses through its work at the same expected pace whatever its hit ratio. All the
-   transactions of one warp access travel together (3.2.2).
-5. **L1** (private per SM): loads hit per sector; missing sectors are filled and go to L2;
-   stores follow ``l1.store_policy`` and always go to L2 (write-through).
-6. **L2** (shared, sectored, write-back, write-allocate; inclusive in that every L1 fill also
-   allocates in L2): read misses fetch the missing sectors from DRAM; a store to a valid sector
-   hits and makes it dirty; a store to an invalid sector writes DRAM and makes the sector valid
-   (paper 000 2.1); dirty victims are written back. A Fermi L1 miss (128 B line, 32 B L2 lines)
-   thus becomes four L2 accesses (paper 000 2.1).
-7. **DRAM** (3.2.3): the DRAM request queue, in L2 order, is cut into batches of ``sm_count``
-   groups of 1..32 consecutive requests (uniform sizes), one group per SM. A batch costs
-   ``base_latency + max(busiest bank's service, busiest channel's requests * burst_cycles)``,
-   where a bank's service sums ``row_hit_cycles`` / ``row_miss_cycles`` against its open row
-   (open rows persist across batches); address -> channel by ``interleave``, then bank and row
-   from the channel-local address. Every request of a batch sees the batch's latency.
-
-Steps 5-7 run in one pass over the merged stream; the only queue is the DRAM batch being filled
-(``dbuf``), timed as soon as it reaches its drawn size. The pass does no hardware division in
-the common cases (power-of-two shifts, or `_udivmod` by a reciprocal for the 6 channels or
-partitions of Fermi), counts sectors with a POPCNT against the sector-leader mask, and
-prefetches the next L1 request's L2 hash buckets while the current one runs.
+Steps 1-4 (CTA placement, intra-core scheduling, schedule deviation, inter-core merge) are
+`tuiprof.sim.schedule`'s; steps 5-7 (L1s, L2, DRAM batches) are the replay kernel of
+`tuiprof.sim.replay`, compiled per cache and DRAM geometry. The model's rules, step by step, are
+written out in DESIGN.md and in `tuiprof.sim.reference`, the kernel this one reproduces exactly.
 """
 
 from __future__ import annotations
@@ -53,504 +15,17 @@ import time
 import numpy as np
 
 from tuiprof.arch.model import Arch
-from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
-from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find, cache_invalidate, cache_set,
-                               cache_touch, expand_sectors, get_mask, hslot)
-from tuiprof.sim.prepared import (P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT, P_DR_IL,
-                                 P_DR_MISS, P_DR_ROW, P_DR_TX, P_L1_ASSOC, P_L1_CPL, P_L1_CPS, P_L1_LINE,
-                                 P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ON, P_SM, STORE_EVICT,
-                                 STORE_NO_ALLOCATE, Prepared, pack_arch)
-from tuiprof.sim.results import TrialResult
-from tuiprof.sim.rng import rng_below, rng_new
-
-# Rows of the per-op counter matrix.
-C_L1_REQ, C_L1_RH, C_L1_RA, C_L1_WA, C_L2_RH, C_L2_RA, C_L2_WH, C_L2_WA, C_DR, C_DW = range(10)
-N_COUNTS = 10
+from tuiprof.sim.prepared import P_L1_LINE, P_SM, Prepared, pack_arch
+from tuiprof.sim.replay import Geometry, replay_kernel, runtime_params
+from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
+                                 TrialResult)
+from tuiprof.sim.rng import rng_new
+from tuiprof.sim.schedule import align, merge_order, schedule
 
 
-@njit(**INLINE)
-def _admit(md, S, n_ctas, k, resident, n_act, act, wnext, warp_seq_off, cta_warp_off, cta_warps, cta_left):
-    """Start the SM's next CTAs (k, k+S, ...) until `md` are resident; their live warps join `act`."""
-    while resident < md and k < n_ctas:
-        live = 0
-        for i in range(cta_warp_off[k], cta_warp_off[k + 1]):
-            w = cta_warps[i]
-            if wnext[w] < warp_seq_off[w + 1]:
-                act[n_act] = w
-                n_act += 1
-                live += 1
-        cta_left[k] = live
-        if live > 0:
-            resident += 1
-        k += S
-    keep(act)
-    keep(wnext)
-    keep(cta_left)
-    return k, resident, n_act
-
-
-@njit(**KERNEL)
-def schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off):
-    """Steps 1-2: the bulk sequences each SM issues, in issue order (SM s owns
-    ``issue[sm_seq_off[s]:sm_seq_off[s+1]]``)."""
-    n_ctas = cta_warp_off.shape[0] - 1
-    n_warps = warp_cta.shape[0]
-    issue = np.empty(sm_seq_off[S], dtype=np.int64)
-    wnext = warp_seq_off[:-1].copy()
-    cta_left = np.zeros(max(n_ctas, 1), dtype=np.int64)
-    act = np.empty(n_warps + 1, dtype=np.int64)
-    for s in range(S):
-        pos = sm_seq_off[s]
-        k, resident, n_act = _admit(md, S, n_ctas, s, 0, 0, act, wnext, warp_seq_off, cta_warp_off,
-                                    cta_warps, cta_left)
-        while n_act > 0:
-            r0 = rng_below(st, n_act)
-            for i in range(n_act):
-                j = r0 + i
-                if j >= n_act:
-                    j -= n_act
-                w = act[j]
-                issue[pos] = wnext[w]
-                pos += 1
-                wnext[w] += 1
-            m = 0
-            for i in range(n_act):
-                w = act[i]
-                if wnext[w] < warp_seq_off[w + 1]:
-                    act[m] = w
-                    m += 1
-                else:
-                    c = warp_cta[w]
-                    cta_left[c] -= 1
-                    if cta_left[c] == 0:
-                        resident -= 1
-            n_act = m
-            k, resident, n_act = _admit(md, S, n_ctas, k, resident, n_act, act, wnext, warp_seq_off,
-                                        cta_warp_off, cta_warps, cta_left)
-    return issue
-
-
-@njit(**KERNEL)
-def align(st, issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off):
-    """Step 3: each SM's cached warp accesses in issue order, after rotating its sequences by a
-    random alignment point (SM s owns ``order[sm_acc_off[s]:sm_acc_off[s+1]]``)."""
-    S = sm_seq_off.shape[0] - 1
-    order = np.empty(sm_acc_off[S], dtype=np.int64)
-    for s in range(S):
-        pos = sm_acc_off[s]
-        first = sm_seq_off[s]
-        n_s = sm_seq_off[s + 1] - first
-        a = rng_below(st, n_s) if n_s > 0 else 0
-        for t in range(n_s):
-            u = a + t
-            if u >= n_s:
-                u -= n_s
-            q = issue[first + u]
-            for r in range(seq_off[q], seq_off[q + 1]):
-                if op_cached[acc_op[r]]:
-                    order[pos] = r
-                    pos += 1
-    return order
-
-
-@njit(**KERNEL)
-def merge_order(st, sm_acc_off):
-    """Step 4: the SM of each successive warp access of the merged stream: a uniform random
-    shuffle of the SM labels, i.e. a pick of an SM with weight = accesses it has left."""
-    S = sm_acc_off.shape[0] - 1
-    n = sm_acc_off[S]
-    lab = np.empty(n, dtype=np.int64)
-    for s in range(S):
-        for g in range(sm_acc_off[s], sm_acc_off[s + 1]):
-            lab[g] = s
-    for i in range(n - 1, 0, -1):
-        j = rng_below(st, i + 1)
-        x = lab[i]
-        lab[i] = lab[j]
-        lab[j] = x
-    return lab
-
-
-@njit(**INLINE)
-def _log2(x):
-    k = 0
-    while (np.int64(1) << k) < x:
-        k += 1
-    return k
-
-
-@njit(**INLINE)
-def _leaders(cps, n_sectors):
-    """The first chunk of every sector: ``popcount(m & leaders)`` counts the sectors of a mask made
-    of whole sectors (every mask the caches hold or compare is), with no division by `cps`."""
-    lead = np.int64(0)
-    for j in range(n_sectors):
-        lead |= np.int64(1) << (j * cps)
-    return lead
-
-
-@njit(**INLINE)
-def _level(params, at, copies):
-    """One cache level from the parameters at `at` (P_L1_ON or P_L2_ON; both levels' fields run
-    in the same order), with its caches allocated (`copies` of them, one when it is absent):
-    ``(on, partitions, sets, lru, chunks per sector, chunks per line, sectors per line, sector
-    leaders, all sets, assoc, meta, htab, hshift)``."""
-    on = params[at] != 0
-    sets = params[at + P_L1_SETS - P_L1_ON]
-    assoc = params[at + P_L1_ASSOC - P_L1_ON] if on else 1
-    parts = params[at + P_L1_PARTS - P_L1_ON]
-    cpl = params[at + P_L1_CPL - P_L1_ON]
-    cps = params[at + P_L1_CPS - P_L1_ON]
-    lru = params[at + P_L1_LRU - P_L1_ON] != 0
-    spl = cpl // cps
-    nsets = sets * parts if on else 1
-    meta, htab, hs = cache_alloc(nsets, assoc, copies if on else 1)
-    return on, parts, sets, lru, cps, cpl, spl, _leaders(cps, spl), nsets, assoc, meta, htab, hs
-
-
-@njit(**INLINE)
-def _shift_of(d):
-    """log2 of `d` when it is a power of two, else -1."""
-    k = _log2(d)
-    return k if (np.int64(1) << k) == d else -1
-
-
-@njit(**INLINE)
-def _udivmod(x, d, sh, inv):
-    """``divmod(x, d)`` of a uint64 `x` by a positive divisor, without a hardware division in the
-    usual cases: a shift when ``sh = log2(d) >= 0``, a multiplication by ``inv = 1 / d`` corrected
-    to the exact result when ``x < 2**52``, else an exact uint64 division."""
-    ud = np.uint64(d)
-    if sh >= 0:
-        q = x >> np.uint64(sh)
-        r = x & (ud - np.uint64(1))
-    elif x < np.uint64(1 << 52):
-        xi = np.int64(x)
-        qi = np.int64(np.float64(xi) * inv)
-        ri = xi - qi * d
-        while ri < 0:
-            qi -= 1
-            ri += d
-        while ri >= d:
-            qi += 1
-            ri -= d
-        q = np.uint64(qi)
-        r = np.uint64(ri)
-    else:
-        q = x // ud
-        r = x - q * ud
-    return q, r
-
-
-# DRAM batcher state (``dst``): requests buffered, size of the batch being filled, batches done,
-# write-back transactions.
-D_N, D_TARGET, D_BATCHES, D_WB = 0, 1, 2, 3
-# DRAM geometry (``dg``, int64): see `_dram_geometry`.
-G_TXSH, G_ILSH, G_ROWSH, G_CH, G_CHSH, G_NB, G_NBSH, G_HIT, G_MISS, G_BASE, G_BURST, G_SM, G_GROUP = range(13)
-# Columns of the DRAM request buffer (``dbuf``): transaction, op of a read (-1: a write), and,
-# once the batch is timed, its bank (channel * banks + bank) and channel.
-B_TX, B_OP, B_BANK, B_CH = range(4)
-
-
-@njit(**KERNEL)
-def _dram_geometry(params):
-    """The DRAM parameters in the form `_dram_batches` reads: shifts for the power-of-two sizes
-    (interleave, row, transaction; channels and banks when they are), and the reciprocals of the
-    channel and bank counts (for `_udivmod`)."""
-    dg = np.empty(13, dtype=np.int64)
-    dg[G_TXSH] = _log2(params[P_DR_TX])
-    dg[G_ILSH] = _log2(params[P_DR_IL])
-    dg[G_ROWSH] = _log2(params[P_DR_ROW])
-    dg[G_CH] = params[P_DR_CH]
-    dg[G_CHSH] = _shift_of(params[P_DR_CH])
-    dg[G_NB] = params[P_DR_BANKS]
-    dg[G_NBSH] = _shift_of(params[P_DR_BANKS])
-    dg[G_HIT] = params[P_DR_HIT]
-    dg[G_MISS] = params[P_DR_MISS]
-    dg[G_BASE] = params[P_DR_BASE]
-    dg[G_BURST] = params[P_DR_BURST]
-    dg[G_SM] = params[P_SM]
-    dg[G_GROUP] = params[P_DR_GROUP]
-    inv = np.empty(2, dtype=np.float64)
-    inv[0] = 1.0 / params[P_DR_CH]
-    inv[1] = 1.0 / params[P_DR_BANKS]
-    return dg, inv
-
-
-@njit(**INLINE)
-def _draw_batch(st, dg):
-    """The size of the next batch: ``sm_count`` groups of 1..group_max requests."""
-    target = 0
-    for _ in range(dg[G_SM]):
-        target += 1 + rng_below(st, dg[G_GROUP])
-    keep(dg)
-    return target
-
-
-@njit(**INLINE)
-def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, final):
-    """Time every complete batch in the buffer (step 7) and record it; with `final`, also the
-    last, partial batch. Each batch's size was drawn when the previous one closed: ``sm_count``
-    groups of 1..32 requests."""
-    t_hit = dg[G_HIT]
-    t_miss = dg[G_MISS]
-    NB = dg[G_NB]
-    # Addresses are uint64 (traces may use the whole range); interleave, row and transaction
-    # sizes are powers of two; the channel and bank counts need `_udivmod`.
-    tx_sh = np.uint64(dg[G_TXSH])
-    il_sh = np.uint64(dg[G_ILSH])
-    il_mask = (np.uint64(1) << il_sh) - np.uint64(1)
-    row_sh = np.uint64(dg[G_ROWSH])
-    start = 0
-    while dst[D_N] - start >= dst[D_TARGET] or (final and dst[D_N] > start):
-        end = min(start + dst[D_TARGET], dst[D_N])
-        max_bank = 0
-        max_ch = 0
-        for i in range(start, end):
-            a = np.uint64(dbuf[i, B_TX]) << tx_sh
-            q, uch = _udivmod(a >> il_sh, dg[G_CH], dg[G_CHSH], inv[0])
-            rows = ((q << il_sh) | (a & il_mask)) >> row_sh  # channel-local row-size blocks
-            urow, ubank = _udivmod(rows, NB, dg[G_NBSH], inv[1])
-            ch = np.int64(uch)
-            row = np.int64(urow)
-            b = ch * NB + np.int64(ubank)
-            dbuf[i, B_BANK] = b
-            dbuf[i, B_CH] = ch
-            if open_row[b] == row:
-                busy[b] += t_hit
-            else:
-                busy[b] += t_miss
-                open_row[b] = row
-            max_bank = max(max_bank, busy[b])
-            chn[ch] += 1
-            max_ch = max(max_ch, chn[ch])
-        lat = dg[G_BASE] + max(max_bank, max_ch * dg[G_BURST])
-        batches[dst[D_BATCHES]] = lat
-        dst[D_BATCHES] += 1
-        for i in range(start, end):
-            busy[dbuf[i, B_BANK]] = 0
-            chn[dbuf[i, B_CH]] = 0
-            o = dbuf[i, B_OP]
-            if o >= 0:
-                lat_sum[o] += lat
-        start = end
-        dst[D_TARGET] = _draw_batch(st, dg)
-    if start > 0:  # keep the requests of the open batch at the front
-        rest = dst[D_N] - start
-        for i in range(rest):
-            dbuf[i, B_TX] = dbuf[start + i, B_TX]
-            dbuf[i, B_OP] = dbuf[start + i, B_OP]
-        dst[D_N] = rest
-    keep(dbuf)
-    keep(dst)
-    keep(batches)
-    keep(open_row)
-    keep(busy)
-    keep(chn)
-    keep(lat_sum)
-    keep(dg)
-    keep(inv)
-
-
-@njit(**INLINE)
-def _emit(dbuf, dst, base_chunk, m, nchunks, rop, txsh, txmul):
-    """Queue the DRAM transactions covering chunks `m` of the line at `base_chunk` (``rop``: the
-    op of a read, -1 for a write or write-back); returns how many were queued."""
-    last = np.int64(-1)
-    n = dst[D_N]
-    n0 = n
-    for k in range(nchunks):
-        if (m >> k) & 1:
-            c = base_chunk + k
-            for t in range(txmul):
-                tx = (c >> txsh) if txmul == 1 else c * txmul + t
-                if tx != last:
-                    last = tx
-                    dbuf[n, B_TX] = tx
-                    dbuf[n, B_OP] = rop
-                    n += 1
-    dst[D_N] = n
-    keep(dbuf)
-    keep(dst)
-    return n - n0
-
-
-@njit(**KERNEL)
-def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off, req_line, req_mask, n_ops):
-    """Steps 5-7 over the merged stream: per-SM L1s, the shared L2, the DRAM batcher. Returns the
-    per-op DRAM read latency sums, the batch latencies and the write-back transactions."""
-    S = params[P_SM]
-    # L1: one copy per SM; L2: one shared copy.
-    on1, parts1, sets1, lru1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
-    on2, parts2, sets2, lru2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
-    policy = params[P_L1_STORE]
-    rows1 = nsets1 * (assoc1 + 1)
-    buckets1 = np.int64(1) << (64 - hs1)
-    sent2 = meta2.shape[0] - nsets2
-    psh2 = _shift_of(parts2)
-    pinv2 = 1.0 / parts2
-    sub = cpl1 // cpl2 if cpl1 > cpl2 else 1  # L2 lines per L1 line
-    c2sh = _log2(cpl2)
-    low2 = (np.int64(1) << cpl2) - 1
-    # DRAM: transactions per 32 B chunk (txmul) or chunks per transaction (2**txsh).
-    tx = params[P_DR_TX]
-    txmul = 1
-    txsh = 0
-    if tx < 32:
-        txmul = 32 // tx
-    else:
-        txsh = _log2(tx // 32)
-    dg, inv = _dram_geometry(params)
-    # The buffer holds the open batch plus what one L1 request can add (sub * 2 * cpl2 * txmul).
-    dbuf = np.empty((S * params[P_DR_GROUP] + 2 * max(cpl1, cpl2) * txmul + 1, 4), dtype=np.int64)
-    dst = np.zeros(4, dtype=np.int64)
-    dst[D_TARGET] = _draw_batch(st, dg)
-    # Every batch but the last holds at least S requests; np.empty commits only what is written.
-    max_dram = req_off[req_off.shape[0] - 1] * sub * 2 * cpl2 * txmul
-    batches = np.empty(max_dram // S + 2, dtype=np.int64)
-    CH = params[P_DR_CH]
-    NB = params[P_DR_BANKS]
-    open_row = np.full(CH * NB, -1, dtype=np.int64)
-    busy = np.zeros(CH * NB, dtype=np.int64)
-    chn = np.zeros(CH, dtype=np.int64)
-    lat_sum = np.zeros(n_ops, dtype=np.int64)
-
-    cur = sm_acc_off[:S].copy()
-    for i in range(lab.shape[0]):
-        s = lab[i]
-        r = order[cur[s]]
-        cur[s] += 1
-        o = acc_op[r]
-        wr = np.int64(op_write[o])
-        rop = -1 if wr else o
-        row0 = s * rows1 if on1 else 0
-        hb1 = s * buckets1 if on1 else 0
-        sent1 = row0 + nsets1 * assoc1
-        jend = req_off[r + 1]
-        for j in range(req_off[r], jend):
-            line1 = req_line[j]
-            m = np.int64(req_mask[j])
-            if on2 and j + 1 < jend:  # the next request's L2 buckets, while this one runs
-                nl = (req_line[j + 1] * cpl1) >> c2sh
-                for jj in range(sub):
-                    prefetch(htab2, hslot(nl + jj, hs2))
-            counts[C_L1_REQ, o] += 1
-            # Step 5: the SM's L1. `send` is what goes on to L2.
-            smask = expand_sectors(m, cps1, spl1)
-            nsec = popcount(smask & lead1)
-            send = m
-            if wr:
-                counts[C_L1_WA, o] += nsec
-                if on1 and policy != STORE_NO_ALLOCATE:
-                    sent = sent1 + cache_set(line1, parts1, sets1)
-                    slot = cache_find(meta1, htab1, hb1, hs1, line1)
-                    if policy == STORE_EVICT:
-                        if slot >= 0:
-                            cache_invalidate(meta1, htab1, hb1, hs1, sent, slot)
-                    else:  # write-allocate
-                        if slot < 0:
-                            slot, _, _ = cache_fill(meta1, htab1, hb1, hs1, sent, line1)
-                        elif lru1:
-                            cache_touch(meta1, sent, slot)
-                        meta1[slot, VALID] = get_mask(meta1, slot, VALID) | smask
-            else:
-                counts[C_L1_RA, o] += nsec
-                if on1:
-                    sent = sent1 + cache_set(line1, parts1, sets1)
-                    slot = cache_find(meta1, htab1, hb1, hs1, line1)
-                    if slot >= 0:
-                        v1 = get_mask(meta1, slot, VALID)
-                        counts[C_L1_RH, o] += popcount(smask & v1 & lead1)
-                        send = smask & ~v1
-                        if lru1:
-                            cache_touch(meta1, sent, slot)
-                    else:
-                        send = smask
-                        slot, _, _ = cache_fill(meta1, htab1, hb1, hs1, sent, line1)
-                    meta1[slot, VALID] = get_mask(meta1, slot, VALID) | send
-            if send == 0:
-                continue
-            # Step 6: the L2 lines the request covers, line0 .. line0 + sub - 1, with their
-            # partition p and partition-local index q (one division per request).
-            base1 = line1 * cpl1
-            line0 = base1 >> c2sh
-            uq, up = _udivmod(np.uint64(line0), parts2, psh2, pinv2)
-            p = np.int64(up)
-            q = np.int64(uq)
-            for jj in range(sub):
-                if sub == 1:
-                    line = line0
-                    m2 = (send << (base1 & (cpl2 - 1))) & 0xFFFFFFFF
-                else:
-                    line = line0 + jj
-                    m2 = (send >> (jj * cpl2)) & low2
-                    if jj > 0:
-                        p += 1
-                        if p == parts2:
-                            p = 0
-                            q += 1
-                if m2 == 0:
-                    continue
-                smask2 = expand_sectors(m2, cps2, spl2)
-                nsec2 = popcount(smask2 & lead2)
-                base = line * cpl2
-                slot = -1
-                v = np.int64(0)
-                if on2:
-                    sent = sent2 + p * sets2 + (q & (sets2 - 1))
-                    slot = cache_find(meta2, htab2, 0, hs2, line)
-                    if slot >= 0:
-                        v = get_mask(meta2, slot, VALID)
-                        if lru2:
-                            cache_touch(meta2, sent, slot)
-                    else:
-                        slot, old, old_dirty = cache_fill(meta2, htab2, 0, hs2, sent, line)
-                        if old >= 0 and old_dirty != 0:
-                            nw = _emit(dbuf, dst, old * cpl2, old_dirty, cpl2, -1, txsh, txmul)
-                            dst[D_WB] += nw
-                # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
-                miss = (smask2 & ~v) if on2 else m2
-                if wr:
-                    hit = smask2 & v
-                    counts[C_L2_WA, o] += nsec2
-                    counts[C_L2_WH, o] += popcount(hit & lead2)
-                    if miss != 0:
-                        nw = _emit(dbuf, dst, base, m2 & miss, cpl2, rop, txsh, txmul)
-                        counts[C_DW, o] += nw
-                    if on2:
-                        meta2[slot, DIRTY] = get_mask(meta2, slot, DIRTY) | hit
-                        meta2[slot, VALID] = v | miss
-                else:
-                    counts[C_L2_RA, o] += nsec2
-                    counts[C_L2_RH, o] += popcount(smask2 & v & lead2)
-                    if miss != 0:
-                        nr = _emit(dbuf, dst, base, miss, cpl2, rop, txsh, txmul)
-                        counts[C_DR, o] += nr
-                    if on2:
-                        meta2[slot, VALID] = v | miss
-            if dst[D_N] >= dst[D_TARGET]:
-                _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, False)
-    _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, True)
-    return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB]
-
-
-@njit(**KERNEL)
-def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask,
-                 seq_off, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off):
-    """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
-    batch latencies, write-back transactions)``."""
-    st = rng_new(seed)
-    S = params[P_SM]
-    counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
-    issue = schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
-    order = align(st, issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
-    lab = merge_order(st, sm_acc_off)
-    lat_sum, batches, writebacks = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off,
-                                          req_line, req_mask, n_ops)
-    return counts, lat_sum, batches, writebacks
-
-
-def _params(prepared: Prepared, arch: Arch | np.ndarray | None) -> np.ndarray:
+def params_for(prepared: Prepared, arch: Arch | np.ndarray | None) -> np.ndarray:
+    """The `pack_arch` vector of `arch` (an Arch, a vector, or None for the prepared Arch),
+    checked against the preparation (same L1 line size and SM count)."""
     if arch is None:
         arch = prepared.arch
     if isinstance(arch, Arch):
@@ -564,26 +39,15 @@ def _params(prepared: Prepared, arch: Arch | np.ndarray | None) -> np.ndarray:
     return p
 
 
-def run_trial(prepared: Prepared, arch_params: Arch | np.ndarray | None, md: int, seed: int, *,
-              index: int = 0) -> TrialResult:
-    """Run one trial of `prepared` with MD `md` and seed `seed` (an int64; larger ints are
-    reduced to their low 64 bits).
+def normal_seed(seed: int) -> int:
+    """`seed` as the int64 the kernels take (larger ints reduced to their low 64 bits)."""
+    return int(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF).astype(np.int64))
 
-    `arch_params`: an Arch compatible with the prepared one (same L1 line size and SM count:
-    other cache or DRAM settings may differ), its `pack_arch` vector, or None for the prepared
-    Arch. The Numba kernel releases the GIL, so trials run in parallel on threads.
-    """
-    if md < 1:
-        raise ValueError(f"MD must be at least 1, got {md}")
-    params = _params(prepared, arch_params)
-    co = prepared.coalesced
-    seed = int(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF).astype(np.int64))
-    t0 = time.perf_counter()
-    counts, lat_sum, batch, writebacks = trial_kernel(
-        params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
-        co.req_off, co.req_line, co.req_mask, prepared.seq_off, prepared.warp_seq_off, prepared.warp_cta,
-        prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off)
-    elapsed = time.perf_counter() - t0
+
+def trial_result(prepared: Prepared, md: int, seed: int, index: int, counts: np.ndarray, lat_sum: np.ndarray,
+                 batches: np.ndarray, writebacks: int, elapsed: float) -> TrialResult:
+    """A TrialResult from a kernel's outputs (per-op counters, DRAM read latency sums, batch
+    latencies, write-back transactions)."""
     reads = counts[C_DR]
     with np.errstate(invalid="ignore", divide="ignore"):
         lat = np.where(reads > 0, lat_sum / np.maximum(reads, 1), np.nan)
@@ -594,5 +58,49 @@ def run_trial(prepared: Prepared, arch_params: Arch | np.ndarray | None, md: int
         l2_read_hits=counts[C_L2_RH].copy(), l2_read_accesses=counts[C_L2_RA].copy(),
         l2_write_hits=counts[C_L2_WH].copy(), l2_write_accesses=counts[C_L2_WA].copy(),
         dram_reads=counts[C_DR].copy(), dram_writes=counts[C_DW].copy(), dram_latency=lat,
-        dram_batch_latencies=batch, dram_writebacks=int(writebacks),
+        dram_batch_latencies=batches, dram_writebacks=int(writebacks),
         sm_requests=prepared.sm_requests.copy(), elapsed=elapsed)
+
+
+def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The kernels' outputs for one trial: ``(counts [N_COUNTS, n_ops], DRAM read latency sums
+    [n_ops], batch latencies, write-back transactions)``."""
+    geometry = Geometry.of(params)
+    kernel = replay_kernel(geometry)
+    co = prepared.coalesced
+    S = int(params[P_SM])
+    st = rng_new(seed)
+    issue = schedule(st, S, md, prepared.warp_seq_off, prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps,
+                     prepared.sm_seq_off)
+    order = align(st, issue, prepared.sm_seq_off, prepared.seq_off, prepared.acc_op, prepared.op_cached,
+                  prepared.sm_acc_off)
+    lab = merge_order(st, prepared.sm_acc_off)
+    if geometry.wide_l2:
+        req_id2, lines2 = prepared.line_ids((geometry.l2_chunks // geometry.l1_chunks).bit_length() - 1)
+        n_ids2 = lines2.shape[0]
+    else:
+        req_id2, lines2 = co.req_id, co.lines
+        n_ids2 = co.lines.shape[0] * geometry.sub
+    counts, lat_sum, batches, writebacks = kernel(
+        st, lab, order, prepared.sm_acc_off, prepared.acc_op, prepared.op_write, co.req_off, co.req_id, co.req_mask,
+        co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.n_ops, runtime_params(params))
+    return counts, lat_sum, batches, int(writebacks)
+
+
+def run_trial(prepared: Prepared, arch_params: Arch | np.ndarray | None, md: int, seed: int, *,
+              index: int = 0) -> TrialResult:
+    """Run one trial of `prepared` with MD `md` and seed `seed` (an int64; larger ints are
+    reduced to their low 64 bits).
+
+    `arch_params`: an Arch compatible with the prepared one (same L1 line size and SM count:
+    other cache or DRAM settings may differ), its `pack_arch` vector, or None for the prepared
+    Arch. The Numba kernels release the GIL, so trials run in parallel on threads.
+    """
+    if md < 1:
+        raise ValueError(f"MD must be at least 1, got {md}")
+    params = params_for(prepared, arch_params)
+    seed = normal_seed(seed)
+    t0 = time.perf_counter()
+    counts, lat_sum, batches, writebacks = trial_arrays(prepared, params, int(md), seed)
+    return trial_result(prepared, md, seed, index, counts, lat_sum, batches, writebacks, time.perf_counter() - t0)

@@ -1,0 +1,153 @@
+"""The product replay kernel (`tuiprof.sim.replay`) against the reference kernel it replaced
+(`tuiprof.sim.reference`, itself checked against pycachesim in test_sim_cache.py): the same
+per-op counters, DRAM latency sums, batch latencies and write-backs, trial for trial, on every
+demo and preset pair the suite can afford and on geometries that take each of the kernel's
+special paths (class lockstep and its split, hashed L1 sets, long L2 lines, DRAM transactions
+other than 32 B, rows shorter than the interleave, absent levels, FIFO, every store policy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.factories import random_trace
+from tests.test_sim_montecarlo import contended_trace
+from tests.test_sim_support import FULL, lanes, op, small_arch, trace_of
+from tuiprof.arch import Arch, load_arch
+from tuiprof.sim.prepared import default_md, pack_arch, prepare
+from tuiprof.sim.reference import reference_trial
+from tuiprof.sim.replay import SCAN_MAX_ASSOC, Geometry, hdel, hfind, hput
+from tuiprof.sim.results import COUNTER_FIELDS, TrialResult
+from tuiprof.sim.trial import run_trial
+from tuiprof.trace.demos import resolve_target
+from tuiprof.trace.io import load_trace
+
+PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")
+SMALL_DEMOS = ("vecadd", "transpose-naive", "transpose-tiled", "matmul16", "stencil7")
+
+
+def differences(a: TrialResult, b: TrialResult) -> list[str]:
+    """The outputs on which two trials differ (none: identical)."""
+    out = [f for f in COUNTER_FIELDS if not np.array_equal(getattr(a, f), getattr(b, f))]
+    if not np.array_equal(a.dram_batch_latencies, b.dram_batch_latencies):
+        out.append("dram_batch_latencies")
+    if not np.array_equal(a.dram_latency, b.dram_latency, equal_nan=True):
+        out.append("dram_latency")
+    if a.dram_writebacks != b.dram_writebacks:
+        out.append("dram_writebacks")
+    return out
+
+
+def assert_identical(trace, arch: Arch, mds, seeds) -> list[TrialResult]:
+    p = prepare(trace, arch)
+    runs = []
+    for md in mds:
+        for seed in seeds:
+            fast, ref = run_trial(p, arch, md, seed), reference_trial(p, arch, md, seed)
+            assert differences(fast, ref) == [], (arch.name, md, seed)
+            runs.append(fast)
+    return runs
+
+
+# Geometries that reach each special path; every one also runs loads and stores of random masks.
+EDGE = {
+    "write-allocate, FIFO L1 and L2, 16 B DRAM transactions, rows shorter than the interleave, "
+    "3 channels of 5 banks, 3 L2 partitions":
+        dict(l1__store_policy="write-allocate", l1__replacement="fifo", l2__replacement="fifo", l2__size="6KiB",
+             l2__assoc=2, l2__partitions=3, dram__transaction=16, dram__row_size=128, dram__interleave=1024,
+             dram__channels=3, dram__banks=5),
+    "Fermi-like lockstep L2 (32 B lines under unsectored 128 B L1 lines), write-evict, 128 B transactions":
+        dict(l1__sector=128, l1__assoc=4, l1__store_policy="write-evict", l2__line=32, l2__sector=32,
+             l2__size="6KiB", l2__assoc=4, l2__partitions=3, dram__transaction=128, dram__interleave=64),
+    "lockstep over 2-chunk L2 lines (256 B L1 lines of 64 B sectors, 64 B L2 lines), hashed 256-way L1":
+        dict(l1__line=256, l1__sector=64, l1__size="64KiB", l1__assoc=256, l1__store_policy="write-allocate",
+             l2__line=64, l2__sector=64, l2__size="8KiB", l2__assoc=4, l2__partitions=2),
+    "L2 lines longer than L1 lines (256 B over 128 B), 64 B L2 sectors":
+        dict(l2__line=256, l2__sector=64, l2__size="16KiB", l2__assoc=4, l1__store_policy="write-allocate"),
+    "no lockstep: 4 blocks per L1 line over 3 sets":
+        dict(l1__sector=128, l2__line=32, l2__sector=32, l2__size="3KiB", l2__assoc=32, l2__partitions=3),
+    "no L1, 4 L2 partitions": dict(l1__size=0, l2__size="4KiB", l2__partitions=4, l2__assoc=2),
+    "no L2, 2 L1 partitions": dict(l2__size=0, l1__partitions=2, l1__size="2KiB", l1__assoc=2),
+    "neither cache": dict(l1__size=0, l2__size=0),
+}
+
+
+@pytest.fixture(scope="module")
+def edge_traces():
+    return [random_trace(1, n=400, n_warps=6), random_trace(2, n=300, n_warps=9, n_ops=3), contended_trace(0)]
+
+
+@pytest.mark.parametrize("name", list(EDGE))
+def test_identical_on_every_special_path(name: str, edge_traces) -> None:
+    for sm in (1, 3):
+        arch = small_arch(sm_count=sm, **EDGE[name])
+        for t in edge_traces:
+            assert_identical(t, arch, mds=(1, 2), seeds=(0, 7))
+
+
+def test_the_edge_geometries_take_the_paths_they_name() -> None:
+    g = {name: Geometry.of(pack_arch(small_arch(**settings))) for name, settings in EDGE.items()}
+    lock, lock2, wide, nolock = (g[k] for k in list(EDGE)[1:5])
+    assert lock.lockstep and lock.sub == 4 and lock2.lockstep and lock2.sub == 4 and lock2.l2_chunks == 2
+    assert lock2.l1_assoc > SCAN_MAX_ASSOC
+    assert wide.wide_l2 and not wide.lockstep
+    assert nolock.sub == 4 and not nolock.lockstep
+
+
+def test_lockstep_splits_a_class_on_a_partial_line_and_stays_exact() -> None:
+    # Whole-line loads and stores keep the Fermi L2 in lockstep; then a one-lane store (one 32 B
+    # block of a line) splits its class mid-run, with dirty lines resident.
+    arch = load_arch("tesla-c2050").with_overrides({"sm_count": "2", "l2.size": "96KiB"})
+    rng = np.random.default_rng(4)
+    LOAD, STORE = 0, 1
+    warps = []
+    for w in range(6):
+        acc = []
+        for k in range(300):
+            line = int(rng.integers(0, 1200))
+            kind = STORE if rng.random() < 0.3 else LOAD
+            if k == 150 + w:
+                acc.append((STORE, np.full(32, line * 128 + 32, dtype=np.uint64), 1))  # one block
+            else:
+                acc.append((kind, lanes(line * 128, 4), FULL))
+        warps.append(acc)
+    t = trace_of(warps, ops=(op("load"), op("store")), warps_per_cta=2)
+    runs = assert_identical(t, arch, mds=(1, 3), seeds=(1, 2, 3))
+    assert all(r.dram_writebacks > 0 for r in runs)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_identical_on_the_small_demos(preset: str) -> None:
+    arch = load_arch(preset)
+    for demo in SMALL_DEMOS:
+        t = load_trace(resolve_target(demo))
+        md = default_md(t, arch)
+        assert_identical(t, arch, mds=sorted({1, md}), seeds=(3, 11))
+
+
+def test_identical_on_spmv_u_on_the_tesla_c2050() -> None:
+    # The paper's case study: 7.7M L1 requests, the L2 in class lockstep all trial.
+    t = load_trace(resolve_target("spmv-u"))
+    arch = load_arch("tesla-c2050")
+    (r,) = assert_identical(t, arch, mds=(default_md(t, arch),), seeds=(5,))
+    assert r.l1_requests.sum() == 7_747_778
+
+
+def test_the_l1_hash_table_agrees_with_a_dict() -> None:
+    # Random inserts and deletes through the open-addressing table with backward-shift deletion.
+    rng = np.random.default_rng(0)
+    bits, base = 6, 64
+    tab = np.full(3 * 64, -1, dtype=np.int64)
+    ref: dict[int, int] = {}
+    for step in range(4000):
+        key = int(rng.integers(0, 200))
+        if key in ref and rng.random() < 0.6:
+            hdel(tab, base, bits, key)
+            del ref[key]
+        elif key not in ref and len(ref) < 32:
+            way = int(rng.integers(0, 1000))
+            hput(tab, base, bits, key, way)
+            ref[key] = way
+        if step % 20 == 0:
+            assert [hfind(tab, base, bits, k) for k in range(200)] == [ref.get(k, -1) for k in range(200)]
+    assert (tab[:64] == -1).all() and (tab[128:] == -1).all()  # other tables untouched

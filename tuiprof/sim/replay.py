@@ -1,0 +1,808 @@
+"""Steps 5-7 of a trial (DESIGN.md: the L1s, the L2, the DRAM batches) over the merged stream:
+the product's replay kernel, compiled once per cache and DRAM geometry.
+
+It gives exactly the results of the reference kernel (`tuiprof.sim.reference`, the tests' oracle)
+at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
+
+- **Dense line ids** (`tuiprof.sim.coalesce.dense_ids`, once per trace): caches hold int32 ids,
+  not 64-bit addresses; the L2 lines of L1 line ``id`` are ``id * sub + k`` (``sub`` L2 lines per
+  L1 line), so a line's blocks are adjacent entries of the L2's ``way_of`` map.
+- **Flat narrow-typed per-set arrays**: per way a tag (int32 id, -1 invalid) and valid/dirty chunk
+  masks; per set a circular recency list of way numbers (uint8 while the associativity allows)
+  with a sentinel at index ``assoc``: the sentinel's next is the most recent way, its previous the
+  victim. Invalid ways always sit at the back, so a fill takes an invalid way while one is left.
+- **L1**: a branch-free tag scan over the set with unsigned indices (LLVM vectorises it; signed
+  indices turn it into gathers, 8x slower), then a list splice. Above `SCAN_MAX_ASSOC` ways (the
+  512-way H100 L1 reads 2 KiB of tags per scan), a per-SM open-addressing table of line id -> way
+  instead. An L1 sees its own SM's stream only, whatever the merge, so when all SMs' L1s are too
+  large to stay in the CPU's caches as the merge jumps from SM to SM (Volta and later: 80-132 SMs
+  of 1-2K lines), the L1s run first, SM by SM, and record what each request sends on to L2; the
+  merged walk then does the L2 and DRAM only (`Geometry.l1_by_sm`: 5x on H100).
+- **L2**: ``way_of[id]`` says which way holds a line (or that none does): one byte load per access,
+  no hashing, no chain walk.
+- **Class lockstep** (sectored-by-blocks L2s such as Fermi's: 32 B L2 lines under 128 B L1
+  lines): block x lives in set ``x mod sets``, so when ``sub`` divides the set count, the blocks
+  of L1 line l fall in sets ``sub * (l mod classes) + k`` and each of those sets only ever holds
+  block k of the lines of one class. While every access to a class touches all ``sub`` blocks of
+  its line, the class's ``sub`` sets hold the same lines in the same recency order, so one LRU
+  operation on a per-class *super-set* (tags = L1 ids, masks over the whole L1 line) gives every
+  block's outcome. The first access that touches only some blocks of a line *splits* that class:
+  its super-set is copied into its ``sub`` sets, which go on per set. Exact either way.
+- **DRAM**: each L1 request's transactions are queued locally (write-backs before the reads of
+  each block, as the reference orders them) and fed to the open batch in *runs* of equal
+  (channel, bank, row, op): a run costs one miss (or hit) plus row hits for the rest; channel,
+  bank and row are recomputed only when ``address >> log2(min(interleave, row))`` changes; a
+  batch is closed as soon as it holds its drawn size, so there is no second pass.
+- **Per-access counters in locals**, added to the op's counters once per warp access; no array
+  is reassigned in the walk (a reassigned array variable costs reference counting per batch and
+  worse code: 15-25% of a trial).
+- **Geometry as compile-time constants** (`Geometry`): associativities, set counts, line and
+  sector chunks, channels, banks, interleave, row and transaction sizes are frozen into each
+  compiled kernel (divisions by 6 become multiplications), and kernels are cached in memory and
+  on disk per geometry. Latencies, the SM count and the group size stay run-time values, so
+  what-ifs on them reuse the kernel.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount
+from tuiprof.sim.cache import expand_sectors
+from tuiprof.sim.prepared import (P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT, P_DR_IL,
+                                  P_DR_MISS, P_DR_ROW, P_DR_TX, P_L1_ASSOC, P_L1_CPL, P_L1_CPS, P_L1_LRU, P_L1_ON,
+                                  P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ASSOC, P_L2_CPL, P_L2_CPS, P_L2_LRU, P_L2_ON,
+                                  P_L2_PARTS, P_L2_SETS, P_SM, STORE_EVICT, STORE_NO_ALLOCATE)
+from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
+                                 N_COUNTS)
+from tuiprof.sim.rng import rng_below
+
+WRITEBACK = -2
+"""Op code of a queued write-back transaction (a store's write-through is -1, a read its op)."""
+SCAN_MAX_ASSOC = 128
+"""Largest L1 associativity whose sets are scanned; above it (the 256-512-way L1s of Volta and
+later, where one scan reads 1-2 KiB of tags) each SM's L1 keeps a hash table of line id -> way."""
+L1_BY_SM_LINES = 8192
+"""All SMs' L1 lines above which the L1s run SM by SM (Volta and later: 80-132 SMs of 1-2K
+lines); below it (Fermi: 14 x 128) one walk of the merged stream does every level."""
+_FIB = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _log2(x: int) -> int:
+    return max(0, int(x).bit_length() - 1)
+
+
+def _index_dtype(assoc: int) -> type:
+    """The narrowest unsigned type holding way numbers 0..assoc (the sentinel) and a 'none' mark
+    above them."""
+    return np.uint8 if assoc <= 254 else np.uint16 if assoc <= 65534 else np.uint32
+
+
+def _mask_dtype(chunks: int) -> type:
+    return np.uint8 if chunks <= 8 else np.uint16 if chunks <= 16 else np.uint32
+
+
+def _leaders(cps: int, n_sectors: int) -> int:
+    """The first chunk of every sector: ``popcount(m & leaders)`` counts the sectors of a mask of
+    whole sectors."""
+    return sum(1 << (j * cps) for j in range(n_sectors))
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The compile-time constants of a replay kernel: what `pack_arch` says of the caches' and the
+    DRAM's shapes (a level that is absent keeps only its line and sector chunks, which still cut
+    requests). Set counts cover all partitions: a level of P partitions of S sets maps line l to
+    partition ``l % P``, set ``(l // P) % S``, a bijection of ``l mod P*S``, so the kernel indexes
+    sets by ``l mod P*S`` with the same results."""
+
+    l1_on: bool
+    l1_sets: int
+    l1_assoc: int
+    l1_chunks: int
+    l1_sector_chunks: int
+    l1_lru: bool
+    l1_store: int
+    l2_on: bool
+    l2_sets: int
+    l2_assoc: int
+    l2_chunks: int
+    l2_sector_chunks: int
+    l2_lru: bool
+    channels: int
+    banks: int
+    interleave: int
+    row_size: int
+    transaction: int
+    l1_by_sm: bool
+    """Whether the L1s run SM by SM before the merged walk (all SMs' L1s hold more than
+    `L1_BY_SM_LINES` lines: too much state to stay in the CPU's caches when the merge jumps from
+    SM to SM)."""
+
+    @classmethod
+    def of(cls, params: np.ndarray) -> "Geometry":
+        """The geometry of a `pack_arch` vector."""
+        p = [int(x) for x in params]
+        on1, on2 = p[P_L1_ON] != 0, p[P_L2_ON] != 0
+        return cls(l1_on=on1, l1_sets=p[P_L1_SETS] * p[P_L1_PARTS] if on1 else 1,
+                   l1_assoc=p[P_L1_ASSOC] if on1 else 1, l1_chunks=p[P_L1_CPL], l1_sector_chunks=p[P_L1_CPS],
+                   l1_lru=p[P_L1_LRU] != 0, l1_store=p[P_L1_STORE],
+                   l2_on=on2, l2_sets=p[P_L2_SETS] * p[P_L2_PARTS] if on2 else 1,
+                   l2_assoc=p[P_L2_ASSOC] if on2 else 1, l2_chunks=p[P_L2_CPL], l2_sector_chunks=p[P_L2_CPS],
+                   l2_lru=p[P_L2_LRU] != 0, channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
+                   row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
+                   l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES)
+
+    @property
+    def sub(self) -> int:
+        """L2 lines per L1 line (1 when an L2 line holds one or more whole L1 lines)."""
+        return self.l1_chunks // self.l2_chunks if self.l1_chunks > self.l2_chunks else 1
+
+    @property
+    def wide_l2(self) -> bool:
+        """L2 lines longer than L1 lines: the L2 needs dense ids of its own lines."""
+        return self.l2_chunks > self.l1_chunks
+
+    @property
+    def lockstep(self) -> bool:
+        """Whether the L2 runs in class lockstep (see the module docstring)."""
+        return self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0
+
+
+def runtime_params(params: np.ndarray) -> np.ndarray:
+    """The values a kernel reads at run time: SM count, DRAM base latency, row-hit and row-miss
+    cycles, burst cycles, largest group of one SM's requests."""
+    return np.array([params[P_SM], params[P_DR_BASE], params[P_DR_HIT], params[P_DR_MISS], params[P_DR_BURST],
+                     params[P_DR_GROUP]], dtype=np.int64)
+
+
+# --- helpers: straight-line calls (LLVM inlines them; no reference counting in the hot loop) ----
+
+@njit(**KERNEL)
+def lists_init(nxt, prv, n_sets, assoc):
+    """Every set's recency list: sentinel, way 0 (front) .. way assoc-1 (back)."""
+    for s in range(n_sets):
+        L = s * (assoc + 1)
+        for k in range(assoc):
+            nxt[L + k] = k + 1
+            prv[L + k] = k - 1 if k > 0 else assoc
+        nxt[L + assoc] = 0
+        prv[L + assoc] = assoc - 1
+
+
+@njit(**KERNEL)
+def to_front(nxt, prv, L, w, assoc):
+    """Make way `w` the most recent of the set whose list starts at `L` (a no-op for the front)."""
+    uL = np.uint64(L)
+    uw = uL + np.uint64(w)
+    us = uL + np.uint64(assoc)
+    p = prv[uw]
+    n = nxt[uw]
+    nxt[uL + np.uint64(p)] = n
+    prv[uL + np.uint64(n)] = p
+    h = nxt[us]
+    nxt[us] = w
+    prv[uw] = assoc
+    nxt[uw] = h
+    prv[uL + np.uint64(h)] = w
+    return 0
+
+
+@njit(**KERNEL)
+def to_back(nxt, prv, L, w, assoc):
+    """Make way `w` the next victim of its set."""
+    uL = np.uint64(L)
+    uw = uL + np.uint64(w)
+    us = uL + np.uint64(assoc)
+    p = prv[uw]
+    n = nxt[uw]
+    nxt[uL + np.uint64(p)] = n
+    prv[uL + np.uint64(n)] = p
+    t = prv[us]
+    prv[us] = w
+    nxt[uw] = assoc
+    prv[uw] = t
+    nxt[uL + np.uint64(t)] = w
+    return 0
+
+
+@njit(**KERNEL)
+def hfind(tab, base, bits, key):
+    """The way of line id `key` in the open-addressing table of ``2**bits`` entries at `base`, or
+    -1. Entries are ``key << 32 | way`` (-1: empty); linear probing from a Fibonacci hash."""
+    mask = (np.int64(1) << bits) - 1
+    h = np.int64((np.uint64(key) * _FIB) >> np.uint64(64 - bits))
+    while True:
+        e = tab[base + h]
+        if e < 0:
+            return np.int64(-1)
+        if (e >> 32) == key:
+            return e & 0xFFFFFFFF
+        h = (h + 1) & mask
+
+
+@njit(**KERNEL)
+def hput(tab, base, bits, key, way):
+    """Add `key` (absent) with `way` to the table at `base`."""
+    mask = (np.int64(1) << bits) - 1
+    h = np.int64((np.uint64(key) * _FIB) >> np.uint64(64 - bits))
+    while tab[base + h] >= 0:
+        h = (h + 1) & mask
+    tab[base + h] = (key << 32) | way
+    return 0
+
+
+@njit(**KERNEL)
+def hdel(tab, base, bits, key):
+    """Remove `key` (present) from the table at `base`, shifting later entries of its probe run
+    back so that no lookup ever needs a tombstone."""
+    mask = (np.int64(1) << bits) - 1
+    i = np.int64((np.uint64(key) * _FIB) >> np.uint64(64 - bits))
+    while (tab[base + i] >> 32) != key:
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        e = tab[base + j]
+        if e < 0:
+            break
+        k = np.int64((np.uint64(e >> 32) * _FIB) >> np.uint64(64 - bits))  # e's home slot
+        if (k <= i or k > j) if i <= j else (k <= i and k > j):  # e may move back to i
+            tab[base + i] = e
+            i = j
+    tab[base + i] = -1
+    return 0
+
+
+@njit(**KERNEL)
+def locate(x, channels, banks, il_shift, row_shift):
+    """``(channel, channel * banks + bank, row)`` of the transactions whose address shifted right by
+    ``min(il_shift, row_shift)`` is `x` (uint64): channel by interleave, then bank and row from the
+    channel-local address (the reference's mapping)."""
+    if row_shift >= il_shift:
+        y = x
+        q = y // np.uint64(channels)
+        rows = q >> np.uint64(row_shift - il_shift)
+    else:
+        d = np.uint64(il_shift - row_shift)
+        y = x >> d
+        q = y // np.uint64(channels)
+        rows = (q << d) | (x & ((np.uint64(1) << d) - np.uint64(1)))
+    ch = np.int64(y % np.uint64(channels))
+    bank = np.int64(rows % np.uint64(banks))
+    row = np.int64(rows // np.uint64(banks))
+    return ch, ch * banks + bank, row
+
+
+@njit(**KERNEL)
+def draw_batch(st, sm_count, group):
+    """The size of the next DRAM batch: ``sm_count`` groups of 1..group requests."""
+    target = np.int64(0)
+    for _ in range(sm_count):
+        target += 1 + rng_below(st, group)
+    return target
+
+
+@njit(**INLINE)
+def push(qtx, qop, nq, cbase, mask, rop, nchunks, txmul, txsh):
+    """Queue the DRAM transactions of chunks `mask` of the line whose first chunk is `cbase`
+    (``rop``: the op of a read, -1 for a store's write-through, WRITEBACK); returns the new queue
+    length. One transaction per 32 B chunk, ``txmul`` per chunk below 32 B, one per ``2**txsh``
+    chunks above (consecutive duplicates dropped, as the reference does)."""
+    last = np.int64(-1)
+    for k in range(nchunks):
+        if (mask >> k) & 1:
+            c = cbase + k
+            if txmul == 1 and txsh == 0:  # 32 B transactions: one per chunk, all distinct
+                qtx[nq] = c
+                qop[nq] = rop
+                nq += 1
+            elif txmul == 1:
+                tx = c >> txsh
+                if tx != last:
+                    last = tx
+                    qtx[nq] = tx
+                    qop[nq] = rop
+                    nq += 1
+            else:
+                for t in range(txmul):
+                    qtx[nq] = c * txmul + t
+                    qop[nq] = rop
+                    nq += 1
+    keep(qtx)
+    keep(qop)
+    return nq
+
+
+@njit(**KERNEL)
+def split_class(c, sub, assoc, chunks, tagS, valS, dtyS, nxtS, prvS, tag2, val2, dty2, nxt2, prv2, way2):
+    """End class `c`'s lockstep: copy its super-set into its `sub` sets (block k of the lines of
+    the class to set ``sub * c + k``), which the kernel then runs one by one."""
+    low = (np.int64(1) << chunks) - 1
+    aa = assoc + 1
+    for k in range(sub):
+        r = sub * c + k
+        for w in range(assoc):
+            t = np.int64(tagS[c * assoc + w])
+            i = r * assoc + w
+            if t >= 0:
+                id2 = t * sub + k
+                tag2[i] = id2
+                way2[id2] = w
+                val2[i] = (np.int64(valS[c * assoc + w]) >> (k * chunks)) & low
+                dty2[i] = (np.int64(dtyS[c * assoc + w]) >> (k * chunks)) & low
+            else:
+                tag2[i] = -1
+                val2[i] = 0
+                dty2[i] = 0
+        for w in range(aa):
+            nxt2[r * aa + w] = nxtS[c * aa + w]
+            prv2[r * aa + w] = prvS[c * aa + w]
+    return 0
+
+
+def _build(g: Geometry) -> Callable:
+    """The replay kernel with `g`'s values frozen in (Numba treats closure variables as constants;
+    its disk cache keys a closure by their values, so each geometry has its own machine code)."""
+    ON1 = g.l1_on
+    NSETS1 = g.l1_sets
+    A1 = g.l1_assoc
+    AA1 = A1 + 1
+    CPL1 = g.l1_chunks
+    CPS1 = g.l1_sector_chunks
+    SPL1 = CPL1 // CPS1
+    LEAD1 = _leaders(CPS1, SPL1)
+    LRU1 = g.l1_lru
+    EVICT1 = g.l1_store == STORE_EVICT
+    STORES1 = ON1 and g.l1_store != STORE_NO_ALLOCATE  # stores update the L1
+    BY_SM = ON1 and g.l1_by_sm
+    LT1 = _index_dtype(A1)
+    VT1 = _mask_dtype(CPL1)
+    HASH1 = ON1 and A1 > SCAN_MAX_ASSOC
+    HB1 = _log2(2 * NSETS1 * A1 - 1) + 1 if HASH1 else 1  # table bits: load factor at most 1/2
+    HT1 = 1 << HB1
+    ON2 = g.l2_on
+    NSETS2 = g.l2_sets
+    A2 = g.l2_assoc
+    AA2 = A2 + 1
+    CPL2 = g.l2_chunks
+    CPS2 = g.l2_sector_chunks
+    SPL2 = CPL2 // CPS2
+    LEAD2 = _leaders(CPS2, SPL2)
+    LRU2 = g.l2_lru
+    LT2 = _index_dtype(A2)
+    NONE2 = int(np.iinfo(LT2).max)
+    VT2 = _mask_dtype(CPL2)
+    SUB = g.sub
+    SUBSH = _log2(SUB)
+    C2SH = _log2(CPL2)
+    LOW2 = (1 << CPL2) - 1
+    WIDE = g.wide_l2
+    LOCK = g.lockstep
+    NCLS = NSETS2 // SUB if LOCK else 1
+    SPW = CPL1 // CPS2 if LOCK else 1  # L2 sectors across an L1 line
+    LEADW = _leaders(CPS2, SPW)
+    VTS = _mask_dtype(CPL1)
+    TX = g.transaction
+    TXSHA = _log2(TX)
+    TXMUL = 32 // TX if TX < 32 else 1
+    TXSH = _log2(TX // 32) if TX >= 32 else 0
+    ILSH = _log2(g.interleave)
+    ROWSH = _log2(g.row_size)
+    KEYSH = min(ILSH, ROWSH)
+    CH = g.channels
+    NB = g.banks
+    QMAX = 2 * max(CPL1, CPL2) * TXMUL + 2
+    MASK32 = 0xFFFFFFFF
+
+    @njit(**KERNEL)
+    def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_line, req_id2, lines,
+               lines2, n_ids2, n_ops, rt):
+        S = rt[0]
+        BASE = rt[1]
+        THIT = rt[2]
+        TMISS = rt[3]
+        BURST = rt[4]
+        GROUP = rt[5]
+        counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
+        # L1: every SM's (one SM's when they run SM by SM), a hash table per SM when hashed
+        n_l1 = (NSETS1 if BY_SM else S * NSETS1) if ON1 else 1
+        tag1 = np.full(n_l1 * A1, -1, dtype=np.int32)
+        val1 = np.zeros(n_l1 * A1, dtype=VT1)
+        nxt1 = np.empty(n_l1 * AA1, dtype=LT1)
+        prv1 = np.empty(n_l1 * AA1, dtype=LT1)
+        lists_init(nxt1, prv1, n_l1, A1)
+        htab1 = np.full((HT1 if BY_SM else S * HT1) if HASH1 else 1, -1, dtype=np.int64)
+        sends = np.empty(req_id.shape[0] if BY_SM else 1, dtype=VT1)
+        # L2: per set, and per class super-set while in lockstep
+        tag2 = np.full(NSETS2 * A2, -1, dtype=np.int32)
+        val2 = np.zeros(NSETS2 * A2, dtype=VT2)
+        dty2 = np.zeros(NSETS2 * A2, dtype=VT2)
+        nxt2 = np.empty(NSETS2 * AA2, dtype=LT2)
+        prv2 = np.empty(NSETS2 * AA2, dtype=LT2)
+        lists_init(nxt2, prv2, NSETS2, A2)
+        way2 = np.full(n_ids2 if ON2 else 1, NONE2, dtype=LT2)
+        n_lock = NCLS if LOCK else 1
+        tagS = np.full(n_lock * A2, -1, dtype=np.int32)
+        valS = np.zeros(n_lock * A2, dtype=VTS)
+        dtyS = np.zeros(n_lock * A2, dtype=VTS)
+        nxtS = np.empty(n_lock * AA2, dtype=LT2)
+        prvS = np.empty(n_lock * AA2, dtype=LT2)
+        lists_init(nxtS, prvS, n_lock, A2)
+        wayS = np.full(lines.shape[0] if LOCK else 1, NONE2, dtype=LT2)
+        split = np.zeros(n_lock, dtype=np.uint8)
+        # DRAM
+        open_row = np.full(CH * NB, -1, dtype=np.int64)
+        busy = np.zeros(CH * NB, dtype=np.int64)
+        chn = np.zeros(CH, dtype=np.int64)
+        bop = np.zeros(n_ops, dtype=np.int64)
+        touched = np.empty(n_ops, dtype=np.int64)
+        n_touched = 0
+        lat_sum = np.zeros(n_ops, dtype=np.int64)
+        # Every batch but the last holds at least S transactions (np.empty commits only what is written).
+        batches = np.empty(req_id.shape[0] * 2 * max(CPL1, CPL2) * TXMUL // S + 2, dtype=np.int64)
+        nbat = 0
+        qtx = np.empty(QMAX, dtype=np.int64)
+        qop = np.empty(QMAX, dtype=np.int64)
+        target = draw_batch(st, S, GROUP)
+        nin = np.int64(0)
+        maxb = np.int64(0)
+        maxc = np.int64(0)
+        wbs = np.int64(0)
+        last_x = np.uint64(0)
+        cch, cb, crow = locate(last_x, CH, NB, ILSH, ROWSH)
+
+        # With BY_SM the walk runs twice: step 5 SM by SM (an L1 sees its own SM's stream only,
+        # whatever the merge; one SM's state at a time stays in the CPU's caches), recording what
+        # each request sends on to L2, then steps 6-7 over the merged stream. Otherwise one walk
+        # of the merged stream does every step.
+        for phase in range(2 if BY_SM else 1):
+            do_l1 = phase == 0 if BY_SM else True
+            do_l2 = phase == 1 if BY_SM else True
+            by_sm = BY_SM and do_l1
+            cur = sm_acc_off[:S].copy()
+            s = np.int64(0)
+            sm_end = sm_acc_off[1]
+            for i in range(lab.shape[0]):
+                if by_sm:
+                    if i == sm_end:  # the next SM with accesses: its L1 starts empty
+                        while sm_acc_off[s + 1] <= i:
+                            s += 1
+                        sm_end = sm_acc_off[s + 1]
+                        tag1[:] = -1
+                        val1[:] = 0
+                        lists_init(nxt1, prv1, n_l1, A1)
+                        if HASH1:
+                            htab1[:] = -1
+                    g = i
+                else:
+                    s = lab[i]
+                    g = cur[s]
+                    cur[s] += 1
+                r = order[g]
+                o = np.int64(acc_op[r])
+                wr = op_write[o] != 0
+                rop = np.int64(-1) if wr else o
+                jbeg = req_off[r]
+                jend = req_off[r + 1]
+                sl = 0 if BY_SM else s  # the L1 copy of the SM
+                hb = sl * HT1
+                c_l1ra = np.int64(0)
+                c_l1rh = np.int64(0)
+                c_l1wa = np.int64(0)
+                c_l2ra = np.int64(0)
+                c_l2rh = np.int64(0)
+                c_l2wa = np.int64(0)
+                c_l2wh = np.int64(0)
+                c_dr = np.int64(0)
+                c_dw = np.int64(0)
+                for j in range(jbeg, jend):
+                    if do_l1:
+                        # ---- step 5: the SM's L1
+                        id1 = np.int64(req_id[j])
+                        line1 = req_line[j]
+                        m = np.int64(req_mask[j])
+                        smask = expand_sectors(m, CPS1, SPL1)
+                        nsec = popcount(smask & LEAD1)
+                        send = m
+                        if wr:
+                            c_l1wa += nsec
+                        else:
+                            c_l1ra += nsec
+                        if ON1 and (STORES1 or not wr):
+                            sg = sl * NSETS1 + np.int64(np.uint64(line1) % np.uint64(NSETS1))
+                            b1 = sg * A1
+                            L1 = sg * AA1
+                            t1 = np.int32(id1)
+                            if HASH1:
+                                w = hfind(htab1, hb, HB1, id1)
+                            else:
+                                ub = np.uint64(b1)
+                                acc = np.int32(0)
+                                for k in range(A1):
+                                    acc += np.int32(k + 1) if tag1[ub + np.uint64(k)] == t1 else np.int32(0)
+                                w = np.int64(acc) - 1
+                            if wr:
+                                if EVICT1:
+                                    if w >= 0:
+                                        if HASH1:
+                                            hdel(htab1, hb, HB1, id1)
+                                        tag1[b1 + w] = -1
+                                        val1[b1 + w] = 0
+                                        to_back(nxt1, prv1, L1, w, A1)
+                                else:  # write-allocate
+                                    if w < 0:
+                                        w = np.int64(prv1[L1 + A1])
+                                        if HASH1:
+                                            if tag1[b1 + w] >= 0:
+                                                hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
+                                            hput(htab1, hb, HB1, id1, w)
+                                        tag1[b1 + w] = t1
+                                        val1[b1 + w] = 0
+                                        to_front(nxt1, prv1, L1, w, A1)
+                                    elif LRU1:
+                                        to_front(nxt1, prv1, L1, w, A1)
+                                    val1[b1 + w] = np.int64(val1[b1 + w]) | smask
+                            else:
+                                if w >= 0:
+                                    v1 = np.int64(val1[b1 + w])
+                                    c_l1rh += popcount(smask & v1 & LEAD1)
+                                    send = smask & ~v1
+                                    if LRU1:
+                                        to_front(nxt1, prv1, L1, w, A1)
+                                else:
+                                    send = smask
+                                    w = np.int64(prv1[L1 + A1])
+                                    if HASH1:
+                                        if tag1[b1 + w] >= 0:
+                                            hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
+                                        hput(htab1, hb, HB1, id1, w)
+                                    tag1[b1 + w] = t1
+                                    val1[b1 + w] = 0
+                                    to_front(nxt1, prv1, L1, w, A1)
+                                val1[b1 + w] = np.int64(val1[b1 + w]) | send
+                        if BY_SM:
+                            sends[j] = send
+                    else:
+                        send = np.int64(sends[j])
+                        if send == 0:
+                            continue
+                        id1 = np.int64(req_id[j])
+                        line1 = req_line[j]
+                    if not do_l2 or send == 0:
+                        continue
+                    nq = 0
+                    # ---- step 6: the L2 lines the request covers (blocks jj of the L1 line)
+                    lbase = line1 * CPL1  # first chunk of the L1 line
+                    per_set = True
+                    if LOCK:
+                        c = np.int64(np.uint64(line1) % np.uint64(NCLS))
+                        if split[c] == 0:
+                            full = True
+                            for jj in range(SUB):
+                                if ((send >> (jj * CPL2)) & LOW2) == 0:
+                                    full = False
+                            if full:
+                                per_set = False
+                                bS = c * A2
+                                LS = c * AA2
+                                wS = np.int64(wayS[id1])
+                                od = np.int64(0)
+                                ob = np.int64(0)
+                                if wS != NONE2:
+                                    V = np.int64(valS[bS + wS])
+                                    if LRU2:
+                                        to_front(nxtS, prvS, LS, wS, A2)
+                                else:
+                                    V = np.int64(0)
+                                    wS = np.int64(prvS[LS + A2])
+                                    old = np.int64(tagS[bS + wS])
+                                    if old >= 0:
+                                        wayS[old] = NONE2
+                                        od = np.int64(dtyS[bS + wS])
+                                        if od != 0:  # the victim's address, read only when it is dirty
+                                            ob = lines[old] * CPL1
+                                    tagS[bS + wS] = np.int32(id1)
+                                    wayS[id1] = wS
+                                    dtyS[bS + wS] = 0
+                                    to_front(nxtS, prvS, LS, wS, A2)
+                                sm2 = expand_sectors(send, CPS2, SPW)
+                                miss = sm2 & ~V
+                                for jj in range(SUB):
+                                    sh = jj * CPL2
+                                    if od != 0:
+                                        odj = (od >> sh) & LOW2
+                                        if odj != 0:
+                                            nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
+                                    mj = (miss >> sh) & LOW2
+                                    if wr:
+                                        mj &= (send >> sh) & LOW2
+                                    if mj != 0:
+                                        n0 = nq
+                                        nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
+                                        if wr:
+                                            c_dw += nq - n0
+                                        else:
+                                            c_dr += nq - n0
+                                nsec2 = popcount(sm2 & LEADW)
+                                hits = popcount(sm2 & V & LEADW)
+                                if wr:
+                                    c_l2wa += nsec2
+                                    c_l2wh += hits
+                                    dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | (sm2 & V)
+                                else:
+                                    c_l2ra += nsec2
+                                    c_l2rh += hits
+                                valS[bS + wS] = V | miss
+                            else:
+                                split_class(c, SUB, A2, CPL2, tagS, valS, dtyS, nxtS, prvS, tag2, val2, dty2, nxt2, prv2,
+                                            way2)
+                                split[c] = 1
+                    if per_set:
+                        line0 = lbase >> C2SH
+                        r0 = np.int64(np.uint64(line0) % np.uint64(NSETS2))
+                        for jj in range(SUB):
+                            if SUB == 1:
+                                m2 = (send << (lbase & (CPL2 - 1))) & MASK32
+                            else:
+                                m2 = (send >> (jj * CPL2)) & LOW2
+                            if m2 == 0:
+                                continue
+                            smask2 = expand_sectors(m2, CPS2, SPL2)
+                            nsec2 = popcount(smask2 & LEAD2)
+                            base = (line0 + jj) * CPL2
+                            v = np.int64(0)
+                            w2 = np.int64(0)
+                            b2 = np.int64(0)
+                            if ON2:
+                                rr = r0 + jj
+                                if rr >= NSETS2:
+                                    rr -= NSETS2
+                                if WIDE:
+                                    id2 = np.int64(req_id2[j])
+                                elif SUB == 1:
+                                    id2 = id1
+                                else:
+                                    id2 = (id1 << SUBSH) + jj
+                                b2 = rr * A2
+                                L2 = rr * AA2
+                                w2 = np.int64(way2[id2])
+                                if w2 != NONE2:
+                                    v = np.int64(val2[b2 + w2])
+                                    if LRU2:
+                                        to_front(nxt2, prv2, L2, w2, A2)
+                                else:
+                                    w2 = np.int64(prv2[L2 + A2])
+                                    old = np.int64(tag2[b2 + w2])
+                                    if old >= 0:
+                                        way2[old] = NONE2
+                                        od = np.int64(dty2[b2 + w2])
+                                        if od != 0:
+                                            if WIDE:
+                                                ob = lines2[old] * CPL2
+                                            elif SUB == 1:
+                                                ob = lines[old] * CPL2
+                                            else:
+                                                ob = lines[old >> SUBSH] * CPL1 + (old & (SUB - 1)) * CPL2
+                                            nq = push(qtx, qop, nq, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
+                                    tag2[b2 + w2] = np.int32(id2)
+                                    way2[id2] = w2
+                                    dty2[b2 + w2] = 0
+                                    to_front(nxt2, prv2, L2, w2, A2)
+                            # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
+                            miss = (smask2 & ~v) if ON2 else m2
+                            hits = popcount(smask2 & v & LEAD2)
+                            if wr:
+                                c_l2wa += nsec2
+                                c_l2wh += hits
+                                em = m2 & miss
+                                if em != 0:
+                                    n0 = nq
+                                    nq = push(qtx, qop, nq, base, em, rop, CPL2, TXMUL, TXSH)
+                                    c_dw += nq - n0
+                                if ON2:
+                                    dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | (smask2 & v)
+                            else:
+                                c_l2ra += nsec2
+                                c_l2rh += hits
+                                if miss != 0:
+                                    n0 = nq
+                                    nq = push(qtx, qop, nq, base, miss, rop, CPL2, TXMUL, TXSH)
+                                    c_dr += nq - n0
+                            if ON2:
+                                val2[b2 + w2] = v | miss
+                    # ---- step 7: this request's transactions join the open batch, in order, as runs
+                    e = 0
+                    while e < nq:
+                        ro = qop[e]
+                        ux = np.uint64(qtx[e])
+                        x = (ux << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (ux >> np.uint64(KEYSH - TXSHA))
+                        k = 1
+                        while e + k < nq and qop[e + k] == ro:
+                            uy = np.uint64(qtx[e + k])
+                            y = (uy << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (uy >> np.uint64(KEYSH - TXSHA))
+                            if y != x:
+                                break
+                            k += 1
+                        e += k
+                        if x != last_x:
+                            last_x = x
+                            cch, cb, crow = locate(x, CH, NB, ILSH, ROWSH)
+                        if ro == WRITEBACK:
+                            wbs += k
+                            ro = -1
+                        while k > 0:
+                            t = min(k, target - nin)
+                            if open_row[cb] == crow:
+                                busy[cb] += THIT * t
+                            else:
+                                busy[cb] += TMISS + THIT * (t - 1)
+                                open_row[cb] = crow
+                            maxb = max(maxb, busy[cb])
+                            chn[cch] += t
+                            maxc = max(maxc, chn[cch])
+                            if ro >= 0:
+                                if bop[ro] == 0:
+                                    touched[n_touched] = ro
+                                    n_touched += 1
+                                bop[ro] += t
+                            nin += t
+                            k -= t
+                            if nin == target:  # the batch is complete: time it, charge its reads
+                                lat = BASE + max(maxb, maxc * BURST)
+                                batches[nbat] = lat
+                                nbat += 1
+                                for u in range(n_touched):
+                                    oo = touched[u]
+                                    lat_sum[oo] += lat * bop[oo]
+                                    bop[oo] = 0
+                                n_touched = 0
+                                busy[:] = 0
+                                chn[:] = 0
+                                maxb = 0
+                                maxc = 0
+                                nin = 0
+                                target = draw_batch(st, S, GROUP)
+                if do_l1:
+                    counts[C_L1_REQ, o] += jend - jbeg
+                    counts[C_L1_RA, o] += c_l1ra
+                    counts[C_L1_RH, o] += c_l1rh
+                    counts[C_L1_WA, o] += c_l1wa
+                if do_l2:
+                    counts[C_L2_RA, o] += c_l2ra
+                    counts[C_L2_RH, o] += c_l2rh
+                    counts[C_L2_WA, o] += c_l2wa
+                    counts[C_L2_WH, o] += c_l2wh
+                    counts[C_DR, o] += c_dr
+                    counts[C_DW, o] += c_dw
+        if nin > 0:
+            lat = BASE + max(maxb, maxc * BURST)
+            batches[nbat] = lat
+            nbat += 1
+            for u in range(n_touched):
+                oo = touched[u]
+                lat_sum[oo] += lat * bop[oo]
+        return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs
+
+    return replay
+
+
+_KERNELS: dict[Geometry, Callable] = {}
+_LOCK = threading.Lock()
+
+
+def replay_kernel(geometry: Geometry) -> Callable:
+    """The replay kernel of `geometry`, built on first use (compiled, or loaded from the disk
+    cache, at its first call)."""
+    with _LOCK:
+        kernel = _KERNELS.get(geometry)
+        if kernel is None:
+            kernel = _KERNELS[geometry] = _build(geometry)
+        return kernel
+
+
+__all__ = ["Geometry", "WRITEBACK", "replay_kernel", "runtime_params"]
