@@ -133,7 +133,8 @@ def test_tolerance_stops_a_converged_run_at_the_minimum(tmp_path: Path, capsys: 
     assert doc["run"]["tolerance"] is None and doc["run"]["stopped"] == "completed"
     assert doc["analysis"]["trials"] == 64
     assert main(base[:-4] + ["--format", "text", "--trials", "24", "--no-sweep"]) == 0
-    assert "20/24 trials (converged: every headline 95% interval within +-0.2 points)" in capsys.readouterr().out
+    assert ("20/24 trials (converged: every headline ratio's 95% confidence interval within +-0.2 points)"
+            in capsys.readouterr().out)
 
 
 def test_sweep_stops_early_too() -> None:

@@ -20,6 +20,10 @@ from tuiprof.trace.model import Trace
 
 HIST_BINS = 20
 HEADLINE_NAMES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
+UNCERTAINTY_NOTE = ("trials 95% = spread of trials, mean +- 1.96 std (where one run may fall);",
+                    "CI 95% = confidence interval of the mean, mean +- 1.96 std/sqrt(n) (where the mean is);",
+                    "both cover only the model's randomness, not the error of its assumptions")
+"""What the two uncertainties of every estimate are (paper 000 sec. 5.2), one line each."""
 
 
 def _source_line(trace: Trace, file: str, line: int) -> str:
@@ -244,7 +248,7 @@ def _render_text(doc: dict[str, Any]) -> str:
     if a is None:
         lines += ["", "analysis: no trial finished"]
         return "\n".join(lines) + "\n"
-    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (mean, std, 95% interval = mean +- 1.96 std, paper 000 sec. 5.2):"]
+    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (paper 000 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
     for key, h in a["headline"].items():
         lines.append(f"  {HEADLINE_NAMES[key]:<20} {_est(h, pct=True)}")
         lines += ["    " + x for x in _bars(h["histogram"], pct=True)]
@@ -265,10 +269,11 @@ def _render_md(doc: dict[str, Any]) -> str:
     lines += ["", "## Static memory ops", ""] + _table(_op_rows(doc), md=True)
     a = doc["analysis"]
     if a is not None:
-        lines += ["", f"## Kernel-wide hit ratios ({a['trials']} trials)", "",
-                  "| metric | mean | std | 95% interval |", "|---|---|---|---|"]
+        lines += ["", f"## Kernel-wide hit ratios ({a['trials']} trials)", "", "Trials 95% " + " ".join(UNCERTAINTY_NOTE)[len("trials 95% "):] + ".", "",
+                  "| metric | mean | std | trials 95% | CI 95% |", "|---|---|---|---|---|"]
         for key, h in a["headline"].items():
-            lines.append(f"| {HEADLINE_NAMES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | {_pct(h['lo'])} - {_pct(h['hi'])} |")
+            lines.append(f"| {HEADLINE_NAMES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | "
+                         f"{_pct(h['spread_lo'])} - {_pct(h['spread_hi'])} | {_pct(h['ci_lo'])} - {_pct(h['ci_hi'])} |")
         lines += ["", f"DRAM batch latency Tm: {_est(a['dram_latency']['tm'], pct=False)} cycles", "",
                   "## Static ops by cost", ""] + _table(_cost_rows(doc), md=True)
         lines += _decision_lines(a["decisions"], md=True)
@@ -278,7 +283,8 @@ def _render_md(doc: dict[str, Any]) -> str:
 
 def _stopped(run: dict[str, Any]) -> str:
     if run["stopped"] == "converged":
-        return f" (converged: every headline 95% interval within +-{100 * run['tolerance']:.2g} points)"
+        return (f" (converged: every headline ratio's 95% confidence interval within +-{100 * run['tolerance']:.2g} "
+                "points)")
     return " (cancelled)" if run["stopped"] == "cancelled" else ""
 
 
@@ -294,7 +300,8 @@ def _est(e: dict[str, Any], pct: bool) -> str:
     f = _pct if pct else _num
     if e["mean"] is None:
         return "n/a (no accesses)"
-    return f"{f(e['mean'])}  std {f(e['std'])}  95% [{f(e['lo'])}, {f(e['hi'])}]"
+    return (f"{f(e['mean'])}  std {f(e['std'])}  trials 95% [{f(e['spread_lo'])}, {f(e['spread_hi'])}]  "
+            f"CI 95% [{f(e['ci_lo'])}, {f(e['ci_hi'])}]")
 
 
 def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
@@ -309,13 +316,15 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
 
 def _cost_rows(doc: dict[str, Any]) -> list[list[str]]:
     src = {o["id"]: o for o in doc["trace"]["ops"]}
-    rows = [["op", "line", "label", "kind", "accesses", "sect/req", "H1", "H2", "X cycles (95%)", "share", "source"]]
+    rows = [["op", "line", "label", "kind", "accesses", "sect/req", "H1", "H2", "X cycles [trials 95%] +-CI", "share",
+             "source"]]
     for o in doc["analysis"]["ops"]:
         x = o["x"]
         rows.append([str(o["id"]), str(o["line"]), o["label"], o["kind"], str(o["warp_accesses"]),
                      "-" if o["sectors_per_request"] is None else f"{o['sectors_per_request']:.2f}",
                      _pct(o["h1"]["mean"]), _pct(o["h2"]["mean"]),
-                     "-" if x["mean"] is None else f"{x['mean']:.0f} [{x['lo']:.0f}, {x['hi']:.0f}]",
+                     "-" if x["mean"] is None else
+                     f"{x['mean']:.0f} [{x['spread_lo']:.0f}, {x['spread_hi']:.0f}] +-{(x['ci_hi'] - x['ci_lo']) / 2:.0f}",
                      _pct(o["cost_share"]), src[o["id"]]["source"]])
     return rows
 

@@ -4,8 +4,18 @@
 
 H1 and H2 are the op's L1 and L2 hit ratios in one trial, t1 and t2 the hit latencies of the
 Arch, Tm the trial's DRAM latency. Since H1, H2 and Tm change from trial to trial, X is a random
-variable; its mean over trials is the expected latency of the op, and mean +- 1.96 std its 95%
-interval (paper 000 sec. 5.2 uses E +- 2 sigma).
+variable; its mean over trials is the expected latency of the op.
+
+Every quantity observed once per trial is an `Estimate` with two uncertainties, named apart:
+
+- the *spread of trials*, mean +- 1.96 std: where one trial, i.e. one run of the hardware as the
+  model sees it, falls 95% of the time (paper 000 sec. 5.2's E +- 2 sigma);
+- the *confidence interval* of the estimate, mean +- 1.96 std / sqrt(n): where the mean itself
+  is, 95% of the time; it narrows as trials are added, and it is what early stop watches.
+
+Both cover only the model's randomness (warp and SM scheduling, the merge order of the SM queues,
+DRAM batching), never the error of the model's assumptions (paper 000 sec. 5.4 measures that
+against hardware counters: a few points of hit ratio).
 """
 
 from __future__ import annotations
@@ -33,14 +43,19 @@ def ratio(hits: np.ndarray, accesses: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A quantity observed once per trial: mean, spread and 95% interval over trials."""
+    """A quantity observed once per trial: its mean, the spread of the trials and the confidence
+    interval of the mean (see the module docstring); both only cover the model's randomness."""
 
     mean: float
     std: float
-    lo: float
-    hi: float
+    spread_lo: float
+    spread_hi: float
+    """Spread of trials: mean +- 1.96 std (clipped to the quantity's range), where one trial falls."""
+    ci_lo: float
+    ci_hi: float
+    """95% confidence interval of the estimate: mean +- 1.96 std / sqrt(n), where the mean is."""
     stderr: float
-    """Standard error of the mean (std / sqrt(n)): how well the mean itself is known."""
+    """Standard error of the mean (std / sqrt(n))."""
     n: int
 
     @property
@@ -50,20 +65,24 @@ class Estimate:
     def to_dict(self, digits: int = 4) -> dict[str, float | int | None]:
         def r(x: float) -> float | None:
             return None if np.isnan(x) else round(float(x), digits)
-        return {"mean": r(self.mean), "std": r(self.std), "lo": r(self.lo), "hi": r(self.hi),
+        return {"mean": r(self.mean), "std": r(self.std), "spread_lo": r(self.spread_lo),
+                "spread_hi": r(self.spread_hi), "ci_lo": r(self.ci_lo), "ci_hi": r(self.ci_hi),
                 "stderr": r(self.stderr), "n": self.n}
 
 
 def estimate(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> Estimate:
-    """Mean, std (sample, ddof=1) and mean +- 1.96 std clipped to [lo, hi], ignoring NaN trials."""
+    """Mean, std (sample, ddof=1), the spread of trials mean +- 1.96 std and the confidence
+    interval mean +- 1.96 std / sqrt(n), both clipped to [lo, hi], ignoring NaN trials."""
     x = np.asarray(samples, dtype=np.float64)
     x = x[~np.isnan(x)]
     n = int(x.size)
     if n == 0:
-        return Estimate(np.nan, np.nan, np.nan, np.nan, np.nan, 0)
+        return Estimate(np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0)
     mean = float(x.mean())
     std = float(x.std(ddof=1)) if n > 1 else 0.0
-    return Estimate(mean, std, max(lo, mean - Z95 * std), min(hi, mean + Z95 * std), std / np.sqrt(n), n)
+    se = std / float(np.sqrt(n))
+    return Estimate(mean, std, max(lo, mean - Z95 * std), min(hi, mean + Z95 * std),
+                    max(lo, mean - Z95 * se), min(hi, mean + Z95 * se), se, n)
 
 
 def estimate_columns(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> list[Estimate]:
