@@ -181,7 +181,8 @@ class Session:
         if analysis is not None:
             from tuiprof.model.decisions import decisions
 
-            base = decisions(self.trace, self.arch, self.md, analysis, results)
+            stats = self._op_stats
+            base = decisions(self.trace, self.arch, self.md, results, stats.accesses, stats.requests_per_access)
             analysis = dataclasses.replace(analysis, decisions=base)
             if not self._cancelled:
                 emit(AnalysisUpdated(analysis))
@@ -244,9 +245,11 @@ class Session:
 
     def _sweep(self, mc: Any, results: list[Any], analysis: Any, emit: Callable[[Event], None]) -> Any:
         """Paper 002's MD sweep: simulate the snapshot at every MD (reusing the main run for its
-        own MD and its preparation for the others), then decide."""
-        from tuiprof.model.decisions import gain_interval, md_sample, trial_table, working_set_lines
+        own MD and its preparation for the others), then decide with the timing model and the
+        thesis rules."""
+        from tuiprof.model.decisions import TRAFFIC, kernel_shape, md_sample, trial_table, working_set_lines
         from tuiprof.model.md import decide_md
+        from tuiprof.model.timing import gain_range, mean_traffic, predict_timing
         from tuiprof.sim.montecarlo import MonteCarlo
 
         def with_decisions(**changes: Any) -> Any:
@@ -270,19 +273,21 @@ class Session:
                 ran.append(len(runs))
             if self._cancelled:
                 return with_decisions(md_samples=tuple(samples), md_note="MD sweep cancelled")
-            samples.append(md_sample(m, runs, self.trace))
-            tables.append(trial_table(runs, self.trace))
+            table = trial_table(runs, self.trace, self.arch, self._op_stats.accesses)
+            samples.append(md_sample(m, table, self.trace))
+            tables.append(table[:, TRAFFIC])
         swept = dict(md_samples=tuple(samples), sweep_trials=max(ran), sweep_elapsed=time.perf_counter() - t0)
-        co, L = mc.prepared.coalesced, self.trace.launch
+        co, L, stats = mc.prepared.coalesced, self.trace.launch, self._op_stats
         ws = working_set_lines(self.trace, co.req_off, co.req_line) or samples[0].dram_reads_per_cta
+        shape = kernel_shape(self.trace, self.arch, stats.accesses, stats.requests_per_access)
+        timing = predict_timing(self.arch, shape, [mean_traffic(t) for t in tables])
         try:
             decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
                                  registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
-                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws)
+                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws, timing=timing)
         except UsageError as exc:  # nothing cached: no L1 working set to contend for
             return with_decisions(md_note=exc.message, **swept)
-        interval = None
-        if decision.simulated is not None and decision.recommended_md != decision.default_md:
-            interval = gain_interval(tables, decision.recommended_md, decision.default_md, ws,
-                                     self.arch.l1.size / self.arch.l1.line, seed=self.config.seed)
-        return with_decisions(md=decision, gain_interval=interval, **swept)
+        if decision.recommended_md != decision.default_md:
+            decision = dataclasses.replace(decision, gain_range=gain_range(
+                self.arch, shape, tables, decision.recommended_md, decision.default_md, seed=self.config.seed))
+        return with_decisions(md=decision, **swept)

@@ -21,8 +21,12 @@ against hardware counters: a few points of hit ratio).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
+
+from tuiprof.arch.model import Arch
+from tuiprof.trace.model import StaticOp
 
 Z95 = 1.96
 
@@ -88,3 +92,60 @@ def estimate(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> Es
 def estimate_columns(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> list[Estimate]:
     """`estimate` of each column of a [trials, k] array."""
     return [estimate(samples[:, j], lo, hi) for j in range(samples.shape[1])]
+
+
+def stack_counter(results: Sequence, name: str, n_ops: int) -> np.ndarray:
+    """Counter `name` of every trial as a float array [trials, ops]."""
+    return np.array([getattr(r, name) for r in results], dtype=np.float64).reshape(len(results), n_ops)
+
+
+@dataclass(frozen=True)
+class OpLatency:
+    """Per trial and op (arrays [trials, ops]): the hit ratios and the latency equation's terms."""
+
+    h1: np.ndarray
+    h2: np.ndarray
+    """H2 as reported (NaN where the op reached no L2)."""
+    h2_for_x: np.ndarray
+    """H2 as it enters X: 0 for an op whose every sector hit L1 (it never reached L2)."""
+    x: np.ndarray
+    tm: np.ndarray
+    """The op's DRAM latency in the trial, the trial's mean Tm where the op read no DRAM."""
+
+
+def op_latency(results: Sequence, ops: Sequence[StaticOp], arch: Arch) -> OpLatency:
+    """H1, H2, Tm and X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm) of every op in every trial (paper
+    000 sec. 6.1). Loads: H1 and H2 over read sectors; stores and atomics go straight to L2
+    (write-through): H1 = 0 and H2 is the L2 write hit ratio."""
+    def stack(name: str) -> np.ndarray:
+        return stack_counter(results, name, len(ops))
+
+    is_load = np.array([o.kind == "load" for o in ops], dtype=bool)
+    l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
+    l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
+    l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")
+    trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
+    op_tm = stack("dram_latency")
+    tm = np.where(np.isnan(op_tm), trial_tm[:, None], op_tm)
+    h1 = np.where(is_load, ratio(l1h, l1a), 0.0)
+    h1 = np.where(is_load & ~arch.l1.enabled, 0.0, h1)
+    h2 = np.where(is_load, ratio(l2rh, l2ra), ratio(l2wh, l2wa))
+    h2_for_x = np.where(np.isnan(h2) & (h1 == 1.0), 0.0, h2)
+    if not arch.l2.enabled:
+        h2 = h2_for_x = np.zeros_like(h2)
+    x = expected_latency(h1, h2_for_x, float(arch.l1.hit_latency), float(arch.l2.hit_latency), tm)
+    return OpLatency(h1, h2, h2_for_x, x, tm)
+
+
+def memory_latency(x: np.ndarray, ops: Sequence[StaticOp], accesses: np.ndarray) -> np.ndarray:
+    """Per trial, the access-weighted mean expected latency X of the global (cached) loads: the
+    Mem_LD of MWP/CWP (paper 004). NaN in a trial where no load has a defined X."""
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    keep = np.array([o.kind == "load" and o.is_cached for o in ops], dtype=bool)
+    w = np.where(keep, np.asarray(accesses, dtype=np.float64), 0.0)
+    ok = np.isfinite(x) & (w > 0)
+    den = np.where(ok, w, 0.0).sum(axis=1)
+    num = np.where(ok, x * w, 0.0).sum(axis=1)
+    out = np.full(x.shape[0], np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
