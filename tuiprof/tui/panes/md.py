@@ -19,7 +19,7 @@ def md_marks(md: int, decision: Any, current: int | None) -> str:
 
 
 def render_md(decisions: Any | None, sweep: Any | None, current: int | None, width: int) -> Content:
-    title = Content.assemble(("MD decision", "bold"), ("  (paper 002: CTAs per SM)", "$text-muted"))
+    title = Content.assemble(("MD decision", "bold"), ("  (CTAs per SM: timing model, paper 002 beside it)", "$text-muted"))
     if decisions is None:
         return Content("\n").join([title, Content.styled("waiting for the main run…", "$text-muted")])
     d = decisions.md
