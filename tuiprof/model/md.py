@@ -11,6 +11,7 @@ CTA's execution time over MD = N-1 as the product of three rates (Table 7, sec. 
 
 so that a CTA takes T(N) = T(1) x prod_{k=2..N} cta_exe_rate(k) and, with N CTAs at a time per
 SM, the relative performance (throughput, IPC) is P(N) = N T(1) / T(N). The best MD maximises P.
+It is used twice:
 
 - **thesis rules** (`predict_thesis`): everything from the statistics of MD = 1, as the thesis'
   hardware predictor does (sec. 5.2): DRAM reads per MD from the reuse the L1 loses (sec. 4.2,
