@@ -113,3 +113,88 @@ def test_arch_file(tmp_path) -> None:
         load_arch(str(p))
     with pytest.raises(ArchError, match="does not exist"):
         load_arch(str(tmp_path / "nope.toml"))
+
+
+# --- issue 14 part 2: bandwidths, departure delays, L2 write policy, address hash, carve-outs ---
+
+@pytest.mark.parametrize("name,dram_gbs,write_policy,address_hash", [
+    ("tesla-c2050", 144.0, "write-through", "linear"),   # C2050 datasheet; paper 000 sec. 2.1's store-miss rule
+    ("gtx480", 88.7, "write-through", "linear"),         # paper 002 Table 8: 12 x 8 B x 924 MHz
+    ("gtx285", 159.0, "write-through", "linear"),        # paper 001 sec. 4.3: 2.484 GHz x 512 bit / 8
+    ("v100", 900.0, "write-back", "xor"),
+    ("a100", 1555.0, "write-back", "xor"),
+    ("h100", 3350.0, "write-back", "xor"),
+])
+def test_memory_system_fields(name: str, dram_gbs: float, write_policy: str, address_hash: str) -> None:
+    a = load_arch(name)
+    assert (a.dram.bandwidth_gbs, a.l2.write_policy, a.address_hash) == (dram_gbs, write_policy, address_hash)
+    assert (a.l2.bandwidth_gbs > 0) == a.l2.enabled
+    assert a.departure_del_coal > 0 and a.departure_del_uncoal > 0
+
+
+def test_departure_delays_are_the_sms_share_of_bandwidth() -> None:
+    # V100: 2800 GB/s over 80 SMs at 1.53 GHz = 22.9 B/cycle per SM: a 128 B coalesced request
+    # departs every 5.6 cycles, a 32 B sector every 1.4 (the preset comments' derivation).
+    a = load_arch("v100")
+    per_sm = a.l2.bandwidth_gbs / a.sm_count / (a.clock_mhz / 1000)
+    assert a.departure_del_coal == pytest.approx(128 / per_sm, abs=0.05)
+    assert a.departure_del_uncoal == pytest.approx(32 / per_sm, abs=0.05)
+    # GT200 has no L2: the DRAM share, 159 / 30 / 1.476 = 3.59 B/cycle; 32 B transactions.
+    g = load_arch("gtx285")
+    per_sm = g.dram.bandwidth_gbs / g.sm_count / (g.clock_mhz / 1000)
+    assert g.departure_del_uncoal == pytest.approx(32 / per_sm, abs=0.05)
+
+
+@pytest.mark.parametrize("name,carveouts_kib,unified_kib", [
+    ("tesla-c2050", [16, 48], 64), ("gtx480", [16, 48], 64), ("gtx285", [16], 0),
+    ("v100", [0, 8, 16, 32, 64, 96], 128),
+    ("a100", [0, 8, 16, 32, 64, 100, 132, 164], 192),
+    ("h100", [0, 8, 16, 32, 64, 100, 132, 164, 196, 228], 256),
+])
+def test_shared_memory_carveouts(name: str, carveouts_kib: list[int], unified_kib: int) -> None:
+    a = load_arch(name)
+    assert [c >> 10 for c in a.shared_carveouts] == carveouts_kib
+    assert a.unified_l1_shared == unified_kib << 10
+    assert a.shared_per_sm == a.shared_carveouts[-1]
+
+
+def test_new_fields_take_overrides() -> None:
+    a = load_arch("v100", {"shared_carveouts": "0,32KiB,96KiB", "l2.write_policy": "write-through",
+                           "address_hash": "linear", "dram.bandwidth_gbs": "850.5", "departure_del_coal": "4"})
+    assert a.shared_carveouts == (0, 32 << 10, 96 << 10) and a.l2.write_policy == "write-through"
+    assert a.address_hash == "linear" and a.dram.bandwidth_gbs == 850.5 and a.departure_del_coal == 4.0
+
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("address_hash", "modulo", "address_hash must be one of linear, xor"),
+    ("l2.write_policy", "write-around", "write_policy must be one of"),
+    ("shared_carveouts", "96KiB,0", "ascending"),
+    ("shared_carveouts", "0,8KiB", "largest shared_carveouts step"),       # shared_per_sm 96 KiB does not fit
+    ("shared_carveouts", "0,96KiB,256KiB", "exceeds unified_l1_shared"),
+    ("dram.bandwidth_gbs", "0", "dram.bandwidth_gbs must be positive"),
+    ("dram.bandwidth_gbs", "nan", "finite"),
+    ("dram.bandwidth_gbs", "fast", "not a number"),
+    ("l2.bandwidth_gbs", "0", "l2.bandwidth_gbs must be positive"),
+    ("departure_del_uncoal", "-1", "positive"),
+    ("dram.bandwidth_gbs", "2000000", "at most 1e+06"),
+    ("shared_carveouts", "0,96KiB,32MiB", "at most 16 MiB"),
+])
+def test_new_fields_are_validated(key: str, value: str, needle: str) -> None:
+    with pytest.raises(ArchError) as e:
+        load_arch("v100", {key: value})
+    assert needle in str(e.value) + e.value.hint
+
+
+def test_l2_bandwidth_may_be_zero_only_without_an_l2() -> None:
+    assert load_arch("gtx480").l2.bandwidth_gbs == 0 and not load_arch("gtx480").l2.enabled
+
+
+def test_archs_show_is_a_loadable_arch_file(tmp_path, capsys) -> None:
+    """`tuiprof archs --show` prints TOML that loads back to the same Arch (lists and floats included)."""
+    from tuiprof.cli import main
+
+    for name in PRESETS:
+        assert main(["archs", "--show", name]) == 0
+        p = tmp_path / f"{name}.toml"
+        p.write_text(capsys.readouterr().out)
+        assert load_arch(str(p)) == load_arch(name)

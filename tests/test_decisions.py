@@ -1,6 +1,6 @@
-"""The decision models wired into a run: the MD sweep through the simulator (paper 002), the
-inputs the trace gives MWP/CWP (paper 004), the bottleneck (paper 001) and SM utilisation
-(paper 003), and their report sections."""
+"""The decision models wired into a run: the MD sweep through the simulator (the timing model and
+paper 002's thesis rules), the inputs the trace and the trials give the timing model (MWP/CWP,
+paper 004), the bottleneck (paper 001) and SM utilisation (paper 003), and their report sections."""
 
 from __future__ import annotations
 
@@ -11,16 +11,22 @@ import pytest
 
 from tests.factories import make_trace
 from tuiprof.arch.presets import load_arch
-from tuiprof.model.decisions import coalescing_split, gain_interval, sm_model, working_set_lines
-from tuiprof.model.md import MdSample, predict_simulated
-from tuiprof.model.mwp_cwp import NOT_ENOUGH_WARPS
+from tuiprof.model.decisions import (DRAM_TX, L2_SECTORS, MEM_LD, coalescing_split, sm_model, trial_table,
+                                     working_set_lines)
+from tuiprof.model.latency import memory_latency
+from tuiprof.model.mwp_cwp import MEMORY_BOUND
+from tuiprof.model.timing import ISSUE_BOUND, TIMING
 from tuiprof.report import decisions_section
 from tuiprof.session import Finished, RunConfig, Session, SweepProgress
 from tuiprof.sim.prepared import prepare
 from tuiprof.trace.model import CtaRecords
 
 LINE = 128
-ONE_SM = {"sm_count": "1"}
+ONE_SM = {"sm_count": "1", "dram.bandwidth_gbs": "5.91"}
+"""One GTX480 SM with its share of the DRAM bandwidth (88.7 GB/s / 15 SMs; its departure delays are
+derived from that share)."""
+THIN = {"sm_count": "1", "dram.bandwidth_gbs": "1.97"}
+"""One GTX480 SM left a third of that share (other kernels' traffic, or 45 SMs' worth of demand)."""
 
 
 def thrash_trace(ctas: int = 16, lines: int = 64, passes: int = 4, insts: int | None = None):
@@ -87,8 +93,10 @@ def test_sm_model_without_records_repeats_the_snapshot_over_the_grid() -> None:
 def test_sweep_streams_every_md_and_recommends_below_the_thrashing_point() -> None:
     """Paper 002's motivating case on its GTX480 (no L2, Table 8): 64 reused lines per CTA, a
     128-line L1 (32 sets x 4 ways x 128 B, two lines of a CTA per set): two CTAs fit, three
-    evict each other's lines (LRU, cyclic) before their reuse."""
-    analysis, events = run(thrash_trace())
+    evict each other's lines (LRU, cyclic) before their reuse. With a thin DRAM share, MD 8's 4x
+    DRAM traffic binds (128 B per access at 1.97 / 1.4 = 1.4 B per cycle: ~90 cycles per access,
+    against MD 2's Mem_LD ~100 cycles over 2 warps, ~50): the timing model limits the MD."""
+    analysis, events = run(thrash_trace(), overrides=THIN)
     d = analysis.decisions
     sweep = [e for e in events if isinstance(e, SweepProgress)]
     assert isinstance(events[-1], Finished)
@@ -102,17 +110,39 @@ def test_sweep_streams_every_md_and_recommends_below_the_thrashing_point() -> No
     # may start inside a CTA, whose head then runs last, after other CTAs evicted its lines).
     assert 0.25 <= d.md_samples[0].miss_rate < 0.3
     m = d.md
-    assert m.default_md == 8 and m.simulated is not None
-    assert m.recommended_md in (1, 2) and m.gain > 0.5
+    assert m.default_md == 8 and m.timing is not None and m.headline == TIMING
+    t2, t8 = m.timing.time(2), m.timing.time(8)
+    assert t8.mwp.mem_l_coal > 2 * t2.mwp.mem_l_coal and t8.dram_bytes > 3 * t2.dram_bytes
+    assert t8.dram_floor_s > t2.time_s                   # MD 8's bytes alone take longer than MD 2
+    assert m.recommended_md == 2 and m.gain > 0.3
+    assert m.gain == pytest.approx(t8.time_s / t2.time_s - 1)
     assert m.dynamic_shared and m.dynamic_shared > 0
-    assert "limit to" in m.advice
+    assert "limit to 2 CTAs/SM" in m.advice
+
+
+def test_latency_hiding_outweighs_lost_reuse_without_bandwidth_pressure() -> None:
+    """The same kernel with the SM's full share: MD 8's misses (Mem_LD ~300 over 8 warps, ~38 cycles
+    per access) beat MD 2's hits (~100 over 2 warps, ~50) and its DRAM traffic fits the share (128 B
+    at 4.2 B per cycle, 30 cycles): keep MD 8. The thesis rules, which model no latency hiding, pick
+    MD 2: the decision says it is low confidence."""
+    analysis, _ = run(thrash_trace())
+    m = analysis.decisions.md
+    assert m.recommended_md == m.default_md == 8 and m.gain == 0
+    assert m.thesis_md == 2 and m.thesis_gain > 1.0 and m.low_confidence
+    assert "low confidence" in m.advice
 
 
 def test_compute_bound_kernel_keeps_the_maximum() -> None:
-    analysis, _ = run(thrash_trace(insts=10**6))
+    """10^6 warp instructions per one-warp CTA: compute dominates, both the thesis' test (DRAM reads
+    per warp instruction far below 0.05) and the timing model keep MD 8: from MD 2 on, the 16 CTAs'
+    16 x 10^6 instructions at one per cycle (11.4 ms at 1.4 GHz) bound every MD, even with the thin
+    DRAM share; MD 1 (one warp) adds its memory waits."""
+    analysis, _ = run(thrash_trace(insts=10**6), overrides=THIN)
     m = analysis.decisions.md
-    assert m.headline_prediction.compute_bound
-    assert m.recommended_md == m.default_md == 8
+    assert m.thesis.compute_bound and m.thesis_md == 8
+    for k in m.timing.times[1:]:
+        assert k.bound == ISSUE_BOUND and k.time_s == pytest.approx(16e6 / 1.4e9)
+    assert m.recommended_md == m.default_md == 8 and not m.low_confidence
 
 
 def test_no_l1_arch_has_no_md_decision() -> None:
@@ -123,13 +153,18 @@ def test_no_l1_arch_has_no_md_decision() -> None:
 
 
 def test_decisions_report_sections() -> None:
-    analysis, _ = run(thrash_trace())
+    analysis, _ = run(thrash_trace(), overrides=THIN)
     sec = json.loads(json.dumps(decisions_section(analysis.decisions)))
     assert sec["md"]["recommended_md"] == analysis.decisions.md.recommended_md
     assert [r["md"] for r in sec["md"]["rows"]] == list(range(1, 9))
     assert all(r["simulated"] is not None for r in sec["md"]["rows"])
-    # 8 CTAs of one warp: N = 8 warps, and both MWP and CWP reach N (paper 004, case 1).
-    assert sec["mwp_cwp"]["n"] == 8 and sec["mwp_cwp"]["case"] == NOT_ENOUGH_WARPS
+    # 8 CTAs of one warp: N = 8 warps; every access misses and moves 128 B from DRAM, so MWP is
+    # MWP_peak_BW = 1.97 / (1.4 x 128 / Mem_L) (paper 004) < N: memory bound, limited by bandwidth.
+    w, t = sec["mwp_cwp"], sec["timing"]
+    assert w["n"] == 8 and w["case"] == MEMORY_BOUND and w["mwp_limiter"] == "bandwidth"
+    assert t["bandwidth_level"] == "DRAM" and t["load_bytes_per_warp"] == pytest.approx(128, rel=0.01)
+    assert w["mwp"] == pytest.approx(1.97 / (1.4 * t["load_bytes_per_warp"] / w["mem_l"]), rel=1e-3)
+    assert t["dram_floor_s"] == pytest.approx(sec["bottleneck"]["times_s"]["global memory"], rel=1e-6)
     b = sec["bottleneck"]
     # Global memory time = DRAM bytes (all reads here: 32 B transactions) over the bandwidth.
     reads = analysis.decisions.md_samples[-1].dram_reads_per_cta * 16
@@ -141,15 +176,41 @@ def test_decisions_report_sections() -> None:
     assert sec["advice"][0].startswith("limit to")
 
 
-def test_gain_interval_collapses_without_spread_and_brackets_the_gain() -> None:
-    # Identical trials at every MD: every bootstrap round gives the same prediction.
-    flat = [np.array([[0.25, 256.0, 300.0]] * 4), np.array([[0.25, 256.0, 300.0]] * 4),
-            np.array([[0.9, 1024.0, 300.0]] * 4)]
-    point = predict_simulated([MdSample(i + 1, *t[0]) for i, t in enumerate(flat)], 64, 128).gain(2, 3)
-    lo, hi = gain_interval(flat, 2, 3, 64, 128)
-    assert lo == pytest.approx(point) and hi == pytest.approx(point)
-    # Through a run: the recommended MD's interval holds its point gain and stays above zero.
-    analysis, _ = run(thrash_trace())
+def test_gain_range_brackets_the_gain() -> None:
+    analysis, _ = run(thrash_trace(), overrides=THIN)
+    m = analysis.decisions.md
+    assert m.gain_range is not None
+    assert m.gain_range[0] <= m.gain <= m.gain_range[1] and m.gain_range[0] > 0
+    assert m.gain_label.startswith(f"{m.gain:+.0%} [")
+
+
+def test_trial_table_by_hand() -> None:
+    """Per trial: the thesis' inputs and the timing model's, from the counters: 4 one-warp CTAs each
+    read 8 lines once, twice over: the first pass misses (8 lines x 4 sectors... on gtx480, 128 B
+    unsectored L1 lines and no L2), the second hits."""
+    t = thrash_trace(ctas=4, lines=8, passes=2)
+    analysis, _ = run(t, sweep=False, trials=3)
+    arch = load_arch("gtx480").with_overrides(ONE_SM)
+    from tuiprof.session import Session
+    s = Session(t, RunConfig(arch="gtx480", overrides=ONE_SM, trials=3, seed=1, threads=2, sweep=False))
+    results = []
+    s.run(lambda e: results.append(e.result) if hasattr(e, "result") and hasattr(e.result, "l1_read_hits") else None)
+    table = trial_table(sorted(results, key=lambda r: r.index), t, arch, s._op_stats.accesses)
+    assert table.shape == (3, 6)
+    for row, r in zip(table, sorted(results, key=lambda r: r.index)):
+        assert row[DRAM_TX] == np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks
+        assert row[L2_SECTORS] == np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses)
+    # Mem_LD is the access-weighted X of the loads: one op here, so its X in each trial.
+    x = np.array([analysis.samples["op0.x"]]).T
+    assert memory_latency(x.T.reshape(-1, 1), t.ops, np.array([64.0]))[0] == pytest.approx(x[0, 0])
+    assert table[:, MEM_LD] == pytest.approx(analysis.samples["op0.x"])
+
+
+def test_bottleneck_and_timing_model_agree_on_the_same_run() -> None:
+    """Paper 001's global memory time and the timing model's DRAM floor are the same bytes over the
+    same bandwidth, and the timing model's kernel time is never below the bottleneck's."""
+    analysis, _ = run(thrash_trace(), sweep=False)
     d = analysis.decisions
-    assert d.gain_interval is not None
-    assert d.gain_interval[0] <= d.md.gain <= d.gain_interval[1] and d.gain_interval[0] > 0
+    assert d.time.dram_floor_s == pytest.approx(d.bottleneck.times["global memory"], rel=1e-12)
+    assert d.time.time_s >= d.bottleneck.time * (1 - 1e-12)
+    assert d.mwp is d.time.mwp

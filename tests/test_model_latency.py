@@ -24,16 +24,28 @@ def test_ratio_undefined_without_accesses() -> None:
     assert r[0] == 0.5 and math.isnan(r[1]) and r[2] == 1.0
 
 
-def test_estimate_interval_is_mean_pm_196_std() -> None:
+def test_estimate_spread_and_confidence_interval_by_hand() -> None:
+    # Four trials 0.1 .. 0.4: mean 0.25, std (ddof 1) = sqrt(0.05 / 3) = 0.129099.
+    # Spread of trials: 0.25 +- 1.96 x 0.129099 = [0 (clipped from -0.0030), 0.50303];
+    # confidence interval of the mean: 0.25 +- 1.96 x 0.129099 / 2 = [0.12348, 0.37652].
     x = np.array([0.1, 0.2, 0.3, 0.4, np.nan])
     e = estimate(x, 0.0, 1.0)
-    std = np.std([0.1, 0.2, 0.3, 0.4], ddof=1)
-    assert e.n == 4 and math.isclose(e.mean, 0.25) and math.isclose(e.std, std)
-    assert math.isclose(e.lo, max(0.0, 0.25 - 1.96 * std)) and math.isclose(e.hi, 0.25 + 1.96 * std)
-    assert math.isclose(e.stderr, std / 2)
+    assert e.n == 4 and math.isclose(e.mean, 0.25) and math.isclose(e.std, 0.1290994, rel_tol=1e-6)
+    assert e.spread_lo == 0.0 and math.isclose(e.spread_hi, 0.50303, rel_tol=1e-4)
+    assert math.isclose(e.ci_lo, 0.12348, rel_tol=1e-4) and math.isclose(e.ci_hi, 0.37652, rel_tol=1e-4)
+    assert math.isclose(e.stderr, 0.0645497, rel_tol=1e-6)
+
+
+def test_confidence_interval_narrows_with_trials_while_the_spread_does_not() -> None:
+    rng = np.random.default_rng(7)
+    few, many = estimate(rng.normal(0.5, 0.02, 20)), estimate(rng.normal(0.5, 0.02, 2000))
+    assert (few.ci_hi - few.ci_lo) > 5 * (many.ci_hi - many.ci_lo)
+    # The spread of trials stays about 2 x 1.96 x 0.02 = 0.078 whatever n is.
+    for e in (few, many):
+        assert 0.055 < e.spread_hi - e.spread_lo < 0.1
 
 
 def test_estimate_clips_and_handles_empty() -> None:
     e = estimate(np.array([0.99, 1.0, 0.98, 1.0]), 0.0, 1.0)
-    assert e.hi == 1.0
+    assert e.spread_hi == 1.0 and e.ci_hi == 1.0
     assert not estimate(np.array([np.nan])).defined

@@ -1,4 +1,5 @@
-"""The MD decision of paper 002 (Yen, NCTU 2014) against its Tables 5-7 and its sec. 5.1 rules.
+"""The MD decision: paper 002's (Yen, NCTU 2014) formula against its Tables 5-7 and its sec. 5.1
+rules, and the decision with the timing model as its headline.
 
 Tables 5-7 profile three in-lab benchmarks at MD = 1..8 CTAs (1 CTA = 6 warps) on GPGPU-Sim's
 GTX480 with the L2 disabled (Table 8). The L1 size of those tables is not stated; we take
@@ -10,15 +11,19 @@ is not given, so its MD = 1 DRAM reads per CTA stand in (decide_md's documented 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from tuiprof.arch import load_arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.model.md import (COMPUTE_BOUND_RATIO, SIMULATION, THESIS, MdSample, decide_md,
+from tuiprof.model.md import (COMPUTE_BOUND_RATIO, MEASURED, THESIS, MdSample, decide_md,
                               dram_read_increasing_rate, is_compute_bound, latency_growth_rate,
-                              pipeline_adverse_effect, predict_dram_reads, predict_simulated,
-                              predict_thesis, relative_performance_from_times, step_rates)
+                              pipeline_adverse_effect, predict_dram_reads, predict_from_measurements,
+                              predict_thesis, relative_performance_from_times, speedup_disagreement,
+                              step_rates)
+from tuiprof.model.timing import TIMING, KernelShape, MdTiming, Traffic, predict_timing
 
 C = 128  # L1 lines (16 KB / 128 B)
 
@@ -146,11 +151,11 @@ def test_compute_bound_threshold() -> None:
     assert MdSample(1, 0.5, 10.0, 300.0, cta_count=4, warp_insts=1000.0).dram_per_inst == 0.04
 
 
-# --- The simulation-backed prediction on the tables' per-MD figures ---------------------------
+# --- The thesis' formula on the tables' per-MD figures -------------------------------------
 
 @pytest.mark.parametrize("bench", sorted(TABLE5))
 def test_simulated_prediction_reproduces_table_columns(bench: str) -> None:
-    pred = predict_simulated(table_samples(bench), WORKING_SET[bench], C)
+    pred = predict_from_measurements(table_samples(bench), WORKING_SET[bench], C)
     rows = pred.rows[1:]
     # Eq. 2 on Table 5's dram_r and the latency rate on Table 7's latencies give the printed columns.
     assert [round(r.dr_inc_rate, 2) for r in rows] == TABLE5[bench][2]
@@ -163,6 +168,7 @@ def test_simulated_prediction_reproduces_table_columns(bench: str) -> None:
     for r in rows:
         assert math.isclose(r.cta_exe_rate, r.dr_inc_rate * r.mf_latency_rate * r.pipeline_effect)
     assert not pred.compute_bound and math.isnan(pred.dram_per_inst)  # no instruction counts given
+    assert pred.method == MEASURED
 
 
 def test_simulated_prediction_bfs_picks_table6_best() -> None:
@@ -174,7 +180,7 @@ def test_simulated_prediction_bfs_picks_table6_best() -> None:
     #   MD 6: 1.07 x 1.43 x 1.1 = 1.6831   T(6)/T(1) = 3.3218   P(6) = 1.81
     # (the code uses the unrounded dram_r ratios, hence a tolerance of 0.03). Best: MD 5, the MD at
     # which Table 6's measured P(N) peaks.
-    pred = predict_simulated(table_samples("bfs"), WORKING_SET["bfs"], C)
+    pred = predict_from_measurements(table_samples("bfs"), WORKING_SET["bfs"], C)
     for md, p in [(2, 1.70), (3, 2.15), (4, 2.43), (5, 2.53), (6, 1.81)]:
         assert pred.row(md).relative_performance == pytest.approx(p, abs=0.03)
     assert pred.best_md == 5
@@ -186,7 +192,7 @@ def test_simulated_prediction_thrashing_benches_stay_low(bench: str) -> None:
     # nbf: MD 2 costs 2.59 x 1.06 x 1.1 = 3.02 -> P(2) = 0.66; unstructured: 2.19 x 1.46 x 1.2 = 3.84
     # -> P(2) = 0.52. The product over-predicts MD 2 (the thesis' own Table 7 remark), so the formula
     # picks MD 1 where Table 6 measured MD 2 best, by 6%: the choice costs at most 6.5%.
-    pred = predict_simulated(table_samples(bench), WORKING_SET[bench], C)
+    pred = predict_from_measurements(table_samples(bench), WORKING_SET[bench], C)
     assert pred.row(2).relative_performance == pytest.approx({"nbf": 0.66, "unstructured": 0.52}[bench], abs=0.01)
     assert pred.best_md == 1
     measured = relative_performance_from_times(TABLE6[bench][0])
@@ -281,81 +287,96 @@ def test_default_md_is_the_occupancy_limit() -> None:
     assert occupancy(GTX480, 192, 20).ctas_per_sm == 8
 
 
-def test_thrashing_kernel_gets_a_lower_md() -> None:
-    # DRAM reads per CTA grow 5x from MD 2 to MD 8 (W = 64 lines fits twice in 128).
-    # By hand, pipeline: MD 2 (128 lines fit) 1.05; MD 3-8 1.1 (<= 500 reads < 640).
-    #   P(2) = 2 / (1 x 1 x 1.05) = 1.9048
-    #   P(3) = 3 / (150/100 x 330/300 x 1.05 x 1.1) = 3 / 1.90575 = 1.5742
-    #   P(8) = 8 / (500/100 x 480/300 x 1.05 x 1.1^6) = 8 / 14.8811 = 0.5376
-    # Best MD 2; gain over the default 8: 1.9048 / 0.5376 - 1 = +254%.
+def thrash_timing(mem_ld: list[float], dram: list[float]) -> MdTiming:
+    """The timing model over MD 1..8 on GTX480 for 192-thread CTAs (6 warps, the thesis' CTA),
+    480 CTAs of which 120 are in the snapshot, 10 coalesced loads per warp, 100 warp instructions
+    per warp, with each MD's Mem_LD and DRAM transactions as given (no L2: Table 8)."""
+    shape = KernelShape(threads_per_cta=192, grid_ctas=480, snapshot_ctas=120, snapshot_warps=720,
+                        coal_mem_insts=10.0, uncoal_mem_insts=0.0, uncoal_per_mw=1.0,
+                        cta_insts=np.full(480, 600))
+    return predict_timing(GTX480, shape, [Traffic(m, d, 0.0) for m, d in zip(mem_ld, dram)])
+
+
+def test_timing_model_is_the_headline_and_sizes_the_gain() -> None:
+    # Thrashing past MD 2: Mem_LD 300 cycles at MD 1-2, then up to 2000 as DRAM reads grow.
+    timing = thrash_timing([300, 300, 900, 1400, 1700, 1900, 2000, 2000], [3000] * 2 + [9000] * 6)
+    d = decide_md(GTX480, thrashing_samples(), working_set_lines=64.0, timing=timing, **LAUNCH)
+    assert d.headline == TIMING and d.timing is timing
+    # The recommendation is the fastest MD of the timing model, and the gain is T(8) / T(best) - 1.
+    best = min(range(1, 9), key=lambda m: timing.time(m).time_s)
+    assert d.recommended_md == best < 8
+    assert d.gain == pytest.approx(timing.time(8).time_s / timing.time(best).time_s - 1.0)
+    assert d.advice.startswith(f"limit to {best} CTA")
+    # The thesis column is still there (rules from MD 1): MD 2 (see test_thrashing_kernel_thesis_rules).
+    assert d.thesis_md == 2 and d.thesis.method == THESIS
+
+
+def test_thrashing_kernel_thesis_rules() -> None:
+    # Thesis rules from MD 1 (m = 0.1, D = 100, A = 1000, H1 = 900): D(2) = 100 (W = 64 fits twice in
+    # 128 lines), D(3) = 100 + 900 x (1 - 128/192) = 400. Pipeline: MD 2 fits (1.05); latency: m(2) =
+    # 0.1 < 0.15 -> 1.03: P(2) = 2 / (1 x 1.03 x 1.05) = 1.849; MD 3: dr 4, m = 0.4, 192 lines not > 640
+    # -> latency 1.1, pipeline 1.1: P(3) = 3 / (1.0815 x 4 x 1.21) = 0.573. Best: MD 2.
     d = decide_md(GTX480, thrashing_samples(), working_set_lines=64.0, **LAUNCH)
-    assert d.default_md == 8 and d.headline == SIMULATION and d.simulated is not None
-    assert d.simulated.row(2).relative_performance == pytest.approx(1.9048, abs=1e-4)
-    assert d.simulated.row(3).relative_performance == pytest.approx(1.5742, abs=1e-4)
-    assert d.simulated.row(8).relative_performance == pytest.approx(0.5376, abs=1e-4)
-    assert d.recommended_md == 2 < d.default_md
-    assert d.gain == pytest.approx(2.543, abs=0.002)
-    # Thesis rules from MD 1 (m = 0.1, D = 100, A = 1000, H1 = 900): D(2) = 100 (fits),
-    # D(3) = 100 + 900 x (1 - 128/192) = 400: also MD 2.
     assert d.thesis.row(3).dram_reads_per_cta == pytest.approx(400.0)
-    assert d.thesis_md == 2
+    assert d.thesis.row(2).relative_performance == pytest.approx(1.849, abs=1e-3)
+    assert d.thesis.row(3).relative_performance == pytest.approx(0.573, abs=1e-3)
+    assert d.thesis_md == 2 and d.timing is None and d.headline == THESIS
     # Applying it: the allocation per CTA must exceed 49152 / 3 = 16384 B -> 16385, rounded up to the
     # 128 B unit: 16512 B of dynamic shared memory; with it the occupancy is 2 CTAs/SM.
     assert d.dynamic_shared == 16512
     assert occupancy(GTX480, 192, 20, 0, d.dynamic_shared).ctas_per_sm == 2
     assert "16512 B of dynamic shared memory" in d.apply
-    assert d.advice.startswith("limit to 2 CTAs/SM: predicted +254% (thesis rules: +")
+    assert d.advice.startswith("limit to 2 CTAs/SM: predicted +") and "no simulation per MD" in d.advice
+
+
+def test_low_confidence_when_the_two_predictions_disagree_by_more_than_2x() -> None:
+    # Speedups as ratios: +450% (5.5x) against +3% (1.03x) are 5.3x apart; +60% against +3% 1.55x.
+    assert speedup_disagreement(4.5, 0.03) == pytest.approx(5.5 / 1.03)
+    assert speedup_disagreement(0.6, 0.03) == pytest.approx(1.6 / 1.03)
+    assert speedup_disagreement(0.0, 0.0) == 1.0
+    # Flat traffic at every MD: more warps only help, the timing model keeps MD 8 (+0%) while the
+    # thesis rules (thrashing samples) predict MD 2 at +X%: low confidence iff X > 100%.
+    flat = thrash_timing([300] * 8, [3000] * 8)
+    d = decide_md(GTX480, thrashing_samples(), working_set_lines=64.0, timing=flat, **LAUNCH)
+    assert d.recommended_md == 8 and d.gain == 0.0
+    assert d.low_confidence == (1.0 + d.thesis_gain > 2.0)
+    assert d.low_confidence and "low confidence" in d.advice and "(low confidence)" in d.gain_label
+    # Agreement: no mark.
+    agree = decide_md(GTX480, thrashing_samples(warp_insts=20000.0), working_set_lines=64.0, timing=flat, **LAUNCH)
+    assert agree.thesis_md == 8 and not agree.low_confidence and "low confidence" not in agree.advice
 
 
 def test_compute_bound_kernel_keeps_the_maximum() -> None:
-    # Same thrashing curve, but 500 DRAM reads per 20000 warp instructions = 0.025 < 0.05 at every
-    # MD: computation bound, keep MD 8 (sec. 5.1), in both predictions.
+    # 500 DRAM reads per 20000 warp instructions = 0.025 < 0.05 at MD 1: computation bound, the
+    # thesis rules keep MD 8 (sec. 5.1).
     d = decide_md(GTX480, thrashing_samples(warp_insts=20000.0), working_set_lines=64.0, **LAUNCH)
-    assert d.thesis.compute_bound and d.simulated is not None and d.simulated.compute_bound
-    assert d.simulated.dram_per_inst == pytest.approx(0.025)
+    assert d.thesis.compute_bound and d.thesis.dram_per_inst == pytest.approx(0.005)
     assert d.recommended_md == d.thesis_md == d.default_md == 8
     assert d.gain == 0.0 and d.dynamic_shared == 0
-    assert d.advice == ("keep 8 CTAs/SM: compute bound (0.025 DRAM reads per warp instruction < 0.05) "
-                        "(thesis rules agree)")
-
-
-def test_simulated_compute_bound_test_sees_thrashing_at_high_md() -> None:
-    # 0.005 at MD 1 (thesis: compute bound, keep 8) but 500 / 4000 = 0.125 at MD 8: the simulation
-    # sees the thrashing and is not compute bound.
-    samples = thrashing_samples(warp_insts=4000.0)
-    samples[0] = MdSample(1, 0.1, 20.0, 300.0, cta_count=1, warp_insts=4000.0)
-    d = decide_md(GTX480, samples, working_set_lines=64.0, **LAUNCH)
-    assert d.thesis.compute_bound and d.thesis_md == 8
-    assert d.simulated is not None and not d.simulated.compute_bound and d.recommended_md < 8
-    assert "thesis rules: keep 8" in d.advice
-
-
-def test_only_md1_falls_back_to_thesis_rules() -> None:
-    d = decide_md(GTX480, thrashing_samples()[:1], working_set_lines=64.0, **LAUNCH)
-    assert d.simulated is None and d.headline == THESIS
-    assert d.recommended_md == d.thesis_md == 2
-    assert d.advice.startswith("limit to 2 CTAs/SM") and "no simulation per MD" in d.advice
+    assert d.advice == ("keep 8 CTAs/SM: compute bound (0.005 DRAM reads per warp instruction < 0.05) "
+                        "(thesis rules; no simulation per MD)")
 
 
 def test_small_gain_keeps_the_default() -> None:
-    # Flat DRAM reads and latency: P(N) = N / pipeline^(N-1); with the working set always fitting
-    # (8 x 16 = 128 lines): P(8) = 8 / 1.05^7 = 5.69 is the best, no change.
+    # More warps only help with flat traffic: MD 8 is the fastest, no change, no range.
+    timing = thrash_timing([300] * 8, [3000] * 8)
+    assert timing.best_md == 8
     flat = [MdSample(n, 0.2, 50.0, 300.0, warp_insts=100.0) for n in range(1, 9)]
-    d = decide_md(GTX480, flat, working_set_lines=16.0, **LAUNCH)
-    assert d.simulated is not None and d.simulated.row(8).relative_performance == pytest.approx(8 / 1.05 ** 7)
+    d = decide_md(GTX480, flat, working_set_lines=16.0, timing=timing, **LAUNCH)
     assert d.recommended_md == 8 and d.advice.startswith("keep 8 CTAs/SM: no lower MD")
-    # A 1% predicted gain is below min_gain (Monte Carlo noise): keep the default.
-    slight = list(flat)
-    slight[7] = MdSample(8, 0.2, 50.0 * 8 / 1.05 ** 7 / (7 / 1.05 ** 6) * 1.01, 300.0, warp_insts=100.0)
-    d2 = decide_md(GTX480, slight, working_set_lines=16.0, **LAUNCH)
-    assert d2.simulated is not None and d2.simulated.best_md == 7
-    assert 0 < d2.simulated.gain(7, 8) < 0.02 and d2.recommended_md == 8
+    assert d.gain_range is None and d.gain_label == "+0%"
+    # MD 7 predicted 1% faster than MD 8: below min_gain (Monte Carlo noise), keep the default.
+    times = list(timing.times)
+    times[7] = replace(times[7], time_s=1.01 * times[6].time_s)
+    slight = MdTiming(tuple(times), 7)
+    d2 = decide_md(GTX480, flat, working_set_lines=16.0, timing=slight, **LAUNCH)
+    assert 0 < slight.gain(7, 8) < 0.02 and d2.recommended_md == 8
 
 
 def test_bad_samples_are_refused() -> None:
     from tuiprof.errors import UsageError
     with pytest.raises(UsageError):
-        predict_simulated([MdSample(1, 0.1, 1.0, 1.0), MdSample(3, 0.1, 1.0, 1.0)], 10.0, C)
+        predict_from_measurements([MdSample(1, 0.1, 1.0, 1.0), MdSample(3, 0.1, 1.0, 1.0)], 10.0, C)
     with pytest.raises(UsageError):
         decide_md(GTX480, [MdSample(2, 0.1, 1.0, 1.0)], **LAUNCH)
     with pytest.raises(UsageError):

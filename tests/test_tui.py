@@ -367,15 +367,15 @@ async def test_gutter_columns_align_on_every_row(size: tuple[int, int]) -> None:
         assert len(edges) == 1, edges
 
 
-def test_md_pane_shows_the_gain_and_its_interval() -> None:
-    from tests.test_decisions import run, thrash_trace
+def test_md_pane_shows_the_gain_and_its_range() -> None:
+    from tests.test_decisions import THIN, run, thrash_trace
     from tuiprof.tui.panes.md import render_md
 
-    analysis, _ = run(thrash_trace())
+    analysis, _ = run(thrash_trace(), overrides=THIN)
     d = analysis.decisions
     text = render_md(d, None, analysis.md, 80).plain
-    lo, hi = d.gain_interval
-    assert f"gain {100 * d.md.gain:+.1f}% [{100 * lo:+.0f}%…{100 * hi:+.0f}%]" in text
+    lo, hi = d.md.gain_range
+    assert f"gain {d.md.gain:+.0%} [{lo:+.0%}..{hi:+.0%}]" in text
     assert "★" in text and "D" in text
 
 

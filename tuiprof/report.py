@@ -16,12 +16,18 @@ from tuiprof import __version__
 from tuiprof.model.analysis import Analysis
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate
+from tuiprof.model.md import LOW_CONFIDENCE_RATIO
+from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
 from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
 
 HIST_BINS = 20
 HEADLINE_NAMES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
+UNCERTAINTY_NOTE = ("trials 95% = spread of trials, mean +- 1.96 std (where one run may fall);",
+                    "CI 95% = confidence interval of the mean, mean +- 1.96 std/sqrt(n) (where the mean is);",
+                    "both cover only the model's randomness, not the error of its assumptions")
+"""What the two uncertainties of every estimate are (paper 000 sec. 5.2), one line each."""
 
 
 class _SourceLines:
@@ -138,34 +144,60 @@ def _row(r: Any) -> dict[str, Any]:
             "relative_performance": _finite(r.relative_performance)}
 
 
+def _time_row(k: Any) -> dict[str, Any]:
+    """One KernelTime of the timing model as plain data."""
+    w = k.mwp
+    return {"time_s": _finite(k.time_s, 12), "bound": k.bound, "bound_label": k.bound_label, "mwp_s": _finite(k.mwp_s, 12),
+            "dram_floor_s": _finite(k.dram_floor_s, 12), "l2_floor_s": _finite(k.l2_floor_s, 12),
+            "issue_floor_s": _finite(k.issue_floor_s, 12),
+            "mem_ld": _finite(w.mem_l_coal, 1),
+            "load_bytes_per_warp": _finite(k.load_bytes_per_warp, 1), "bandwidth_level": k.bandwidth_level,
+            "dram_bytes": _finite(k.dram_bytes, 0), "l2_bytes": _finite(k.l2_bytes, 0),
+            "n": _finite(w.n, 2), "mwp": _finite(w.mwp, 3), "cwp": _finite(w.cwp, 3), "case": w.case}
+
+
 def md_section(d: Decisions) -> dict[str, Any] | None:
-    """Paper 002's MD table (both predictions side by side) and the recommendation."""
+    """The MD decision: the timing model per MD (headline), paper 002's thesis rules beside it, and
+    the recommendation."""
     m = d.md
     if m is None:
         return None
-    sim = m.simulated
+    sims = {s.md: s for s in d.md_samples}
+
+    def simulated(md: int) -> dict[str, Any] | None:
+        s = sims.get(md)
+        return None if s is None else {"miss_rate": _finite(s.miss_rate), "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
+                                       "mf_latency": _finite(s.mf_latency, 1)}
+
+    def timing(md: int) -> dict[str, Any] | None:
+        if m.timing is None:
+            return None
+        return {**_time_row(m.timing.time(md)), "relative_performance": _finite(m.timing.relative_performance(md))}
+
     return {
         "default_md": m.default_md, "limiter": m.limiter, "headline": m.headline,
         "recommended_md": m.recommended_md, "gain": _finite(m.gain),
-        "gain_interval": [_finite(x) for x in d.gain_interval] if d.gain_interval else None,
-        "thesis_md": m.thesis_md,
+        "gain_range": [_finite(x) for x in m.gain_range] if m.gain_range else None,
+        "low_confidence": m.low_confidence, "thesis_md": m.thesis_md,
         "thesis_gain": _finite(m.thesis_gain), "dynamic_shared": m.dynamic_shared, "apply": m.apply,
-        "advice": m.advice, "compute_bound": m.headline_prediction.compute_bound,
-        "dram_per_inst": _finite(m.headline_prediction.dram_per_inst, 5),
+        "advice": m.advice, "compute_bound": m.thesis.compute_bound,
+        "dram_per_inst": _finite(m.thesis.dram_per_inst, 5),
         "sweep_trials": d.sweep_trials, "sweep_elapsed_s": round(d.sweep_elapsed, 3),
-        "rows": [{"md": r.md, "thesis": _row(r), "simulated": _row(sim.row(r.md)) if sim else None}
+        "rows": [{"md": r.md, "simulated": simulated(r.md), "timing": timing(r.md), "thesis": _row(r)}
                  for r in m.thesis.rows],
     }
 
 
 def decisions_section(d: Decisions) -> dict[str, Any]:
-    """The decision models (papers 001-004) as plain data."""
+    """The decision models (papers 001-004 and the timing model) as plain data."""
     w, b, u = d.mwp, d.bottleneck, d.sm
     return {
         "advice": advice(d),
         "md": md_section(d), "md_note": d.md_note or None,
+        "timing": _time_row(d.time),
         "mwp_cwp": {"n": _finite(w.n, 2), "mwp": _finite(w.mwp, 3), "mwp_limiter": w.mwp_limiter,
                     "cwp": _finite(w.cwp, 3), "case": w.case, "mem_l": _finite(w.mem_l, 1),
+                    "departure_delay": _finite(w.departure_delay, 2), "bw_per_warp": _finite(w.bw_per_warp, 3),
                     "mem_cycles": _finite(w.mem_cycles, 1), "comp_cycles": _finite(w.comp_cycles, 1),
                     "rep": _finite(w.rep, 3), "exec_cycles_app": _finite(w.exec_cycles_app, 0),
                     "cpi": _finite(w.cpi, 3), "insts_source": w.insts_source},
@@ -174,8 +206,8 @@ def decisions_section(d: Decisions) -> dict[str, Any]:
                        "time_without_bottleneck_s": _finite(b.time_without_bottleneck, 12),
                        "speedup_if_removed": _finite(b.speedup_if_removed, 3), "serialized": b.serialized,
                        "throughputs": {"instruction_gips": _finite(b.throughputs.instruction_gips, 3),
-                                       "shared_gbs": _finite(b.throughputs.shared_gbs, 1),
-                                       "global_gbs": _finite(b.throughputs.global_gbs, 1),
+                                       "shared_gbs": _finite(b.throughputs.shared_gbs, 3),
+                                       "global_gbs": _finite(b.throughputs.global_gbs, 3),
                                        "source": b.throughputs.source}},
         "sm_utilisation": {"source": u.source, "unit": u.unit, "imbalance": _finite(u.imbalance, 3),
                            "utilisation": _finite(u.utilisation), "idle_sms": list(u.idle_sms),
@@ -188,15 +220,15 @@ def advice(d: Decisions) -> list[str]:
     """The decisions in plain words, most actionable first."""
     out = []
     if d.md is not None:
-        ci = (f" (95% interval of the gain over the sweep's trials: {d.gain_interval[0]:+.0%} to "
-              f"{d.gain_interval[1]:+.0%})") if d.gain_interval else ""
-        out.append(d.md.advice + ci + "; " + d.md.apply)
+        rng = (f" (range {d.md.gain_range[0]:+.0%} to {d.md.gain_range[1]:+.0%} over the sweep's trials and the "
+               f"uncertain departure delays and L2 bandwidth)") if d.md.gain_range else ""
+        out.append(d.md.advice + rng + "; " + d.md.apply)
+    k = d.time
+    out.append(f"kernel time (timing model): {1e6 * k.time_s:.1f} us, bound by {k.bound_label} (MWP "
+               f"{k.mwp.mwp:.1f}, CWP {k.mwp.cwp:.1f}, N {k.mwp.n:.0f} warps/SM)")
     b = d.bottleneck
     out.append(f"bottleneck: {b.bottleneck} (paper 001); removing it would leave {b.next_bottleneck}, "
                f"{b.speedup_if_removed:.2f}x faster")
-    w = d.mwp
-    out.append(f"MWP/CWP (paper 004): {w.case}, MWP {w.mwp:.1f} (limited by {w.mwp_limiter}), CWP {w.cwp:.1f}, "
-               f"N {w.n:.0f} warps/SM")
     u = d.sm
     idle = f", idle SMs {_sm_list(u.idle_sms)}" if u.idle_sms else ""
     out.append(f"SM utilisation ({u.source}, paper 003): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
@@ -285,7 +317,7 @@ def _render_text(doc: dict[str, Any]) -> str:
     if a is None:
         lines += ["", "analysis: no trial finished"]
         return "\n".join(lines) + "\n"
-    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (mean, std, 95% interval = mean +- 1.96 std, paper 000 sec. 5.2):"]
+    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (paper 000 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
     for key, h in a["headline"].items():
         lines.append(f"  {HEADLINE_NAMES[key]:<20} {_est(h, pct=True)}")
         lines += ["    " + x for x in _bars(h["histogram"], pct=True)]
@@ -306,10 +338,11 @@ def _render_md(doc: dict[str, Any]) -> str:
     lines += ["", "## Static memory ops", ""] + _table(_op_rows(doc), md=True)
     a = doc["analysis"]
     if a is not None:
-        lines += ["", f"## Kernel-wide hit ratios ({a['trials']} trials)", "",
-                  "| metric | mean | std | 95% interval |", "|---|---|---|---|"]
+        lines += ["", f"## Kernel-wide hit ratios ({a['trials']} trials)", "", "Trials 95% " + " ".join(UNCERTAINTY_NOTE)[len("trials 95% "):] + ".", "",
+                  "| metric | mean | std | trials 95% | CI 95% |", "|---|---|---|---|---|"]
         for key, h in a["headline"].items():
-            lines.append(f"| {HEADLINE_NAMES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | {_pct(h['lo'])} - {_pct(h['hi'])} |")
+            lines.append(f"| {HEADLINE_NAMES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | "
+                         f"{_pct(h['spread_lo'])} - {_pct(h['spread_hi'])} | {_pct(h['ci_lo'])} - {_pct(h['ci_hi'])} |")
         lines += ["", f"DRAM batch latency Tm: {_est(a['dram_latency']['tm'], pct=False)} cycles", "",
                   "## Static ops by cost", ""] + _table(_cost_rows(doc), md=True)
         lines += _decision_lines(a["decisions"], md=True)
@@ -319,7 +352,8 @@ def _render_md(doc: dict[str, Any]) -> str:
 
 def _stopped(run: dict[str, Any]) -> str:
     if run["stopped"] == "converged":
-        return f" (converged: every headline 95% interval within +-{100 * run['tolerance']:.2g} points)"
+        return (f" (converged: every headline ratio's 95% confidence interval within +-{100 * run['tolerance']:.2g} "
+                "points)")
     return " (cancelled)" if run["stopped"] == "cancelled" else ""
 
 
@@ -335,7 +369,8 @@ def _est(e: dict[str, Any], pct: bool) -> str:
     f = _pct if pct else _num
     if e["mean"] is None:
         return "n/a (no accesses)"
-    return f"{f(e['mean'])}  std {f(e['std'])}  95% [{f(e['lo'])}, {f(e['hi'])}]"
+    return (f"{f(e['mean'])}  std {f(e['std'])}  trials 95% [{f(e['spread_lo'])}, {f(e['spread_hi'])}]  "
+            f"CI 95% [{f(e['ci_lo'])}, {f(e['ci_hi'])}]")
 
 
 def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
@@ -350,13 +385,15 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
 
 def _cost_rows(doc: dict[str, Any]) -> list[list[str]]:
     src = {o["id"]: o for o in doc["trace"]["ops"]}
-    rows = [["op", "line", "label", "kind", "accesses", "sect/req", "H1", "H2", "X cycles (95%)", "share", "source"]]
+    rows = [["op", "line", "label", "kind", "accesses", "sect/req", "H1", "H2", "X cycles [trials 95%] +-CI", "share",
+             "source"]]
     for o in doc["analysis"]["ops"]:
         x = o["x"]
         rows.append([str(o["id"]), str(o["line"]), _cell(o["label"]), _cell(o["kind"]), str(o["warp_accesses"]),
                      "-" if o["sectors_per_request"] is None else f"{o['sectors_per_request']:.2f}",
                      _pct(o["h1"]["mean"]), _pct(o["h2"]["mean"]),
-                     "-" if x["mean"] is None else f"{x['mean']:.0f} [{x['lo']:.0f}, {x['hi']:.0f}]",
+                     "-" if x["mean"] is None else
+                     f"{x['mean']:.0f} [{x['spread_lo']:.0f}, {x['spread_hi']:.0f}] +-{(x['ci_hi'] - x['ci_lo']) / 2:.0f}",
                      _pct(o["cost_share"]), _cell(src[o["id"]]["source"])])
     return rows
 
@@ -365,11 +402,24 @@ def _ratio(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def _us(x: float | None) -> str:
+    return "-" if x is None else f"{1e6 * x:.1f}"
+
+
+def _short_bound(k: dict[str, Any]) -> str:
+    """'DRAM', 'L2', or MWP/CWP's limiter ('mwp:latency', 'mwp:bandwidth', 'mwp:warps')."""
+    if not k:
+        return "-"
+    if k["bound"] == "MWP/CWP":
+        return "mwp:" + k["bound_label"].rsplit(" ", 1)[-1]
+    return k["bound"].split(" ")[0]
+
+
 def _md_rows(m: dict[str, Any]) -> list[list[str]]:
-    rows = [["MD", "sim L1 miss", "sim DRAM/CTA", "sim Tm", "sim perf", "thesis L1 miss", "thesis DRAM/CTA",
-             "thesis Tm", "thesis perf", ""]]
+    rows = [["MD", "sim L1 miss", "sim DRAM/CTA", "Mem_LD", "MWP", "bound", "T us", "perf", "thesis L1 miss",
+             "thesis DRAM/CTA", "thesis perf", ""]]
     for r in m["rows"]:
-        s, t = r["simulated"] or {}, r["thesis"]
+        s, k, t = r["simulated"] or {}, r["timing"] or {}, r["thesis"]
         mark = []
         if r["md"] == m["default_md"]:
             mark.append("default")
@@ -378,9 +428,9 @@ def _md_rows(m: dict[str, Any]) -> list[list[str]]:
         if r["md"] == m["thesis_md"] and m["thesis_md"] != m["recommended_md"]:
             mark.append("thesis pick")
         rows.append([str(r["md"]), _pct(s.get("miss_rate")), _ratio(s.get("dram_reads_per_cta"), 1),
-                     _num(s.get("mf_latency")), _ratio(s.get("relative_performance")), _pct(t["miss_rate"]),
-                     _ratio(t["dram_reads_per_cta"], 1), _num(t["mf_latency"]), _ratio(t["relative_performance"]),
-                     ", ".join(mark)])
+                     _num(k.get("mem_ld")), _ratio(k.get("mwp"), 1), _short_bound(k),
+                     _us(k.get("time_s")), _ratio(k.get("relative_performance")), _pct(t["miss_rate"]),
+                     _ratio(t["dram_reads_per_cta"], 1), _ratio(t["relative_performance"]), ", ".join(mark)])
     return rows
 
 
@@ -399,29 +449,43 @@ def _sm_bars(u: dict[str, Any], width: int = 30) -> list[str]:
 
 
 def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
-    """The decision sections (papers 001-004), as text or Markdown."""
+    """The decision sections (papers 001-004 and the timing model), as text or Markdown."""
     if d is None:
         return []
     head = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
     ind = "" if md else "  "
     out = head("Advice") + [f"{ind}- {a}" for a in d["advice"]]
     m = d["md"]
-    out += head("MD decision (paper 002: CTAs per SM)")
+    out += head("MD decision (CTAs per SM: timing model, paper 002's thesis rules beside it)")
     if m is None:
         out.append(f"{ind}{d['md_note'] or 'the MD sweep has not run'}")
     else:
+        rng = f" [{_pct(m['gain_range'][0])}..{_pct(m['gain_range'][1])}]" if m["gain_range"] else ""
         out += [f"{ind}default {m['default_md']} CTAs/SM (limited by {m['limiter']}); recommended "
-                f"{m['recommended_md']} ({m['headline']}); thesis rules pick {m['thesis_md']}",
-                f"{ind}sweep: up to {m['sweep_trials']} trials per MD in {m['sweep_elapsed_s']:.2f} s; perf = "
+                f"{m['recommended_md']} ({m['headline']}): gain {_pct(m['gain'])}{rng}; thesis rules pick "
+                f"{m['thesis_md']} ({_pct(m['thesis_gain'])})"]
+        if m["gain_range"]:
+            out.append(f"{ind}the range spans the sweep's trials (bootstrap) and the uncertain departure delays "
+                       f"(x{DEPARTURE_RANGE[0]:g}..x{DEPARTURE_RANGE[1]:g}) and L2 bandwidth "
+                       f"(x{L2_BANDWIDTH_RANGE[0]:g}..x{L2_BANDWIDTH_RANGE[1]:g})")
+        if m["low_confidence"]:
+            out.append(f"{ind}LOW CONFIDENCE: the timing model and the thesis rules predict speedups more than "
+                       f"{LOW_CONFIDENCE_RATIO:g}x apart")
+        out += [f"{ind}sweep: up to {m['sweep_trials']} trials per MD in {m['sweep_elapsed_s']:.2f} s; T = timing "
+                "model (MWP/CWP on each MD's simulated Mem_LD and bytes, floored by DRAM and L2 bandwidth); perf = "
                 "throughput relative to MD 1; thesis columns predict MD > 1 from MD 1 alone", ""]
         out += [ind + x for x in _table(_md_rows(m), md=md)]
-    w = d["mwp_cwp"]
-    out += head("MWP/CWP (paper 004, Hong & Kim)")
-    out += [f"{ind}case: {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP {_ratio(w['mwp'])} (limited by "
-            f"{w['mwp_limiter']}), CWP {_ratio(w['cwp'])}",
-            f"{ind}Mem_L {_num(w['mem_l'])} cycles, Mem_cycles {_num(w['mem_cycles'])}, Comp_cycles "
-            f"{_num(w['comp_cycles'])} per warp; Exec_cycles_app {_num(w['exec_cycles_app'])}, CPI {_ratio(w['cpi'])} "
-            f"(instructions {w['insts_source']})"]
+    k, w = d["timing"], d["mwp_cwp"]
+    out += head("Kernel time (timing model: MWP/CWP on the simulated latency and bytes, floored by bandwidth and issue)")
+    out += [f"{ind}T {_us(k['time_s'])} us, bound by {k['bound_label']}: MWP/CWP {_us(k['mwp_s'])} us, DRAM floor "
+            f"{_us(k['dram_floor_s'])} us ({k['dram_bytes'] / 1e6:.2f} MB), L2 floor {_us(k['l2_floor_s'])} us "
+            f"({k['l2_bytes'] / 1e6:.2f} MB), issue floor {_us(k['issue_floor_s'])} us",
+            f"{ind}MWP/CWP (paper 004, Hong & Kim): case {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP "
+            f"{_ratio(w['mwp'])} (limited by {w['mwp_limiter']}), CWP {_ratio(w['cwp'])}; Mem_LD {_num(k['mem_ld'])} "
+            f"cycles (simulated X), Load_bytes_per_warp {_num(k['load_bytes_per_warp'])} B moved at {k['bandwidth_level']}",
+            f"{ind}Mem_L {_num(w['mem_l'])} cycles, departure delay {_ratio(w['departure_delay'])}, Mem_cycles "
+            f"{_num(w['mem_cycles'])}, Comp_cycles {_num(w['comp_cycles'])} per warp; Exec_cycles_app "
+            f"{_num(w['exec_cycles_app'])}, CPI {_ratio(w['cpi'])} (instructions {w['insts_source']})"]
     b = d["bottleneck"]
     out += head("Bottleneck (paper 001, Zhang & Owens)")
     t = b["throughputs"]

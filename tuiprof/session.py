@@ -35,8 +35,8 @@ class RunConfig:
     md: int | None = None
     """Resident CTAs per SM; None = the occupancy limit."""
     tolerance: float | None = DEFAULT_TOLERANCE
-    """Stop early once every headline hit ratio's 95% interval half-width is below this (a
-    ratio: 0.002 = 0.2 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
+    """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
+    sqrt(n)) has a half-width below this (a ratio: 0.002 = 0.2 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
@@ -281,7 +281,9 @@ class Session:
         analysis = self._analyse(mc, ordered)
         if analysis is None:
             return None
-        return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, analysis, ordered))
+        stats = self._op_stats
+        return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, ordered,
+                                                                 stats.accesses, stats.requests_per_access))
 
     @staticmethod
     def _with_note(analysis: Any, note: str, samples: tuple[Any, ...] = ()) -> Any:
@@ -297,9 +299,16 @@ class Session:
         trials)."""
         from tuiprof.model.decisions import md_sample
 
+        tables = self._tables(main, per_md)
+        return tuple(md_sample(m, tables[m], self.trace) for m in self.sweep_mds() if m in tables or not landed_only)
+
+    def _tables(self, main: list[Any], per_md: dict[int, list[Any]]) -> dict[int, Any]:
+        """`trial_table` of each MD's trials landed so far, in trial order (MDs with trials only)."""
+        from tuiprof.model.decisions import trial_table
+
         runs = {**per_md, self.md: main}
-        return tuple(md_sample(m, sorted(runs[m], key=lambda r: r.index), self.trace)
-                     for m in self.sweep_mds() if runs.get(m) or not landed_only)
+        return {m: trial_table(sorted(runs[m], key=lambda r: r.index), self.trace, self.arch, self._op_stats.accesses)
+                for m in self.sweep_mds() if runs.get(m)}
 
     def _sweep_runs(self, mc: Any) -> tuple[dict[int, Any], str]:
         """The sweep's runs (paper 002: MD = 1 .. the occupancy limit, the main run's MD reusing
@@ -319,37 +328,36 @@ class Session:
     def _with_md(self, analysis: Any, main: list[Any], per_md: dict[int, list[Any]], *, final: bool) -> Any:
         """`analysis` with paper 002's MD decision from the trials landed so far at every MD
         (`final`: each run's whole result set), or with the reason there is none."""
-        from tuiprof.model.decisions import gain_interval, trial_table
+        from tuiprof.model.decisions import TRAFFIC, kernel_shape
         from tuiprof.model.md import decide_md
+        from tuiprof.model.timing import gain_range, mean_traffic, predict_timing
 
         if analysis is None:
             return None
         if self._sweep_note:
             return self._with_note(analysis, self._sweep_note)
-        runs = {**per_md, self.md: main}
-        ordered = {m: sorted(runs[m], key=lambda r: r.index) for m in self.sweep_mds()}
         samples = self._samples(main, per_md)
-        tables = [trial_table(ordered[m], self.trace) for m in self.sweep_mds()]
+        tables = [t[:, TRAFFIC] for t in self._tables(main, per_md).values()]
         swept = dict(md_samples=samples, sweep_trials=max([len(v) for v in per_md.values()], default=0),
                      sweep_elapsed=time.perf_counter() - self._t_main)
         if self._working_set is None:
             self._working_set = self.prepared.working_set_lines()
         ws = self._working_set or samples[0].dram_reads_per_cta
-        L = self.trace.launch
+        L, stats = self.trace.launch, self._op_stats
         d = analysis.decisions
+        shape = kernel_shape(self.trace, self.arch, stats.accesses, stats.requests_per_access)
+        timing = predict_timing(self.arch, shape, [mean_traffic(t) for t in tables])
         try:
             decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
                                  registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
-                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws)
+                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws, timing=timing)
         except UsageError as exc:  # nothing cached: no L1 working set to contend for
             return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md_note=exc.message, **swept))
-        interval = None
-        if decision.simulated is not None and decision.recommended_md != decision.default_md:
-            interval = gain_interval(tables, decision.recommended_md, decision.default_md, ws,
-                                     self.arch.l1.size / self.arch.l1.line, seed=self.config.seed)
+        if decision.recommended_md != decision.default_md:
+            decision = dataclasses.replace(decision, gain_range=gain_range(
+                self.arch, shape, tables, decision.recommended_md, decision.default_md, seed=self.config.seed))
         note = "" if final else "MD decision so far: the sweep is still running"
-        return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, gain_interval=interval,
-                                                                           md_note=note, **swept))
+        return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, md_note=note, **swept))
 
     def _analyse(self, mc: Any, results: list[Any]) -> Any:
         from tuiprof.model.analysis import analyse

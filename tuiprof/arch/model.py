@@ -8,8 +8,9 @@ exactly as a preset is.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from tuiprof.errors import ArchError
@@ -23,6 +24,21 @@ STORE_POLICIES = ("write-evict", "write-no-allocate", "write-allocate")
 """
 REPLACEMENTS = ("lru", "fifo")
 REGISTER_ALLOCATION = ("warp", "cta")
+L2_WRITE_POLICIES = ("write-through", "write-back")
+"""What an L2 store *miss* does (a store hit always writes the sector and marks it dirty):
+
+- ``write-through``: the store goes on to DRAM and the block is fetched and made valid (Fermi,
+  paper 000 sec. 2.1: "if the block is not valid, it updates the memory and brings the cache
+  block to the cache");
+- ``write-back``: the sector is allocated dirty without a fetch and written to DRAM only when it
+  is evicted (Volta and later).
+
+The simulator models ``write-through`` today; the field documents each GPU for the Volta+ rule
+(issue 14 part 2)."""
+ADDRESS_HASHES = ("linear", "xor")
+"""How addresses map to L2 slices and DRAM channels: ``linear`` ((address / interleave) mod
+count, Fermi) or ``xor`` (higher address bits XOR-folded into the index, Volta and later, so that
+power-of-two strides spread over the channels). The simulator uses ``linear`` today."""
 
 _UNITS = {"": 1, "b": 1, "kib": 1024, "kb": 1024, "k": 1024, "mib": 1 << 20, "mb": 1 << 20,
           "m": 1 << 20, "gib": 1 << 30, "gb": 1 << 30, "g": 1 << 30}
@@ -86,6 +102,17 @@ class CacheConfig:
 
 
 @dataclass(frozen=True)
+class L2Config(CacheConfig):
+    """The shared L2: a `CacheConfig` plus its store-miss policy and its bandwidth."""
+
+    write_policy: str = field(kw_only=True)
+    """One of `L2_WRITE_POLICIES`."""
+    bandwidth_gbs: float = field(kw_only=True)
+    """Sustained L2 bandwidth of the whole GPU (GB/s): the L2-bandwidth floor of the timing model
+    and the base of the departure delays; 0 when the level is absent."""
+
+
+@dataclass(frozen=True)
 class DramConfig:
     """Main memory: interleaved channels of banks with open-row buffers (paper 000 sec. 3.2.3).
 
@@ -102,6 +129,9 @@ class DramConfig:
     row_miss_cycles: int
     burst_cycles: int
     transaction: int = 32
+    bandwidth_gbs: float = field(kw_only=True)
+    """Peak DRAM bandwidth (GB/s, the datasheet figure): the DRAM-bandwidth floor of the timing
+    model, MWP/CWP's Mem_Bandwidth and paper 001's global memory throughput."""
 
 
 @dataclass(frozen=True)
@@ -135,8 +165,22 @@ class Arch:
     001's instruction throughput, paper 004's #Issue_cycles = warp_size / cores_per_sm)."""
     shared_banks: int
     """Shared memory banks of 4 B (16 on GT200, 32 since Fermi): paper 001 sec. 4.2's conflicts."""
+    unified_l1_shared: int
+    """Bytes of the SRAM array that L1 and shared memory split per SM (0: separate arrays)."""
+    shared_carveouts: tuple[int, ...]
+    """The shared-memory sizes the unified array can be split at (ascending; the L1 gets the
+    rest). The simulator will derive a kernel's L1 from its shared memory per SM and these
+    (issue 14 part 2); ``l1.size`` is the L1 of the preset's default split and stays an override."""
+    address_hash: str
+    """One of `ADDRESS_HASHES`."""
+    departure_del_coal: float
+    """MWP/CWP (paper 004): cycles between the departures of two coalesced memory warp requests
+    from one SM."""
+    departure_del_uncoal: float
+    """MWP/CWP: cycles between the departures of two transactions of one uncoalesced memory warp
+    request."""
     l1: CacheConfig
-    l2: CacheConfig
+    l2: L2Config
     dram: DramConfig
 
     def __post_init__(self) -> None:
@@ -160,14 +204,38 @@ class Arch:
         return arch_to_mapping(self)
 
 
-_SECTIONS = {"l1": CacheConfig, "l2": CacheConfig, "dram": DramConfig}
-_STR_FIELDS = {"name", "description", "compute_capability", "register_allocation", "replacement", "store_policy"}
+_SECTIONS = {"l1": CacheConfig, "l2": L2Config, "dram": DramConfig}
+_STR_FIELDS = {"name", "description", "compute_capability", "register_allocation", "replacement", "store_policy",
+               "write_policy", "address_hash"}
 _SIZE_FIELDS = {"size", "line", "sector", "interleave", "row_size", "transaction",
-                "shared_per_sm", "shared_per_cta", "shared_alloc_unit", "shared_reserved_per_cta"}
+                "shared_per_sm", "shared_per_cta", "shared_alloc_unit", "shared_reserved_per_cta", "unified_l1_shared"}
+_SIZE_LIST_FIELDS = {"shared_carveouts"}
+_FLOAT_FIELDS = {"bandwidth_gbs", "departure_del_coal", "departure_del_uncoal"}
 
 
 def arch_to_mapping(arch: Arch) -> dict[str, Any]:
-    return dataclasses.asdict(arch)
+    """Nested plain data (lists, not tuples: what a TOML file holds)."""
+    data = dataclasses.asdict(arch)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+
+def _coerce_float(key: str, value: Any) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ArchError(f"{key}: {value!r} is not a number", "write e.g. 900 or 2.5") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ArchError(f"{key}: {value!r} is not a finite number", "write e.g. 900 or 2.5")
+    return float(value)
+
+
+def _coerce_sizes(key: str, value: Any) -> tuple[int, ...]:
+    """A list of sizes from a TOML list or a comma-separated string ('0,8KiB,16KiB')."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ArchError(f"{key}: expected a list of sizes, got {value!r}", "write e.g. [\"16KiB\", \"48KiB\"] or 16KiB,48KiB")
+    return tuple(parse_size(x.strip() if isinstance(x, str) else x, key) for x in items)
 
 
 def _coerce(key: str, name: str, value: Any) -> Any:
@@ -177,6 +245,10 @@ def _coerce(key: str, name: str, value: Any) -> Any:
         return value
     if name in _SIZE_FIELDS:
         return parse_size(value, key)
+    if name in _SIZE_LIST_FIELDS:
+        return _coerce_sizes(key, value)
+    if name in _FLOAT_FIELDS:
+        return _coerce_float(key, value)
     if isinstance(value, str):
         try:
             return int(value.strip(), 0)
@@ -289,6 +361,9 @@ LIMITS: dict[str, int] = {
     "dram.channels": 1024, "dram.banks": 1024, "dram.interleave": MiB, "dram.row_size": MiB,
     "dram.base_latency": 1_000_000, "dram.row_hit_cycles": 1_000_000, "dram.row_miss_cycles": 1_000_000,
     "dram.burst_cycles": 1_000_000, "dram.transaction": 4096,
+    "unified_l1_shared": 16 * MiB, "shared_carveouts": 16 * MiB,
+    "departure_del_coal": 100_000, "departure_del_uncoal": 100_000,
+    "l2.bandwidth_gbs": 1_000_000, "dram.bandwidth_gbs": 1_000_000,
 }
 """Upper bounds of every Arch value: generous beyond any GPU built (the largest L2s are about 100 MiB,
 the most SMs about 200), tight enough that no value makes the simulator allocate without end.
@@ -301,10 +376,12 @@ def _check_limits(arch: Arch) -> None:
         for name, value in items:
             key = f"{section}.{name}" if name else section
             limit = LIMITS.get(key, LIMITS.get(name))
-            if limit is not None and isinstance(value, int):
-                shown = format_size if name in _SIZE_FIELDS or section in _SIZE_FIELDS else str
-                _check(value <= limit, arch, f"{key} = {shown(value)} is beyond what a GPU has (at most {shown(limit)})",
-                       f"choose {key} of at most {shown(limit)}")
+            sizes = name in _SIZE_FIELDS or section in _SIZE_FIELDS or section in _SIZE_LIST_FIELDS
+            shown = format_size if sizes else (lambda x: f"{x:g}")
+            for v in (value if isinstance(value, list) else [value]):
+                if limit is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    _check(v <= limit, arch, f"{key} = {shown(v)} is beyond what a GPU has (at most {shown(limit)})",
+                           f"choose {key} of at most {shown(limit)}")
 
 
 def validate(arch: Arch) -> None:
@@ -341,3 +418,21 @@ def validate(arch: Arch) -> None:
     _check(_is_pow2(d.interleave) and _is_pow2(d.row_size) and _is_pow2(d.transaction), arch,
            "dram.interleave, dram.row_size and dram.transaction must be powers of two")
     _check(d.row_hit_cycles <= d.row_miss_cycles, arch, "dram.row_hit_cycles must not exceed dram.row_miss_cycles")
+    _check(d.bandwidth_gbs > 0, arch, "dram.bandwidth_gbs must be positive", "write the DRAM bandwidth in GB/s, e.g. 900")
+    l2 = arch.l2
+    _check(l2.write_policy in L2_WRITE_POLICIES, arch, f"l2.write_policy must be one of {', '.join(L2_WRITE_POLICIES)}")
+    _check(l2.bandwidth_gbs > 0 if l2.enabled else l2.bandwidth_gbs >= 0, arch,
+           "l2.bandwidth_gbs must be positive when the L2 is present (0 only when l2.size is 0)",
+           "write the sustained L2 bandwidth in GB/s, e.g. 2500")
+    _check(arch.address_hash in ADDRESS_HASHES, arch, f"address_hash must be one of {', '.join(ADDRESS_HASHES)}")
+    for name in ("departure_del_coal", "departure_del_uncoal"):
+        _check(getattr(arch, name) > 0, arch, f"{name} must be positive (cycles between two request departures)")
+    c = arch.shared_carveouts
+    _check(all(a < b for a, b in zip(c, c[1:])) and c[0] >= 0, arch,
+           "shared_carveouts must be distinct sizes in ascending order", "write e.g. 0,8KiB,16KiB,32KiB,64KiB,96KiB")
+    _check(arch.shared_per_sm <= c[-1], arch,
+           f"shared_per_sm ({format_size(arch.shared_per_sm)}) exceeds the largest shared_carveouts step ({format_size(c[-1])})",
+           "add a carve-out step that holds it to shared_carveouts, or lower shared_per_sm")
+    _check(arch.unified_l1_shared == 0 or c[-1] <= arch.unified_l1_shared, arch,
+           f"the largest shared_carveouts step ({format_size(c[-1])}) exceeds unified_l1_shared "
+           f"({format_size(arch.unified_l1_shared)})", "raise unified_l1_shared or lower the carve-out steps")

@@ -16,7 +16,7 @@ import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
-from tuiprof.model.latency import Estimate, estimate, expected_latency, ratio
+from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.trace.model import StaticOp
 
 HEADLINES = ("l1_read", "l2_read", "l2_write")
@@ -85,31 +85,15 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
             elapsed: float) -> Analysis:
     """Aggregate TrialResults (in trial order) into an Analysis."""
-    n_ops = len(ops)
     T = len(results)
-
-    def stack(name: str) -> np.ndarray:
-        return np.array([getattr(r, name) for r in results], dtype=np.float64).reshape(T, n_ops)
-
     is_load = np.array([o.kind == "load" for o in ops])
-    l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
-    l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
-    l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")
-    trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
-    op_tm = stack("dram_latency")
-    tm = np.where(np.isnan(op_tm), trial_tm[:, None], op_tm)
+    lat = op_latency(results, ops, arch)
+    h1, h2, h2_for_x, x, tm = lat.h1, lat.h2, lat.h2_for_x, lat.x, lat.tm
     t1, t2 = float(arch.l1.hit_latency), float(arch.l2.hit_latency)
-
-    # Loads: H1 and H2 over read sectors. Stores and atomics go straight to L2 (write-through):
-    # H1 = 0 and H2 is the L2 write hit ratio.
-    h1 = np.where(is_load, ratio(l1h, l1a), 0.0)
-    h1 = np.where(is_load & ~arch.l1.enabled, 0.0, h1)
-    h2 = np.where(is_load, ratio(l2rh, l2ra), ratio(l2wh, l2wa))
-    # An op whose every sector hit L1 never reached L2: its H2 does not enter X.
-    h2_for_x = np.where(np.isnan(h2) & (h1 == 1.0), 0.0, h2)
-    if not arch.l2.enabled:
-        h2 = h2_for_x = np.zeros_like(h2)
-    x = expected_latency(h1, h2_for_x, t1, t2, tm)
+    l1h, l1a = stack_counter(results, "l1_read_hits", len(ops)), stack_counter(results, "l1_read_accesses", len(ops))
+    l2rh, l2ra = stack_counter(results, "l2_read_hits", len(ops)), stack_counter(results, "l2_read_accesses", len(ops))
+    l2wh, l2wa = stack_counter(results, "l2_write_hits", len(ops)), stack_counter(results, "l2_write_accesses", len(ops))
+    trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
     tm_for_shares = np.where(np.isnan(tm), 0.0, tm)
 
     samples: dict[str, np.ndarray] = {

@@ -105,7 +105,8 @@ def scaled_throughputs(arch: Arch, warps_per_sm: float, *, warp_insts_per_cycle:
 
     Peaks: ``warp_insts_per_cycle`` type-II warp instructions per cycle per SM (GT200: 8 SPs /
     32 lanes = 0.25); one ``shared_banks`` x ``bank_width`` byte shared transaction per cycle per
-    SM; the DRAM model's bandwidth unless ``global_gbs`` is given. Saturation points follow
+    SM; the Arch's DRAM bandwidth (``dram.bandwidth_gbs``, the figure MWP/CWP and the timing model
+    use too) unless ``global_gbs`` is given. Saturation points follow
     paper 001's GT200 curves: the type-II pipeline saturates at 6 warps (sec. 4.1), shared
     memory, a longer pipeline, reaches 95% of its 32-warp bandwidth at 16 warps (sec. 5.1).
     """
@@ -113,8 +114,7 @@ def scaled_throughputs(arch: Arch, warps_per_sm: float, *, warp_insts_per_cycle:
     inst_peak = warp_insts_per_cycle * ghz * arch.sm_count
     shared_peak = shared_banks * bank_width * ghz * arch.sm_count
     if global_gbs is None:
-        d = arch.dram
-        global_gbs = d.channels * d.transaction / max(d.burst_cycles, 1) * ghz
+        global_gbs = arch.dram.bandwidth_gbs
     return Throughputs(inst_peak * min(1.0, warps_per_sm / instruction_saturation_warps),
                        shared_peak * min(1.0, warps_per_sm / shared_saturation_warps),
                        float(global_gbs), float(warps_per_sm), f"scaled peaks of {arch.name}")

@@ -1,13 +1,14 @@
-"""The decision models joined for one run: MD decision, MWP/CWP, bottleneck, SM utilisation.
+"""The decision models joined for one run: MD decision, timing model (MWP/CWP), bottleneck, SM
+utilisation.
 
 `Decisions` is what the report's decision sections and the UI's MD and SM panes show. It joins
 the Analysis (as ``analysis.decisions``) once the main run's trials are in; the MD decision
 needs the MD sweep (one simulation per MD, paper 002) and stays None until the sweep ends.
 
 The functions here turn a trace, its simulated trials and the Arch into the inputs each paper's
-model asks for; the models themselves live in `md`, `mwp_cwp`, `bottleneck` and `sm_util`.
-Figures of the snapshot are scaled to the whole grid by ``grid CTAs / snapshot CTAs`` where a
-model wants whole-kernel work (paper 000 sec. 3.1: the snapshot stands for the grid).
+model asks for; the models themselves live in `md`, `timing` (with `mwp_cwp`), `bottleneck` and
+`sm_util`. Figures of the snapshot are scaled to the whole grid by ``grid CTAs / snapshot CTAs``
+where a model wants whole-kernel work (paper 000 sec. 3.1: the snapshot stands for the grid).
 """
 
 from __future__ import annotations
@@ -19,39 +20,50 @@ from typing import Sequence
 import numpy as np
 
 from tuiprof.arch.model import Arch
+from tuiprof.model.latency import memory_latency, op_latency
 from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_throughputs, shared_transactions
-from tuiprof.model.md import MdDecision, MdSample, predict_simulated
-from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp, mwp_cwp_for_arch
+from tuiprof.model.md import MdDecision, MdSample
+from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp
 from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
+from tuiprof.model.timing import KernelShape, KernelTime, kernel_time, mean_traffic
 from tuiprof.trace.model import Trace
 
 SHARED_SAMPLE = 200_000
 """Shared-memory warp accesses examined for bank conflicts; a larger snapshot is sampled evenly."""
 
+MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS = range(6)
+"""Columns of `trial_table`."""
+TRAFFIC = [MEM_LD, DRAM_TX, L2_SECTORS]
+"""The `trial_table` columns the timing model reads (`tuiprof.model.timing.Traffic`'s order)."""
+
 
 @dataclass(frozen=True)
 class Decisions:
-    """The four models' results for one run."""
+    """The models' results for one run."""
 
     sm: SmUtilisation
     """Paper 003 Fig. 6: per-SM busy fraction, measured or modeled."""
-    mwp: MwpCwp
-    """Paper 004: MWP, CWP, the case and the predicted cycles."""
+    time: KernelTime
+    """The timing model at the run's MD: MWP/CWP (paper 004) on the simulated latency and bytes,
+    floored by DRAM and L2 bandwidth: the headline kernel time."""
     bottleneck: Bottleneck
     """Paper 001: component times, the bottleneck and the next one."""
     md_samples: tuple[MdSample, ...] = ()
     """What each simulated MD gave (MD = 1 .. limit as the sweep lands them)."""
     md: MdDecision | None = None
-    """Paper 002: both predictions and the recommendation; None until the MD sweep is done."""
+    """Paper 002 and the timing model: both predictions and the recommendation; None until the
+    MD sweep is done."""
     sweep_trials: int = 0
     """Most trials the sweep ran at one MD (fewer where it converged early; 0 before it ran)."""
     sweep_elapsed: float = 0.0
     """Wall seconds the MD sweep took."""
     md_note: str = ""
     """Why there is no MD decision, when there is none (sweep off, cancelled, no L1)."""
-    gain_interval: tuple[float, float] | None = None
-    """95% bootstrap interval of the simulated gain of the recommended MD over the default
-    (`gain_interval`); None when the default is kept or the sweep did not run."""
+
+    @property
+    def mwp(self) -> MwpCwp:
+        """Paper 004's MWP, CWP, case and cycles at the run's MD (inside the timing model)."""
+        return self.time.mwp
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,78 +103,14 @@ def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -
     return distinct / max(trace.snapshot.n_ctas, 1)
 
 
-# ---------------------------------------------------------------------------------------------
-# Paper 002: one MD's statistics from its trials.
-
-def md_sample(md: int, results: Sequence, trace: Trace) -> MdSample:
-    """The thesis' per-MD inputs (Table 7) from the simulated trials at `md`: L1 read miss rate,
-    DRAM reads per CTA and mean memory fetch latency (Tm), averaged over trials."""
-    t = trial_table(results, trace)
-    lat = t[:, 2][np.isfinite(t[:, 2])]
-    return MdSample(md=md, miss_rate=float(t[:, 0].mean()) if len(t) else 0.0,
-                    dram_reads_per_cta=float(t[:, 1].mean()) if len(t) else 0.0,
-                    mf_latency=float(lat.mean()) if lat.size else 0.0,
-                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace))
-
-
-def trial_table(results: Sequence, trace: Trace) -> np.ndarray:
-    """Per trial: (L1 read miss rate, DRAM reads per CTA, Tm), NaN where a trial has none."""
-    n_ctas = max(trace.snapshot.n_ctas, 1)
-    rows = []
-    for r in results:
-        acc = float(np.sum(r.l1_read_accesses))
-        miss = 1.0 - float(np.sum(r.l1_read_hits)) / acc if acc > 0 else 0.0
-        rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency))
-    return np.array(rows, dtype=np.float64).reshape(-1, 3)
-
-
-def gain_interval(per_md: Sequence[np.ndarray], recommended: int, default: int, working_set_lines: float,
-                  cache_lines: float, rounds: int = 400, seed: int = 0) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of the simulation-backed gain of `recommended` over
-    `default`: every MD's trials (`trial_table` rows, MD = 1, 2, ...) are resampled with
-    replacement, the per-MD means feed `predict_simulated` again, and the gain is recomputed.
-    The Monte Carlo spread of each MD's DRAM reads and latency thus reaches the advice."""
-    rng = np.random.default_rng(seed)
-    gains = np.empty(rounds)
-    for b in range(rounds):
-        samples = []
-        for md, table in enumerate(per_md, 1):
-            pick = table[rng.integers(0, len(table), len(table))]
-            lat = pick[:, 2][np.isfinite(pick[:, 2])]
-            samples.append(MdSample(md=md, miss_rate=float(pick[:, 0].mean()), dram_reads_per_cta=float(pick[:, 1].mean()),
-                                    mf_latency=float(lat.mean()) if lat.size else 0.0))
-        gains[b] = predict_simulated(samples, working_set_lines, cache_lines).gain(recommended, default)
-    lo, hi = np.percentile(gains, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
-# ---------------------------------------------------------------------------------------------
-# Paper 003: SM utilisation.
-
-def sm_model(trace: Trace, arch: Arch, md: int) -> SmUtilisation:
-    """Measured from per-CTA SM ids and clocks when the trace has them; otherwise modeled from
-    per-CTA work: the grid records' instructions and accesses, or (without records) the snapshot
-    CTAs' warp accesses repeated over the grid in order."""
-    c = trace.ctas
-    if c.measured_timing:
-        return sm_utilisation(arch.sm_count, md, sm=c.sm, start=c.start, end=c.end)
-    if c.insts is not None or c.accesses is not None:
-        return sm_utilisation(arch.sm_count, md, insts=c.insts, accesses=c.accesses)
-    per_warp = np.diff(trace.warp_offsets)
-    snap = np.bincount(trace.warp_cta, weights=per_warp, minlength=trace.snapshot.n_ctas)
-    grid = np.resize(snap, trace.launch.grid_ctas) if snap.size else np.zeros(trace.launch.grid_ctas)
-    return sm_utilisation(arch.sm_count, md, accesses=grid)
-
-
-# ---------------------------------------------------------------------------------------------
-# Paper 004: MWP/CWP.
-
 def coalescing_split(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_access: np.ndarray
                      ) -> tuple[float, float, float, float]:
-    """Per warp of the snapshot: (#Coal_Mem_insts, #Uncoal_Mem_insts, #Uncoal_per_mw, load bytes
+    """Per warp of the snapshot: (#Coal_Mem_insts, #Uncoal_Mem_insts, #Uncoal_per_mw, useful bytes
     per warp access). An op is coalesced when its warp accesses need no more L1 requests than a
     full warp of its width ideally does (ceil(32 x bytes / line)); #Uncoal_per_mw is the
-    access-weighted mean of the uncoalesced ops' requests per access."""
+    access-weighted mean of the uncoalesced ops' requests per access. The useful bytes (32 lanes x
+    width) are what the warp asks for, not what it moves: the timing model takes the moved bytes
+    from the simulation."""
     warps = max(trace.n_warps, 1)
     coal = uncoal = weighted = 0.0
     bytes_sum = n_sum = 0.0
@@ -186,29 +134,63 @@ def coalescing_split(trace: Trace, arch: Arch, accesses: np.ndarray, requests_pe
     return coal / warps, uncoal / warps, max(per_mw, 1.0), load_bytes
 
 
-def memory_latency(analysis) -> float:
-    """Mem_LD for MWP/CWP: the access-weighted mean expected latency X of the global loads
-    (paper 000 sec. 6.1), falling back to Tm when no load has a defined X."""
-    num = den = 0.0
-    for s in analysis.ops:
-        if s.op.kind == "load" and s.op.is_cached and s.x.defined and math.isfinite(s.x.mean):
-            num += s.warp_accesses * s.x.mean
-            den += s.warp_accesses
-    if den > 0:
-        return num / den
-    return analysis.tm.mean if analysis.tm.defined and math.isfinite(analysis.tm.mean) else 0.0
-
-
-def mwp_model(trace: Trace, arch: Arch, md: int, analysis) -> MwpCwp:
-    """Hong & Kim's model (paper 004) at MD resident CTAs per SM, with the simulated latency."""
-    acc = np.array([s.warp_accesses for s in analysis.ops], dtype=np.float64)
-    rpa = np.array([s.requests_per_access for s in analysis.ops], dtype=np.float64)
-    coal, uncoal, per_mw, load_bytes = coalescing_split(trace, arch, acc, rpa)
+def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_access: np.ndarray) -> KernelShape:
+    """The timing model's view of the kernel: launch, snapshot and paper 004's coalescing counts."""
+    coal, uncoal, per_mw, _ = coalescing_split(trace, arch, accesses, requests_per_access)
     L = trace.launch
-    return mwp_cwp_for_arch(arch, ctas_per_sm=md, threads_per_block=L.threads_per_cta, blocks=L.grid_ctas,
-                            coal_mem_insts=coal, uncoal_mem_insts=uncoal, uncoal_per_mw=per_mw,
-                            mem_ld=memory_latency(analysis), cta_insts=trace.ctas.insts,
-                            issue_cycles=arch.warp_size / arch.cores_per_sm, load_bytes_per_warp=load_bytes)
+    return KernelShape(threads_per_cta=L.threads_per_cta, grid_ctas=L.grid_ctas, snapshot_ctas=trace.snapshot.n_ctas,
+                       snapshot_warps=max(trace.n_warps, 1), coal_mem_insts=coal, uncoal_mem_insts=uncoal,
+                       uncoal_per_mw=per_mw, cta_insts=trace.ctas.insts)
+
+
+# ---------------------------------------------------------------------------------------------
+# One MD's statistics from its trials (paper 002's inputs and the timing model's).
+
+def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarray) -> np.ndarray:
+    """Per trial: L1 read miss rate, DRAM reads per CTA, Tm (columns MISS, DRAM_READS_PER_CTA, TM:
+    the thesis' Table 7 inputs), Mem_LD = the access-weighted expected latency of the global
+    loads, DRAM transactions (reads, writes, write-backs) and L2 sectors read and written
+    (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's). NaN where a trial has none."""
+    n_ctas = max(trace.snapshot.n_ctas, 1)
+    if not results:
+        return np.zeros((0, 6))
+    mem_ld = memory_latency(op_latency(results, trace.ops, arch).x, trace.ops, accesses)
+    rows = []
+    for r, ld in zip(results, mem_ld):
+        acc = float(np.sum(r.l1_read_accesses))
+        miss = 1.0 - float(np.sum(r.l1_read_hits)) / acc if acc > 0 else 0.0
+        dram = float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks)
+        l2 = float(np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses))
+        rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency, ld, dram, l2))
+    return np.array(rows, dtype=np.float64).reshape(-1, 6)
+
+
+def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
+    """The thesis' per-MD inputs (Table 7) from `trial_table` rows at `md`: L1 read miss rate,
+    DRAM reads per CTA and mean memory fetch latency (Tm), averaged over trials."""
+    lat = table[:, TM][np.isfinite(table[:, TM])]
+    return MdSample(md=md, miss_rate=float(table[:, MISS].mean()) if len(table) else 0.0,
+                    dram_reads_per_cta=float(table[:, DRAM_READS_PER_CTA].mean()) if len(table) else 0.0,
+                    mf_latency=float(lat.mean()) if lat.size else 0.0,
+                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace))
+
+
+# ---------------------------------------------------------------------------------------------
+# Paper 003: SM utilisation.
+
+def sm_model(trace: Trace, arch: Arch, md: int) -> SmUtilisation:
+    """Measured from per-CTA SM ids and clocks when the trace has them; otherwise modeled from
+    per-CTA work: the grid records' instructions and accesses, or (without records) the snapshot
+    CTAs' warp accesses repeated over the grid in order."""
+    c = trace.ctas
+    if c.measured_timing:
+        return sm_utilisation(arch.sm_count, md, sm=c.sm, start=c.start, end=c.end)
+    if c.insts is not None or c.accesses is not None:
+        return sm_utilisation(arch.sm_count, md, insts=c.insts, accesses=c.accesses)
+    per_warp = np.diff(trace.warp_offsets)
+    snap = np.bincount(trace.warp_cta, weights=per_warp, minlength=trace.snapshot.n_ctas)
+    grid = np.resize(snap, trace.launch.grid_ctas) if snap.size else np.zeros(trace.launch.grid_ctas)
+    return sm_utilisation(arch.sm_count, md, accesses=grid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +231,11 @@ def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence) -> Bo
     return bottleneck(work, thr, ctas_per_sm=md)
 
 
-def decisions(trace: Trace, arch: Arch, md: int, analysis, results: Sequence) -> Decisions:
-    """The SM, MWP/CWP and bottleneck models of a finished (or partial) run at `md`."""
-    return Decisions(sm=sm_model(trace, arch, md), mwp=mwp_model(trace, arch, md, analysis),
+def decisions(trace: Trace, arch: Arch, md: int, results: Sequence, accesses: np.ndarray,
+              requests_per_access: np.ndarray) -> Decisions:
+    """The SM, timing (MWP/CWP) and bottleneck models of a finished (or partial) run at `md`;
+    ``accesses`` and ``requests_per_access`` are the per-op coalescing counts of the run."""
+    shape = kernel_shape(trace, arch, accesses, requests_per_access)
+    traffic = mean_traffic(trial_table(results, trace, arch, accesses)[:, TRAFFIC])
+    return Decisions(sm=sm_model(trace, arch, md), time=kernel_time(arch, shape, traffic, md),
                      bottleneck=bottleneck_model(trace, arch, md, results))

@@ -4,15 +4,29 @@
 
 H1 and H2 are the op's L1 and L2 hit ratios in one trial, t1 and t2 the hit latencies of the
 Arch, Tm the trial's DRAM latency. Since H1, H2 and Tm change from trial to trial, X is a random
-variable; its mean over trials is the expected latency of the op, and mean +- 1.96 std its 95%
-interval (paper 000 sec. 5.2 uses E +- 2 sigma).
+variable; its mean over trials is the expected latency of the op.
+
+Every quantity observed once per trial is an `Estimate` with two uncertainties, named apart:
+
+- the *spread of trials*, mean +- 1.96 std: where one trial, i.e. one run of the hardware as the
+  model sees it, falls 95% of the time (paper 000 sec. 5.2's E +- 2 sigma);
+- the *confidence interval* of the estimate, mean +- 1.96 std / sqrt(n): where the mean itself
+  is, 95% of the time; it narrows as trials are added, and it is what early stop watches.
+
+Both cover only the model's randomness (warp and SM scheduling, the merge order of the SM queues,
+DRAM batching), never the error of the model's assumptions (paper 000 sec. 5.4 measures that
+against hardware counters: a few points of hit ratio).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
+
+from tuiprof.arch.model import Arch
+from tuiprof.trace.model import StaticOp
 
 Z95 = 1.96
 
@@ -33,14 +47,19 @@ def ratio(hits: np.ndarray, accesses: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A quantity observed once per trial: mean, spread and 95% interval over trials."""
+    """A quantity observed once per trial: its mean, the spread of the trials and the confidence
+    interval of the mean (see the module docstring); both only cover the model's randomness."""
 
     mean: float
     std: float
-    lo: float
-    hi: float
+    spread_lo: float
+    spread_hi: float
+    """Spread of trials: mean +- 1.96 std (clipped to the quantity's range), where one trial falls."""
+    ci_lo: float
+    ci_hi: float
+    """95% confidence interval of the estimate: mean +- 1.96 std / sqrt(n), where the mean is."""
     stderr: float
-    """Standard error of the mean (std / sqrt(n)): how well the mean itself is known."""
+    """Standard error of the mean (std / sqrt(n))."""
     n: int
 
     @property
@@ -50,22 +69,83 @@ class Estimate:
     def to_dict(self, digits: int = 4) -> dict[str, float | int | None]:
         def r(x: float) -> float | None:
             return None if np.isnan(x) else round(float(x), digits)
-        return {"mean": r(self.mean), "std": r(self.std), "lo": r(self.lo), "hi": r(self.hi),
+        return {"mean": r(self.mean), "std": r(self.std), "spread_lo": r(self.spread_lo),
+                "spread_hi": r(self.spread_hi), "ci_lo": r(self.ci_lo), "ci_hi": r(self.ci_hi),
                 "stderr": r(self.stderr), "n": self.n}
 
 
 def estimate(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> Estimate:
-    """Mean, std (sample, ddof=1) and mean +- 1.96 std clipped to [lo, hi], ignoring NaN trials."""
+    """Mean, std (sample, ddof=1), the spread of trials mean +- 1.96 std and the confidence
+    interval mean +- 1.96 std / sqrt(n), both clipped to [lo, hi], ignoring NaN trials."""
     x = np.asarray(samples, dtype=np.float64)
     x = x[~np.isnan(x)]
     n = int(x.size)
     if n == 0:
-        return Estimate(np.nan, np.nan, np.nan, np.nan, np.nan, 0)
+        return Estimate(np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, 0)
     mean = float(x.mean())
     std = float(x.std(ddof=1)) if n > 1 else 0.0
-    return Estimate(mean, std, max(lo, mean - Z95 * std), min(hi, mean + Z95 * std), std / np.sqrt(n), n)
+    se = std / float(np.sqrt(n))
+    return Estimate(mean, std, max(lo, mean - Z95 * std), min(hi, mean + Z95 * std),
+                    max(lo, mean - Z95 * se), min(hi, mean + Z95 * se), se, n)
 
 
 def estimate_columns(samples: np.ndarray, lo: float = -np.inf, hi: float = np.inf) -> list[Estimate]:
     """`estimate` of each column of a [trials, k] array."""
     return [estimate(samples[:, j], lo, hi) for j in range(samples.shape[1])]
+
+
+def stack_counter(results: Sequence, name: str, n_ops: int) -> np.ndarray:
+    """Counter `name` of every trial as a float array [trials, ops]."""
+    return np.array([getattr(r, name) for r in results], dtype=np.float64).reshape(len(results), n_ops)
+
+
+@dataclass(frozen=True)
+class OpLatency:
+    """Per trial and op (arrays [trials, ops]): the hit ratios and the latency equation's terms."""
+
+    h1: np.ndarray
+    h2: np.ndarray
+    """H2 as reported (NaN where the op reached no L2)."""
+    h2_for_x: np.ndarray
+    """H2 as it enters X: 0 for an op whose every sector hit L1 (it never reached L2)."""
+    x: np.ndarray
+    tm: np.ndarray
+    """The op's DRAM latency in the trial, the trial's mean Tm where the op read no DRAM."""
+
+
+def op_latency(results: Sequence, ops: Sequence[StaticOp], arch: Arch) -> OpLatency:
+    """H1, H2, Tm and X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm) of every op in every trial (paper
+    000 sec. 6.1). Loads: H1 and H2 over read sectors; stores and atomics go straight to L2
+    (write-through): H1 = 0 and H2 is the L2 write hit ratio."""
+    def stack(name: str) -> np.ndarray:
+        return stack_counter(results, name, len(ops))
+
+    is_load = np.array([o.kind == "load" for o in ops], dtype=bool)
+    l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
+    l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
+    l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")
+    trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
+    op_tm = stack("dram_latency")
+    tm = np.where(np.isnan(op_tm), trial_tm[:, None], op_tm)
+    h1 = np.where(is_load, ratio(l1h, l1a), 0.0)
+    h1 = np.where(is_load & ~arch.l1.enabled, 0.0, h1)
+    h2 = np.where(is_load, ratio(l2rh, l2ra), ratio(l2wh, l2wa))
+    h2_for_x = np.where(np.isnan(h2) & (h1 == 1.0), 0.0, h2)
+    if not arch.l2.enabled:
+        h2 = h2_for_x = np.zeros_like(h2)
+    x = expected_latency(h1, h2_for_x, float(arch.l1.hit_latency), float(arch.l2.hit_latency), tm)
+    return OpLatency(h1, h2, h2_for_x, x, tm)
+
+
+def memory_latency(x: np.ndarray, ops: Sequence[StaticOp], accesses: np.ndarray) -> np.ndarray:
+    """Per trial, the access-weighted mean expected latency X of the global (cached) loads: the
+    Mem_LD of MWP/CWP (paper 004). NaN in a trial where no load has a defined X."""
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    keep = np.array([o.kind == "load" and o.is_cached for o in ops], dtype=bool)
+    w = np.where(keep, np.asarray(accesses, dtype=np.float64), 0.0)
+    ok = np.isfinite(x) & (w > 0)
+    den = np.where(ok, w, 0.0).sum(axis=1)
+    num = np.where(ok, x * w, 0.0).sum(axis=1)
+    out = np.full(x.shape[0], np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out

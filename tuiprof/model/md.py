@@ -11,16 +11,21 @@ CTA's execution time over MD = N-1 as the product of three rates (Table 7, sec. 
 
 so that a CTA takes T(N) = T(1) x prod_{k=2..N} cta_exe_rate(k) and, with N CTAs at a time per
 SM, the relative performance (throughput, IPC) is P(N) = N T(1) / T(N). The best MD maximises P.
-
-Two predictions share that formula:
+It is used twice:
 
 - **thesis rules** (`predict_thesis`): everything from the statistics of MD = 1, as the thesis'
   hardware predictor does (sec. 5.2): DRAM reads per MD from the reuse the L1 loses (sec. 4.2,
   Fig. 6; eq. 2), the latency growth rules and the pipeline adverse effect rules of sec. 5.1,
   and the compute-bound test (#DRAM reads / #warp insts < 0.05 keeps the maximum MD).
-- **simulation** (`predict_simulated`): DRAM reads and memory latency *per MD* come from the
-  simulator run at that MD, so eq. 2 and the latency rate are measured instead of guessed; the
-  pipeline adverse effect still follows the sec. 5.1 rules. This is the headline prediction.
+- the same formula on statistics measured at every MD (`predict_from_measurements`), which is
+  what the thesis' Tables 5-7 tabulate for its GPGPU-Sim runs.
+
+The thesis uses the product to *choose* an MD, never to size the gain: it counts L1 misses with
+the L2 off, its latency rate is flat when the latency is measured, its pipeline factor fires at
+every step, and it models no latency hiding. The headline of the decision is therefore the
+timing model (`tuiprof.model.timing`: Hong & Kim's MWP/CWP with each MD's simulated latency and
+bytes, floored by DRAM and L2 bandwidth), with the thesis rules beside it; when the two predicted
+speedups differ by more than `LOW_CONFIDENCE_RATIO` the decision is marked low confidence.
 
 `decide_md` puts both side by side with the default MD (the occupancy limit) and the dynamic
 shared memory that caps residency at the recommended MD (`dynamic_shared_for_md`).
@@ -35,12 +40,16 @@ from typing import Sequence
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import dynamic_shared_for_md, occupancy
 from tuiprof.errors import UsageError
+from tuiprof.model.timing import TIMING, MdTiming
 
 COMPUTE_BOUND_RATIO = 0.05
 """Sec. 5.1: a kernel with #DRAM reads / #warp insts below this is computation bound."""
 
 THESIS = "thesis rules"
-SIMULATION = "simulation"
+MEASURED = "thesis formula on measured MDs"
+LOW_CONFIDENCE_RATIO = 2.0
+"""The timing model's and the thesis rules' predicted speedups differing by more than this factor
+mark the decision low confidence."""
 
 # Sec. 5.1, second stage (latency growth rate per MD step).
 LAT_RATE_EXTREME_MISS = 1.03      # miss rate < 0.15 or > 0.85
@@ -134,23 +143,33 @@ class MdDecision:
     limiter: str
     """The resource that sets the default (occupancy: ctas, warps, registers, shared)."""
     thesis: MdPrediction
-    simulated: MdPrediction | None
+    timing: MdTiming | None
+    """The timing model at every MD (the headline), when the sweep simulated every MD."""
     headline: str
-    """Which prediction `recommended_md` and `gain` come from: the simulation when available."""
+    """Which prediction `recommended_md` and `gain` come from: `TIMING`, or `THESIS` without a sweep."""
     recommended_md: int
     gain: float
     """Headline predicted speedup of the recommended MD over the default, minus one."""
     thesis_md: int
     thesis_gain: float
+    low_confidence: bool
+    """The timing model's and the thesis rules' speedups differ by more than `LOW_CONFIDENCE_RATIO`."""
     dynamic_shared: int | None
     """Bytes of (unused) dynamic shared memory per CTA that cap residency at the recommended MD;
     0 when no change is needed, None when shared memory cannot reach it."""
     apply: str
     advice: str
+    gain_range: tuple[float, float] | None = None
+    """Range of `gain` from the trials and the uncertain constants (`timing.gain_range`); None
+    when the default is kept or there is no timing model."""
 
     @property
-    def headline_prediction(self) -> MdPrediction:
-        return self.simulated if self.simulated is not None else self.thesis
+    def gain_label(self) -> str:
+        """The gain with its range and confidence, e.g. '+38% [+20%..+55%]' or '+9% (low confidence)'."""
+        text = _pct(self.gain)
+        if self.gain_range is not None:
+            text += f" [{_pct(self.gain_range[0])}..{_pct(self.gain_range[1])}]"
+        return text + (" (low confidence)" if self.low_confidence else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,18 +335,20 @@ def predict_thesis(md1: MdSample, max_md: int, working_set_lines: float,
     return MdPrediction(THESIS, rows, ratio, cb, _best(rows, cb))
 
 
-def predict_simulated(samples: Sequence[MdSample], working_set_lines: float,
-                      cache_lines: float) -> MdPrediction:
-    """The same formula on per-MD DRAM reads and latencies (`samples` for MD = 1..max).
+def predict_from_measurements(samples: Sequence[MdSample], working_set_lines: float,
+                              cache_lines: float) -> MdPrediction:
+    """The thesis' formula on DRAM reads and latencies measured at every MD (`samples` for MD =
+    1..max), as its Tables 5-7 tabulate them.
 
-    dr_inc_rate is eq. 2 on the simulated DRAM reads, mf_latency_rate the ratio of simulated
-    latencies, the pipeline adverse effect the sec. 5.1 rule on the simulated DRAM reads. The
+    dr_inc_rate is eq. 2 on the measured DRAM reads, mf_latency_rate the ratio of measured
+    latencies, the pipeline adverse effect the sec. 5.1 rule on the measured DRAM reads. The
     compute-bound test uses the largest #DRAM reads / #warp insts over all MDs: the kernel is kept
-    at the maximum only if it is compute bound at every MD, thrashing included.
+    at the maximum only if it is compute bound at every MD, thrashing included. A check of the
+    thesis' own tables, not the decision's headline (see the module docstring).
     """
     samples = sorted(samples, key=lambda s: s.md)
     if not samples or [s.md for s in samples] != list(range(1, len(samples) + 1)):
-        raise UsageError("simulated MD samples must cover MD = 1, 2, ... without gaps",
+        raise UsageError("MD samples must cover MD = 1, 2, ... without gaps",
                          f"got MDs {[s.md for s in samples]}")
     _check_common(working_set_lines, cache_lines)
     base = [(s.miss_rate, s.dram_reads_per_cta, s.mf_latency) for s in samples]
@@ -335,7 +356,7 @@ def predict_simulated(samples: Sequence[MdSample], working_set_lines: float,
     ratios = [s.dram_per_inst for s in samples]
     ratio = max(ratios) if all(not math.isnan(r) for r in ratios) else math.nan
     cb = is_compute_bound(ratio)
-    return MdPrediction(SIMULATION, rows, ratio, cb, _best(rows, cb))
+    return MdPrediction(MEASURED, rows, ratio, cb, _best(rows, cb))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,17 +370,27 @@ def _ctas(n: int) -> str:
     return f"{n} CTA" if n == 1 else f"{n} CTAs"
 
 
+def speedup_disagreement(gain: float, other: float) -> float:
+    """How far apart two predicted gains are, as the ratio of their speedups (>= 1)."""
+    a, b = 1.0 + gain, 1.0 + other
+    if not (a > 0 and b > 0) or not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    return max(a / b, b / a)
+
+
 def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
               registers_per_thread: int, shared_per_cta: int = 0, dynamic_shared: int = 0,
-              working_set_lines: float | None = None, min_gain: float = 0.02) -> MdDecision:
-    """Both predictions for MD = 1..occupancy limit, the recommendation and how to apply it.
+              working_set_lines: float | None = None, timing: MdTiming | None = None,
+              min_gain: float = 0.02) -> MdDecision:
+    """The timing model and the thesis rules for MD = 1..occupancy limit, the recommendation and
+    how to apply it.
 
-    `samples` holds MD = 1 at least (the thesis rules need only it); when it covers every MD up
-    to the default, the simulation-backed prediction is computed and is the headline.
-    ``working_set_lines`` is the distinct L1 lines one CTA touches; when unknown, MD = 1's DRAM
-    reads per CTA stand in (every distinct line is read from DRAM at least once, so they bound
-    it from above). A change of MD is recommended only when it is predicted to gain more than
-    ``min_gain`` (simulated figures carry Monte Carlo noise).
+    `samples` holds MD = 1 at least (the thesis rules need only it); `timing` is the timing model
+    over MD = 1 .. the default (`tuiprof.model.timing.predict_timing`) when the sweep simulated
+    every MD: it is then the headline. ``working_set_lines`` is the distinct L1 lines one CTA
+    touches; when unknown, MD = 1's DRAM reads per CTA stand in (every distinct line is read from
+    DRAM at least once, so they bound it from above). A change of MD is recommended only when it
+    is predicted to gain more than ``min_gain`` (simulated figures carry Monte Carlo noise).
     """
     occ = occupancy(arch, threads_per_cta, registers_per_thread, shared_per_cta, dynamic_shared)
     default = occ.ctas_per_sm
@@ -370,16 +401,18 @@ def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
     md1 = by_md[1]
     ws = working_set_lines if working_set_lines is not None else md1.dram_reads_per_cta
     thesis = predict_thesis(md1, default, ws, cache_lines)
-    simulated = None
-    if all(n in by_md for n in range(1, default + 1)):
-        simulated = predict_simulated([by_md[n] for n in range(1, default + 1)], ws, cache_lines)
-    head = simulated if simulated is not None else thesis
+    if timing is not None and len(timing.times) < default:
+        raise UsageError(f"the timing model covers MD 1..{len(timing.times)}, the decision needs 1..{default}")
 
-    def pick(p: MdPrediction) -> int:
-        return p.best_md if p.gain(p.best_md, default) > min_gain else default
-
-    rec, t_md = pick(head), pick(thesis)
-    gain, t_gain = head.gain(rec, default), thesis.gain(t_md, default)
+    t_md = thesis.best_md if thesis.gain(thesis.best_md, default) > min_gain else default
+    t_gain = thesis.gain(t_md, default)
+    if timing is not None:
+        best = min(range(1, default + 1), key=lambda m: (timing.time(m).time_s, -m))
+        rec = best if timing.gain(best, default) > min_gain else default
+        gain, head = timing.gain(rec, default), TIMING
+    else:
+        rec, gain, head = t_md, t_gain, THESIS
+    low = timing is not None and speedup_disagreement(gain, t_gain) > LOW_CONFIDENCE_RATIO
 
     dyn: int | None
     if rec == default:
@@ -396,20 +429,27 @@ def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
             apply = (f"{_ctas(rec)}/SM cannot be reached with dynamic shared memory on {arch.name}; "
                      "use __launch_bounds__ or more registers per thread")
 
-    if head.method == THESIS:
+    if head == THESIS:
         thesis_note = "thesis rules; no simulation per MD"
     elif t_md == rec:
-        thesis_note = "thesis rules agree" if rec == default else f"thesis rules: {_pct(t_gain)}"
+        thesis_note = "thesis rules agree" if rec == default else f"thesis rules: also {_ctas(rec)}/SM, {_pct(t_gain)}"
     elif t_md == default:
         thesis_note = f"thesis rules: keep {default}"
     else:
         thesis_note = f"thesis rules: {_ctas(t_md)}/SM, {_pct(t_gain)}"
+    if low:
+        thesis_note += (f"; low confidence: the two predicted speedups differ by more than "
+                        f"{LOW_CONFIDENCE_RATIO:g}x")
     if rec != default:
         advice = f"limit to {_ctas(rec)}/SM: predicted {_pct(gain)} ({thesis_note})"
-    elif head.compute_bound:
-        advice = (f"keep {_ctas(default)}/SM: compute bound ({head.dram_per_inst:.3g} DRAM reads per warp "
+    elif head == THESIS and thesis.compute_bound:
+        advice = (f"keep {_ctas(default)}/SM: compute bound ({thesis.dram_per_inst:.3g} DRAM reads per warp "
                   f"instruction < {COMPUTE_BOUND_RATIO}) ({thesis_note})")
     else:
-        advice = f"keep {_ctas(default)}/SM: no lower MD is predicted faster ({thesis_note})"
-    return MdDecision(default, occ.limiter, thesis, simulated, head.method, rec, gain, t_md, t_gain,
+        why = ""
+        if timing is not None:
+            k = timing.time(default)
+            why = f"; bound by {k.bound_label}"
+        advice = f"keep {_ctas(default)}/SM: no lower MD is predicted faster{why} ({thesis_note})"
+    return MdDecision(default, occ.limiter, thesis, timing, head, rec, gain, t_md, t_gain, low,
                       dyn, apply, advice)

@@ -35,12 +35,13 @@ MEMORY_BOUND = "memory bound"
 COMPUTE_BOUND = "computation bound"
 
 DEPARTURE_DEL_COAL = 4.0
-"""Cycles between the departures of two coalesced memory warp requests from one SM. Hong & Kim
-measure it per GPU with microbenchmarks; the slides give no value and our Arch has none. Assumed
-default (of the order they use for GT200-class GPUs); pass a measured value when there is one."""
+"""Cycles between the departures of two coalesced memory warp requests from one SM, for the bare
+formula (`mwp_cwp`). Hong & Kim measure it per GPU with microbenchmarks; the slides give no value.
+Assumed (of the order they use for GT200-class GPUs); `mwp_cwp_for_arch` takes the Arch's
+``departure_del_coal`` instead."""
 DEPARTURE_DEL_UNCOAL = 10.0
-"""Cycles between the departures of two transactions of an uncoalesced memory warp request.
-Assumed default, as DEPARTURE_DEL_COAL."""
+"""Cycles between the departures of two transactions of an uncoalesced memory warp request, for
+the bare formula; `mwp_cwp_for_arch` takes the Arch's ``departure_del_uncoal``."""
 ISSUE_CYCLES = 4.0
 """#Issue_cycles per warp instruction: 32 threads on 8 SPs take 4 cycles (GT200-class SM, the
 GPUs of the slides). Pass the value of the Arch at hand (e.g. 1 or 2 on later SMs)."""
@@ -162,10 +163,9 @@ def mwp_cwp(*, warps_per_sm: float, coal_mem_insts: float, uncoal_mem_insts: flo
 
 
 def dram_bandwidth_gbs(arch: Arch) -> float:
-    """Peak DRAM bandwidth of the Arch's DRAM model: every channel moves one transaction per
-    burst time; bytes per SM cycle x SM clock in GHz = GB/s."""
-    d = arch.dram
-    return d.channels * d.transaction / max(d.burst_cycles, 1) * arch.clock_mhz / 1000.0
+    """Peak DRAM bandwidth of the Arch (GB/s): its explicit, sourced ``dram.bandwidth_gbs``. (The
+    DRAM model's integer burst cycles only approximate it: -24% on h100, +16% on a100.)"""
+    return float(arch.dram.bandwidth_gbs)
 
 
 def insts_per_warp(cta_insts: np.ndarray | None, warps_per_block: int,
@@ -181,15 +181,17 @@ def mwp_cwp_for_arch(arch: Arch, *, ctas_per_sm: int, threads_per_block: int, bl
                      coal_mem_insts: float, uncoal_mem_insts: float, uncoal_per_mw: float,
                      mem_ld: float, total_insts: float | None = None,
                      cta_insts: np.ndarray | None = None,
-                     departure_del_coal: float = DEPARTURE_DEL_COAL,
-                     departure_del_uncoal: float = DEPARTURE_DEL_UNCOAL,
+                     departure_del_coal: float | None = None,
+                     departure_del_uncoal: float | None = None,
                      issue_cycles: float = ISSUE_CYCLES, load_bytes_per_warp: float | None = None,
                      mem_bandwidth_gbs: float | None = None) -> MwpCwp:
     """`mwp_cwp` with the machine from an Arch: clock, SM count, DRAM bandwidth
-    (`dram_bandwidth_gbs` unless given), N = ctas_per_sm x warps per block, #Active_SMs =
-    min(SMs, blocks); Load_bytes_per_warp defaults to 4 B x warp size (one coalesced word per
-    lane). Instructions per warp: ``total_insts`` if given, else from ``cta_insts`` (per-CTA
-    dynamic warp instructions), else the documented estimate."""
+    (`dram_bandwidth_gbs` unless given), departure delays (the Arch's unless given), N =
+    ctas_per_sm x warps per block, #Active_SMs = min(SMs, blocks); Load_bytes_per_warp defaults to
+    4 B x warp size (one coalesced word per lane: the slides' cache-less case; with caches pass the
+    bytes the simulation moved, as `tuiprof.model.timing` does). Instructions per warp:
+    ``total_insts`` if given, else from ``cta_insts`` (per-CTA dynamic warp instructions), else
+    the documented estimate."""
     warps_per_block = -(-threads_per_block // arch.warp_size)
     mem = coal_mem_insts + uncoal_mem_insts
     if total_insts is not None:
@@ -202,7 +204,8 @@ def mwp_cwp_for_arch(arch: Arch, *, ctas_per_sm: int, threads_per_block: int, bl
         uncoal_per_mw=uncoal_per_mw, freq_ghz=arch.clock_mhz / 1000.0,
         mem_bandwidth_gbs=mem_bandwidth_gbs if mem_bandwidth_gbs is not None else dram_bandwidth_gbs(arch),
         active_sms=min(arch.sm_count, blocks), blocks=blocks, threads_per_block=threads_per_block,
-        departure_del_coal=departure_del_coal, departure_del_uncoal=departure_del_uncoal,
+        departure_del_coal=arch.departure_del_coal if departure_del_coal is None else departure_del_coal,
+        departure_del_uncoal=arch.departure_del_uncoal if departure_del_uncoal is None else departure_del_uncoal,
         issue_cycles=issue_cycles,
         load_bytes_per_warp=load_bytes_per_warp if load_bytes_per_warp is not None else 4.0 * arch.warp_size,
         warp_size=arch.warp_size, insts_source=source)

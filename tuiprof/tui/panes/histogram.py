@@ -1,5 +1,5 @@
 """The Monte Carlo histogram: the distribution over trials of one quantity (paper 000 Figs. 5-6),
-its mean, std and 95% interval, trials done / planned, a measured value (ncu) drawn as a dashed
+its mean with its 95% confidence interval, std and the spread of trials, trials done / planned, a measured value (ncu) drawn as a dashed
 marker like the paper's dashed line, and the convergence of the std with the number of trials
 (paper 000 Fig. 7)."""
 
@@ -24,7 +24,7 @@ class Series:
     title: str
     values: np.ndarray
     estimate: Any
-    """An Estimate (mean, std, lo, hi, n)."""
+    """An Estimate (mean, std, spread of trials, confidence interval, n)."""
     ratio: bool
     """A hit ratio (shown in %) rather than cycles."""
     planned: int
@@ -84,10 +84,10 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
                     cells.append((glyph, "$primary"))
         lines.append(Content.assemble(*cells))
     lines.append(Content.styled(f"{0:>{axis_w - 1}} └" + "─" * plot_w, "$text-muted"))
-    # Interval and mean under the axis: ├───▲───┤ (95% interval, mean).
+    # Spread of trials and mean under the axis: ├───▲───┤ (mean +- 1.96 std, mean).
     marks = [" "] * plot_w
-    if fmt.finite(e.lo) and fmt.finite(e.hi):
-        a, b = column(e.lo), column(e.hi)
+    if fmt.finite(e.spread_lo) and fmt.finite(e.spread_hi):
+        a, b = column(e.spread_lo), column(e.spread_hi)
         for x in range(a, b + 1):
             marks[x] = "─"
         marks[a], marks[b] = "├", "┤"
@@ -100,8 +100,9 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     lines.append(Content.styled(" " * (axis_w + 1) + left + right.rjust(max(1, plot_w - len(left))), "$text-muted"))
     lines.append(Content.assemble(
         ("mean ", "$text-muted"), (_value(e.mean, s.ratio, 2), "bold"),
+        (f" ±{_value((e.ci_hi - e.ci_lo) / 2, s.ratio, 2)} CI", "$text-muted"),
+        ("  trials 95% ", "$text-muted"), (f"[{_value(e.spread_lo, s.ratio, 1)}, {_value(e.spread_hi, s.ratio, 1)}]", ""),
         ("  std ", "$text-muted"), (_value(e.std, s.ratio, 2), ""),
-        ("  95% ", "$text-muted"), (f"[{_value(e.lo, s.ratio, 1)}, {_value(e.hi, s.ratio, 1)}]", ""),
     ))
     if m is not None:
         lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio, 1), "bold"),

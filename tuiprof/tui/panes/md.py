@@ -1,5 +1,5 @@
-"""The MD decision (paper 002): both predictions side by side (thesis rules, simulation), the
-default and the recommended MD, the predicted gain and how to apply it. While the MD sweep runs
+"""The MD decision: both predictions side by side (the timing model, paper 002's thesis rules), the
+default and the recommended MD, the predicted gain with its range and confidence, and how to apply it. While the MD sweep runs
 the pane shows its progress; `m` picks an MD to rerun at."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def md_marks(md: int, decision: Any, current: int | None) -> str:
 
 
 def render_md(decisions: Any | None, sweep: Any | None, current: int | None, width: int) -> Content:
-    title = Content.assemble(("MD decision", "bold"), ("  (paper 002: CTAs per SM)", "$text-muted"))
+    title = Content.assemble(("MD decision", "bold"), ("  (CTAs per SM: timing model, paper 002 beside it)", "$text-muted"))
     if decisions is None:
         return Content("\n").join([title, Content.styled("waiting for the main run…", "$text-muted")])
     d = decisions.md
@@ -39,29 +39,27 @@ def render_md(decisions: Any | None, sweep: Any | None, current: int | None, wid
             lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate, 1)}, "
                                         f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", "$text-muted"))
         return Content("\n").join(lines)
-    sim = d.simulated
-    gain = f"{100 * d.gain:+.1f}%"
-    if decisions.gain_interval is not None:
-        lo, hi = decisions.gain_interval
-        gain += f" [{100 * lo:+.0f}%…{100 * hi:+.0f}%]"
+    timing = d.timing
+    sims = {s.md: s for s in decisions.md_samples}
     lines = [title, Content.assemble(
         ("default ", "$text-muted"), (f"{d.default_md}", "bold"), (f" (by {d.limiter}) → recommended ", "$text-muted"),
-        (f"{d.recommended_md}", "bold $text-success"), ("  gain ", "$text-muted"), (gain, "bold"),
-        (f"  [{d.headline}]", "$text-muted"))]
-    lines.append(Content.styled("     MD   miss  DRAM/CTA  thesis P  sim P", "$text-muted"))
-    best_p = max((r.relative_performance for r in (sim or d.thesis).rows if fmt.finite(r.relative_performance)),
-                 default=1.0)
+        (f"{d.recommended_md}", "bold $text-success"), ("  gain ", "$text-muted"),
+        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", "$text-muted"))]
+    lines.append(Content.styled("     MD   miss  DRAM/CTA  thesis P timing P", "$text-muted"))
+    perf = [timing.relative_performance(m) for m in range(1, len(timing.times) + 1)] if timing else \
+        [r.relative_performance for r in d.thesis.rows]
+    best_p = max((x for x in perf if fmt.finite(x)), default=1.0)
     for r in d.thesis.rows:
-        srow = sim.row(r.md) if sim is not None and r.md <= sim.max_md else None
+        srow = sims.get(r.md)
         src = srow or r
-        p = srow.relative_performance if srow else None
+        p = timing.relative_performance(r.md) if timing is not None and r.md <= len(timing.times) else None
         bar = fmt.hbar((p if p is not None else r.relative_performance) / best_p if best_p else None,
                        max(0, min(12, width - 46)))
         style = "bold" if r.md == d.recommended_md else ""
         lines.append(Content.assemble(
             (f"  {md_marks(r.md, d, current)}", "bold $text-success" if r.md == d.recommended_md else "$text-accent"),
             (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 6)} {fmt.num(src.dram_reads_per_cta, 1, 9)}"
-             f" {fmt.num(r.relative_performance, 2, 9)} {fmt.num(p, 2, 6)} ", style), (bar, "$primary")))
+             f" {fmt.num(r.relative_performance, 2, 9)} {fmt.num(p, 2, 8)} ", style), (bar, "$primary")))
     lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · P = throughput vs MD 1",
                                 "$text-muted"))
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))

@@ -29,12 +29,12 @@ from tuiprof.tui.text import MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
 HOT = 3
 """Ops ranked 1..HOT by cost share get the hot marker ▶."""
 FULL_GUTTER_WIDTH = 110
-"""Pane width from which the gutter shows bars and the full [lo–hi] interval."""
+"""Pane width from which the gutter shows bars and the full [lo–hi] spread of trials."""
 GUTTER_FULL = 51
-"""Cells of the full annotation: H1 and H2 (percent and bar, 14 each), X with its interval (18),
+"""Cells of the full annotation: H1 and H2 (percent and bar, 14 each), X with the spread of its trials (18),
 sectors per request (5)."""
 GUTTER_COMPACT = 25
-"""Cells of the compact annotation: H1 and H2 (cell and percent, 6 each), X ± half-interval (9),
+"""Cells of the compact annotation: H1 and H2 (cell and percent, 6 each), X ± half the spread of trials (9),
 sectors per request (4)."""
 MAX_HIGHLIGHT = 200_000
 """Characters of (capped) source text highlighted with pygments (about a second); a longer
@@ -304,9 +304,9 @@ class SourceView(Widget, can_focus=True):
 
     def header(self) -> Content:
         if self.full:
-            cols = f"  rank │ {'H1 (L1 hit)':<14}{'H2 (L2 hit)':<14}{'X cycles [95%]':<18}{'s/r':>5} │ "
+            cols = f"  rank │ {'H1 (L1 hit)':<14}{'H2 (L2 hit)':<14}{'X [trials 95%]':<18}{'s/r':>5} │ "
         else:
-            cols = f"  rank │ {'H1':>5} {'H2':>5} {'X ±95%':>9}{'s/r':>4} │ "
+            cols = f"  rank │ {'H1':>5} {'H2':>5} {'X ±trials':>9}{'s/r':>4} │ "
         where = f"{self.file}  {self.top + 1}–{min(len(self.rows), self.top + self.body_height)}/{len(self.rows)}"
         return Content(cols + where)
 
@@ -322,7 +322,7 @@ class SourceView(Widget, can_focus=True):
         h1 = None if store else (s.h1.mean if s.h1.defined else None)
         h2 = s.h2.mean if s.h2.defined else None
         x = s.x.mean if s.x.defined else None
-        lo, hi = (s.x.lo, s.x.hi) if s.x.defined else (None, None)
+        lo, hi = (s.x.spread_lo, s.x.spread_hi) if s.x.defined else (None, None)
         spr = s.sectors_per_request
         if self.full:
             interval = f"[{fmt.cycles(lo)}–{fmt.cycles(hi)}]"

@@ -151,7 +151,8 @@ class DrillScreen(Screen[None]):
         t1, t2 = self.arch.l1.hit_latency, self.arch.l2.hit_latency
         eq = (f"X = H1·t1 + (1−H1)·[H2·t2 + (1−H2)·Tm] = {fmt.num(s.h1.mean, 3)}·{t1} + … "
               f"with Tm {fmt.cycles(s.tm.mean)} → X {fmt.cycles(s.x.mean)} cycles "
-              f"[{fmt.cycles(s.x.lo)}–{fmt.cycles(s.x.hi)}] (paper 000 sec. 6.1)")
+              f"(trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean ±{fmt.cycles((s.x.ci_hi - s.x.ci_lo) / 2)} "
+              "CI 95%; the model's randomness only) (paper 000 sec. 6.1)")
         self.query_one("#drill-latency", Static).update(Content("\n").join([
             Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60)), Content.styled(eq, "$text-muted")]))
         p = self.pattern

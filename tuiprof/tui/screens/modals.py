@@ -133,8 +133,8 @@ class MdScreen(ModalScreen[int | None]):
             text = f"MD {md:>2}"
             if d is not None:
                 t = d.thesis.row(md).relative_performance if md <= d.thesis.max_md else None
-                s = d.simulated.row(md).relative_performance if d.simulated and md <= d.simulated.max_md else None
-                text += f"   thesis P {fmt.num(t, 2, 5)}   sim P {fmt.num(s, 2, 5)}"
+                s = d.timing.relative_performance(md) if d.timing and md <= len(d.timing.times) else None
+                text += f"   thesis P {fmt.num(t, 2, 5)}   timing P {fmt.num(s, 2, 5)}"
                 text += "   default" * (md == d.default_md) + "   ★ recommended" * (md == d.recommended_md)
             text += "   ▸ now" * (md == self.current)
             options.append(Option(text, id=str(md)))

@@ -1,0 +1,64 @@
+"""The model's headline figures on the demos, the ones issue 14 part 4 audits: the MD decision of
+spmv-u (timing model, range, thesis rules), the timing model against paper 001's bottleneck on
+spmv-u and stencil7, and the scalar -> vectorized SpMV speedups against paper 000 sec. 6.2's
+measured ones. Not a speed benchmark: slow (minutes), run on demand.
+
+    python benchmarks/model_figures.py [--trials 20] [--sweep-trials 8] [--skip-ranking]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+MEASURED = {"u": 2.4, "b": 3.63, "u128": 2.5, "b128": 14.8}
+"""Paper 000 sec. 6.2: measured speedups of the vectorized SpMV kernel over the scalar one."""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--sweep-trials", type=int, default=8)
+    ap.add_argument("--skip-ranking", action="store_true")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    args = ap.parse_args()
+    from tuiprof.arch.presets import parse_overrides
+    from tuiprof.report import build_report
+    from tuiprof.session import RunConfig
+    from tuiprof.trace.demos import demo_path
+
+    over = parse_overrides(args.overrides)
+    for name in ("spmv-u", "stencil7"):
+        doc = build_report(demo_path(name), RunConfig(trials=args.trials, sweep_trials=args.sweep_trials, overrides=over))
+        d = doc["analysis"]["decisions"]
+        t, b = d["timing"], d["bottleneck"]
+        print(f"{name}: timing model {1e6 * t['time_s']:.1f} us ({t['bound_label']}); MWP/CWP {1e6 * t['mwp_s']:.1f} us; "
+              f"bottleneck (paper 001) {1e6 * b['time_s']:.1f} us ({b['bottleneck']}); DRAM floor "
+              f"{1e6 * t['dram_floor_s']:.1f} us, L2 floor {1e6 * t['l2_floor_s']:.1f} us")
+        m = d["md"]
+        if m is not None:
+            rng = m["gain_range"]
+            print(f"  MD: default {m['default_md']}, recommended {m['recommended_md']} ({m['headline']}) gain "
+                  f"{m['gain']:+.1%}" + (f" [{rng[0]:+.1%}..{rng[1]:+.1%}]" if rng else "")
+                  + f"; thesis rules {m['thesis_md']} ({m['thesis_gain']:+.1%})"
+                  + ("; LOW CONFIDENCE" if m["low_confidence"] else ""))
+            for r in m["rows"]:
+                k = r["timing"]
+                print(f"    MD {r['md']}: T {1e6 * k['time_s']:9.1f} us  Mem_LD {k['mem_ld']:7.1f}  MWP {k['mwp']:6.2f}  "
+                      f"{k['bound_label']}")
+    if args.skip_ranking:
+        return
+    cfg = RunConfig(trials=max(2, args.trials // 5), sweep=False, seed=3, overrides=over)
+    predicted = {}
+    for m in MEASURED:
+        times = [build_report(demo_path(f"spmv-{v}{m}"), cfg)["analysis"]["decisions"]["timing"]["time_s"]
+                 for v in ("", "vec-")]
+        predicted[m] = times[0] / times[1]
+        print(f"spmv {m}: scalar {1e3 * times[0]:.2f} ms, vectorized {1e3 * times[1]:.2f} ms, predicted speedup "
+              f"{predicted[m]:.2f} (measured {MEASURED[m]})")
+    same = sorted(predicted, key=predicted.get) == sorted(MEASURED, key=MEASURED.get)
+    print("ranking " + ("matches" if same else "DIFFERS FROM") + " paper 000 sec. 6.2: "
+          + " < ".join(sorted(predicted, key=predicted.get)))
+
+
+if __name__ == "__main__":
+    main()
