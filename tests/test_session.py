@@ -120,7 +120,7 @@ def test_the_md_decision_shows_once_every_md_has_its_minimum_and_is_refined() ->
 
 
 def test_sweep_results_do_not_depend_on_the_thread_count() -> None:
-    from tuiprof.model.decisions import md_sample
+    from tuiprof.model.decisions import md_sample, trial_table
     from tuiprof.sim.montecarlo import MonteCarlo
 
     runs = {}
@@ -133,5 +133,6 @@ def test_sweep_results_do_not_depend_on_the_thread_count() -> None:
     assert a1.decisions.sweep_trials == a3.decisions.sweep_trials
     # Each MD's sample is what that MD's run gives alone.
     md = next(m for m in s1.sweep_mds() if m != s1.md)
-    alone = MonteCarlo(s1.trace, s1.arch, trials=9, seed=4, md=md, threads=1, tolerance=0.02, min_trials=8).run()
-    assert a1.decisions.md_samples[md - 1] == md_sample(md, alone, s1.trace)
+    mc = MonteCarlo(s1.trace, s1.arch, trials=9, seed=4, md=md, threads=1, tolerance=0.02, min_trials=8)
+    table = trial_table(mc.run(), s1.trace, s1.arch, mc.op_stats().accesses)
+    assert a1.decisions.md_samples[md - 1] == md_sample(md, table, s1.trace)
