@@ -22,7 +22,8 @@ from tuiprof.trace.demos import CATALOGUE, record_demo  # noqa: E402
 from tuiprof.trace.io import SUFFIX, save_trace  # noqa: E402
 
 SHIPPED = ("vecadd", "spmv-u", "spmv-b", "spmv-b128", "spmv-vec-u", "spmv-vec-b", "spmv-vec-b128",
-           "transpose-naive", "transpose-tiled", "matmul16", "stencil7", "cr", "cr-nbc", "matmul-tile16")
+           "transpose-naive", "transpose-tiled", "matmul16", "stencil7", "cr", "cr-nbc", "bfs",
+           "matmul-tile8", "matmul-tile16", "matmul-tile32")
 """Demos whose traces ship in the package; the others are recorded on first use."""
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from tuiprof.trace import synth
-from tuiprof.trace.io import read_header
+from tuiprof.trace.demos import CATALOGUE
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo_traces"
@@ -239,7 +239,9 @@ def test_every_launch_script_and_source_is_covered() -> None:
         assert c.script.startswith(Path(c.source).stem + "_launch")
     assert {Path(c.source).stem + "_launch.py" for c in CASES} <= scripts  # every source has a default
     shipped = {p.name.removesuffix(".tptrace") for p in DEMO.glob("*.tptrace")}
-    assert shipped == set(SHIPPED), "every shipped trace needs its launch script in SHIPPED"
+    assert shipped <= set(CATALOGUE), "every shipped trace is a demo of the catalogue"
+    assert {d.script for d in CATALOGUE.values()} <= scripts and {d.source for d in CATALOGUE.values()} <= \
+        {c.source for c in CASES}
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: c.script[:-3])
@@ -290,27 +292,26 @@ def test_arguments_match_the_kernel_signature(case_run: tuple[Case, Run]) -> Non
                 assert isinstance(a, np.generic) and a.dtype == want, (launch.kernel, p.name)
 
 
-SHIPPED = {"vecadd": "vecadd_launch.py", "spmv-u": "spmv_launch.py", "spmv-b": "spmv_launch_b.py",
-           "spmv-b128": "spmv_launch_b128.py", "spmv-vec-u": "spmv_launch_vec_u.py",
-           "spmv-vec-b": "spmv_launch_vec_b.py", "spmv-vec-b128": "spmv_launch_vec_b128.py",
-           "transpose-naive": "transpose_launch.py", "transpose-tiled": "transpose_launch_tiled.py",
-           "matmul16": "matmul_launch.py", "stencil7": "stencil_launch.py"}
-"""The demo traces in the repository and the scripts that reproduce them."""
-
-
 def test_shipped_traces_record_the_scripts_launch_and_addresses(case_run: tuple[Case, Run]) -> None:
-    """The .tptrace files made from the synthetic models name the same launch and array bases."""
+    """Each shipped trace (the emulator's recording) names the launch its catalogue entry chooses,
+    and every global address it holds lies in a buffer the script allocates."""
+    from tuiprof.trace.io import load_trace
+
     case, run = case_run
-    demo = next((d for d, s in SHIPPED.items() if s == case.script), None)
-    if demo is None:
-        pytest.skip("no shipped trace")
-    header = read_header(DEMO / f"{demo}.tptrace")
-    first = run.launches[0]
-    assert (header["launch"]["kernel"], tuple(header["launch"]["grid"]), tuple(header["launch"]["block"])) == \
-        (first.kernel, first.grid, first.block)
-    params = (p.name for p in signatures(case.source)[first.kernel])
-    bases = {name: a.base for name, a in zip(params, first.args) if isinstance(a, FakeBuffer)}
-    assert header["provenance"]["generator"]["arrays"] == bases
+    for demo in (d for d in CATALOGUE.values() if d.script == case.script and (DEMO / f"{d.name}.tptrace").exists()):
+        trace = load_trace(DEMO / f"{demo.name}.tptrace")
+        launches = [x for x in run.launches if demo.kernel in (None, x.kernel)]
+        if demo.kernel is None:
+            launches = [x for x in launches if x.kernel == launches[0].kernel]
+        chosen = launches[demo.launch_index]
+        assert (trace.launch.kernel, trace.launch.grid, trace.launch.block) == (chosen.kernel, chosen.grid, chosen.block)
+        lanes = (trace.mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1
+        glob = np.array([trace.ops[o].space == "global" for o in trace.op])
+        addr = trace.addr[glob][lanes[glob].astype(bool)]
+        inside = np.zeros(addr.shape, bool)
+        for b in run.buffers:
+            inside |= (addr >= b.base) & (addr < b.base + b.nbytes)
+        assert inside.all(), demo.name
 
 
 @pytest.mark.skipif(nvcc() is None, reason="nvcc not installed")
