@@ -37,7 +37,8 @@ class RunConfig:
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
-    """Run the MD sweep (paper 002) after the main run, for the MD decision."""
+    """Run the MD sweep (paper 002) for the MD decision: its trials share the main run's workers
+    from the main run's last trials on."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
 
@@ -78,15 +79,19 @@ class TrialDone:
 
 @dataclass(frozen=True)
 class AnalysisUpdated:
-    """The analysis over the trials so far (throttled to about 10 per second)."""
+    """The analysis over the trials so far: during the main run (the first trial at once, then
+    about 10 per second), when it ends (with the models that need no sweep), and with the MD
+    decision so far once every MD has its minimum trials and again as each MD's run ends
+    (``decisions.md_note`` says it may still change)."""
 
     analysis: Any
 
 
 @dataclass(frozen=True)
 class SweepProgress:
-    """The MD sweep (after the main run): `done` of `planned` trials at MD `md`; `mds` are all the
-    MDs the sweep simulates, in order."""
+    """The MD sweep: `done` of `planned` trials at MD `md`; `mds` are all the MDs the sweep
+    simulates, in order. Sent once the main run has ended (progress that lands earlier waits for
+    it), MD by MD as their trials land."""
 
     md: int
     done: int
@@ -117,8 +122,8 @@ class Session:
     """One profiling run of a trace under a RunConfig, reported as events.
 
     Resolution (arch, overrides, MD) happens in the constructor so that a bad configuration fails
-    before any work starts. `run` blocks, emitting events to `on_event` from the calling thread or
-    the simulator's worker threads; `cancel` may be called from any thread.
+    before any work starts. `run` blocks, emitting events to `on_event` from the calling thread
+    (the simulator's worker threads only run trials); `cancel` may be called from any thread.
     """
 
     def __init__(self, trace: Trace, config: RunConfig, path: Path | None = None) -> None:
