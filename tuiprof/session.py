@@ -158,6 +158,7 @@ class Session:
     def run(self, on_event: Callable[[Event], None] | None = None) -> Any:
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
         emit = on_event or (lambda e: None)
+        self._live = on_event is not None  # nobody listens: no intermediate analyses to compute
         try:
             return self._run(emit)
         except TuiprofError as exc:
@@ -206,7 +207,7 @@ class Session:
                 main.append(ev.result)
                 emit(TrialDone(ev.result, len(main), mc.trials))
                 now = time.perf_counter()
-                if now - last >= UPDATE_INTERVAL:
+                if self._live and now - last >= UPDATE_INTERVAL:
                     last = now
                     emit(AnalysisUpdated(self._analyse(mc, sorted(main, key=lambda r: r.index))))
             elif ev.run is mc:  # the main run ended
@@ -225,7 +226,8 @@ class Session:
                     emit(progress)
                 else:
                     queued.append(progress)
-            if main_done and sweep and (ev.result is None or not decided) and self._has_minimum(sweep, per_md):
+            if (self._live and main_done and sweep and (ev.result is None or not decided)
+                    and self._has_minimum(sweep, per_md)):
                 decided = True  # first when every MD has its minimum, then again as each MD ends
                 if not all(run.stop_reason for run in sweep.values()):
                     emit(AnalysisUpdated(self._with_md(analysis, main, per_md, final=False)))
