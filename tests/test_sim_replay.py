@@ -151,3 +151,18 @@ def test_the_l1_hash_table_agrees_with_a_dict() -> None:
         if step % 20 == 0:
             assert [hfind(tab, base, bits, k) for k in range(200)] == [ref.get(k, -1) for k in range(200)]
     assert (tab[:64] == -1).all() and (tab[128:] == -1).all()  # other tables untouched
+
+
+def test_latencies_are_run_time_values_of_one_compiled_kernel() -> None:
+    from tuiprof.sim.replay import replay_kernel
+
+    base = load_arch("tesla-c2050").with_overrides({"sm_count": "3"})
+    what_if = base.with_overrides({"dram.base_latency": "120", "dram.row_miss_cycles": "77", "dram.row_hit_cycles": "5",
+                                   "dram.burst_cycles": "3", "l2.hit_latency": "100"})
+    g, h = Geometry.of(pack_arch(base)), Geometry.of(pack_arch(what_if))
+    assert g == h and replay_kernel(g) is replay_kernel(h)
+    assert Geometry.of(pack_arch(base.with_overrides({"l2.assoc": "32"}))) != g
+    t = contended_trace(1)
+    fast = assert_identical(t, what_if, mds=(2,), seeds=(4,))[0]
+    slow = run_trial(prepare(t, base), base, 2, 4)
+    assert not np.array_equal(fast.dram_batch_latencies, slow.dram_batch_latencies)

@@ -40,7 +40,8 @@ class RunConfig:
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
-    """Run the MD sweep (paper 002) after the main run, for the MD decision."""
+    """Run the MD sweep (paper 002) for the MD decision: its trials share the main run's workers
+    from the main run's last trials on."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
     collect: CollectOptions = field(default_factory=CollectOptions)
@@ -85,15 +86,19 @@ class TrialDone:
 
 @dataclass(frozen=True)
 class AnalysisUpdated:
-    """The analysis over the trials so far (throttled to about 10 per second)."""
+    """The analysis over the trials so far: during the main run (the first trial at once, then
+    about 10 per second), when it ends (with the models that need no sweep), and with the MD
+    decision so far once every MD has its minimum trials and again as each MD's run ends
+    (``decisions.md_note`` says it may still change)."""
 
     analysis: Any
 
 
 @dataclass(frozen=True)
 class SweepProgress:
-    """The MD sweep (after the main run): `done` of `planned` trials at MD `md`; `mds` are all the
-    MDs the sweep simulates, in order."""
+    """The MD sweep: `done` of `planned` trials at MD `md`; `mds` are all the MDs the sweep
+    simulates, in order. Sent once the main run has ended (progress that lands earlier waits for
+    it), MD by MD as their trials land."""
 
     md: int
     done: int
@@ -124,8 +129,8 @@ class Session:
     """One profiling run of a trace under a RunConfig, reported as events.
 
     Resolution (arch, overrides, MD) happens in the constructor so that a bad configuration fails
-    before any work starts. `run` blocks, emitting events to `on_event` from the calling thread or
-    the simulator's worker threads; `cancel` may be called from any thread.
+    before any work starts. `run` blocks, emitting events to `on_event` from the calling thread
+    (the simulator's worker threads only run trials); `cancel` may be called from any thread.
 
     `prepared` is the packing of the same trace by an earlier session (`Session.prepared`): a
     rerun reuses it when the Arch allows (same L1 line and SM count) instead of packing the trace
@@ -256,7 +261,8 @@ class Session:
                     emit(progress)
                 else:
                     queued.append(progress)
-            if main_done and sweep and (ev.result is None or not decided) and self._has_minimum(sweep, per_md):
+            if (self._listening and main_done and sweep and (ev.result is None or not decided)
+                    and self._has_minimum(sweep, per_md)):
                 decided = True  # first when every MD has its minimum, then again as each MD ends
                 if not all(run.stop_reason for run in sweep.values()):
                     emit(AnalysisUpdated(self._with_md(analysis, main, per_md, final=False)))

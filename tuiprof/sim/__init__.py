@@ -9,6 +9,7 @@ from typing import Any
 
 _EXPORTS = {
     "MonteCarlo": "tuiprof.sim.montecarlo",
+    "TrialPool": "tuiprof.sim.montecarlo",
     "Prepared": "tuiprof.sim.prepared",
     "OpCoalescing": "tuiprof.sim.prepared",
     "default_md": "tuiprof.sim.prepared",
