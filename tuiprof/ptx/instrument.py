@@ -192,15 +192,18 @@ class _Emitter:
                 f"mov.u32 {b}, %ctaid.x;", f"mad.lo.u32 {dst}, {dst}, {a}, {b};"]
 
     @staticmethod
-    def _snapshot_warp(sw: str, skip: str) -> list[str]:
-        """`sw` = the warp's index among the snapshot's warps, or branch to `skip` when recording
-        is off or the CTA is not in the snapshot (uniform over the CTA)."""
+    def _warp_state(st: tuple[str, str, str, str], skip: str) -> list[str]:
+        """The warp's recording state in `st` = (sw, cnt, rec, cap): its index among the
+        snapshot's warps (-1 when recording is off or the CTA is not in the snapshot: uniform
+        over the CTA), the address of its WCOUNT counter, the address of its region in BUF (0 in
+        the counting pass) and the region's size in words. Branches to `skip` when done early."""
+        sw, cnt, rec, cap = st
         return [
             "{",
-            ".reg .b64 %tpc_w, %tpc_r;",
+            ".reg .b64 %tpc_w, %tpc_r, %tpc_f, %tpc_b;",
             ".reg .b32 %tpc_c, %tpc_x, %tpc_y, %tpc_z, %tpc_n;",
             ".reg .pred %tpc_q, %tpc_o;",
-            f"mov.u32 {sw}, -1;",
+            f"mov.u32 {sw}, -1;", f"mov.u64 {cnt}, 0;", f"mov.u64 {rec}, 0;", f"mov.u64 {cap}, 0;",
             f"ld.global.v2.u64 {{%tpc_w, %tpc_r}}, [{CTL_SYMBOL}];",
             "setp.eq.u64 %tpc_q, %tpc_w, 0;",
             *_Emitter._cta_id("%tpc_c", ("%tpc_x", "%tpc_y")),
@@ -211,7 +214,7 @@ class _Emitter:
             "or.pred %tpc_q, %tpc_q, %tpc_o;",
             f"@%tpc_q bra {skip};",
             "sub.u32 %tpc_c, %tpc_c, %tpc_x;",
-            # warps per CTA and the warp's index in its CTA (linear thread id / 32)
+            # warps per CTA, and the warp's index in its CTA (linear thread id / 32)
             "mov.u32 %tpc_x, %ntid.x;", "mov.u32 %tpc_y, %ntid.y;", "mov.u32 %tpc_z, %ntid.z;",
             "mul.lo.u32 %tpc_n, %tpc_x, %tpc_y;", "mul.lo.u32 %tpc_n, %tpc_n, %tpc_z;",
             "add.u32 %tpc_n, %tpc_n, 31;", "shr.u32 %tpc_n, %tpc_n, 5;",
@@ -221,6 +224,16 @@ class _Emitter:
             "mad.lo.u32 %tpc_z, %tpc_z, %tpc_y, %tpc_x;",
             "shr.u32 %tpc_z, %tpc_z, 5;",
             f"mad.lo.u32 {sw}, %tpc_c, %tpc_n, %tpc_z;",
+            f"mad.wide.u32 {cnt}, {sw}, 8, %tpc_w;",
+            f"ld.global.v2.u64 {{%tpc_f, %tpc_b}}, [{CTL_SYMBOL}+{8 * CTL_WOFF}];",
+            "setp.eq.u64 %tpc_q, %tpc_f, 0;",
+            f"@%tpc_q bra {skip};",
+            f"mad.wide.u32 %tpc_f, {sw}, 8, %tpc_f;",
+            "ld.global.u64 %tpc_w, [%tpc_f];",
+            "ld.global.u64 %tpc_r, [%tpc_f+8];",
+            f"sub.s64 {cap}, %tpc_r, %tpc_w;",
+            "shl.b64 %tpc_w, %tpc_w, 3;",
+            f"add.s64 {rec}, %tpc_b, %tpc_w;",
             "}",
         ]
 
@@ -250,17 +263,21 @@ class _Emitter:
 
     # ---------------------------------------------------------------- kernel entry and exit
 
+    KERNEL_STATE = ("%tuiprof_sw", "%tuiprof_cnt", "%tuiprof_rec", "%tuiprof_cap")
+
     def kernel_declarations(self) -> str:
-        return "\n\t.reg .b32 %tuiprof_sw;\n\t.reg .b64 %tuiprof_cta;\n"
+        return ("\n\t.reg .b32 %tuiprof_sw;\n\t.reg .b64 %tuiprof_cnt, %tuiprof_rec, %tuiprof_cap, "
+                "%tuiprof_cta;\n")
 
     def prologue(self) -> list[str]:
-        """At kernel entry: the snapshot warp index and the CTA record pointer in kernel-wide
-        registers, and the CTA's start time and SM (lowest lane of each warp, atom.min)."""
+        """At kernel entry: the warp's recording state (`_warp_state`) and the CTA record pointer
+        in kernel-wide registers, and the CTA's start time and SM (lowest lane of each warp,
+        atom.min)."""
         sw_done = self.label()
         skip = self.label()
         return [
             "// tuiprof: kernel prologue",
-            *self._snapshot_warp("%tuiprof_sw", sw_done),
+            *self._warp_state(self.KERNEL_STATE, sw_done),
             f"{sw_done}:",
             *self._cta_pointer("%tuiprof_cta"),
             "{",
@@ -318,15 +335,17 @@ class _Emitter:
         count = self.label()
         word = site | (self.tag << SITE_BITS)
         out = [f"// tuiprof: probe {site}", "{",
-               ".reg .b64 %tp_a, %tp_b, %tp_d, %tp_c, %tp_o, %tp_e, %tp_r, %tp_w;",
-               ".reg .b32 %tp_am, %tp_m, %tp_k, %tp_n, %tp_x, %tp_y, %tp_s, %tp_sw;",
+               ".reg .b64 %tp_a, %tp_b, %tp_d, %tp_e, %tp_r, %tp_w;",
+               ".reg .b32 %tp_am, %tp_m, %tp_k, %tp_n, %tp_x, %tp_y, %tp_s;",
                ".reg .pred %tp_q, %tp_l, %tp_i, %tp_f, %tp_ok, %tp_p;"]
         if in_kernel:
-            out += ["mov.u32 %tp_sw, %tuiprof_sw;", "setp.eq.u32 %tp_q, %tp_sw, -1;", f"@%tp_q bra {skip};"]
+            sw, cnt, rec, cap = self.KERNEL_STATE
         else:
+            sw, cnt, rec, cap = "%tp_sw", "%tp_cnt", "%tp_rec", "%tp_cap"
             done = self.label()
-            out += [*self._snapshot_warp("%tp_sw", done), f"{done}:",
-                    "setp.eq.u32 %tp_q, %tp_sw, -1;", f"@%tp_q bra {skip};"]
+            out += [".reg .b32 %tp_sw;", ".reg .b64 %tp_cnt, %tp_rec, %tp_cap;",
+                    *self._warp_state((sw, cnt, rec, cap), done), f"{done}:"]
+        out += [f"setp.eq.u32 %tp_q, {sw}, -1;", f"@%tp_q bra {skip};"]
         out += address
         if space == "shared":
             out.append(f"or.b64 %tp_a, %tp_a, {SHARED_TAG};")
@@ -343,14 +362,10 @@ class _Emitter:
                 "setp.eq.u32 %tp_q, %tp_m, 0;", f"@%tp_q bra {skip};",
                 *self._leader("%tp_m", "%tp_l", "%tp_k", "%tp_x"),
                 "popc.b32 %tp_n, %tp_m;",
+                f"setp.eq.u64 %tp_q, {rec}, 0;", f"@%tp_q bra {count};",
                 # is this lane in the (guarded) mask; its slot among the active lanes
                 "mov.u32 %tp_x, %lanemask_eq;", "and.b32 %tp_x, %tp_x, %tp_m;", "setp.ne.u32 %tp_i, %tp_x, 0;",
                 "mov.u32 %tp_x, %lanemask_lt;", "and.b32 %tp_x, %tp_x, %tp_m;", "popc.b32 %tp_s, %tp_x;",
-                # this warp's counter
-                f"ld.global.u64 %tp_c, [{CTL_SYMBOL}+{8 * CTL_WCOUNT}];",
-                "mad.wide.u32 %tp_c, %tp_sw, 8, %tp_c;",
-                f"ld.global.v2.u64 {{%tp_o, %tp_b}}, [{CTL_SYMBOL}+{8 * CTL_WOFF}];",
-                "setp.eq.u64 %tp_q, %tp_o, 0;", f"@%tp_q bra {count};",
                 # recording pass: the base is the leader's address; compressed if every offset fits
                 "mov.b64 {%tp_x, %tp_y}, %tp_a;",
                 "shfl.sync.idx.b32 %tp_x, %tp_x, %tp_k, 31, %tp_am;",
@@ -367,20 +382,16 @@ class _Emitter:
                 "selp.b32 %tp_x, %tp_x, %tp_y, %tp_f;",
                 "cvt.u64.u32 %tp_w, %tp_x;",
                 "mov.u64 %tp_r, 0;",
-                "@%tp_l atom.global.add.u64 %tp_r, [%tp_c], %tp_w;",
+                f"@%tp_l atom.global.add.u64 %tp_r, [{cnt}], %tp_w;",
                 "mov.b64 {%tp_x, %tp_y}, %tp_r;",
                 "shfl.sync.idx.b32 %tp_x, %tp_x, %tp_k, 31, %tp_am;",
                 "shfl.sync.idx.b32 %tp_y, %tp_y, %tp_k, 31, %tp_am;",
                 "mov.b64 %tp_r, {%tp_x, %tp_y};",
-                # the warp's region [woff[sw], woff[sw+1]): does the record fit?
-                "mad.wide.u32 %tp_o, %tp_sw, 8, %tp_o;",
-                "ld.global.u64 %tp_c, [%tp_o];",
-                "ld.global.u64 %tp_o, [%tp_o+8];",
-                "add.s64 %tp_r, %tp_r, %tp_c;",
+                # does the record fit the warp's region?
                 "add.s64 %tp_w, %tp_r, %tp_w;",
-                "setp.le.u64 %tp_ok, %tp_w, %tp_o;",
-                "shl.b64 %tp_r, %tp_r, 3;", "add.s64 %tp_r, %tp_b, %tp_r;",
-                # header (leader)
+                f"setp.le.u64 %tp_ok, %tp_w, {cap};",
+                "shl.b64 %tp_r, %tp_r, 3;", f"add.s64 %tp_r, {rec}, %tp_r;",
+                # header (leader), base (leader, compressed)
                 f"selp.b32 %tp_x, {word | COMPRESSED_BIT}, {word}, %tp_f;",
                 "and.pred %tp_p, %tp_ok, %tp_l;",
                 "@%tp_p st.global.v2.u32 [%tp_r], {%tp_m, %tp_x};",
@@ -400,7 +411,7 @@ class _Emitter:
                 # counting pass: the uncompressed size
                 f"{count}:",
                 "add.u32 %tp_x, %tp_n, 1;", "cvt.u64.u32 %tp_w, %tp_x;",
-                "@%tp_l atom.global.add.u64 %tp_w, [%tp_c], %tp_w;",
+                f"@%tp_l atom.global.add.u64 %tp_w, [{cnt}], %tp_w;",
                 f"{skip}:", "}"]
         return out
 
