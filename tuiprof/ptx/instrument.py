@@ -323,7 +323,7 @@ class _Emitter:
         if guard is None:
             return [f"mov.b32 {dst}, {active};"]
         reg, negated = guard
-        return [f"vote.sync.ballot.b32 {dst}, {'!' if negated else ''}{reg}, {active};"]
+        return [f"vote.sync.ballot.b32 {dst}, {'!' if negated else ''}{_reg_text(reg)}, {active};"]
 
     # ---------------------------------------------------------------- the access probe
 
