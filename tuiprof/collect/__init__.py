@@ -1,0 +1,83 @@
+"""Backends that run a kernel and produce a Trace: the emulator (`tuiprof.collect.emu`) and, later,
+the GPU. Both implement the `Device` protocol that launch scripts program against:
+
+    def setup(dev):
+        x = dev.to_device(np.arange(1024, dtype=np.float32))
+        y = dev.zeros(1024, np.float32)
+        dev.launch("saxpy", grid=8, block=128, args=(y, x, np.float32(2.0), np.int32(1024)))
+        print(dev.from_device(y)[:4])
+
+Nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, Union
+
+import numpy as np
+
+Dim = Union[int, Sequence[int]]
+"""A grid or block size: an int (x) or a sequence of up to three ints (x, y, z)."""
+
+
+@dataclass(frozen=True)
+class DeviceArray:
+    """A buffer in device memory: its device address, and the shape and dtype it was made with."""
+
+    address: int
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+KernelArg = Union[DeviceArray, np.generic]
+"""A kernel argument: a DeviceArray for a pointer parameter, a NumPy scalar for a value."""
+
+
+class Device(Protocol):
+    """What a launch script's ``setup(dev)`` may call."""
+
+    def to_device(self, array: np.ndarray) -> DeviceArray:
+        """A new device buffer holding a copy of `array`."""
+
+    def empty(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
+        """A new device buffer (its contents are unspecified; the emulator zeroes it)."""
+
+    def zeros(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
+        """A new zero-filled device buffer."""
+
+    def launch(self, name: str, grid: Dim, block: Dim, args: Sequence[KernelArg], shared: int = 0) -> None:
+        """Run kernel `name` on `grid` x `block` threads with `shared` bytes of dynamic shared memory."""
+
+    def from_device(self, buf: DeviceArray) -> np.ndarray:
+        """A host copy of a device buffer, with the shape and dtype it was created with."""
+
+
+def dim3(value: Dim, what: str) -> tuple[int, int, int]:
+    """A grid or block size as (x, y, z); raises TuiprofError when it is not 1 to 3 positive ints."""
+    from tuiprof.errors import TuiprofError
+
+    if isinstance(value, (int, np.integer)):
+        dims = [int(value)]
+    else:
+        try:
+            dims = [int(v) for v in value]
+        except (TypeError, ValueError):
+            raise TuiprofError(f"{what} must be an int or up to three ints, not {value!r}",
+                               f"for example {what}=(64, 1, 1)") from None
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise TuiprofError(f"{what} {value!r} is not 1 to 3 positive sizes", f"for example {what}=(64, 1, 1)")
+    while len(dims) < 3:
+        dims.append(1)
+    return dims[0], dims[1], dims[2]
+
+
+__all__ = ["Device", "DeviceArray", "Dim", "KernelArg", "dim3"]
