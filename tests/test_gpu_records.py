@@ -216,3 +216,27 @@ def test_record_file(tmp_path) -> None:
         read_record_file(p)
     with pytest.raises(RecordsError, match="cannot read"):
         read_record_file(tmp_path / "missing.tprec")
+
+
+def test_build_trace_from_buffers() -> None:
+    from tuiprof.collect.records import build_trace
+    from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile
+
+    # snapshot CTAs 1..2 of a 3-CTA grid, 40 threads = 2 warps per CTA
+    table = (("k", 4, _op(0)), ("k", 9, _op(1, "store")))
+    sites = (Site("k", 4), Site("k", 9))
+    warps = [[encode(0xFF, 0, {lane: 0x100 + 4 * lane for lane in range(8)})], [],
+             [encode(0x1, 1, {0: SHARED_TAG | 8}), encode(0x3, 0, {0: 0x200, 1: 0x204})], []]
+    words, woff, used = regions(warps)
+    cta = np.array([100, 300, 4, 150, 250, 5, 120, 400, 6], np.uint64)
+    launch = Launch(kernel="k", grid=(3, 1, 1), block=(40, 1, 1), registers_per_thread=20, ctas_per_sm=4)
+    t = build_trace(launch=launch, table=table, sites=sites, tag=0, snapshot=Snapshot(np.array([1, 2], np.int64)),
+                    words=words, woff=woff, used=used, cta=cta, local_bytes=0,
+                    sources=(SourceFile("k.cu", "text"),), provenance=Provenance(backend="gpu", arch="a100"))
+    assert t.warp_cta.tolist() == [0, 0, 1, 1] and t.warp_index.tolist() == [0, 1, 0, 1]
+    assert t.warp_offsets.tolist() == [0, 1, 1, 3, 3]
+    assert t.op.tolist() == [0, 1, 0] and t.mask.tolist() == [0xFF, 0x1, 0x3]
+    assert t.addr[1, 0] == 8 and t.addr[2, 1] == 0x204
+    assert t.ctas.measured_timing and t.ctas.sm.tolist() == [4, 5, 6] and t.ctas.end.tolist() == [200, 150, 300]
+    # op 1 is a global store (as static_ops types a generic access) that reached shared memory once
+    assert t.provenance.generator["generic_ops_by_space"] == {"1": [0, 1, 0]}

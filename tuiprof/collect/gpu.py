@@ -25,11 +25,11 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.build.program import Program
 from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
-from tuiprof.collect.records import cta_records, decode_words, site_to_op, to_accesses
+from tuiprof.collect.records import build_trace
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented, instrument
 from tuiprof.ptx.model import Function, Module, Param
-from tuiprof.trace.model import CtaRecords, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
+from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
 CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
 EMULATOR_HINT = ("run it in the emulator instead: add --backend emu (no GPU needed; the same launch "
@@ -715,38 +715,23 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
                     registers_per_thread=launch.registers_per_thread, static_shared=launch.static_shared,
                     dynamic_shared=launch.dynamic_shared, ctas_per_sm=ctas_per_sm(launch))
     table = ops if ops is not None else static_ops(mod, rec.kernel, program.source.path, program.source.text)
-    static = _unique_ops(table)
-    records = decode_words(rec.words, rec.woff, rec.used)
-    warps = launch.warps_per_cta
-    acc = to_accesses(records, site_to_op(inst.sites, table), len(static), cta_ids=rec.snapshot.cta_ids,
-                      warps_per_cta=warps, local_words=-(-local_bytes // 4), tag=inst.tag)
-    n_ctas = rec.snapshot.n_ctas
-    ctas = cta_records(rec.cta, launch.grid_ctas)
-    generic = {int(i): acc.op_space[i].tolist() for i in range(len(static))
-               if static[i].space == "global" and acc.op_space[i][1:].sum()}
     provenance = Provenance(
         backend="gpu", arch=arch_name, gpu=info.name, tool_version=__version__,
         date=datetime.date.today().isoformat(),
-        generator={"device": info.name, "compute_capability": f"{info.compute_capability[0]}.{info.compute_capability[1]}",
-                   "driver": info.driver, "library": info.library, "sm_clock_mhz": info.clock_mhz,
-                   "memory_clock_mhz": info.memory_clock_mhz, "sm_count": info.sm_count,
-                   "compiler": program.compiler, "target": program.target, "launch_index": choice.index,
-                   "count_ms": counted.elapsed_ms, "record_ms": rec.elapsed_ms,
-                   "snapshot_words": int(rec.used.sum()), "generic_ops_by_space": generic})
-    trace = Trace(launch=launch, ops=static, snapshot=rec.snapshot,
-                  warp_offsets=acc.warp_offsets, warp_cta=np.repeat(np.arange(n_ctas, dtype=np.int32), warps),
-                  warp_index=np.tile(np.arange(warps, dtype=np.int32), n_ctas),
-                  op=acc.op, mask=acc.mask, addr=acc.addr,
-                  sources=tuple(SourceFile(f.path, f.text) for f in program.files),
-                  provenance=provenance, ctas=CtaRecords(sm=ctas.sm, start=ctas.start, end=ctas.end))
+        generator={**device_generator(info), "compiler": program.compiler, "target": program.target,
+                   "launch_index": choice.index, "count_ms": counted.elapsed_ms, "record_ms": rec.elapsed_ms,
+                   "snapshot_words": int(rec.used.sum())})
+    trace = build_trace(launch=launch, table=table, sites=inst.sites, tag=inst.tag, snapshot=rec.snapshot,
+                        words=rec.words, woff=rec.woff, used=rec.used, cta=rec.cta, local_bytes=local_bytes,
+                        sources=tuple(SourceFile(f.path, f.text) for f in program.files), provenance=provenance)
     return GpuRun(trace, counted.elapsed_ms, rec.elapsed_ms, info, timings)
 
 
-def _unique_ops(table: tuple[tuple[str, int, StaticOp], ...]) -> tuple[StaticOp, ...]:
-    by_id: dict[int, StaticOp] = {}
-    for _, _, op in table:
-        by_id.setdefault(op.id, op)
-    return tuple(by_id[i] for i in range(len(by_id)))
+def device_generator(info: DeviceInfo) -> dict[str, object]:
+    """The GPU's facts as a trace's provenance records them."""
+    return {"device": info.name, "compute_capability": f"{info.compute_capability[0]}.{info.compute_capability[1]}",
+            "driver": info.driver, "library": info.library, "sm_clock_mhz": info.clock_mhz,
+            "memory_clock_mhz": info.memory_clock_mhz, "sm_count": info.sm_count}
 
 
 def _missing_launch(program: Program, choice: LaunchChoice) -> str:

@@ -23,9 +23,8 @@ import numpy as np
 
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import KERNEL, njit
-from tuiprof.ptx.instrument import (COMPRESSED_BIT, CTA_WORDS, LOCAL_TAG, MAX_TAG, SHARED_TAG, SITE_BITS,
-                                    Site)
-from tuiprof.trace.model import LANES, CtaRecords, StaticOp
+from tuiprof.ptx.instrument import CTA_WORDS, LOCAL_TAG, MAX_TAG, SHARED_TAG, Site
+from tuiprof.trace.model import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
 LOCAL_TRACE_BASE = 0x7E00_0000_0000
 """Where local-memory addresses are laid out in traces (the emulator's constant of the same name):
@@ -262,6 +261,41 @@ def cta_records(words: np.ndarray, grid_ctas: int) -> CtaRecords:
     return CtaRecords(sm=sm.astype(np.int64), start=(start - t0).astype(np.int64), end=(end - t0).astype(np.int64))
 
 
+def unique_ops(table: tuple[tuple[str, int, StaticOp], ...]) -> tuple[StaticOp, ...]:
+    """The StaticOps of a `tuiprof.ptx.ops.static_ops` table, by id."""
+    by_id: dict[int, StaticOp] = {}
+    for _, _, op in table:
+        by_id.setdefault(op.id, op)
+    return tuple(by_id[i] for i in range(len(by_id)))
+
+
+def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...], sites: tuple[Site, ...],
+                tag: int, snapshot: Snapshot, words: np.ndarray, woff: np.ndarray, used: np.ndarray,
+                cta: np.ndarray, local_bytes: int, sources: tuple[SourceFile, ...],
+                provenance: Provenance) -> Trace:
+    """The Trace of one recorded launch, from its probe buffers (the kernel-file and the
+    whole-program collectors both end here). Generic ops that reached shared or local memory
+    are counted per space in ``provenance.generator["generic_ops_by_space"]``."""
+    ops = unique_ops(table)
+    warps = launch.warps_per_cta
+    acc = to_accesses(decode_words(words, woff, used), site_to_op(sites, table), len(ops),
+                      cta_ids=snapshot.cta_ids, warps_per_cta=warps, local_words=-(-local_bytes // 4), tag=tag)
+    generic = {str(i): acc.op_space[i].tolist() for i in range(len(ops))
+               if ops[i].space == "global" and acc.op_space[i][1:].sum()}
+    gen = dict(provenance.generator)
+    if generic:
+        gen["generic_ops_by_space"] = generic
+    prov = Provenance(backend=provenance.backend, arch=provenance.arch, gpu=provenance.gpu,
+                      tool_version=provenance.tool_version, date=provenance.date, generator=gen,
+                      measured=dict(provenance.measured))
+    n_ctas = snapshot.n_ctas
+    timing = cta_records(cta, launch.grid_ctas) if cta.size else CtaRecords()
+    return Trace(launch=launch, ops=ops, snapshot=snapshot, warp_offsets=acc.warp_offsets,
+                 warp_cta=np.repeat(np.arange(n_ctas, dtype=np.int32), warps),
+                 warp_index=np.tile(np.arange(warps, dtype=np.int32), n_ctas),
+                 op=acc.op, mask=acc.mask, addr=acc.addr, sources=sources, provenance=prov, ctas=timing)
+
+
 # --------------------------------------------------------------------------- record files
 
 
@@ -340,5 +374,5 @@ def read_record_file(path: str | Path) -> list[LaunchRecords]:
 
 
 __all__ = ["Accesses", "LOCAL_TRACE_BASE", "LaunchRecords", "RECORD_MAGIC", "Records", "RecordsError",
-           "check_regions", "cta_records", "decode_words", "read_record_file", "site_to_op", "to_accesses",
-           "COMPRESSED_BIT", "SITE_BITS"]
+           "build_trace", "check_regions", "cta_records", "decode_words", "read_record_file", "site_to_op",
+           "to_accesses", "unique_ops"]
