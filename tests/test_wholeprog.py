@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from tests.ptx_support import CUDA_DIR, find_nvcc
-from tuiprof.build.wholeprog import (RUNTIME_SOURCE, WRAP_FLAGS, build_instrumented, check_args,
+from tuiprof.build.wholeprog import (RUNTIME_SOURCE, WRAP_FLAGS, WholeProgram, build_instrumented, check_args,
                                      load_whole_program, parse_dryrun)
 from tuiprof.collect.records import RECORD_MAGIC, cta_records, read_record_file
-from tuiprof.errors import BuildError
+from tuiprof.errors import BuildError, TuiprofError
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import CTL_SYMBOL, instrument
 
@@ -180,3 +180,59 @@ def test_runtime_reads_the_counting_runs_file(selftest: Path, tmp_path: Path) ->
     assert r.returncode == 1  # another kernel's counts are never used
     r = subprocess.run([str(selftest), "counts", str(f), "_Z1", "3", "1", "5"], capture_output=True, timeout=60)
     assert r.returncode == 1  # CTAs past the counted grid
+
+
+def _fake_program(tmp_path: Path) -> WholeProgram:
+    from tuiprof.build.wholeprog import ModuleMeta
+
+    mods = (ModuleMeta(0, "/src/a.cu", "m0.ptx", "sm_80", (), ("_Z4spmvPfi", "_Z3addIfEvPT_", "_Z3addIiEvPT_"), {}),)
+    return WholeProgram(tmp_path / "app", tmp_path / "app.tuiprof", mods, ())
+
+
+def test_resolve_kernel(tmp_path: Path) -> None:
+    from tuiprof.collect.program_run import resolve_kernel
+
+    prog = _fake_program(tmp_path)
+    assert resolve_kernel(prog, None) is None
+    assert resolve_kernel(prog, "_Z4spmvPfi") == "_Z4spmvPfi"
+    assert resolve_kernel(prog, "spmv") == "_Z4spmvPfi"
+    assert resolve_kernel(prog, "void add<int>(int*)") == "_Z3addIiEvPT_"
+    with pytest.raises(TuiprofError, match="ambiguous"):
+        resolve_kernel(prog, "add")
+    with pytest.raises(TuiprofError, match="no kernel 'gemm'"):
+        resolve_kernel(prog, "gemm")
+
+
+def test_program_exit_and_missing_records(tmp_path: Path) -> None:
+    from tuiprof.collect.program_run import ProgramError, _one_launch, run_program
+
+    script = tmp_path / "prog.sh"
+    script.write_text("#!/bin/sh\necho \"args: $*\"\nexit 3\n")
+    script.chmod(0o755)
+    assert run_program(script, ["a", "b"], dict(os.environ), timeout=60) == 3
+    with pytest.raises(ProgramError, match="prog exited with status 3 before the chosen launch was recorded"):
+        _one_launch(tmp_path / "none.tprec", 3, "counting", "prog")
+    with pytest.raises(ProgramError, match="was killed by SIGSEGV"):
+        _one_launch(tmp_path / "none.tprec", -11, "counting", "prog")
+    with pytest.raises(ProgramError, match="never made the chosen launch"):
+        _one_launch(tmp_path / "none.tprec", 0, "recording", "prog")
+    (tmp_path / "bad.tprec").write_bytes(b"nonsense")
+    with pytest.raises(ProgramError, match="counting run: .* is not a tuiprof record file"):
+        _one_launch(tmp_path / "bad.tprec", 0, "counting", "prog")
+    hang = tmp_path / "hang.sh"
+    hang.write_text("#!/bin/sh\nsleep 30 & sleep 30\n")
+    hang.chmod(0o755)
+    with pytest.raises(ProgramError, match="ran longer than 0.5 s"):
+        run_program(hang, [], dict(os.environ), timeout=0.5)
+
+
+def test_collect_program_without_gpu_is_one_clear_error(tmp_path: Path) -> None:
+    from tuiprof.arch import load_arch
+    from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+    from tuiprof.collect.program_run import collect_program
+
+    if gpu_problem() is None:
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(GpuUnavailable, match="profiling app needs an NVIDIA GPU") as exc:
+        collect_program(_fake_program(tmp_path), [], arch=load_arch("a100"))
+    assert "emulator" in exc.value.hint
