@@ -165,25 +165,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _record_kernel_file(args: argparse.Namespace, source: Path, arch: Any,
                         cc: tuple[int, int]) -> tuple[Any, list[str], str | None]:
-    from tuiprof.arch.occupancy import occupancy
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import LaunchChoice, collect_gpu
+    from tuiprof.collect.gpu import record_kernel_file
     from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
-    from tuiprof.trace.snapshot import choose_snapshot
     from tuiprof.validate import plain_command
 
     script_path = Path(args.launch) if args.launch else find_launch_script(source)
     if script_path is None:
         raise LaunchScriptError(f"no launch script for {source}",
                                 "give one with --launch, or write one with `tuiprof init KERNEL.cu`")
-    script = read_launch_script(script_path)
-    program = build_program(source, compute_capability=cc)
+    run = record_kernel_file(source, read_launch_script(script_path), arch=arch, kernel=args.kernel,
+                             launch_index=args.launch_index, cuda=args.cuda)
+    program = build_program(source, compute_capability=cc)  # the build cache's copy
     kernel = program.kernel(args.kernel).name if args.kernel else None
-    run = collect_gpu(program, script.run, arch_name=arch.name,
-                      snapshot_rule=lambda launch: choose_snapshot(launch, arch),
-                      ctas_per_sm=lambda L: occupancy(arch, L.threads_per_cta, L.registers_per_thread,
-                                                      L.static_shared, L.dynamic_shared).ctas_per_sm,
-                      choice=LaunchChoice(kernel, args.launch_index), cuda=args.cuda)
     cmd = plain_command(str(source.resolve()), str(script_path.resolve()), cc, program.flags,
                         program.compiler.split()[0], args.cuda)
     return run.trace, cmd, kernel

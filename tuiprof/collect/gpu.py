@@ -18,7 +18,8 @@ from __future__ import annotations
 import datetime
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -727,6 +728,42 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     return GpuRun(trace, counted.elapsed_ms, rec.elapsed_ms, info, timings)
 
 
+def record_kernel_file(source: str | Path, script: Any, *, arch: Any, kernel: str | None = None,
+                       launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
+                       flags: Sequence[str] = (), compiler: str = "auto", cuda: str = "cuda-bindings") -> GpuRun:
+    """`tuiprof KERNEL.cu --launch SCRIPT --backend gpu`: compile the kernel file for the GPU at
+    hand, run the launch script (a `tuiprof.collect.script.LaunchScript`) counting then recording
+    the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
+    (an `Arch`). Raises GpuUnavailable without a GPU."""
+    from tuiprof.arch.occupancy import occupancy
+    from tuiprof.build import build_program
+    from tuiprof.ptx import parse_module
+    from tuiprof.trace.snapshot import choose_snapshot
+
+    require_gpu(f"recording {Path(source).name} on the GPU", cuda)
+    drv = _open_driver(cuda)
+    try:
+        program = build_program(source, compute_capability=drv.info.compute_capability, flags=flags,
+                                compiler=compiler)
+        module = parse_module(program.ptx)
+        symbol = program.kernel(kernel).name if kernel else None
+
+        def md(launch: Launch) -> int:
+            return occupancy(arch, launch.threads_per_cta, launch.registers_per_thread, launch.static_shared,
+                             launch.dynamic_shared).ctas_per_sm
+
+        def rule(launch: Launch) -> Snapshot:
+            with_md = Launch(kernel=launch.kernel, grid=launch.grid, block=launch.block,
+                             registers_per_thread=launch.registers_per_thread, static_shared=launch.static_shared,
+                             dynamic_shared=launch.dynamic_shared, ctas_per_sm=md(launch))
+            return choose_snapshot(with_md, arch, ctas=snapshot_ctas, start=snapshot_start)
+
+        return collect_gpu(program, script.run, arch_name=arch.name, snapshot_rule=rule, ctas_per_sm=md,
+                           choice=LaunchChoice(symbol, launch_index), module=module, driver=drv)
+    finally:
+        drv.close()
+
+
 def device_generator(info: DeviceInfo) -> dict[str, object]:
     """The GPU's facts as a trace's provenance records them."""
     return {"device": info.name, "compute_capability": f"{info.compute_capability[0]}.{info.compute_capability[1]}",
@@ -741,4 +778,4 @@ def _missing_launch(program: Program, choice: LaunchChoice) -> str:
 
 
 __all__ = ["CUDA_LIBRARIES", "DeviceInfo", "GpuDevice", "GpuError", "GpuRun", "GpuUnavailable", "LaunchChoice",
-           "collect_gpu", "gpu_problem", "pack_params", "require_gpu"]
+           "collect_gpu", "gpu_problem", "pack_params", "record_kernel_file", "require_gpu"]
