@@ -236,3 +236,14 @@ def test_collect_program_without_gpu_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(GpuUnavailable, match="profiling app needs an NVIDIA GPU") as exc:
         collect_program(_fake_program(tmp_path), [], arch=load_arch("a100"))
     assert "emulator" in exc.value.hint
+
+
+def test_profile_sources_without_gpu(tmp_path: Path) -> None:
+    from tuiprof.arch import load_arch
+    from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+    from tuiprof.collect.program_run import profile_sources
+
+    if gpu_problem() is None:
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(GpuUnavailable, match="profiling a whole program needs an NVIDIA GPU"):
+        profile_sources(["nvcc", "app.cu", "-o", "app"], [], arch=load_arch("a100"), cwd=tmp_path)

@@ -181,6 +181,44 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     return ProgramRun(trace, (code1, code2), tuple(notes))
 
 
+def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, arch: Arch, kernel: str | None = None,
+                    launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
+                    timeout: float | None = None, cwd: Path | None = None) -> ProgramRun:
+    """`tuiprof app.cu [nvcc flags] [-- program args]` and `tuiprof -- nvcc -o app a.cu b.cu`: build
+    the program instrumented (in the user cache, keyed by the command line and the sources'
+    contents, so an unchanged program is not rebuilt), then profile it. A leading ``nvcc`` word
+    and any ``-o`` are dropped: the binary lives in the cache."""
+    import hashlib
+
+    from tuiprof.build.wholeprog import _output_of, build_instrumented, check_args, load_whole_program
+    from tuiprof.collect.gpu import require_gpu
+    from tuiprof.resources import user_cache_dir
+
+    require_gpu("profiling a whole program", hint="whole programs run on the GPU; a kernel file with a launch "
+                "script runs in the emulator (--backend emu)")
+    args = list(nvcc_args)
+    if args and Path(args[0]).name in ("nvcc", "nvcc.exe"):
+        args = args[1:]
+    check_args(args)
+    args, _ = _output_of(args)
+    folder = Path(cwd) if cwd is not None else Path.cwd()
+    h = hashlib.sha256("\0".join(args).encode() + str(folder.resolve()).encode())
+    for a in args:
+        p = folder / a
+        if p.suffix in (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc") and p.is_file():
+            h.update(p.read_bytes())
+    binary = user_cache_dir() / "programs" / h.hexdigest()[:20] / "app"
+    try:
+        prog = load_whole_program(binary) if binary.is_file() else None
+    except TuiprofError:
+        prog = None
+    if prog is None:
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        prog = build_instrumented(args, binary, cwd=folder)
+    return collect_program(prog, program_args, arch=arch, kernel=kernel, launch_index=launch_index,
+                           snapshot_ctas=snapshot_ctas, snapshot_start=snapshot_start, timeout=timeout, cwd=folder)
+
+
 def _read(path: str) -> str | None:
     try:
         return Path(path).read_text(errors="replace")
@@ -188,4 +226,4 @@ def _read(path: str) -> str | None:
         return None
 
 
-__all__ = ["ProgramError", "ProgramRun", "collect_program", "resolve_kernel", "run_program"]
+__all__ = ["ProgramError", "ProgramRun", "collect_program", "profile_sources", "resolve_kernel", "run_program"]
