@@ -117,7 +117,8 @@ bool g_done = false;
 void* entry(const char* name) {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+    // the runtime's own version: cuKernelGetName (12.3) is not found when asking for an older one
+    if (cudaGetDriverEntryPointByVersion(name, &fn, CUDART_VERSION, cudaEnableDefault, &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess)
         return nullptr;
     return fn;
