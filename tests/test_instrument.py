@@ -257,3 +257,19 @@ def test_module_tag_in_every_site_word() -> None:
     inst = parse_module(result.ptx)
     words = [_site_of(i, tag=5) for f in inst.functions.values() for i in f.instructions]
     assert sorted(w for w in words if w is not None) == list(range(len(result.sites)))
+
+
+@needs_ptxas
+@needs_nvcc
+@pytest.mark.parametrize("name", ["ptx_local_mem", "ptx_generic_ptr", "ptx_sync_in_divergence"])
+def test_debug_build_instrumented_assembles(name: str, tmp_path: Path) -> None:
+    """-G code: nearly every access generic (the stack through %SP), all probed and classified."""
+    out = tmp_path / "k.ptx"
+    subprocess.run([find_nvcc(), "-ptx", "-G", "-arch=sm_75", str(CUDA_DIR / f"{name}.cu"), "-o", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    ptx = out.read_text()
+    module = parse_module(ptx)
+    result = instrument(ptx, module)
+    check_structure(module, result)
+    assert "isspacep.local" in result.ptx
+    assert_assembles(result.ptx, tmp_path)
