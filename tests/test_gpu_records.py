@@ -240,3 +240,15 @@ def test_build_trace_from_buffers() -> None:
     assert t.ctas.measured_timing and t.ctas.sm.tolist() == [4, 5, 6] and t.ctas.end.tolist() == [200, 150, 300]
     # op 1 is a global store (as static_ops types a generic access) that reached shared memory once
     assert t.provenance.generator["generic_ops_by_space"] == {"1": [0, 1, 0]}
+
+
+def test_to_accesses_with_two_modules() -> None:
+    """-rdc: a device function of module 1 runs inside module 0's kernel; each tag has its map."""
+    words, woff, used = regions([[encode(0x1, 0, {0: 0x100}), encode(0x1, 0, {0: 0x200}, tag=1),
+                                  encode(0x1, 1, {0: 0x300})]])
+    rec = decode_words(words, woff, used)
+    acc = to_accesses(rec, {0: np.array([0, 2], np.int32), 1: np.array([1], np.int32)}, 3,
+                      cta_ids=np.array([0]), warps_per_cta=1, local_words=0)
+    assert acc.op.tolist() == [0, 1, 2] and acc.addr[:, 0].tolist() == [0x100, 0x200, 0x300]
+    with pytest.raises(RecordsError, match="records of module 1"):
+        to_accesses(rec, {0: np.array([0, 2], np.int32)}, 3, cta_ids=np.array([0]), warps_per_cta=1, local_words=0)

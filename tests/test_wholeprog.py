@@ -122,6 +122,24 @@ def test_two_units_with_rdc_link(tmp_path: Path) -> None:
     assert {s.function for s in lib_sites} == {"_Z6scaledPKfi", "_Z4fillPffi"}
     with pytest.raises(BuildError, match="no instrumented module defines kernel nothere"):
         prog.module_with("nothere")
+    # the kernel's op table covers the device function it calls in the other unit
+    from tuiprof.build.wholeprog import linked_module
+    from tuiprof.collect.records import site_to_op
+    from tuiprof.ptx.ops import static_ops
+
+    main = prog.module_with("_Z5applyPfPKfi")
+    module, lent = linked_module(prog, main)
+    assert set(lent) == {1} and module.functions["_Z6scaledPKfi"].has_body
+    table = static_ops(module, "_Z5applyPfPKfi", main.source, Path(main.source).read_text())
+    files = {op.file for _, _, op in table}
+    assert files == {"wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"}
+    borrowed = [op for fn, _, op in table if fn == "_Z6scaledPKfi"]
+    assert len(borrowed) == 1 and borrowed[0].kind == "load" and borrowed[0].line == 5
+    lib_map = site_to_op(lib_sites, table)
+    for site, op_id in zip(lib_sites, lib_map.tolist()):
+        assert (op_id >= 0) == (site.function == "_Z6scaledPKfi")
+    assert set(site_to_op(main.sites, table).tolist()) | set(lib_map[lib_map >= 0].tolist()) == \
+        set(range(len({op.id for _, _, op in table})))
 
 
 @needs_toolkit

@@ -13,12 +13,14 @@ module's original PTX (for the StaticOp table and the source mapping).
 
 What this does not do (yet), said in the README: ``-c``/``-ptx``/``-cubin`` builds (nothing to
 link the runtime into), NVRTC-only machines (a toolkit's nvcc is needed), launches through
-``cudaLaunchKernelEx``/CUDA graphs/driver-API modules (not wrapped), device functions called
-across translation units with ``-rdc`` (their records carry another module's tag and are refused).
+``cudaLaunchKernelEx``/CUDA graphs/driver-API modules (not wrapped). Device functions called
+across translation units with ``-rdc`` are recorded with their own module's tag, and
+`linked_module` gives the StaticOp table that covers them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -36,7 +38,7 @@ from tuiprof.build.program import KernelResources
 from tuiprof.build.toolchain import find_nvcc
 from tuiprof.errors import BuildError
 from tuiprof.ptx.instrument import Site, instrument
-from tuiprof.ptx.model import PtxError
+from tuiprof.ptx.model import Module, PtxError, SourceLoc
 from tuiprof.resources import user_cache_dir
 
 WRAP_FLAGS = ("-Wl,--wrap=__cudaLaunchKernel", "-Wl,--wrap=__cudaLaunchKernel_ptsz", "-Wl,--wrap=cudaLaunchKernel")
@@ -355,6 +357,45 @@ def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
     return WholeProgram(path, folder, modules, tuple(str(a) for a in data.get("nvcc_args", [])))
 
 
+FILE_STRIDE = 1000
+"""Another module's ``.file`` numbers are shifted by tag x FILE_STRIDE in a linked module."""
+
+
+def linked_module(prog: WholeProgram, main: ModuleMeta) -> tuple[Module, dict[int, tuple[Site, ...]]]:
+    """`main`'s PTX module with the bodies of the device functions it only declares taken from
+    the program's other modules (``-rdc`` programs call across translation units), their
+    ``.file`` numbers shifted apart; and the site tables of the modules that lent a body, by tag.
+    `tuiprof.ptx.ops.static_ops` on it gives ops for the borrowed functions too."""
+    from tuiprof.ptx import parse_module
+
+    base = parse_module(prog.ptx_text(main))
+    functions = dict(base.functions)
+    files = dict(base.files)
+    lent: dict[int, tuple[Site, ...]] = {}
+    missing = {n for n, f in functions.items() if not f.has_body}
+    for other in prog.modules:
+        if other.tag == main.tag or not missing or other.target != main.target:
+            continue
+        mod = parse_module(prog.ptx_text(other))
+        shift = FILE_STRIDE * other.tag
+        for name in sorted(missing):
+            fn = mod.functions.get(name)
+            if fn is None or not fn.has_body:
+                continue
+            functions[name] = dataclasses.replace(fn, instructions=tuple(
+                dataclasses.replace(i, loc=_shift_loc(i.loc, shift)) for i in fn.instructions))
+            missing.discard(name)
+            lent[other.tag] = other.sites
+            files.update({k + shift: v for k, v in mod.files.items()})
+    return dataclasses.replace(base, functions=functions, files=files), lent
+
+
+def _shift_loc(loc: SourceLoc | None, shift: int) -> SourceLoc | None:
+    if loc is None:
+        return None
+    return dataclasses.replace(loc, file=loc.file + shift, inlined_at=_shift_loc(loc.inlined_at, shift))
+
+
 def _run(cmd: list[str], cwd: Path, timeout: float, what: str) -> subprocess.CompletedProcess[str]:
     """Run a build step in its own process group (a timeout ends its children too)."""
     try:
@@ -376,4 +417,4 @@ def _tail(text: str, limit: int = 3000) -> str:
 
 
 __all__ = ["Dryrun", "ModuleMeta", "Step", "WRAP_FLAGS", "WholeProgram", "build_instrumented", "check_args",
-           "load_whole_program", "parse_dryrun", "runtime_object"]
+           "linked_module", "load_whole_program", "parse_dryrun", "runtime_object"]

@@ -116,8 +116,8 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
                     launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
                     timeout: float | None = None, cwd: Path | None = None) -> ProgramRun:
     """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program."""
+    from tuiprof.build.wholeprog import linked_module
     from tuiprof.collect.gpu import _open_driver, device_generator, require_gpu
-    from tuiprof.ptx import parse_module
     from tuiprof.ptx.ops import static_ops
 
     require_gpu(f"profiling {prog.binary.name}", hint="whole programs run on the GPU; a kernel file with a launch "
@@ -155,10 +155,10 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
                            "the program must make the same launches every time it runs")
     records = rec.records()
     tags = set(records.tag.tolist())
-    if len(tags) == 1:
-        module = prog.module_by_tag(tags.pop())
-    ptx = prog.ptx_text(module)
-    mod = parse_module(ptx)
+    owners = [t for t in tags if rec.kernel in prog.module_by_tag(t).kernels]
+    if len(owners) == 1:  # the kernel's own module (a multi-arch build defines it in several)
+        module = prog.module_by_tag(owners[0])
+    mod, lent = linked_module(prog, module)
     source_text = _read(module.source)
     table = static_ops(mod, rec.kernel, module.source, source_text)
     try:
@@ -175,9 +175,12 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     provenance = Provenance(backend="gpu", arch=arch.name, gpu=gpu_name, tool_version=__version__,
                             date=datetime.date.today().isoformat(), generator=gen)
     local = res.local_bytes_per_thread if res else 0
+    sources = [SourceFile(module.source, source_text or "")]
+    sources += [SourceFile(prog.module_by_tag(t).source, _read(prog.module_by_tag(t).source) or "")
+                for t in sorted(lent) if prog.module_by_tag(t).source != module.source]
     trace = build_trace(launch=launch, table=table, sites=module.sites, tag=module.tag, snapshot=snapshot,
                         words=rec.words, woff=rec.woff, used=rec.used, cta=rec.cta, local_bytes=local,
-                        sources=(SourceFile(module.source, source_text or ""),), provenance=provenance)
+                        sources=tuple(sources), provenance=provenance, other_sites=lent)
     return ProgramRun(trace, (code1, code2), tuple(notes))
 
 

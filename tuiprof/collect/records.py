@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -193,29 +194,35 @@ def site_to_op(sites: tuple[Site, ...], ops: tuple[tuple[str, int, StaticOp], ..
     return out
 
 
-def to_accesses(rec: Records, site_ops: np.ndarray, n_ops: int, *, cta_ids: np.ndarray, warps_per_cta: int,
-                local_words: int, tag: int = 0) -> Accesses:
-    """Records -> warp accesses of a kernel: op ids from `site_ops` (`site_to_op`), space tags
-    stripped, local addresses laid out as `LOCAL_TRACE_BASE` says with `local_words` 4-byte words
-    per thread (raised to cover the largest local offset seen). `cta_ids` are the snapshot's
-    linear CTA ids; warp w of the records is warp ``w % warps_per_cta`` of CTA
-    ``cta_ids[w // warps_per_cta]``. Records of another module tag, or of sites outside the
-    kernel, raise RecordsError."""
+def to_accesses(rec: Records, site_ops: np.ndarray | Mapping[int, np.ndarray], n_ops: int, *, cta_ids: np.ndarray,
+                warps_per_cta: int, local_words: int, tag: int = 0) -> Accesses:
+    """Records -> warp accesses of a kernel: op ids from `site_ops` (`site_to_op` of the module
+    with tag `tag`, or tag -> such a map when several modules' code runs: device functions of
+    other translation units), space tags stripped, local addresses laid out as
+    `LOCAL_TRACE_BASE` says with `local_words` 4-byte words per thread (raised to cover the
+    largest local offset seen). `cta_ids` are the snapshot's linear CTA ids; warp w of the
+    records is warp ``w % warps_per_cta`` of CTA ``cta_ids[w // warps_per_cta]``. Records of a
+    module without a map, or of sites outside the kernel, raise RecordsError."""
     if not 0 <= tag <= MAX_TAG:
         raise RecordsError(f"module tag {tag} out of range", "please report it")
+    maps = dict(site_ops) if isinstance(site_ops, Mapping) else {tag: site_ops}
     n_w = rec.warp_offsets.shape[0] - 1
     if n_w != cta_ids.shape[0] * warps_per_cta:
         raise RecordsError(f"{n_w} warp regions for {cta_ids.shape[0]} snapshot CTAs of {warps_per_cta} warps",
                            "the probe buffers do not match the launch; record again")
-    if rec.n_records and np.any(rec.tag != tag):
-        other = int(rec.tag[rec.tag != tag][0])
-        raise RecordsError(f"records of module {other} in a launch of module {tag}",
-                           "a device function of another translation unit was probed; see the README "
-                           "('On a GPU') for what whole programs support")
-    if rec.n_records and (rec.site.max() >= site_ops.shape[0] or np.any(site_ops[rec.site] < 0)):
-        raise RecordsError("a record names a memory access outside the launched kernel",
-                           "the instrumented PTX and the site table do not match; rebuild")
-    op = site_ops[rec.site].astype(np.int32) if rec.n_records else np.zeros(0, np.int32)
+    op = np.zeros(rec.n_records, np.int32)
+    for t in np.unique(rec.tag).tolist():
+        rows = rec.tag == t
+        m = maps.get(int(t))
+        if m is None:
+            raise RecordsError(f"records of module {t} in a launch of module {tag}",
+                               "a device function of a translation unit tuiprof has no table for was probed; "
+                               "see the README ('On a GPU') for what whole programs support")
+        sites = rec.site[rows]
+        if sites.max() >= m.shape[0] or np.any(m[sites] < 0):
+            raise RecordsError("a record names a memory access outside the launched kernel",
+                               "the instrumented PTX and the site table do not match; rebuild")
+        op[rows] = m[sites]
     raw = rec.addr
     tags = raw & np.uint64(SHARED_TAG | LOCAL_TAG)
     addr = raw & ~np.uint64(SHARED_TAG | LOCAL_TAG)
@@ -272,13 +279,18 @@ def unique_ops(table: tuple[tuple[str, int, StaticOp], ...]) -> tuple[StaticOp, 
 def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...], sites: tuple[Site, ...],
                 tag: int, snapshot: Snapshot, words: np.ndarray, woff: np.ndarray, used: np.ndarray,
                 cta: np.ndarray, local_bytes: int, sources: tuple[SourceFile, ...],
-                provenance: Provenance) -> Trace:
+                provenance: Provenance, other_sites: Mapping[int, tuple[Site, ...]] | None = None) -> Trace:
     """The Trace of one recorded launch, from its probe buffers (the kernel-file and the
-    whole-program collectors both end here). Generic ops that reached shared or local memory
+    whole-program collectors both end here). `other_sites` are the site tables of other modules
+    whose device functions the kernel calls (``-rdc`` programs; `table` must cover them, see
+    `tuiprof.build.wholeprog.linked_module`). Generic ops that reached shared or local memory
     are counted per space in ``provenance.generator["generic_ops_by_space"]``."""
     ops = unique_ops(table)
     warps = launch.warps_per_cta
-    acc = to_accesses(decode_words(words, woff, used), site_to_op(sites, table), len(ops),
+    maps = {tag: site_to_op(sites, table)}
+    for t, s in (other_sites or {}).items():
+        maps[t] = site_to_op(s, table)
+    acc = to_accesses(decode_words(words, woff, used), maps, len(ops),
                       cta_ids=snapshot.cta_ids, warps_per_cta=warps, local_words=-(-local_bytes // 4), tag=tag)
     generic = {str(i): acc.op_space[i].tolist() for i in range(len(ops))
                if ops[i].space == "global" and acc.op_space[i][1:].sum()}
