@@ -181,3 +181,15 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path, monkeypatch: pyt
 def test_unwritable_folder(tmp_path: Path) -> None:
     with pytest.raises(OutputError):
         save_trace(random_trace(1), tmp_path / "no" / "such" / "dir" / "t.tptrace")
+
+
+def test_saving_the_same_trace_twice_gives_the_same_bytes(tmp_path: Path) -> None:
+    # Demo traces are committed: rebuilding one must not change its file unless its content did.
+    import os
+
+    from tuiprof.trace.demos import demo_path
+
+    t = load_trace(demo_path("vecadd"))
+    first = save_trace(t, tmp_path / "a.tptrace").read_bytes()
+    os.utime(tmp_path / "a.tptrace", (0, 0))
+    assert save_trace(t, tmp_path / "b.tptrace").read_bytes() == first

@@ -18,6 +18,9 @@ from tuiprof.output import write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
+DEFAULT_CU_ARCH = "a100"
+"""The GPU model a CUDA source is profiled for when neither --arch nor its launch script's ARCH
+names one (tuiprof.collect.pipeline uses the same)."""
 MAX_TRIALS = 100_000
 
 
@@ -85,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     _add_run_options(p)
+    _add_collect_options(p)
 
     p = sub.add_parser("archs", help="list the GPU presets with their key figures")
     p.add_argument("--show", metavar="NAME", help="print every value of one preset as TOML-like text")
@@ -95,10 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kernel", metavar="KERNEL.cu", help="the CUDA source file")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: <name>_launch.py beside the source)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it already exists")
-    p.add_argument("--cflag", dest="cflags", action="append", default=[], metavar="FLAG",
-                   help="compiler flag passed through, e.g. --cflag=-Iinclude --cflag=-DN=4 (repeatable)")
-    p.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
-                   help="nvcc, NVRTC, or auto: nvcc when found, else NVRTC (default auto)")
+    _add_compiler_options(p)
+
+    p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script in the emulator, and save the trace")
+    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file")
+    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the .tptrace file to write")
+    p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
+                   "launch script's ARCH, else " + DEFAULT_CU_ARCH + ")")
+    _add_collect_options(p)
 
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
     p.add_argument("target", metavar="TARGET", help="a .tptrace file or a demo name (see `tuiprof demos`)")
@@ -110,8 +118,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     from tuiprof.cli_gpu import add_commands  # build, calibrate, validate (light: argparse only)
 
-    add_commands(sub, _add_run_options)
+    add_commands(sub, _add_run_options, _add_collect_options)
     return parser
+
+
+def _add_compiler_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cflag", dest="cflags", action="append", default=[], metavar="FLAG",
+                   help="compiler flag passed through, e.g. --cflag=-Iinclude --cflag=-DN=4 (repeatable)")
+    p.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
+                   help="nvcc, NVRTC, or auto: nvcc when found, else NVRTC (default auto)")
+
+
+def _add_collect_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("CUDA sources (a .cu TARGET: compiled, run in the emulator, recorded)")
+    g.add_argument("--launch", metavar="SCRIPT", help="the launch script (default: launch.py or "
+                   "<name>_launch.py beside the source; `tuiprof init KERNEL.cu` writes one)")
+    g.add_argument("--kernel", metavar="NAME", help="the kernel to profile (default: the first one launched)")
+    g.add_argument("--launch-index", type=_int_in("--launch-index", 0), default=0, metavar="K",
+                   help="profile the K-th launch of that kernel (default 0, the first)")
+    g.add_argument("--snapshot", type=_int_in("--snapshot", 1), default=None, metavar="N",
+                   help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
+    g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
+                   help="first CTA of the snapshot (default 0)")
+    _add_compiler_options(g)
 
 
 def _add_ui_options(p: argparse.ArgumentParser) -> None:
@@ -120,6 +149,7 @@ def _add_ui_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--theme", metavar="NAME", help="UI theme: tuiprof-dark (default), tuiprof-light, "
                    "tuiprof-high-contrast, or any Textual theme")
     _add_run_options(p)
+    _add_collect_options(p)
 
 
 def run_config(args: argparse.Namespace) -> Any:
@@ -129,16 +159,50 @@ def run_config(args: argparse.Namespace) -> Any:
 
     extra = {} if args.tolerance is None else {"tolerance": args.tolerance or None}
     return RunConfig(arch=args.arch, overrides=parse_overrides(args.overrides), trials=args.trials, seed=args.seed,
-                     md=args.md, sweep=args.sweep, sweep_trials=args.sweep_trials, **extra)
+                     md=args.md, sweep=args.sweep, sweep_trials=args.sweep_trials, collect=collect_options(args), **extra)
+
+
+def collect_options(args: argparse.Namespace) -> Any:
+    """The CollectOptions the collect options ask for (`_add_collect_options`)."""
+    from tuiprof.collect.options import CollectOptions
+
+    return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
+                          launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
+                          cflags=tuple(args.cflags), compiler=args.compiler)
+
+
+def _inputs(target: str, args: argparse.Namespace) -> list[Path]:
+    """Files an output must never overwrite: the target (trace or source) and the launch script."""
+    from tuiprof.trace.demos import resolve_target
+
+    paths = [Path(target) if target.endswith(".cu") else resolve_target(target)]
+    return paths + ([Path(args.launch)] if getattr(args, "launch", None) else [])
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """Compile, emulate and record a `.cu` target into a .tptrace file."""
+    from tuiprof.collect.pipeline import collect_trace
+    from tuiprof.session import RunConfig
+    from tuiprof.trace.io import save_trace
+
+    target = _target_arg(args.target)
+    if not target.endswith(".cu"):
+        raise UsageError(f"{target} is not a CUDA source (.cu)", "record compiles and runs a .cu file; "
+                         "a .tptrace is already a recording")
+    trace = collect_trace(Path(target), RunConfig(arch=args.arch, collect=collect_options(args)))
+    save_trace(trace, args.output, protect=_inputs(target, args))
+    _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
+         f"({trace.snapshot.n_ctas} CTAs) into {args.output}")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tuiprof.report import build_report, render
     from tuiprof.trace.demos import resolve_target
 
-    path = resolve_target(_target_arg(args.target))
-    doc = build_report(path, run_config(args))
-    write_output(render(doc, args.format), args.output, protect=[path])
+    target = _target_arg(args.target)
+    doc = build_report(target, run_config(args))
+    write_output(render(doc, args.format), args.output, protect=_inputs(target, args))
     return 0
 
 
@@ -160,8 +224,7 @@ def _ui_target(target: str) -> Path:
 
     path = Path(_target_arg(target))
     if path.suffix == ".cu":
-        raise UsageError(f"{target}: opening a .cu source needs the trace collector, which this version lacks",
-                         "open a recorded .tptrace file or a demo (`tuiprof demos`)")
+        return path
     if not path.exists() and not target.endswith(".tptrace") and os.sep not in target and target not in demo_names():
         raise UsageError(f"invalid choice: {target!r} is not a command, a file or a demo name",
                          "commands: " + ", ".join(sorted(COMMANDS)) + "; demos: `tuiprof demos`")
@@ -250,7 +313,7 @@ def _arch_text(d: dict[str, Any]) -> str:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
-    "init": cmd_init, "build": cmd_gpu, "calibrate": cmd_gpu, "validate": cmd_gpu,
+    "init": cmd_init, "record": cmd_record, "build": cmd_gpu, "calibrate": cmd_gpu, "validate": cmd_gpu,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")
 

@@ -39,8 +39,10 @@ def choose_backend(args: argparse.Namespace) -> str:
     return "gpu" if gpu_problem(cuda) is None else "emu"
 
 
-def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add the subcommands to `sub` (the CLI's subparsers); `run` dispatches to them."""
+def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], None],
+                 add_collect_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the subcommands to `sub` (the CLI's subparsers; `add_run_options` and
+    `add_collect_options` are the CLI's own option groups); `run` dispatches to them."""
     p = sub.add_parser("build", help="build a CUDA program instrumented for tuiprof (needs nvcc, not a GPU)",
                        description="Build the program an nvcc command line describes, with tuiprof's probes and host "
                        "runtime: `tuiprof build app.cu -o app.instr -arch=sm_80` (any nvcc arguments). The "
@@ -61,13 +63,11 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
     p.add_argument("target", metavar="TARGET", help="a kernel file (.cu, with a launch script) or a program built by "
                    "`tuiprof build`")
     p.add_argument("program_args", nargs="*", metavar="ARG", help="the program's arguments (after --)")
-    p.add_argument("--launch", metavar="SCRIPT", help="launch script of a kernel file (default: found beside it)")
-    p.add_argument("--kernel", metavar="NAME", help="the kernel to validate (default: the first launched)")
-    p.add_argument("--launch-index", type=int, default=0, metavar="N", help="which launch of it, from 0 (default 0)")
     p.add_argument("--cuda", choices=CUDA_LIBRARIES, default="cuda-bindings", help="Python CUDA library")
     p.add_argument("--trace", metavar="FILE", help="where to save the trace with the measurements "
                    "(default: TARGET's name with .tptrace, in the current folder)")
     add_run_options(p)
+    add_collect_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,8 +175,10 @@ def _record_kernel_file(args: argparse.Namespace, source: Path, arch: Any,
         raise LaunchScriptError(f"no launch script for {source}",
                                 "give one with --launch, or write one with `tuiprof init KERNEL.cu`")
     run = record_kernel_file(source, read_launch_script(script_path), arch=arch, kernel=args.kernel,
-                             launch_index=args.launch_index, cuda=args.cuda)
-    program = build_program(source, compute_capability=cc)  # the build cache's copy
+                             launch_index=args.launch_index, snapshot_ctas=args.snapshot,
+                             snapshot_start=args.snapshot_start, flags=args.cflags, compiler=args.compiler,
+                             cuda=args.cuda)
+    program = build_program(source, compute_capability=cc, flags=args.cflags, compiler=args.compiler)  # cached
     kernel = program.kernel(args.kernel).name if args.kernel else None
     cmd = plain_command(str(source.resolve()), str(script_path.resolve()), cc, program.flags,
                         program.compiler.split()[0], args.cuda)
@@ -189,7 +191,8 @@ def _record_program(args: argparse.Namespace, binary: Path, arch: Any) -> tuple[
     from tuiprof.validate import plain_binary
 
     prog = load_whole_program(binary.resolve())
-    run = collect_program(prog, args.program_args, arch=arch, kernel=args.kernel, launch_index=args.launch_index)
+    run = collect_program(prog, args.program_args, arch=arch, kernel=args.kernel, launch_index=args.launch_index,
+                          snapshot_ctas=args.snapshot, snapshot_start=args.snapshot_start)
     for note in run.notes:
         print(f"note: {note}")
     plain = plain_binary(prog.nvcc_args, prog.binary, Path.cwd())

@@ -188,11 +188,10 @@ def document(session: Session, analysis: Analysis | None) -> dict[str, Any]:
             "analysis": analysis_section(analysis) if analysis is not None else None}
 
 
-def build_report(path: Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
-    """Load the trace at `path`, simulate it under `config`, and describe the run."""
-    from tuiprof.trace.io import load_trace
-
-    session = Session(load_trace(path), config, path)
+def build_report(target: str | Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
+    """Open `target` (a trace, a demo name or a .cu source), simulate it under `config`, and
+    describe the run."""
+    session = Session.open(target, config)
     return document(session, session.run(on_event))
 
 

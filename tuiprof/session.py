@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, occupancy
+from tuiprof.collect.options import CollectOptions
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.sim.budget import check_run_memory
 from tuiprof.trace.model import Trace
@@ -43,6 +44,8 @@ class RunConfig:
     """Run the MD sweep (paper 002) after the main run, for the MD decision."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
+    collect: CollectOptions = field(default_factory=CollectOptions)
+    """How a `.cu` target is compiled, launched and recorded (unused for a recorded trace)."""
 
 
 def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
@@ -143,7 +146,13 @@ class Session:
 
     @classmethod
     def open(cls, target: str | Path, config: RunConfig) -> "Session":
-        """A session on a .tptrace path or a demo name."""
+        """A session on a .tptrace path, a demo name, or a CUDA source (compiled, run in the
+        emulator under its launch script, and recorded first)."""
+        if Path(target).suffix == ".cu":
+            from tuiprof.collect.pipeline import collect_trace
+
+            source = Path(target)
+            return cls(collect_trace(source, config), config, source)
         from tuiprof.trace.demos import resolve_target
         from tuiprof.trace.io import load_trace
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import keyword
 import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -27,6 +26,7 @@ from tuiprof.build.signature import (ITEMSIZE, EntryParam, KernelParam, KernelSi
                                      demangled_params, entry_params, kernel_signatures, strip_comments,
                                      type_aliases)
 from tuiprof.errors import BuildError, OutputError
+from tuiprof.output import write_bytes_to
 
 INIT_COMPUTE_CAPABILITY = (9, 0)
 """Target of the compile `tuiprof init` does to read the PTX: recent enough for any kernel."""
@@ -321,8 +321,6 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
     target = Path(output).expanduser() if output is not None else source.with_name(f"{source.stem}_launch.py")
     if target.exists() and not force:
         raise OutputError(f"{target} already exists", "use --force to overwrite it, or -o to write elsewhere")
-    if target.is_dir():
-        raise OutputError(f"{target} is a directory", "give a file name for -o")
     program: Program | None
     try:
         program = build_program(source, compute_capability=INIT_COMPUTE_CAPABILITY, flags=flags, compiler=compiler)
@@ -344,30 +342,6 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
         raise BuildError(f"found no kernel to launch in {source.name}" + ("".join(f"\n  {n}" for n in notes)),
                          "a kernel is a `__global__ void name(...)` function definition")
     script = launch_script(source.name, plans, notes, program.compiler if program is not None else None)
-    _write_atomic(target, script)
+    data = script.encode("utf-8")
+    write_bytes_to(os.fspath(target), lambda fh: fh.write(data), protect=[source])
     return target
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror}", "choose a writable folder") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise OutputError(f"cannot write {path}: {exc.strerror}", "choose a writable folder") from None

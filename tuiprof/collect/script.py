@@ -30,29 +30,52 @@ class LaunchScriptError(TuiprofError):
 
 @dataclass(frozen=True)
 class LaunchScript:
-    """A launch script read and compiled, ready to run against a Device."""
+    """A launch script read and compiled; `load` runs its top level once."""
 
     path: Path
     code: CodeType
 
-    def run(self, dev: object) -> None:
-        """Execute the script, then its ``setup(dev)``; the user's exceptions become LaunchScriptError."""
+    def load(self) -> "LoadedScript":
+        """Execute the script's top level (imports, constants, functions) in a namespace of its own."""
         namespace: dict[str, object] = {"__name__": "__tuiprof_launch__", "__file__": str(self.path)}
-        self._guarded(lambda: exec(self.code, namespace), "while loading it")
+        _guarded(self.path, lambda: exec(self.code, namespace), "while loading it")
         setup = namespace.get("setup")
         if not callable(setup):
             raise LaunchScriptError(f"launch script {self.path} does not define setup(dev)",
                                     "define `def setup(dev):` that launches the kernel (`tuiprof init KERNEL.cu` writes one)")
-        self._guarded(lambda: setup(dev), "in setup(dev)")
+        arch = namespace.get("ARCH")
+        if arch is not None and not isinstance(arch, str):
+            raise LaunchScriptError(f"launch script {self.path}: ARCH must be a preset name (a string), not {arch!r}",
+                                    "for example ARCH = \"v100\", or leave it out and pass --arch")
+        return LoadedScript(self.path, setup, arch)
 
-    def _guarded(self, call: Callable[[], object], where: str) -> None:
-        try:
-            call()
-        except TuiprofError:
-            raise  # the device's own clear errors (bad launch arguments, out-of-bounds access, ...)
-        except Exception as exc:  # the user's code: show its own traceback lines, nothing of ours
-            raise LaunchScriptError(f"launch script {self.path} raised {type(exc).__name__} {where}: {exc}",
-                                    "its traceback:\n" + _script_traceback(exc, self.path)) from None
+    def run(self, dev: object) -> None:
+        """Load the script and run its ``setup(dev)``."""
+        self.load().run(dev)
+
+
+@dataclass(frozen=True)
+class LoadedScript:
+    """A launch script whose top level has run: its ``setup`` and the GPU model it names (``ARCH``)."""
+
+    path: Path
+    setup: Callable[[object], object]
+    arch: str | None
+    """The preset the script was written for (``ARCH = "tesla-c2050"``), used when --arch is not given."""
+
+    def run(self, dev: object) -> None:
+        """``setup(dev)``; the user's exceptions become LaunchScriptError with the script's own lines."""
+        _guarded(self.path, lambda: self.setup(dev), "in setup(dev)")
+
+
+def _guarded(path: Path, call: Callable[[], object], where: str) -> None:
+    try:
+        call()
+    except TuiprofError:
+        raise  # the device's own clear errors (bad launch arguments, out-of-bounds access, ...)
+    except Exception as exc:  # the user's code: show its own traceback lines, nothing of ours
+        raise LaunchScriptError(f"launch script {path} raised {type(exc).__name__} {where}: {exc}",
+                                "its traceback:\n" + _script_traceback(exc, path)) from None
 
 
 def _script_traceback(exc: BaseException, path: Path) -> str:

@@ -23,15 +23,15 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterable
 
 import numpy as np
 
 from tuiprof import __version__
-from tuiprof.errors import OutputError, TraceError
+from tuiprof.errors import TraceError
+from tuiprof.output import write_bytes_to
 from tuiprof.trace.model import (LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile,
                                  StaticOp, Trace)
 
@@ -43,12 +43,6 @@ MAX_HEADER_BYTES = 64 << 20
 _NPY_HEADER_SLACK = 4096
 _CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
 _ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
@@ -182,8 +176,10 @@ def trace_arrays(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     return arrays, unit
 
 
-def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "deflate") -> Path:
-    """Write `t` to `path` atomically (temp file in the same folder, then rename)."""
+def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "deflate",
+               protect: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Write `t` to `path` as `tuiprof.output` writes every file: atomically for a regular file,
+    never over the inputs in `protect`."""
     path = Path(path)
     arrays, unit = trace_arrays(t)
     header = {
@@ -201,27 +197,24 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
                    for k, v in arrays.items()},
     }
     method = {"deflate": zipfile.ZIP_DEFLATED, "lzma": zipfile.ZIP_LZMA}[compression]
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror}", "choose a writable folder") from None
-    try:
-        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", compression=method) as zf:
-            zf.writestr(HEADER, json.dumps(header, separators=(",", ":")))
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+
+    def member(name: str) -> zipfile.ZipInfo:
+        # A fixed timestamp: the same trace gives the same bytes (demo files do not churn).
+        info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = method
+        info.external_attr = 0o644 << 16
+        return info
+
+    def write(fh: BinaryIO) -> None:
+        with zipfile.ZipFile(fh, "w", compression=method) as zf:
+            zf.writestr(member(HEADER), json.dumps(header, separators=(",", ":")))
             for name, a in arrays.items():
                 buf = io.BytesIO()
                 stored = planes(a) if a.dtype.itemsize > 1 else np.ascontiguousarray(a)
                 np.lib.format.write_array(buf, stored, allow_pickle=False)
-                zf.writestr(f"{name}.npy", buf.getvalue())
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise OutputError(f"cannot write {path}: {exc.strerror}", "check the disk space and permissions") from None
-    except BaseException:
-        os.unlink(tmp)
-        raise
+                zf.writestr(member(f"{name}.npy"), buf.getvalue())
+
+    write_bytes_to(os.fspath(path), write, protect=protect)
     return path
 
 

@@ -1,0 +1,999 @@
+"""Decode a kernel (and the device functions it calls) into the interpreter's int64 table.
+
+Done once per kernel. Every register of every function gets a dense slot (64-bit storage per
+lane; predicates as 0/1); immediates, symbol addresses and special registers get slots too,
+filled before a CTA runs, so that every operand is a slot. Functions are laid out one after
+another (the kernel first), each followed by an implicit ``ret`` so that a label at the very end
+has an instruction to name. Device-function parameters live in a per-thread frame in local
+memory; the ``.param`` variables of a call block are aliased to the callee's frame, so that
+``st.param`` before a call and ``ld.param`` after it need no copying.
+
+Anything the interpreter cannot execute is refused here, with the instruction's source line:
+"unsupported PTX instruction X (file.cu:line)".
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
+from tuiprof.errors import TuiprofError
+from tuiprof.ptx.model import (Addr, Args, Function, Imm, Instruction, Label, Module, NegPred, Operand, PredDest, Reg,
+                               Sink, SourceLoc, Special, Sym, TYPE_SIZES, Vec)
+
+# Special registers. Per-thread values depend only on the thread's index; per-CTA ones are
+# written by the interpreter when a CTA starts; per-launch ones are constants of a launch.
+THREAD_SPECIALS = ("tid.x", "tid.y", "tid.z", "laneid", "warpid", "lanemask_eq", "lanemask_lt", "lanemask_le",
+                   "lanemask_gt", "lanemask_ge")
+CTA_SPECIALS = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2, "smid": 3, "clusterid.x": 0, "clusterid.y": 1,
+                "clusterid.z": 2}
+LAUNCH_SPECIALS = ("ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid.z", "nsmid", "nwarpid", "gridid",
+                   "dynamic_smem_size", "total_smem_size", "nclusterid.x", "nclusterid.y", "nclusterid.z",
+                   "cluster_nctaid.x", "cluster_nctaid.y", "cluster_nctaid.z", "cluster_ctaid.x", "cluster_ctaid.y",
+                   "cluster_ctaid.z", "cluster_ctarank", "cluster_nctarank", "is_explicit_cluster")
+CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "globaltimer": CLK_GLOBALTIMER,
+          "globaltimer_lo": CLK_GLOBALTIMER_LO, "globaltimer_hi": CLK_GLOBALTIMER_HI}
+
+NO_EFFECT = frozenset({"membar", "fence", "prefetch", "prefetchu", "pmevent", "brkpt", "griddepcontrol",
+                       "discard", "applypriority", "createpolicy", "elect"})
+"""Instructions with no effect on the emulated results (ordering is sequential here)."""
+
+FLOAT_OPS = {"add": OP_FADD, "sub": OP_FSUB, "mul": OP_FMUL, "fma": OP_FFMA, "mad": OP_FFMA, "div": OP_FDIV,
+             "abs": OP_FABS, "neg": OP_FNEG, "min": OP_FMIN, "max": OP_FMAX, "rcp": OP_FRCP, "sqrt": OP_FSQRT,
+             "rsqrt": OP_FRSQRT, "ex2": OP_FEX2, "lg2": OP_FLG2, "sin": OP_FSIN, "cos": OP_FCOS, "tanh": OP_FTANH,
+             "copysign": OP_COPYSIGN}
+INT_OPS = {"add": OP_IADD, "sub": OP_ISUB, "mul": OP_IMUL, "mad": OP_IMAD, "div": OP_IDIV, "rem": OP_IREM,
+           "abs": OP_IABS, "neg": OP_INEG, "min": OP_IMIN, "max": OP_IMAX, "and": OP_AND, "or": OP_OR,
+           "xor": OP_XOR, "not": OP_NOT, "cnot": OP_CNOT, "shl": OP_SHL, "shr": OP_SHR, "bfe": OP_BFE,
+           "bfi": OP_BFI, "brev": OP_BREV, "clz": OP_CLZ, "popc": OP_POPC, "bfind": OP_BFIND, "prmt": OP_PRMT,
+           "lop3": OP_LOP3, "sad": OP_SAD}
+PRMT_MODES = {"f4e": 1, "b4e": 2, "rc8": 3, "ecl": 4, "ecr": 5, "rc16": 6}
+TESTP = {"finite": TESTP_FINITE, "infinite": TESTP_INFINITE, "number": TESTP_NUMBER,
+         "notanumber": TESTP_NOTANUMBER, "normal": TESTP_NORMAL, "subnormal": TESTP_SUBNORMAL}
+REDUX = {"add": REDUX_ADD, "min": REDUX_MIN, "max": REDUX_MAX, "and": REDUX_AND, "or": REDUX_OR, "xor": REDUX_XOR}
+FLOAT_TYPES = frozenset({"f16", "bf16", "f32", "f64", "f16x2", "bf16x2"})
+
+
+class UnsupportedPtx(TuiprofError):
+    """An instruction (or construct) of the kernel that the emulator cannot execute."""
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One kernel parameter as the launch must pass it: where it sits in the parameter buffer."""
+
+    name: str
+    type: str
+    offset: int
+    size: int
+    align: int
+    is_pointer: bool
+
+
+@dataclass(frozen=True)
+class GlobalVar:
+    """A module ``.global`` variable, placed at a fixed device address."""
+
+    name: str
+    address: int
+    size: int
+    init: bytes
+
+
+@dataclass(frozen=True)
+class Program:
+    """A kernel decoded for the interpreter (see the module docstring)."""
+
+    kernel: str
+    code: np.ndarray
+    """int64 [N, N_FIELDS]: one row per instruction (kernel first, then its callees)."""
+    n_slots: int
+    const_slots: np.ndarray
+    """int64 [K, 2]: (slot, value) of every immediate and symbol address."""
+    special_slots: tuple[tuple[int, str], ...]
+    """(slot, special register name such as ``tid.x``) for every special register read."""
+    entry: int
+    ptx_lines: tuple[int, ...]
+    locs: tuple[SourceLoc | None, ...]
+    texts: tuple[str, ...]
+    """The instruction as written (opcode and modifiers), for messages."""
+    functions: tuple[str, ...]
+    """The function each row belongs to."""
+    params: tuple[KernelParam, ...]
+    param_size: int
+    shared_static: int
+    dynamic_shared_offset: int
+    local_size: int
+    const_image: bytes
+    globals_: tuple[GlobalVar, ...]
+    n_ops: int
+    """Number of StaticOp ids the rows refer to."""
+    serial: bool
+    """The kernel communicates between CTAs (global or generic atomics, volatile accesses,
+    fences): its CTAs must run one after another, in order."""
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // max(a, 1)) * max(a, 1)
+
+
+def _float_bits(value: float, ty: str) -> int:
+    if ty == "f64":
+        return struct.unpack("<q", struct.pack("<d", value))[0]
+    if ty == "f32":
+        return struct.unpack("<I", struct.pack("<f", value))[0]
+    if ty == "f16":
+        return int(np.array(value, np.float16).view(np.uint16))
+    if ty == "bf16":
+        return (struct.unpack("<I", struct.pack("<f", value))[0] + 0x7FFF + ((struct.unpack("<I", struct.pack("<f", value))[0] >> 16) & 1)) >> 16
+    return int(value)
+
+
+def _signed64(v: int) -> int:
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _imm_bits(imm: Imm, ty: str) -> int:
+    """The register bits of immediate `imm` used as an operand of type `ty`."""
+    if imm.float_bits:
+        if imm.float_bits == 32:
+            f = struct.unpack("<f", struct.pack("<I", int(imm.value) & 0xFFFFFFFF))[0]
+        else:
+            f = struct.unpack("<d", struct.pack("<Q", int(imm.value) & ((1 << 64) - 1)))[0]
+        if ty in ("f32", "f64", "f16", "bf16"):
+            if (imm.float_bits == 32 and ty == "f32") or (imm.float_bits == 64 and ty == "f64"):
+                return _signed64(int(imm.value))
+            return _signed64(_float_bits(f, ty))
+        if ty in ("f16x2", "bf16x2"):
+            return int(imm.value) & 0xFFFFFFFF
+        return _signed64(int(imm.value))
+    if isinstance(imm.value, float):
+        if ty in ("f32", "f64", "f16", "bf16"):
+            return _signed64(_float_bits(imm.value, ty))
+        return _signed64(int(imm.value))
+    if ty in ("f32", "f64", "f16", "bf16"):
+        return _signed64(_float_bits(float(imm.value), ty))
+    return _signed64(int(imm.value))
+
+
+def _type_of(mods: Sequence[str]) -> list[str]:
+    return [m for m in mods if m in TYPE_SIZES]
+
+
+def _rounding(mods: Sequence[str]) -> int:
+    for m in mods:
+        if m in ROUND_CODES:
+            return ROUND_CODES[m]
+    return RND_NONE
+
+
+class _Decoder:
+    """State of one kernel's decoding (slots, layouts, rows)."""
+
+    def __init__(self, module: Module, kernel: str, ipdom: Callable[[Function], Sequence[int]],
+                 op_ids: Mapping[tuple[str, int], int | tuple[int, int]], source_name: Callable[[SourceLoc | None], str]):
+        self.module = module
+        self.kernel = kernel
+        self.ipdom_of = ipdom
+        self.op_ids = op_ids
+        self.where = source_name
+        self.slots: dict[tuple[str, str], int] = {}
+        self.consts: dict[int, int] = {}
+        self.specials: dict[str, int] = {}
+        self.n_slots = 0
+        self.rows: list[list[int]] = []
+        self.ptx_lines: list[int] = []
+        self.locs: list[SourceLoc | None] = []
+        self.texts: list[str] = []
+        self.owner: list[str] = []
+        self.serial = False
+        self.carry_slot = -1
+
+    # ---------------------------------------------------------------- errors
+    def unsupported(self, inst: Instruction, what: str = "") -> UnsupportedPtx:
+        text = ".".join((inst.opcode,) + inst.mods)
+        detail = f": {what}" if what else ""
+        return UnsupportedPtx(f"unsupported PTX instruction {text} ({self.where(inst.loc)}, PTX line {inst.ptx_line}){detail}",
+                              "the emulator covers the PTX that nvcc -O3 emits for sm_75-sm_90; rewrite that "
+                              "construct, or profile on a GPU")
+
+    # ---------------------------------------------------------------- slots
+    def new_slot(self) -> int:
+        self.n_slots += 1
+        return self.n_slots - 1
+
+    def reg(self, fn: Function, name: str, inst: Instruction) -> int:
+        key = (fn.name, name)
+        if key not in self.slots:
+            if name not in fn.registers:
+                raise self.unsupported(inst, f"register {name} is not declared")
+            self.slots[key] = self.new_slot()
+        return self.slots[key]
+
+    def const(self, value: int) -> int:
+        value = _signed64(value)
+        if value not in self.consts:
+            self.consts[value] = self.new_slot()
+        return self.consts[value]
+
+    def special(self, sp: Special, inst: Instruction) -> int:
+        name = sp.name + (f".{sp.component}" if sp.component else "")
+        if name not in THREAD_SPECIALS and name not in CTA_SPECIALS and name not in LAUNCH_SPECIALS:
+            raise self.unsupported(inst, f"special register %{name}")
+        if name not in self.specials:
+            self.specials[name] = self.new_slot()
+        return self.specials[name]
+
+    # ---------------------------------------------------------------- layouts
+    def layout(self, funcs: list[Function]) -> None:
+        """Shared, local (with parameter frames), const and global symbol addresses."""
+        self.sym_shared: dict[str, int] = {}
+        self.sym_const: dict[str, int] = {}
+        self.sym_global: dict[str, int] = {}
+        self.sym_local: dict[tuple[str, str], int] = {}
+        self.frame: dict[tuple[str, str], int] = {}   # (function, param name) -> local offset
+        self.kparams: dict[str, KernelParam] = {}
+        at = 0
+        dyn_align = 16
+        extern_shared: list[str] = []
+        shared_vars = [v for v in self.module.variables if v.space == "shared"]
+        for fn in funcs:
+            shared_vars += [v for v in fn.variables if v.space == "shared"]
+        for v in shared_vars:
+            if v.is_dynamic_shared or (v.size_bytes == 0 and v.dims and v.dims[0] == 0):
+                extern_shared.append(v.name)
+                dyn_align = max(dyn_align, v.align)
+                continue
+            at = _align(at, v.align)
+            self.sym_shared[v.name] = at
+            at += v.size_bytes
+        self.shared_static = at
+        self.dyn_offset = _align(at, dyn_align)
+        for name in extern_shared:
+            self.sym_shared[name] = self.dyn_offset
+        # const bank
+        image = bytearray()
+        for v in self.module.variables:
+            if v.space == "const":
+                off = _align(len(image), v.align)
+                image.extend(b"\0" * (off - len(image)))
+                self.sym_const[v.name] = off
+                init = (v.init or b"")[:v.size_bytes]
+                image.extend(init + b"\0" * (v.size_bytes - len(init)))
+        self.const_image = bytes(image)
+        # module globals
+        gat = MODULE_GLOBAL_BASE
+        gvars = []
+        for v in self.module.variables:
+            if v.space == "global":
+                gat = _align(gat, max(v.align, 256))
+                self.sym_global[v.name] = gat
+                init = (v.init or b"")[:v.size_bytes]
+                gvars.append(GlobalVar(v.name, gat, max(v.size_bytes, 1), init + b"\0" * (v.size_bytes - len(init))))
+                gat += max(v.size_bytes, 1)
+        self.globals_ = tuple(gvars)
+        # local memory: each function's .local variables, then each device function's parameter frame
+        lat = 0
+        for fn in funcs:
+            for v in fn.variables:
+                if v.space == "local":
+                    lat = _align(lat, v.align)
+                    self.sym_local[(fn.name, v.name)] = lat
+                    lat += v.size_bytes
+        for v in self.module.variables:
+            if v.space == "local":
+                lat = _align(lat, v.align)
+                for fn in funcs:
+                    self.sym_local[(fn.name, v.name)] = lat
+                lat += v.size_bytes
+        for fn in funcs:
+            if fn.is_entry:
+                continue
+            for p in tuple(fn.params) + tuple(fn.ret_params):
+                lat = _align(lat, max(p.align, 1))
+                self.frame[(fn.name, p.name)] = lat
+                lat += max(p.size_bytes, 1)
+        self.local_size = _align(lat, 8)
+        # kernel parameters
+        kfn = self.module.functions[self.kernel]
+        pat = 0
+        for p in kfn.params:
+            pat = _align(pat, max(p.align, 1))
+            self.kparams[p.name] = KernelParam(p.name, p.type, pat, p.size_bytes, p.align, p.is_pointer_hint)
+            pat += p.size_bytes
+        self.param_size = pat
+
+    def alias_call_params(self, funcs: list[Function]) -> None:
+        """Map each call block's ``.param`` variables onto the callee's frame."""
+        self.call_alias: dict[tuple[str, str], int] = {}
+        for fn in funcs:
+            for inst in fn.instructions:
+                if inst.opcode != "call":
+                    continue
+                rets, target, args = inst.operands[0], inst.operands[1], inst.operands[2]
+                if not isinstance(target, Sym) or target.name not in self.module.functions:
+                    continue
+                callee = self.module.functions[target.name]
+                pairs = []
+                if isinstance(rets, Args):
+                    pairs += list(zip(rets.items, callee.ret_params))
+                if isinstance(args, Args):
+                    pairs += list(zip(args.items, callee.params))
+                for item, p in pairs:
+                    if not isinstance(item, Sym):
+                        raise self.unsupported(inst, "call arguments must be .param variables")
+                    key = (fn.name, item.name)
+                    off = self.frame.get((callee.name, p.name))
+                    if off is None:
+                        continue
+                    if key in self.call_alias and self.call_alias[key] != off:
+                        raise self.unsupported(inst, f"parameter {item.name} passed to two different calls")
+                    self.call_alias[key] = off
+
+    # ---------------------------------------------------------------- operands
+    def sym_value(self, fn: Function, name: str, inst: Instruction, generic: bool) -> int:
+        """The address a symbol names (in its own space, or generic when asked)."""
+        if name in self.sym_shared:
+            return self.sym_shared[name] + (SHARED_WINDOW if generic else 0)
+        if (fn.name, name) in self.sym_local:
+            return self.sym_local[(fn.name, name)] + (LOCAL_WINDOW if generic else 0)
+        if name in self.sym_const:
+            return self.sym_const[name] + (CONST_WINDOW if generic else 0)
+        if name in self.sym_global:
+            return self.sym_global[name]
+        raise self.unsupported(inst, f"the address of {name}")
+
+    def src(self, fn: Function, op: Operand, ty: str, inst: Instruction) -> int:
+        if isinstance(op, Reg):
+            return self.reg(fn, op.name, inst)
+        if isinstance(op, Imm):
+            return self.const(_imm_bits(op, ty))
+        if isinstance(op, Special):
+            if op.name in CLOCKS:
+                raise self.unsupported(inst, f"%{op.name} as an operand (only mov reads it)")
+            return self.special(op, inst)
+        if isinstance(op, Sym):
+            return self.const(self.sym_value(fn, op.name, inst, generic=False))
+        raise self.unsupported(inst, f"operand {op}")
+
+    def dst(self, fn: Function, op: Operand, inst: Instruction) -> int:
+        if isinstance(op, Reg):
+            return self.reg(fn, op.name, inst)
+        if isinstance(op, Sink):
+            return -1
+        raise self.unsupported(inst, f"destination {op}")
+
+    def reg_bits(self, fn: Function, op: Operand) -> int:
+        if isinstance(op, Reg):
+            t = fn.registers.get(op.name, "b64")
+            return 1 if t == "pred" else 8 * TYPE_SIZES.get(t, 8)
+        return 64
+
+    def pred_src(self, fn: Function, op: Operand, inst: Instruction) -> tuple[int, bool]:
+        if isinstance(op, NegPred):
+            return self.reg(fn, op.reg.name, inst), True
+        if isinstance(op, Imm):
+            return self.const(1 if op.value else 0), False
+        return self.src(fn, op, "pred", inst), False
+
+    def address(self, fn: Function, op: Operand, space: str, inst: Instruction) -> tuple[int, int, int]:
+        """(base slot or -1, offset, space code) of a memory operand."""
+        if not isinstance(op, Addr):
+            raise self.unsupported(inst, f"memory operand {op}")
+        if isinstance(op.base, Reg):
+            return self.reg(fn, op.base.name, inst), op.offset, SPACE_CODES[space]
+        if op.base is None:
+            return -1, op.offset, SPACE_CODES[space]
+        name = op.base.name
+        if space == "param":
+            if fn.is_entry and name in self.kparams:
+                return -1, self.kparams[name].offset + op.offset, SP_PARAM
+            if (fn.name, name) in self.frame:
+                return -1, self.frame[(fn.name, name)] + op.offset, SP_FPARAM
+            if (fn.name, name) in self.call_alias:
+                return -1, self.call_alias[(fn.name, name)] + op.offset, SP_FPARAM
+            raise self.unsupported(inst, f"parameter {name}")
+        return -1, self.sym_value(fn, name, inst, generic=(space == "generic")) + op.offset, SPACE_CODES[space]
+
+    # ---------------------------------------------------------------- instructions
+    def row(self) -> list[int]:
+        r = [0] * N_FIELDS
+        for f in (F_D0, F_D1, F_D2, F_D3, F_S0, F_S1, F_S2, F_S3, F_S4, F_GUARD, F_TGT, F_IPDOM, F_SOP, F_SOP2,
+                  F_ABASE):
+            r[f] = -1
+        r[F_VEC] = 1
+        return r
+
+    def decode_function(self, fn: Function, start: int, entries: dict[str, int]) -> None:
+        ipd = self.ipdom_of(fn) if any(i.opcode in ("bra", "brx") and i.guard for i in fn.instructions) else ()
+        n = len(fn.instructions)
+        for idx, inst in enumerate(fn.instructions):
+            r = self.row()
+            if inst.guard is not None:
+                r[F_GUARD] = self.reg(fn, inst.guard[0], inst)
+                r[F_GNEG] = 1 if inst.guard[1] else 0
+            self.decode_one(fn, idx, inst, r, start, entries, ipd, n)
+            self.rows.append(r)
+            self.ptx_lines.append(inst.ptx_line)
+            self.locs.append(inst.loc)
+            self.texts.append(".".join((inst.opcode,) + inst.mods))
+            self.owner.append(fn.name)
+        # implicit return at the end of every function
+        r = self.row()
+        r[F_OP] = OP_EXIT if fn.is_entry else OP_RET
+        self.rows.append(r)
+        last = fn.instructions[-1] if fn.instructions else None
+        self.ptx_lines.append(last.ptx_line if last else fn.ptx_line)
+        self.locs.append(last.loc if last else None)
+        self.texts.append("ret")
+        self.owner.append(fn.name)
+
+    def decode_one(self, fn: Function, idx: int, inst: Instruction, r: list[int], start: int,
+                   entries: dict[str, int], ipd: Sequence[int], n: int) -> None:
+        o = inst.opcode
+        mods = inst.mods
+        ops = inst.operands
+        types = _type_of(mods)
+        ty = types[-1] if types else ""
+        tyc = TYPE_CODES.get(ty, T_NONE)
+        r[F_TY] = tyc
+        flags = 0
+        if "ftz" in mods:
+            flags |= FL_FTZ
+        if "sat" in mods or "satfinite" in mods:
+            flags |= FL_SAT
+        if "approx" in mods or "full" in mods:
+            flags |= FL_APPROX
+        D = lambda k: self.dst(fn, ops[k], inst)  # noqa: E731
+        S = lambda k, t=ty: self.src(fn, ops[k], t, inst)  # noqa: E731
+
+        def need(count: int) -> None:
+            if len(ops) < count:
+                raise self.unsupported(inst, f"expected {count} operands")
+
+        if o in NO_EFFECT or (o == "cp" and mods[:1] == ("async",) and any(m in ("commit_group", "wait_group", "wait_all") for m in mods)):
+            r[F_OP] = OP_NOP
+            if o == "fence" or o == "membar":
+                self.serial = True
+        elif o == "mov":
+            need(2)
+            if ty == "b128" or ty == "":
+                raise self.unsupported(inst)
+            if isinstance(ops[1], Special) and ops[1].name in CLOCKS:
+                r[F_OP] = OP_CLOCK
+                r[F_SUB] = CLOCKS[ops[1].name]
+                r[F_D0] = D(0)
+            elif isinstance(ops[0], Vec):
+                items = ops[0].items
+                r[F_OP] = OP_UNPACK
+                r[F_AUX] = TYPE_SIZES[ty] * 8 // len(items)
+                r[F_AUX2] = len(items)
+                for k, it in enumerate(items):
+                    r[F_D0 + k] = self.dst(fn, it, inst)
+                r[F_S0] = S(1)
+            elif isinstance(ops[1], Vec):
+                items = ops[1].items
+                r[F_OP] = OP_PACK
+                r[F_AUX] = TYPE_SIZES[ty] * 8 // len(items)
+                r[F_AUX2] = len(items)
+                r[F_D0] = D(0)
+                for k, it in enumerate(items):
+                    r[F_S0 + k] = self.src(fn, it, "b64", inst)
+            elif isinstance(ops[1], Sym) and ops[1].name in self.module.functions:
+                raise self.unsupported(inst, "function addresses (indirect calls)")
+            else:
+                r[F_OP] = OP_MOV
+                r[F_D0] = D(0)
+                if isinstance(ops[1], Sym):
+                    # mov of a variable's address: generic for globals, in-space otherwise
+                    r[F_S0] = self.const(self.sym_value(fn, ops[1].name, inst, generic=False))
+                else:
+                    r[F_S0] = S(1)
+        elif o in ("add", "sub", "mul", "mad", "div", "rem", "abs", "neg", "min", "max", "fma", "rcp", "sqrt",
+                   "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "addc", "subc", "madc"):
+            self.arith(fn, inst, r, o, mods, ty, tyc, flags)
+        elif o in ("and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "brev", "clz", "popc", "bfind",
+                   "prmt", "lop3"):
+            r[F_OP] = INT_OPS[o]
+            r[F_FLAGS] = flags
+            r[F_D0] = D(0)
+            nsrc = {"not": 1, "cnot": 1, "brev": 1, "clz": 1, "popc": 1, "bfind": 1, "bfe": 3, "bfi": 4,
+                    "prmt": 3, "lop3": 3}.get(o, 2)
+            need(1 + nsrc + (1 if o == "lop3" else 0))
+            for k in range(nsrc):
+                st = ty if k == 0 or o in ("and", "or", "xor", "bfi") and k < 2 else "u32"
+                if o == "bfi" and k >= 2:
+                    st = "u32"
+                r[F_S0 + k] = self.src(fn, ops[1 + k], st, inst)
+            if o == "shr" and ty.startswith("b"):
+                r[F_TY] = TYPE_CODES["u" + ty[1:]]
+            if o == "bfind":
+                r[F_SUB] = 1 if "shiftamt" in mods else 0
+            if o == "prmt":
+                r[F_SUB] = next((PRMT_MODES[m] for m in mods if m in PRMT_MODES), 0)
+            if o == "lop3":
+                lut = ops[4]
+                if not isinstance(lut, Imm):
+                    raise self.unsupported(inst, "lop3 table must be an immediate")
+                r[F_SUB] = int(lut.value) & 0xFF
+        elif o in ("mul24", "mad24"):
+            need(3 if o == "mul24" else 4)
+            r[F_OP] = OP_MUL24
+            r[F_TY] = TYPE_CODES["s32" if ty == "s32" else "u32"]
+            r[F_FLAGS] = FL_HI if "hi" in mods else 0
+            r[F_D0] = D(0)
+            r[F_S0] = S(1)
+            r[F_S1] = S(2)
+            if o == "mad24":
+                r[F_S2] = S(3)
+        elif o == "sad":
+            need(4)
+            r[F_OP] = OP_SAD
+            r[F_D0] = D(0)
+            for k in range(3):
+                r[F_S0 + k] = S(1 + k)
+        elif o == "shf":
+            need(4)
+            r[F_OP] = OP_SHF
+            r[F_SUB] = 1 if "r" in mods else 0
+            r[F_FLAGS] = FL_CLAMP if "clamp" in mods else 0
+            r[F_D0] = D(0)
+            for k in range(3):
+                r[F_S0 + k] = S(1 + k, "u32")
+        elif o in ("setp", "set"):
+            self.compare(fn, inst, r, o, mods, types, flags)
+        elif o == "selp":
+            need(4)
+            r[F_OP] = OP_SELP
+            r[F_D0] = D(0)
+            r[F_S0] = S(1)
+            r[F_S1] = S(2)
+            r[F_S2], neg = self.pred_src(fn, ops[3], inst)
+            if neg:
+                r[F_S0], r[F_S1] = r[F_S1], r[F_S0]
+        elif o == "slct":
+            need(4)
+            r[F_OP] = OP_SLCT
+            r[F_TY] = TYPE_CODES[types[0]]
+            r[F_TY2] = TYPE_CODES[types[-1]]
+            r[F_D0] = D(0)
+            r[F_S0] = S(1, types[0])
+            r[F_S1] = S(2, types[0])
+            r[F_S2] = S(3, types[-1])
+        elif o == "testp":
+            need(2)
+            r[F_OP] = OP_TESTP
+            r[F_SUB] = next((TESTP[m] for m in mods if m in TESTP), TESTP_FINITE)
+            r[F_D0] = D(0)
+            r[F_S0] = S(1)
+        elif o == "cvt":
+            self.convert(fn, inst, r, mods, types, flags)
+        elif o == "cvta":
+            need(2)
+            space = inst.space
+            if space not in ("global", "shared", "local", "const"):
+                raise self.unsupported(inst, f"cvta of the {space} space")
+            r[F_OP] = OP_CVTA_TO if "to" in mods else OP_CVTA_FROM
+            r[F_SPACE] = SPACE_CODES[space]
+            r[F_D0] = D(0)
+            if isinstance(ops[1], Sym):
+                r[F_S0] = self.const(self.sym_value(fn, ops[1].name, inst, generic=False))
+            else:
+                r[F_S0] = S(1)
+        elif o == "isspacep":
+            need(2)
+            r[F_OP] = OP_ISSPACEP
+            r[F_SPACE] = SPACE_CODES.get(inst.space, SP_GLOBAL)
+            r[F_D0] = D(0)
+            r[F_S0] = S(1, "u64")
+        elif o in ("ld", "ldu", "st"):
+            self.memory(fn, idx, inst, r, o, mods, ty, flags)
+        elif o in ("atom", "red"):
+            self.atomic(fn, idx, inst, r, o, mods, ty)
+        elif o == "cp":
+            self.cp_async(fn, idx, inst, r, mods)
+        elif o == "bra":
+            if not ops or not isinstance(ops[0], Label) or ops[0].name not in fn.labels:
+                raise self.unsupported(inst, "branch target")
+            r[F_OP] = OP_BRA
+            r[F_TGT] = start + fn.labels[ops[0].name]
+            r[F_FLAGS] = FL_UNI if "uni" in mods else 0
+            if inst.guard is not None:
+                ip = ipd[idx] if idx < len(ipd) else -1
+                r[F_IPDOM] = start + ip if ip is not None and ip >= 0 else -1
+        elif o == "call":
+            self.call(fn, inst, r, entries)
+        elif o == "ret":
+            r[F_OP] = OP_EXIT if fn.is_entry else OP_RET
+        elif o == "exit":
+            r[F_OP] = OP_EXIT
+        elif o == "trap":
+            r[F_OP] = OP_TRAP
+        elif o in ("bar", "barrier"):
+            self.barrier(fn, inst, r, mods)
+        elif o == "shfl":
+            need(5)
+            if "sync" not in mods:
+                raise self.unsupported(inst, "shfl without .sync (removed in PTX 6.4 for sm_70+)")
+            r[F_OP] = OP_SHFL
+            r[F_SUB] = {"up": SHFL_UP, "down": SHFL_DOWN, "bfly": SHFL_BFLY, "idx": SHFL_IDX}[
+                next(m for m in mods if m in ("up", "down", "bfly", "idx"))]
+            if isinstance(ops[0], PredDest):
+                r[F_D0] = self.dst(fn, ops[0].reg, inst)
+                r[F_D1] = self.dst(fn, ops[0].pred, inst)
+            else:
+                r[F_D0] = D(0)
+            r[F_S0] = S(1, "b32")
+            r[F_S1] = S(2, "b32")
+            r[F_S2] = S(3, "b32")
+            r[F_S3] = S(4, "b32")
+        elif o == "vote":
+            need(2)
+            if "sync" not in mods:
+                raise self.unsupported(inst, "vote without .sync")
+            r[F_OP] = OP_VOTE
+            r[F_SUB] = {"all": VOTE_ALL, "any": VOTE_ANY, "uni": VOTE_UNI, "ballot": VOTE_BALLOT}[
+                next(m for m in mods if m in ("all", "any", "uni", "ballot"))]
+            r[F_D0] = D(0)
+            r[F_S0], neg = self.pred_src(fn, ops[1], inst)
+            r[F_FLAGS] = FL_NEG_S2 if neg else 0
+            r[F_S1] = S(2, "b32") if len(ops) > 2 else -1
+        elif o == "match":
+            need(3)
+            r[F_OP] = OP_MATCH
+            r[F_SUB] = MATCH_ALL if "all" in mods else MATCH_ANY
+            if isinstance(ops[0], PredDest):
+                r[F_D0] = self.dst(fn, ops[0].reg, inst)
+                r[F_D1] = self.dst(fn, ops[0].pred, inst)
+            else:
+                r[F_D0] = D(0)
+            r[F_S0] = S(1)
+            r[F_S1] = S(2, "b32")
+        elif o == "redux":
+            need(3)
+            if ty not in ("u32", "s32", "b32"):
+                raise self.unsupported(inst)
+            r[F_OP] = OP_REDUX
+            r[F_SUB] = next(REDUX[m] for m in mods if m in REDUX)
+            r[F_D0] = D(0)
+            r[F_S0] = S(1)
+            r[F_S1] = S(2, "b32")
+        elif o == "activemask":
+            r[F_OP] = OP_ACTIVEMASK
+            r[F_D0] = D(0)
+        elif o == "nanosleep":
+            r[F_OP] = OP_NANOSLEEP
+        else:
+            raise self.unsupported(inst)
+
+    def arith(self, fn: Function, inst: Instruction, r: list[int], o: str, mods: Sequence[str], ty: str, tyc: int,
+              flags: int) -> None:
+        ops = inst.operands
+        if ty in FLOAT_TYPES:
+            if o in ("addc", "subc", "madc") or "cc" in mods:
+                raise self.unsupported(inst)
+            r[F_OP] = FLOAT_OPS[o]
+            rnd = _rounding(mods)
+            r[F_SUB] = rnd
+            if o == "fma" and ty == "f64" and rnd not in (RND_RN, RND_NONE):
+                raise self.unsupported(inst, "fma.f64 with a directed rounding mode")
+            if o in ("ex2", "lg2", "sin", "cos", "tanh", "rsqrt") or (o in ("rcp", "sqrt", "div") and "approx" in mods):
+                flags |= FL_APPROX
+            r[F_FLAGS] = flags
+            r[F_D0] = self.dst(fn, ops[0], inst)
+            nsrc = 3 if o in ("fma", "mad") else (1 if o in ("abs", "neg", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin",
+                                                              "cos", "tanh") else 2)
+            if len(ops) < 1 + nsrc:
+                raise self.unsupported(inst, f"expected {1 + nsrc} operands")
+            for k in range(nsrc):
+                r[F_S0 + k] = self.src(fn, ops[1 + k], ty, inst)
+            return
+        if ty not in ("u16", "u32", "u64", "s16", "s32", "s64", "b16", "b32", "b64", "u8", "s8"):
+            raise self.unsupported(inst)
+        base = o[:-1] if o in ("addc", "subc", "madc") else o
+        r[F_OP] = INT_OPS[base]
+        if ty.startswith("b"):
+            r[F_TY] = TYPE_CODES["u" + ty[1:]]
+        if "hi" in mods:
+            flags |= FL_HI
+        if "wide" in mods:
+            flags |= FL_WIDE
+        if "cc" in mods:
+            flags |= FL_CC_OUT
+        if o in ("addc", "subc", "madc"):
+            flags |= FL_CC_IN
+        if flags & (FL_CC_IN | FL_CC_OUT):
+            if base == "mad":
+                raise self.unsupported(inst, "mad with carry")
+            if self.carry_slot < 0:
+                self.carry_slot = self.new_slot()
+            r[F_AUX] = self.carry_slot
+        if base in ("div", "rem"):
+            flags &= ~FL_APPROX
+        r[F_FLAGS] = flags & ~(FL_FTZ | FL_APPROX)
+        r[F_D0] = self.dst(fn, ops[0], inst)
+        nsrc = 3 if base == "mad" else (1 if base in ("abs", "neg") else 2)
+        if len(ops) < 1 + nsrc:
+            raise self.unsupported(inst, f"expected {1 + nsrc} operands")
+        wide_ty = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}.get(ty, ty)
+        for k in range(nsrc):
+            st = wide_ty if (k == 2 and "wide" in mods) else ty
+            r[F_S0 + k] = self.src(fn, ops[1 + k], st, inst)
+
+    def compare(self, fn: Function, inst: Instruction, r: list[int], o: str, mods: Sequence[str],
+                types: list[str], flags: int) -> None:
+        ops = inst.operands
+        cmp = next((CMP_CODES[m] for m in mods if m in CMP_CODES), None)
+        if cmp is None or not types:
+            raise self.unsupported(inst)
+        boolop = next((BOOL_CODES[m] for m in mods if m in BOOL_CODES), BOOL_NONE)
+        stype = types[-1]
+        r[F_OP] = OP_SETP if o == "setp" else OP_SET
+        r[F_TY2] = TYPE_CODES[stype] if not stype.startswith("b") else TYPE_CODES["u" + stype[1:]]
+        if stype in ("f16x2", "bf16x2"):
+            raise self.unsupported(inst)
+        r[F_SUB] = cmp | (boolop << 8)
+        fl = flags & FL_FTZ
+        if o == "set":
+            dtype = types[0]
+            if dtype not in ("u32", "s32", "b32", "f32"):
+                raise self.unsupported(inst)
+            r[F_TY] = TYPE_CODES[dtype]
+        if isinstance(ops[0], PredDest):
+            r[F_D0] = self.dst(fn, ops[0].reg, inst)
+            r[F_D1] = self.dst(fn, ops[0].pred, inst)
+        else:
+            r[F_D0] = self.dst(fn, ops[0], inst)
+        r[F_S0] = self.src(fn, ops[1], stype, inst)
+        r[F_S1] = self.src(fn, ops[2], stype, inst)
+        if boolop != BOOL_NONE:
+            if len(ops) < 4:
+                raise self.unsupported(inst, "boolean operation without its predicate")
+            r[F_S2], neg = self.pred_src(fn, ops[3], inst)
+            if neg:
+                fl |= FL_NEG_S2
+        r[F_FLAGS] = fl
+
+    def convert(self, fn: Function, inst: Instruction, r: list[int], mods: Sequence[str], types: list[str],
+                flags: int) -> None:
+        ops = inst.operands
+        if len(types) < 2:
+            raise self.unsupported(inst)
+        dty, sty = types[0], types[1]
+        if dty not in TYPE_CODES or sty not in TYPE_CODES or dty == "pred" or sty == "pred":
+            raise self.unsupported(inst)
+        r[F_OP] = OP_CVT
+        r[F_TY] = TYPE_CODES[dty]
+        r[F_TY2] = TYPE_CODES[sty]
+        r[F_SUB] = _rounding(mods)
+        if "relu" in mods:
+            raise self.unsupported(inst)
+        r[F_FLAGS] = flags & (FL_FTZ | FL_SAT)
+        r[F_D0] = self.dst(fn, ops[0], inst)
+        r[F_S0] = self.src(fn, ops[1], sty, inst)
+        if dty in ("f16x2", "bf16x2"):
+            if len(ops) < 3 or sty != "f32":
+                raise self.unsupported(inst)
+            r[F_S1] = self.src(fn, ops[2], sty, inst)
+        elif sty in ("f16x2", "bf16x2") or dty in ("f16x2", "bf16x2"):
+            raise self.unsupported(inst)
+
+    def op_id(self, fn: Function, idx: int) -> tuple[int, int]:
+        v = self.op_ids.get((fn.name, idx))
+        if v is None:
+            return -1, -1
+        if isinstance(v, tuple):
+            return v
+        return v, -1
+
+    def memory(self, fn: Function, idx: int, inst: Instruction, r: list[int], o: str, mods: Sequence[str], ty: str,
+               flags: int) -> None:
+        ops = inst.operands
+        if len(ops) < 2:
+            raise self.unsupported(inst, "expected 2 operands")
+        space = inst.space or "generic"
+        if space not in SPACE_CODES:
+            raise self.unsupported(inst, f"the {space} space")
+        if ty not in TYPE_SIZES or ty == "b128" or TYPE_SIZES[ty] > 8:
+            raise self.unsupported(inst, f"{ty or 'untyped'} accesses")
+        vec = inst.vector
+        if vec > 4:
+            raise self.unsupported(inst)
+        if "volatile" in mods or any(m in ("relaxed", "acquire", "release") for m in mods):
+            if space in ("global", "generic"):
+                self.serial = True
+        r[F_OP] = OP_LD if o in ("ld", "ldu") else OP_ST
+        r[F_TY] = TYPE_CODES.get(ty, T_U32)
+        r[F_NB] = TYPE_SIZES[ty] if ty != "pred" else 1
+        r[F_VEC] = vec
+        addr_op = ops[1] if r[F_OP] == OP_LD else ops[0]
+        val_op = ops[0] if r[F_OP] == OP_LD else ops[1]
+        r[F_ABASE], r[F_AOFF], r[F_SPACE] = self.address(fn, addr_op, space, inst)
+        items = val_op.items if isinstance(val_op, Vec) else (val_op,)
+        if len(items) != vec:
+            raise self.unsupported(inst, "vector width and operand count disagree")
+        for k, it in enumerate(items):
+            if r[F_OP] == OP_LD:
+                r[F_D0 + k] = self.dst(fn, it, inst)
+                if k == 0:
+                    r[F_AUX2] = self.reg_bits(fn, it)
+            else:
+                r[F_S0 + k] = self.src(fn, it, ty, inst)
+        if r[F_SPACE] in (SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_GENERIC):
+            r[F_SOP] = self.op_id(fn, idx)[0]
+
+    def atomic(self, fn: Function, idx: int, inst: Instruction, r: list[int], o: str, mods: Sequence[str],
+               ty: str) -> None:
+        ops = inst.operands
+        space = inst.space or "generic"
+        if space not in ("global", "shared", "generic"):
+            raise self.unsupported(inst, f"atomics on the {space} space")
+        aop = next((ATOM_CODES[m] for m in mods if m in ATOM_CODES), None)
+        if aop is None or ty not in TYPE_CODES or ty == "pred" or inst.vector != 1:
+            raise self.unsupported(inst)
+        if space in ("global", "generic"):
+            self.serial = True
+        r[F_OP] = OP_ATOM
+        r[F_SUB] = aop
+        r[F_TY] = TYPE_CODES[ty] if not ty.startswith("b") else TYPE_CODES["u" + ty[1:]]
+        r[F_NB] = TYPE_SIZES[ty]
+        if aop in (AT_ADD,) and ty.startswith("b"):
+            raise self.unsupported(inst)
+        if o == "atom":
+            if len(ops) < 3:
+                raise self.unsupported(inst, "expected 3 operands")
+            r[F_D0] = self.dst(fn, ops[0], inst)
+            a, rest = ops[1], ops[2:]
+        else:
+            if len(ops) < 2:
+                raise self.unsupported(inst, "expected 2 operands")
+            a, rest = ops[0], ops[1:]
+        r[F_ABASE], r[F_AOFF], r[F_SPACE] = self.address(fn, a, space, inst)
+        r[F_S0] = self.src(fn, rest[0], ty, inst)
+        if aop == AT_CAS:
+            if len(rest) < 2:
+                raise self.unsupported(inst, "cas needs two values")
+            r[F_S1] = self.src(fn, rest[1], ty, inst)
+        r[F_SOP] = self.op_id(fn, idx)[0]
+
+    def cp_async(self, fn: Function, idx: int, inst: Instruction, r: list[int], mods: Sequence[str]) -> None:
+        ops = inst.operands
+        if mods[:1] != ("async",) or "bulk" in mods or "shared" not in [m.split("::")[0] for m in mods]:
+            raise self.unsupported(inst)
+        if len(ops) < 3:
+            raise self.unsupported(inst, "expected 3 operands")
+        r[F_OP] = OP_CPASYNC
+        dbase, doff, _ = self.address(fn, ops[0], "shared", inst)
+        r[F_S1] = dbase
+        r[F_AUX] = doff
+        r[F_ABASE], r[F_AOFF], _ = self.address(fn, ops[1], "global", inst)
+        size = ops[2]
+        if not isinstance(size, Imm) or int(size.value) not in (4, 8, 16):
+            raise self.unsupported(inst, "cp-size must be 4, 8 or 16")
+        r[F_NB] = int(size.value)
+        if len(ops) > 3 and not isinstance(ops[3], Sym):
+            r[F_S2] = self.src(fn, ops[3], "u32", inst)
+            r[F_FLAGS] = FL_ZFILL
+        r[F_SPACE] = SP_GLOBAL
+        r[F_SOP], r[F_SOP2] = self.op_id(fn, idx)
+
+    def call(self, fn: Function, inst: Instruction, r: list[int], entries: dict[str, int]) -> None:
+        ops = inst.operands
+        target = ops[1] if len(ops) > 1 else None
+        if not isinstance(target, Sym) or len(ops) > 3:
+            raise self.unsupported(inst, "indirect calls")
+        callee = self.module.functions.get(target.name)
+        if callee is None:
+            raise self.unsupported(inst, f"call of unknown function {target.name}")
+        if target.name == "vprintf":
+            r[F_OP] = OP_PRINTF
+            rets = ops[0].items if isinstance(ops[0], Args) else ()
+            r[F_AOFF] = -1
+            if rets and isinstance(rets[0], Sym):
+                r[F_AOFF] = self.call_alias.get((fn.name, rets[0].name), -1)
+            return
+        if target.name == "__assertfail":
+            r[F_OP] = OP_TRAP
+            r[F_AUX] = 1
+            return
+        if not callee.has_body or target.name not in entries:
+            raise self.unsupported(inst, f"call of {target.name}, which has no body in this module")
+        r[F_OP] = OP_CALL
+        r[F_TGT] = entries[target.name]
+
+    def barrier(self, fn: Function, inst: Instruction, r: list[int], mods: Sequence[str]) -> None:
+        ops = inst.operands
+        o = inst.opcode
+        if "warp" in mods:
+            r[F_OP] = OP_BARWARP
+            r[F_S0] = self.src(fn, ops[0], "b32", inst) if ops else self.const(0xFFFFFFFF)
+            return
+        r[F_OP] = OP_BAR
+        if "red" in mods:
+            r[F_SUB] = {"popc": BAR_RED_POPC, "and": BAR_RED_AND, "or": BAR_RED_OR}[
+                next(m for m in mods if m in ("popc", "and", "or"))]
+            r[F_D0] = self.dst(fn, ops[0], inst)
+            rest = ops[1:]
+            r[F_S0] = self.src(fn, rest[0], "u32", inst)
+            if len(rest) == 3:
+                r[F_S1] = self.src(fn, rest[1], "u32", inst)
+                pred = rest[2]
+            else:
+                pred = rest[1]
+            r[F_S2], neg = self.pred_src(fn, pred, inst)
+            if neg:
+                r[F_FLAGS] = FL_NEG_S2
+            return
+        if "arrive" in mods:
+            r[F_SUB] = BAR_ARRIVE
+        elif "sync" in mods or o == "bar" or "cta" in mods:
+            r[F_SUB] = BAR_SYNC
+        else:
+            raise self.unsupported(inst)
+        r[F_S0] = self.src(fn, ops[0], "u32", inst) if ops else self.const(0)
+        if len(ops) > 1:
+            r[F_S1] = self.src(fn, ops[1], "u32", inst)
+
+
+def call_tree(module: Module, kernel: str) -> list[Function]:
+    """The kernel and every function it calls (transitively), in call order; recursion refused."""
+    order: list[Function] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            raise UnsupportedPtx(f"recursive device functions are not supported ({' -> '.join(path + (name,))})",
+                                 "make the recursion iterative; the emulator keeps one frame per function")
+        fn = module.functions[name]
+        state[name] = 1
+        order.append(fn)
+        for inst in fn.instructions:
+            if inst.opcode == "call" and len(inst.operands) > 1 and isinstance(inst.operands[1], Sym):
+                callee = inst.operands[1].name
+                if callee in module.functions and module.functions[callee].has_body:
+                    visit(callee, path + (name,))
+        state[name] = 2
+
+    visit(kernel, ())
+    return order
+
+
+def decode(module: Module, kernel: str, ipdom: Callable[[Function], Sequence[int]],
+           op_ids: Mapping[tuple[str, int], int | tuple[int, int]], n_ops: int,
+           source_name: Callable[[SourceLoc | None], str]) -> Program:
+    """Decode `kernel` of `module` for the interpreter.
+
+    `ipdom(function)` gives the immediate post-dominator instruction index of each guarded branch
+    (-1: the function's exit); `op_ids` maps (function name, instruction index) to the StaticOp id
+    of a recorded access (a pair for cp.async: load id, store id); `source_name(loc)` renders a
+    location as ``file.cu:line`` for messages."""
+    if kernel not in module.functions or not module.functions[kernel].is_entry:
+        raise TuiprofError(f"no kernel named {kernel!r} in the module",
+                           "kernels are: " + ", ".join(module.kernels) if module.kernels else "the module has no kernel")
+    funcs = call_tree(module, kernel)
+    d = _Decoder(module, kernel, ipdom, op_ids, source_name)
+    d.layout(funcs)
+    d.alias_call_params(funcs)
+    entries: dict[str, int] = {}
+    at = 0
+    for fn in funcs:
+        entries[fn.name] = at
+        at += len(fn.instructions) + 1
+    for fn in funcs:
+        d.decode_function(fn, entries[fn.name], entries)
+    code = np.array(d.rows, dtype=np.int64).reshape(-1, N_FIELDS)
+    consts = np.array(sorted((slot, v) for v, slot in d.consts.items()), dtype=np.int64).reshape(-1, 2)
+    return Program(
+        kernel=kernel, code=code, n_slots=max(d.n_slots, 1), const_slots=consts,
+        special_slots=tuple((slot, name) for name, slot in d.specials.items()),
+        entry=0, ptx_lines=tuple(d.ptx_lines), locs=tuple(d.locs), texts=tuple(d.texts), functions=tuple(d.owner),
+        params=tuple(d.kparams.values()), param_size=d.param_size, shared_static=d.shared_static,
+        dynamic_shared_offset=d.dyn_offset, local_size=d.local_size, const_image=d.const_image,
+        globals_=d.globals_, n_ops=n_ops, serial=d.serial)

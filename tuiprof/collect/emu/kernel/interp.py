@@ -1,0 +1,1455 @@
+"""The SIMT interpreter: runs decoded PTX for a list of CTAs, a warp instruction at a time.
+
+Reconvergence follows Volta's independent thread scheduling (collectors.md sec. 3.1): every lane
+has its own PC; a divergent guarded branch registers a *convergence barrier* at its immediate
+post-dominator (IPDOM), where the lanes that took part wait for each other; the group of lanes
+with the lowest PC runs first, except that a group that has just taken a backward branch yields
+to another group of its warp (so that spin-waits make progress). ``bar.sync`` counts threads one
+by one and exited threads release it; ``.sync`` collectives (shfl, vote, match, redux,
+bar.warp.sync) wait until every non-exited lane of their member mask has arrived, wherever in the
+code each lane is. A converged warp (all live lanes at one PC) runs without any per-lane PC
+bookkeeping: that is the fast path.
+
+A warp keeps running until it blocks, diverges, takes a backward branch while diverged, or has
+run `QUANTUM` instructions; then the next warp of the CTA runs. Failures (out-of-bounds or
+misaligned access, trap, step limit, deadlock...) stop the run with a status in ``err`` naming
+the instruction, thread, CTA and address, which Python turns into a TuiprofError.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tuiprof.collect.emu.kernel.alu import (add_sat_s32, sub_sat_s32, bfe, bfi, bfind, brev, clz, combine, compare, cvt, cvt_pack2,
+                                            float_op, int_div, int_mul, int_op2, lop3, popc, prmt, rd, sext, shf,
+                                            shift, tbits, testp, ult, wr, zext)
+from tuiprof.collect.emu.kernel.bits import (bits_f32, bits_f64, f32_of, f64_of, fma32, fma64, load_bits, popc64,
+                                             store_bits)
+from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
+from tuiprof.collect.emu.kernel.codes import (AT_ADD, AT_AND, AT_CAS, AT_DEC, AT_EXCH, AT_INC, AT_MAX, AT_MIN, AT_OR,
+                                              AT_XOR)
+from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, resolve
+from tuiprof.jit import INLINE, KERNEL, njit
+
+QUANTUM = 4096
+"""Warp instructions a warp runs before the next warp of its CTA gets a turn."""
+BIG = np.int64(1) << 62
+
+# cfg fields (int64 array passed by the caller)
+C_T, C_W, C_NSLOTS, C_SHARED, C_LOCAL, C_SMS, C_STEP_LIMIT, C_ENTRY, C_NSOPS = 0, 1, 2, 3, 4, 5, 6, 7, 8
+C_GX, C_GY, C_GZ, C_REC_CAP, C_CONST, C_PARAM, C_LOCAL_WORDS = 9, 10, 11, 12, 13, 14, 15
+C_LANES = 16
+"""Always 32; read at run time so that LLVM does not unroll every lane loop 32 times."""
+N_CFG = 17
+
+# per-CTA special registers (cta_spec[:, 1])
+CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID = 0, 1, 2, 3
+
+
+@njit(nogil=True, cache=True)
+def _fail(err, status, pc, t, cta, addr, nbytes, space, info):
+    err[E_STATUS] = status
+    err[E_PC] = pc
+    err[E_THREAD] = t
+    err[E_CTA] = cta
+    err[E_ADDR] = addr
+    err[E_BYTES] = nbytes
+    err[E_SPACE] = space
+    err[E_INFO] = info
+
+
+@njit(**INLINE)
+def _load(kind, off, nb, heap, shared, local, const_buf, param_buf):
+    if kind == K_HEAP:
+        return load_bits(heap, off, nb)
+    if kind == K_SHARED:
+        return load_bits(shared, off, nb)
+    if kind == K_LOCAL:
+        return load_bits(local, off, nb)
+    if kind == K_CONST:
+        return load_bits(const_buf, off, nb)
+    return load_bits(param_buf, off, nb)
+
+
+@njit(**INLINE)
+def _store(kind, off, nb, val, heap, shared, local):
+    if kind == K_HEAP:
+        store_bits(heap, off, nb, val)
+    elif kind == K_SHARED:
+        store_bits(shared, off, nb, val)
+    else:
+        store_bits(local, off, nb, val)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def atom_apply(aop, ty, old, b, c):
+    """The new memory value of an atomic operation on `old` (raw bits)."""
+    bits = tbits(ty)
+    if aop == AT_ADD:
+        if ty == T_F32 or ty == T_F64 or ty == T_F16 or ty == T_BF16 or ty == T_F16X2 or ty == T_BF16X2:
+            return float_op(OP_FADD, ty, RND_RN, 0, old, b, 0)
+        return zext(old + b, bits)
+    if aop == AT_MIN:
+        return int_op2(True, old, b, ty)
+    if aop == AT_MAX:
+        return int_op2(False, old, b, ty)
+    if aop == AT_INC:
+        o = zext(old, bits)
+        if not ult(o, zext(b, bits)):
+            return np.int64(0)
+        return zext(o + 1, bits)
+    if aop == AT_DEC:
+        o = zext(old, bits)
+        if o == 0 or ult(zext(b, bits), o):
+            return zext(b, bits)
+        return zext(o - 1, bits)
+    if aop == AT_AND:
+        return zext(old & b, bits)
+    if aop == AT_OR:
+        return zext(old | b, bits)
+    if aop == AT_XOR:
+        return zext(old ^ b, bits)
+    if aop == AT_EXCH:
+        return zext(b, bits)
+    if aop == AT_CAS:
+        if zext(old, bits) == zext(b, bits):
+            return zext(c, bits)
+        return zext(old, bits)
+    return old
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def exec_sync(code, regs, pc, st, lanes, base):
+    """Execute the warp collectives the lanes `lanes` (bits, relative to thread `base`) wait at,
+    each lane at its own PC with its own sources, all sources read before any lane writes; then
+    the lanes run again after their instruction. Returns nothing; writes ``regs``/``pc``/``st``."""
+    a = np.zeros(32, np.int64)
+    b = np.zeros(32, np.int64)
+    c = np.zeros(32, np.int64)
+    for l in range(32):
+        if (lanes >> l) & 1:
+            t = base + l
+            row = pc[t]
+            s0 = code[row, F_S0]
+            s1 = code[row, F_S1]
+            s2 = code[row, F_S2]
+            a[l] = regs[s0, t] if s0 >= 0 else 0
+            b[l] = regs[s1, t] if s1 >= 0 else 0
+            c[l] = regs[s2, t] if s2 >= 0 else 0
+    for l in range(32):
+        if (lanes >> l) & 1:
+            t = base + l
+            row = pc[t]
+            op = code[row, F_OP]
+            d0 = code[row, F_D0]
+            d1 = code[row, F_D1]
+            sub = code[row, F_SUB]
+            ty = code[row, F_TY]
+            if op == OP_SHFL:
+                bval = b[l] & 31
+                cval = c[l] & 31
+                segmask = (c[l] >> 8) & 31
+                max_lane = (l & segmask) | (cval & ~segmask)
+                min_lane = l & segmask
+                if sub == SHFL_UP:
+                    j = l - bval
+                    ok = j >= max_lane
+                elif sub == SHFL_DOWN:
+                    j = l + bval
+                    ok = j <= max_lane
+                elif sub == SHFL_BFLY:
+                    j = l ^ bval
+                    ok = j <= max_lane
+                else:
+                    j = min_lane | (bval & ~segmask)
+                    ok = j <= max_lane
+                if not ok:
+                    j = l
+                v = a[j] if (lanes >> j) & 1 else a[l]
+                if d0 >= 0:
+                    regs[d0, t] = zext(v, 32)
+                if d1 >= 0:
+                    regs[d1, t] = 1 if ok else 0
+            elif op == OP_VOTE:
+                neg = (code[row, F_FLAGS] & FL_NEG_S2) != 0
+                allv = True
+                anyv = False
+                ballot = np.int64(0)
+                for k in range(32):
+                    if (lanes >> k) & 1:
+                        pv = (a[k] != 0) != neg
+                        if pv:
+                            anyv = True
+                            ballot |= np.int64(1) << k
+                        else:
+                            allv = False
+                if d0 >= 0:
+                    if sub == VOTE_ALL:
+                        regs[d0, t] = 1 if allv else 0
+                    elif sub == VOTE_ANY:
+                        regs[d0, t] = 1 if anyv else 0
+                    elif sub == VOTE_UNI:
+                        regs[d0, t] = 1 if (allv or not anyv) else 0
+                    else:
+                        regs[d0, t] = ballot
+            elif op == OP_MATCH:
+                bits = tbits(ty)
+                me = zext(a[l], bits)
+                same = np.int64(0)
+                alleq = True
+                for k in range(32):
+                    if (lanes >> k) & 1:
+                        if zext(a[k], bits) == me:
+                            same |= np.int64(1) << k
+                        else:
+                            alleq = False
+                if sub == MATCH_ANY:
+                    if d0 >= 0:
+                        regs[d0, t] = same
+                else:
+                    if d0 >= 0:
+                        regs[d0, t] = lanes if alleq else 0
+                    if d1 >= 0:
+                        regs[d1, t] = 1 if alleq else 0
+            elif op == OP_REDUX:
+                acc = np.int64(0)
+                first = True
+                for k in range(32):
+                    if (lanes >> k) & 1:
+                        v = rd(a[k], ty)
+                        if first:
+                            acc = v
+                            first = False
+                        elif sub == REDUX_ADD:
+                            acc = acc + v
+                        elif sub == REDUX_MIN:
+                            if v < acc:
+                                acc = v
+                        elif sub == REDUX_MAX:
+                            if v > acc:
+                                acc = v
+                        elif sub == REDUX_AND:
+                            acc = acc & v
+                        elif sub == REDUX_OR:
+                            acc = acc | v
+                        else:
+                            acc = acc ^ v
+                if d0 >= 0:
+                    regs[d0, t] = zext(acc, 32)
+            pc[t] = row + 1
+            st[t] = TS_RUN
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or, conv, wpc, live, W):
+    """Release every thread waiting at barrier `bid`: bar.red results written, PCs past the barrier."""
+    for w in range(W):
+        touched = False
+        for l in range(32):
+            t = w * 32 + l
+            if st[t] == TS_BAR and barid[t] == bid:
+                row = pc[t]
+                if code[row, F_OP] == OP_BAR:
+                    sub = code[row, F_SUB]
+                    d0 = code[row, F_D0]
+                    if d0 >= 0:
+                        if sub == BAR_RED_POPC:
+                            regs[d0, t] = red_popc[bid]
+                        elif sub == BAR_RED_AND:
+                            regs[d0, t] = red_and[bid]
+                        elif sub == BAR_RED_OR:
+                            regs[d0, t] = red_or[bid]
+                pc[t] = row + 1
+                st[t] = TS_RUN
+                barid[t] = -1
+                touched = True
+        if touched and conv[w] and live[w] != 0:
+            lw = live[w]
+            first = 0
+            while not (lw >> first) & 1:
+                first += 1
+            wpc[w] = pc[w * 32 + first]
+
+
+@njit(nogil=True, cache=True)
+def _lowest(m):
+    i = 0
+    while not (m >> i) & 1:
+        i += 1
+    return i
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live):
+    """Release the convergence barriers of warp `w` whose members have all arrived or exited.
+    Returns True when some lanes were released."""
+    released = False
+    k = 0
+    base = w * 32
+    while k < cb_n[w]:
+        rpc = cb_rpc[w, k]
+        members = cb_mask[w, k] & live[w]
+        ready = True
+        for l in range(32):
+            if (members >> l) & 1:
+                t = base + l
+                if not (st[t] == TS_CBAR and cbw[t] == rpc):
+                    ready = False
+                    break
+        if ready:
+            for l in range(32):
+                if (members >> l) & 1:
+                    st[base + l] = TS_RUN
+                    cbw[base + l] = -1
+            n = cb_n[w] - 1
+            cb_rpc[w, k] = cb_rpc[w, n]
+            cb_mask[w, k] = cb_mask[w, n]
+            cb_n[w] = n
+            released = True
+        else:
+            k += 1
+    return released
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def release_syncs(code, regs, pc, st, syncm, w, live):
+    """Run the collectives of warp `w` whose member lanes have all arrived (or exited)."""
+    base = w * 32
+    released = False
+    again = True
+    while again:
+        again = False
+        for l in range(32):
+            t = base + l
+            if st[t] == TS_SYNC:
+                need = syncm[t] & live[w]
+                ready = True
+                for k in range(32):
+                    if (need >> k) & 1 and st[base + k] != TS_SYNC:
+                        ready = False
+                        break
+                if ready and need != 0:
+                    exec_sync(code, regs, pc, st, need, base)
+                    released = True
+                    again = True
+                    break
+    return released
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def alu_step(P, act, code, regs, base, NL):
+    """Execute register-only instruction `P` for the lanes `act` of the warp at thread `base`.
+    Returns False when `P` is not such an instruction."""
+    op = code[P, F_OP]
+    ty = code[P, F_TY]
+    d0 = code[P, F_D0]
+    s0 = code[P, F_S0]
+    s1 = code[P, F_S1]
+    s2 = code[P, F_S2]
+    if op == OP_MOV:
+        if ty == T_PRED:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    regs[d0, base + l] = 1 if regs[s0, base + l] != 0 else 0
+        else:
+            bits = tbits(ty)
+            for l in range(NL):
+                if (act >> l) & 1:
+                    regs[d0, base + l] = zext(regs[s0, base + l], bits)
+    elif op == OP_IADD:
+        bits = tbits(ty)
+        fl = code[P, F_FLAGS]
+        if fl == 0:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    regs[d0, t] = zext(regs[s0, t] + regs[s1, t], bits)
+        else:
+            cc = code[P, F_AUX]
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    x = zext(regs[s0, t], bits)
+                    y = zext(regs[s1, t], bits)
+                    cin = regs[cc, t] if (fl & FL_CC_IN) else 0
+                    if fl & FL_SAT:
+                        r = add_sat_s32(x, y)
+                    else:
+                        r = zext(x + y + cin, bits)
+                    if fl & FL_CC_OUT:
+                        if bits == 64:
+                            carry = ult(r, x) or (cin != 0 and r == x)
+                        else:
+                            carry = ((x + y + cin) >> bits) != 0
+                        regs[cc, t] = 1 if carry else 0
+                    regs[d0, t] = r
+    elif op == OP_ISUB:
+        bits = tbits(ty)
+        fl = code[P, F_FLAGS]
+        if fl == 0:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    regs[d0, t] = zext(regs[s0, t] - regs[s1, t], bits)
+        else:
+            cc = code[P, F_AUX]
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    x = zext(regs[s0, t], bits)
+                    y = zext(regs[s1, t], bits)
+                    bin_ = regs[cc, t] if (fl & FL_CC_IN) else 0
+                    if fl & FL_SAT:
+                        r = sub_sat_s32(x, y)
+                    else:
+                        r = zext(x - y - bin_, bits)
+                    if fl & FL_CC_OUT:
+                        if bits == 64:
+                            borrow = ult(x, y) or (bin_ != 0 and x == y)
+                        else:
+                            borrow = (x - y - bin_) < 0
+                        regs[cc, t] = 1 if borrow else 0
+                    regs[d0, t] = r
+    elif op == OP_IMUL or op == OP_IMAD:
+        fl = code[P, F_FLAGS]
+        hi = (fl & FL_HI) != 0
+        wide = (fl & FL_WIDE) != 0
+        bits = tbits(ty)
+        rbits = 2 * bits if wide else bits
+        if not hi and not wide:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    r = regs[s0, t] * regs[s1, t]
+                    if op == OP_IMAD:
+                        r += regs[s2, t]
+                    regs[d0, t] = zext(r, bits)
+        elif wide and bits == 32:
+            sg = ty == T_S32
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    if sg:
+                        r = sext(regs[s0, t], 32) * sext(regs[s1, t], 32)
+                    else:
+                        r = zext(regs[s0, t], 32) * zext(regs[s1, t], 32)
+                    if op == OP_IMAD:
+                        r += regs[s2, t]
+                    regs[d0, t] = r
+        else:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    r = int_mul(regs[s0, t], regs[s1, t], ty, hi, wide)
+                    if op == OP_IMAD:
+                        if fl & FL_SAT:
+                            r = add_sat_s32(r, regs[s2, t])
+                        else:
+                            r = zext(r + regs[s2, t], rbits)
+                    regs[d0, t] = r
+    elif op == OP_SHL or op == OP_SHR:
+        left = op == OP_SHL
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = shift(regs[s0, t], regs[s1, t], ty, left)
+    elif op == OP_AND or op == OP_OR or op == OP_XOR:
+        bits = tbits(ty)
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = regs[s0, t]
+                y = regs[s1, t]
+                if op == OP_AND:
+                    r = x & y
+                elif op == OP_OR:
+                    r = x | y
+                else:
+                    r = x ^ y
+                regs[d0, t] = zext(r, bits)
+    elif op == OP_NOT:
+        bits = tbits(ty)
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                if ty == T_PRED:
+                    regs[d0, t] = 0 if regs[s0, t] != 0 else 1
+                else:
+                    regs[d0, t] = zext(~regs[s0, t], bits)
+    elif op == OP_SETP:
+        ty2 = code[P, F_TY2]
+        sub = code[P, F_SUB]
+        cmp = sub & 0xFF
+        boolop = sub >> 8
+        fl = code[P, F_FLAGS]
+        ftz = (fl & FL_FTZ) != 0
+        negc = (fl & FL_NEG_S2) != 0
+        d1 = code[P, F_D1]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = regs[s0, t]
+                y = regs[s1, t]
+                c = compare(x, y, ty2, cmp, ftz)
+                if boolop != BOOL_NONE:
+                    q = (regs[s2, t] != 0) != negc
+                    p1 = combine(c, q, boolop)
+                    p2 = combine(not c, q, boolop)
+                else:
+                    p1 = c
+                    p2 = not c
+                if d0 >= 0:
+                    regs[d0, t] = 1 if p1 else 0
+                if d1 >= 0:
+                    regs[d1, t] = 1 if p2 else 0
+    elif op == OP_SELP:
+        bits = tbits(ty)
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = zext(regs[s0, t] if regs[s2, t] != 0 else regs[s1, t], bits)
+    elif op == OP_CVT:
+        ty2 = code[P, F_TY2]
+        sub = code[P, F_SUB]
+        fl = code[P, F_FLAGS]
+        if sub == RND_NONE and fl == 0 and ty2 != T_F16 and ty2 != T_F32 and ty2 != T_F64 \
+                and ty2 != T_BF16 and ty != T_F16 and ty != T_F32 and ty != T_F64 and ty != T_BF16:
+            sb = tbits(ty2)
+            db = tbits(ty)
+            sg = ty2 == T_S8 or ty2 == T_S16 or ty2 == T_S32 or ty2 == T_S64
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    x = sext(regs[s0, t], sb) if sg else zext(regs[s0, t], sb)
+                    regs[d0, t] = zext(x, db)
+        elif s1 >= 0:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    regs[d0, t] = cvt_pack2(regs[s0, t], regs[s1, t], ty, sub, fl)
+        else:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    regs[d0, t] = cvt(regs[s0, t], ty, ty2, sub, fl)
+    # ------------------------------------ floats
+    elif op == OP_FADD or op == OP_FMUL or op == OP_FFMA or op == OP_FSUB:
+        sub = code[P, F_SUB]
+        fl = code[P, F_FLAGS]
+        if (sub == RND_RN or sub == RND_NONE) and fl == 0 and ty == T_F32:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    x = f32_of(regs[s0, t])
+                    y = f32_of(regs[s1, t])
+                    if op == OP_FADD:
+                        r = x + y
+                    elif op == OP_FMUL:
+                        r = x * y
+                    elif op == OP_FSUB:
+                        r = x - y
+                    else:
+                        r = fma32(x, y, f32_of(regs[s2, t]))
+                    regs[d0, t] = bits_f32(r) if r == r else 0x7FFFFFFF
+        elif (sub == RND_RN or sub == RND_NONE) and fl == 0 and ty == T_F64:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    xd = f64_of(regs[s0, t])
+                    yd = f64_of(regs[s1, t])
+                    if op == OP_FADD:
+                        rd_ = xd + yd
+                    elif op == OP_FMUL:
+                        rd_ = xd * yd
+                    elif op == OP_FSUB:
+                        rd_ = xd - yd
+                    else:
+                        rd_ = fma64(xd, yd, f64_of(regs[s2, t]))
+                    regs[d0, t] = bits_f64(rd_) if rd_ == rd_ else 0x7FFFFFFFFFFFFFFF
+        else:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    regs[d0, t] = float_op(op, ty, sub, fl, regs[s0, t], regs[s1, t],
+                                           regs[s2, t] if s2 >= 0 else 0)
+    elif op >= OP_FDIV and op <= OP_FTANH or op == OP_COPYSIGN:
+        sub = code[P, F_SUB]
+        fl = code[P, F_FLAGS]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = float_op(op, ty, sub, fl, regs[s0, t], regs[s1, t] if s1 >= 0 else 0, 0)
+    elif op == OP_TESTP:
+        sub = code[P, F_SUB]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = 1 if testp(regs[s0, t], ty, sub) else 0
+    elif op == OP_IDIV or op == OP_IREM:
+        rem = op == OP_IREM
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = int_div(regs[s0, t], regs[s1, t], ty, rem)
+    elif op == OP_IMIN or op == OP_IMAX:
+        is_min = op == OP_IMIN
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = int_op2(is_min, regs[s0, t], regs[s1, t], ty)
+    elif op == OP_IABS or op == OP_INEG:
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = rd(regs[s0, t], ty)
+                if op == OP_IABS:
+                    x = -x if x < 0 else x
+                else:
+                    x = -x
+                regs[d0, t] = wr(x, ty)
+    elif op == OP_CNOT:
+        bits = tbits(ty)
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = 1 if zext(regs[s0, t], bits) == 0 else 0
+    elif op == OP_BFE:
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = bfe(regs[s0, t], regs[s1, t], regs[s2, t], ty)
+    elif op == OP_BFI:
+        s3 = code[P, F_S3]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = bfi(regs[s0, t], regs[s1, t], regs[s2, t], regs[s3, t], ty)
+    elif op == OP_BREV or op == OP_CLZ or op == OP_POPC:
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = regs[s0, t]
+                if op == OP_BREV:
+                    regs[d0, t] = brev(x, ty)
+                elif op == OP_CLZ:
+                    regs[d0, t] = clz(x, ty)
+                else:
+                    regs[d0, t] = popc(x, ty)
+    elif op == OP_BFIND:
+        sa = code[P, F_SUB] != 0
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = bfind(regs[s0, t], ty, sa)
+    elif op == OP_PRMT:
+        mode = code[P, F_SUB]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = prmt(regs[s0, t], regs[s1, t], regs[s2, t], mode)
+    elif op == OP_LOP3:
+        lut = code[P, F_SUB]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = lop3(regs[s0, t], regs[s1, t], regs[s2, t], lut)
+    elif op == OP_SHF:
+        right = code[P, F_SUB] != 0
+        clamp = (code[P, F_FLAGS] & FL_CLAMP) != 0
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = shf(regs[s0, t], regs[s1, t], regs[s2, t], right, clamp)
+    elif op == OP_MUL24:
+        hi = (code[P, F_FLAGS] & FL_HI) != 0
+        sg = ty == T_S32
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = sext(regs[s0, t], 24) if sg else zext(regs[s0, t], 24)
+                y = sext(regs[s1, t], 24) if sg else zext(regs[s1, t], 24)
+                r = x * y
+                r = (r >> 16) if hi else r
+                if s2 >= 0:
+                    r += regs[s2, t]
+                regs[d0, t] = zext(r, 32)
+    elif op == OP_SAD:
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = rd(regs[s0, t], ty)
+                y = rd(regs[s1, t], ty)
+                dlt = (y - x) if (ult(x, y) if ty == T_U64 else x < y) else (x - y)
+                regs[d0, t] = wr(dlt + regs[s2, t], ty)
+    elif op == OP_SET:
+        ty2 = code[P, F_TY2]
+        sub = code[P, F_SUB]
+        cmp = sub & 0xFF
+        boolop = sub >> 8
+        fl = code[P, F_FLAGS]
+        ftz = (fl & FL_FTZ) != 0
+        negc = (fl & FL_NEG_S2) != 0
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                c = compare(regs[s0, t], regs[s1, t], ty2, cmp, ftz)
+                if boolop != BOOL_NONE:
+                    c = combine(c, (regs[s2, t] != 0) != negc, boolop)
+                if ty == T_F32:
+                    regs[d0, t] = 0x3F800000 if c else 0
+                else:
+                    regs[d0, t] = zext(np.int64(-1), tbits(ty)) if c else 0
+    elif op == OP_SLCT:
+        ty2 = code[P, F_TY2]
+        bits = tbits(ty)
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                if ty2 == T_F32:
+                    c = f32_of(regs[s2, t])
+                    ge = c >= 0.0
+                else:
+                    ge = sext(regs[s2, t], 32) >= 0
+                regs[d0, t] = zext(regs[s0, t] if ge else regs[s1, t], bits)
+    elif op == OP_PACK:
+        ebits = code[P, F_AUX]
+        cnt = code[P, F_AUX2]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                r = np.int64(0)
+                for k in range(cnt):
+                    sk = code[P, F_S0 + k]
+                    if sk >= 0:
+                        r |= zext(regs[sk, t], ebits) << (k * ebits)
+                regs[d0, t] = r
+    elif op == OP_UNPACK:
+        ebits = code[P, F_AUX]
+        cnt = code[P, F_AUX2]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = regs[s0, t]
+                for k in range(cnt):
+                    dk = code[P, F_D0 + k]
+                    if dk >= 0:
+                        if ebits == 64:
+                            regs[dk, t] = x
+                        else:
+                            regs[dk, t] = zext(np.int64(np.uint64(x) >> np.uint64(k * ebits)), ebits)
+    elif op == OP_CVTA_TO or op == OP_CVTA_FROM:
+        space = code[P, F_SPACE]
+        win = np.int64(0)
+        if space == SP_SHARED:
+            win = SHARED_WINDOW
+        elif space == SP_LOCAL:
+            win = LOCAL_WINDOW
+        elif space == SP_CONST:
+            win = CONST_WINDOW
+        bits = tbits(ty)
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = regs[s0, t]
+                if op == OP_CVTA_TO:
+                    r = x - win if x != 0 else 0
+                else:
+                    r = x + win if x != 0 or space == SP_SHARED or space == SP_LOCAL else 0
+                regs[d0, t] = zext(r, bits)
+    elif op == OP_ISSPACEP:
+        space = code[P, F_SPACE]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                x = regs[s0, t]
+                in_sh = x >= SHARED_WINDOW and x < SHARED_WINDOW + WINDOW_SIZE
+                in_lo = x >= LOCAL_WINDOW and x < LOCAL_WINDOW + WINDOW_SIZE
+                in_co = x >= CONST_WINDOW and x < CONST_WINDOW + WINDOW_SIZE
+                if space == SP_SHARED:
+                    r = in_sh
+                elif space == SP_LOCAL:
+                    r = in_lo
+                elif space == SP_CONST:
+                    r = in_co
+                else:
+                    r = not (in_sh or in_lo or in_co)
+                regs[d0, t] = 1 if r else 0
+    else:
+        return False
+    return True
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
+             seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
+             rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err):
+    """Execute memory instruction `P` (ld, st, atom, cp.async) for the lanes `act`, recording
+    its warp access when asked (the caller leaves room for two records). Returns (records
+    used, accesses counted), or (-1, 0) after a fault described in `err`."""
+    op = code[P, F_OP]
+    ty = code[P, F_TY]
+    d0 = code[P, F_D0]
+    s0 = code[P, F_S0]
+    s1 = code[P, F_S1]
+    s2 = code[P, F_S2]
+    accesses = 0
+    if False:
+        pass
+    elif op == OP_LD or op == OP_ST or op == OP_ATOM:
+        space = code[P, F_SPACE]
+        nb = code[P, F_NB]
+        vec = code[P, F_VEC]
+        abase = code[P, F_ABASE]
+        aoff = code[P, F_AOFF]
+        sop = code[P, F_SOP]
+        total = nb * vec
+        rec = recording and sop >= 0 and act != 0
+        if rec:
+            rec_key[nrec] = spos * W + w
+            rec_op[nrec] = sop
+            rec_mask[nrec] = np.uint32(act)
+            for l in range(NL):
+                rec_addr[nrec, l] = 0
+        if sop >= 0 and act != 0:
+            accesses += 1
+        sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
+        dbits = code[P, F_AUX2]
+        failed = False
+        rsp = -1
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                a = aoff
+                if abase >= 0:
+                    a += regs[abase, t]
+                kind, off, rsp = resolve(space, a, total, t, seg_lo, seg_hi, seg_off, shared_size,
+                                         local_size, const_size, param_size)
+                if kind < 0:
+                    _fail(err, ST_OOB, P, t, cta, a, total, rsp, 0)
+                    failed = True
+                    break
+                if (a & (total - 1)) != 0 and (total & (total - 1)) == 0:
+                    _fail(err, ST_MISALIGNED, P, t, cta, a, total, rsp, 0)
+                    failed = True
+                    break
+                if op == OP_LD:
+                    for v in range(vec):
+                        x = _load(kind, off + v * nb, nb, heap, shared, local, const_buf, param_buf)
+                        if sgn:
+                            x = zext(sext(x, nb * 8), dbits)
+                        dv = code[P, F_D0 + v]
+                        if dv >= 0:
+                            regs[dv, t] = x
+                elif op == OP_ST:
+                    if kind == K_CONST or kind == K_PARAM:
+                        _fail(err, ST_SPACE, P, t, cta, a, total, rsp, 0)
+                        failed = True
+                        break
+                    for v in range(vec):
+                        sv = code[P, F_S0 + v]
+                        _store(kind, off + v * nb, nb, regs[sv, t], heap, shared, local)
+                else:
+                    if kind == K_CONST or kind == K_PARAM:
+                        _fail(err, ST_SPACE, P, t, cta, a, total, rsp, 0)
+                        failed = True
+                        break
+                    old = _load(kind, off, nb, heap, shared, local, const_buf, param_buf)
+                    new = atom_apply(code[P, F_SUB], ty, old, regs[s0, t], regs[s1, t] if s1 >= 0 else 0)
+                    _store(kind, off, nb, new, heap, shared, local)
+                    if d0 >= 0:
+                        regs[d0, t] = old
+                if rec:
+                    if rsp == SP_SHARED:
+                        ra = off
+                    elif rsp == SP_LOCAL:
+                        ra = LOCAL_TRACE_BASE + ((((cta * W + w) * local_words + ((off - t * local_size) >> 2)) * 32 + l) << 2) + (off & 3)
+                    else:
+                        ra = a
+                    rec_addr[nrec, l] = np.uint64(ra)
+        if failed:
+            return -1, 0
+        if sop >= 0 and act != 0 and rsp >= 0:
+            if rsp == SP_GLOBAL:
+                op_space[sop, 0] += 1
+            elif rsp == SP_SHARED:
+                op_space[sop, 1] += 1
+            elif rsp == SP_LOCAL:
+                op_space[sop, 2] += 1
+        if rec:
+            nrec += 1
+    elif op == OP_CPASYNC:
+        abase = code[P, F_ABASE]
+        aoff = code[P, F_AOFF]
+        nb = code[P, F_NB]
+        sop = code[P, F_SOP]
+        sop2 = code[P, F_SOP2]
+        dbase = s1
+        doff = code[P, F_AUX]
+        zfill = (code[P, F_FLAGS] & FL_ZFILL) != 0
+        failed = False
+        for part in range(2):
+            so = sop if part == 0 else sop2
+            rec = recording and so >= 0 and act != 0
+            if rec:
+                rec_key[nrec] = spos * W + w
+                rec_op[nrec] = so
+                rec_mask[nrec] = np.uint32(act)
+                for l in range(NL):
+                    rec_addr[nrec, l] = 0
+            if so >= 0 and act != 0:
+                accesses += 1
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    src = aoff + (regs[abase, t] if abase >= 0 else 0)
+                    dst = doff + (regs[dbase, t] if dbase >= 0 else 0)
+                    kind, soff, _s = resolve(SP_GLOBAL, src, nb, t, seg_lo, seg_hi, seg_off,
+                                             shared_size, local_size, const_size, param_size)
+                    if kind < 0:
+                        _fail(err, ST_OOB, P, t, cta, src, nb, SP_GLOBAL, 0)
+                        failed = True
+                        break
+                    dkind, doff2, _d = resolve(SP_SHARED, dst, nb, t, seg_lo, seg_hi, seg_off,
+                                               shared_size, local_size, const_size, param_size)
+                    if dkind < 0:
+                        _fail(err, ST_OOB, P, t, cta, dst, nb, SP_SHARED, 0)
+                        failed = True
+                        break
+                    if part == 1:
+                        nsrc = regs[s2, t] if zfill else nb
+                        for k in range(nb):
+                            byte = load_bits(heap, soff + k, 1) if k < nsrc else 0
+                            store_bits(shared, doff2 + k, 1, byte)
+                    if rec:
+                        rec_addr[nrec, l] = np.uint64(src if part == 0 else doff2)
+            if failed:
+                return -1, 0
+            if so >= 0 and act != 0:
+                op_space[so, 0 if part == 0 else 1] += 1
+            if rec:
+                nrec += 1
+    return nrec, accesses
+
+
+
+@njit(**KERNEL)
+def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, seg_hi, seg_off, const_buf,
+             param_buf, out_insts, out_acc, op_space, err):
+    """Run the CTAs `cta_list` (linear ids) of one launch to completion, recording the warp
+    accesses of those with ``snap_pos >= 0``. Returns the records (key = snapshot position x
+    warps + warp, op, mask, addresses) in execution order; ``err[0]`` is the status."""
+    T = cfg[C_T]
+    W = cfg[C_W]
+    n_slots = cfg[C_NSLOTS]
+    shared_size = cfg[C_SHARED]
+    local_size = cfg[C_LOCAL]
+    n_sms = cfg[C_SMS]
+    step_limit = cfg[C_STEP_LIMIT]
+    entry = cfg[C_ENTRY]
+    const_size = cfg[C_CONST]
+    param_size = cfg[C_PARAM]
+    local_words = cfg[C_LOCAL_WORDS]
+    gx = cfg[C_GX]
+    gy = cfg[C_GY]
+    Tp = W * 32
+    NL = cfg[C_LANES]
+
+    regs = np.zeros((n_slots, Tp), np.int64)
+    shared = np.zeros(shared_size + 16, np.uint8)
+    local = np.zeros(Tp * local_size + 16, np.uint8)
+    pc = np.zeros(Tp, np.int64)
+    st = np.zeros(Tp, np.int64)
+    cbw = np.full(Tp, -1, np.int64)
+    syncm = np.zeros(Tp, np.int64)
+    barid = np.full(Tp, -1, np.int64)
+    cstack = np.zeros((Tp, MAX_CALL_DEPTH), np.int64)
+    csp = np.zeros(Tp, np.int64)
+    conv = np.zeros(W, np.bool_)
+    wpc = np.zeros(W, np.int64)
+    live = np.zeros(W, np.int64)
+    cb_rpc = np.zeros((W, MAX_CBARS), np.int64)
+    cb_mask = np.zeros((W, MAX_CBARS), np.int64)
+    cb_n = np.zeros(W, np.int64)
+    wyield = np.full(W, -1, np.int64)
+    bar_cnt = np.zeros(N_BARRIERS, np.int64)
+    bar_need = np.full(N_BARRIERS, -1, np.int64)
+    red_popc = np.zeros(N_BARRIERS, np.int64)
+    red_and = np.ones(N_BARRIERS, np.int64)
+    red_or = np.zeros(N_BARRIERS, np.int64)
+
+    cap = max(cfg[C_REC_CAP], 16)
+    rec_key = np.empty(cap, np.int64)
+    rec_op = np.empty(cap, np.int32)
+    rec_mask = np.empty(cap, np.uint32)
+    rec_addr = np.zeros((cap, 32), np.uint64)
+    nrec = 0
+    err[E_STATUS] = ST_OK
+
+    for ci in range(cta_list.shape[0]):
+        cta = cta_list[ci]
+        spos = snap_pos[ci]
+        recording = spos >= 0
+        # ---------------------------------------------------------------- CTA set-up
+        regs[:, :] = init_regs
+        cx = cta % gx
+        cy = (cta // gx) % gy
+        cz = cta // (gx * gy)
+        for k in range(cta_spec.shape[0]):
+            slot = cta_spec[k, 0]
+            which = cta_spec[k, 1]
+            v = cx if which == CS_CTAID_X else (cy if which == CS_CTAID_Y else (cz if which == CS_CTAID_Z else cta % n_sms))
+            for t in range(Tp):
+                regs[slot, t] = v
+        shared[:] = 0
+        local[:] = 0
+        csp[:] = 0
+        cbw[:] = -1
+        barid[:] = -1
+        for w in range(W):
+            n_in = T - w * 32
+            if n_in >= 32:
+                live[w] = np.int64(0xFFFFFFFF)
+            else:
+                live[w] = (np.int64(1) << n_in) - 1
+            conv[w] = True
+            wpc[w] = entry
+            cb_n[w] = 0
+            wyield[w] = -1
+        for t in range(Tp):
+            st[t] = TS_RUN if t < T else TS_EXIT
+            pc[t] = entry
+        bar_cnt[:] = 0
+        bar_need[:] = -1
+        red_popc[:] = 0
+        red_and[:] = 1
+        red_or[:] = 0
+        n_exited = Tp - T
+        insts = np.int64(0)
+        accesses = np.int64(0)
+        clock_base = cta << 24
+
+        # ---------------------------------------------------------------- scheduler
+        while n_exited < Tp:
+            progress = False
+            for w in range(W):
+                if live[w] == 0:
+                    continue
+                base = w * 32
+                budget = QUANTUM
+                while budget > 0 and live[w] != 0:
+                    # ---------------------------------------- pick the group to run
+                    if conv[w]:
+                        lw = live[w]
+                        if st[base + _lowest(lw)] != TS_RUN:
+                            break
+                        P = wpc[w]
+                        g = lw
+                        other_min = BIG
+                        P_start = -1
+                    else:
+                        lw = live[w]
+                        minp = BIG
+                        maxp = -1
+                        nrun = 0
+                        yp = wyield[w]
+                        minp2 = BIG
+                        for l in range(NL):
+                            if (lw >> l) & 1:
+                                t = base + l
+                                if st[t] == TS_RUN:
+                                    p = pc[t]
+                                    nrun += 1
+                                    if p < minp:
+                                        minp = p
+                                    if p > maxp:
+                                        maxp = p
+                                    if p != yp and p < minp2:
+                                        minp2 = p
+                        if nrun == 0:
+                            break
+                        if nrun == popc64(lw) and minp == maxp:
+                            conv[w] = True
+                            wpc[w] = minp
+                            wyield[w] = -1
+                            continue
+                        if yp >= 0 and minp2 != BIG:
+                            P = minp2
+                        else:
+                            P = minp
+                            wyield[w] = -1
+                        g = np.int64(0)
+                        other_min = BIG
+                        for l in range(NL):
+                            if (lw >> l) & 1:
+                                t = base + l
+                                if st[t] == TS_RUN:
+                                    p = pc[t]
+                                    if p == P:
+                                        g |= np.int64(1) << l
+                                    elif p > P and p < other_min:
+                                        other_min = p
+                        # lanes arriving at a convergence barrier wait there
+                        arrived = False
+                        for k in range(cb_n[w]):
+                            if cb_rpc[w, k] == P:
+                                arr = g & cb_mask[w, k]
+                                if arr != 0:
+                                    for l in range(NL):
+                                        if (arr >> l) & 1:
+                                            st[base + l] = TS_CBAR
+                                            cbw[base + l] = P
+                                    g &= ~arr
+                                    arrived = True
+                        if arrived:
+                            progress = True
+                            release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live)
+                            if g == 0:
+                                continue
+                        P_start = P
+                    # ---------------------------------------- run the group
+                    writeback = True
+                    while True:
+                        if P >= other_min or budget <= 0:
+                            break
+                        if cb_n[w] > 0 and P != P_start:
+                            if conv[w]:
+                                k = 0
+                                while k < cb_n[w]:
+                                    if cb_rpc[w, k] == P:
+                                        n = cb_n[w] - 1
+                                        cb_rpc[w, k] = cb_rpc[w, n]
+                                        cb_mask[w, k] = cb_mask[w, n]
+                                        cb_n[w] = n
+                                    else:
+                                        k += 1
+                            else:
+                                hit = False
+                                for k in range(cb_n[w]):
+                                    if cb_rpc[w, k] == P and (cb_mask[w, k] & g) != 0:
+                                        hit = True
+                                if hit:
+                                    break
+                        P_start = -1
+                        op = code[P, F_OP]
+                        insts += 1
+                        budget -= 1
+                        progress = True
+                        gs = code[P, F_GUARD]
+                        act = g
+                        if gs >= 0:
+                            neg = code[P, F_GNEG] != 0
+                            act = np.int64(0)
+                            for l in range(NL):
+                                if (g >> l) & 1:
+                                    if (regs[gs, base + l] != 0) != neg:
+                                        act |= np.int64(1) << l
+                        ty = code[P, F_TY]
+                        d0 = code[P, F_D0]
+                        s0 = code[P, F_S0]
+                        s1 = code[P, F_S1]
+                        s2 = code[P, F_S2]
+                        if op < OP_LD:
+                            if not alu_step(P, act, code, regs, base, NL):
+                                _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
+                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                            P += 1
+                        elif op <= OP_CPASYNC:
+                            if nrec + 2 > cap:
+                                cap2 = cap * 2
+                                k2 = np.empty(cap2, np.int64)
+                                k2[:nrec] = rec_key[:nrec]
+                                rec_key = k2
+                                o2 = np.empty(cap2, np.int32)
+                                o2[:nrec] = rec_op[:nrec]
+                                rec_op = o2
+                                m2 = np.empty(cap2, np.uint32)
+                                m2[:nrec] = rec_mask[:nrec]
+                                rec_mask = m2
+                                a2 = np.zeros((cap2, 32), np.uint64)
+                                a2[:nrec] = rec_addr[:nrec]
+                                rec_addr = a2
+                                cap = cap2
+                            nrec, nacc = mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared,
+                                                  local, const_buf, param_buf, seg_lo, seg_hi, seg_off, shared_size,
+                                                  local_size, const_size, param_size, local_words, rec_key, rec_op,
+                                                  rec_mask, rec_addr, nrec, op_space, err)
+                            if nrec < 0:
+                                return rec_key[:0], rec_op[:0], rec_mask[:0], rec_addr[:0]
+                            accesses += nacc
+                            P += 1
+                        elif op == OP_BRA:
+                            tgt = code[P, F_TGT]
+                            if act == g:
+                                nxt = tgt
+                            elif act == 0:
+                                nxt = P + 1
+                            else:
+                                if code[P, F_FLAGS] & FL_UNI:
+                                    _fail(err, ST_NONUNIFORM, P, base + _lowest(g), cta, act, g, 0, 0)
+                                    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                # divergence: per-lane PCs and a convergence barrier at the IPDOM
+                                for l in range(NL):
+                                    if (g >> l) & 1:
+                                        pc[base + l] = tgt if (act >> l) & 1 else P + 1
+                                rpc = code[P, F_IPDOM]
+                                if rpc >= 0:
+                                    found = False
+                                    for k in range(cb_n[w]):
+                                        if cb_rpc[w, k] == rpc:
+                                            cb_mask[w, k] |= g
+                                            found = True
+                                    if not found:
+                                        if cb_n[w] >= MAX_CBARS:
+                                            _fail(err, ST_CBAR_OVERFLOW, P, base + _lowest(g), cta, 0, 0, 0, 0)
+                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                        cb_rpc[w, cb_n[w]] = rpc
+                                        cb_mask[w, cb_n[w]] = g
+                                        cb_n[w] += 1
+                                if tgt <= P:
+                                    wyield[w] = tgt
+                                conv[w] = False
+                                writeback = False
+                                break
+                            if nxt <= P and not conv[w]:
+                                wyield[w] = nxt
+                                P = nxt
+                                break
+                            P = nxt
+                        elif op == OP_CALL:
+                            if act != 0:
+                                for l in range(NL):
+                                    if (act >> l) & 1:
+                                        t = base + l
+                                        if csp[t] >= MAX_CALL_DEPTH:
+                                            _fail(err, ST_CALL_DEPTH, P, t, cta, 0, 0, 0, 0)
+                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                        cstack[t, csp[t]] = P + 1
+                                        csp[t] += 1
+                            tgt = code[P, F_TGT]
+                            if act == g:
+                                P = tgt
+                            elif act == 0:
+                                P += 1
+                            else:
+                                for l in range(NL):
+                                    if (g >> l) & 1:
+                                        pc[base + l] = tgt if (act >> l) & 1 else P + 1
+                                found = False
+                                for k in range(cb_n[w]):
+                                    if cb_rpc[w, k] == P + 1:
+                                        cb_mask[w, k] |= g
+                                        found = True
+                                if not found and cb_n[w] < MAX_CBARS:
+                                    cb_rpc[w, cb_n[w]] = P + 1
+                                    cb_mask[w, cb_n[w]] = g
+                                    cb_n[w] += 1
+                                conv[w] = False
+                                writeback = False
+                                break
+                        elif op == OP_RET:
+                            same = True
+                            ret_to = -1
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    t = base + l
+                                    if csp[t] > 0:
+                                        csp[t] -= 1
+                                        r = cstack[t, csp[t]]
+                                    else:
+                                        r = P + 1
+                                    pc[t] = r
+                                    if ret_to < 0:
+                                        ret_to = r
+                                    elif r != ret_to:
+                                        same = False
+                            if act == g and same:
+                                P = ret_to
+                            elif act == 0:
+                                P += 1
+                            else:
+                                for l in range(NL):
+                                    if (g >> l) & 1 and not (act >> l) & 1:
+                                        pc[base + l] = P + 1
+                                conv[w] = False
+                                writeback = False
+                                break
+                        elif op == OP_EXIT:
+                            if act != 0:
+                                for l in range(NL):
+                                    if (act >> l) & 1:
+                                        st[base + l] = TS_EXIT
+                                live[w] &= ~act
+                                n_exited += popc64(act)
+                                g &= ~act
+                                for bid in range(N_BARRIERS):
+                                    if bar_cnt[bid] > 0 and bar_need[bid] < 0 and bar_cnt[bid] + n_exited >= Tp:
+                                        release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or,
+                                                        conv, wpc, live, W)
+                                        bar_cnt[bid] = 0
+                                        red_popc[bid] = 0
+                                        red_and[bid] = 1
+                                        red_or[bid] = 0
+                                if not conv[w]:
+                                    release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live)
+                                    release_syncs(code, regs, pc, st, syncm, w, live)
+                            P += 1
+                            if g == 0:
+                                writeback = False
+                                break
+                            if not conv[w] and act != 0:
+                                break
+                        elif op == OP_BAR:
+                            sub = code[P, F_SUB]
+                            bid = regs[s0, base + _lowest(g)] if s0 >= 0 else 0
+                            need = regs[s1, base + _lowest(g)] if s1 >= 0 else -1
+                            if bid < 0 or bid >= N_BARRIERS:
+                                _fail(err, ST_BAD_BARRIER, P, base + _lowest(g), cta, bid, need, 0, 0)
+                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                            if act == 0:
+                                P += 1
+                                continue
+                            bar_need[bid] = need
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    t = base + l
+                                    if sub >= BAR_RED_POPC:
+                                        q = regs[s2, t] != 0
+                                        if code[P, F_FLAGS] & FL_NEG_S2:
+                                            q = not q
+                                        if q:
+                                            red_popc[bid] += 1
+                                            red_or[bid] = 1
+                                        else:
+                                            red_and[bid] = 0
+                                    if sub != BAR_ARRIVE:
+                                        st[t] = TS_BAR
+                                        barid[t] = bid
+                                        pc[t] = P
+                            bar_cnt[bid] += popc64(act)
+                            rest = g & ~act
+                            if rest != 0:
+                                for l in range(NL):
+                                    if (rest >> l) & 1:
+                                        pc[base + l] = P + 1
+                                conv[w] = False
+                            if sub == BAR_ARRIVE and rest == 0:
+                                pass
+                            if (need >= 0 and bar_cnt[bid] >= need) or (need < 0 and bar_cnt[bid] + n_exited >= Tp):
+                                release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or, conv, wpc,
+                                                live, W)
+                                bar_cnt[bid] = 0
+                                bar_need[bid] = -1
+                                red_popc[bid] = 0
+                                red_and[bid] = 1
+                                red_or[bid] = 0
+                            if sub == BAR_ARRIVE:
+                                P += 1
+                                if rest != 0:
+                                    writeback = False
+                                    break
+                                continue
+                            if conv[w]:
+                                # the whole warp waits (or was just released and continues)
+                                writeback = False
+                                break
+                            writeback = False
+                            break
+                        elif op == OP_SHFL or op == OP_VOTE or op == OP_MATCH or op == OP_REDUX or op == OP_BARWARP:
+                            if act == 0:
+                                P += 1
+                                continue
+                            ms = code[P, F_S3] if op == OP_SHFL else (s0 if op == OP_BARWARP else s1)
+                            m = zext(regs[ms, base + _lowest(act)], 32) if ms >= 0 else np.int64(0xFFFFFFFF)
+                            need = m & live[w]
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    pc[base + l] = P
+                            if (need & ~act) == 0:
+                                exec_sync(code, regs, pc, st, act, base)
+                                rest = g & ~act
+                                if rest == 0:
+                                    P += 1
+                                    continue
+                                for l in range(NL):
+                                    if (rest >> l) & 1:
+                                        pc[base + l] = P + 1
+                                writeback = False
+                                break
+                            # some member lanes are elsewhere: wait for them
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    st[base + l] = TS_SYNC
+                                    syncm[base + l] = m
+                            rest = g & ~act
+                            for l in range(NL):
+                                if (rest >> l) & 1:
+                                    pc[base + l] = P + 1
+                            conv[w] = False
+                            release_syncs(code, regs, pc, st, syncm, w, live)
+                            writeback = False
+                            break
+                        elif op == OP_ACTIVEMASK:
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    regs[d0, base + l] = g
+                            P += 1
+                        elif op == OP_CLOCK:
+                            sub = code[P, F_SUB]
+                            now = clock_base + insts
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    t = base + l
+                                    if sub == CLK_CLOCK or sub == CLK_GLOBALTIMER_LO:
+                                        regs[d0, t] = zext(now, 32)
+                                    elif sub == CLK_GLOBALTIMER_HI:
+                                        regs[d0, t] = zext(now >> 32, 32)
+                                    else:
+                                        regs[d0, t] = now
+                            P += 1
+                        elif op == OP_NOP:
+                            P += 1
+                        elif op == OP_NANOSLEEP:
+                            P += 1
+                            if not conv[w]:
+                                wyield[w] = P
+                                break
+                        elif op == OP_PRINTF:
+                            off = code[P, F_AOFF]
+                            if off >= 0:
+                                for l in range(NL):
+                                    if (act >> l) & 1:
+                                        store_bits(local, (base + l) * local_size + off, 4, 0)
+                            P += 1
+                        elif op == OP_TRAP:
+                            if act != 0:
+                                _fail(err, ST_TRAP, P, base + _lowest(act), cta, 0, 0, 0, code[P, F_AUX])
+                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                            P += 1
+                        else:
+                            _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
+                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                    # ---------------------------------------- end of the group's run
+                    if writeback:
+                        if conv[w]:
+                            wpc[w] = P
+                        else:
+                            for l in range(NL):
+                                if (g >> l) & 1:
+                                    pc[base + l] = P
+                    if insts > step_limit:
+                        _fail(err, ST_STEP_LIMIT, P, base + _lowest(live[w]) if live[w] != 0 else base, cta, 0, 0, 0,
+                              insts)
+                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+            if not progress and n_exited < Tp:
+                # nothing can run: report a waiting lane
+                wt = -1
+                for t in range(Tp):
+                    if st[t] == TS_BAR or st[t] == TS_SYNC or st[t] == TS_CBAR:
+                        wt = t
+                        break
+                wp = pc[wt] if wt >= 0 else -1
+                _fail(err, ST_DEADLOCK, wp, wt, cta, st[wt] if wt >= 0 else 0, Tp - n_exited, 0, 0)
+                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+        out_insts[ci] = insts
+        out_acc[ci] = accesses
+    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]

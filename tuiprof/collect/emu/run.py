@@ -1,0 +1,235 @@
+"""Run a decoded kernel over a grid: register templates, CTA batches on worker threads, and the
+translation of the interpreter's status codes into TuiprofErrors naming the source line.
+
+CTAs are independent unless the kernel communicates between them (global atomics, volatile
+accesses, fences: `Program.serial`); independent CTAs run in parallel batches on `threads` worker
+threads (the interpreter releases the GIL), serial kernels run CTA 0, 1, 2... in order on one.
+Each CTA's records are kept per CTA, so the snapshot is the same whatever the thread count.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from tuiprof.collect.emu.decode import Program
+from tuiprof.collect.emu.heap import Heap
+from tuiprof.collect.emu.kernel.codes import (E_ADDR, E_BYTES, E_CTA, E_INFO, E_PC, E_SPACE, E_STATUS, E_THREAD, N_ERR,
+                                              SP_CONST, SP_FPARAM, SP_GLOBAL, SP_LOCAL, SP_PARAM, SP_SHARED,
+                                              ST_BAD_BARRIER, ST_CALL_DEPTH, ST_CBAR_OVERFLOW, ST_DEADLOCK,
+                                              ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB, ST_SPACE, ST_STEP_LIMIT,
+                                              ST_TRAP, ST_UNSUPPORTED, TS_BAR, TS_CBAR, TS_SYNC)
+from tuiprof.collect.emu.kernel.interp import (C_CONST, C_ENTRY, C_GX, C_GY, C_GZ, C_LOCAL, C_LOCAL_WORDS, C_NSLOTS,
+                                               C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_SHARED, C_SMS, C_STEP_LIMIT, C_T, C_W,
+                                               CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID, N_CFG, run_ctas)
+from tuiprof.errors import TuiprofError
+from tuiprof.ptx.model import SourceLoc
+
+DEFAULT_STEP_LIMIT = 1 << 26
+"""Warp instructions one CTA may execute before it is declared a runaway (about half a minute)."""
+
+_SPACE_NAMES = {SP_GLOBAL: "global", SP_SHARED: "shared", SP_LOCAL: "local", SP_CONST: "const", SP_PARAM: "param",
+                SP_FPARAM: "parameter"}
+
+
+class EmulationError(TuiprofError):
+    """The kernel failed while it ran: bad access, trap, runaway loop, deadlock."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one launch produced: per-CTA counts for the grid and the snapshot's records."""
+
+    insts: np.ndarray
+    """int64 [grid CTAs]: dynamic warp instructions of each CTA."""
+    accesses: np.ndarray
+    """int64 [grid CTAs]: warp accesses (recorded ops executed with some lane active) of each CTA."""
+    key: np.ndarray
+    """int64 [R]: snapshot position x warps per CTA + warp index, in program order per warp."""
+    op: np.ndarray
+    mask: np.ndarray
+    addr: np.ndarray
+    op_space: np.ndarray
+    """int64 [n_ops, 3]: accesses of each op that resolved to global, shared and local memory."""
+
+
+def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
+                      n_sms: int) -> tuple[np.ndarray, np.ndarray]:
+    """Initial registers of a CTA (constants, thread and launch special registers) and the table of
+    per-CTA special registers the interpreter fills."""
+    threads = block[0] * block[1] * block[2]
+    warps = -(-threads // 32)
+    tp = warps * 32
+    regs = np.zeros((prog.n_slots, tp), np.int64)
+    for slot, value in prog.const_slots:
+        regs[slot, :] = value
+    t = np.arange(tp, dtype=np.int64)
+    lane = t % 32
+    thread_values = {
+        "tid.x": t % block[0], "tid.y": t // block[0] % block[1], "tid.z": t // (block[0] * block[1]),
+        "laneid": lane, "warpid": t // 32,
+        "lanemask_eq": np.left_shift(1, lane), "lanemask_lt": np.left_shift(1, lane) - 1,
+        "lanemask_le": np.left_shift(2, lane) - 1,
+        "lanemask_gt": (0xFFFFFFFF - (np.left_shift(2, lane) - 1)) & 0xFFFFFFFF,
+        "lanemask_ge": (0xFFFFFFFF - (np.left_shift(1, lane) - 1)) & 0xFFFFFFFF,
+    }
+    total_shared = prog.dynamic_shared_offset + dynamic_shared if dynamic_shared else prog.shared_static
+    launch_values = {
+        "ntid.x": block[0], "ntid.y": block[1], "ntid.z": block[2],
+        "nctaid.x": grid[0], "nctaid.y": grid[1], "nctaid.z": grid[2],
+        "nsmid": n_sms, "nwarpid": warps, "gridid": 0, "dynamic_smem_size": dynamic_shared,
+        "total_smem_size": total_shared, "nclusterid.x": grid[0], "nclusterid.y": grid[1], "nclusterid.z": grid[2],
+        "cluster_nctaid.x": 1, "cluster_nctaid.y": 1, "cluster_nctaid.z": 1, "cluster_ctaid.x": 0,
+        "cluster_ctaid.y": 0, "cluster_ctaid.z": 0, "cluster_ctarank": 0, "cluster_nctarank": 1,
+        "is_explicit_cluster": 0,
+    }
+    per_cta = {"ctaid.x": CS_CTAID_X, "ctaid.y": CS_CTAID_Y, "ctaid.z": CS_CTAID_Z, "smid": CS_SMID,
+               "clusterid.x": CS_CTAID_X, "clusterid.y": CS_CTAID_Y, "clusterid.z": CS_CTAID_Z}
+    spec = []
+    for slot, name in prog.special_slots:
+        if name in thread_values:
+            regs[slot, :] = thread_values[name]
+        elif name in launch_values:
+            regs[slot, :] = launch_values[name]
+        else:
+            spec.append((slot, per_cta[name]))
+    return regs, np.array(spec, np.int64).reshape(-1, 2)
+
+
+def _where(prog: Program, pc: int, source_name: Callable[[SourceLoc | None], str]) -> str:
+    if 0 <= pc < len(prog.texts):
+        return f"{prog.texts[pc]} at {source_name(prog.locs[pc])} (PTX line {prog.ptx_lines[pc]})"
+    return "an unknown instruction"
+
+
+def _thread(t: int, block: tuple[int, int, int]) -> str:
+    x, y, z = t % block[0], t // block[0] % block[1], t // (block[0] * block[1])
+    return f"thread ({x},{y},{z})"
+
+
+def _cta(c: int, grid: tuple[int, int, int]) -> str:
+    x, y, z = c % grid[0], c // grid[0] % grid[1], c // (grid[0] * grid[1])
+    return f"CTA ({x},{y},{z})"
+
+
+def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
+              source_name: Callable[[SourceLoc | None], str], step_limit: int) -> None:
+    """Turn a failed run's status into one clear EmulationError."""
+    status = int(err[E_STATUS])
+    if status == ST_OK:
+        return
+    pc = int(err[E_PC])
+    where = _where(prog, pc, source_name)
+    who = f"{_thread(int(err[E_THREAD]), block)} of {_cta(int(err[E_CTA]), grid)}"
+    addr = int(err[E_ADDR]) & ((1 << 64) - 1)
+    nbytes = int(err[E_BYTES])
+    space = _SPACE_NAMES.get(int(err[E_SPACE]), "memory")
+    kernel = prog.kernel
+    if status == ST_OOB:
+        raise EmulationError(f"out-of-bounds {space} access in {kernel}: {nbytes} bytes at 0x{addr:x} by {who}, "
+                             f"{where}",
+                             "the address is outside every buffer of that space; check the index and the sizes "
+                             "the launch script allocates")
+    if status == ST_MISALIGNED:
+        raise EmulationError(f"misaligned {space} access in {kernel}: {nbytes} bytes at 0x{addr:x} by {who}, {where}",
+                             f"an access of {nbytes} bytes must be {nbytes}-byte aligned")
+    if status == ST_SPACE:
+        raise EmulationError(f"write to read-only {space} memory in {kernel} by {who}, {where}",
+                             "const and kernel parameter memory cannot be written")
+    if status == ST_STEP_LIMIT:
+        raise EmulationError(f"{kernel} ran more than {step_limit:,} warp instructions in {_cta(int(err[E_CTA]), grid)} "
+                             f"without finishing (runaway loop?); last at {where}",
+                             "check the loop bounds, or raise the emulator's step limit for a longer kernel")
+    if status == ST_DEADLOCK:
+        state = int(err[E_ADDR])
+        what = {TS_BAR: "a CTA barrier (bar.sync / __syncthreads)", TS_SYNC: "a warp collective (.sync)",
+                TS_CBAR: "a reconvergence point"}.get(state, "a barrier")
+        raise EmulationError(f"barrier deadlock in {kernel}, {_cta(int(err[E_CTA]), grid)}: {nbytes} threads wait "
+                             f"and none can run; {_thread(int(err[E_THREAD]), block)} waits at {what}, {where}",
+                             "every thread of the CTA must reach the same barriers (a barrier with a thread count, "
+                             "or a warp collective whose mask names lanes that never arrive, deadlocks)")
+    if status == ST_TRAP:
+        what = "assertion failed" if int(err[E_INFO]) == 1 else "trap"
+        raise EmulationError(f"{kernel} stopped: {what} in {who}, {where}",
+                             "the kernel executed a trap or a failed assert()")
+    if status == ST_NONUNIFORM:
+        raise EmulationError(f"bra.uni is not uniform in {kernel}: lanes 0x{addr:08x} of 0x{nbytes:08x} take it, "
+                             f"{who}, {where}", "a .uni branch must be taken by all active lanes or none")
+    if status == ST_CALL_DEPTH:
+        raise EmulationError(f"call stack deeper than the emulator allows in {kernel}, {who}, {where}",
+                             "device function calls nest too deeply")
+    if status == ST_CBAR_OVERFLOW:
+        raise EmulationError(f"too many nested divergent branches pending in one warp of {kernel}, {where}",
+                             "the emulator tracks at most 32 reconvergence points per warp")
+    if status == ST_BAD_BARRIER:
+        raise EmulationError(f"barrier id {addr} out of range in {kernel}, {who}, {where}",
+                             "bar.sync ids are 0 to 15")
+    if status == ST_UNSUPPORTED:
+        raise EmulationError(f"unsupported PTX instruction {where}", "please report it")
+    raise EmulationError(f"the emulator stopped with status {status} in {kernel} at {where}", "please report it")
+
+
+def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
+            dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
+            source_name: Callable[[SourceLoc | None], str]) -> RunResult:
+    """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids)."""
+    n_ctas = grid[0] * grid[1] * grid[2]
+    nthreads = block[0] * block[1] * block[2]
+    warps = -(-nthreads // 32)
+    init, cta_spec = register_template(prog, grid, block, dynamic_shared, n_sms)
+    shared = prog.dynamic_shared_offset + dynamic_shared if dynamic_shared else prog.shared_static
+    cfg = np.zeros(N_CFG, np.int64)
+    cfg[C_T], cfg[C_W], cfg[C_NSLOTS] = nthreads, warps, prog.n_slots
+    cfg[C_SHARED], cfg[C_LOCAL], cfg[C_SMS] = shared, prog.local_size, n_sms
+    cfg[C_STEP_LIMIT], cfg[C_ENTRY], cfg[C_NSOPS] = step_limit, prog.entry, prog.n_ops
+    cfg[C_GX], cfg[C_GY], cfg[C_GZ] = grid
+    cfg[C_CONST], cfg[C_PARAM] = len(prog.const_image), len(params)
+    cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4)
+    cfg[C_LANES] = 32
+    const_buf = np.frombuffer(prog.const_image + b"\0" * 16, np.uint8).copy()
+    param_buf = np.frombuffer(params + b"\0" * 16, np.uint8).copy()
+    seg_lo, seg_hi, seg_off = heap.segments()
+    pos = np.full(n_ctas, -1, np.int64)
+    pos[snapshot] = np.arange(snapshot.shape[0], dtype=np.int64)
+    insts = np.zeros(n_ctas, np.int64)
+    accesses = np.zeros(n_ctas, np.int64)
+
+    def run(first: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        ids = np.arange(first, last, dtype=np.int64)
+        sp = pos[first:last].copy()
+        c = cfg.copy()
+        c[C_REC_CAP] = 1024 if (sp >= 0).any() else 16
+        err = np.zeros(N_ERR, np.int64)
+        op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
+        out_i = np.zeros(last - first, np.int64)
+        out_a = np.zeros(last - first, np.int64)
+        k, o, m, a = run_ctas(prog.code, c, init, cta_spec, ids, sp, heap.buf, seg_lo, seg_hi, seg_off, const_buf,
+                              param_buf, out_i, out_a, op_space, err)
+        insts[first:last] = out_i
+        accesses[first:last] = out_a
+        return k, o, m, a, op_space, err
+
+    if prog.serial or threads <= 1 or n_ctas < 2:
+        batches = [(0, n_ctas)]
+        results = [run(0, n_ctas)]
+    else:
+        n_batches = min(n_ctas, max(8 * threads, n_ctas // 64))
+        edges = np.linspace(0, n_ctas, n_batches + 1).astype(np.int64)
+        batches = [(int(edges[i]), int(edges[i + 1])) for i in range(n_batches) if edges[i + 1] > edges[i]]
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            results = list(pool.map(lambda b: run(*b), batches))
+    for res in results:
+        err = res[5]
+        if err[E_STATUS] != ST_OK:
+            raise_for(err, prog, grid, block, source_name, step_limit)
+    key = np.concatenate([r[0] for r in results])
+    op = np.concatenate([r[1] for r in results])
+    mask = np.concatenate([r[2] for r in results])
+    addr = np.concatenate([r[3] for r in results]) if results else np.zeros((0, 32), np.uint64)
+    order = np.argsort(key, kind="stable")
+    op_space = sum(r[4] for r in results)
+    return RunResult(insts=insts, accesses=accesses, key=key[order], op=op[order], mask=mask[order],
+                     addr=np.ascontiguousarray(addr[order]), op_space=op_space)
