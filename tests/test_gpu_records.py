@@ -240,6 +240,7 @@ def test_build_trace_from_buffers() -> None:
     assert t.ctas.measured_timing and t.ctas.sm.tolist() == [4, 5, 6] and t.ctas.end.tolist() == [200, 150, 300]
     # op 1 is a global store (as static_ops types a generic access) that reached shared memory once
     assert t.provenance.generator["generic_ops_by_space"] == {"1": [0, 1, 0]}
+    assert [o.space for o in t.ops] == ["global", "shared"]
 
 
 def test_to_accesses_with_two_modules() -> None:

@@ -15,6 +15,7 @@ Three steps, each checkable on its own:
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,8 +284,9 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
     """The Trace of one recorded launch, from its probe buffers (the kernel-file and the
     whole-program collectors both end here). `other_sites` are the site tables of other modules
     whose device functions the kernel calls (``-rdc`` programs; `table` must cover them, see
-    `tuiprof.build.wholeprog.linked_module`). Generic ops that reached shared or local memory
-    are counted per space in ``provenance.generator["generic_ops_by_space"]``."""
+    `tuiprof.build.wholeprog.linked_module`). A generic op takes the space most of its accesses
+    resolved to (as the emulator's ops do); those that reached shared or local memory are counted
+    per space in ``provenance.generator["generic_ops_by_space"]``."""
     ops = unique_ops(table)
     warps = launch.warps_per_cta
     maps = {tag: site_to_op(sites, table)}
@@ -294,6 +296,11 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
                       cta_ids=snapshot.cta_ids, warps_per_cta=warps, local_words=-(-local_bytes // 4), tag=tag)
     generic = {str(i): acc.op_space[i].tolist() for i in range(len(ops))
                if ops[i].space == "global" and acc.op_space[i][1:].sum()}
+    # a generic op takes the space most of its accesses resolved to (as the emulator's ops do)
+    names = ("global", "shared", "local")
+    ops = tuple(dataclasses.replace(o, space=names[int(np.argmax(acc.op_space[o.id]))])
+                if o.space in names and acc.op_space[o.id].sum() and names[int(np.argmax(acc.op_space[o.id]))] != o.space
+                else o for o in ops)
     gen = dict(provenance.generator)
     if generic:
         gen["generic_ops_by_space"] = generic
