@@ -116,8 +116,10 @@ class _Body:
 
 def _bodies(text: str) -> tuple[list[_Body], int]:
     """Every function body of `text` with the offsets of its instruction statements (the scan of
-    `tuiprof.ptx.parse`, so that statement k is the parser's instruction k), and the offset just
-    past the module header (``.address_size``, else ``.target``)."""
+    `tuiprof.ptx.parse`, so that statement k is the parser's instruction k), and where the control
+    block's declaration goes: before the first function definition, after the module's own
+    variables (so that they keep their places, as the emulator lays them out in order), else
+    just past the module header (``.address_size``, else ``.target``)."""
     blank = _blank_comments(text)
     bodies: list[_Body] = []
     header_end = -1
@@ -127,6 +129,7 @@ def _bodies(text: str) -> tuple[list[_Body], int]:
     open_end = 0
     depth = 0
     stmts: list[tuple[int, int]] = []
+    first_body = -1
     while pos < n:
         m = _TOKEN.match(blank, pos)
         if m is None:
@@ -152,6 +155,8 @@ def _bodies(text: str) -> tuple[list[_Body], int]:
                 if fm is None:
                     raise PtxError("malformed function header", line)
                 name, open_end, depth, stmts = fm.group("name"), pos, 1, []
+                if first_body < 0:
+                    first_body = start
         elif name is not None:
             if kind == "lbrace":
                 depth += 1
@@ -164,7 +169,7 @@ def _bodies(text: str) -> tuple[list[_Body], int]:
                 stmts.append((start, line))
     if header_end < 0:
         raise PtxError("no .target / .address_size directive", 1, "pass the PTX nvcc or NVRTC produced")
-    return bodies, header_end
+    return bodies, first_body if first_body >= 0 else header_end
 
 
 # --------------------------------------------------------------------------- probe text
@@ -503,7 +508,7 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
                 lines += emit.epilogue(ins.guard, fn.is_entry)
             if lines:
                 inserts.append((offset, 1, _block(lines)))
-    header = f"\n{MARKER}\n.weak .global .align 16 .u64 {CTL_SYMBOL}[{CTL_WORDS}];\n"
+    header = f"{MARKER}\n.weak .global .align 16 .u64 {CTL_SYMBOL}[{CTL_WORDS}];\n\n"
     inserts.append((header_end, 0, header))
     out = ptx
     for offset, _, text in sorted(inserts, key=lambda t: (t[0], t[1]), reverse=True):
