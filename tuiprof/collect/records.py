@@ -244,10 +244,10 @@ def to_accesses(rec: Records, site_ops: np.ndarray | Mapping[int, np.ndarray], n
     addr = np.where(lanes_on, addr, np.uint64(0))
     space = np.full(op.shape[0], SPACE_GLOBAL, np.int64)
     if op.shape[0]:
-        # a warp access's space: its lowest active lane's (as the emulator counts it)
-        first = np.argmax(lanes_on, axis=1)
+        # a warp access's space: its highest active lane's (as the emulator counts it)
+        last = LANES - 1 - np.argmax(lanes_on[:, ::-1], axis=1)
         rows = np.arange(op.shape[0])
-        space = np.where(is_shared[rows, first], SPACE_SHARED, np.where(is_local[rows, first], SPACE_LOCAL, SPACE_GLOBAL))
+        space = np.where(is_shared[rows, last], SPACE_SHARED, np.where(is_local[rows, last], SPACE_LOCAL, SPACE_GLOBAL))
     op_space = np.zeros((max(n_ops, 1), 3), np.int64)
     np.add.at(op_space, (op.astype(np.int64), space), 1)
     return Accesses(rec.warp_offsets.astype(np.int64), op, rec.mask.astype(np.uint32),

@@ -41,7 +41,9 @@ Record layout (little-endian u64 words, each warp's records back to back in prog
                 2 + ceil(n / 2) words for n active lanes (144 bytes for a full warp)
     full        one u64 address per active lane, in lane order: 1 + n words (264 bytes)
 
-A record is compressed when every active lane's offset fits in 32 signed bits. Addresses carry
+A record is compressed when every active lane's offset fits in 32 signed bits and it has at least
+three active lanes (below that the full form is no larger), so no record is ever larger than the
+1 + n words the counting pass reserved for it. Addresses carry
 their space in the top bits: shared addresses (explicit ``.shared``, or generic ones that
 ``isspacep.shared`` finds in the shared window, converted with ``cvta.to.shared``) are tagged
 `SHARED_TAG`, local ones `LOCAL_TAG` (per-thread local addresses); global addresses are as the
@@ -382,6 +384,8 @@ class _Emitter:
                 "setp.eq.s64 %tp_f, %tp_r, %tp_d;",
                 "not.pred %tp_p, %tp_i;", "or.pred %tp_f, %tp_f, %tp_p;",
                 "vote.sync.all.pred %tp_f, %tp_f, %tp_am;",
+                # ... and if that is smaller: 2 + ceil(n / 2) < 1 + n from 3 lanes on
+                "setp.ge.u32 %tp_p, %tp_n, 3;", "and.pred %tp_f, %tp_f, %tp_p;",
                 # words: compressed 2 + (n + 1) / 2, full 1 + n
                 "add.u32 %tp_y, %tp_n, 1;", "shr.u32 %tp_x, %tp_y, 1;", "add.u32 %tp_x, %tp_x, 2;",
                 "selp.b32 %tp_x, %tp_x, %tp_y, %tp_f;",
