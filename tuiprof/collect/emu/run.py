@@ -54,6 +54,8 @@ class RunResult:
     addr: np.ndarray
     op_space: np.ndarray
     """int64 [n_ops, 3]: accesses of each op that resolved to global, shared and local memory."""
+    thread_insts: int
+    """Thread instructions executed (active lanes summed over warp instructions), for throughput."""
 
 
 def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
@@ -196,6 +198,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     pos[snapshot] = np.arange(snapshot.shape[0], dtype=np.int64)
     insts = np.zeros(n_ctas, np.int64)
     accesses = np.zeros(n_ctas, np.int64)
+    thread_insts = np.zeros(n_ctas, np.int64)
 
     def run(first: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         ids = np.arange(first, last, dtype=np.int64)
@@ -206,8 +209,10 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
         op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
         out_i = np.zeros(last - first, np.int64)
         out_a = np.zeros(last - first, np.int64)
+        out_t = np.zeros(last - first, np.int64)
         k, o, m, a = run_ctas(prog.code, c, init, cta_spec, ids, sp, heap.buf, seg_lo, seg_hi, seg_off, const_buf,
-                              param_buf, out_i, out_a, op_space, err)
+                              param_buf, out_i, out_a, out_t, op_space, err)
+        thread_insts[first:last] = out_t
         insts[first:last] = out_i
         accesses[first:last] = out_a
         return k, o, m, a, op_space, err
@@ -232,4 +237,5 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     order = np.argsort(key, kind="stable")
     op_space = sum(r[4] for r in results)
     return RunResult(insts=insts, accesses=accesses, key=key[order], op=op[order], mask=mask[order],
-                     addr=np.ascontiguousarray(addr[order]), op_space=op_space)
+                     addr=np.ascontiguousarray(addr[order]), op_space=op_space,
+                     thread_insts=int(thread_insts.sum()))

@@ -934,7 +934,7 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
 
 @njit(**KERNEL)
 def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, seg_hi, seg_off, const_buf,
-             param_buf, out_insts, out_acc, op_space, err):
+             param_buf, out_insts, out_acc, out_thr, op_space, err):
     """Run the CTAs `cta_list` (linear ids) of one launch to completion, recording the warp
     accesses of those with ``snap_pos >= 0``. Returns the records (key = snapshot position x
     warps + warp, op, mask, addresses) in execution order; ``err[0]`` is the status."""
@@ -1026,6 +1026,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
         n_exited = Tp - T
         insts = np.int64(0)
         accesses = np.int64(0)
+        thr = np.int64(0)
         clock_base = cta << 24
 
         # ---------------------------------------------------------------- scheduler
@@ -1143,6 +1144,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 if (g >> l) & 1:
                                     if (regs[gs, base + l] != 0) != neg:
                                         act |= np.int64(1) << l
+                        thr += popc64(act)
                         ty = code[P, F_TY]
                         d0 = code[P, F_D0]
                         s0 = code[P, F_S0]
@@ -1452,4 +1454,5 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                 return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
         out_insts[ci] = insts
         out_acc[ci] = accesses
+        out_thr[ci] = thr
     return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
