@@ -597,6 +597,9 @@ class _Decoder:
             r[F_FLAGS] = FL_UNI if "uni" in mods else 0
             if inst.guard is not None:
                 ip = ipd[idx] if idx < len(ipd) else -1
+                if ip is not None and 0 <= ip < n and fn.is_entry and fn.instructions[ip].opcode in ("ret", "exit") \
+                        and fn.instructions[ip].guard is None:
+                    ip = -1   # the lanes meet only to exit: no convergence barrier (collectors.md 3.1 step 4)
                 r[F_IPDOM] = start + ip if ip is not None and ip >= 0 else -1
         elif o == "call":
             self.call(fn, inst, r, entries)

@@ -347,7 +347,9 @@ def alu_step(P, act, code, regs, base, NL):
     s0 = code[P, F_S0]
     s1 = code[P, F_S1]
     s2 = code[P, F_S2]
-    if op == OP_MOV:
+    if op == OP_NOP:
+        pass
+    elif op == OP_MOV:
         if ty == T_PRED:
             for l in range(NL):
                 if (act >> l) & 1:
