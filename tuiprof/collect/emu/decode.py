@@ -326,6 +326,15 @@ class _Decoder:
                     if key in self.call_alias and self.call_alias[key] != off:
                         raise self.unsupported(inst, f"parameter {item.name} passed to two different calls")
                     self.call_alias[key] = off
+        # call-block parameters with no callee frame (vprintf's arguments): scratch in local memory
+        lat = self.local_size
+        for fn in funcs:
+            for v in fn.variables:
+                if v.space == "param" and (fn.name, v.name) not in self.call_alias:
+                    lat = _align(lat, max(v.align, 1))
+                    self.call_alias[(fn.name, v.name)] = lat
+                    lat += max(v.size_bytes, 1)
+        self.local_size = _align(lat, 8)
 
     # ---------------------------------------------------------------- operands
     def sym_value(self, fn: Function, name: str, inst: Instruction, generic: bool) -> int:
