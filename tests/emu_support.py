@@ -29,7 +29,11 @@ class Compiler:
 
     def __call__(self, name: str, arch: str = "sm_80") -> tuple[Module, str, str]:
         """(module, source path, source text) of ``tests/cuda/<name>.cu``."""
-        src = CUDA / f"{name}.cu"
+        return self.file(CUDA / f"{name}.cu", arch)
+
+    def file(self, src: Path, arch: str = "sm_80") -> tuple[Module, str, str]:
+        """(module, source path, source text) of any CUDA file."""
+        name = src.stem
         if (name, arch) not in self.done:
             ptx = self.out / f"{name}.{arch}.ptx"
             subprocess.run([NVCC, "-ptx", "-lineinfo", f"-arch={arch}", str(src), "-o", str(ptx)], check=True,
