@@ -779,6 +779,7 @@ class _Decoder:
             raise self.unsupported(inst)
         r[F_FLAGS] = flags & (FL_FTZ | FL_SAT)
         r[F_D0] = self.dst(fn, ops[0], inst)
+        r[F_AUX2] = max(self.reg_bits(fn, ops[0]), 8 * TYPE_SIZES[dty])
         r[F_S0] = self.src(fn, ops[1], sty, inst)
         if dty in ("f16x2", "bf16x2"):
             if len(ops) < 3 or sty != "f32":

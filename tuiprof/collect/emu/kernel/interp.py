@@ -512,6 +512,7 @@ def alu_step(P, act, code, regs, base, NL):
                 t = base + l
                 regs[d0, t] = zext(regs[s0, t] if regs[s2, t] != 0 else regs[s1, t], bits)
     elif op == OP_CVT:
+        dbits = code[P, F_AUX2]   # a signed 8/16-bit result is sign-extended to its register's width
         ty2 = code[P, F_TY2]
         sub = code[P, F_SUB]
         fl = code[P, F_FLAGS]
@@ -520,21 +521,25 @@ def alu_step(P, act, code, regs, base, NL):
             sb = tbits(ty2)
             db = tbits(ty)
             sg = ty2 == T_S8 or ty2 == T_S16 or ty2 == T_S32 or ty2 == T_S64
+            dsg = ty == T_S8 or ty == T_S16
             for l in range(NL):
                 if (act >> l) & 1:
                     t = base + l
                     x = sext(regs[s0, t], sb) if sg else zext(regs[s0, t], sb)
-                    regs[d0, t] = zext(x, db)
+                    regs[d0, t] = zext(sext(x, db), dbits) if dsg else zext(x, db)
         elif s1 >= 0:
             for l in range(NL):
                 if (act >> l) & 1:
                     t = base + l
                     regs[d0, t] = cvt_pack2(regs[s0, t], regs[s1, t], ty, sub, fl)
         else:
+            dsg = ty == T_S8 or ty == T_S16
+            db = tbits(ty)
             for l in range(NL):
                 if (act >> l) & 1:
                     t = base + l
-                    regs[d0, t] = cvt(regs[s0, t], ty, ty2, sub, fl)
+                    r = cvt(regs[s0, t], ty, ty2, sub, fl)
+                    regs[d0, t] = zext(sext(r, db), dbits) if dsg else r
     # ------------------------------------ floats
     elif op == OP_FADD or op == OP_FMUL or op == OP_FFMA or op == OP_FSUB:
         sub = code[P, F_SUB]
