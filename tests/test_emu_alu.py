@@ -315,3 +315,14 @@ def test_bit_operations(cuda_ptx):
     np.testing.assert_array_equal(alu(cuda_ptx, "shf_r_clamp", a, base, n),
                                   [((int(y) << 32 | int(x)) >> min(int(k), 32)) & 0xFFFFFFFF for x, y, k in zip(a, base, n)])
     np.testing.assert_array_equal(alu(cuda_ptx, "lop3_e8", a, base, sel), (a & base) | (a & sel) | (base & sel))   # majority
+
+
+def test_dot_products(cuda_ptx):
+    rng = np.random.default_rng(11)
+    a, b, c = (rng.integers(-2**31, 2**31, N, dtype=np.int64).astype(np.int32) for _ in range(3))
+    ab, bb = a.view(np.uint8).reshape(N, 4), b.view(np.uint8).reshape(N, 4)
+    ref = c.astype(np.int64) + (ab.view(np.int8).astype(np.int64) * bb.astype(np.int64)).sum(axis=1)
+    np.testing.assert_array_equal(alu(cuda_ptx, "dp4a_s32_u32", a, b, c), ref.astype(np.uint64).astype(np.uint32).view(np.int32))
+    ah = a.view(np.uint16).reshape(N, 2).astype(np.int64)
+    ref = c.astype(np.int64) + (ah * bb.view(np.int8)[:, 2:].astype(np.int64)).sum(axis=1)
+    np.testing.assert_array_equal(alu(cuda_ptx, "dp2a_hi_u32_s32", a, b, c), ref.astype(np.uint64).astype(np.uint32).view(np.int32))

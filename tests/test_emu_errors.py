@@ -82,9 +82,9 @@ def test_trap(cuda_ptx):
 
 def test_unsupported_instruction_names_it_and_its_line(cuda_ptx):
     module, src, text = bad(cuda_ptx)
-    line = line_of(text, 'asm("dp4a')
-    with pytest.raises(TuiprofError, match=rf"unsupported PTX instruction dp4a.u32.u32 \(emu_bad.cu:{line}"):
-        run((module, src, text), "unsupported_dp4a", 1, 32, (np.zeros(32, np.int32), np.zeros(32, np.int32)))
+    line = line_of(text, 'asm("mad.lo.cc')
+    with pytest.raises(TuiprofError, match=rf"unsupported PTX instruction mad.lo.cc.u32 \(emu_bad.cu:{line}"):
+        run((module, src, text), "unsupported_mad_cc", 1, 32, (np.zeros(32, np.int32), np.zeros(32, np.int32)))
 
 
 @pytest.mark.parametrize("args, message", [

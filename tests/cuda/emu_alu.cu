@@ -83,6 +83,8 @@ extern "C" __global__ void lop3_e8(const unsigned* a, const unsigned* b, const u
     if (i < n) { unsigned r; asm("lop3.b32 %0, %1, %2, %3, 0xe8;" : "=r"(r) : "r"(a[i]), "r"(b[i]), "r"(c[i])); d[i] = r; }
 }
 TERNARY(mad_hi_u32, unsigned, "r", "mad.hi.u32")
+TERNARY(dp4a_s32_u32, int, "r", "dp4a.s32.u32")
+TERNARY(dp2a_hi_u32_s32, int, "r", "dp2a.hi.u32.s32")
 TERNARY(mad_wide_s32_lo, int, "r", "mad.lo.s32")
 
 extern "C" __global__ void bfi_b32(const unsigned* a, const unsigned* b, const unsigned* c, const unsigned* e,

@@ -26,9 +26,9 @@ extern "C" __global__ void warp_sync_vs_block_sync(int* out) {
     else __syncthreads();
     out[threadIdx.x] = 1;
 }
-extern "C" __global__ void unsupported_dp4a(const int* a, int* out) {
+extern "C" __global__ void unsupported_mad_cc(const int* a, int* out) {
     int r;
-    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a[threadIdx.x]), "r"(a[threadIdx.x]), "r"(0));
+    asm("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a[threadIdx.x]), "r"(a[threadIdx.x]), "r"(0));
     out[threadIdx.x] = r;
 }
 extern "C" __global__ void traps(int* out) {

@@ -34,7 +34,9 @@ CTA_SPECIALS = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2, "smid": 3, "clusterid.
 LAUNCH_SPECIALS = ("ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid.z", "nsmid", "nwarpid", "gridid",
                    "dynamic_smem_size", "total_smem_size", "nclusterid.x", "nclusterid.y", "nclusterid.z",
                    "cluster_nctaid.x", "cluster_nctaid.y", "cluster_nctaid.z", "cluster_ctaid.x", "cluster_ctaid.y",
-                   "cluster_ctaid.z", "cluster_ctarank", "cluster_nctarank", "is_explicit_cluster")
+                   "cluster_ctaid.z", "cluster_ctarank", "cluster_nctarank", "is_explicit_cluster",
+                   "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap",
+                   "reserved_smem_offset_0", "reserved_smem_offset_1", "aggr_smem_size")
 CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "globaltimer": CLK_GLOBALTIMER,
           "globaltimer_lo": CLK_GLOBALTIMER_LO, "globaltimer_hi": CLK_GLOBALTIMER_HI}
 
@@ -532,6 +534,15 @@ class _Decoder:
             r[F_S1] = S(2)
             if o == "mad24":
                 r[F_S2] = S(3)
+        elif o in ("dp4a", "dp2a"):
+            need(4)
+            if len(types) != 2:
+                raise self.unsupported(inst)
+            r[F_OP] = OP_DP4A if o == "dp4a" else OP_DP2A
+            r[F_SUB] = (1 if types[0] == "s32" else 0) | (2 if types[1] == "s32" else 0) | (4 if "hi" in mods else 0)
+            r[F_D0] = D(0)
+            for k in range(3):
+                r[F_S0 + k] = S(1 + k, "u32")
         elif o == "sad":
             need(4)
             r[F_OP] = OP_SAD

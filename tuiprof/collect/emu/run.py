@@ -86,7 +86,9 @@ def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[in
         "total_smem_size": total_shared, "nclusterid.x": grid[0], "nclusterid.y": grid[1], "nclusterid.z": grid[2],
         "cluster_nctaid.x": 1, "cluster_nctaid.y": 1, "cluster_nctaid.z": 1, "cluster_ctaid.x": 0,
         "cluster_ctaid.y": 0, "cluster_ctaid.z": 0, "cluster_ctarank": 0, "cluster_nctarank": 1,
-        "is_explicit_cluster": 0,
+        "is_explicit_cluster": 0, "reserved_smem_offset_begin": 0, "reserved_smem_offset_end": 0,
+        "reserved_smem_offset_cap": 0, "reserved_smem_offset_0": 0, "reserved_smem_offset_1": 0,
+        "aggr_smem_size": total_shared,
     }
     per_cta = {"ctaid.x": CS_CTAID_X, "ctaid.y": CS_CTAID_Y, "ctaid.z": CS_CTAID_Z, "smid": CS_SMID,
                "clusterid.x": CS_CTAID_X, "clusterid.y": CS_CTAID_Y, "clusterid.z": CS_CTAID_Z}

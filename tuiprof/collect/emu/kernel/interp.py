@@ -681,6 +681,26 @@ def alu_step(P, act, code, regs, base, NL):
                 if s2 >= 0:
                     r += regs[s2, t]
                 regs[d0, t] = zext(r, 32)
+    elif op == OP_DP4A or op == OP_DP2A:
+        sub = code[P, F_SUB]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                a = regs[s0, t]
+                b = regs[s1, t]
+                acc = sext(regs[s2, t], 32) if (sub & 3) != 0 else zext(regs[s2, t], 32)
+                if op == OP_DP4A:
+                    for k in range(4):
+                        x = sext(a >> (8 * k), 8) if sub & 1 else (a >> (8 * k)) & 0xFF
+                        y = sext(b >> (8 * k), 8) if sub & 2 else (b >> (8 * k)) & 0xFF
+                        acc += x * y
+                else:
+                    hi = 2 if sub & 4 else 0
+                    for k in range(2):
+                        x = sext(a >> (16 * k), 16) if sub & 1 else (a >> (16 * k)) & 0xFFFF
+                        y = sext(b >> (8 * (k + hi)), 8) if sub & 2 else (b >> (8 * (k + hi))) & 0xFF
+                        acc += x * y
+                regs[d0, t] = zext(acc, 32)
     elif op == OP_SAD:
         for l in range(NL):
             if (act >> l) & 1:
