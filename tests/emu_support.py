@@ -27,19 +27,21 @@ class Compiler:
         self.out = out
         self.done: dict[tuple[str, str], Module] = {}
 
-    def __call__(self, name: str, arch: str = "sm_80") -> tuple[Module, str, str]:
-        """(module, source path, source text) of ``tests/cuda/<name>.cu``."""
-        return self.file(CUDA / f"{name}.cu", arch)
+    def __call__(self, name: str, arch: str = "sm_80", debug: bool = False) -> tuple[Module, str, str]:
+        """(module, source path, source text) of ``tests/cuda/<name>.cu`` (``-G`` when `debug`)."""
+        return self.file(CUDA / f"{name}.cu", arch, debug)
 
-    def file(self, src: Path, arch: str = "sm_80") -> tuple[Module, str, str]:
+    def file(self, src: Path, arch: str = "sm_80", debug: bool = False) -> tuple[Module, str, str]:
         """(module, source path, source text) of any CUDA file."""
         name = src.stem
-        if (name, arch) not in self.done:
-            ptx = self.out / f"{name}.{arch}.ptx"
-            subprocess.run([NVCC, "-ptx", "-lineinfo", f"-arch={arch}", str(src), "-o", str(ptx)], check=True,
+        key = (name, arch + ("-G" if debug else ""))
+        if key not in self.done:
+            ptx = self.out / f"{name}.{key[1]}.ptx"
+            flags = ["-G"] if debug else ["-lineinfo"]
+            subprocess.run([NVCC, "-ptx", *flags, f"-arch={arch}", str(src), "-o", str(ptx)], check=True,
                            capture_output=True, timeout=300)
-            self.done[(name, arch)] = parse_module(ptx.read_text())
-        return self.done[(name, arch)], str(src), src.read_text()
+            self.done[key] = parse_module(ptx.read_text())
+        return self.done[key], str(src), src.read_text()
 
 
 def run(compiled: tuple[Module, str, str], kernel: str, grid, block, args: Sequence[object], shared: int = 0,
