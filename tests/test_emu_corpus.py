@@ -55,6 +55,25 @@ def test_local_array_noinline_call_and_printf(cuda_ptx):
     np.testing.assert_array_equal(out, ref)
 
 
+def test_local_accesses_are_recorded_lane_interleaved(cuda_ptx):
+    """Local memory is per thread; its recorded addresses model the hardware's interleaving (the
+    lanes' elements side by side), so a warp's access to loc[j] is coalesced."""
+    module, src, text = cuda_ptx("emu_local_mem")
+    dev = EmuDevice(module, src, text)
+    inp = dev.to_device(np.arange(64, dtype=np.int32))
+    dev.launch("local_array", 1, 64, (inp, dev.zeros(64, np.int32), np.int32(64), np.int32(3)))
+    rec = dev.recorded
+    local_ops = [o.id for o in rec.ops if o.space == "local"]
+    assert local_ops
+    sel = np.isin(rec.op, local_ops)
+    assert sel.any()
+    assert (rec.mask[sel] == 0xFFFFFFFF).sum() >= 8   # loc[] stores (st.local.v4) and the loc[k] load, both warps
+    for op, addr, mask in zip(rec.op[sel], rec.addr[sel], rec.mask[sel]):
+        lanes = np.nonzero([(int(mask) >> l) & 1 for l in range(32)])[0]
+        a = addr[lanes].astype(np.int64)
+        np.testing.assert_array_equal(a - a[0], rec.ops[op].bytes * (lanes - lanes[0]))
+
+
 def test_constant_memory(cuda_ptx):
     module, src, text = cuda_ptx("emu_local_mem")
     rng = np.random.default_rng(4)

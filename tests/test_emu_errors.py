@@ -117,3 +117,11 @@ def test_unknown_kernel_and_bad_geometry(cuda_ptx):
         dev.launch("takes_three", 0, 8, args)
     with pytest.raises(TuiprofError, match=r"shared=-1 is negative"):
         dev.launch("takes_three", 1, 8, args, shared=-1)
+
+
+def test_bra_uni_taken_by_some_lanes_only(cuda_ptx):
+    module, src, text = bad(cuda_ptx)
+    with pytest.raises(TuiprofError, match=rf"bra.uni is not uniform .*lanes 0x0000ffff of 0xffffffff.*emu_bad.cu:{line_of(text, 'bra.uni')}"):
+        run((module, src, text), "bra_uni_divergent", 1, 32, (np.zeros(32, np.int32),))
+    out = run((module, src, text), "bra_uni_divergent", 1, 16, (np.zeros(16, np.int32),))[0]
+    np.testing.assert_array_equal(out, 1)

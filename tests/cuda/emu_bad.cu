@@ -39,3 +39,7 @@ extern "C" __global__ void takes_three(float* out, const float* in, int n) {
     int i = threadIdx.x;
     if (i < n) out[i] = in[i];
 }
+extern "C" __global__ void bra_uni_divergent(int* out) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %0, 16;\n\t@p bra.uni $Ltuiprof_uni;\n$Ltuiprof_uni:\n\t}" :: "r"(threadIdx.x));
+    out[threadIdx.x] = 1;
+}

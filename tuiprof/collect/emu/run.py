@@ -191,7 +191,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     cfg[C_STEP_LIMIT], cfg[C_ENTRY], cfg[C_NSOPS] = step_limit, prog.entry, prog.n_ops
     cfg[C_GX], cfg[C_GY], cfg[C_GZ] = grid
     cfg[C_CONST], cfg[C_PARAM] = len(prog.const_image), len(params)
-    cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4)
+    cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4) + 4
     cfg[C_LANES] = 32
     const_buf = np.frombuffer(prog.const_image + b"\0" * 16, np.uint8).copy()
     param_buf = np.frombuffer(params + b"\0" * 16, np.uint8).copy()

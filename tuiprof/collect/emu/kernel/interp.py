@@ -890,7 +890,9 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
                     if rsp == SP_SHARED:
                         ra = off
                     elif rsp == SP_LOCAL:
-                        ra = LOCAL_TRACE_BASE + ((((cta * W + w) * local_words + ((off - t * local_size) >> 2)) * 32 + l) << 2) + (off & 3)
+                        # modeled hardware layout: each warp's frame with the lanes' elements side by side
+                        la = off - t * local_size
+                        ra = LOCAL_TRACE_BASE + (cta * W + w) * local_words * 128 + ((la // total) * 32 + l) * total + la % total
                     else:
                         ra = a
                     rec_addr[nrec, l] = np.uint64(ra)
