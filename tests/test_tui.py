@@ -332,9 +332,11 @@ def test_cli_once_and_not_a_tty_print_the_report() -> None:
     r = subprocess.run([sys.executable, "-m", "tuiprof", "demo", "vecadd", "--trials", "2", "--no-sweep"],
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0 and "kernel_vec_add" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "tuiprof", "vecadd", "--once", "--trials", "2", "--theme", "nope"],
-                       capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0  # --once never starts the UI, so the theme is not looked at
+    for how in (["--once"], []):  # with --once, and without a terminal (captured stdout)
+        r = subprocess.run([sys.executable, "-m", "tuiprof", "vecadd", *how, "--trials", "2", "--theme", "nope"],
+                           capture_output=True, text=True, timeout=180)
+        assert r.returncode == 2 and "unknown theme 'nope'" in r.stderr and "tuiprof-dark" in r.stderr
+        assert r.stdout == "" and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "tuiprof", "kernel.cu"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "collector" in r.stderr and "Traceback" not in r.stderr
 
@@ -375,3 +377,34 @@ def test_md_pane_shows_the_gain_and_its_interval() -> None:
     lo, hi = d.gain_interval
     assert f"gain {100 * d.md.gain:+.1f}% [{100 * lo:+.0f}%…{100 * hi:+.0f}%]" in text
     assert "★" in text and "D" in text
+
+
+async def test_recollect_recompiles_an_edited_source_and_keeps_the_line(tmp_path: Path) -> None:
+    from tuiprof.tui.app import TuiprofApp
+    from tuiprof.tui.panes.source import SourceView
+    from tuiprof.tui.screens.modals import ErrorScreen
+
+    body = "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    y[i] = 2.0f * x[i];\n"
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k(float *y, const float *x)\n{\n' + body + "}\n")
+    (tmp_path / "k_launch.py").write_text(
+        "import numpy as np\nARCH = 'v100'\ndef setup(dev):\n    x = dev.to_device(np.ones(256, np.float32))\n"
+        "    y = dev.zeros(256, np.float32)\n    dev.launch('k', 4, 64, (y, x))\n")
+    app = TuiprofApp(str(src), RunConfig(trials=2, sweep=False), show_timing=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.trace is not None)
+        first = app.trace
+        assert [o.label for o in first.ops] == ["x[i]", "y[i]"]
+        view = app.query_one(SourceView)
+        view.go_to_line(4)
+        # the edit adds a load of x[i + 64] on line 4
+        src.write_text(src.read_text().replace("2.0f * x[i];", "2.0f * x[i] + x[(i + 64) % 256];"))
+        await pilot.press("R")
+        await wait_for(pilot, lambda: app.trace is not first)
+        assert len(app.trace.ops) == 3 and view.current_line == 4
+        # an edit that does not compile: the error is shown, the app and its last results stay
+        src.write_text(src.read_text().replace("2.0f *", "2.0f * *"))
+        shown = app.trace
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        assert "does not compile" in str(app.screen.error) and app.trace is shown and app.is_running

@@ -46,3 +46,71 @@ def screen_text(app: Any) -> str:
     """The current screen as plain text (what a terminal would show)."""
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+
+class Tmux:
+    """A private tmux server (its own socket, so no other tmux user's server or environment is
+    involved) holding one window of `cols` x `rows` that runs a shell script."""
+
+    def __init__(self, cols: int = 120, rows: int = 40) -> None:
+        import uuid
+
+        self.socket = f"tuiprof-test-{uuid.uuid4().hex[:10]}"
+        self.name = "t"
+        self.cols, self.rows = cols, rows
+
+    def __call__(self, *args: str) -> str:
+        import subprocess
+
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30).stdout
+
+    def start(self, script: str) -> int:
+        """Run `script` (sh) in the window, with this process's environment; the pane's pid."""
+        self("new-session", "-d", "-s", self.name, "-x", str(self.cols), "-y", str(self.rows), f"sh -c {_quote(script)}")
+        return int(self("display-message", "-p", "-t", self.name, "#{pane_pid}").strip() or 0)
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", self.name)
+
+    def wait_screen(self, needle: str, timeout: float) -> str:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            text = self.screen()
+            if needle in text:
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"{needle!r} never appeared; the screen was:\n{self.screen()}")
+
+    def flags(self) -> dict[str, str]:
+        """The pane's terminal modes: alternate screen, cursor shown, mouse tracking."""
+        names = ("alternate_on", "cursor_flag", "mouse_any_flag", "mouse_button_flag", "mouse_standard_flag",
+                 "mouse_sgr_flag")
+        values = self("display-message", "-p", "-t", self.name, " ".join(f"#{{{n}}}" for n in names)).split()
+        return dict(zip(names, values))
+
+    def close(self) -> None:
+        self("kill-server")
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pid: int, timeout: float) -> float:
+    """Seconds until process `pid` is gone (at most `timeout`; then it is still alive)."""
+    t0 = time.monotonic()
+    while alive(pid) and time.monotonic() - t0 < timeout:
+        time.sleep(0.01)
+    return time.monotonic() - t0

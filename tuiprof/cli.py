@@ -18,9 +18,7 @@ from tuiprof.output import write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
-DEFAULT_CU_ARCH = "a100"
-"""The GPU model a CUDA source is profiled for when neither --arch nor its launch script's ARCH
-names one (tuiprof.collect.pipeline uses the same)."""
+
 MAX_TRIALS = 100_000
 
 
@@ -105,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file")
     p.add_argument("-o", "--output", metavar="FILE", required=True, help="the .tptrace file to write")
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
-                   "launch script's ARCH, else " + DEFAULT_CU_ARCH + ")")
+                   "launch script's ARCH, else a100)")
     _add_collect_options(p)
 
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
@@ -198,7 +196,6 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tuiprof.report import build_report, render
-    from tuiprof.trace.demos import resolve_target
 
     target = _target_arg(args.target)
     doc = build_report(target, run_config(args))
@@ -240,15 +237,17 @@ def cmd_open(args: argparse.Namespace, target: str | None = None) -> int:
 
         load_arch(args.arch, config.overrides)  # a bad arch or override fails here, before any work
     path = _ui_target(target)
+    from tuiprof.tui.themes import check_theme
+
+    theme = check_theme(args.theme)  # an unknown theme is an error with or without a terminal
     if args.once or not sys.stdout.isatty():
         from tuiprof.report import build_report, render
 
         write_output(render(build_report(path, config), "text"), None)
         return 0
     from tuiprof.tui import run_app
-    from tuiprof.tui.themes import check_theme
 
-    return run_app(target, config, theme=check_theme(args.theme))
+    return run_app(target, config, theme=theme)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

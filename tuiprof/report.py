@@ -15,27 +15,44 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.model.analysis import Analysis
 from tuiprof.model.decisions import Decisions
+from tuiprof.model.latency import Estimate
 from tuiprof.session import RunConfig, Session
-from tuiprof.trace.model import Trace
+from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
+from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
 
 HIST_BINS = 20
 HEADLINE_NAMES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
 
 
-def _source_line(trace: Trace, file: str, line: int) -> str:
-    for src in trace.sources:
-        if src.name == file:
-            lines = src.text.splitlines()
-            return lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    return ""
+class _SourceLines:
+    """Source lines by (file, line number), each split once and cut to MAX_LINE_CHARS: a report
+    of thousands of ops on one enormous line allocates that line once, not once per op."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._texts = {}
+        for src in trace.sources:
+            self._texts.setdefault(src.name, src.text)
+        self._lines: dict[str, list[str]] = {}
+        self._cut: dict[tuple[str, int], str] = {}
+
+    def __call__(self, file: str, line: int) -> str:
+        key = (file, line)
+        if key not in self._cut:
+            if file not in self._lines:
+                self._lines[file] = self._texts[file].splitlines() if file in self._texts else []
+            lines = self._lines[file]
+            self._cut[key] = excerpt(lines[line - 1], MAX_LINE_CHARS) if 0 < line <= len(lines) else ""
+        return self._cut[key]
 
 
 def trace_section(trace: Trace, path: Path | None = None) -> dict[str, Any]:
-    """Launch, snapshot, provenance and static ops of a trace."""
+    """Launch, snapshot, provenance and static ops of a trace. Per-op strings are cut to the
+    caps of `trace.model` (the whole strings are in the trace), so the report stays small."""
     L, P = trace.launch, trace.provenance
     counts = trace.accesses_per_op()
     lanes = trace.active_lanes()
     lane_sum = [int(x) for x in np.bincount(trace.op, weights=lanes, minlength=len(trace.ops))]
+    source_line = _SourceLines(trace)
     return {
         "path": str(path) if path else None,
         "kernel": L.kernel,
@@ -46,8 +63,8 @@ def trace_section(trace: Trace, path: Path | None = None) -> dict[str, Any]:
         "provenance": {"backend": P.backend, "arch": P.arch, "gpu": P.gpu, "tool_version": P.tool_version,
                        "date": P.date, "generator": P.generator, "measured": P.measured},
         "sources": [s.name for s in trace.sources],
-        "ops": [{"id": o.id, "kind": o.kind, "space": o.space, "bytes": o.bytes, "file": o.file, "line": o.line,
-                 "label": o.label, "source": _source_line(trace, o.file, o.line), "starts_sequence": o.starts_sequence,
+        "ops": [{"id": o.id, "kind": o.kind, "space": o.space, "bytes": o.bytes, "file": clip(o.file, MAX_LABEL_CHARS), "line": o.line,
+                 "label": clip(o.label, MAX_LABEL_CHARS), "source": source_line(o.file, o.line), "starts_sequence": o.starts_sequence,
                  "warp_accesses": int(counts[o.id]),
                  "mean_active_lanes": round(lane_sum[o.id] / counts[o.id], 2) if counts[o.id] else 0.0}
                 for o in trace.ops],
@@ -85,6 +102,15 @@ def analysis_section(a: Analysis) -> dict[str, Any]:
         counts, edges = np.histogram(v, bins=HIST_BINS, range=(max(0.0, v.min() - 0.005), min(1.0, v.max() + 0.005)))
         return {"counts": counts.tolist(), "edges": [round(float(e), 4) for e in edges]}
 
+    shared: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def as_dict(e: Estimate, digits: int = 4) -> dict[str, Any]:
+        """`e.to_dict`, once per Estimate object (ops the snapshot never reaches share theirs)."""
+        key = (id(e), digits)
+        if key not in shared:
+            shared[key] = e.to_dict(digits)
+        return dict(shared[key])
+
     return {
         "trials": a.trials, "planned": a.planned, "md": a.md, "elapsed_s": round(a.elapsed, 3),
         "l1_requests_per_second": round(a.requests_per_second),
@@ -93,10 +119,10 @@ def analysis_section(a: Analysis) -> dict[str, Any]:
                          "edges": [round(float(e), 1) for e in a.dram_hist[1]]},
         "convergence": {k: [_finite(x) for x in v] for k, v in a.convergence.items()},
         "sm_requests": [round(float(x), 1) for x in a.sm_requests],
-        "ops": [{"id": s.op.id, "kind": s.op.kind, "line": s.op.line, "label": s.op.label,
+        "ops": [{"id": s.op.id, "kind": s.op.kind, "line": s.op.line, "label": clip(s.op.label, MAX_LABEL_CHARS),
                  "warp_accesses": s.warp_accesses, "requests_per_access": _finite(s.requests_per_access, 3),
                  "sectors_per_request": _finite(s.sectors_per_request, 3),
-                 "h1": s.h1.to_dict(), "h2": s.h2.to_dict(), "x": s.x.to_dict(1), "tm": s.tm.to_dict(1),
+                 "h1": as_dict(s.h1), "h2": as_dict(s.h2), "x": as_dict(s.x, 1), "tm": as_dict(s.tm, 1),
                  "cost": _finite(s.cost, 1), "cost_share": _finite(s.cost_share),
                  "latency_shares": {"l1": _finite(s.l1_share), "l2": _finite(s.l2_share), "dram": _finite(s.dram_share)}}
                 for s in a.by_cost()],
@@ -196,9 +222,24 @@ def build_report(target: str | Path, config: RunConfig, on_event: Any = None) ->
 
 
 def render(doc: dict[str, Any], fmt: str) -> str:
+    """The document as JSON (control characters escaped by JSON itself), Markdown or text.
+
+    Every string from the trace is shown through `printable` field by field (a newline in a label
+    is escaped, never a new line), and the whole text once more, so that nothing from a trace
+    reaches a terminal as a control sequence."""
     if fmt == "json":
         return json.dumps(doc, indent=2)
-    return _render_md(doc) if fmt == "md" else _render_text(doc)
+    return printable(_render_md(doc) if fmt == "md" else _render_text(doc), keep="\n")
+
+
+_WIDE = 2 * MAX_LINE_CHARS
+"""Characters of a one-off string in the summary (kernel name, snapshot rule, arch description)."""
+
+
+def _cell(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """A string from the trace (or a TOML file) as one line of text: tabs as spaces, control
+    characters escaped, at most `limit` characters."""
+    return one_line(text, limit)
 
 
 def _table(rows: list[list[str]], md: bool) -> list[str]:
@@ -212,13 +253,14 @@ def _table(rows: list[list[str]], md: bool) -> list[str]:
 def _summary_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
     t, a, o, r = doc["trace"], doc["arch"], doc["occupancy"], doc["run"]
     L, S, P = t["launch"], t["snapshot"], t["provenance"]
-    over = ", ".join(f"{k}={v}" for k, v in a["overrides"].items())
+    over = ", ".join(f"{_cell(k)}={_cell(str(v))}" for k, v in a["overrides"].items())
+    path = shown_path(t["path"]) if t["path"] else "-"
     return [
-        ("kernel", f"{t['kernel']}  grid {tuple(L['grid'])}  block {tuple(L['block'])}  {L['registers_per_thread']} regs/thread"),
-        ("trace", f"{t['path']}  ({P['backend']}, made for {P['arch']}{', ' + P['gpu'] if P['gpu'] else ''})"),
+        ("kernel", f"{_cell(t['kernel'], _WIDE)}  grid {tuple(L['grid'])}  block {tuple(L['block'])}  {L['registers_per_thread']} regs/thread"),
+        ("trace", f"{path}  ({_cell(P['backend'])}, made for {_cell(P['arch'])}{', ' + _cell(P['gpu']) if P['gpu'] else ''})"),
         ("snapshot", f"{S['ctas']} CTAs from CTA {S['first_cta']}, {S['warps']} warps, {S['warp_accesses']} warp accesses"),
-        ("rule", S["rule"] or "-"),
-        ("arch", f"{a['name']}: {a['description']}" + (f"  [what-if: {over}]" if over else "")),
+        ("rule", _cell(S["rule"], _WIDE) or "-"),
+        ("arch", f"{_cell(a['name'])}: {_cell(a['description'], _WIDE)}" + (f"  [what-if: {over}]" if over else "")),
         ("occupancy", f"{o['ctas_per_sm']} CTAs/SM ({o['warps_per_sm']} warps, {o['fraction']:.0%}), limited by {o['limiter']}"),
         ("run", f"{r['trials']} trials, seed {r['seed']}, MD {r['md']}"
                 + (f", early stop at +-{100 * r['tolerance']:.2g} points" if r["tolerance"] else "")),
@@ -228,9 +270,9 @@ def _summary_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
 def _op_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = [["op", "kind", "space", "B/lane", "line", "label", "accesses", "lanes", "seq", "source"]]
     for op in doc["trace"]["ops"]:
-        rows.append([str(op["id"]), op["kind"], op["space"], str(op["bytes"]), f"{op['file']}:{op['line']}",
-                     op["label"], str(op["warp_accesses"]), f"{op['mean_active_lanes']:.1f}",
-                     "new" if op["starts_sequence"] else "", op["source"]])
+        rows.append([str(op["id"]), _cell(op["kind"]), _cell(op["space"]), str(op["bytes"]), f"{_cell(op['file'])}:{op['line']}",
+                     _cell(op["label"]), str(op["warp_accesses"]), f"{op['mean_active_lanes']:.1f}",
+                     "new" if op["starts_sequence"] else "", _cell(op["source"])])
     return rows
 
 
@@ -259,7 +301,7 @@ def _render_text(doc: dict[str, Any]) -> str:
 
 
 def _render_md(doc: dict[str, Any]) -> str:
-    lines = [f"# tuiprof report: `{doc['trace']['kernel']}`", ""]
+    lines = [f"# tuiprof report: `{_cell(doc['trace']['kernel'], _WIDE).replace('`', chr(39))}`", ""]
     lines += [f"- **{k}**: {v}" for k, v in _summary_lines(doc)]
     lines += ["", "## Static memory ops", ""] + _table(_op_rows(doc), md=True)
     a = doc["analysis"]
@@ -311,11 +353,11 @@ def _cost_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = [["op", "line", "label", "kind", "accesses", "sect/req", "H1", "H2", "X cycles (95%)", "share", "source"]]
     for o in doc["analysis"]["ops"]:
         x = o["x"]
-        rows.append([str(o["id"]), str(o["line"]), o["label"], o["kind"], str(o["warp_accesses"]),
+        rows.append([str(o["id"]), str(o["line"]), _cell(o["label"]), _cell(o["kind"]), str(o["warp_accesses"]),
                      "-" if o["sectors_per_request"] is None else f"{o['sectors_per_request']:.2f}",
                      _pct(o["h1"]["mean"]), _pct(o["h2"]["mean"]),
                      "-" if x["mean"] is None else f"{x['mean']:.0f} [{x['lo']:.0f}, {x['hi']:.0f}]",
-                     _pct(o["cost_share"]), src[o["id"]]["source"]])
+                     _pct(o["cost_share"]), _cell(src[o["id"]]["source"])])
     return rows
 
 

@@ -127,9 +127,14 @@ class Session:
     Resolution (arch, overrides, MD) happens in the constructor so that a bad configuration fails
     before any work starts. `run` blocks, emitting events to `on_event` from the calling thread or
     the simulator's worker threads; `cancel` may be called from any thread.
+
+    `prepared` is the packing of the same trace by an earlier session (`Session.prepared`): a
+    rerun reuses it when the Arch allows (same L1 line and SM count) instead of packing the trace
+    again, so a rerun neither waits for nor holds a second copy.
     """
 
-    def __init__(self, trace: Trace, config: RunConfig, path: Path | None = None) -> None:
+    def __init__(self, trace: Trace, config: RunConfig, path: Path | None = None, *,
+                 prepared: Any = None) -> None:
         self.trace = trace
         self.config = config
         self.path = path
@@ -140,6 +145,10 @@ class Session:
         self._lock = threading.Lock()
         self._cancelled = False
         self._mc: Any = None
+        self._listening = True
+        """Someone receives this run's events (intermediate analyses are made only then)."""
+        self.prepared: Any = prepared
+        """The trace packed for the simulator (a `tuiprof.sim.prepared.Prepared`), once run."""
         self.analysis: Any = None
         self.stop_reason: str | None = None
         """After the main run: "completed", "converged" or "cancelled"."""
@@ -153,11 +162,10 @@ class Session:
 
             source = Path(target)
             return cls(collect_trace(source, config), config, source)
-        from tuiprof.trace.demos import resolve_target
-        from tuiprof.trace.io import load_trace
+        from tuiprof.trace.demos import load, resolve_target
 
         path = resolve_target(str(target))
-        return cls(load_trace(path), config, path)
+        return cls(load(path), config, path)
 
     def cancel(self) -> None:
         with self._lock:
@@ -165,9 +173,16 @@ class Session:
             if self._mc is not None:
                 self._mc.cancel()
 
+    def release(self) -> None:
+        """Drop what only a run in progress needs (its Monte Carlo driver and trial pool
+        bookkeeping); the trace, the preparation and the analysis stay."""
+        with self._lock:
+            self._mc = None
+
     def run(self, on_event: Callable[[Event], None] | None = None) -> Any:
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
         emit = on_event or (lambda e: None)
+        self._listening = on_event is not None
         try:
             return self._run(emit)
         except TuiprofError as exc:
@@ -183,8 +198,12 @@ class Session:
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg = self.config
+        if self._cancelled:  # cancelled before it started: do not even pack the trace
+            emit(Cancelled(None))
+            return None
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
-                        threads=cfg.threads, tolerance=cfg.tolerance)
+                        threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
+        self.prepared = mc.prepared
         results = self._trials(mc, emit)
         analysis = self._analyse(mc, results)
         if analysis is not None:
@@ -216,19 +235,25 @@ class Session:
         return mc.run(on_trial)
 
     def _trials(self, mc: Any, emit: Callable[[Event], None]) -> list[Any]:
-        """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events."""
+        """The main run's trials, streamed as TrialDone and throttled AnalysisUpdated events.
+
+        Intermediate analyses are made only for a listener, and at most one per UPDATE_INTERVAL
+        or per four times what the last one took (a trace with a huge op table analyses slowly:
+        the updates must not cost more than the trials)."""
         landed: list[Any] = []
         self._t0 = time.perf_counter()
         self._op_stats = mc.op_stats()  # trial-invariant: once per run, not per update
-        last = [0.0]
+        last, cost = [0.0], [0.0]
 
         def on_result(result: Any) -> None:
             landed.append(result)
             emit(TrialDone(result, len(landed), mc.trials))
             now = time.perf_counter()
-            if now - last[0] >= UPDATE_INTERVAL:
-                last[0] = now
-                emit(AnalysisUpdated(self._analyse(mc, sorted(landed, key=lambda r: r.index))))
+            if self._listening and now - last[0] >= max(UPDATE_INTERVAL, 4 * cost[0]):
+                analysis = self._analyse(mc, sorted(landed, key=lambda r: r.index))
+                last[0] = time.perf_counter()
+                cost[0] = last[0] - now
+                emit(AnalysisUpdated(analysis))
 
         self._stream(mc, on_result)
         self.stop_reason = mc.stop_reason

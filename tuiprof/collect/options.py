@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+DEFAULT_CU_ARCH = "a100"
+"""The GPU model a CUDA source is profiled for when neither --arch nor the launch script's ARCH
+names one."""
 COMPILERS = ("auto", "nvcc", "nvrtc")
 BACKENDS = ("emu",)
 

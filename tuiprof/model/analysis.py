@@ -16,7 +16,7 @@ import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
-from tuiprof.model.latency import Estimate, estimate, estimate_columns, expected_latency, ratio
+from tuiprof.model.latency import Estimate, estimate, expected_latency, ratio
 from tuiprof.trace.model import StaticOp
 
 HEADLINES = ("l1_read", "l2_read", "l2_write")
@@ -118,24 +118,37 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
         "l2_write": ratio(l2wh.sum(axis=1), l2wa.sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
     }
     headline = {k: estimate(v, 0.0, 1.0) for k, v in samples.items()}
-    e_h1, e_h2 = estimate_columns(h1, 0.0, 1.0), estimate_columns(h2, 0.0, 1.0)
-    e_x, e_tm = estimate_columns(x, 0.0), estimate_columns(tm, 0.0)
-    mean_x = np.array([e.mean if e.defined else np.nan for e in e_x])
-    cost = np.where(np.isnan(mean_x), np.nan, accesses * mean_x)
-    total = np.nansum(cost)
-    stats = []
-    for j, o in enumerate(ops):
-        samples[f"op{j}.h1"], samples[f"op{j}.h2"], samples[f"op{j}.x"] = h1[:, j], h2[:, j], x[:, j]
+    # Ops whose per-trial columns are bit for bit the same (every op the snapshot never reaches,
+    # for one) share their estimates: the work follows the distinct ops, not the op table.
+    cols = np.ascontiguousarray(np.concatenate([h1, h2, h2_for_x, x, tm, tm_for_shares], axis=0).T)
+    keys = cols.view(np.dtype((np.void, cols.dtype.itemsize * cols.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    per_kind = []
+    for j in first:
         mh1 = np.nanmean(h1[:, j]) if T and not np.all(np.isnan(h1[:, j])) else np.nan
         mh2 = np.nanmean(h2_for_x[:, j]) if T and not np.all(np.isnan(h2_for_x[:, j])) else np.nan
         mtm = np.nanmean(tm_for_shares[:, j]) if T else np.nan
         parts = np.array([mh1 * t1, (1 - mh1) * mh2 * t2, (1 - mh1) * (1 - mh2) * mtm])
         shares = parts / parts.sum() if np.all(np.isfinite(parts)) and parts.sum() > 0 else np.full(3, np.nan)
-        stats.append(OpStats(op=o, warp_accesses=int(accesses[j]), requests_per_access=float(requests_per_access[j]),
-                             sectors_per_request=float(sectors_per_request[j]), h1=e_h1[j], h2=e_h2[j], x=e_x[j],
-                             tm=e_tm[j], cost=float(cost[j]),
-                             cost_share=float(cost[j] / total) if total > 0 and np.isfinite(cost[j]) else 0.0,
-                             l1_share=float(shares[0]), l2_share=float(shares[1]), dram_share=float(shares[2])))
+        per_kind.append((estimate(h1[:, j], 0.0, 1.0), estimate(h2[:, j], 0.0, 1.0), estimate(x[:, j], 0.0),
+                         estimate(tm[:, j], 0.0), float(shares[0]), float(shares[1]), float(shares[2])))
+    mean_x = np.array([per_kind[u][2].mean if per_kind[u][2].defined else np.nan for u in range(len(per_kind))])[inverse]
+    cost = np.where(np.isnan(mean_x), np.nan, accesses * mean_x)
+    total = np.nansum(cost)
+    share = np.zeros_like(cost)
+    if total > 0:
+        np.divide(cost, total, out=share, where=np.isfinite(cost))
+    stats = []
+    columns = zip(h1.T, h2.T, x.T, inverse.tolist(), np.asarray(accesses).tolist(),
+                  np.asarray(requests_per_access, dtype=np.float64).tolist(),
+                  np.asarray(sectors_per_request, dtype=np.float64).tolist(), cost.tolist(), share.tolist())
+    for j, (o, (c1, c2, cx, u, acc, rpa, spr, c, cs)) in enumerate(zip(ops, columns)):
+        samples[f"op{j}.h1"], samples[f"op{j}.h2"], samples[f"op{j}.x"] = c1, c2, cx
+        e_h1, e_h2, e_x, e_tm, l1_share, l2_share, dram_share = per_kind[u]
+        stats.append(OpStats(op=o, warp_accesses=int(acc), requests_per_access=rpa, sectors_per_request=spr,
+                             h1=e_h1, h2=e_h2, x=e_x, tm=e_tm, cost=c, cost_share=cs,
+                             l1_share=l1_share, l2_share=l2_share, dram_share=dram_share))
     lat = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
     if lat.size:
         edges = np.histogram_bin_edges(lat, bins=min(16, max(1, int(np.unique(lat).size))))

@@ -30,6 +30,18 @@ from tuiprof.trace.model import Trace
 
 HEADLINE = ("l1_read_hit_ratio", "l2_read_hit_ratio", "l2_write_hit_ratio")
 Z95 = 1.96
+CANCEL_POLL = 0.05
+"""Seconds between checks for a cancel while waiting for trials: a cancelled run returns at once
+instead of after the trial in flight (seconds on a large trace)."""
+TRIAL_SLOTS = threading.BoundedSemaphore(os.cpu_count() or 1)
+"""Trials running at once in this process, whatever run they belong to. A trial cannot be
+interrupted, so the trials in flight of a cancelled run finish in the background; they keep
+their slots until then, so that a rerun waits for them instead of piling its own trials (and
+their working memory) on top, however often the user reruns."""
+
+
+class _Dropped(Exception):
+    """A trial of a cancelled run that had not started when its slot came free."""
 
 
 class Convergence:
@@ -135,6 +147,13 @@ class MonteCarlo:
         """Trial `index`, in the calling thread."""
         return run_trial(self.prepared, self.params, self.md, self.seed_of(index), index=index)
 
+    def _pooled(self, index: int) -> TrialResult:
+        """Trial `index` on a pool thread, once a `TRIAL_SLOTS` slot is free."""
+        with TRIAL_SLOTS:
+            if self._cancel.is_set():
+                raise _Dropped(index)
+            return self.run_one(index)
+
     def run(self, on_trial: Callable[[TrialResult], None] | None = None) -> list[TrialResult]:
         """Run to the end (all trials, convergence or cancellation); results by trial index.
         `on_trial` is called in this thread with each result as it is streamed."""
@@ -169,14 +188,15 @@ class MonteCarlo:
             while True:
                 while (len(pending) < self.threads and next_index < self.trials and stop_at is None
                        and not self._cancel.is_set()):
-                    pending[pool.submit(self.run_one, next_index)] = next_index
+                    pending[pool.submit(self._pooled, next_index)] = next_index
                     next_index += 1
                 if not pending or self._cancel.is_set():
                     break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=CANCEL_POLL, return_when=FIRST_COMPLETED)
                 for fut in done:
                     i = pending.pop(fut)
-                    landed[i] = fut.result()
+                    if not isinstance(fut.exception(), _Dropped):  # dropped only once cancelled
+                        landed[i] = fut.result()
                 if self._cancel.is_set():
                     break
                 while stop_at is None and frontier in landed:

@@ -28,20 +28,36 @@ def _value(planes, idx):  # pragma: no cover - jitted
 
 @njit(nogil=True, cache=True)
 def decode_lanes(warp_offsets, op, mask, n_ops, base_planes, lane_planes, unit, out):  # pragma: no cover - jitted
-    """Fill `out` (int64 view of the uint64 addresses, zeroed) from the differenced encoding.
+    """Fill `out` (int64 view of the uint64 addresses, zeroed) from the differenced encoding;
+    0 when done, -1 (with nothing read or written outside an array) when a shape, offset or op
+    id from the file does not fit the arrays.
 
     Per warp and per op, in program order: the access base accumulates the base deltas; a lane's
     first address in the group is base + its delta, later ones add their delta to the lane's
-    previous address. Values are in `unit` bytes; int64 wraps like uint64.
+    previous address. Values are in `unit` bytes; int64 wraps like uint64. Per-op state is reset
+    only for the ops a warp touches (`stamp`), so the work follows the accesses, not the op table.
     """
+    n = op.shape[0]
+    if (mask.shape[0] != n or out.shape[0] != n or out.shape[1] != 32 or base_planes.shape[1] != n
+            or lane_planes.shape[1] != n * 32 or not 1 <= base_planes.shape[0] <= 8
+            or not 1 <= lane_planes.shape[0] <= 8 or warp_offsets.shape[0] < 1 or n_ops < 0):
+        return -1
     prev = np.zeros((n_ops, 32), np.int64)
     seen = np.zeros((n_ops, 32), np.bool_)
     base = np.zeros(n_ops, np.int64)
+    stamp = np.full(n_ops, -1, np.int64)
     for w in range(warp_offsets.shape[0] - 1):
-        seen[:, :] = False
-        base[:] = 0
-        for i in range(warp_offsets[w], warp_offsets[w + 1]):
+        lo, hi = warp_offsets[w], warp_offsets[w + 1]
+        if lo < 0 or hi < lo or hi > n:
+            return -1
+        for i in range(lo, hi):
             o = op[i]
+            if o < 0 or o >= n_ops:
+                return -1
+            if stamp[o] != w:
+                stamp[o] = w
+                base[o] = 0
+                seen[o, :] = False
             base[o] += _value(base_planes, i)
             m = mask[i]
             for lane in range(32):
@@ -51,4 +67,4 @@ def decode_lanes(warp_offsets, op, mask, n_ops, base_planes, lane_planes, unit, 
                     seen[o, lane] = True
                     prev[o, lane] = v
                     out[i, lane] = v * unit
-    return out
+    return 0

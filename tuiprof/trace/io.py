@@ -13,33 +13,48 @@ largest power of two dividing all addresses, in the narrowest integer type, with
 each array grouped by significance before DEFLATE. Strided loops and sorted gathers (CSR columns)
 become small repeated integers that compress to a fraction of a byte per lane.
 
-Every size is declared in the JSON header and checked against the zip directory before anything
-is decompressed, so a hostile or truncated file fails with a TraceError instead of exhausting
-memory. Files are written to a temporary name and renamed into place.
+A trace is a file people exchange, so loading treats it as hostile: only a regular file is
+opened; every header field is checked for type and range (with the caps of `trace.model`) before
+any array is read; every array's size is declared in the header and the total is checked against
+a memory budget; members are decompressed in bounded chunks that stop as soon as a stream
+outgrows its declaration (decompression bombs cost nothing); warp offsets are proven inside the
+arrays before the decoding kernel runs, and the kernel checks every index it reads anyway. Any
+problem is a TraceError naming the file and the problem in words. Files are written to a
+temporary name and renamed into place.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import lzma
+import math
 import os
+import stat
+import struct
 import zipfile
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable
+from typing import Any, BinaryIO, Iterable, Iterator, NoReturn
 
 import numpy as np
 
 from tuiprof import __version__
 from tuiprof.errors import TraceError
 from tuiprof.output import write_bytes_to
-from tuiprof.trace.model import (LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile,
-                                 StaticOp, Trace)
+from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS,
+                                 MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance, Snapshot,
+                                 SourceFile, StaticOp, Trace)
+from tuiprof.trace.text import printable, shown_path
 
 FORMAT = "tptrace"
 VERSION = 1
 HEADER = "tptrace.json"
 SUFFIX = ".tptrace"
-MAX_HEADER_BYTES = 64 << 20
+MAX_HEADER_BYTES = 16 << 20
+"""The JSON header (op table and source text included) is read only up to this size."""
 _NPY_HEADER_SLACK = 4096
 _CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
 _ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
@@ -115,14 +130,16 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
 
 
 def decode_addresses(warp_offsets: np.ndarray, op: np.ndarray, mask: np.ndarray, n_ops: int,
-                     base_planes: np.ndarray, lane_planes: np.ndarray, unit: int = 1) -> np.ndarray:
-    """Inverse of `encode_addresses` from the byte planes of its two arrays: uint64 [R,32]."""
+                     base_planes: np.ndarray, lane_planes: np.ndarray, unit: int = 1) -> np.ndarray | None:
+    """Inverse of `encode_addresses` from the byte planes of its two arrays: uint64 [R,32], or
+    None when an offset or op id would index outside the arrays (the kernel checks each one)."""
     from tuiprof.trace._codec import decode_lanes
 
     out = np.zeros((op.shape[0], LANES), dtype=np.uint64)
-    decode_lanes(warp_offsets, op, mask.astype(np.int64), n_ops, base_planes, lane_planes, np.int64(unit),
-                 out.view(np.int64))
-    return out
+    status = decode_lanes(np.ascontiguousarray(warp_offsets, dtype=np.int64), np.ascontiguousarray(op, dtype=np.int32),
+                          mask.astype(np.int64), np.int64(n_ops), np.ascontiguousarray(base_planes, dtype=np.uint8),
+                          np.ascontiguousarray(lane_planes, dtype=np.uint8), np.int64(unit), out.view(np.int64))
+    return out if status == 0 else None
 
 
 def planes(a: np.ndarray) -> np.ndarray:
@@ -218,9 +235,25 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
     return path
 
 
+# --- loading ------------------------------------------------------------------------------------
+
+_HINT = "record the trace again, or pass a demo name such as spmv-u (see `tuiprof demos`)"
+_CHUNK = 1 << 20
+_MAX_MEMBERS = 64
+_MAX_LZMA_DICT = 1 << 26
+_MAX_DIM = 1 << 40
+_MAX_DEPTH = 8
+_DTYPES = frozenset({"|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"})
+"""Integer types the writer uses (little-endian, as NumPy spells them)."""
+_ACCESS_ARRAYS = ("op", "mask", *_ADDRESS_ARRAYS)
+_WARP_ARRAYS = ("warp_lengths", "warp_cta", "warp_index")
+_REQUIRED = (*_WARP_ARRAYS, "snapshot_cta_ids", *_ACCESS_ARRAYS)
+_FALLBACK = "its contents are damaged in a way this tuiprof cannot decode"
+"""The message of last resort (a loader bug if ever seen: the fuzz tests check it never is)."""
+
+
 def _bad(path: Path, what: str) -> TraceError:
-    return TraceError(f"{path} is not a valid .tptrace file: {what}",
-                      "record the trace again, or pass a demo name such as spmv-u (see `tuiprof demos`)")
+    return TraceError(f"{shown_path(path)} is not a valid .tptrace file: {what}", _HINT)
 
 
 def _expect(cond: bool, path: Path, what: str) -> None:
@@ -228,134 +261,564 @@ def _expect(cond: bool, path: Path, what: str) -> None:
         raise _bad(path, what)
 
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and validate a .tptrace file. Any problem raises TraceError naming it."""
-    path = Path(path)
-    if not path.exists():
-        raise TraceError(f"{path} does not exist", "check the path, or pass a demo name such as spmv-u")
-    if path.is_dir():
-        raise TraceError(f"{path} is a directory, not a .tptrace file", "pass the trace file itself")
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+
+
+def memory_budget() -> int:
+    """Bytes one loaded trace may take: half the machine's physical memory, or half the
+    process's address-space limit when one is set, so that a trace too large for the machine
+    is refused before anything is decompressed."""
     try:
-        return _load(path)
-    except TraceError:
+        budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        budget = 8 << 30
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            budget = min(budget, soft // 2)
+    except (ImportError, ValueError, OSError):
+        pass
+    return budget
+
+
+def _cannot_read(path: Path, exc: OSError) -> TraceError:
+    """The message for a file that exists (or may) but cannot be opened or read."""
+    p = shown_path(path)
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return TraceError(f"{p} does not exist", "check the path, or pass a demo name such as spmv-u")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return TraceError(f"cannot read {p}: permission denied",
+                          "check the file's permissions (ls -l), or copy the trace somewhere you can read it")
+    if exc.errno == errno.ENAMETOOLONG:
+        return TraceError(f"cannot read {p}: the file name is too long", "check the path; rename the file if needed")
+    if exc.errno == errno.ELOOP:
+        return TraceError(f"cannot read {p}: too many levels of symbolic links", "check where the link points")
+    reason = (exc.strerror or "input/output error").lower()
+    return TraceError(f"cannot read {p}: {reason}", "check the file and the disk it is on")
+
+
+def _kind_of_file(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _open_input(path: Path) -> BinaryIO:
+    """`path` opened for reading if it is a regular file; a directory, FIFO, device or socket
+    is refused before it is opened (opening a FIFO blocks; reading /dev/zero never ends), and
+    checked again on the open descriptor."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _cannot_read(path, exc) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
         raise
-    except MemoryError:
-        raise _bad(path, "it declares more data than fits in memory") from None
-    except Exception as exc:  # zipfile, zlib, lzma, numpy and json raise many types on damaged input
-        raise _bad(path, f"{type(exc).__name__}: {exc}") from None
 
 
-def _read_npy(data: bytes) -> np.ndarray:
-    """An .npy member as an array over its bytes (no pickle, no copy)."""
-    fh = io.BytesIO(data)
-    version = np.lib.format.read_magic(fh)
-    read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}[version]
-    shape, fortran, dtype = read_header(fh)
-    if dtype.hasobject:
-        raise ValueError("object arrays are not allowed")
-    count = int(np.prod(shape, dtype=np.int64))
-    a = np.frombuffer(data, dtype=dtype, count=count, offset=fh.tell())
-    return a.reshape(shape, order="F" if fortran else "C")
+def _not_regular(path: Path, mode: int) -> TraceError:
+    what = _kind_of_file(mode)
+    hint = "pass the trace file itself" if stat.S_ISDIR(mode) else "save the trace to a file first, then pass that file"
+    return TraceError(f"{shown_path(path)} is {what}, not a .tptrace file", hint)
 
 
-def _load(path: Path) -> Trace:
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read and validate a .tptrace file. Any problem raises TraceError naming the file and
+    what is wrong; memory stays within the sizes the header declares (and `memory_budget`)."""
+    path = Path(path)
+    with _open_input(path) as fh:
+        try:
+            return _load(path, fh)
+        except TraceError:
+            raise
+        except MemoryError:
+            raise TraceError(f"{shown_path(path)} is too large to load: it needs more memory than is available",
+                             "close other programs, or profile a smaller snapshot (fewer CTAs)") from None
+        except RecursionError:
+            raise _bad(path, "its header is nested too deeply") from None
+        except OSError as exc:
+            raise _cannot_read(path, exc) from None
+        except Exception:
+            raise _bad(path, _FALLBACK) from None
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON header of a .tptrace file, validated like `load_trace` does (cheap: no array
+    is decompressed)."""
+    path = Path(path)
+    with _open_input(path) as fh:
+        try:
+            zf, infos = _open_zip(path, fh)
+            with zf:
+                header = _read_json(path, fh, infos)
+            _parse_header(path, header)
+            return header
+        except TraceError:
+            raise
+        except MemoryError:
+            raise TraceError(f"{shown_path(path)} is too large to read", "close other programs") from None
+        except RecursionError:
+            raise _bad(path, "its header is nested too deeply") from None
+        except OSError as exc:
+            raise _cannot_read(path, exc) from None
+        except Exception:
+            raise _bad(path, _FALLBACK) from None
+
+
+def _open_zip(path: Path, fh: BinaryIO) -> tuple[zipfile.ZipFile, dict[str, zipfile.ZipInfo]]:
+    """The zip directory of the file: every member by name, each one readable by `_member`."""
     try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
-        raise _bad(path, "not a tptrace container (wrong or truncated file)") from None
+        zf = zipfile.ZipFile(fh)
+    except OSError:
+        raise
+    except Exception:  # zipfile raises BadZipFile, and on some damage ValueError or struct.error
+        raise _bad(path, "not a tptrace container (not a zip file, or a damaged or truncated one)") from None
+    infos = zf.infolist()
+    if len(infos) > _MAX_MEMBERS:
+        zf.close()
+        raise _bad(path, f"it has {len(infos)} members; a tptrace has at most {_MAX_MEMBERS}")
+    return zf, {i.filename: i for i in infos}
+
+
+def _member(path: Path, fh: BinaryIO, info: zipfile.ZipInfo, limit: int, what: str, declared: bool = True) -> bytearray:
+    """The uncompressed bytes of zip member `info`, decompressed in bounded chunks.
+
+    Output never exceeds `limit` (what the JSON header declares) nor the size the zip directory
+    gives: a stream that goes on past it is refused as soon as it does, so a decompression bomb
+    costs at most `limit` bytes. The checksum is verified."""
+    if info.flag_bits & 0x1:
+        raise _bad(path, f"{what} is encrypted")
+    if info.file_size > limit:
+        raise _bad(path, f"{what} is larger than {'declared' if declared else 'allowed'} "
+                         f"({info.file_size:,} bytes where at most {limit:,} fit)")
+    size = info.file_size
+    if info.header_offset < 0:
+        raise _bad(path, f"{what} lies outside the file (damaged zip directory)")
+    fh.seek(info.header_offset)
+    local = fh.read(30)
+    if len(local) < 30 or local[:4] != b"PK\x03\x04":
+        raise _bad(path, f"{what} is missing from the zip data (truncated or damaged file)")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    fh.seek(info.header_offset + 30 + name_len + extra_len)
+    left = info.compress_size
+    method = info.compress_type
+
+    def compressed() -> Iterator[bytes]:
+        nonlocal left
+        while left > 0:
+            chunk = fh.read(min(_CHUNK, left))
+            if not chunk:
+                raise _bad(path, f"{what} is cut short (truncated file)")
+            left -= len(chunk)
+            yield chunk
+
+    out = bytearray(size)
+    pos = 0
+
+    def put(piece: bytes) -> None:
+        nonlocal pos
+        if pos + len(piece) > size:
+            raise _bad(path, f"{what} decompresses to more than the {size:,} bytes declared for it "
+                             "(damaged, or a decompression bomb)")
+        out[pos:pos + len(piece)] = piece
+        pos += len(piece)
+
+    try:
+        if method == zipfile.ZIP_STORED:
+            for chunk in compressed():
+                put(chunk)
+        elif method == zipfile.ZIP_DEFLATED:
+            d = zlib.decompressobj(-15)
+            for chunk in compressed():
+                data = chunk
+                while data and not d.eof:
+                    put(d.decompress(data, min(size - pos + 1, _CHUNK)))
+                    data = d.unconsumed_tail
+                if d.eof:
+                    break
+        elif method == zipfile.ZIP_LZMA:
+            d = _lzma_decompressor(path, fh, what, info.compress_size)
+            left -= 4 + 5
+            for chunk in compressed():
+                piece = d.decompress(chunk, min(size - pos + 1, _CHUNK))
+                put(piece)
+                while piece and not d.eof and not d.needs_input:
+                    piece = d.decompress(b"", min(size - pos + 1, _CHUNK))
+                    put(piece)
+                if d.eof:
+                    break
+        else:
+            raise _bad(path, f"{what} uses a compression method this tuiprof does not read (zip method {method})")
+    except (zlib.error, lzma.LZMAError, EOFError):
+        raise _bad(path, f"{what} has damaged compressed data") from None
+    if pos != size:
+        raise _bad(path, f"{what} is shorter than the {size:,} bytes declared for it (truncated or damaged file)")
+    if zlib.crc32(out) != info.CRC:
+        raise _bad(path, f"{what} fails its checksum (damaged file)")
+    return out
+
+
+def _lzma_decompressor(path: Path, fh: BinaryIO, what: str, compress_size: int) -> Any:
+    """A raw LZMA1 decompressor from the 9-byte header of a zip LZMA member (zip method 14)."""
+    head = fh.read(9)
+    if compress_size < 9 or len(head) < 9 or struct.unpack("<H", head[2:4])[0] != 5:
+        raise _bad(path, f"{what} has a damaged LZMA header")
+    props, dict_size = head[4], struct.unpack("<I", head[5:9])[0]
+    if props >= 9 * 5 * 5 or dict_size > _MAX_LZMA_DICT:
+        raise _bad(path, f"{what} has an LZMA header this tuiprof does not accept (dictionary of {dict_size:,} bytes)")
+    lc, rest = props % 9, props // 9
+    return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[{"id": lzma.FILTER_LZMA1, "dict_size": dict_size,
+                                                            "lc": lc, "lp": rest % 5, "pb": rest // 5}])
+
+
+def _read_json(path: Path, fh: BinaryIO, infos: dict[str, zipfile.ZipInfo]) -> dict[str, Any]:
+    """The header member, parsed (at most MAX_HEADER_BYTES of JSON), with its format and version
+    checked."""
+    _expect(HEADER in infos, path, "it has no tptrace.json header (a foreign zip file?)")
+    raw = _member(path, fh, infos[HEADER], MAX_HEADER_BYTES, "the tptrace.json header", declared=False)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _bad(path, "its header is not UTF-8 text") from None
+    del raw
+    try:
+        header = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _bad(path, f"its header is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except ValueError:  # an integer of thousands of digits
+        raise _bad(path, "its header holds a number too long to read") from None
+    _expect(isinstance(header, dict) and header.get("format") == FORMAT, path, "not a tptrace header")
+    version = header.get("version")
+    if version != VERSION:
+        raise TraceError(f"{shown_path(path)} is tptrace version {_show(version)}; this tuiprof reads version {VERSION}",
+                         "upgrade tuiprof, or record the trace again with this version")
+    return header
+
+
+# --- the header, field by field -----------------------------------------------------------------
+
+_MISSING: Any = object()
+
+
+def _show(v: object) -> str:
+    """A JSON value as a message quotes it: short, printable."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        text = repr(v)
+        return text if len(text) <= 24 else f"a number of {len(text)} digits"
+    if isinstance(v, str):
+        return f"'{printable(v, 40)}'"
+    return "a list" if isinstance(v, list) else "an object"
+
+
+class _Fields:
+    """Checked reads of the JSON header: a missing, mistyped or out-of-range field is a
+    TraceError that names it (``launch.grid[0]``) in words."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, what: str) -> NoReturn:
+        raise _bad(self.path, what)
+
+    def get(self, obj: dict[str, Any], key: str, where: str, default: Any = _MISSING) -> Any:
+        if key in obj:
+            return obj[key]
+        if default is _MISSING:
+            self.fail(f"{where} is missing")
+        return default
+
+    def table(self, obj: dict[str, Any], key: str, where: str, default: Any = _MISSING) -> dict[str, Any]:
+        v = self.get(obj, key, where, default)
+        if not isinstance(v, dict):
+            self.fail(f"{where} must be an object of named fields, not {_show(v)}")
+        return v
+
+    def items(self, obj: dict[str, Any], key: str, where: str, max_items: int) -> list[Any]:
+        v = self.get(obj, key, where)
+        if not isinstance(v, list):
+            self.fail(f"{where} must be a list, not {_show(v)}")
+        if len(v) > max_items:
+            self.fail(f"{where} has {len(v):,} entries, more than the {max_items:,} this tuiprof accepts")
+        return v
+
+    def whole(self, v: Any, where: str, lo: int, hi: int) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            self.fail(f"{where} must be a whole number from {lo:,} to {hi:,}, not {_show(v)}")
+        return v
+
+    def integer(self, obj: dict[str, Any], key: str, where: str, lo: int, hi: int, default: Any = _MISSING) -> int:
+        return self.whole(self.get(obj, key, where, default), where, lo, hi)
+
+    def text(self, obj: dict[str, Any], key: str, where: str, max_chars: int = MAX_NAME_CHARS,
+             default: Any = _MISSING) -> str:
+        v = self.get(obj, key, where, default)
+        if not isinstance(v, str):
+            self.fail(f"{where} must be text, not {_show(v)}")
+        if len(v) > max_chars:
+            self.fail(f"{where} is {len(v):,} characters long, more than the {max_chars:,} this tuiprof accepts")
+        return v
+
+    def choice(self, obj: dict[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
+        v = self.text(obj, key, where)
+        if v not in choices:
+            self.fail(f"{where} must be one of {', '.join(choices)}, not {_show(v)}")
+        return v
+
+    def flag(self, obj: dict[str, Any], key: str, where: str, default: Any = _MISSING) -> bool:
+        v = self.get(obj, key, where, default)
+        if not isinstance(v, bool):
+            self.fail(f"{where} must be true or false, not {_show(v)}")
+        return v
+
+    def plain(self, v: Any, where: str, depth: int = 0) -> None:
+        """`v` is JSON data a report can print back: finite numbers, at most _MAX_DEPTH deep."""
+        if depth > _MAX_DEPTH:
+            self.fail(f"{where} is nested more than {_MAX_DEPTH} levels deep")
+        if isinstance(v, float) and not math.isfinite(v):
+            self.fail(f"{where} must be a finite number, not {_show(v)}")
+        if isinstance(v, dict):
+            for k, x in v.items():
+                self.plain(x, f"{where}.{printable(k, 40)}", depth + 1)
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                self.plain(x, f"{where}[{i}]", depth + 1)
+
+
+@dataclass(frozen=True)
+class _ArraySpec:
+    """One array member as the header declares it."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    shuffled: bool
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def stored(self) -> tuple[np.dtype, tuple[int, ...]]:
+        """dtype and shape of the .npy member (byte planes when shuffled)."""
+        if self.shuffled:
+            return np.dtype(np.uint8), (self.dtype.itemsize, self.size)
+        return self.dtype, self.shape
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class _Header:
+    """The validated JSON header: the trace's metadata and the arrays to read."""
+
+    launch: Launch
+    ops: tuple[StaticOp, ...]
+    provenance: Provenance
+    sources: tuple[SourceFile, ...]
+    rule: str
+    accesses: int
+    warps: int
+    unit: int
+    arrays: dict[str, _ArraySpec]
+
+
+def _parse_header(path: Path, h: dict[str, Any]) -> _Header:
+    """Every field of the header checked for presence, type and range, and the declared arrays
+    checked against the counts, before anything else is read."""
+    f = _Fields(path)
+    L = f.table(h, "launch", "launch")
+    grid = f.items(L, "grid", "launch.grid", 3)
+    block = f.items(L, "block", "launch.block", 3)
+    if len(grid) != 3 or len(block) != 3:
+        f.fail("launch.grid and launch.block need 3 dimensions each")
+    grid_t = tuple(f.whole(x, f"launch.grid[{i}]", 1, 2**31 - 1) for i, x in enumerate(grid))
+    block_t = tuple(f.whole(x, f"launch.block[{i}]", 1, 1024) for i, x in enumerate(block))
+    if math.prod(grid_t) > MAX_GRID_CTAS:
+        f.fail(f"launch.grid has {math.prod(grid_t):,} CTAs, more than the {MAX_GRID_CTAS:,} this tuiprof accepts")
+    if math.prod(block_t) > 1024:
+        f.fail(f"launch.block has {math.prod(block_t):,} threads; CUDA allows at most 1,024 per block")
+    launch = Launch(kernel=f.text(L, "kernel", "launch.kernel"), grid=grid_t, block=block_t,  # type: ignore[arg-type]
+                    registers_per_thread=f.integer(L, "registers_per_thread", "launch.registers_per_thread", 0, 255),
+                    static_shared=f.integer(L, "static_shared", "launch.static_shared", 0, 1 << 20, 0),
+                    dynamic_shared=f.integer(L, "dynamic_shared", "launch.dynamic_shared", 0, 1 << 20, 0),
+                    ctas_per_sm=f.integer(L, "ctas_per_sm", "launch.ctas_per_sm", 0, 1024, 0))
+    ops = []
+    for i, o in enumerate(f.items(h, "ops", "ops", MAX_OPS)):
+        w = f"ops[{i}]"
+        if not isinstance(o, dict):
+            f.fail(f"{w} must be an object of named fields, not {_show(o)}")
+        if f.get(o, "id", f"{w}.id") != i or isinstance(o["id"], bool):
+            f.fail(f"{w}.id must be {i} (ops are numbered in order), not {_show(o['id'])}")
+        ops.append(StaticOp(id=i, kernel=f.text(o, "kernel", f"{w}.kernel"), kind=f.choice(o, "kind", f"{w}.kind", OP_KINDS),
+                            space=f.choice(o, "space", f"{w}.space", SPACES),
+                            bytes=f.integer(o, "bytes", f"{w}.bytes", 1, 128), file=f.text(o, "file", f"{w}.file"),
+                            line=f.integer(o, "line", f"{w}.line", 0, 2**31 - 1),
+                            column=f.integer(o, "column", f"{w}.column", 0, 2**31 - 1, 0),
+                            ptx_line=f.integer(o, "ptx_line", f"{w}.ptx_line", 0, 2**31 - 1, 0),
+                            starts_sequence=f.flag(o, "starts_sequence", f"{w}.starts_sequence", False),
+                            label=f.text(o, "label", f"{w}.label", default="")))
+    P = f.table(h, "provenance", "provenance")
+    generator = f.table(P, "generator", "provenance.generator", {})
+    f.plain(generator, "provenance.generator")
+    measured = f.table(P, "measured", "provenance.measured", {})
+    if len(measured) > 256:
+        f.fail(f"provenance.measured has {len(measured):,} entries, more than the 256 this tuiprof accepts")
+    for k, v in measured.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or len(k) > 256:
+            f.fail(f"provenance.measured.{printable(k, 40)} must be a finite number, not {_show(v)}")
+    prov = Provenance(backend=f.choice(P, "backend", "provenance.backend", BACKENDS),
+                      arch=f.text(P, "arch", "provenance.arch"), gpu=f.text(P, "gpu", "provenance.gpu", default=""),
+                      tool_version=f.text(P, "tool_version", "provenance.tool_version", default=""),
+                      date=f.text(P, "date", "provenance.date", default=""), generator=dict(generator),
+                      measured={str(k): float(v) for k, v in measured.items()})
+    sources, chars = [], 0
+    for i, s in enumerate(f.items(h, "sources", "sources", MAX_SOURCES)):
+        if not isinstance(s, dict):
+            f.fail(f"sources[{i}] must be an object of named fields, not {_show(s)}")
+        name = f.text(s, "name", f"sources[{i}].name")
+        text = f.text(s, "text", f"sources[{i}].text", MAX_SOURCE_CHARS)
+        chars += len(text)
+        sources.append(SourceFile(name=name, text=text))
+    if not sources:
+        f.fail("it holds no source text")
+    if chars > MAX_SOURCE_CHARS:
+        f.fail(f"its source text is {chars:,} characters long, more than the {MAX_SOURCE_CHARS:,} this tuiprof accepts")
+    C = f.table(h, "counts", "counts")
+    n = f.integer(C, "accesses", "counts.accesses", 0, _MAX_DIM)
+    n_w = f.integer(C, "warps", "counts.warps", 0, _MAX_DIM)
+    n_c = f.integer(C, "snapshot_ctas", "counts.snapshot_ctas", 0, math.prod(grid_t))
+    unit = f.integer(h, "address_unit", "address_unit", 1, 1 << 16, 1)
+    if unit & (unit - 1):
+        f.fail(f"address_unit must be a power of two, not {unit}")
+    expected = {**{k: (n,) for k in ("op", "mask", "addr_base")}, "addr_lanes": (n, LANES),
+                **{k: (n_w,) for k in _WARP_ARRAYS}, "snapshot_cta_ids": (n_c,),
+                **{f"cta_{k}": (math.prod(grid_t),) for k in _CTA_FIELDS}}
+    arrays: dict[str, _ArraySpec] = {}
+    for name, spec in f.table(h, "arrays", "arrays").items():
+        w = f"arrays.{printable(name, 40)}"
+        if name not in expected:
+            f.fail(f"{w} is not an array of a tptrace")
+        if not isinstance(spec, dict):
+            f.fail(f"{w} must be an object of named fields, not {_show(spec)}")
+        dtype = f.text(spec, "dtype", f"{w}.dtype", 8)
+        if dtype not in _DTYPES:
+            f.fail(f"array {name} has type {_show(dtype)}; a tptrace array holds little-endian integers")
+        if name == "mask" and dtype != "<u4":
+            f.fail(f"array mask has type {_show(dtype)}, not 32-bit unsigned integers ('<u4')")
+        shape = tuple(f.whole(x, f"{w}.shape[{i}]", 0, _MAX_DIM) for i, x in enumerate(f.items(spec, "shape", f"{w}.shape", 2)))
+        if shape != expected[name]:
+            f.fail(f"array {name} has shape {list(shape)}, but the counts make it {list(expected[name])}")
+        arrays[name] = _ArraySpec(np.dtype(dtype), shape, f.flag(spec, "shuffled", f"{w}.shuffled", False))
+    for name in _REQUIRED:
+        if name not in arrays:
+            f.fail(f"array {name} missing")
+    return _Header(launch=launch, ops=tuple(ops), provenance=prov, sources=tuple(sources),
+                   rule=f.text(h, "snapshot_rule", "snapshot_rule", default=""), accesses=n, warps=n_w, unit=unit,
+                   arrays=arrays)
+
+
+def _load_bytes(hd: _Header) -> int:
+    """What loading takes at its peak: every member as stored, the decoded arrays (each access's
+    32 lane addresses, op id and mask) and the per-warp and per-CTA arrays widened to 64 bits."""
+    stored = sum(s.nbytes + _NPY_HEADER_SLACK for s in hd.arrays.values())
+    widened = sum(s.size * 8 for name, s in hd.arrays.items() if name not in _ACCESS_ARRAYS)
+    return stored + widened + hd.accesses * (LANES * 8 + 4 + 4) + (hd.warps + 1) * 8
+
+
+def _read_npy(path: Path, name: str, data: bytearray, spec: _ArraySpec) -> np.ndarray:
+    """An .npy member as an array over its bytes (no pickle, no copy), exactly as declared."""
+    dtype, shape = spec.stored
+    try:
+        fh = io.BytesIO(bytes(data[:_NPY_HEADER_SLACK]))
+        version = np.lib.format.read_magic(fh)
+        read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(version)
+        got_shape, fortran, got_dtype = read(fh)
+    except (ValueError, SyntaxError, TypeError, EOFError):
+        raise _bad(path, f"array {name} has a damaged .npy header") from None
+    _expect(got_dtype == dtype and tuple(got_shape) == shape and not fortran, path,
+            f"array {name} does not match its declaration in the header")
+    count = math.prod(shape)
+    _expect(len(data) - fh.tell() == count * dtype.itemsize, path, f"array {name} does not hold the data its header declares")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=fh.tell()).reshape(shape)
+
+
+def _load(path: Path, fh: BinaryIO) -> Trace:
+    zf, infos = _open_zip(path, fh)
     with zf:
-        names = {i.filename: i for i in zf.infolist()}
-        _expect(HEADER in names, path, "no tptrace.json header (a foreign zip file?)")
-        _expect(names[HEADER].file_size <= MAX_HEADER_BYTES, path, "header too large")
-        header = json.loads(zf.read(HEADER).decode("utf-8"))
-        _expect(isinstance(header, dict) and header.get("format") == FORMAT, path, "not a tptrace header")
-        version = header.get("version")
-        if version != VERSION:
-            raise TraceError(f"{path} is tptrace version {version!r}; this tuiprof reads version {VERSION}",
-                             "upgrade tuiprof, or record the trace again with this version")
-        declared = header["arrays"]
-        _expect(isinstance(declared, dict), path, "array table missing")
+        hd = _parse_header(path, _read_json(path, fh, infos))
+        need, budget = _load_bytes(hd), memory_budget()
+        if need > budget:
+            raise TraceError(f"{shown_path(path)} is too large to load: its {hd.accesses:,} warp accesses need about "
+                             f"{_gib(need)} of memory, more than the {_gib(budget)} allowed here (half the memory)",
+                             "profile a smaller snapshot (fewer CTAs), or use a machine with more memory")
         arrays: dict[str, np.ndarray] = {}
-        shapes: dict[str, tuple[int, ...]] = {}
-        for name, spec in declared.items():
+        for name, spec in hd.arrays.items():
             member = f"{name}.npy"
-            _expect(member in names, path, f"array {name} missing (truncated file?)")
-            dtype = np.dtype(spec["dtype"])
-            _expect(dtype.kind in "iu" and not dtype.hasobject, path, f"array {name} has a non-integer type")
-            shape = tuple(int(s) for s in spec["shape"])
-            _expect(all(s >= 0 for s in shape) and len(shape) <= 2, path, f"array {name} has an impossible shape")
-            size = int(np.prod(shape, dtype=np.int64))
-            _expect(names[member].file_size <= size * dtype.itemsize + _NPY_HEADER_SLACK, path, f"array {name} is larger than declared")
-            shuffled = bool(spec.get("shuffled", False))
-            stored_dtype, stored_shape = (np.dtype(np.uint8), (dtype.itemsize, size)) if shuffled else (dtype, shape)
-            a = _read_npy(zf.read(member))
-            _expect(a.dtype == stored_dtype and a.shape == stored_shape, path, f"array {name} does not match its declaration")
-            if name in _ADDRESS_ARRAYS:  # decoded straight from the planes (see _codec)
-                arrays[name] = a if shuffled else a.view(np.uint8).reshape(1, -1)
-                shapes[name] = shape
+            _expect(member in infos, path, f"array {name} missing (truncated file?)")
+            data = _member(path, fh, infos[member], spec.nbytes + _NPY_HEADER_SLACK, f"array {name}")
+            a = _read_npy(path, name, data, spec)
+            if name in _ADDRESS_ARRAYS:  # decoded straight from the byte planes (see _codec)
+                arrays[name] = a if spec.shuffled else planes(a)
             else:
-                arrays[name] = from_planes(a, dtype, shape) if shuffled else a
-    return _build(path, header, arrays, shapes)
+                arrays[name] = from_planes(a, spec.dtype, spec.shape) if spec.shuffled else a
+    return _build(path, hd, arrays)
 
 
-def _build(path: Path, h: dict[str, Any], arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]]) -> Trace:
-    for name in ("warp_lengths", "warp_cta", "warp_index", "snapshot_cta_ids", "op", "mask", *_ADDRESS_ARRAYS):
-        _expect(name in arrays, path, f"array {name} missing")
-    L = h["launch"]
-    launch = Launch(kernel=str(L["kernel"]), grid=tuple(int(x) for x in L["grid"]),  # type: ignore[arg-type]
-                    block=tuple(int(x) for x in L["block"]),  # type: ignore[arg-type]
-                    registers_per_thread=int(L["registers_per_thread"]), static_shared=int(L["static_shared"]),
-                    dynamic_shared=int(L["dynamic_shared"]), ctas_per_sm=int(L["ctas_per_sm"]))
-    _expect(len(launch.grid) == 3 and len(launch.block) == 3, path, "grid and block need 3 dimensions")
-    ops = tuple(StaticOp(id=int(o["id"]), kernel=str(o["kernel"]), kind=str(o["kind"]), space=str(o["space"]),
-                         bytes=int(o["bytes"]), file=str(o["file"]), line=int(o["line"]), column=int(o["column"]),
-                         ptx_line=int(o["ptx_line"]), starts_sequence=bool(o["starts_sequence"]), label=str(o["label"]))
-                for o in h["ops"])
-    P = h["provenance"]
-    _expect(isinstance(P.get("generator", {}), dict) and isinstance(P.get("measured", {}), dict), path, "bad provenance")
-    prov = Provenance(backend=str(P["backend"]), arch=str(P["arch"]), gpu=str(P.get("gpu", "")),
-                      tool_version=str(P.get("tool_version", "")), date=str(P.get("date", "")),
-                      generator=dict(P.get("generator", {})),
-                      measured={str(k): float(v) for k, v in P.get("measured", {}).items()})
-    sources = tuple(SourceFile(name=str(s["name"]), text=str(s["text"])) for s in h["sources"])
-    lengths = arrays["warp_lengths"].astype(np.int64)
-    _expect(lengths.ndim == 1 and (lengths.size == 0 or lengths.min() >= 0), path, "negative warp length")
+def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
+    n, n_ops = hd.accesses, len(hd.ops)
+    lengths = arrays["warp_lengths"]
+    _expect(lengths.size == 0 or (int(lengths.min()) >= 0 and int(lengths.max()) <= n), path,
+            "a warp length is negative or larger than the number of accesses")
     offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    op = arrays["op"].astype(np.int32)
+    np.cumsum(lengths, dtype=np.int64, out=offsets[1:])
+    # Every length is in 0..n, so an int64 sum that wrapped would fall somewhere: rising offsets
+    # that end at n prove every access range is inside the arrays.
+    _expect(int(offsets[-1]) == n and bool(np.all(offsets[1:] >= offsets[:-1])), path,
+            "warp lengths do not add up to the number of accesses")
+    op = arrays["op"]
+    _expect(n == 0 or (int(op.min()) >= 0 and int(op.max()) < n_ops), path, "an access names an op id that does not exist")
+    op = op.astype(np.int32)
     mask = arrays["mask"]
-    n = op.shape[0]
-    _expect(mask.dtype == np.uint32 and mask.shape == (n,), path, "mask array malformed")
-    _expect(offsets[-1] == n, path, "warp lengths do not add up to the number of accesses")
-    _expect(shapes["addr_base"] == (n,) and shapes["addr_lanes"] == (n, LANES), path, "address arrays malformed")
-    _expect(n == 0 or (op.min() >= 0 and op.max() < len(ops)), path, "an access names an op id that does not exist")
-    counts = h.get("counts", {})
-    _expect(counts.get("accesses") == n and counts.get("warps") == lengths.shape[0], path, "counts disagree with the arrays")
-    unit = h.get("address_unit", 1)
-    _expect(isinstance(unit, int) and 1 <= unit <= 1 << 16 and unit & (unit - 1) == 0, path, "bad address unit")
-    addr = decode_addresses(offsets, op, mask, len(ops), arrays["addr_base"], arrays["addr_lanes"], unit)
+    _expect(not np.any(mask == 0), path, "an access has no active lane")
+    addr = decode_addresses(offsets, op, mask, n_ops, arrays["addr_base"], arrays["addr_lanes"], hd.unit)
+    if addr is None:
+        raise _bad(path, "an index in its arrays points outside them")
     ctas = CtaRecords(**{f: arrays[f"cta_{f}"].astype(np.int64) if f"cta_{f}" in arrays else None for f in _CTA_FIELDS})
     try:
-        return Trace(launch=launch, ops=ops,
-                     snapshot=Snapshot(cta_ids=arrays["snapshot_cta_ids"].astype(np.int64), rule=str(h.get("snapshot_rule", ""))),
-                     warp_offsets=offsets, warp_cta=arrays["warp_cta"].astype(np.int32),
-                     warp_index=arrays["warp_index"].astype(np.int32), op=op, mask=mask, addr=addr,
-                     sources=sources, provenance=prov, ctas=ctas)
+        return Trace(launch=hd.launch, ops=hd.ops,
+                     snapshot=Snapshot(cta_ids=arrays["snapshot_cta_ids"].astype(np.int64), rule=hd.rule),
+                     warp_offsets=offsets, warp_cta=_int32(path, "warp_cta", arrays["warp_cta"]),
+                     warp_index=_int32(path, "warp_index", arrays["warp_index"]), op=op, mask=mask, addr=addr,
+                     sources=hd.sources, provenance=hd.provenance, ctas=ctas)
     except TraceError as exc:
         raise _bad(path, exc.message.removeprefix("invalid trace: ")) from None
 
 
-def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Only the JSON header of a .tptrace file (cheap: no array is decompressed)."""
-    path = Path(path)
-    try:
-        with zipfile.ZipFile(path) as zf:
-            info = zf.getinfo(HEADER)
-            _expect(info.file_size <= MAX_HEADER_BYTES, path, "header too large")
-            header = json.loads(zf.read(HEADER).decode("utf-8"))
-    except TraceError:
-        raise
-    except Exception as exc:
-        raise _bad(path, f"{type(exc).__name__}: {exc}") from None
-    _expect(isinstance(header, dict) and header.get("format") == FORMAT, path, "not a tptrace header")
-    return header
+def _int32(path: Path, name: str, a: np.ndarray) -> np.ndarray:
+    """`a` as int32, refusing values that would wrap."""
+    _expect(a.size == 0 or (int(a.min()) >= -(2**31) and int(a.max()) < 2**31), path, f"array {name} holds values out of range")
+    return a.astype(np.int32)

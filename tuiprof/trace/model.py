@@ -24,6 +24,24 @@ LANES = 32
 CACHED_SPACES = ("global", "local")
 """Memory spaces served by the L1/L2 hierarchy."""
 
+# Caps on what a trace may hold (checked when a .tptrace file is loaded, so that a hostile or
+# damaged file fails with a clear message instead of exhausting memory or time) and on what a
+# view of it renders. Generous next to any real kernel.
+MAX_OPS = 65536
+"""Static memory ops in one trace (the file stores op ids in 16 bits up to this many)."""
+MAX_SOURCES = 256
+"""Source files embedded in one trace."""
+MAX_SOURCE_CHARS = 4 << 20
+"""Characters of embedded source text, all files together."""
+MAX_NAME_CHARS = 4096
+"""Characters of one name or label: kernel, file, op label, provenance field, snapshot rule."""
+MAX_GRID_CTAS = 1 << 24
+"""CTAs in the launch grid (the SM-utilisation model walks the whole grid)."""
+MAX_LINE_CHARS = 160
+"""Characters of one source line shown beside an op (reports, UI); longer ones end in an ellipsis."""
+MAX_LABEL_CHARS = 60
+"""Characters of one op label or file name shown in a report row or the UI."""
+
 
 @dataclass(frozen=True)
 class StaticOp:

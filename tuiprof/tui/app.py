@@ -1,18 +1,25 @@
 """The tuiprof Textual app: four panes over one Session (source, histogram, SMs, MD decision).
 
 Worker threads only post messages (`tuiprof.tui.messages`); the app owns every piece of state
-and repaints at most about ten times a second, whatever the rate of trials.
+and repaints at most about ten times a second, whatever the rate of trials. The workers are
+daemon threads, not Textual thread workers: those run on asyncio's default executor, which the
+app waits for on exit (a cancelled run would keep the process alive, headless, until its last
+trial), and whose threads keep a reference to the last worker they ran (and so to its Session,
+its trials and its prepared trace) for as long as the app lives.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -25,7 +32,7 @@ from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunCo
                              TrialDone)
 from tuiprof.tui import format as fmt
 from tuiprof.tui.commands import TuiprofCommands
-from tuiprof.tui.messages import LoadFailed, RunEvent, TraceLoaded
+from tuiprof.tui.messages import ExportDone, LoadFailed, RecollectFailed, RunEvent, TraceLoaded
 from tuiprof.tui.metrics import HEADLINES, metric_keys, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
@@ -33,12 +40,20 @@ from tuiprof.tui.panes.sm import SmPane
 from tuiprof.tui.panes.source import SourceView
 from tuiprof.tui.screens.drill import DrillScreen
 from tuiprof.tui.screens.modals import ArchScreen, ErrorScreen, ExportScreen, HelpScreen, MdScreen
+from tuiprof.tui.text import MAX_MESSAGE, clean, file_part
 from tuiprof.tui.themes import DEFAULT_THEME, load_themes
 
 REFRESH = 0.1
 """Seconds between repaints of the panes while a run streams in (about 10 per second)."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PANES = (("source", "Source"), ("hist", "Histogram"), ("sm", "SMs"), ("md", "MD"))
+
+
+def spawn(name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+    """Run `target(*args)` on a daemon thread (see the module docstring for why not a worker)."""
+    thread = threading.Thread(target=target, args=args, name=f"tuiprof-{name}", daemon=True)
+    thread.start()
+    return thread
 
 
 class StatusBar(Static):
@@ -128,6 +143,11 @@ class TuiprofApp(App[int]):
         self.t_start = clock()
         self.t_first_update: float | None = None
         self.error: TuiprofError | None = None
+        self.fatal: TuiprofError | None = None
+        self._keep_line = 0
+        """The source line to return to after a recollect (0: none pending)."""
+        """Why the target could not be opened: quitting then exits 2 and prints it."""
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._spin = 0
         self._autorun = session is None
 
@@ -147,6 +167,7 @@ class TuiprofApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.loop = asyncio.get_running_loop()
         for theme in load_themes():
             self.register_theme(theme)
         self.theme = self.theme_name
@@ -161,8 +182,10 @@ class TuiprofApp(App[int]):
 
     # --- loading and runs -------------------------------------------------------------------
 
-    @work(thread=True, group="load")
     def _load(self, target: str, config: RunConfig) -> None:
+        spawn("load", self._load_thread, target, config)
+
+    def _load_thread(self, target: str, config: RunConfig) -> None:
         try:
             session = Session.open(target, config)
         except TuiprofError as exc:
@@ -177,18 +200,22 @@ class TuiprofApp(App[int]):
         self.session = message.session
         self.trace, self.path = message.session.trace, message.session.path
         self._show_trace()
+        if self._keep_line:
+            self.query_one(SourceView).go_to_line(self._keep_line)
+            self._keep_line = 0
         self.start_run(self.config, session=message.session)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.phase = "failed"
-        self.error = message.error
+        self.error = self.fatal = message.error
         self._render_status()
-        self.push_screen(ErrorScreen(message.error, f"cannot open {self.target}"))
+        self.push_screen(ErrorScreen(message.error, f"cannot open {clean(self.target)}", fatal=True))
 
     def _show_trace(self) -> None:
         """Put the trace's kernel source (the file with most ops) in the source pane."""
         trace = self.trace
-        counts = {s.name: sum(o.file == s.name for o in trace.ops) for s in trace.sources}
+        per_file = Counter(o.file for o in trace.ops)
+        counts = {s.name: per_file.get(s.name, 0) for s in trace.sources}
         name = max(counts, key=lambda n: counts[n]) if counts else trace.sources[0].name
         if not any(counts.values()):
             ops = list(trace.ops)
@@ -205,7 +232,8 @@ class TuiprofApp(App[int]):
         old = self.session if self.phase in ("preparing", "running", "sweep") else None
         if session is None:
             try:
-                session = Session(self.trace, config, self.path)
+                reuse = self.session.prepared if self.session is not None else None
+                session = Session(self.trace, config, self.path, prepared=reuse)
             except TuiprofError as exc:
                 self.push_screen(ErrorScreen(exc, "this run cannot start"))
                 return False
@@ -217,12 +245,12 @@ class TuiprofApp(App[int]):
         self.trials_done, self.planned = 0, config.trials
         self.phase = "preparing"
         self.t_start = self.clock()
-        self._run(session, self.generation)
+        spawn("run", self._run, session, self.generation)
         self._update_views()
         return True
 
-    @work(thread=True, group="run")
     def _run(self, session: Session, generation: int) -> None:
+        """(On a daemon thread) run `session`, posting each of its events."""
         def on_event(event: Any) -> None:
             self.post_message(RunEvent(generation, event))
 
@@ -232,6 +260,8 @@ class TuiprofApp(App[int]):
             pass  # the Session emitted Failed with the message
         except BaseException as exc:  # never let a worker take the app down
             self.post_message(RunEvent(generation, Failed(TuiprofError(f"simulation failed: {exc}"))))
+        finally:
+            session.release()
 
     def on_run_event(self, message: RunEvent) -> None:
         if message.generation != self.generation:
@@ -316,7 +346,7 @@ class TuiprofApp(App[int]):
         """Phase first (it changes), then the headline ratios, then what is simulated."""
         s = self.session
         parts: list[tuple[str, str]] = [("tuiprof ", "bold $text-accent"),
-                                         (f"{Path(self.target).name or self.target}", "bold"), (" │ ", "$text-muted")]
+                                         (clean(Path(self.target).name or self.target), "bold"), (" │ ", "$text-muted")]
         spin = SPINNER[self._spin % len(SPINNER)]
         elapsed = f" {self.clock() - self.t_start:.0f}s" if self.show_timing else ""
         if self.phase == "loading":
@@ -343,8 +373,8 @@ class TuiprofApp(App[int]):
                       (" L2 ", "$text-muted"), (fmt.pct(h["l2_read"].mean, 1), "bold")]
         if s is not None:
             over = "*" if s.config.overrides else ""
-            parts.append((f" │ {s.arch.name}{over} · MD {s.md} · seed {s.config.seed} · {s.config.trials} trials"
-                          f" · {s.trace.launch.kernel}", "$text-muted"))
+            parts.append((f" │ {clean(s.arch.name)}{over} · MD {s.md} · seed {s.config.seed} · {s.config.trials} trials"
+                          f" · {clean(s.trace.launch.kernel)}", "$text-muted"))
         self.query_one(StatusBar).update(Content.assemble(*parts))
 
     def _render_tabs(self) -> None:
@@ -375,7 +405,7 @@ class TuiprofApp(App[int]):
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
         if not self.query_one(SourceView).search(event.value):
-            self.notify(f"{event.value!r} not found", severity="warning", timeout=2)
+            self.notify(f"{clean(event.value)!r} not found", severity="warning", timeout=2, markup=False)
 
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
@@ -395,11 +425,26 @@ class TuiprofApp(App[int]):
 
     async def action_quit(self) -> None:
         self.cancel_everything()
-        self.exit(0)
+        code = 2 if self.fatal is not None else 0
+        self.exit(code, return_code=code)
 
     def cancel_everything(self) -> None:
         if self.session is not None:
             self.session.cancel()
+
+    def exit_on_signal(self, signum: int) -> None:
+        """SIGINT or SIGTERM (on the event loop): cancel the run and close with 128 + signum."""
+        self.cancel_everything()
+        self.exit(128 + signum, return_code=128 + signum)
+
+    def request_signal_exit(self, signum: int) -> bool:
+        """From a signal handler: schedule `exit_on_signal` on the event loop, never blocking;
+        False when the loop is not running (the caller's watchdog then ends the process)."""
+        loop = self.loop
+        if loop is None or loop.is_closed() or not loop.is_running():
+            return False
+        loop.call_soon_threadsafe(self.exit_on_signal, signum)
+        return True
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_groups()))
@@ -432,7 +477,8 @@ class TuiprofApp(App[int]):
             if result is not None:
                 name, overrides = result
                 if self.start_run(replace(self.config, arch=name, overrides=overrides, md=None)):
-                    self.notify(f"rerun on {name}" + "".join(f", {k}={v}" for k, v in overrides.items()), timeout=3)
+                    self.notify(clean(f"rerun on {name}" + "".join(f", {k}={v}" for k, v in overrides.items()), 300),
+                                timeout=3, markup=False)
 
         self.push_screen(ArchScreen(presets, current, dict(self.config.overrides)), chosen)
 
@@ -475,19 +521,40 @@ class TuiprofApp(App[int]):
             self.query_one(SourceView).focus()
 
     def action_recollect(self) -> None:
-        if self.path is not None and self.path.suffix == ".cu":  # pragma: no cover - collector pending
-            self.notify("recollecting from source needs the trace collector, not yet available", severity="warning")
-        else:
+        """Recompile the .cu target, re-run its launch script in the emulator and rerun, keeping
+        the cursor's source line (after the user edited the source)."""
+        if self.path is None or self.path.suffix != ".cu":
             self.notify("R recollects from a .cu source; this target is a recorded trace "
                         f"({self.path.name if self.path else self.target}), so there is nothing to recollect.",
                         severity="warning", timeout=4)
+            return
+        if self.session is not None:
+            self.session.cancel()
+        self._keep_line = self.query_one(SourceView).current_line
+        self.notify(f"recompiling {clean(self.path.name)} and running its launch script in the emulator…", timeout=3)
+        spawn("recollect", self._recollect_thread, str(self.path), self.config)
+
+    def _recollect_thread(self, target: str, config: RunConfig) -> None:
+        try:
+            session = Session.open(target, config)
+        except TuiprofError as exc:
+            self.post_message(RecollectFailed(exc))
+            return
+        self.post_message(TraceLoaded(session))
+
+    def on_recollect_failed(self, message: RecollectFailed) -> None:
+        """A failed recollect (the edit does not compile, the script raises) is shown; the last
+        results stay."""
+        self._keep_line = 0
+        self.push_screen(ErrorScreen(message.error, "recollecting failed; the results shown are the previous ones"))
 
     def action_export(self) -> None:
         if self.session is None or self.analysis is None:
             self.notify("nothing to export before the first trial", severity="warning")
             return
-        kernel = self.session.trace.launch.kernel
-        default = f"tuiprof-{kernel}-{self.session.arch.name}-md{self.session.md}-seed{self.config.seed}.txt"
+        kernel = file_part(self.session.trace.launch.kernel)
+        arch = file_part(self.session.arch.name)
+        default = f"tuiprof-{kernel}-{arch}-md{self.session.md}-seed{self.config.seed}.txt"
 
         def chosen(path: Path | None) -> None:
             if path is not None:
@@ -496,18 +563,34 @@ class TuiprofApp(App[int]):
         self.push_screen(ExportScreen(default), chosen)
 
     def export(self, path: Path) -> None:
-        """Write the report of the current session and analysis (format from the suffix)."""
-        from tuiprof.cli import write_output
+        """Write the report of the current session and analysis (format from the suffix) on a
+        daemon thread: a FIFO or a slow disk must not freeze the UI, and any failure (a name too
+        long, a folder that is a file, a full disk) is a modal, never the end of the session."""
+        if self.session is None or self.analysis is None:
+            return
+        spawn("export", self._export, self.session, self.analysis, str(path))
+
+    def _export(self, session: Session, analysis: Any, path: str) -> None:
+        from tuiprof.output import write_output
         from tuiprof.report import document, render
 
-        fmt_name = {".json": "json", ".md": "md"}.get(path.suffix.lower(), "text")
-        assert self.session is not None
         try:
-            write_output(render(document(self.session, self.analysis), fmt_name), str(path))
+            fmt_name = {".json": "json", ".md": "md"}.get(Path(path).suffix.lower(), "text")
+            write_output(render(document(session, analysis), fmt_name), path)
         except TuiprofError as exc:
-            self.push_screen(ErrorScreen(exc, "export failed"))
-            return
-        self.notify(f"report written to {path}", timeout=3)
+            self.post_message(ExportDone(path, exc))
+        except Exception as exc:  # OSError and the like: still one message, the app lives on
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            self.post_message(ExportDone(path, TuiprofError(f"cannot write {path}: {reason}",
+                                                            "choose another name or folder")))
+        else:
+            self.post_message(ExportDone(path, None))
+
+    def on_export_done(self, message: ExportDone) -> None:
+        if message.error is not None:
+            self.push_screen(ErrorScreen(message.error, "export failed"))
+        else:
+            self.notify(f"report written to {clean(message.path, MAX_MESSAGE)}", timeout=3, markup=False)
 
     # --- help and palette -------------------------------------------------------------------
 

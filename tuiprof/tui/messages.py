@@ -21,6 +21,14 @@ class TraceLoaded(Message):
         self.session = session
 
 
+class RecollectFailed(Message):
+    """Recompiling or re-emulating a .cu target failed; the previous results stay."""
+
+    def __init__(self, error: TuiprofError) -> None:
+        super().__init__()
+        self.error = error
+
+
 class LoadFailed(Message):
     """The target could not be opened (missing, corrupt, bad configuration)."""
 
@@ -45,3 +53,12 @@ class PatternReady(Message):
         super().__init__()
         self.op_id = op_id
         self.pattern = pattern
+
+
+class ExportDone(Message):
+    """The report was written to `path` (`error` is None) or could not be (`error` says why)."""
+
+    def __init__(self, path: str, error: TuiprofError | None) -> None:
+        super().__init__()
+        self.path = path
+        self.error = error

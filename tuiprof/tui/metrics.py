@@ -6,6 +6,7 @@ from typing import Any
 
 from tuiprof.tui import format as fmt
 from tuiprof.tui.panes.histogram import Series
+from tuiprof.tui.text import MAX_LABEL, clean
 
 HEADLINES = {"l1_read": "L1 read hit ratio · kernel", "l2_read": "L2 read hit ratio · kernel",
              "l2_write": "L2 write hit ratio · kernel"}
@@ -45,6 +46,6 @@ def series(analysis: Any, key: str, measured: dict[str, float], trace_ops: Any =
     j, part = int(op_part[0][2:]), op_part[1]
     s = analysis.ops[j]
     est = {"h1": s.h1, "h2": s.h2, "x": s.x}[part]
-    title = f"{OP_PARTS[part]} · op {j} {s.op.label} (line {s.op.line})"
+    title = f"{OP_PARTS[part]} · op {j} {clean(s.op.label, MAX_LABEL)} (line {s.op.line})"
     values = analysis.samples[key]
     return Series(title, values, est, part != "x", analysis.planned, fmt.running_std(values), m, label)

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
+from tuiprof.tui.text import MAX_MESSAGE, clean
 
 
 def md_marks(md: int, decision: Any, current: int | None) -> str:
@@ -26,7 +27,7 @@ def render_md(decisions: Any | None, sweep: Any | None, current: int | None, wid
     if d is None:
         lines = [title]
         if decisions.md_note:
-            lines.append(Content.styled(decisions.md_note, "$text-warning"))
+            lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE, newlines=True), "$text-warning"))
         elif sweep is not None:
             k = sweep.mds.index(sweep.md) if sweep.md in sweep.mds else 0
             lines.append(Content.assemble(("waiting for the MD sweep… ", "$text-muted"),
@@ -63,9 +64,9 @@ def render_md(decisions: Any | None, sweep: Any | None, current: int | None, wid
              f" {fmt.num(r.relative_performance, 2, 9)} {fmt.num(p, 2, 6)} ", style), (bar, "$primary")))
     lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · P = throughput vs MD 1",
                                 "$text-muted"))
-    lines.append(Content.assemble(("apply: ", "bold"), (d.apply, "")))
+    lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
-        lines.append(Content.styled(d.advice, "$text-muted"))
+        lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), "$text-muted"))
     return Content("\n").join(lines)
 
 

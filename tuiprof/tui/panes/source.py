@@ -2,8 +2,10 @@
 annotation gutter on every line that holds memory ops (paper 000 sec. 6.1: H1, H2 and the
 expected latency X with its 95% interval, plus sectors per request).
 
-Lines with several ops get one gutter row per op (continuation rows name the op). Hot ops are
-ranked by cost share and marked with a glyph and their rank, so heat never rests on colour.
+Lines with several ops get one gutter row per op (continuation rows name the op), up to
+`MAX_OPS_PER_LINE`; hot ops are ranked by cost share and marked with a glyph and their rank, so
+heat never rests on colour. Everything drawn from the trace is cleaned and capped
+(`tuiprof.tui.text`): a hostile trace cannot write to the terminal or make layout unbounded.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
+from tuiprof.tui.text import MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
 
 HOT = 3
 """Ops ranked 1..HOT by cost share get the hot marker ▶."""
@@ -33,6 +36,11 @@ sectors per request (5)."""
 GUTTER_COMPACT = 25
 """Cells of the compact annotation: H1 and H2 (cell and percent, 6 each), X ± half-interval (9),
 sectors per request (4)."""
+MAX_HIGHLIGHT = 200_000
+"""Characters of (capped) source text highlighted with pygments (about a second); a longer
+text is shown plain, so that opening it never stalls the UI."""
+MAX_SOURCE_LINES = 200_000
+"""Source lines shown; ops on later lines still get their rows, after the text."""
 
 
 @dataclass(frozen=True)
@@ -43,18 +51,26 @@ class Row:
     """1-based source line."""
     op: int | None
     first: bool
+    hidden: int = 0
+    """On a summary row: how many further ops of this line have no row of their own."""
 
 
-def build_rows(n_lines: int, ops: Sequence[Any]) -> list[Row]:
-    """Display rows for `n_lines` source lines and the ops on them (by line, then column, then id)."""
+def build_rows(n_lines: int, ops: Sequence[Any], per_line: int = MAX_OPS_PER_LINE) -> list[Row]:
+    """Display rows for `n_lines` source lines and the ops on them (by line, then column, then
+    id): at most `per_line` op rows per line, then one summary row for the rest. Ops on lines
+    past the text (or on line 0) get rows after it, so the row count is bounded by the text and
+    the op table, never by a line number read from a file."""
     by_line: dict[int, list[Any]] = {}
     for o in ops:
         by_line.setdefault(o.line, []).append(o)
     rows: list[Row] = []
-    for line in range(1, max(n_lines, max(by_line, default=0)) + 1):
+    extra = sorted(line for line in by_line if not 1 <= line <= n_lines)
+    for line in [*range(1, n_lines + 1), *extra]:
         here = sorted(by_line.get(line, []), key=lambda o: (o.column, o.id))
         rows.append(Row(line, here[0].id if here else None, True))
-        rows.extend(Row(line, o.id, False) for o in here[1:])
+        rows.extend(Row(line, o.id, False) for o in here[1:per_line])
+        if len(here) > per_line:
+            rows.append(Row(line, None, False, len(here) - per_line))
     return rows
 
 
@@ -106,21 +122,44 @@ class SourceView(Widget, can_focus=True):
         self.pan = 0
         self._hot: int | None = None
         self.file = ""
+        self.labels: dict[int, str] = {}
+        """Each op's label, cleaned and capped for drawing."""
+        self.row_of: dict[int, int] = {}
+        """Row index of each op that has a row of its own."""
+        self._shared: set[int] = set()
+        """Lines drawn on more than one row."""
+        self._width = 0
 
     # --- data -------------------------------------------------------------------------------
 
     def set_source(self, name: str, text: str, ops: Sequence[Any]) -> None:
-        """Show source file `name` with its ops (only ops of that file)."""
-        self.file = name
-        lines = text.splitlines()
-        try:
-            content = highlight(text, language="cuda", path=name)
-        except Exception:  # an unknown lexer must not hide the source
-            content = Content(text)
-        code = content.split("\n")
-        self.code = (code + [Content("")] * len(lines))[: len(lines)]
+        """Show source file `name` with its ops (only ops of that file). The text is cleaned and
+        capped first (`clean_source`), so that a hostile trace costs bounded time and memory."""
+        self.file = clean(name)
+        lines = clean_source(text).split("\n")[:MAX_SOURCE_LINES]
+        if lines and lines[-1] == "":
+            lines.pop()  # a final newline ends the last line, it does not start one
+        shown = "\n".join(lines)
+        code: list[Content] = []
+        if len(shown) <= MAX_HIGHLIGHT:
+            try:
+                code = highlight(shown, language="cuda", path=self.file).split("\n")
+            except Exception:  # an unknown lexer must not hide the source
+                code = []
+        if len(lines) - 1 <= len(code) <= len(lines):  # pygments drops a final empty line
+            code = (code + [Content("")])[: len(lines)]
+        else:
+            code = [Content(line) for line in lines]
+        self.code = code
+        self._width = max((c.cell_length for c in code), default=0)
         self.ops = {o.id: o for o in ops}
+        self.labels = {o.id: clean(o.label, MAX_LABEL) for o in ops}
         self.rows = build_rows(len(lines), ops)
+        self.row_of = {r.op: k for k, r in enumerate(self.rows) if r.op is not None}
+        counts: dict[int, int] = {}
+        for r in self.rows:
+            counts[r.line] = counts.get(r.line, 0) + 1
+        self._shared = {line for line, n in counts.items() if n > 1}
         first = next((k for k, r in enumerate(self.rows) if r.op is not None), 0)
         self.top = max(0, first - 3)
         self.set_reactive(SourceView.cursor, first)
@@ -140,19 +179,30 @@ class SourceView(Widget, can_focus=True):
         self.refresh()
 
     @property
+    def current_line(self) -> int:
+        """The source line (1-based) under the cursor; 0 when there is none."""
+        return self.rows[self.cursor].line if self.rows else 0
+
+    def go_to_line(self, line: int) -> None:
+        """Put the cursor on the first row of source line `line` (the nearest earlier one if the
+        file got shorter): a recollect after an edit keeps the user where they were."""
+        rows = [k for k, r in enumerate(self.rows) if r.line <= line]
+        if rows:
+            best = max(rows, key=lambda k: (self.rows[k].line, -k))
+            self.cursor = best
+
+    @property
     def current_op(self) -> int | None:
         return self.rows[self.cursor].op if self.rows else None
 
     def loads_by_cost(self) -> list[int]:
         """Load op ids on this file, most expensive first (n/N order)."""
         ids = [i for i, r in sorted(self.rank.items(), key=lambda kv: kv[1])]
-        return [i for i in ids if i in self.ops and self.ops[i].kind == "load"]
+        return [i for i in ids if i in self.row_of and self.ops[i].kind == "load"]
 
     def go_to_op(self, op: int) -> None:
-        for k, r in enumerate(self.rows):
-            if r.op == op:
-                self.cursor = k
-                return
+        if op in self.row_of:
+            self.cursor = self.row_of[op]
 
     def jump_hot(self, step: int) -> int | None:
         """Move to the next (step 1) or previous (-1) load by cost rank; returns its op id."""
@@ -179,7 +229,7 @@ class SourceView(Widget, can_focus=True):
             r = self.rows[i]
             hay = self.code[r.line - 1].plain if r.first and r.line - 1 < len(self.code) else ""
             if r.op is not None:
-                hay += " " + self.ops[r.op].label
+                hay += " " + self.labels[r.op]
             if needle in hay.lower():
                 self.cursor = i
                 return True
@@ -223,8 +273,7 @@ class SourceView(Widget, can_focus=True):
         self.cursor = 0 if step < 0 else len(self.rows) - 1
 
     def action_pan(self, step: int) -> None:
-        width = max((c.cell_length for c in self.code), default=0)
-        self.pan = max(0, min(self.pan + step, max(0, width - 8)))
+        self.pan = max(0, min(self.pan + step, max(0, self._width - 8)))
         self.refresh()
 
     def action_drill(self) -> None:
@@ -268,7 +317,7 @@ class SourceView(Widget, can_focus=True):
             return Content(" " * width)
         op, s = self.ops[row.op], self.stats.get(row.op)
         if s is None:
-            return Content.styled(f"{op.kind} {op.label}"[: width - 1].ljust(width), "$text-muted")
+            return Content.styled(f"{op.kind} {self.labels[row.op]}"[: width - 1].ljust(width), "$text-muted")
         store = op.kind != "load"
         h1 = None if store else (s.h1.mean if s.h1.defined else None)
         h2 = s.h2.mean if s.h2.defined else None
@@ -306,12 +355,14 @@ class SourceView(Widget, can_focus=True):
     def _code(self, row: Row) -> Content:
         if not row.first:
             op = self.ops[row.op] if row.op is not None else None
-            text = f"  ↳ {op.label or 'op ' + str(op.id)} ({op.kind}, {op.bytes} B/lane)" if op else ""
+            if op is not None:
+                text = f"  ↳ {self.labels[op.id] or 'op ' + str(op.id)} ({op.kind}, {op.bytes} B/lane)"
+            else:
+                text = f"  ↳ … {row.hidden:,} more ops on this line (the drill-down's n/N steps through every load)"
             return Content.styled(text, "$text-muted italic")
-        code = self.code[row.line - 1] if row.line - 1 < len(self.code) else Content("")
-        more = sum(1 for r in self.rows if r.line == row.line) > 1
-        if more and row.op is not None:
-            code = Content.assemble(code, Content.styled(f"  ◂ {self.ops[row.op].label}", "$text-muted italic"))
+        code = self.code[row.line - 1] if 0 < row.line <= len(self.code) else Content("")
+        if row.line in self._shared and row.op is not None:
+            code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", "$text-muted italic"))
         return code
 
     def _strip(self, content: Content, base: Any) -> Strip:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual import work
+import threading
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -17,6 +18,7 @@ from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternReady
 from tuiprof.tui.panes.histogram import HistogramView, Series
 from tuiprof.tui.pattern import AddressPattern, address_pattern, advice
+from tuiprof.tui.text import MAX_LABEL, clean
 
 
 def op_series(analysis: Any, op_id: int, which: str, measured: dict[str, float] | None = None) -> Series | None:
@@ -93,9 +95,13 @@ class DrillScreen(Screen[None]):
         self.update_analysis(self.analysis)
         self._pattern(self.op_id)
 
-    @work(thread=True, exclusive=True, group="pattern")
     def _pattern(self, op_id: int) -> None:
-        self.post_message(PatternReady(op_id, address_pattern(self.trace, op_id, self.arch.l1.line)))
+        """Compute op `op_id`'s address pattern on a daemon thread (posted as PatternReady; a
+        pattern for an op no longer shown is dropped on arrival)."""
+        def work() -> None:
+            self.post_message(PatternReady(op_id, address_pattern(self.trace, op_id, self.arch.l1.line)))
+
+        threading.Thread(target=work, name="tuiprof-pattern", daemon=True).start()
 
     def on_pattern_ready(self, message: PatternReady) -> None:
         if message.op_id == self.op_id:
@@ -133,8 +139,8 @@ class DrillScreen(Screen[None]):
             order = [t.op.id for t in a.by_cost()]
             rank = f" · rank {order.index(self.op_id) + 1} of {len(order)} by cost"
         title = Content.assemble(
-            (f"op {op.id} · {op.kind} ", "bold"), (op.label or "", "bold $text-accent"),
-            (f" · {op.file}:{op.line} · {op.space} · {op.bytes} B/lane", ""),
+            (f"op {op.id} · {op.kind} ", "bold"), (clean(op.label, MAX_LABEL), "bold $text-accent"),
+            (f" · {clean(op.file)}:{op.line} · {op.space} · {op.bytes} B/lane", ""),
             (f" · {s.warp_accesses:,} warp accesses · cost share {fmt.pct(s.cost_share, 1)}{rank}" if s else "",
              "$text-muted"))
         self.query_one("#drill-title", Static).update(title)

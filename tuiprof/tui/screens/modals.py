@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from tuiprof.errors import TuiprofError
 from tuiprof.tui import format as fmt
+from tuiprof.tui.text import MAX_MESSAGE, clean
 
 MODAL_CSS = """
 ModalScreen { align: center middle; background: $background 60%; }
@@ -51,23 +52,46 @@ class HelpScreen(ModalScreen[None]):
 
 
 class ErrorScreen(ModalScreen[None]):
-    """A run failure or a bad configuration: the message and its hint, never a traceback."""
+    """A run failure or a bad configuration: the message and its hint, never a traceback.
 
-    BINDINGS = [Binding("escape,enter", "dismiss", "Close", id="error.close")]
+    `fatal` (the target could not be opened): nothing else can be done, so every closing key
+    quits the app (which then prints the error and exits 2)."""
+
+    BINDINGS = [Binding("escape,enter", "close", "Close", id="error.close"),
+                Binding("q", "app.quit", "Quit", id="error.quit"),
+                Binding("r", "then('rerun')", "Rerun", show=False, id="error.rerun"),
+                Binding("a", "then('arch')", "Arch", show=False, id="error.arch")]
     DEFAULT_CSS = MODAL_CSS + "ErrorScreen > Vertical { border: round $error; }"
 
-    def __init__(self, error: TuiprofError, context: str = "") -> None:
+    def __init__(self, error: TuiprofError, context: str = "", *, fatal: bool = False) -> None:
         super().__init__()
         self.error = error
         self.context = context
+        self.fatal = fatal
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.context or "tuiprof could not finish", classes="title")
-            yield Static(Content.styled(f"error: {self.error.message}", "bold $text-error"), id="error-message")
+            yield Label(Content(clean(self.context or "tuiprof could not finish", MAX_MESSAGE)), classes="title")
+            yield Static(Content.styled(f"error: {clean(self.error.message, MAX_MESSAGE, newlines=True)}",
+                                        "bold $text-error"), id="error-message")
             if self.error.hint:
-                yield Static(Content(f"hint: {self.error.hint}"), id="error-hint")
-            yield Label("esc: close · r: rerun · a: another arch · q: quit", classes="hint")
+                yield Static(Content(f"hint: {clean(self.error.hint, MAX_MESSAGE, newlines=True)}"), id="error-hint")
+            keys = "q, esc or enter: quit" if self.fatal else "esc: close · r: rerun · a: another arch · q: quit"
+            yield Label(keys, classes="hint")
+
+    async def action_close(self) -> None:
+        if self.fatal:
+            await self.app.action_quit()
+        else:
+            self.dismiss()
+
+    async def action_then(self, action: str) -> None:
+        """Close, then run the app's `action` (r, a); with nothing opened, quit instead."""
+        if self.fatal:
+            await self.app.action_quit()
+            return
+        self.dismiss()
+        await self.app.run_action(action)
 
 
 class ExportScreen(ModalScreen[Path | None]):
@@ -190,7 +214,8 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
             load_arch(name, overrides)
         except TuiprofError as exc:
             self.query_one("#arch-error", Static).update(
-                Content(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else "")))
+                Content(clean(f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), MAX_MESSAGE,
+                              newlines=True)))
             return
         self.dismiss((name, overrides))
 

@@ -22,9 +22,9 @@ from tuiprof.collect.emu.kernel.codes import (
     TESTP_INFINITE, TESTP_NORMAL, TESTP_NOTANUMBER, TESTP_NUMBER, TESTP_SUBNORMAL)
 from tuiprof.collect.emu.kernel.fp import (NAN16, NAN32, NAN64, bits_of, exact_add, exact_div, exact_fma, exact_mul,
                                            exact_sqrt, float_to_int, flush, int_to_pair, round_integral, value_of)
-from tuiprof.jit import INLINE, njit
+from tuiprof.jit import INLINE, KERNEL, njit
 
-_K = dict(nogil=True, cache=True, error_model="numpy")
+_K = KERNEL
 MIN64 = np.int64(-9223372036854775808)
 
 

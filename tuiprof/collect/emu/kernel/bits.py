@@ -8,11 +8,11 @@ hardware has, so that results are exact rather than approximated by several roun
 
 from __future__ import annotations
 
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
+from tuiprof.jit import INLINE, njit  # first: it sets Numba's cache folder before numba is imported
 
-from tuiprof.jit import njit
+from llvmlite import ir  # noqa: E402
+from numba.core import cgutils, types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 _I8, _I16, _I32, _I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 
@@ -176,7 +176,7 @@ st8, st16, st32, st64 = _store(8), _store(16), _store(32), _store(64)
 """Stores of the low 1, 2, 4, 8 bytes of an integer at a byte offset of a uint8 buffer (no bounds check)."""
 
 
-@njit(inline="always", nogil=True, cache=True)
+@njit(**INLINE)
 def load_bits(buf, off, nbytes):
     """The `nbytes` (1, 2, 4 or 8) little-endian bytes at ``buf[off:]``, zero-extended."""
     if nbytes == 4:
@@ -188,7 +188,7 @@ def load_bits(buf, off, nbytes):
     return ld8(buf, off)
 
 
-@njit(inline="always", nogil=True, cache=True)
+@njit(**INLINE)
 def store_bits(buf, off, nbytes, val):
     """Store the low `nbytes` (1, 2, 4 or 8) bytes of `val` at ``buf[off:]``."""
     if nbytes == 4:

@@ -17,9 +17,9 @@ from tuiprof.collect.emu.kernel.bits import bits_f32, bits_f64, f32_of, f64_of, 
 from tuiprof.collect.emu.kernel.codes import (RND_RM, RND_RMI, RND_RN, RND_RNA, RND_RNI, RND_RP, RND_RPI, RND_RZ,
                                               RND_RZI, T_BF16, T_F16, T_F32, T_F64, T_S8, T_S16, T_S32, T_S64,
                                               T_U8, T_U16, T_U32, T_U64)
-from tuiprof.jit import njit
+from tuiprof.jit import KERNEL, njit
 
-_FP = dict(nogil=True, cache=True, error_model="numpy")
+_FP = KERNEL
 
 F32_P, F32_EMIN, F32_EMAX = 24, -126, 127
 F16_P, F16_EMIN, F16_EMAX = 11, -14, 15
@@ -298,9 +298,9 @@ def round_integral(v, mode):
     if mode == RND_RZI or mode == RND_RZ:
         return np.trunc(v)
     if mode == RND_RMI or mode == RND_RM:
-        return math.floor(v)
+        return np.floor(v)
     if mode == RND_RPI or mode == RND_RP:
-        return math.ceil(v)
+        return np.ceil(v)
     return float(np.rint(v))
 
 

@@ -1,0 +1,105 @@
+"""Shared helpers of the hostile-input tests: run the CLI in a child process under a memory
+cap and measure it, and snapshot a folder to prove nothing in it changed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import tuiprof
+
+ROOT = Path(tuiprof.__file__).resolve().parents[1]
+"""The tree whose tuiprof the tests import: children run the same one."""
+CAP = 3 << 29
+"""Address-space cap of a child run: 1.5 GiB. Numba and LLVM reserve address space they never
+touch (a normal report on the vecadd demo needs 0.5-0.75 GiB of it), so the cap is about twice
+what a small trace needs, far below what any of the hostile files took before they were fixed."""
+TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished child process."""
+
+    code: int
+    stdout: bytes
+    stderr: str
+    peak_mib: float
+    """Its maximum resident set (ru_maxrss from wait4, this child only)."""
+    seconds: float
+
+
+def run_cli(args: list[str], cwd: Path, cap: int = CAP, timeout: float = TIMEOUT,
+            preexec: Callable[[], None] | None = None, env: dict[str, str] | None = None) -> Run:
+    """`python -m tuiprof ARGS` from this tree, in `cwd`, under an address-space cap; a run past
+    `timeout` is killed and fails the test (a hang is a failure)."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        if preexec is not None:
+            preexec()
+
+    out, err = cwd / ".run.stdout", cwd / ".run.stderr"
+    t0 = time.perf_counter()
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        p = subprocess.Popen([sys.executable, "-m", "tuiprof", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                             stdout=fo, stderr=fe, preexec_fn=limit,
+                             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                p.kill()
+                os.wait4(p.pid, 0)
+                p.returncode = -9
+                pytest.fail(f"`tuiprof {' '.join(args)[:200]}` still running after {timeout:.0f} s")
+            time.sleep(0.01)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    run = Run(p.returncode, out.read_bytes(), err.read_text(errors="replace"), usage.ru_maxrss / 1024,
+              time.perf_counter() - t0)
+    out.unlink()
+    err.unlink()
+    return run
+
+
+def assert_clean_error(run: Run, *needles: str) -> str:
+    """One `error:` line and one `hint:` line on stderr, exit status 2, no traceback, nothing on
+    stdout, and each needle in the error line. Returns the error line."""
+    lines = run.stderr.strip().splitlines()
+    assert run.code == 2, (run.code, run.stderr[-2000:])
+    assert "Traceback" not in run.stderr
+    errors = [ln for ln in lines if ln.startswith("error: ")]
+    assert len(errors) == 1 and lines[-1].startswith("hint: ") and len(lines[-1]) > len("hint: "), run.stderr
+    assert lines.index(errors[0]) == len(lines) - 2, run.stderr
+    assert run.stdout == b""
+    for needle in needles:
+        assert needle in errors[0], (needle, errors[0])
+    return errors[0]
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under `folder`: (size, mtime in ns, SHA-1 of the contents)."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            st = p.stat()
+            out[str(p.relative_to(folder))] = (st.st_size, st.st_mtime_ns, hashlib.sha1(p.read_bytes()).hexdigest())
+    return out
+
+
+@pytest.fixture(scope="session")
+def warm_numba(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One uncapped run that reaches the simulator, so that capped runs never compile (a cold
+    Numba cache compiles every kernel, which needs more address space than a run)."""
+    d = tmp_path_factory.mktemp("warm")
+    run = run_cli(["report", "vecadd", "--trials", "2", "--no-sweep"], d, cap=resource.RLIM_INFINITY, timeout=900)
+    assert run.code == 0, run.stderr

@@ -1,0 +1,109 @@
+"""SIGINT and SIGTERM in a real terminal (tmux): the UI closes, the run is cancelled, the process
+ends within seconds with 130 / 143, and the terminal is sane afterwards (echo and canonical mode
+on, main screen, cursor shown, no mouse tracking) with the shell's prompt on screen. Also: a
+trace that cannot be opened quits on q with exit 2 and its error printed on the restored terminal."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.tui_support import Tmux, wait_gone
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+DEADLINE = 2.0
+"""Seconds the process may take to end after the signal (it takes well under one; the margin
+is for a loaded machine)."""
+
+
+def script(tmp_path: Path, *args: str) -> tuple[str, Path]:
+    """A shell script that runs tuiprof with `args` (its pid written to a file), then prints its
+    exit status and the terminal's echo/icanon modes, then leaves a shell prompt."""
+    pidfile = tmp_path / "tuiprof.pid"
+    py = " ".join(map(shlex_quote, (sys.executable, "-m", "tuiprof", *args)))
+    env = f"PYTHONPATH={shlex_quote(os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')])))}"
+    text = (f"cd {shlex_quote(str(ROOT))}\n"
+            f"sh -c 'echo $$ > {pidfile}; exec env -u COLUMNS -u LINES {env} \"$@\"' sh {py}\n"
+            'echo "EXIT=$?"\n'
+            "echo \"TTY=$(stty -a | tr ' ;' '\\n\\n' | grep -x -e echo -e -echo -e icanon -e -icanon | tr '\\n' ' ')\"\n"
+            "PS1='PROMPT$ ' exec sh -i\n")
+    return text, pidfile
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def read_pid(pidfile: Path) -> int:
+    return int(pidfile.read_text().strip())
+
+
+@pytest.fixture()
+def tmux():
+    t = Tmux()
+    yield t
+    t.close()
+
+
+def assert_sane(tmux: Tmux, status: int) -> str:
+    """The shell got the terminal back in a sane state; returns the screen."""
+    text = tmux.wait_screen("PROMPT$", 10)
+    assert f"EXIT={status}" in text, text
+    tty = next(line for line in text.splitlines() if line.startswith("TTY="))
+    assert tty.split("=", 1)[1].split() == ["icanon", "echo"], tty      # not -echo / -icanon (raw)
+    flags = tmux.flags()
+    assert flags["alternate_on"] == "0" and flags["cursor_flag"] == "1", flags
+    assert {flags[k] for k in flags if k.startswith("mouse")} == {"0"}, flags
+    assert "Traceback" not in text
+    return text
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_at_start_restores_the_terminal(tmux: Tmux, tmp_path: Path, sig: int, status: int) -> None:
+    """A signal while the trace loads or the simulator prepares (compiles, on a cold cache)."""
+    text, pidfile = script(tmp_path, "demo", "spmv-u", "--trials", "64")
+    tmux.start(text)
+    tmux.wait_screen("tuiprof spmv-u", 60)                           # the UI is up (alternate screen)
+    assert tmux.flags()["alternate_on"] == "1"
+    pid = read_pid(pidfile)
+    os.kill(pid, sig)
+    took = wait_gone(pid, 10)
+    assert took < DEADLINE, f"tuiprof took {took:.1f}s to end after signal {sig}"
+    assert_sane(tmux, status)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_trials_cancels_the_run(tmux: Tmux, tmp_path: Path, sig: int, status: int) -> None:
+    """A signal while trials run on every core (each takes seconds): the run is cancelled, not
+    finished headless, and nothing waits for the trials in flight."""
+    text, pidfile = script(tmp_path, "demo", "spmv-u", "--trials", "64")
+    tmux.start(text)
+    tmux.wait_screen("trial ", 300)                                  # trials are landing
+    pid = read_pid(pidfile)
+    os.kill(pid, sig)
+    took = wait_gone(pid, 30)
+    assert took < DEADLINE, f"tuiprof took {took:.1f}s to end after signal {sig}"
+    assert_sane(tmux, status)
+
+
+def test_unopenable_trace_quits_on_q_with_status_2(tmux: Tmux, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.tptrace"
+    bad.write_bytes(b"PK\x03\x04 this is not a trace")
+    text, pidfile = script(tmp_path, str(bad))
+    tmux.start(text)
+    tmux.wait_screen("cannot open", 60)
+    tmux("send-keys", "-t", tmux.name, "q")
+    took = wait_gone(read_pid(pidfile), 10)
+    assert took < DEADLINE
+    screen = assert_sane(tmux, 2)
+    assert "error: " in screen and "broken.tptrace" in screen       # printed after the terminal came back

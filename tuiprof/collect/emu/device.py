@@ -1,0 +1,375 @@
+"""EmuDevice: the launch-script API (`tuiprof.collect.Device`) on the Numba PTX interpreter.
+
+Every launch runs, so multi-kernel scripts compute what they would on a GPU; the one launch the
+caller chose (kernel name and index, `RecordChoice`) is recorded: the warp accesses of its
+snapshot CTAs, in program order per warp, and every CTA's dynamic warp-instruction and access
+counts. `EmuDevice.recorded` then holds a `RecordedLaunch` with the Trace arrays.
+
+    dev = EmuDevice(module, "kernel.cu", record=RecordChoice("saxpy", snapshot=first_ctas(64)))
+    script.run(dev)
+    rec = dev.recorded
+
+Pointer arguments are DeviceArrays; scalars are NumPy scalars whose size must be the
+parameter's (``np.int32(n)`` for an ``int``); anything else is refused with a clear message.
+``printf`` (vprintf) runs as a no-op returning 0: printing is not the profiler's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, Sequence, Union
+
+import numpy as np
+
+from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
+from tuiprof.collect.emu.decode import KernelParam, Program, decode, module_globals
+from tuiprof.collect.emu.heap import Heap
+from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
+from tuiprof.errors import TuiprofError
+from tuiprof.ptx.model import Function, Module, SourceLoc
+from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
+
+MAX_THREADS_PER_CTA = 1024
+MAX_SHARED_PER_CTA = 227 << 10
+"""The largest shared memory a CTA may have on any supported GPU (sm_90: 227 KiB)."""
+
+SnapshotChooser = Callable[[tuple[int, int, int], tuple[int, int, int], int, "ResourcesLike | None"], np.ndarray]
+"""Called with (grid, block, dynamic shared bytes, the kernel's resources) when the recorded
+launch starts; returns the linear ids of the snapshot CTAs."""
+
+
+class ResourcesLike:
+    """What the device reads of a kernel's resources (`tuiprof.build.program.KernelResources`)."""
+
+    registers_per_thread: int
+    static_shared: int
+
+
+@dataclass(frozen=True)
+class RecordChoice:
+    """Which launch to record and which of its CTAs form the snapshot."""
+
+    kernel: str | None = None
+    """The kernel whose launch is recorded; None = the first kernel launched."""
+    launch_index: int = 0
+    """Which launch of that kernel (0 = its first)."""
+    snapshot: Union[SnapshotChooser, Sequence[int], None] = None
+    """The snapshot CTAs (linear ids), or a chooser computing them; None = the whole grid."""
+
+
+@dataclass(frozen=True)
+class RecordedLaunch:
+    """The recorded launch: its geometry, op table and the Trace arrays (see trace.model.Trace)."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared: int
+    static_shared: int
+    registers_per_thread: int
+    ops: tuple[StaticOp, ...]
+    """The kernel's StaticOps; a generic op carries the space its accesses resolved to."""
+    cta_ids: np.ndarray
+    warp_offsets: np.ndarray
+    warp_cta: np.ndarray
+    warp_index: np.ndarray
+    op: np.ndarray
+    mask: np.ndarray
+    addr: np.ndarray
+    ctas: CtaRecords
+    """Dynamic warp instructions and warp accesses of every CTA of the grid (emulated)."""
+
+    def launch_record(self, ctas_per_sm: int = 0) -> Launch:
+        """The trace's Launch for this launch."""
+        return Launch(kernel=self.kernel, grid=self.grid, block=self.block,
+                      registers_per_thread=self.registers_per_thread, static_shared=self.static_shared,
+                      dynamic_shared=self.dynamic_shared, ctas_per_sm=ctas_per_sm)
+
+
+def first_ctas(n: int, start: int = 0) -> SnapshotChooser:
+    """A chooser for `n` consecutive CTAs from `start`, capped by the grid."""
+    def choose(grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
+               resources: ResourcesLike | None) -> np.ndarray:
+        total = grid[0] * grid[1] * grid[2]
+        return np.arange(min(start, total), min(start + n, total), dtype=np.int64)
+    return choose
+
+
+def function_name(symbol: str) -> str:
+    """The unqualified function name a C++ symbol mangles (``_Z3fooPf`` and ``_ZN2ns3fooEPf``
+    -> ``foo``, ``_Z4axpyIfLi4EEvPT_i`` -> ``axpy``); the symbol itself when it is not mangled."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    i = 2
+    nested = symbol[i:i + 1] == "N"
+    i += nested
+    last = symbol
+    while i < len(symbol) and symbol[i].isdigit():
+        j = i
+        while j < len(symbol) and symbol[j].isdigit():
+            j += 1
+        n = int(symbol[i:j])
+        last = symbol[j:j + n]
+        i = j + n
+        if not nested:
+            break
+    return last
+
+
+class EmuDevice:
+    """The launch-script Device on the emulator (see the module docstring)."""
+
+    def __init__(self, module: Module, source_name: str, source_text: str | None = None, *,
+                 resources: Mapping[str, ResourcesLike | None] | None = None, record: RecordChoice | None = None,
+                 n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT) -> None:
+        self.module = module
+        self.source_name = source_name
+        self.source_text = source_text
+        self.resources = dict(resources or {})
+        self.record = record if record is not None else RecordChoice()
+        self.n_sms = max(int(n_sms), 1)
+        self.threads = max(int(threads), 1)
+        self.step_limit = int(step_limit)
+        self.heap = Heap()
+        self._programs: dict[str, tuple[Program, tuple[StaticOp, ...]]] = {}
+        self._launch_counts: dict[str, int] = {}
+        self.launches: list[tuple[str, tuple[int, int, int], tuple[int, int, int]]] = []
+        """Every launch made so far: (kernel, grid, block)."""
+        self.recorded: RecordedLaunch | None = None
+        self.thread_instructions = 0
+        """Thread instructions executed by every launch so far (for throughput figures)."""
+        if self.record.kernel is not None:
+            self.kernel_name(self.record.kernel)
+        for g in module_globals(module):
+            self.heap.place(g.address, g.size, g.init)
+
+    # ------------------------------------------------------------------ memory
+    def _alloc(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
+        try:
+            dt = np.dtype(dtype)
+            shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+        except (TypeError, ValueError):
+            raise TuiprofError(f"cannot allocate a device array of shape {shape!r} and dtype {dtype!r}",
+                               "give a shape (int or tuple of ints) and a NumPy dtype, e.g. dev.zeros(1024, np.float32)") from None
+        if any(s < 0 for s in shp) or dt.hasobject:
+            raise TuiprofError(f"cannot allocate a device array of shape {shp} and dtype {dt}",
+                               "sizes must be non-negative and the dtype numeric")
+        nbytes = int(np.prod(shp, dtype=np.int64)) * dt.itemsize
+        address = self.heap.allocate(nbytes)
+        return DeviceArray(address, shp, dt.str, nbytes)
+
+    def to_device(self, array: np.ndarray) -> DeviceArray:
+        """A new device buffer holding a copy of `array`."""
+        if not isinstance(array, np.ndarray):
+            raise TuiprofError(f"to_device takes a NumPy array, not {type(array).__name__}",
+                               "for example dev.to_device(np.arange(n, dtype=np.float32))")
+        a = np.ascontiguousarray(array)
+        buf = self._alloc(a.shape, a.dtype)
+        if a.nbytes:
+            self.heap.write(buf.address, a.view(np.uint8).reshape(-1))
+        return buf
+
+    def empty(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
+        """A new device buffer (zero-filled here; its contents are unspecified on a GPU)."""
+        return self._alloc(shape, dtype)
+
+    def zeros(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
+        """A new zero-filled device buffer."""
+        return self._alloc(shape, dtype)
+
+    def from_device(self, buf: DeviceArray) -> np.ndarray:
+        """A host copy of `buf` with its shape and dtype."""
+        if not isinstance(buf, DeviceArray):
+            raise TuiprofError(f"from_device takes a device array, not {type(buf).__name__}",
+                               "pass what to_device, empty or zeros returned")
+        raw = self.heap.read(buf.address, buf.nbytes) if buf.nbytes else np.zeros(0, np.uint8)
+        return raw.view(np.dtype(buf.dtype)).reshape(buf.shape)
+
+    # ------------------------------------------------------------------ kernels
+    def _loc_text(self, loc: SourceLoc | None) -> str:
+        if loc is None:
+            return f"{self.source_name or 'the kernel'}: no line information"
+        from tuiprof.ptx.ops import resolve_loc, user_file
+        user = user_file(self.module, self.source_name)
+        r = resolve_loc(loc, user)
+        if r.file == user:
+            name = self.source_name.rsplit("/", 1)[-1] or self.module.files.get(r.file, "?")
+        else:
+            name = self.module.files.get(r.file, "?").rsplit("/", 1)[-1]
+        return f"{name}:{r.line}"
+
+    def kernel_name(self, name: str) -> str:
+        """The PTX entry `name` refers to: itself, or the one C++ kernel whose mangled symbol
+        names a function `name`."""
+        kernels = self.module.kernels
+        if name in kernels:
+            return name
+        matches = [k for k in kernels if function_name(k) == name]
+        if len(matches) == 1:
+            return matches[0]
+        listing = ", ".join(kernels) or "none"
+        if matches:
+            raise TuiprofError(f"kernel name {name!r} is ambiguous: {', '.join(matches)}",
+                               "launch it by its full PTX (mangled) name")
+        raise TuiprofError(f"no kernel named {name!r} in {self.source_name or 'the module'}",
+                           f"kernels are: {listing}")
+
+    def _program(self, kernel: str) -> tuple[Program, tuple[StaticOp, ...]]:
+        if kernel not in self._programs:
+            from tuiprof.ptx.cfg import ipdom
+            from tuiprof.ptx.ops import static_ops
+
+            table = static_ops(self.module, kernel, self.source_name, self.source_text)
+            ids: dict[tuple[str, int], int | tuple[int, int]] = {}
+            ops: dict[int, StaticOp] = {}
+            for fname, index, sop in table:
+                ops[sop.id] = sop
+                key = (fname, index)
+                if key in ids:   # cp.async: the load's id, then the store's
+                    first = ids[key]
+                    ids[key] = (first if isinstance(first, int) else first[0], sop.id)
+                else:
+                    ids[key] = sop.id
+            cache: dict[str, list[int]] = {}
+
+            def ipdoms(fn: Function) -> list[int]:
+                if fn.name not in cache:
+                    cache[fn.name] = ipdom(fn)
+                return cache[fn.name]
+
+            prog = decode(self.module, kernel, ipdoms, ids, len(ops), self._loc_text)
+            self._programs[kernel] = (prog, tuple(ops[i] for i in range(len(ops))))
+        return self._programs[kernel]
+
+    def _params(self, prog: Program, args: Sequence[KernelArg]) -> bytes:
+        params = prog.params
+        if isinstance(args, (DeviceArray, np.generic)) or not isinstance(args, (tuple, list)):
+            raise TuiprofError(f"launch args of {prog.kernel} must be a tuple or list, not {type(args).__name__}",
+                               "for example args=(out, inp, np.int32(n))")
+        if len(args) != len(params):
+            raise TuiprofError(f"{prog.kernel} takes {len(params)} parameters, the launch passes {len(args)}",
+                               "parameters: " + ", ".join(f"{p.name} (.{p.type}, {p.size} bytes)" for p in params))
+        buf = bytearray(prog.param_size)
+        for k, (p, a) in enumerate(zip(params, args)):
+            buf[p.offset:p.offset + p.size] = self._param_bytes(prog, k, p, a)
+        return bytes(buf)
+
+    def _param_bytes(self, prog: Program, k: int, p: KernelParam, a: KernelArg) -> bytes:
+        where = f"argument {k} of {prog.kernel} ({p.name}, .{p.type}, {p.size} bytes)"
+        if isinstance(a, DeviceArray):
+            if p.size != 8 or p.type not in ("u64", "b64", "s64"):
+                raise TuiprofError(f"{where} is not a pointer, but the launch passes a device array",
+                                   "pass a NumPy scalar of the parameter's type")
+            return int(a.address).to_bytes(8, "little")
+        if isinstance(a, np.ndarray) and a.ndim == 0:
+            a = a[()]
+        if isinstance(a, np.ndarray):
+            raise TuiprofError(f"{where}: the launch passes a host array",
+                               "copy it to the device first: dev.to_device(array)")
+        if not isinstance(a, np.generic):
+            hint = "np.float32(x)" if isinstance(a, float) else "np.int32(n)"
+            raise TuiprofError(f"{where}: the launch passes a Python {type(a).__name__}, whose size is ambiguous",
+                               f"pass a NumPy scalar of the parameter's size, e.g. {hint}")
+        raw = np.asarray(a).tobytes()
+        if len(raw) != p.size:
+            raise TuiprofError(f"{where}: the launch passes a {np.asarray(a).dtype} ({len(raw)} bytes)",
+                               f"pass a {p.size}-byte NumPy scalar")
+        kind = np.asarray(a).dtype.kind
+        if p.type.startswith("f") and kind not in "f":
+            raise TuiprofError(f"{where}: the launch passes an integer ({np.asarray(a).dtype}) for a float parameter",
+                               f"pass np.float{8 * p.size}(value)")
+        if p.type[:1] in ("u", "s") and kind not in "iub":
+            raise TuiprofError(f"{where}: the launch passes a {np.asarray(a).dtype} for an integer parameter",
+                               f"pass np.int{8 * p.size}(value) or np.uint{8 * p.size}(value)")
+        if p.size == 8 and p.type in ("u64", "b64", "s64") and p.is_pointer and kind in "iu":
+            raise TuiprofError(f"{where} is a pointer, but the launch passes an integer",
+                               "pass a device array (dev.to_device / dev.empty / dev.zeros)")
+        return raw
+
+    def launch(self, name: str, grid: Dim, block: Dim, args: Sequence[KernelArg], shared: int = 0) -> None:
+        """Run kernel `name` on `grid` x `block` threads with `shared` bytes of dynamic shared
+        memory; record it if it is the chosen launch."""
+        kernel = self.kernel_name(name)
+        g = dim3(grid, "grid")
+        b = dim3(block, "block")
+        threads = b[0] * b[1] * b[2]
+        if threads > MAX_THREADS_PER_CTA:
+            raise TuiprofError(f"block {b} has {threads} threads; a CTA holds at most {MAX_THREADS_PER_CTA}",
+                               "use a smaller block")
+        if b[2] > 64 or g[1] > 65535 or g[2] > 65535 or g[0] > 2**31 - 1:
+            raise TuiprofError(f"grid {g} / block {b} exceed CUDA's limits",
+                               "grid y and z are at most 65535, block z at most 64")
+        try:
+            dyn = int(shared)
+        except (TypeError, ValueError):
+            raise TuiprofError(f"shared={shared!r} is not a byte count", "pass an int, e.g. shared=4096") from None
+        if dyn < 0:
+            raise TuiprofError(f"shared={dyn} is negative", "pass the dynamic shared memory in bytes")
+        prog, ops = self._program(kernel)
+        total_shared = (prog.dynamic_shared_offset + dyn) if dyn else prog.shared_static
+        if total_shared > MAX_SHARED_PER_CTA:
+            raise TuiprofError(f"{kernel} needs {total_shared} bytes of shared memory per CTA",
+                               f"a CTA has at most {MAX_SHARED_PER_CTA} bytes")
+        params = self._params(prog, args)
+        index = self._launch_counts.get(kernel, 0)
+        self._launch_counts[kernel] = index + 1
+        self.launches.append((kernel, g, b))
+        want = self.record.kernel
+        chosen = (self.recorded is None and index == self.record.launch_index
+                  and (want is None or self.kernel_name(want) == kernel))
+        n_ctas = g[0] * g[1] * g[2]
+        snapshot = np.zeros(0, np.int64)
+        res = self.resources.get(kernel)
+        if chosen:
+            snapshot = self._snapshot(g, b, dyn, res, n_ctas)
+        result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
+                         step_limit=self.step_limit, source_name=self._loc_text)
+        self.thread_instructions += result.thread_insts
+        if chosen:
+            self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)
+
+    def _snapshot(self, grid: tuple[int, int, int], block: tuple[int, int, int], dyn: int,
+                  res: ResourcesLike | None, n_ctas: int) -> np.ndarray:
+        choice = self.record.snapshot
+        if choice is None:
+            ids = np.arange(n_ctas, dtype=np.int64)
+        elif callable(choice):
+            ids = np.asarray(choice(grid, block, dyn, res), dtype=np.int64).reshape(-1)
+        else:
+            ids = np.asarray(list(choice), dtype=np.int64).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= n_ctas):
+            raise TuiprofError(f"snapshot CTAs {ids.min()}..{ids.max()} are outside the grid of {n_ctas} CTAs",
+                               "choose CTAs 0 .. grid size - 1")
+        if np.unique(ids).size != ids.size:
+            raise TuiprofError("the snapshot names a CTA twice", "give each CTA once")
+        return ids
+
+    def _recording(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], dyn: int,
+                   prog: Program, ops: tuple[StaticOp, ...], res: ResourcesLike | None, snapshot: np.ndarray,
+                   result) -> RecordedLaunch:
+        threads = block[0] * block[1] * block[2]
+        wpc = -(-threads // LANES)
+        n_warps = snapshot.shape[0] * wpc
+        counts = np.bincount(result.key, minlength=n_warps)[:n_warps] if n_warps else np.zeros(0, np.int64)
+        offsets = np.zeros(n_warps + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        local = np.arange(n_warps, dtype=np.int64)
+        resolved = []
+        for o in ops:
+            seen = result.op_space[o.id] if o.id < result.op_space.shape[0] else np.zeros(3, np.int64)
+            if seen.sum() and o.space in ("global", "shared", "local"):
+                space = ("global", "shared", "local")[int(np.argmax(seen))]
+                resolved.append(replace(o, space=space) if space != o.space else o)
+            else:
+                resolved.append(o)
+        return RecordedLaunch(
+            kernel=kernel, grid=grid, block=block, dynamic_shared=dyn,
+            static_shared=getattr(res, "static_shared", prog.shared_static) if res is not None else prog.shared_static,
+            registers_per_thread=int(getattr(res, "registers_per_thread", 0)) if res is not None else 0,
+            ops=tuple(resolved), cta_ids=snapshot.astype(np.int64),
+            warp_offsets=offsets, warp_cta=(local // wpc).astype(np.int32), warp_index=(local % wpc).astype(np.int32),
+            op=result.op.astype(np.int32), mask=result.mask.astype(np.uint32), addr=result.addr.astype(np.uint64),
+            ctas=CtaRecords(insts=result.insts, accesses=result.accesses))
+
+
+__all__ = ["EmuDevice", "RecordChoice", "RecordedLaunch", "SnapshotChooser", "first_ctas", "function_name"]
