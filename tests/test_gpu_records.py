@@ -159,13 +159,20 @@ def test_to_accesses_spaces_local_layout_and_mapping() -> None:
     acc = to_accesses(rec, site_ops, 3, cta_ids=np.array([5, 6], np.int64), warps_per_cta=2, local_words=4)
     assert acc.op.tolist() == [1, 2, 0]
     assert acc.addr[0, :2].tolist() == [0x40, 0x44]
-    # word k=2 of lanes 0 and 2, warp 0 of CTA 5, 4 words per thread; byte 1 for lane 2
-    slot = (5 * 2 + 0) * 4 + 2
-    assert acc.addr[1, 0] == LOCAL_TRACE_BASE + ((slot * 32 + 0) << 2)
-    assert acc.addr[1, 2] == LOCAL_TRACE_BASE + ((slot * 32 + 2) << 2) + 1
+    # offsets 8 and 9 (4-byte accesses: element 2) of lanes 0 and 2, warp 0 of CTA 5, whose frame
+    # of 4 words per thread (512 bytes) is the 10th; byte 1 of the element for lane 2
+    frame = LOCAL_TRACE_BASE + (5 * 2 + 0) * 4 * 128
+    assert acc.addr[1, 0] == frame + (2 * 32 + 0) * 4
+    assert acc.addr[1, 2] == frame + (2 * 32 + 2) * 4 + 1
     assert acc.addr[1, 1] == 0 and acc.addr[2, 0] == 0x5000
     assert acc.op_space.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
     assert acc.warp_offsets.tolist() == [0, 2, 2, 3, 3]
+    # 16-byte accesses (a v4 store): offset 32 is element 2, lanes 16 bytes apart
+    words, woff, used = regions([[encode(0x3, 2, {0: LOCAL_TAG | 32, 1: LOCAL_TAG | 36})], [], [], []])
+    wide = to_accesses(decode_words(words, woff, used), site_ops, 3, cta_ids=np.array([5, 6], np.int64),
+                       warps_per_cta=2, local_words=16, op_bytes=np.array([4, 4, 16]))
+    frame = LOCAL_TRACE_BASE + 10 * 16 * 128
+    assert wide.addr[0, :2].tolist() == [frame + (2 * 32 + 0) * 16, frame + (2 * 32 + 1) * 16 + 4]
 
 
 def test_to_accesses_refuses_foreign_records() -> None:

@@ -287,8 +287,10 @@ def test_local_array_and_mixed_space_pointer(programs: dict) -> None:
     """A local array indexed at run time (per-thread local addresses laid out per warp as the
     emulator lays them out), a generic pointer local in odd lanes and global in even ones (each
     lane classified by `isspacep`), and the early return's partial masks in the last CTA."""
+    from tuiprof.collect.emu.kernel import codes
     from tuiprof.collect.records import LOCAL_TRACE_BASE
 
+    assert LOCAL_TRACE_BASE == codes.LOCAL_TRACE_BASE  # one layout of local memory in every trace
     t = assert_same_accesses(CUDA_DIR / "instrument_local.cu", _local_setup, 3, programs, "local_mix")
     on = ((t.mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
     in_local = (t.addr >= LOCAL_TRACE_BASE) & (t.addr < LOCAL_TRACE_BASE + (1 << 40))

@@ -29,11 +29,24 @@ from tuiprof.ptx.instrument import CTA_WORDS, LOCAL_TAG, MAX_TAG, SHARED_TAG, Si
 from tuiprof.trace.model import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
 LOCAL_TRACE_BASE = 0x7E00_0000_0000
-"""Where local-memory addresses are laid out in traces (the emulator's constant of the same name):
-word k of lane l of warp w of CTA c at ``BASE + (((c * W + w) * words + k) * 32 + l) * 4``, the
-interleaving of CUDA local memory, so that a warp's same-offset accesses coalesce."""
+"""Where local-memory addresses are laid out in traces, as the emulator lays them out (its
+constant of the same name; tests/test_instrument_emu.py checks both agree): each warp has a frame
+of ``words x 128`` bytes (``words`` 4-byte words of local memory per thread) at ``BASE + (c * W +
+w) * words * 128`` for warp w of CTA c, where an access of ``size`` bytes per lane at per-thread
+offset ``a`` of lane l lands at ``((a // size) * 32 + l) * size + a % size``: the lanes' elements
+side by side, the interleaving of CUDA local memory, so that a warp's same-offset accesses
+coalesce."""
+
+LOCAL_FRAME_PAD_WORDS = 4
+"""Words the emulator adds to each thread's local frame in the trace layout (its run.py:
+``ceil(local bytes / 4) + 4``); the same here, so both backends lay local memory out alike."""
 
 SPACE_GLOBAL, SPACE_SHARED, SPACE_LOCAL = 0, 1, 2
+
+
+def local_frame_words(local_bytes: int) -> int:
+    """Words per thread of a warp's local frame in traces, for `local_bytes` of local memory."""
+    return -(-int(local_bytes) // 4) + LOCAL_FRAME_PAD_WORDS
 
 
 class RecordsError(TuiprofError):
@@ -196,11 +209,12 @@ def site_to_op(sites: tuple[Site, ...], ops: tuple[tuple[str, int, StaticOp], ..
 
 
 def to_accesses(rec: Records, site_ops: np.ndarray | Mapping[int, np.ndarray], n_ops: int, *, cta_ids: np.ndarray,
-                warps_per_cta: int, local_words: int, tag: int = 0) -> Accesses:
+                warps_per_cta: int, local_words: int, op_bytes: np.ndarray | None = None, tag: int = 0) -> Accesses:
     """Records -> warp accesses of a kernel: op ids from `site_ops` (`site_to_op` of the module
     with tag `tag`, or tag -> such a map when several modules' code runs: device functions of
     other translation units), space tags stripped, local addresses laid out as
-    `LOCAL_TRACE_BASE` says with `local_words` 4-byte words per thread (raised to cover the
+    `LOCAL_TRACE_BASE` says with `local_words` 4-byte words per thread and each op's
+    `op_bytes` per lane (default 4) (the words raised to cover the
     largest local offset seen). `cta_ids` are the snapshot's linear CTA ids; warp w of the
     records is warp ``w % warps_per_cta`` of CTA ``cta_ids[w // warps_per_cta]``. Records of a
     module without a map, or of sites outside the kernel, raise RecordsError."""
@@ -236,10 +250,11 @@ def to_accesses(rec: Records, site_ops: np.ndarray | Mapping[int, np.ndarray], n
         warp_of = np.repeat(np.arange(n_w, dtype=np.int64), np.diff(rec.warp_offsets))
         cta = cta_ids[warp_of // warps_per_cta].astype(np.uint64)
         w = (warp_of % warps_per_cta).astype(np.uint64)
-        slot = (cta * np.uint64(warps_per_cta) + w) * np.uint64(words)
+        frame = np.uint64(LOCAL_TRACE_BASE) + (cta * np.uint64(warps_per_cta) + w) * np.uint64(words * 128)
+        size = (np.full(op.shape[0], 4, np.int64) if op_bytes is None else
+                np.asarray(op_bytes, np.int64)[op]).astype(np.uint64)[:, None]
         lane = np.arange(LANES, dtype=np.uint64)[None, :]
-        laid = (np.uint64(LOCAL_TRACE_BASE) + (((slot[:, None] + (addr >> np.uint64(2))) * np.uint64(LANES) + lane)
-                                               << np.uint64(2)) + (addr & np.uint64(3)))
+        laid = frame[:, None] + ((addr // size) * np.uint64(LANES) + lane) * size + addr % size
         addr = np.where(is_local, laid, addr)
     addr = np.where(lanes_on, addr, np.uint64(0))
     space = np.full(op.shape[0], SPACE_GLOBAL, np.int64)
@@ -292,8 +307,9 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
     maps = {tag: site_to_op(sites, table)}
     for t, s in (other_sites or {}).items():
         maps[t] = site_to_op(s, table)
-    acc = to_accesses(decode_words(words, woff, used), maps, len(ops),
-                      cta_ids=snapshot.cta_ids, warps_per_cta=warps, local_words=-(-local_bytes // 4), tag=tag)
+    acc = to_accesses(decode_words(words, woff, used), maps, len(ops), cta_ids=snapshot.cta_ids,
+                      warps_per_cta=warps, local_words=local_frame_words(local_bytes),
+                      op_bytes=np.array([o.bytes for o in ops], np.int64), tag=tag)
     generic = {str(i): acc.op_space[i].tolist() for i in range(len(ops))
                if ops[i].space == "global" and acc.op_space[i][1:].sum()}
     # a generic op takes the space most of its accesses resolved to (as the emulator's ops do)
