@@ -16,3 +16,17 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         asyncio.run(pyfuncitem.obj(**args))
         return True
     return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` run only where a GPU is usable (tuiprof.collect.gpu.gpu_problem)."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_items:
+        return
+    from tuiprof.collect.gpu import gpu_problem
+
+    problem = gpu_problem()
+    if problem is not None:
+        skip = pytest.mark.skip(reason=f"needs a GPU: {problem}")
+        for item in gpu_items:
+            item.add_marker(skip)

@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help=f"open the terminal UI on a shipped demo (default {DEFAULT_DEMO})")
     p.add_argument("name", metavar="NAME", nargs="?", default=DEFAULT_DEMO, help="a demo name (see `tuiprof demos`)")
     _add_ui_options(p)
+
+    from tuiprof.cli_gpu import add_commands  # build, calibrate, validate (light: argparse only)
+
+    add_commands(sub, _add_run_options, _add_collect_options)
     return parser
 
 
@@ -276,6 +280,13 @@ def cmd_demos(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gpu(args: argparse.Namespace) -> int:
+    """build, calibrate, validate: tuiprof.cli_gpu."""
+    from tuiprof.cli_gpu import run
+
+    return run(args)
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from tuiprof.build.init_script import write_launch_script
 
@@ -301,7 +312,7 @@ def _arch_text(d: dict[str, Any]) -> str:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
-    "init": cmd_init, "record": cmd_record,
+    "init": cmd_init, "record": cmd_record, "build": cmd_gpu, "calibrate": cmd_gpu, "validate": cmd_gpu,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")
 

@@ -82,11 +82,16 @@ def load_arch(spec: str, overrides: Mapping[str, str] | None = None) -> Arch:
     ``--set`` overrides."""
     if spec in preset_names():
         arch = _preset(spec)
+    elif spec == "calibrated":  # written by `tuiprof calibrate` (tuiprof.arch.calibrate)
+        from tuiprof.arch.calibrate import load_calibrated
+
+        arch = load_calibrated()
     elif spec.endswith(".toml") or "/" in spec or Path(spec).exists():
         path = Path(spec)
         arch = arch_from_mapping(_read_toml(path), origin=str(path))
     else:
-        raise ArchError(f"unknown arch {spec!r}", "presets are: " + ", ".join(preset_names()) + "; or give a .toml file")
+        raise ArchError(f"unknown arch {spec!r}", "presets are: " + ", ".join(preset_names())
+                        + "; or give a .toml file, or `calibrated` after `tuiprof calibrate`")
     return arch.with_overrides(overrides) if overrides else arch
 
 

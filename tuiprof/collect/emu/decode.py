@@ -34,7 +34,9 @@ CTA_SPECIALS = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2, "smid": 3, "clusterid.
 LAUNCH_SPECIALS = ("ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid.z", "nsmid", "nwarpid", "gridid",
                    "dynamic_smem_size", "total_smem_size", "nclusterid.x", "nclusterid.y", "nclusterid.z",
                    "cluster_nctaid.x", "cluster_nctaid.y", "cluster_nctaid.z", "cluster_ctaid.x", "cluster_ctaid.y",
-                   "cluster_ctaid.z", "cluster_ctarank", "cluster_nctarank", "is_explicit_cluster")
+                   "cluster_ctaid.z", "cluster_ctarank", "cluster_nctarank", "is_explicit_cluster",
+                   "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap",
+                   "reserved_smem_offset_0", "reserved_smem_offset_1", "aggr_smem_size")
 CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "globaltimer": CLK_GLOBALTIMER,
           "globaltimer_lo": CLK_GLOBALTIMER_LO, "globaltimer_hi": CLK_GLOBALTIMER_HI}
 
@@ -326,6 +328,15 @@ class _Decoder:
                     if key in self.call_alias and self.call_alias[key] != off:
                         raise self.unsupported(inst, f"parameter {item.name} passed to two different calls")
                     self.call_alias[key] = off
+        # call-block parameters with no callee frame (vprintf's arguments): scratch in local memory
+        lat = self.local_size
+        for fn in funcs:
+            for v in fn.variables:
+                if v.space == "param" and (fn.name, v.name) not in self.call_alias:
+                    lat = _align(lat, max(v.align, 1))
+                    self.call_alias[(fn.name, v.name)] = lat
+                    lat += max(v.size_bytes, 1)
+        self.local_size = _align(lat, 8)
 
     # ---------------------------------------------------------------- operands
     def sym_value(self, fn: Function, name: str, inst: Instruction, generic: bool) -> int:
@@ -523,6 +534,15 @@ class _Decoder:
             r[F_S1] = S(2)
             if o == "mad24":
                 r[F_S2] = S(3)
+        elif o in ("dp4a", "dp2a"):
+            need(4)
+            if len(types) != 2:
+                raise self.unsupported(inst)
+            r[F_OP] = OP_DP4A if o == "dp4a" else OP_DP2A
+            r[F_SUB] = (1 if types[0] == "s32" else 0) | (2 if types[1] == "s32" else 0) | (4 if "hi" in mods else 0)
+            r[F_D0] = D(0)
+            for k in range(3):
+                r[F_S0 + k] = S(1 + k, "u32")
         elif o == "sad":
             need(4)
             r[F_OP] = OP_SAD
@@ -597,6 +617,9 @@ class _Decoder:
             r[F_FLAGS] = FL_UNI if "uni" in mods else 0
             if inst.guard is not None:
                 ip = ipd[idx] if idx < len(ipd) else -1
+                if ip is not None and 0 <= ip < n and fn.is_entry and fn.instructions[ip].opcode in ("ret", "exit") \
+                        and fn.instructions[ip].guard is None:
+                    ip = -1   # the lanes meet only to exit: no convergence barrier (collectors.md 3.1 step 4)
                 r[F_IPDOM] = start + ip if ip is not None and ip >= 0 else -1
         elif o == "call":
             self.call(fn, inst, r, entries)
@@ -767,6 +790,7 @@ class _Decoder:
             raise self.unsupported(inst)
         r[F_FLAGS] = flags & (FL_FTZ | FL_SAT)
         r[F_D0] = self.dst(fn, ops[0], inst)
+        r[F_AUX2] = max(self.reg_bits(fn, ops[0]), 8 * TYPE_SIZES[dty])
         r[F_S0] = self.src(fn, ops[1], sty, inst)
         if dty in ("f16x2", "bf16x2"):
             if len(ops) < 3 or sty != "f32":

@@ -136,6 +136,8 @@ class EmuDevice:
         self.launches: list[tuple[str, tuple[int, int, int], tuple[int, int, int]]] = []
         """Every launch made so far: (kernel, grid, block)."""
         self.recorded: RecordedLaunch | None = None
+        self.thread_instructions = 0
+        """Thread instructions executed by every launch so far (for throughput figures)."""
         if self.record.kernel is not None:
             self.kernel_name(self.record.kernel)
         for g in module_globals(module):
@@ -322,6 +324,7 @@ class EmuDevice:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
                          step_limit=self.step_limit, source_name=self._loc_text)
+        self.thread_instructions += result.thread_insts
         if chosen:
             self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)
 

@@ -54,6 +54,8 @@ class RunResult:
     addr: np.ndarray
     op_space: np.ndarray
     """int64 [n_ops, 3]: accesses of each op that resolved to global, shared and local memory."""
+    thread_insts: int
+    """Thread instructions executed (active lanes summed over warp instructions), for throughput."""
 
 
 def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
@@ -84,7 +86,9 @@ def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[in
         "total_smem_size": total_shared, "nclusterid.x": grid[0], "nclusterid.y": grid[1], "nclusterid.z": grid[2],
         "cluster_nctaid.x": 1, "cluster_nctaid.y": 1, "cluster_nctaid.z": 1, "cluster_ctaid.x": 0,
         "cluster_ctaid.y": 0, "cluster_ctaid.z": 0, "cluster_ctarank": 0, "cluster_nctarank": 1,
-        "is_explicit_cluster": 0,
+        "is_explicit_cluster": 0, "reserved_smem_offset_begin": 0, "reserved_smem_offset_end": 0,
+        "reserved_smem_offset_cap": 0, "reserved_smem_offset_0": 0, "reserved_smem_offset_1": 0,
+        "aggr_smem_size": total_shared,
     }
     per_cta = {"ctaid.x": CS_CTAID_X, "ctaid.y": CS_CTAID_Y, "ctaid.z": CS_CTAID_Z, "smid": CS_SMID,
                "clusterid.x": CS_CTAID_X, "clusterid.y": CS_CTAID_Y, "clusterid.z": CS_CTAID_Z}
@@ -187,7 +191,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     cfg[C_STEP_LIMIT], cfg[C_ENTRY], cfg[C_NSOPS] = step_limit, prog.entry, prog.n_ops
     cfg[C_GX], cfg[C_GY], cfg[C_GZ] = grid
     cfg[C_CONST], cfg[C_PARAM] = len(prog.const_image), len(params)
-    cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4)
+    cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4) + 4
     cfg[C_LANES] = 32
     const_buf = np.frombuffer(prog.const_image + b"\0" * 16, np.uint8).copy()
     param_buf = np.frombuffer(params + b"\0" * 16, np.uint8).copy()
@@ -196,6 +200,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     pos[snapshot] = np.arange(snapshot.shape[0], dtype=np.int64)
     insts = np.zeros(n_ctas, np.int64)
     accesses = np.zeros(n_ctas, np.int64)
+    thread_insts = np.zeros(n_ctas, np.int64)
 
     def run(first: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         ids = np.arange(first, last, dtype=np.int64)
@@ -206,8 +211,10 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
         op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
         out_i = np.zeros(last - first, np.int64)
         out_a = np.zeros(last - first, np.int64)
+        out_t = np.zeros(last - first, np.int64)
         k, o, m, a = run_ctas(prog.code, c, init, cta_spec, ids, sp, heap.buf, seg_lo, seg_hi, seg_off, const_buf,
-                              param_buf, out_i, out_a, op_space, err)
+                              param_buf, out_i, out_a, out_t, op_space, err)
+        thread_insts[first:last] = out_t
         insts[first:last] = out_i
         accesses[first:last] = out_a
         return k, o, m, a, op_space, err
@@ -232,4 +239,5 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     order = np.argsort(key, kind="stable")
     op_space = sum(r[4] for r in results)
     return RunResult(insts=insts, accesses=accesses, key=key[order], op=op[order], mask=mask[order],
-                     addr=np.ascontiguousarray(addr[order]), op_space=op_space)
+                     addr=np.ascontiguousarray(addr[order]), op_space=op_space,
+                     thread_insts=int(thread_insts.sum()))

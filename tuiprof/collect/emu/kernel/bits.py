@@ -8,11 +8,11 @@ hardware has, so that results are exact rather than approximated by several roun
 
 from __future__ import annotations
 
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
+from tuiprof.jit import INLINE, njit  # first: it sets Numba's cache folder before numba is imported
 
-from tuiprof.jit import INLINE, njit
+from llvmlite import ir  # noqa: E402
+from numba.core import cgutils, types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 _I8, _I16, _I32, _I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 

@@ -117,6 +117,8 @@ OP_MUL24 = 29       # mul24.lo/.hi, mad24 (s2 = addend or -1)
 OP_SAD = 30
 OP_SHF = 31         # funnel shift, F_SUB 0 = left, 1 = right
 OP_FNS = 32
+OP_DP4A = 33        # F_SUB bit 0: a signed, bit 1: b signed
+OP_DP2A = 34        # as dp4a; bit 2: .hi (bytes 2, 3 of b)
 OP_SETP = 40
 OP_SET = 41
 OP_SELP = 42

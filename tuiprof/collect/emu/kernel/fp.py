@@ -298,9 +298,9 @@ def round_integral(v, mode):
     if mode == RND_RZI or mode == RND_RZ:
         return np.trunc(v)
     if mode == RND_RMI or mode == RND_RM:
-        return math.floor(v)
+        return np.floor(v)
     if mode == RND_RPI or mode == RND_RP:
-        return math.ceil(v)
+        return np.ceil(v)
     return float(np.rint(v))
 
 

@@ -28,12 +28,13 @@ from tuiprof.collect.emu.kernel.bits import (bits_f32, bits_f64, f32_of, f64_of,
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
 from tuiprof.collect.emu.kernel.codes import (AT_ADD, AT_AND, AT_CAS, AT_DEC, AT_EXCH, AT_INC, AT_MAX, AT_MIN, AT_OR,
                                               AT_XOR)
-from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, resolve
+from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, find_segment, resolve
 from tuiprof.jit import INLINE, KERNEL, njit
 
 QUANTUM = 4096
 """Warp instructions a warp runs before the next warp of its CTA gets a turn."""
 BIG = np.int64(1) << 62
+MIN64 = np.int64(-9223372036854775808)
 
 # cfg fields (int64 array passed by the caller)
 C_T, C_W, C_NSLOTS, C_SHARED, C_LOCAL, C_SMS, C_STEP_LIMIT, C_ENTRY, C_NSOPS = 0, 1, 2, 3, 4, 5, 6, 7, 8
@@ -346,7 +347,9 @@ def alu_step(P, act, code, regs, base, NL):
     s0 = code[P, F_S0]
     s1 = code[P, F_S1]
     s2 = code[P, F_S2]
-    if op == OP_MOV:
+    if op == OP_NOP:
+        pass
+    elif op == OP_MOV:
         if ty == T_PRED:
             for l in range(NL):
                 if (act >> l) & 1:
@@ -509,6 +512,7 @@ def alu_step(P, act, code, regs, base, NL):
                 t = base + l
                 regs[d0, t] = zext(regs[s0, t] if regs[s2, t] != 0 else regs[s1, t], bits)
     elif op == OP_CVT:
+        dbits = code[P, F_AUX2]   # a signed 8/16-bit result is sign-extended to its register's width
         ty2 = code[P, F_TY2]
         sub = code[P, F_SUB]
         fl = code[P, F_FLAGS]
@@ -517,21 +521,25 @@ def alu_step(P, act, code, regs, base, NL):
             sb = tbits(ty2)
             db = tbits(ty)
             sg = ty2 == T_S8 or ty2 == T_S16 or ty2 == T_S32 or ty2 == T_S64
+            dsg = ty == T_S8 or ty == T_S16
             for l in range(NL):
                 if (act >> l) & 1:
                     t = base + l
                     x = sext(regs[s0, t], sb) if sg else zext(regs[s0, t], sb)
-                    regs[d0, t] = zext(x, db)
+                    regs[d0, t] = zext(sext(x, db), dbits) if dsg else zext(x, db)
         elif s1 >= 0:
             for l in range(NL):
                 if (act >> l) & 1:
                     t = base + l
                     regs[d0, t] = cvt_pack2(regs[s0, t], regs[s1, t], ty, sub, fl)
         else:
+            dsg = ty == T_S8 or ty == T_S16
+            db = tbits(ty)
             for l in range(NL):
                 if (act >> l) & 1:
                     t = base + l
-                    regs[d0, t] = cvt(regs[s0, t], ty, ty2, sub, fl)
+                    r = cvt(regs[s0, t], ty, ty2, sub, fl)
+                    regs[d0, t] = zext(sext(r, db), dbits) if dsg else r
     # ------------------------------------ floats
     elif op == OP_FADD or op == OP_FMUL or op == OP_FFMA or op == OP_FSUB:
         sub = code[P, F_SUB]
@@ -673,6 +681,26 @@ def alu_step(P, act, code, regs, base, NL):
                 if s2 >= 0:
                     r += regs[s2, t]
                 regs[d0, t] = zext(r, 32)
+    elif op == OP_DP4A or op == OP_DP2A:
+        sub = code[P, F_SUB]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                a = regs[s0, t]
+                b = regs[s1, t]
+                acc = sext(regs[s2, t], 32) if (sub & 3) != 0 else zext(regs[s2, t], 32)
+                if op == OP_DP4A:
+                    for k in range(4):
+                        x = sext(a >> (8 * k), 8) if sub & 1 else (a >> (8 * k)) & 0xFF
+                        y = sext(b >> (8 * k), 8) if sub & 2 else (b >> (8 * k)) & 0xFF
+                        acc += x * y
+                else:
+                    hi = 2 if sub & 4 else 0
+                    for k in range(2):
+                        x = sext(a >> (16 * k), 16) if sub & 1 else (a >> (16 * k)) & 0xFFFF
+                        y = sext(b >> (8 * (k + hi)), 8) if sub & 2 else (b >> (8 * (k + hi))) & 0xFF
+                        acc += x * y
+                regs[d0, t] = zext(acc, 32)
     elif op == OP_SAD:
         for l in range(NL):
             if (act >> l) & 1:
@@ -862,7 +890,9 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
                     if rsp == SP_SHARED:
                         ra = off
                     elif rsp == SP_LOCAL:
-                        ra = LOCAL_TRACE_BASE + ((((cta * W + w) * local_words + ((off - t * local_size) >> 2)) * 32 + l) << 2) + (off & 3)
+                        # modeled hardware layout: each warp's frame with the lanes' elements side by side
+                        la = off - t * local_size
+                        ra = LOCAL_TRACE_BASE + (cta * W + w) * local_words * 128 + ((la // total) * 32 + l) * total + la % total
                     else:
                         ra = a
                     rec_addr[nrec, l] = np.uint64(ra)
@@ -934,7 +964,7 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
 
 @njit(**KERNEL)
 def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, seg_hi, seg_off, const_buf,
-             param_buf, out_insts, out_acc, op_space, err):
+             param_buf, out_insts, out_acc, out_thr, op_space, err):
     """Run the CTAs `cta_list` (linear ids) of one launch to completion, recording the warp
     accesses of those with ``snap_pos >= 0``. Returns the records (key = snapshot position x
     warps + warp, op, mask, addresses) in execution order; ``err[0]`` is the status."""
@@ -976,6 +1006,10 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
     red_popc = np.zeros(N_BARRIERS, np.int64)
     red_and = np.ones(N_BARRIERS, np.int64)
     red_or = np.zeros(N_BARRIERS, np.int64)
+    offs = np.zeros(32, np.int64)
+    addrs = np.zeros(32, np.int64)
+    nseg = seg_lo.shape[0]
+    cs = 0
 
     cap = max(cfg[C_REC_CAP], 16)
     rec_key = np.empty(cap, np.int64)
@@ -1026,6 +1060,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
         n_exited = Tp - T
         insts = np.int64(0)
         accesses = np.int64(0)
+        thr = np.int64(0)
         clock_base = cta << 24
 
         # ---------------------------------------------------------------- scheduler
@@ -1143,12 +1178,192 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 if (g >> l) & 1:
                                     if (regs[gs, base + l] != 0) != neg:
                                         act |= np.int64(1) << l
+                        thr += popc64(act)
                         ty = code[P, F_TY]
                         d0 = code[P, F_D0]
                         s0 = code[P, F_S0]
                         s1 = code[P, F_S1]
                         s2 = code[P, F_S2]
-                        if op < OP_LD:
+                        # ------------------------------------ hot paths, inline
+                        done = True
+                        if op == OP_FFMA or op == OP_FADD or op == OP_FMUL:
+                            sub = code[P, F_SUB]
+                            if ty == T_F32 and (sub == RND_RN or sub == RND_NONE) and code[P, F_FLAGS] == 0:
+                                for l in range(NL):
+                                    if (act >> l) & 1:
+                                        t = base + l
+                                        x = f32_of(regs[s0, t])
+                                        y = f32_of(regs[s1, t])
+                                        if op == OP_FFMA:
+                                            r = fma32(x, y, f32_of(regs[s2, t]))
+                                        elif op == OP_FADD:
+                                            r = x + y
+                                        else:
+                                            r = x * y
+                                        regs[d0, t] = bits_f32(r) if r == r else 0x7FFFFFFF
+                            else:
+                                done = False
+                        elif op == OP_MOV and ty != T_PRED:
+                            bits = tbits(ty)
+                            msk = (np.int64(1) << bits) - 1 if bits < 64 else np.int64(-1)
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    regs[d0, base + l] = regs[s0, base + l] & msk
+                        elif op == OP_IADD and code[P, F_FLAGS] == 0:
+                            bits = tbits(ty)
+                            msk = (np.int64(1) << bits) - 1 if bits < 64 else np.int64(-1)
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    t = base + l
+                                    regs[d0, t] = (regs[s0, t] + regs[s1, t]) & msk
+                        elif (op == OP_IMAD or op == OP_IMUL) and (code[P, F_FLAGS] & (FL_HI | FL_SAT)) == 0 \
+                                and (ty == T_S32 or ty == T_U32 or (ty == T_S64 or ty == T_U64) and code[P, F_FLAGS] == 0):
+                            wide = (code[P, F_FLAGS] & FL_WIDE) != 0
+                            mad = op == OP_IMAD
+                            sg = ty == T_S32
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    t = base + l
+                                    if wide:
+                                        if sg:
+                                            r = sext(regs[s0, t], 32) * sext(regs[s1, t], 32)
+                                        else:
+                                            r = (regs[s0, t] & 0xFFFFFFFF) * (regs[s1, t] & 0xFFFFFFFF)
+                                        if mad:
+                                            r += regs[s2, t]
+                                    else:
+                                        r = regs[s0, t] * regs[s1, t]
+                                        if mad:
+                                            r += regs[s2, t]
+                                        if ty == T_S32 or ty == T_U32:
+                                            r &= 0xFFFFFFFF
+                                    regs[d0, t] = r
+                        elif op == OP_SHL and (ty == T_U32 or ty == T_U64):
+                            bits = tbits(ty)
+                            msk = (np.int64(1) << bits) - 1 if bits < 64 else np.int64(-1)
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    t = base + l
+                                    n = regs[s1, t] & 0xFFFFFFFF
+                                    regs[d0, t] = (regs[s0, t] << n) & msk if n < bits else 0
+                        elif op == OP_SETP and (code[P, F_SUB] >> 8) == BOOL_NONE and (
+                                code[P, F_TY2] == T_S32 or code[P, F_TY2] == T_U32 or code[P, F_TY2] == T_S64
+                                or code[P, F_TY2] == T_U64):
+                            ty2 = code[P, F_TY2]
+                            cmp = code[P, F_SUB] & 0xFF
+                            d1 = code[P, F_D1]
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    t = base + l
+                                    x = regs[s0, t]
+                                    y = regs[s1, t]
+                                    if ty2 == T_S32:
+                                        x = sext(x, 32)
+                                        y = sext(y, 32)
+                                    elif ty2 == T_U32:
+                                        x &= 0xFFFFFFFF
+                                        y &= 0xFFFFFFFF
+                                    elif ty2 == T_U64:
+                                        x ^= MIN64
+                                        y ^= MIN64
+                                    if cmp == CMP_LT:
+                                        c = x < y
+                                    elif cmp == CMP_GE:
+                                        c = x >= y
+                                    elif cmp == CMP_EQ:
+                                        c = x == y
+                                    elif cmp == CMP_NE:
+                                        c = x != y
+                                    elif cmp == CMP_LE:
+                                        c = x <= y
+                                    else:
+                                        c = x > y
+                                    if d0 >= 0:
+                                        regs[d0, t] = 1 if c else 0
+                                    if d1 >= 0:
+                                        regs[d1, t] = 0 if c else 1
+                        elif (op == OP_ST or (op == OP_LD and d0 >= 0)) and code[P, F_VEC] == 1 and (
+                                code[P, F_SPACE] == SP_GLOBAL or code[P, F_SPACE] == SP_SHARED):
+                            sh = code[P, F_SPACE] == SP_SHARED
+                            nb = code[P, F_NB]
+                            abase = code[P, F_ABASE]
+                            aoff = code[P, F_AOFF]
+                            ok = True
+                            for l in range(NL):
+                                if (act >> l) & 1:
+                                    a = aoff
+                                    if abase >= 0:
+                                        a += regs[abase, base + l]
+                                    if a & (nb - 1):
+                                        ok = False
+                                        break
+                                    if sh:
+                                        if a < 0 or a + nb > shared_size:
+                                            ok = False
+                                            break
+                                        offs[l] = a
+                                    else:
+                                        if not (cs < nseg and a >= seg_lo[cs] and a + nb <= seg_hi[cs]):
+                                            cs = find_segment(a, nb, seg_lo, seg_hi)
+                                            if cs < 0:
+                                                cs = 0
+                                                ok = False
+                                                break
+                                        offs[l] = seg_off[cs] + (a - seg_lo[cs])
+                                    addrs[l] = a
+                            if ok:
+                                sop = code[P, F_SOP]
+                                if sop >= 0 and act != 0:
+                                    accesses += 1
+                                    op_space[sop, 1 if sh else 0] += 1
+                                    if recording:
+                                        if nrec == cap:
+                                            cap2 = cap * 2
+                                            k2 = np.empty(cap2, np.int64)
+                                            k2[:nrec] = rec_key[:nrec]
+                                            rec_key = k2
+                                            o2 = np.empty(cap2, np.int32)
+                                            o2[:nrec] = rec_op[:nrec]
+                                            rec_op = o2
+                                            m2 = np.empty(cap2, np.uint32)
+                                            m2[:nrec] = rec_mask[:nrec]
+                                            rec_mask = m2
+                                            a2 = np.zeros((cap2, 32), np.uint64)
+                                            a2[:nrec] = rec_addr[:nrec]
+                                            rec_addr = a2
+                                            cap = cap2
+                                        rec_key[nrec] = spos * W + w
+                                        rec_op[nrec] = sop
+                                        rec_mask[nrec] = np.uint32(act)
+                                        for l in range(NL):
+                                            rec_addr[nrec, l] = np.uint64(addrs[l]) if (act >> l) & 1 else np.uint64(0)
+                                        nrec += 1
+                                if op == OP_LD:
+                                    sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
+                                    dbits = code[P, F_AUX2]
+                                    for l in range(NL):
+                                        if (act >> l) & 1:
+                                            if sh:
+                                                x = load_bits(shared, offs[l], nb)
+                                            else:
+                                                x = load_bits(heap, offs[l], nb)
+                                            if sgn:
+                                                x = zext(sext(x, nb * 8), dbits)
+                                            regs[d0, base + l] = x
+                                else:
+                                    for l in range(NL):
+                                        if (act >> l) & 1:
+                                            if sh:
+                                                store_bits(shared, offs[l], nb, regs[s0, base + l])
+                                            else:
+                                                store_bits(heap, offs[l], nb, regs[s0, base + l])
+                            else:
+                                done = False
+                        else:
+                            done = False
+                        if done:
+                            P += 1
+                        elif op < OP_LD:
                             if not alu_step(P, act, code, regs, base, NL):
                                 _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
                                 return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
@@ -1452,4 +1667,5 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                 return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
         out_insts[ci] = insts
         out_acc[ci] = accesses
+        out_thr[ci] = thr
     return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]

@@ -1,0 +1,136 @@
+"""Instrumentation cost, against the uninstrumented kernel measured in the same run.
+
+    python benchmarks/bench_gpu.py [--static-only] [--repeat 5]
+
+Static (any machine with ptxas): for every demo kernel (tests/ptx/nvcc/demo_*.ptx), the time of
+the instrumentation pass, and the SASS size and registers of the instrumented kernel over the
+plain one (``ptxas -v -arch=sm_80``; the probes' divergent-mask fallbacks are out-of-line code
+that the common path never runs).
+
+On a GPU (each demo launch script in demo_traces/): the chosen launch's kernel time (device events)
+plain, in the counting pass and in the recording pass, and their ratios to plain: the
+instrumentation slowdown the issue asks to keep at most 3x on memory-bound kernels (bar: 5x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TARGETS = {"record_slowdown_memory_bound": 3.0, "record_slowdown_bar": 5.0}
+
+
+def _text_size(cubin: Path) -> int:
+    out = subprocess.run(["readelf", "-S", "-W", str(cubin)], capture_output=True, text=True).stdout
+    return sum(int(ln.split()[5], 16) for ln in out.splitlines() if ".text." in ln)
+
+
+def _ptxas(ptx: str, tmp: Path, name: str) -> tuple[int, dict[str, int]]:
+    src = tmp / f"{name}.ptx"
+    src.write_text(ptx)
+    out = subprocess.run(["ptxas", "-v", "-arch=sm_80", str(src), "-o", str(tmp / f"{name}.cubin")],
+                         capture_output=True, text=True, check=True)
+    regs = {m.group(1): int(m.group(2)) for m in re.finditer(
+        r"Compiling entry function '([^']+)'.*?Used (\d+) registers", out.stdout + out.stderr, re.S)}
+    return _text_size(tmp / f"{name}.cubin"), regs
+
+
+def static(repeat: int) -> dict[str, object]:
+    from tuiprof.ptx import parse_module
+    from tuiprof.ptx.instrument import instrument
+
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmpd:
+        tmp = Path(tmpd)
+        for f in sorted((ROOT / "tests" / "ptx" / "nvcc").glob("demo_*.ptx")):
+            ptx = f.read_text()
+            module = parse_module(ptx)
+            t = min(_timed(lambda: instrument(ptx, module)) for _ in range(repeat))
+            result = instrument(ptx, module)
+            row: dict[str, object] = {"sites": len(result.sites), "instrument_ms": round(1e3 * t, 2)}
+            if shutil.which("ptxas"):
+                plain_size, plain_regs = _ptxas(ptx, tmp, "plain")
+                inst_size, inst_regs = _ptxas(result.ptx, tmp, "inst")
+                row.update(sass_bytes=plain_size, sass_bytes_instrumented=inst_size,
+                           sass_ratio=round(inst_size / plain_size, 1),
+                           registers={k: [plain_regs.get(k), inst_regs.get(k)] for k in plain_regs})
+            rows[f.name.split(".")[0][len("demo_"):]] = row
+    return rows
+
+
+def _timed(fn) -> float:  # type: ignore[no-untyped-def]
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def on_gpu(repeat: int) -> dict[str, object]:
+    from tuiprof.arch import load_arch
+    from tuiprof.arch.calibrate import base_preset
+    from tuiprof.arch.occupancy import occupancy
+    from tuiprof.build import build_program
+    from tuiprof.collect.gpu import GpuDevice, _open_driver, collect_gpu, gpu_problem
+    from tuiprof.ptx import parse_module
+    from tuiprof.trace.snapshot import choose_snapshot
+
+    problem = gpu_problem()
+    if problem is not None:
+        return {"skipped": f"no GPU: {problem}"}
+    drv = _open_driver("cuda-bindings")
+    info = drv.info
+    drv.close()
+    arch = load_arch(base_preset(info.compute_capability))
+    rows: dict[str, object] = {"device": info.name}
+    for script in sorted((ROOT / "demo_traces").glob("*_launch*.py")):
+        ns = runpy.run_path(str(script), run_name="__bench__")
+        source = script.with_name(script.name.split("_launch", 1)[0] + ".cu")
+        program = build_program(source, compute_capability=info.compute_capability)
+        module = parse_module(program.ptx)
+        plain_ms = []
+        for _ in range(repeat):
+            with GpuDevice(program, module, mode="plain") as dev:
+                ns["setup"](dev)
+                plain_ms.append(dev.times_ms[0][1])
+        counts, records = [], []
+        for _ in range(repeat):
+            run = collect_gpu(program, lambda dev: ns["setup"](dev), arch_name=arch.name,
+                              snapshot_rule=lambda launch: choose_snapshot(launch, arch),
+                              ctas_per_sm=lambda L: occupancy(arch, L.threads_per_cta, L.registers_per_thread,
+                                                              L.static_shared, L.dynamic_shared).ctas_per_sm,
+                              module=module)
+            counts.append(run.count_ms)
+            records.append(run.record_ms)
+        base = min(plain_ms)
+        rows[script.stem] = {"plain_ms": round(base, 4), "count_ms": round(min(counts), 4),
+                             "record_ms": round(min(records), 4), "count_x": round(min(counts) / base, 2),
+                             "record_x": round(min(records) / base, 2),
+                             "snapshot_ctas": run.trace.snapshot.n_ctas, "grid_ctas": run.trace.launch.grid_ctas}
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--static-only", action="store_true")
+    a = ap.parse_args()
+    out = {"static": static(a.repeat)}
+    if not a.static_only:
+        out["gpu"] = on_gpu(a.repeat)
+    out["targets"] = TARGETS
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

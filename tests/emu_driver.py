@@ -1,0 +1,120 @@
+"""The GPU collector's driver interface (`tuiprof.collect.gpu.Driver`) on the emulator's engine:
+instrumented PTX decoded and run by the Numba interpreter, device memory in its heap.
+
+With it, the whole GPU path — `GpuDevice`, the counting and recording passes, the probes
+themselves, `collect/records.py` — runs in CI without a GPU, and its trace can be compared
+access for access with what the emulator records natively from the uninstrumented PTX
+(tests/test_instrument_emu.py). Nothing here imitates a GPU: every probe instruction executes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tuiprof.collect.emu.decode import Program, decode
+from tuiprof.collect.emu.heap import Heap
+from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
+from tuiprof.collect.gpu import DeviceInfo
+from tuiprof.ptx import parse_module
+from tuiprof.ptx.cfg import ipdom
+from tuiprof.ptx.model import Function, Module, SourceLoc
+
+
+class _EmuModule:
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.programs: dict[str, Program] = {}
+        self._ipdom: dict[str, list[int]] = {}
+
+    def program(self, kernel: str) -> Program:
+        if kernel not in self.programs:
+            def ipdoms(fn: Function) -> list[int]:
+                if fn.name not in self._ipdom:
+                    self._ipdom[fn.name] = ipdom(fn)
+                return self._ipdom[fn.name]
+
+            # no op ids: the emulator records nothing natively here, the probes do
+            self.programs[kernel] = decode(self.module, kernel, ipdoms, {}, 0, _where)
+        return self.programs[kernel]
+
+
+def _where(loc: SourceLoc | None) -> str:
+    return f"line {loc.line}" if loc is not None else "no line information"
+
+
+class EmuDriver:
+    """`tuiprof.collect.gpu.Driver` on the emulator: one heap, modules placed in it at load."""
+
+    def __init__(self, n_sms: int = 80, threads: int = 2) -> None:
+        self.heap = Heap()
+        self._placed: set[int] = set()
+        self._globals: list[tuple[int, int, bytes]] = []
+        self._live: set[int] = set()
+        self.n_sms = n_sms
+        self.threads = threads
+        self.info = DeviceInfo(name="tuiprof emulator", compute_capability=(8, 0), sm_count=n_sms, clock_mhz=1000,
+                               memory_clock_mhz=1000, driver="-", library="tuiprof.collect.emu")
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = self.heap.allocate(max(int(nbytes), 8))
+        self._live.add(ptr)
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        """Once every allocation is freed the heap starts afresh (module variables kept), as a
+        GPU's allocator hands the same addresses out again: a launch script run twice (the
+        counting and the recording pass) sees the same addresses both times."""
+        self._live.discard(ptr)
+        if not self._live:
+            self.heap = Heap()
+            for address, size, init in self._globals:
+                self.heap.place(address, size, init)
+
+    def htod(self, ptr: int, data: np.ndarray) -> None:
+        a = np.ascontiguousarray(data)
+        if a.nbytes:
+            self.heap.write(ptr, a.view(np.uint8).reshape(-1))
+
+    def dtoh(self, out: np.ndarray, ptr: int) -> None:
+        if out.nbytes:
+            out.view(np.uint8).reshape(-1)[:] = self.heap.read(ptr, out.nbytes)
+
+    def load(self, ptx: str) -> object:
+        m = _EmuModule(parse_module(ptx))
+        kernels = list(m.module.kernels)
+        if kernels:  # module variables sit at fixed addresses: a module loaded again shares them
+            for g in m.program(kernels[0]).globals_:
+                if g.address not in self._placed:
+                    self._placed.add(g.address)
+                    self._globals.append((g.address, g.size, g.init))
+                    self.heap.place(g.address, g.size, g.init)
+        return m
+
+    def get_global(self, module: object, name: str) -> tuple[int, int]:
+        assert isinstance(module, _EmuModule)
+        prog = module.program(next(iter(module.module.kernels)))
+        g = next(g for g in prog.globals_ if g.name == name)
+        return g.address, g.size
+
+    def get_function(self, module: object, name: str) -> object:
+        assert isinstance(module, _EmuModule)
+        return (module, name)
+
+    def function_attributes(self, fn: object) -> tuple[int, int, int]:
+        module, name = fn  # type: ignore[misc]
+        prog = module.program(name)
+        return 0, prog.shared_static, prog.local_size
+
+    def launch(self, fn: object, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
+               params: list[bytes]) -> float:
+        module, name = fn  # type: ignore[misc]
+        prog = module.program(name)
+        buf = bytearray(prog.param_size)
+        for p, raw in zip(prog.params, params):
+            buf[p.offset:p.offset + p.size] = raw
+        execute(prog, self.heap, grid, block, bytes(buf), shared, np.zeros(0, np.int64), n_sms=self.n_sms,
+                threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where)
+        return 0.0
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,63 @@
+"""Helpers of the emulator tests: compile a CUDA file of tests/cuda to PTX with nvcc (skipping
+when there is none), and run one kernel on an EmuDevice with NumPy inputs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+from tuiprof.ptx.model import Module
+from tuiprof.ptx.parse import parse_module
+
+CUDA = Path(__file__).resolve().parent / "cuda"
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found: the emulator tests compile CUDA to PTX")
+
+
+class Compiler:
+    """nvcc -ptx -lineinfo into a folder of the test session, each file compiled once."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.done: dict[tuple[str, str], Module] = {}
+
+    def __call__(self, name: str, arch: str = "sm_80", debug: bool = False) -> tuple[Module, str, str]:
+        """(module, source path, source text) of ``tests/cuda/<name>.cu`` (``-G`` when `debug`)."""
+        return self.file(CUDA / f"{name}.cu", arch, debug)
+
+    def file(self, src: Path, arch: str = "sm_80", debug: bool = False) -> tuple[Module, str, str]:
+        """(module, source path, source text) of any CUDA file."""
+        name = src.stem
+        key = (name, arch + ("-G" if debug else ""))
+        if key not in self.done:
+            ptx = self.out / f"{name}.{key[1]}.ptx"
+            flags = ["-G"] if debug else ["-lineinfo"]
+            subprocess.run([NVCC, "-ptx", *flags, f"-arch={arch}", str(src), "-o", str(ptx)], check=True,
+                           capture_output=True, timeout=300)
+            self.done[key] = parse_module(ptx.read_text())
+        return self.done[key], str(src), src.read_text()
+
+
+def run(compiled: tuple[Module, str, str], kernel: str, grid, block, args: Sequence[object], shared: int = 0,
+        **device_options) -> list[np.ndarray | None]:
+    """Launch `kernel` with NumPy arrays copied to the device (scalars passed as they are); the
+    arrays read back after the launch, None for scalars."""
+    module, src, text = compiled
+    dev = EmuDevice(module, src, text, record=RecordChoice(snapshot=()), **device_options)
+    dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    dev.launch(kernel, grid, block, dargs, shared=shared)
+    return [dev.from_device(d) if isinstance(a, np.ndarray) else None for a, d in zip(args, dargs)]
+
+
+@pytest.fixture(scope="session")
+def cuda_ptx(tmp_path_factory: pytest.TempPathFactory) -> Compiler:
+    """Compile tests/cuda/<name>.cu to PTX once per session (import this fixture into a test module)."""
+    if NVCC is None:
+        pytest.skip("nvcc not found: the emulator tests compile CUDA to PTX")
+    return Compiler(tmp_path_factory.mktemp("emu_ptx"))

@@ -1,0 +1,267 @@
+"""Whole programs without a GPU (tuiprof.build.wholeprog): nvcc's -dryrun plan parsed; a program
+with `main` and a two-unit -rdc=true program build instrumented and link with the host runtime
+(the launch stub calls the wrapper); the runtime's own file writer and count reader (compiled
+without CUDA) agree with tuiprof's decoding; the instrumented binary runs as the plain one when
+tuiprof does not drive it (and, without a GPU, leaves no record file when it does); bad command
+lines are one clear error."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.ptx_support import CUDA_DIR, find_nvcc
+from tuiprof.build.wholeprog import (RUNTIME_SOURCE, WRAP_FLAGS, WholeProgram, build_instrumented, check_args,
+                                     load_whole_program, parse_dryrun)
+from tuiprof.collect.records import RECORD_MAGIC, cta_records, read_record_file
+from tuiprof.errors import BuildError, TuiprofError
+from tuiprof.ptx import parse_module
+from tuiprof.ptx.instrument import CTL_SYMBOL, instrument
+
+needs_toolkit = pytest.mark.skipif(find_nvcc() is None or shutil.which("g++") is None,
+                                   reason="nvcc and g++ are needed to build whole programs")
+
+DRYRUN = r'''#$ _NVVM_BRANCH_=nvvm
+#$ _SPACE_= 
+#$ CICC_PATH=/usr/local/cuda-13.0/bin/../nvvm/bin
+#$ INCLUDES="-I/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include"  
+#$ SYSTEM_INCLUDES="-isystem" "/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/cccl"  
+#$ rm /b/app_dlink.reg.c
+#$ gcc -E -x c++ -D__CUDACC__ -include "cuda_runtime.h" -m64 "app.cu" -o "/b/app.cpp4.ii" 
+#$ "$CICC_PATH/cicc" --c++17 --orig_src_file_name "app.cu" --orig_src_path_name "/src/app.cu" -arch compute_80 "/b/app.cpp1.ii" -o "/b/app.ptx"
+#$ ptxas -arch=sm_80 -m64  --generate-line-info "/b/app.ptx"  -o "/b/app.sm_80.cubin" 
+#$ gcc -c -x c++ -m64 "/b/app.cudafe1.cpp" -o "/b/app.o" 
+#$ nvlink -m64 --arch=sm_80 "/b/app.o"  -lcudadevrt  -o "/b/app_dlink.sm_80.cubin" --host-ccbin "gcc"
+#$ gcc -c -x c++ -m64 "/usr/local/cuda-13.0/bin/crt/link.stub" -o "/b/app_dlink.o" 
+#$ g++ -m64 -Wl,--start-group "/b/app_dlink.o" "/b/app.o" -lcudart_static -lrt -lpthread -ldl -Wl,--end-group -o "app" 
+'''
+
+
+def test_parse_dryrun() -> None:
+    dry = parse_dryrun("nvcc noise\n" + DRYRUN)
+    env = dict(dry.environment)
+    assert env["CICC_PATH"] == "/usr/local/cuda-13.0/bin/../nvvm/bin"
+    assert env["SYSTEM_INCLUDES"] == '"-isystem" "/usr/local/cuda-13.0/bin/../targets/x86_64-linux/include/cccl"'
+    assert env["_SPACE_"] == ""
+    assert [s.command.split()[0] for s in dry.steps] == ["rm", "gcc", '"$CICC_PATH/cicc"', "ptxas", "gcc", "nvlink",
+                                                         "gcc", "g++"]
+    cicc = [s for s in dry.steps if s.ptx]
+    assert [(s.ptx, s.source) for s in cicc] == [("/b/app.ptx", "/src/app.cu")]
+    assert [s.final_link for s in dry.steps] == [False] * 7 + [True]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-c", "a.cu"], "compiles without linking"),
+    (["-ptx", "a.cu"], "stops at PTX"),
+    (["--lib", "a.cu"], "builds a library"),
+    (["-O3", "-o", "x"], "no source file"),
+])
+def test_check_args(args: list[str], message: str) -> None:
+    with pytest.raises(BuildError, match=message):
+        check_args(args)
+
+
+def _objdump_calls(binary: Path, function_prefix: str) -> list[str]:
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True,
+                          timeout=120).stdout
+    body = re.search(rf"<{re.escape(function_prefix)}[^>]*>:\n(.*?)\n\n", text, re.S)
+    return re.findall(r"call\s+\S+\s+<([^>]+)>", body.group(1)) if body else []
+
+
+@needs_toolkit
+def test_program_with_main_builds_links_and_runs_plain(tmp_path: Path) -> None:
+    src = tmp_path / "app.cu"
+    shutil.copy(CUDA_DIR / "wholeprog_main.cu", src)
+    prog = build_instrumented(["app.cu", "-arch=sm_80", "-o", "app.instr"], cwd=tmp_path)
+    assert prog.binary == tmp_path / "app.instr" and prog.binary.is_file()
+    [module] = prog.modules
+    assert module.tag == 0 and module.source == str(src) and module.target == "sm_80"
+    assert set(module.kernels) == {"_Z5saxpyPfPKffi", "_Z6gatherPfPKfPKii"}
+    # the metadata keeps the compiler's own PTX, and its sites are the instrumenter's
+    original = prog.ptx_text(module)
+    assert CTL_SYMBOL not in original and ".loc" in original
+    assert module.sites == instrument(original, parse_module(original)).sites
+    assert module.resources["_Z5saxpyPfPKffi"].registers_per_thread > 0
+    assert load_whole_program(prog.binary) == prog
+    # the launch stub goes through the wrapper; the instrumented PTX is in the binary
+    symbols = subprocess.run(["nm", str(prog.binary)], capture_output=True, text=True, timeout=60).stdout
+    for flag in WRAP_FLAGS:
+        assert f" T __wrap_{flag.split('=')[1]}" in symbols
+    assert "__wrap___cudaLaunchKernel" in _objdump_calls(prog.binary, "_ZL25__cudaLaunchKernel_helper")
+    assert CTL_SYMBOL.encode() in prog.binary.read_bytes()
+    # not driven by tuiprof: the program runs as built (here it reports that there is no GPU)
+    plain = subprocess.run([str(prog.binary), "256"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert "[tuiprof]" not in plain.stderr
+    assert plain.stdout.strip() in ("ok", ) or plain.stdout.startswith("no usable GPU")
+    if plain.stdout.startswith("no usable GPU"):
+        # driven by tuiprof without a driver: the program's own output, and no record file
+        env = dict(os.environ, TUIPROF_MODE="count", TUIPROF_OUT=str(tmp_path / "c.tprec"))
+        run = subprocess.run([str(prog.binary), "256"], capture_output=True, text=True, timeout=120, env=env,
+                             cwd=tmp_path)
+        assert run.stdout.startswith("no usable GPU")
+        assert not (tmp_path / "c.tprec").exists()
+
+
+@needs_toolkit
+def test_two_units_with_rdc_link(tmp_path: Path) -> None:
+    for name in ("wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"):
+        shutil.copy(CUDA_DIR / name, tmp_path / name)
+    prog = build_instrumented(["-rdc=true", "-arch=sm_80", "wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu",
+                               "-o", "app"], cwd=tmp_path)
+    assert prog.binary.is_file()
+    assert [m.tag for m in prog.modules] == [0, 1]
+    assert [Path(m.source).name for m in prog.modules] == ["wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"]
+    assert prog.module_with("_Z5applyPfPKfi").tag == 0 and prog.module_with("_Z4fillPffi").tag == 1
+    lib_sites = prog.modules[1].sites
+    assert {s.function for s in lib_sites} == {"_Z6scaledPKfi", "_Z4fillPffi"}
+    with pytest.raises(BuildError, match="no instrumented module defines kernel nothere"):
+        prog.module_with("nothere")
+    # the kernel's op table covers the device function it calls in the other unit
+    from tuiprof.build.wholeprog import linked_module
+    from tuiprof.collect.records import site_to_op
+    from tuiprof.ptx.ops import static_ops
+
+    main = prog.module_with("_Z5applyPfPKfi")
+    module, lent = linked_module(prog, main)
+    assert set(lent) == {1} and module.functions["_Z6scaledPKfi"].has_body
+    table = static_ops(module, "_Z5applyPfPKfi", main.source, Path(main.source).read_text())
+    files = {op.file for _, _, op in table}
+    assert files == {"wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"}
+    borrowed = [op for fn, _, op in table if fn == "_Z6scaledPKfi"]
+    assert len(borrowed) == 1 and borrowed[0].kind == "load" and borrowed[0].line == 5
+    lib_map = site_to_op(lib_sites, table)
+    for site, op_id in zip(lib_sites, lib_map.tolist()):
+        assert (op_id >= 0) == (site.function == "_Z6scaledPKfi")
+    assert set(site_to_op(main.sites, table).tolist()) | set(lib_map[lib_map >= 0].tolist()) == \
+        set(range(len({op.id for _, _, op in table})))
+
+
+@needs_toolkit
+def test_build_errors_are_clear(tmp_path: Path) -> None:
+    (tmp_path / "bad.cu").write_text("__global__ void k(int *p) { p[0] = undefined_name; }\nint main() {}\n")
+    with pytest.raises(BuildError, match="the instrumented build failed at cudafe\\+\\+|undefined_name") as exc:
+        build_instrumented(["bad.cu", "-o", "bad"], cwd=tmp_path)
+    assert "undefined_name" in exc.value.message
+    with pytest.raises(BuildError, match="nvcc refused the command line"):
+        build_instrumented(["nothere.cu", "--no-such-flag", "-o", "x"], cwd=tmp_path)
+    with pytest.raises(BuildError, match="no readable tuiprof metadata"):
+        load_whole_program(tmp_path / "bad")
+
+
+@pytest.fixture(scope="module")
+def selftest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runtime's file code compiled without CUDA (TUIPROF_RT_SELFTEST)."""
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("g++ is not installed")
+    exe = tmp_path_factory.mktemp("rt") / "rt_selftest"
+    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", "-DTUIPROF_RT_SELFTEST", str(RUNTIME_SOURCE),
+                    "-o", str(exe)], check=True, capture_output=True, timeout=300)
+    return exe
+
+
+def test_runtime_writes_what_tuiprof_reads(selftest: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.tprec"
+    subprocess.run([str(selftest), "write", str(out)], check=True, timeout=60)
+    assert not Path(str(out) + ".part").exists()
+    [launch] = read_record_file(out)
+    assert (launch.index, launch.kernel, launch.grid, launch.block, launch.dynamic_shared) == \
+        (2, "_Z6kernelPf", (3, 1, 1), (40, 1, 1), 128)
+    assert (launch.cta_lo, launch.cta_hi, launch.elapsed_ns) == (1, 2, 4242)
+    rec = launch.records()
+    assert rec.warp_offsets.tolist() == [0, 1, 1] and rec.site.tolist() == [3] and rec.mask.tolist() == [3]
+    assert rec.addr[0, :3].tolist() == [0x1000, 0x1008, 0]
+    c = cta_records(launch.cta, 3)
+    assert c.sm.tolist() == [7, 8, 9] and c.start.tolist() == [0, 2, 1] and c.end.tolist() == [10, 20, 15]
+
+
+def test_runtime_reads_the_counting_runs_file(selftest: Path, tmp_path: Path) -> None:
+    """The recording run takes its regions from the counting run's file: whole grid, sliced to
+    the snapshot CTAs."""
+    import struct
+
+    counts = np.arange(10, 22, dtype=np.uint64)  # 4 CTAs x 3 warps
+    head = struct.pack("<IIQ3I3IQQQQQQQQ", 0x4C41554E, 3, 0, 4, 1, 1, 96, 1, 1, 0, 0, 4, 12, 0, 0, 0, 0)
+    body = np.zeros(13, np.uint64).tobytes() + counts.tobytes()
+    f = tmp_path / "count.tprec"
+    f.write_bytes(RECORD_MAGIC + head + b"_Z1" + body)
+    r = subprocess.run([str(selftest), "counts", str(f), "_Z1", "3", "1", "3"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and [int(v) for v in r.stdout.split()] == counts[3:9].tolist()
+    r = subprocess.run([str(selftest), "counts", str(f), "other", "3", "1", "3"], capture_output=True, timeout=60)
+    assert r.returncode == 1  # another kernel's counts are never used
+    r = subprocess.run([str(selftest), "counts", str(f), "_Z1", "3", "1", "5"], capture_output=True, timeout=60)
+    assert r.returncode == 1  # CTAs past the counted grid
+
+
+def _fake_program(tmp_path: Path) -> WholeProgram:
+    from tuiprof.build.wholeprog import ModuleMeta
+
+    mods = (ModuleMeta(0, "/src/a.cu", "m0.ptx", "sm_80", (), ("_Z4spmvPfi", "_Z3addIfEvPT_", "_Z3addIiEvPT_"), {}),)
+    return WholeProgram(tmp_path / "app", tmp_path / "app.tuiprof", mods, ())
+
+
+def test_resolve_kernel(tmp_path: Path) -> None:
+    from tuiprof.collect.program_run import resolve_kernel
+
+    prog = _fake_program(tmp_path)
+    assert resolve_kernel(prog, None) is None
+    assert resolve_kernel(prog, "_Z4spmvPfi") == "_Z4spmvPfi"
+    assert resolve_kernel(prog, "spmv") == "_Z4spmvPfi"
+    assert resolve_kernel(prog, "void add<int>(int*)") == "_Z3addIiEvPT_"
+    with pytest.raises(TuiprofError, match="ambiguous"):
+        resolve_kernel(prog, "add")
+    with pytest.raises(TuiprofError, match="no kernel 'gemm'"):
+        resolve_kernel(prog, "gemm")
+
+
+def test_program_exit_and_missing_records(tmp_path: Path) -> None:
+    from tuiprof.collect.program_run import ProgramError, _one_launch, run_program
+
+    script = tmp_path / "prog.sh"
+    script.write_text("#!/bin/sh\necho \"args: $*\"\nexit 3\n")
+    script.chmod(0o755)
+    assert run_program(script, ["a", "b"], dict(os.environ), timeout=60) == 3
+    with pytest.raises(ProgramError, match="prog exited with status 3 before the chosen launch was recorded"):
+        _one_launch(tmp_path / "none.tprec", 3, "counting", "prog")
+    with pytest.raises(ProgramError, match="was killed by SIGSEGV"):
+        _one_launch(tmp_path / "none.tprec", -11, "counting", "prog")
+    with pytest.raises(ProgramError, match="never made the chosen launch"):
+        _one_launch(tmp_path / "none.tprec", 0, "recording", "prog")
+    (tmp_path / "bad.tprec").write_bytes(b"nonsense")
+    with pytest.raises(ProgramError, match="counting run: .* is not a tuiprof record file"):
+        _one_launch(tmp_path / "bad.tprec", 0, "counting", "prog")
+    hang = tmp_path / "hang.sh"
+    hang.write_text("#!/bin/sh\nsleep 30 & sleep 30\n")
+    hang.chmod(0o755)
+    with pytest.raises(ProgramError, match="ran longer than 0.5 s"):
+        run_program(hang, [], dict(os.environ), timeout=0.5)
+
+
+def test_collect_program_without_gpu_is_one_clear_error(tmp_path: Path) -> None:
+    from tuiprof.arch import load_arch
+    from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+    from tuiprof.collect.program_run import collect_program
+
+    if gpu_problem() is None:
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(GpuUnavailable, match="profiling app needs an NVIDIA GPU") as exc:
+        collect_program(_fake_program(tmp_path), [], arch=load_arch("a100"))
+    assert "emulator" in exc.value.hint
+
+
+def test_profile_sources_without_gpu(tmp_path: Path) -> None:
+    from tuiprof.arch import load_arch
+    from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+    from tuiprof.collect.program_run import profile_sources
+
+    if gpu_problem() is None:
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(GpuUnavailable, match="profiling a whole program needs an NVIDIA GPU"):
+        profile_sources(["nvcc", "app.cu", "-o", "app"], [], arch=load_arch("a100"), cwd=tmp_path)

@@ -1,0 +1,420 @@
+"""Instrumented whole programs: nvcc's own build, replayed with probes put into the PTX.
+
+``nvcc -dryrun -keep -keep-dir D ARGS`` prints every step nvcc would run (``#$`` lines: the
+environment, then host preprocessing, cudafe++, cicc, ptxas, fatbinary, the host compile, nvlink
+and the final link). `build_instrumented` runs those steps itself, and right after each ``cicc``
+step (which writes ``D/<name>.ptx``) instruments that PTX in place (`tuiprof.ptx.instrument`,
+one module tag per cicc step), so that ptxas and the fatbinary's embedded JIT PTX both take the
+instrumented module. The final host link gets the host runtime (``collect/runtime/tuiprof_rt.cpp``,
+compiled on first use and cached) and ``-Wl,--wrap`` for the three launch entry points. The build
+leaves beside the binary a folder ``<binary>.tuiprof/`` with ``meta.json`` (per module: tag, the
+source it came from, its site table, kernels and their uninstrumented resources) and each
+module's original PTX (for the StaticOp table and the source mapping).
+
+What this does not do (yet), said in the README: ``-c``/``-ptx``/``-cubin`` builds (nothing to
+link the runtime into), NVRTC-only machines (a toolkit's nvcc is needed), launches through
+``cudaLaunchKernelEx``/CUDA graphs/driver-API modules (not wrapped). Device functions called
+across translation units with ``-rdc`` are recorded with their own module's tag, and
+`linked_module` gives the StaticOp table that covers them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from tuiprof.build.compilers import _kill_group, parse_ptxas_report
+from tuiprof.build.program import KernelResources
+from tuiprof.build.toolchain import find_nvcc
+from tuiprof.errors import BuildError
+from tuiprof.ptx.instrument import Site, instrument
+from tuiprof.ptx.model import Module, PtxError, SourceLoc
+from tuiprof.resources import user_cache_dir
+
+WRAP_FLAGS = ("-Wl,--wrap=__cudaLaunchKernel", "-Wl,--wrap=__cudaLaunchKernel_ptsz", "-Wl,--wrap=cudaLaunchKernel")
+"""Linker flags that route every kernel launch through the host runtime."""
+RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "collect" / "runtime" / "tuiprof_rt.cpp"
+META_VERSION = 1
+NOT_LINKING = {"-c": "compiles without linking", "--compile": "compiles without linking",
+               "-ptx": "stops at PTX", "--ptx": "stops at PTX", "-cubin": "stops at a cubin",
+               "--cubin": "stops at a cubin", "-fatbin": "stops at a fatbinary", "--fatbin": "stops at a fatbinary",
+               "-E": "only preprocesses", "--preprocess": "only preprocesses", "-dryrun": "runs nothing",
+               "--dryrun": "runs nothing", "-lib": "builds a library", "--lib": "builds a library",
+               "-dlink": "only device-links", "--device-link": "only device-links"}
+DEFAULT_TIMEOUT = 900.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ``#$`` line of ``nvcc -dryrun``: a shell command, the PTX it writes when it is a cicc
+    step, whether it is the final host link."""
+
+    command: str
+    ptx: str | None = None
+    source: str | None = None
+    final_link: bool = False
+
+
+@dataclass(frozen=True)
+class Dryrun:
+    """nvcc's plan: its environment assignments and its steps, in order."""
+
+    environment: tuple[tuple[str, str], ...]
+    steps: tuple[Step, ...]
+
+
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_CICC_OUT = re.compile(r"cicc\"?\s.*\s-o\s+\"([^\"]+\.ptx)\"\s*$")
+_ORIG_SRC = re.compile(r"--orig_src_path_name\s+\"([^\"]+)\"")
+_LINKER = re.compile(r"^\"?\S*(g\+\+|gcc|clang\+\+|clang|c\+\+|cl(?:\.exe)?)\"?\s")
+
+
+def parse_dryrun(text: str) -> Dryrun:
+    """The ``#$`` lines of nvcc's -dryrun output as environment assignments and steps; the last
+    compiler-driver line that is not a compile (``-c``/``-E``) is the final host link."""
+    env: list[tuple[str, str]] = []
+    steps: list[Step] = []
+    for raw in text.splitlines():
+        if not raw.startswith("#$ "):
+            continue
+        line = raw[3:].strip()
+        m = _ASSIGN.match(line)
+        if m and not line.startswith(("\"", "'")) and " " not in m.group(1):
+            env.append((m.group(1), m.group(2)))
+            continue
+        ptx = _CICC_OUT.search(line)
+        src = _ORIG_SRC.search(line)
+        steps.append(Step(line, ptx.group(1) if ptx else None, src.group(1) if (ptx and src) else None))
+    for i in range(len(steps) - 1, -1, -1):
+        s = steps[i].command
+        if _LINKER.match(s) and " -c " not in f" {s} " and " -E " not in f" {s} ":
+            steps[i] = Step(s, final_link=True)
+            break
+    return Dryrun(tuple(env), tuple(steps))
+
+
+def _script_prefix(dry: Dryrun) -> str:
+    """Shell lines that recreate nvcc's environment. Its printed values are already expanded and
+    not always valid shell (``SYSTEM_INCLUDES="-isystem" "/path"``), so each is one quoted word."""
+    return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in dry.environment)
+
+
+# --------------------------------------------------------------------------- the host runtime
+
+
+def runtime_object(cxx: str = "g++", include_dirs: Sequence[str] = (), timeout: float = 300.0) -> Path:
+    """The host runtime compiled to an object file, cached per source, compiler and include folders
+    in the user cache (compiled on first use)."""
+    source = RUNTIME_SOURCE.read_bytes()
+    compiler = shutil.which(cxx) or cxx
+    key = hashlib.sha256(source + b"\0" + compiler.encode() + b"\0" + "\0".join(include_dirs).encode()).hexdigest()[:20]
+    folder = user_cache_dir() / "runtime"
+    obj = folder / f"tuiprof_rt-{key}.o"
+    if obj.is_file():
+        return obj
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        out = Path(tmp) / "rt.o"
+        cmd = [compiler, "-std=c++17", "-O2", "-fPIC", "-c", str(RUNTIME_SOURCE), "-o", str(out),
+               *(f"-I{d}" for d in include_dirs)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, errors="replace")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BuildError(f"cannot compile tuiprof's host runtime with {cxx}: {exc}",
+                             "a C++17 compiler (the one nvcc uses) is needed for whole programs") from None
+        if r.returncode != 0:
+            raise BuildError(f"tuiprof's host runtime does not compile with {cxx}:\n{(r.stdout + r.stderr)[-2000:]}",
+                             "check the CUDA toolkit's headers (cuda.h, cuda_runtime.h) are installed")
+        os.replace(out, obj)
+    return obj
+
+
+def _include_dirs(dry: Dryrun) -> list[str]:
+    """The CUDA include folders nvcc passes (``-I...``/``-isystem ...`` of its INCLUDES)."""
+    out: list[str] = []
+    for name, value in dry.environment:
+        if name in ("INCLUDES", "SYSTEM_INCLUDES"):
+            words = shlex.split(value)
+            for i, w in enumerate(words):
+                if w.startswith("-I") and len(w) > 2:
+                    out.append(w[2:])
+                elif w == "-isystem" and i + 1 < len(words):
+                    out.append(words[i + 1])
+    return out
+
+
+def _host_compiler(dry: Dryrun) -> str:
+    link = next((s.command for s in dry.steps if s.final_link), "")
+    word = shlex.split(link)[0] if link else "g++"
+    return "g++" if word.endswith("gcc") else word
+
+
+# --------------------------------------------------------------------------- the build
+
+
+@dataclass(frozen=True)
+class ModuleMeta:
+    """One instrumented PTX module of a whole program."""
+
+    tag: int
+    source: str
+    """The .cu file it was compiled from (absolute)."""
+    ptx: str
+    """File name (in the program's metadata folder) of its original, uninstrumented PTX."""
+    target: str
+    sites: tuple[Site, ...]
+    kernels: tuple[str, ...]
+    resources: dict[str, KernelResources]
+
+
+@dataclass(frozen=True)
+class WholeProgram:
+    """An instrumented binary and what tuiprof needs to decode its records."""
+
+    binary: Path
+    folder: Path
+    modules: tuple[ModuleMeta, ...]
+    nvcc_args: tuple[str, ...]
+
+    def module_with(self, kernel: str) -> ModuleMeta:
+        """The module defining `kernel` (a PTX symbol); the first when several archs define it."""
+        for m in self.modules:
+            if kernel in m.kernels:
+                return m
+        raise BuildError(f"no instrumented module defines kernel {kernel}",
+                         "the kernel comes from a library tuiprof did not compile; profile one of the program's own")
+
+    def module_by_tag(self, tag: int) -> ModuleMeta:
+        for m in self.modules:
+            if m.tag == tag:
+                return m
+        raise BuildError(f"no module with tag {tag} in {self.folder}", "rebuild the program with `tuiprof build`")
+
+    def ptx_text(self, module: ModuleMeta) -> str:
+        return (self.folder / module.ptx).read_text()
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for m in self.modules:
+            for k in m.kernels:
+                seen.setdefault(k, None)
+        return tuple(seen)
+
+
+def check_args(args: Sequence[str]) -> None:
+    """Refuse nvcc arguments that do not make a linked program (one clear message each)."""
+    for a in args:
+        if a in NOT_LINKING:
+            raise BuildError(f"nvcc {a} {NOT_LINKING[a]}; tuiprof needs a linked program to run",
+                             "give the nvcc command line that builds the executable (sources and -o)")
+    if not any(a.endswith((".cu", ".o", ".obj", ".a", ".cpp", ".cc", ".cxx")) for a in args):
+        raise BuildError("no source file on the nvcc command line", "for example: tuiprof build app.cu -o app.instr")
+
+
+def _output_of(args: list[str]) -> tuple[list[str], Path | None]:
+    """The nvcc arguments without -o, and the -o path (None when absent)."""
+    out: Path | None = None
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-o", "--output-file") and i + 1 < len(args):
+            out = Path(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("--output-file="):
+            out = Path(a.split("=", 1)[1])
+        elif a.startswith("-o") and len(a) > 2 and not a.startswith("-opt"):
+            out = Path(a[2:])
+        else:
+            rest.append(a)
+        i += 1
+    return rest, out
+
+
+def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | None = None, *,
+                       cwd: str | os.PathLike[str] | None = None, nvcc: str | None = None,
+                       timeout: float = DEFAULT_TIMEOUT) -> WholeProgram:
+    """Build the program nvcc `args` describe (sources, flags, optionally ``-o``), instrumented;
+    `output` overrides ``-o`` (default ``a.out`` as nvcc's). ``-lineinfo`` is added when missing.
+    Raises BuildError naming the failing step with its output."""
+    args = list(args)
+    check_args(args)
+    rest, out = _output_of(args)
+    binary = Path(output) if output is not None else (out or Path("a.out"))
+    workdir = Path(cwd) if cwd is not None else Path.cwd()
+    binary = binary if binary.is_absolute() else workdir / binary
+    if "-lineinfo" not in rest and "--generate-line-info" not in rest and "-G" not in rest:
+        rest.append("-lineinfo")
+    nvcc_path = nvcc or (str(find_nvcc()) if find_nvcc() else None)
+    if nvcc_path is None:
+        raise BuildError("whole programs need nvcc (a CUDA toolkit), and none was found",
+                         "install the CUDA toolkit, or set CUDA_HOME; kernel files with a launch script work with NVRTC")
+    folder = binary.with_name(binary.name + ".tuiprof")
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    keep = folder / "build"
+    keep.mkdir()
+    dry_cmd = [nvcc_path, "-dryrun", "-keep", "-keep-dir", str(keep), *rest, "-o", str(binary)]
+    r = _run(dry_cmd, workdir, timeout, "nvcc -dryrun")
+    if r.returncode != 0:
+        raise BuildError(f"nvcc refused the command line:\n{_tail(r.stdout + r.stderr)}", "fix the nvcc arguments")
+    dry = parse_dryrun(r.stdout + "\n" + r.stderr)
+    if not any(s.final_link for s in dry.steps):
+        raise BuildError("nvcc's plan has no final link step", "give the command line that builds the executable")
+    if not any(s.ptx for s in dry.steps):
+        raise BuildError("nvcc's plan compiles no device code (no cicc step)",
+                         "tuiprof instruments CUDA sources (.cu); the program has none")
+    prefix = _script_prefix(dry)
+    rt = runtime_object(_host_compiler(dry), _include_dirs(dry))
+    modules: list[ModuleMeta] = []
+    for step in dry.steps:
+        command = step.command
+        if command.startswith("rm "):
+            command = "rm -f " + command[3:]
+        if step.final_link:
+            command = f"{command} {shlex.quote(str(rt))} {' '.join(WRAP_FLAGS)}"
+        res = _run(["bash", "-c", prefix + command], workdir, timeout, command.split()[0])
+        if res.returncode != 0:
+            what = shlex.split(command)[0] if command else "?"
+            raise BuildError(f"the instrumented build failed at {os.path.basename(what.strip(chr(34)))}:\n"
+                             f"{_tail(res.stdout + res.stderr)}",
+                             "the same command line builds with plain nvcc? then please report it with the output")
+        if step.ptx:
+            modules.append(_instrument_file(Path(step.ptx) if Path(step.ptx).is_absolute() else workdir / step.ptx,
+                                            len(modules), step.source or "", folder))
+    meta = [_module_json(_measure_resources(m, folder, nvcc_path, workdir, timeout)) for m in modules]
+    (folder / "meta.json").write_text(json.dumps({"version": META_VERSION, "binary": binary.name,
+                                                  "nvcc_args": rest, "modules": meta}, indent=1))
+    shutil.rmtree(keep, ignore_errors=True)
+    return load_whole_program(binary)
+
+
+def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path) -> ModuleMeta:
+    text = ptx_path.read_text()
+    try:
+        result = instrument(text, tag=tag)
+    except PtxError as exc:
+        raise BuildError(f"cannot instrument the PTX of {source or ptx_path.name}: {exc.message}", exc.hint) from None
+    name = f"m{tag}.ptx"
+    (folder / name).write_text(text)
+    ptx_path.write_text(result.ptx)
+    target = re.search(r"^\.target\s+(\S+)", text, re.M)
+    return ModuleMeta(tag, source, name, target.group(1).rstrip(",") if target else "", result.sites,
+                      result.kernels, {})
+
+
+def _measure_resources(m: ModuleMeta, folder: Path, nvcc_path: str, cwd: Path, timeout: float) -> ModuleMeta:
+    """The uninstrumented kernels' registers, shared and local memory (``ptxas -v``)."""
+    if not m.kernels:
+        return m
+    ptxas = Path(nvcc_path).with_name("ptxas")
+    arch = m.target if m.target.startswith("sm_") else "sm_75"
+    cubin = folder / "resources.cubin"
+    r = _run([str(ptxas), "-v", f"-arch={arch}", str(folder / m.ptx), "-o", str(cubin)], cwd, timeout, "ptxas")
+    cubin.unlink(missing_ok=True)
+    report = parse_ptxas_report(r.stdout + r.stderr) if r.returncode == 0 else {}
+    res = {k: KernelResources(*report[k], 0) for k in m.kernels if k in report}
+    return ModuleMeta(m.tag, m.source, m.ptx, m.target, m.sites, m.kernels, res)
+
+
+def _module_json(m: ModuleMeta) -> dict[str, object]:
+    return {"tag": m.tag, "source": m.source, "ptx": m.ptx, "target": m.target,
+            "sites": [[s.function, s.index, s.part] for s in m.sites], "kernels": list(m.kernels),
+            "resources": {k: [r.registers_per_thread, r.static_shared, r.local_bytes_per_thread, r.const_bytes]
+                          for k, r in m.resources.items()}}
+
+
+def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
+    """The metadata `tuiprof build` left beside `binary`; BuildError when it is missing or damaged."""
+    path = Path(binary)
+    folder = path.with_name(path.name + ".tuiprof")
+    try:
+        data = json.loads((folder / "meta.json").read_text())
+        if data.get("version") != META_VERSION:
+            raise ValueError("version")
+        modules = tuple(ModuleMeta(
+            tag=int(m["tag"]), source=str(m["source"]), ptx=str(m["ptx"]), target=str(m["target"]),
+            sites=tuple(Site(str(f), int(i), int(p)) for f, i, p in m["sites"]),
+            kernels=tuple(str(k) for k in m["kernels"]),
+            resources={str(k): KernelResources(*(int(x) for x in v)) for k, v in m["resources"].items()})
+            for m in data["modules"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BuildError(f"{path} has no readable tuiprof metadata ({folder}/meta.json: {exc})",
+                         "build it with `tuiprof build ... -o BINARY`") from None
+    return WholeProgram(path, folder, modules, tuple(str(a) for a in data.get("nvcc_args", [])))
+
+
+FILE_STRIDE = 1000
+"""Another module's ``.file`` numbers are shifted by tag x FILE_STRIDE in a linked module."""
+
+
+def linked_module(prog: WholeProgram, main: ModuleMeta) -> tuple[Module, dict[int, tuple[Site, ...]]]:
+    """`main`'s PTX module with the bodies of the device functions it only declares taken from
+    the program's other modules (``-rdc`` programs call across translation units), their
+    ``.file`` numbers shifted apart; and the site tables of the modules that lent a body, by tag.
+    `tuiprof.ptx.ops.static_ops` on it gives ops for the borrowed functions too."""
+    from tuiprof.ptx import parse_module
+
+    base = parse_module(prog.ptx_text(main))
+    functions = dict(base.functions)
+    files = dict(base.files)
+    lent: dict[int, tuple[Site, ...]] = {}
+    missing = {n for n, f in functions.items() if not f.has_body}
+    for other in prog.modules:
+        if other.tag == main.tag or not missing or other.target != main.target:
+            continue
+        mod = parse_module(prog.ptx_text(other))
+        shift = FILE_STRIDE * other.tag
+        for name in sorted(missing):
+            fn = mod.functions.get(name)
+            if fn is None or not fn.has_body:
+                continue
+            functions[name] = dataclasses.replace(fn, instructions=tuple(
+                dataclasses.replace(i, loc=_shift_loc(i.loc, shift)) for i in fn.instructions))
+            missing.discard(name)
+            lent[other.tag] = other.sites
+            files.update({k + shift: v for k, v in mod.files.items()})
+    return dataclasses.replace(base, functions=functions, files=files), lent
+
+
+def _shift_loc(loc: SourceLoc | None, shift: int) -> SourceLoc | None:
+    if loc is None:
+        return None
+    return dataclasses.replace(loc, file=loc.file + shift, inlined_at=_shift_loc(loc.inlined_at, shift))
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float, what: str) -> subprocess.CompletedProcess[str]:
+    """Run a build step in its own process group (a timeout ends its children too)."""
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror}", "check the CUDA toolkit installation") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)  # type: ignore[arg-type]
+        raise BuildError(f"{what} took longer than {timeout:g} s", "check that the build is not stuck") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _tail(text: str, limit: int = 3000) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+__all__ = ["Dryrun", "ModuleMeta", "Step", "WRAP_FLAGS", "WholeProgram", "build_instrumented", "check_args",
+           "linked_module", "load_whole_program", "parse_dryrun", "runtime_object"]

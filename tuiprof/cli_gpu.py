@@ -1,0 +1,204 @@
+"""The GPU commands of the `tuiprof` CLI: ``build``, ``calibrate``, ``validate``, and the
+``--backend`` / ``--cuda`` options of kernel-file targets. `tuiprof.cli` registers them with
+`add_commands`; nothing heavy is imported until a command runs.
+
+Without a GPU, every command that needs one says so in one message that points at the emulator
+(``--backend emu``) and exits with status 2; ``tuiprof build`` needs no GPU (only nvcc).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable
+
+BACKENDS = ("auto", "gpu", "emu")
+CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
+
+
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    """``--backend`` and ``--cuda`` for a kernel-file target (`choose_backend` reads them)."""
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
+                   help="collect on the GPU or in the emulator; auto: the GPU when one is usable (default auto)")
+    p.add_argument("--cuda", choices=CUDA_LIBRARIES, default="cuda-bindings",
+                   help="the Python CUDA library for --backend gpu (default cuda-bindings; pycuda if installed)")
+
+
+def choose_backend(args: argparse.Namespace) -> str:
+    """``"gpu"`` or ``"emu"``: what ``--backend`` asks for, auto meaning the GPU when usable.
+    ``--backend gpu`` without a usable GPU raises GpuUnavailable (exit 2, pointing at emu)."""
+    from tuiprof.collect.gpu import gpu_problem, require_gpu
+
+    backend = getattr(args, "backend", "auto")
+    cuda = getattr(args, "cuda", "cuda-bindings")
+    if backend == "emu":
+        return "emu"
+    if backend == "gpu":
+        require_gpu("--backend gpu", cuda)
+        return "gpu"
+    return "gpu" if gpu_problem(cuda) is None else "emu"
+
+
+def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], None],
+                 add_collect_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the subcommands to `sub` (the CLI's subparsers; `add_run_options` and
+    `add_collect_options` are the CLI's own option groups); `run` dispatches to them."""
+    p = sub.add_parser("build", help="build a CUDA program instrumented for tuiprof (needs nvcc, not a GPU)",
+                       description="Build the program an nvcc command line describes, with tuiprof's probes and host "
+                       "runtime: `tuiprof build app.cu -o app.instr -arch=sm_80` (any nvcc arguments). The "
+                       "binary runs as the plain one until tuiprof profiles it.")
+    p.add_argument("nvcc_args", nargs=argparse.REMAINDER, metavar="NVCC_ARGS",
+                   help="the nvcc command line without `nvcc`: sources, flags, -o OUTPUT (put `--` first when it "
+                   "starts with a flag)")
+
+    p = sub.add_parser("calibrate", help="measure the GPU at hand (latencies, cache sizes) into --arch calibrated")
+    p.add_argument("--cuda", choices=CUDA_LIBRARIES, default="cuda-bindings", help="Python CUDA library (default cuda-bindings)")
+    p.add_argument("--quick", action="store_true", help="fewer sweep points (about a minute)")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write the TOML (default: the user's config folder, "
+                   "which --arch calibrated reads)")
+
+    p = sub.add_parser("validate", help="compare the prediction with Nsight Compute (ncu) on the GPU",
+                       description="Record TARGET on the GPU, measure the same launch with ncu (caches flushed), "
+                       "store the measurements in the trace and print predicted against measured hit ratios.")
+    p.add_argument("target", metavar="TARGET", help="a kernel file (.cu, with a launch script) or a program built by "
+                   "`tuiprof build`")
+    p.add_argument("program_args", nargs="*", metavar="ARG", help="the program's arguments (after --)")
+    p.add_argument("--cuda", choices=CUDA_LIBRARIES, default="cuda-bindings", help="Python CUDA library")
+    p.add_argument("--trace", metavar="FILE", help="where to save the trace with the measurements "
+                   "(default: TARGET's name with .tptrace, in the current folder)")
+    add_run_options(p)
+    add_collect_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The handler of ``build``, ``calibrate`` and ``validate``."""
+    return {"build": cmd_build, "calibrate": cmd_calibrate, "validate": cmd_validate}[args.command](args)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from tuiprof.build.wholeprog import build_instrumented
+    from tuiprof.errors import UsageError
+
+    nvcc_args = [a for a in args.nvcc_args if a != "--"]
+    if not nvcc_args:
+        raise UsageError("tuiprof build needs an nvcc command line", "for example: tuiprof build app.cu -o app.instr")
+    prog = build_instrumented(nvcc_args)
+    sites = sum(len(m.sites) for m in prog.modules)
+    print(f"built {prog.binary} ({len(prog.modules)} PTX module(s), {len(prog.kernels)} kernel(s), {sites} probed "
+          f"accesses); it runs as the plain program until tuiprof profiles it")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import sys
+
+    from tuiprof.arch.calibrate import calibrate
+
+    def say(text: str) -> None:
+        print(f"  {text}...", file=sys.stderr, flush=True)
+
+    path, arch, m = calibrate(args.cuda, args.quick, Path(args.output) if args.output else None, say)
+    print(f"{m.gpu}: t1 {m.t1:.0f}, t2 {m.t2:.0f}, DRAM {m.dram:.0f} cycles; L1 {arch.l1.size >> 10} KiB, "
+          f"L2 {arch.l2.size >> 20} MiB, sector {m.sector} B, line {arch.l1.line} B"
+          + ("" if m.line_measured else " (preset: no clean line-size staircase)"))
+    print(f"wrote {path}; use it with --arch calibrated")
+    return 0
+
+
+def _arch_for(args: argparse.Namespace, cc: tuple[int, int]) -> Any:
+    from tuiprof.arch.calibrate import base_preset, calibrated_path
+    from tuiprof.arch.presets import load_arch, parse_overrides
+
+    overrides = parse_overrides(args.overrides)
+    if args.arch:
+        return load_arch(args.arch, overrides)
+    if calibrated_path().is_file():
+        return load_arch("calibrated", overrides)
+    return load_arch(base_preset(cc), overrides)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Record TARGET on the GPU, measure it with ncu, save the trace with the measurements,
+    simulate it and print the comparison."""
+    import dataclasses
+    import tempfile
+
+    from tuiprof.cli import run_config
+    from tuiprof.collect.gpu import _open_driver, require_gpu
+    from tuiprof.session import Session
+    from tuiprof.trace.io import save_trace
+    from tuiprof.validate import (NCU_HINT, ValidateError, compare, find_ncu, measured_values, ncu_command,
+                                  parse_ncu_csv, render, run_ncu)
+
+    require_gpu("tuiprof validate", args.cuda, hint="validation measures the kernel on the GPU with Nsight Compute; "
+                "without a GPU, `tuiprof TARGET --backend emu` still predicts (nothing to compare with)")
+    ncu = find_ncu()
+    if ncu is None:
+        raise ValidateError("tuiprof validate needs Nsight Compute's ncu, which is not on PATH", NCU_HINT)
+    drv = _open_driver(args.cuda)
+    cc = drv.info.compute_capability
+    drv.close()
+    arch = _arch_for(args, cc)
+    target = Path(args.target)
+    if target.suffix == ".cu":
+        trace, program_cmd, kernel = _record_kernel_file(args, target, arch, cc)
+    else:
+        trace, program_cmd, kernel = _record_program(args, target, arch)
+    with tempfile.TemporaryDirectory(prefix="tuiprof-ncu-") as tmp:
+        text = run_ncu(ncu_command(ncu, program_cmd, kernel=kernel, launch_index=args.launch_index,
+                                   log=Path(tmp) / "ncu.csv"))
+    launches = parse_ncu_csv(text)
+    if not launches:
+        raise ValidateError("ncu profiled no launch", "check --kernel and --launch-index")
+    measured = measured_values(launches[0])
+    prov = dataclasses.replace(trace.provenance, measured={**trace.provenance.measured, **measured})
+    trace = dataclasses.replace(trace, provenance=prov)
+    out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
+    save_trace(trace, out)
+    session = Session(trace, run_config(args), out)
+    analysis = session.run()
+    print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
+          f"({analysis.trials} trials); trace with the measurements: {out}")
+    print(render(compare(analysis, measured)), end="")
+    return 0
+
+
+def _record_kernel_file(args: argparse.Namespace, source: Path, arch: Any,
+                        cc: tuple[int, int]) -> tuple[Any, list[str], str | None]:
+    from tuiprof.build import build_program
+    from tuiprof.collect.gpu import record_kernel_file
+    from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
+    from tuiprof.validate import plain_command
+
+    script_path = Path(args.launch) if args.launch else find_launch_script(source)
+    if script_path is None:
+        raise LaunchScriptError(f"no launch script for {source}",
+                                "give one with --launch, or write one with `tuiprof init KERNEL.cu`")
+    run = record_kernel_file(source, read_launch_script(script_path), arch=arch, kernel=args.kernel,
+                             launch_index=args.launch_index, snapshot_ctas=args.snapshot,
+                             snapshot_start=args.snapshot_start, flags=args.cflags, compiler=args.compiler,
+                             cuda=args.cuda)
+    program = build_program(source, compute_capability=cc, flags=args.cflags, compiler=args.compiler)  # cached
+    kernel = program.kernel(args.kernel).name if args.kernel else None
+    cmd = plain_command(str(source.resolve()), str(script_path.resolve()), cc, program.flags,
+                        program.compiler.split()[0], args.cuda)
+    return run.trace, cmd, kernel
+
+
+def _record_program(args: argparse.Namespace, binary: Path, arch: Any) -> tuple[Any, list[str], str | None]:
+    from tuiprof.build.wholeprog import load_whole_program
+    from tuiprof.collect.program_run import collect_program, resolve_kernel
+    from tuiprof.validate import plain_binary
+
+    prog = load_whole_program(binary.resolve())
+    run = collect_program(prog, args.program_args, arch=arch, kernel=args.kernel, launch_index=args.launch_index,
+                          snapshot_ctas=args.snapshot, snapshot_start=args.snapshot_start)
+    for note in run.notes:
+        print(f"note: {note}")
+    plain = plain_binary(prog.nvcc_args, prog.binary, Path.cwd())
+    return run.trace, [str(plain), *args.program_args], resolve_kernel(prog, args.kernel)
+
+
+COMMANDS = ("build", "calibrate", "validate")
+
+__all__ = ["BACKENDS", "COMMANDS", "add_backend_options", "add_commands", "choose_backend", "run"]
