@@ -43,7 +43,10 @@ async def test_reruns_cancelled_mid_run_are_all_collected() -> None:
     pytest.importorskip("textual")
     from tuiprof.tui.app import TuiprofApp
 
-    app = TuiprofApp(DEMO, CONFIG, show_timing=False)
+    # Enough trials that each run is still streaming when the next r comes (a trial of the demo
+    # takes milliseconds with the fast replay kernel).
+    long_runs = dataclasses.replace(CONFIG, trials=100_000, tolerance=None)
+    app = TuiprofApp(DEMO, long_runs, show_timing=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.phase == "running" and app.trials_done >= 1, 180)
         refs: list[weakref.ref] = []
