@@ -128,7 +128,7 @@ def test_ncu_command(tmp_path: Path) -> None:
 
 
 def _est(mean: float, lo: float, hi: float) -> Estimate:
-    return Estimate(mean=mean, std=0.01, lo=lo, hi=hi, stderr=0.001, n=64)
+    return Estimate(mean=mean, std=0.01, spread_lo=lo, spread_hi=hi, ci_lo=mean, ci_hi=mean, stderr=0.001, n=64)
 
 
 def _op(i: int, kind: str, space: str) -> StaticOp:

@@ -339,6 +339,8 @@ def test_demo_ops_point_at_their_lines_and_match_synth(tmp_path) -> None:
             for o in ordered:
                 assert o.file == name and o.label and o.label in lines[o.line - 1], (tag, o)
                 assert lines[o.line - 1][o.column - 1:].startswith(o.label)  # the label's column
+            if kernel not in SYNTH:  # the newer demos have no synthetic model
+                continue
             want = synth_ops(kernel)
             assert [(o.kind, o.space, o.bytes, o.label) for o in ordered] == [
                 (w.kind, w.space, w.bytes, w.label) for w in want], (tag, kernel)

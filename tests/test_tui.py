@@ -338,7 +338,7 @@ def test_cli_once_and_not_a_tty_print_the_report() -> None:
         assert r.returncode == 2 and "unknown theme 'nope'" in r.stderr and "tuiprof-dark" in r.stderr
         assert r.stdout == "" and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "tuiprof", "kernel.cu"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "collector" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "no launch script" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_measured_value_is_a_dashed_marker() -> None:

@@ -168,7 +168,8 @@ def run_ncu(cmd: list[str], timeout: float | None = None) -> str:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One metric: the prediction (mean and 95% interval), the measurement, |prediction - measurement|."""
+    """One metric: the prediction (mean and the spread of trials, where one run may fall), the
+    measurement, |prediction - measurement|."""
 
     key: str
     predicted: float
@@ -203,7 +204,7 @@ def compare(analysis: Any, measured: dict[str, float]) -> list[Comparison]:
     for key, _ in HIT_RATES:
         est = analysis.headline.get(key)
         if key in measured and est is not None and est.mean == est.mean:
-            out.append(Comparison(key, float(est.mean), float(est.lo), float(est.hi), measured[key]))
+            out.append(Comparison(key, float(est.mean), float(est.spread_lo), float(est.spread_hi), measured[key]))
     spr = predicted_sectors_per_request(analysis)
     if "sectors_per_request" in measured and spr is not None:
         out.append(Comparison("sectors_per_request", spr, spr, spr, measured["sectors_per_request"]))

@@ -162,7 +162,7 @@ def test_honest_huge_trace_refused_before_it_is_read(tmp_path: Path) -> None:
     # Before: read and decoded until the memory cap stopped it. Now: refused from the header,
     # under the cap's budget (half of it).
     path = H.huge_trace(tmp_path / "huge.tptrace", 1 << 22)
-    hostile_run(tmp_path, path, "too large to load", "4,194,304 warp accesses", peak_mib=150)
+    hostile_run(tmp_path, path, "too large to load", "4,194,304 warp accesses", peak_mib=256)
 
 
 # --- item 8: messages in words -------------------------------------------------------------------
