@@ -116,8 +116,8 @@ class Run:
     launches: tuple[FakeLaunch, ...]
 
 
-def run_setup(name: str) -> Run:
-    dev = FakeDevice()
+def run_setup(name: str, device: Callable[[], FakeDevice] = FakeDevice) -> Run:
+    dev = device()
     out = load_script(name).setup(dev)
     assert isinstance(out, dict) and all(isinstance(v, np.ndarray) for v in out.values())
     return Run(tuple(dev.buffers), tuple(dev.launches))
@@ -181,6 +181,8 @@ class Case:
     shared: int = 0
     model: Callable[[], synth.Kernel] | None = None
     """The synthetic model whose allocations the script reproduces (None: no model yet)."""
+    device: Callable[[], FakeDevice] = FakeDevice
+    """The recording device its ``setup`` runs on (one that answers data-dependent loops)."""
 
 
 def _spmv(script: str, vectorized: bool, distribution: str, mean: int) -> Case:
@@ -227,7 +229,7 @@ CASES = [
          ((np.float32, 512 * 512),) * 5, shared=5 * 4 * 527),
     Case("bfs_launch.py", "bfs.cu", "bfs_expand", (128, 1, 1), (512, 1, 1),
          ((np.int32, 65537), (np.int32, None), (np.uint8, 65536), (np.uint8, 65536), (np.uint8, 65536),
-          (np.int32, 65536), (np.uint8, 1))),
+          (np.int32, 65536), (np.uint8, 1)), device=lambda: BfsLevelsDevice()),
 ]
 
 
@@ -247,7 +249,7 @@ def test_every_launch_script_and_source_is_covered() -> None:
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: c.script[:-3])
 def case_run(request: pytest.FixtureRequest) -> tuple[Case, Run]:
     case: Case = request.param
-    return case, run_setup(case.script)
+    return case, run_setup(case.script, case.device)
 
 
 def test_first_launch_is_the_demo_kernel(case_run: tuple[Case, Run]) -> None:
@@ -305,6 +307,7 @@ def test_shipped_traces_record_the_scripts_launch_and_addresses(case_run: tuple[
             launches = [x for x in launches if x.kernel == launches[0].kernel]
         chosen = launches[demo.launch_index]
         assert (trace.launch.kernel, trace.launch.grid, trace.launch.block) == (chosen.kernel, chosen.grid, chosen.block)
+        assert trace.provenance.generator["launches"] == len(run.launches), demo.name
         lanes = (trace.mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1
         glob = np.array([trace.ops[o].space == "global" for o in trace.op])
         addr = trace.addr[glob][lanes[glob].astype(bool)]
@@ -329,6 +332,28 @@ def test_arguments_match_the_ptx_entry(case_run: tuple[Case, Run], tmp_path_fact
 
 
 # ---- multi-launch script: BFS ---------------------------------------------------------------------
+
+class BfsLevelsDevice(FakeDevice):
+    """The recording device for bfs_launch.py: the one-byte ``over`` flag reads 1 ("a new node was
+    reached") until as many levels have run as the script's NumPy reference finds, so the script
+    launches what it launches on a device that runs the kernels: expand and update per level."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        script = load_script("bfs_launch.py")
+        self.levels = int(script.reference(script.inputs())["cost"].max()) + 1  # the last level reaches nothing
+
+    def from_device(self, buf: FakeBuffer) -> np.ndarray:
+        if buf.shape != (1,):
+            return super().from_device(buf)
+        ran = sum(launch.kernel == "bfs_expand" for launch in self.launches)
+        return np.full(1, ran < self.levels, buf.dtype)
+
+
+def test_bfs_levels_device_runs_the_references_levels() -> None:
+    """The reference's graph has 9 levels from node 0 (the script's docstring): 18 launches."""
+    run = run_setup("bfs_launch.py", BfsLevelsDevice)
+    assert [launch.kernel for launch in run.launches] == ["bfs_expand", "bfs_update"] * 9
 
 def test_bfs_runs_levels_until_no_node_is_reached() -> None:
     """On the recording device `over` stays 0, so one level (expand, update) runs; a device where
