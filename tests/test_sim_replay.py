@@ -166,3 +166,23 @@ def test_latencies_are_run_time_values_of_one_compiled_kernel() -> None:
     fast = assert_identical(t, what_if, mds=(2,), seeds=(4,))[0]
     slow = run_trial(prepare(t, base), base, 2, 4)
     assert not np.array_equal(fast.dram_batch_latencies, slow.dram_batch_latencies)
+
+
+
+def test_each_geometry_compiles_under_its_own_names() -> None:
+    """Numba names a compiled function's cache files and its environment after its qualified
+    name (the environment with a counter that restarts in every process). With one name for every
+    geometry, two geometries compiled by different processes carried the same environment name,
+    and a process that loaded both from the disk cache ran the second with the first one's
+    environment ('descr' is NULL). Each geometry's compiled kernel must have names of its own."""
+    from tuiprof.sim.replay import replay_kernel
+
+    t = load_trace(resolve_target("vecadd"))
+    names = []
+    for preset in ("gtx480", "gtx285", "v100"):
+        arch = load_arch(preset)
+        run_trial(prepare(t, arch), arch, 1, 3)
+        kernel = replay_kernel(Geometry.of(pack_arch(arch)))
+        names += [(cr.fndesc.qualname, cr.fndesc.env_name) for cr in kernel.overloads.values()]
+    assert len(names) == 3
+    assert len({q for q, _ in names}) == 3 and len({e for _, e in names}) == 3

@@ -45,8 +45,9 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Callable
 
 import numpy as np
@@ -136,6 +137,11 @@ class Geometry:
                    l2_lru=p[P_L2_LRU] != 0, channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
                    row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
                    l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES)
+
+    @property
+    def digest(self) -> str:
+        """A short name of these values, stable across processes (for the kernel's cache files)."""
+        return hashlib.sha1(repr(astuple(self)).encode()).hexdigest()[:12]
 
     @property
     def sub(self) -> int:
@@ -399,7 +405,6 @@ def _build(g: Geometry) -> Callable:
     QMAX = 2 * max(CPL1, CPL2) * TXMUL + 2
     MASK32 = 0xFFFFFFFF
 
-    @njit(**KERNEL)
     def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_line, req_id2, lines,
                lines2, n_ids2, n_ops, rt):
         S = rt[0]
@@ -788,7 +793,12 @@ def _build(g: Geometry) -> Callable:
                 lat_sum[oo] += lat * bop[oo]
         return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs
 
-    return replay
+    # One name per geometry: Numba names a compiled function's cache files and its environment
+    # after the qualified name (the environment with a per-process counter), so geometries that
+    # shared a name shared one cache index, and a process that loaded two entries compiled by
+    # different processes could get the first one's environment for the second ('descr' is NULL).
+    replay.__qualname__ = replay.__name__ = f"replay_{g.digest}"
+    return njit(**KERNEL)(replay)
 
 
 _KERNELS: dict[Geometry, Callable] = {}
