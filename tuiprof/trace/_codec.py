@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.jit import njit
+from tuiprof.jit import INLINE, KERNEL, njit
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(**INLINE)
 def _value(planes, idx):  # pragma: no cover - jitted
     """Signed little-endian integer number `idx` of a byte-plane array."""
     k = planes.shape[0]
@@ -26,7 +26,7 @@ def _value(planes, idx):  # pragma: no cover - jitted
     return v
 
 
-@njit(nogil=True, cache=True)
+@njit(**KERNEL)
 def decode_lanes(warp_offsets, op, mask, n_ops, base_planes, lane_planes, unit, out):  # pragma: no cover - jitted
     """Fill `out` (int64 view of the uint64 addresses, zeroed) from the differenced encoding;
     0 when done, -1 (with nothing read or written outside an array) when a shape, offset or op

@@ -43,7 +43,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVa
 import numpy as np
 
 from tuiprof import __version__
-from tuiprof.errors import TraceError
+from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.output import write_bytes_to
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS,
                                  MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance, Snapshot,
@@ -134,13 +134,28 @@ def decode_addresses(warp_offsets: np.ndarray, op: np.ndarray, mask: np.ndarray,
                      base_planes: np.ndarray, lane_planes: np.ndarray, unit: int = 1) -> np.ndarray | None:
     """Inverse of `encode_addresses` from the byte planes of its two arrays: uint64 [R,32], or
     None when an offset or op id would index outside the arrays (the kernel checks each one)."""
-    from tuiprof.trace._codec import decode_lanes
-
     out = np.zeros((op.shape[0], LANES), dtype=np.uint64)
-    status = decode_lanes(np.ascontiguousarray(warp_offsets, dtype=np.int64), np.ascontiguousarray(op, dtype=np.int32),
+    status = _decoder()(np.ascontiguousarray(warp_offsets, dtype=np.int64), np.ascontiguousarray(op, dtype=np.int32),
                           mask.astype(np.int64), np.int64(n_ops), np.ascontiguousarray(base_planes, dtype=np.uint8),
                           np.ascontiguousarray(lane_planes, dtype=np.uint8), np.int64(unit), out.view(np.int64))
     return out if status == 0 else None
+
+
+def _decoder() -> Callable[..., int]:
+    """The decoding kernel (Numba, compiled or loaded from the cache on first use). A failure to
+    import it is the installation's fault, never the file's: `load_trace` calls this before it
+    reads the file, outside the guard that reports damage."""
+    try:
+        from tuiprof.trace._codec import decode_lanes
+    except ImportError as exc:
+        raise _dependency_error(exc) from exc
+    return decode_lanes
+
+
+def _dependency_error(exc: ImportError) -> TuiprofError:
+    return TuiprofError(f"cannot load traces: a dependency failed to import ({printable(str(exc), 200)})",
+                        "reinstall tuiprof with its dependencies (python -m pip install --force-reinstall tuiprof, "
+                        "or -e . in a checkout), and check that the installed Numba supports the installed NumPy")
 
 
 def planes(a: np.ndarray) -> np.ndarray:
@@ -252,6 +267,11 @@ _REQUIRED = (*_WARP_ARRAYS, "snapshot_cta_ids", *_ACCESS_ARRAYS)
 _T = TypeVar("_T")
 _FALLBACK = "its contents are damaged in a way this tuiprof cannot decode"
 """The message of last resort (a loader bug if ever seen: the fuzz tests check it never is)."""
+_DAMAGE = (ValueError, TypeError, KeyError, IndexError, OverflowError, EOFError, struct.error, zipfile.BadZipFile,
+           zlib.error, lzma.LZMAError)
+"""What parsing and decoding damaged bytes can raise (UnicodeError is a ValueError). Anything
+else while loading (a RuntimeError from Numba, an AttributeError) is a tuiprof bug, and is
+reported as one rather than as damage."""
 
 
 def _bad(path: Path, what: str) -> TraceError:
@@ -344,12 +364,16 @@ def _not_regular(path: Path, mode: int) -> TraceError:
     return TraceError(f"{shown_path(path)} is {what}, not a .tptrace file", hint)
 
 
-def _reading(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
-    """`read` applied to the opened file, every failure turned into a TraceError about `path`."""
+def _reading(path: Path, read: Callable[[BinaryIO], _T], prepare: Callable[[], object] = lambda: None) -> _T:
+    """`read` applied to the opened file: every failure of the file becomes a TraceError about
+    `path`; a failed import (the installation) or any other exception (a tuiprof bug) becomes a
+    TuiprofError that says so, never a verdict on the file. `prepare` runs once the file is open
+    (a missing file is reported without importing anything heavy), outside the guard."""
     with _open_input(path) as fh:
+        prepare()
         try:
             return read(fh)
-        except TraceError:
+        except TuiprofError:
             raise
         except MemoryError:
             raise TraceError(f"{shown_path(path)} is too large to load: it needs more memory than is available",
@@ -358,15 +382,20 @@ def _reading(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
             raise _bad(path, "its header is nested too deeply") from None
         except OSError as exc:
             raise _cannot_read(path, exc) from None
-        except Exception:
-            raise _bad(path, _FALLBACK) from None
+        except ImportError as exc:  # a module imported lazily while reading: the installation's fault
+            raise _dependency_error(exc) from exc
+        except _DAMAGE as exc:
+            raise _bad(path, _FALLBACK) from exc
+        except Exception as exc:
+            raise TuiprofError(f"loading {shown_path(path)} failed: {type(exc).__name__}: {printable(str(exc), 200)}",
+                               "this is a tuiprof bug; please report it with the trace") from exc
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and validate a .tptrace file. Any problem raises TraceError naming the file and
-    what is wrong; memory stays within the sizes the header declares (and `memory_budget`)."""
+    """Read and validate a .tptrace file. Any problem with the file raises TraceError naming the
+    file and what is wrong (any other failure, a TuiprofError saying whose it is); memory stays within the sizes the header declares (and `memory_budget`)."""
     path = Path(path)
-    return _reading(path, lambda fh: _load(path, fh))
+    return _reading(path, lambda fh: _load(path, fh), prepare=_decoder)
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
