@@ -169,14 +169,6 @@ def collect_options(args: argparse.Namespace) -> Any:
                           cflags=tuple(args.cflags), compiler=args.compiler)
 
 
-def _inputs(target: str, args: argparse.Namespace) -> list[Path]:
-    """Files an output must never overwrite: the target (trace or source) and the launch script."""
-    from tuiprof.trace.demos import resolve_target
-
-    paths = [Path(target) if target.endswith(".cu") else resolve_target(target)]
-    return paths + ([Path(args.launch)] if getattr(args, "launch", None) else [])
-
-
 def cmd_record(args: argparse.Namespace) -> int:
     """Compile, emulate and record a `.cu` target into a .tptrace file."""
     from tuiprof.collect.pipeline import collect_trace
@@ -187,8 +179,10 @@ def cmd_record(args: argparse.Namespace) -> int:
     if not target.endswith(".cu"):
         raise UsageError(f"{target} is not a CUDA source (.cu)", "record compiles and runs a .cu file; "
                          "a .tptrace is already a recording")
-    trace = collect_trace(Path(target), RunConfig(arch=args.arch, collect=collect_options(args)))
-    save_trace(trace, args.output, protect=_inputs(target, args))
+    config = RunConfig(arch=args.arch, collect=collect_options(args))
+    inputs = _checked_output(args.output, target, config)
+    trace = collect_trace(Path(target), config)
+    save_trace(trace, args.output, protect=inputs)
     _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
          f"({trace.snapshot.n_ctas} CTAs) into {args.output}")
     return 0
@@ -198,9 +192,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tuiprof.report import build_report, render
 
     target = _target_arg(args.target)
-    doc = build_report(target, run_config(args))
-    write_output(render(doc, args.format), args.output, protect=_inputs(target, args))
+    config = run_config(args)
+    inputs = _checked_output(args.output, target, config)
+    doc = build_report(target, config)
+    write_output(render(doc, args.format), args.output, protect=inputs)
     return 0
+
+
+def _checked_output(output: str | None, target: str, config: Any) -> list[Path]:
+    """The files the run reads (`session.input_files`), with `output` checked against them and
+    the other rules of `tuiprof.output` before any work: `-o` naming an input (the trace, the
+    launch script, an --arch file) is refused at once, not after the run."""
+    from tuiprof.output import check_output
+    from tuiprof.session import input_files
+
+    inputs = input_files(target, config)
+    if output is not None and output != "-":
+        check_output(output, inputs)
+    return inputs
 
 
 def _target_arg(target: str) -> str:

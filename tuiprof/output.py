@@ -59,9 +59,9 @@ def _is_input(target: str, protect: Iterable[str | os.PathLike[str]]) -> bool:
     return False
 
 
-def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
-                   protect: Iterable[str | os.PathLike[str]] = ()) -> None:
-    """Write through `write(fh)` to `output` following the module's rules (never stdout here)."""
+def check_output(output: str, protect: Iterable[str | os.PathLike[str]] = ()) -> os.stat_result | None:
+    """Refuse `output` (OutputError) if the module's rules forbid writing it, before any work is
+    done for it; its stat (None for a new file) otherwise."""
     name = shown(output)
     if any(len(os.fsencode(part)) > NAME_MAX for part in Path(output).parts):
         raise OutputError(f"cannot write {name[:80]}…: a file name is longer than {NAME_MAX} bytes",
@@ -75,24 +75,33 @@ def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
     try:
         st = os.stat(real)
     except FileNotFoundError:
-        st = None
+        folder = os.path.dirname(real) or "."
+        if not os.path.isdir(folder):
+            raise OutputError(f"cannot write {name}: the folder {shown(folder)} does not exist",
+                              "create the folder first, or choose another output path") from None
+        return None
     except OSError as exc:
         raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose another output path") from None
-    if st is not None and _is_input(real, protect):
+    if _is_input(real, protect):
         raise OutputError(f"{name} is the input being read; writing the output there would destroy it",
                           "choose another output path")
-    if st is not None and stat.S_ISDIR(st.st_mode):
+    if stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{name} is a directory", "give a file name for the output")
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222:
+        raise OutputError(f"{name} is read-only; tuiprof does not replace it",
+                          "choose another output path, or make the file writable first")
+    return st
+
+
+def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
+                   protect: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Write through `write(fh)` to `output` following the module's rules (never stdout here)."""
+    st = check_output(output, protect)
+    name, real = shown(output), os.path.realpath(output)
     if st is not None and not stat.S_ISREG(st.st_mode):
         _write_through(real, name, write)
         return
-    if st is not None and not st.st_mode & 0o222:
-        raise OutputError(f"{name} is read-only; tuiprof does not replace it",
-                          "choose another output path, or make the file writable first")
     folder = os.path.dirname(real) or "."
-    if not os.path.isdir(folder):
-        raise OutputError(f"cannot write {name}: the folder {shown(folder)} does not exist",
-                          "create the folder first, or choose another output path")
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
     _replace_atomically(real, name, folder, mode, write)
 

@@ -57,6 +57,24 @@ def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
     return preset_arch(trace.provenance.arch, config.overrides)
 
 
+def input_files(target: str | Path, config: RunConfig) -> list[Path]:
+    """The files a run of `target` under `config` reads, which no output may replace: the trace
+    (or CUDA source), the launch script (given, or the one found beside the source) and an arch
+    TOML file."""
+    from tuiprof.arch.presets import preset_names
+    from tuiprof.collect.script import find_launch_script
+    from tuiprof.trace.demos import resolve_target
+
+    path = Path(target)
+    files = [path] if path.suffix == ".cu" else [resolve_target(str(target))]
+    script = config.collect.launch or (find_launch_script(path) if path.suffix == ".cu" else None)
+    if script is not None:
+        files.append(script)
+    if config.arch and config.arch not in preset_names() and config.arch != "calibrated":
+        files.append(Path(config.arch))
+    return files
+
+
 def kernel_occupancy(trace: Trace, arch: Arch) -> Occupancy:
     L = trace.launch
     return occupancy(arch, L.threads_per_cta, L.registers_per_thread, L.static_shared, L.dynamic_shared)

@@ -143,6 +143,33 @@ def test_the_input_is_never_overwritten(tmp_path: Path, trace_file: Path) -> Non
     assert trace_file.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["report", "record"])
+def test_no_input_is_ever_overwritten_and_refused_before_any_work(tmp_path: Path, command: str) -> None:
+    """`-o` naming an --arch file, the launch script found beside a .cu source or one given with
+    --launch is refused before anything is compiled or simulated (the source here would not even
+    compile), and every file stays as it was."""
+    from tuiprof.arch.presets import PRESET_DIR
+
+    source, beside, given, arch = (tmp_path / "k.cu", tmp_path / "k_launch.py", tmp_path / "other.py",
+                                   tmp_path / "gpu.toml")
+    source.write_text("this is not CUDA\n")
+    beside.write_text("def setup(dev):\n    pass\n")
+    given.write_text("def setup(dev):\n    pass\n")
+    arch.write_text((PRESET_DIR / "v100.toml").read_text())
+    before = {p: p.read_bytes() for p in (source, beside, given, arch)}
+    cases = [(["--arch", str(arch)], arch), ([], beside), (["--launch", str(given)], given)]
+    for extra, victim in cases:
+        r = tuiprof(command, str(source), *extra, "-o", str(victim), cwd=tmp_path)
+        assert_one_error(r, f"{victim} is the input being read")
+        assert {p: p.read_bytes() for p in before} == before
+    if command == "report":  # a recorded trace with an arch file: the same (before: overwritten)
+        start = time.monotonic()
+        r = tuiprof("report", "vecadd", *RUN, "--arch", str(arch), "-o", str(arch), cwd=tmp_path)
+        assert_one_error(r, "gpu.toml is the input being read")
+        assert arch.read_bytes() == before[arch] and time.monotonic() - start < 60
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in before)
+
+
 def test_a_read_only_file_is_not_replaced(tmp_path: Path) -> None:
     out = tmp_path / "ro.txt"
     out.write_text("keep me")

@@ -573,10 +573,12 @@ class TuiprofApp(App[int]):
     def _export(self, session: Session, analysis: Any, path: str) -> None:
         from tuiprof.output import write_output
         from tuiprof.report import document, render
+        from tuiprof.session import input_files
 
         try:
             fmt_name = {".json": "json", ".md": "md"}.get(Path(path).suffix.lower(), "text")
-            write_output(render(document(session, analysis), fmt_name), path)
+            inputs = input_files(session.path or self.target, session.config)  # never written over
+            write_output(render(document(session, analysis), fmt_name), path, protect=inputs)
         except TuiprofError as exc:
             self.post_message(ExportDone(path, exc))
         except Exception as exc:  # OSError and the like: still one message, the app lives on
