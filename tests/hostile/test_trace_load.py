@@ -402,6 +402,30 @@ def test_damaged_cached_demo_is_built_again(tmp_path: Path, monkeypatch: pytest.
     assert "built again" not in demos.demo_table()
 
 
+def test_damaged_cached_demo_is_built_again_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The CI variant of the test above: the recording is stubbed (the vecadd demo's trace), the
+    rebuild itself is real: the damage is named, the new file replaces the damaged one
+    atomically, and it loads."""
+    from tuiprof.trace import demos
+
+    recorded = load_trace(H.BASE)
+    calls: list[str] = []
+    monkeypatch.setattr(demos, "record_demo", lambda name: calls.append(name) or recorded)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cached = demos._cache_path("spmv-vec-u128")
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"PK\x03\x04 half a file")
+    trace = demos.load(cached)
+    assert calls == ["spmv-vec-u128"] and trace.n_accesses == recorded.n_accesses
+    err = capsys.readouterr().err
+    assert "recording demo spmv-vec-u128" in err and "the cached copy cannot be loaded" in err
+    assert "not a tptrace container" in err
+    assert load_trace(cached).n_accesses == recorded.n_accesses
+    assert sorted(p.name for p in cached.parent.iterdir()) == [cached.name]  # no temp file left
+    assert demos.load(cached).n_accesses == recorded.n_accesses and calls == ["spmv-vec-u128"]  # once
+
+
 def test_damaged_file_that_is_not_a_cached_demo_is_not_rebuilt(tmp_path: Path) -> None:
     from tuiprof.trace import demos
 

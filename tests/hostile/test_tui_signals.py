@@ -6,9 +6,11 @@ trace that cannot be opened quits on q with exit 2 and its error printed on the 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,29 @@ def test_signal_at_start_restores_the_terminal(tmux: Tmux, tmp_path: Path, sig: 
     assert_sane(tmux, status)
 
 
+def wait_for_trials(tmux: Tmux, timeout: float) -> None:
+    """Until the status bar counts landed trials ("trial 3/64"; not "waiting for the first trial")."""
+    t0 = time.monotonic()
+    while not re.search(r"trial [1-9][0-9]*/", tmux.screen()):
+        assert time.monotonic() - t0 < timeout, f"no trial landed; the screen was:\n{tmux.screen()}"
+        time.sleep(0.1)
+
+
+@pytest.mark.usefixtures("warm_numba")
+def test_sigint_during_trials_cancels_the_run(tmux: Tmux, tmp_path: Path) -> None:
+    """The CI variant of the next test (issue 9 item 5: SIGINT closed the UI and the process went
+    on computing headless for minutes, then exited 0): vecadd, whose kernels `warm_numba` has
+    compiled, with far more trials than the deadline allows (about a millisecond each)."""
+    text, pidfile = script(tmp_path, "demo", "vecadd", "--trials", "100000", "--tolerance", "0")
+    tmux.start(text)
+    wait_for_trials(tmux, 120)
+    pid = read_pid(pidfile)
+    os.kill(pid, signal.SIGINT)
+    took = wait_gone(pid, 30)
+    assert took < DEADLINE, f"tuiprof took {took:.1f}s to end after SIGINT"
+    assert_sane(tmux, 130)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_during_trials_cancels_the_run(tmux: Tmux, tmp_path: Path, sig: int, status: int) -> None:
@@ -88,7 +113,7 @@ def test_signal_during_trials_cancels_the_run(tmux: Tmux, tmp_path: Path, sig: i
     finished headless, and nothing waits for the trials in flight."""
     text, pidfile = script(tmp_path, "demo", "spmv-u", "--trials", "64")
     tmux.start(text)
-    tmux.wait_screen("trial ", 300)                                  # trials are landing
+    wait_for_trials(tmux, 300)
     pid = read_pid(pidfile)
     os.kill(pid, sig)
     took = wait_gone(pid, 30)
