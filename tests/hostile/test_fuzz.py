@@ -3,7 +3,8 @@
 In process (fast): random byte corruptions of small valid traces (deflate and LZMA), damaged
 members re-zipped with valid checksums, and structurally valid adversarial contents (wrapping
 sums, huge op tables, huge declared shapes, negative counts, NaNs, wrong dtypes, control and
-non-ASCII characters in names). `load_trace` may only succeed or raise a TuiprofError whose
+non-ASCII characters in names), and consistent files whose indices lie, a fixed share of them
+warp lengths whose 64-bit sum wraps onto the access count (issue 9 item 2). `load_trace` may only succeed or raise a TuiprofError whose
 message is in words (never the loader's message of last resort, never a Python exception name)
 with a hint; the process's peak memory may not grow by more than a bound over the whole run.
 A handful of the same cases also go through the CLI in a child process under a memory cap:
@@ -15,6 +16,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import math
 import random
 import re
 import resource
@@ -243,24 +245,87 @@ def _array(rng: random.Random, bases: Bases, out: Path) -> Path:
     return tf.save(out, _method(rng))
 
 
+def wrap_lengths(rng: random.Random, lengths: np.ndarray) -> np.ndarray:
+    """`lengths` with 2**64 added over k warps (k = 4, 8 or 16 as int64, 2 or 4 as uint64): the
+    64-bit sum wraps back onto the true access count, as in issue 9 item 2 (a segfault then)."""
+    n_warps = lengths.shape[0]
+    if rng.random() < 0.7:
+        k = rng.choice([k for k in (4, 8, 16) if k <= n_warps] or [2])
+        out = lengths.astype(np.int64 if k > 2 else np.uint64)   # 2**63 needs the unsigned type
+    else:
+        k = rng.choice([k for k in (2, 4) if k <= n_warps])
+        out = lengths.astype(np.uint64)
+    step = out.dtype.type((1 << 64) // k)
+    for i in rng.sample(range(n_warps), k):
+        out[i] += step
+    return out
+
+
+def wraps_onto_the_count(path: Path) -> bool:
+    """Whether `path`'s warp lengths are a true item-2 attack: their exact sum is not the access
+    count, their 64-bit sum is."""
+    tf = H.TraceFile(path)
+    lengths, n = tf.arrays["warp_lengths"], tf.header["counts"]["accesses"]
+    exact = sum(int(x) for x in lengths)
+    return exact != n and int(np.sum(lengths.astype(np.int64))) == n
+
+
+def _indices(rng: random.Random, bases: Bases, out: Path) -> Path:
+    """A consistent file (every array declared truly, checksums right) whose indices lie: warp
+    lengths whose 64-bit sum wraps onto the access count (half the cases), offsets past the end,
+    lengths each valid but adding up past the count, op ids just outside the op table, warps of
+    CTAs outside the grid, snapshot CTAs outside the grid."""
+    kind = rng.randrange(12)
+    tf = rng.choice([f for f in bases.files if kind >= 6 or f.arrays["warp_lengths"].shape[0] >= 2]).copy()
+    a, h = tf.arrays, tf.header
+    lengths = a["warp_lengths"].astype(np.int64)
+    n, n_ops, n_ctas = h["counts"]["accesses"], len(h["ops"]), math.prod(h["launch"]["grid"])
+    if kind < 6:
+        tf.set_array("warp_lengths", wrap_lengths(rng, lengths))
+    elif kind == 6:
+        lengths[-1] += rng.choice([1, n, 1 << 40])
+        tf.set_array("warp_lengths", lengths)
+    elif kind == 7:
+        tf.set_array("warp_lengths", np.full_like(lengths, n))
+    elif kind == 8:
+        op = a["op"].astype(np.int64)
+        op[rng.randrange(op.shape[0])] = rng.choice([n_ops, n_ops + 1, -1])
+        tf.set_array("op", op.astype(np.int32) if op.min() < 0 or op.max() > 255 else op.astype(np.uint8))
+    elif kind == 9:
+        cta = a["warp_cta"].astype(np.int64)
+        cta[rng.randrange(cta.shape[0])] = rng.choice([n_ctas, -1, 2**31 - 1])
+        tf.set_array("warp_cta", cta.astype(np.int32))
+    else:
+        ids = a["snapshot_cta_ids"].astype(np.int64)
+        ids[rng.randrange(ids.shape[0])] = rng.choice([n_ctas, -1, 2**62])
+        tf.set_array("snapshot_cta_ids", ids)
+    return tf.save(out, _method(rng))
+
+
 CASES: dict[str, tuple[int, Callable[[random.Random, Bases, Path], Path]]] = {
-    "raw bytes": (1400, _raw), "member bytes": (500, _member), "header": (600, _header), "arrays": (600, _array)}
+    "raw bytes": (1400, _raw), "member bytes": (500, _member), "header": (600, _header), "arrays": (600, _array),
+    "indices": (200, _indices)}
+WRAPPING_SHARE = 0.4
+"""At least this share of the "indices" cases must be true item-2 attacks (the random array
+edits alone almost never made one: 0 of 600 did)."""
 
 
 def test_fuzz_loader_in_process(tmp_path: Path) -> None:
     bases = Bases(tmp_path)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     failures: list[str] = []
-    total = 0
+    total = wrapping = 0
     for kind, (count, make) in CASES.items():
         for i in range(count):
             rng = random.Random(f"{SEED}:{kind}:{i}")
             path = make(rng, bases, tmp_path / "case.tptrace")
             check(path, failures, f"{kind} #{i}")
             total += 1
+            wrapping += kind == "indices" and wraps_onto_the_count(path)
     growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
     assert not failures, f"{len(failures)} of {total} cases:\n" + "\n".join(failures[:20])
     assert total >= 3000 and growth < 400, f"peak memory grew {growth:.0f} MiB"
+    assert wrapping >= WRAPPING_SHARE * CASES["indices"][0], f"only {wrapping} files wrapped onto the count"
 
 
 @pytest.mark.parametrize("kind,index", [("raw bytes", 1), ("raw bytes", 2), ("member bytes", 3), ("header", 4),
