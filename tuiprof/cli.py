@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from tuiprof import __version__
 from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.output import note as _say
 from tuiprof.output import write_output
 
 FORMATS = ("text", "json", "md")
@@ -331,16 +332,6 @@ def _with_command(argv: list[str]) -> list[str]:
     if argv and argv[0] not in COMMANDS and argv[0] not in _TOP_LEVEL:
         return ["open", *argv]
     return argv
-
-
-def _say(text: str) -> None:
-    """One message on standard error; nothing when standard error is closed (never on stdout)."""
-    if sys.stderr is None:
-        return
-    try:
-        print(text, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -155,6 +155,17 @@ def discard_pending() -> None:
         _unlink(tmp)
 
 
+def note(text: str) -> None:
+    """One line of status on standard error; nothing when standard error is closed or broken
+    (never on stdout: ``print(file=None)`` would write there, into the report)."""
+    if sys.stderr is None:
+        return
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def write_stdout(text: str) -> None:
     """Print `text` on standard output, as one clear error when that is impossible."""
     out = sys.stdout

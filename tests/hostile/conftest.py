@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import os
 import resource
+import stat
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -24,6 +25,11 @@ CAP = 3 << 29
 touch (a normal report on the vecadd demo needs 0.5-0.75 GiB of it), so the cap is about twice
 what a small trace needs, far below what any of the hostile files took before they were fixed."""
 TIMEOUT = 120.0
+PRELUDE_THEN_MAIN = """
+import runpy as _runpy, sys as _sys
+_sys.argv = ["tuiprof", *_sys.argv[1:]]
+_runpy.run_module("tuiprof", run_name="__main__", alter_sys=True)
+"""
 
 
 @dataclass(frozen=True)
@@ -39,18 +45,21 @@ class Run:
 
 
 def run_cli(args: list[str], cwd: Path, cap: int = CAP, timeout: float = TIMEOUT,
-            preexec: Callable[[], None] | None = None, env: dict[str, str] | None = None) -> Run:
+            preexec: Callable[[], None] | None = None, env: dict[str, str] | None = None,
+            stdin: Any = subprocess.DEVNULL, prelude: str | None = None) -> Run:
     """`python -m tuiprof ARGS` from this tree, in `cwd`, under an address-space cap; a run past
-    `timeout` is killed and fails the test (a hang is a failure)."""
+    `timeout` is killed and fails the test (a hang is a failure). `prelude` is Python run before
+    tuiprof's main in the same process (to simulate a fault of the machine)."""
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         if preexec is not None:
             preexec()
 
     out, err = cwd / ".run.stdout", cwd / ".run.stderr"
+    start = ["-m", "tuiprof"] if prelude is None else ["-c", prelude + PRELUDE_THEN_MAIN]
     t0 = time.perf_counter()
     with open(out, "wb") as fo, open(err, "wb") as fe:
-        p = subprocess.Popen([sys.executable, "-m", "tuiprof", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+        p = subprocess.Popen([sys.executable, *start, *args], cwd=cwd, stdin=stdin,
                              stdout=fo, stderr=fe, preexec_fn=limit,
                              env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
         while True:
@@ -84,6 +93,16 @@ def assert_clean_error(run: Run, *needles: str) -> str:
     for needle in needles:
         assert needle in errors[0], (needle, errors[0])
     return errors[0]
+
+
+def mknod(path: Path, major: int, minor: int) -> Path:
+    """A character device node at `path` (inside the test's own folder, never the system's /dev);
+    the test is skipped where that needs a privilege it does not have."""
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    return path
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import subprocess
 import sys
-import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
 
 from tests.factories import make_trace
+from tests.hostile.conftest import assert_clean_error, mknod, run_cli, snapshot
 from tests.hostile.test_cli_output import RUN, assert_one_error, tuiprof
 from tuiprof.arch import load_arch
 from tuiprof.arch.model import LIMITS
@@ -37,13 +40,18 @@ def trace_naming(tmp_path: Path, arch: str) -> Path:
     return save_trace(t, tmp_path / "named.tptrace")
 
 
-def test_a_trace_naming_a_fifo_never_opens_it(tmp_path: Path) -> None:
-    fifo = tmp_path / "arch.toml"
-    os.mkfifo(fifo)  # opening it for reading would block: the run must not even try
-    start = time.monotonic()
-    r = tuiprof("report", str(trace_naming(tmp_path, str(fifo))), *RUN, preexec=capped)
-    assert_one_error(r, "not a preset", "--arch")
-    assert time.monotonic() - start < 60
+@pytest.mark.parametrize("named", ["a FIFO", "/dev/zero"])
+def test_a_trace_naming_a_file_never_opens_it(tmp_path: Path, named: str) -> None:
+    # Before: the trace's provenance.arch was opened as a TOML path: a FIFO blocked forever,
+    # /dev/zero grew by 200 MB/s until the OOM killer came.
+    if named == "a FIFO":
+        named = str(tmp_path / "arch.toml")
+        os.mkfifo(named)  # opening it for reading would block: the run must not even try
+    path = trace_naming(tmp_path, named)
+    before = snapshot(tmp_path)
+    run = run_cli(["report", str(path), *RUN], tmp_path, timeout=60)
+    assert_clean_error(run, "not a preset")
+    assert "--arch" in run.stderr and run.peak_mib < 400 and snapshot(tmp_path) == before
 
 
 def test_a_trace_naming_a_valid_arch_file_is_still_refused(tmp_path: Path) -> None:
@@ -57,15 +65,63 @@ def test_a_trace_naming_a_valid_arch_file_is_still_refused(tmp_path: Path) -> No
     assert r.returncode == 0, r.stderr
 
 
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Fail (TimeoutError) instead of hanging when the block blocks longer than `seconds` (an
+    open() of a FIFO is interrupted by the alarm: PEP 475 lets the handler's exception through)."""
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still blocked after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_arch_files_that_never_end_or_are_huge_are_refused(tmp_path: Path) -> None:
     fifo = tmp_path / "endless"
     os.mkfifo(fifo)
-    with pytest.raises(ArchError, match="not a regular file"):
+    with deadline(10), pytest.raises(ArchError, match="not a regular file"):
         load_arch(str(fifo))
     huge = tmp_path / "huge.toml"
     huge.write_bytes(b"# " + b"x" * (2 << 20))
     with pytest.raises(ArchError, match="larger than 1 MiB"):
         load_arch(str(huge))
+
+
+def test_arch_from_a_device_on_the_command_line(tmp_path: Path) -> None:
+    # Before: `--arch /dev/zero` read until the memory ran out (a MemoryError traceback at the
+    # cap). The device is a zero node made here (as root), never the system's.
+    zero = mknod(tmp_path / "zero", 1, 5)
+    before = snapshot(tmp_path)
+    run = run_cli(["report", "vecadd", *RUN, "--arch", str(zero)], tmp_path, timeout=60)
+    assert_clean_error(run, "is not a regular file (a device, FIFO or socket)")
+    assert run.peak_mib < 400 and snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("feed", ["an endless pipe", "a 3 MB file"])
+def test_arch_from_standard_input(tmp_path: Path, feed: str) -> None:
+    # Before: `--arch /dev/stdin` fed by `yes` read forever (MemoryError traceback at the cap);
+    # fed a 3 MB file, it said "missing setting 'name'".
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"# " + b"x" * (3 << 20))
+    before = snapshot(tmp_path)
+    if feed == "an endless pipe":
+        writer = subprocess.Popen(["yes", "x = 1"], stdout=subprocess.PIPE)
+        try:
+            run = run_cli(["report", "vecadd", *RUN, "--arch", "/dev/stdin"], tmp_path, timeout=60, stdin=writer.stdout)
+        finally:
+            writer.kill()
+            writer.wait()
+        assert_clean_error(run, "/dev/stdin is not a regular file")
+    else:
+        with big.open("rb") as fh:
+            run = run_cli(["report", "vecadd", *RUN, "--arch", "/dev/stdin"], tmp_path, timeout=60, stdin=fh)
+        assert_clean_error(run, "/dev/stdin is larger than 1 MiB")
+    assert run.peak_mib < 400 and snapshot(tmp_path) == before
 
 
 def test_unknown_keys_in_an_arch_file_have_a_hint(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.factories import make_trace
+from tests.hostile.conftest import mknod
 from tuiprof.errors import OutputError
 from tuiprof.output import write_bytes_to, write_output
 from tuiprof.trace.io import save_trace
@@ -50,14 +51,6 @@ def trace_file(tmp_path: Path) -> Path:
 
 def _leftovers(folder: Path) -> list[str]:
     return [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
-
-
-def _mknod(path: Path, major: int, minor: int) -> Path:
-    try:
-        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
-    except PermissionError:
-        pytest.skip("making a device node needs root")
-    return path
 
 
 def test_new_file_honours_the_umask(tmp_path: Path, trace_file: Path) -> None:
@@ -99,7 +92,7 @@ def test_a_fifo_is_written_through(tmp_path: Path) -> None:
 
 
 def test_a_null_device_is_written_through_and_stays_a_device(tmp_path: Path, trace_file: Path) -> None:
-    null = _mknod(tmp_path / "null", 1, 3)
+    null = mknod(tmp_path / "null", 1, 3)
     r = tuiprof("report", str(trace_file), *RUN, "-o", str(null))
     assert r.returncode == 0, r.stderr
     st = null.lstat()
@@ -108,14 +101,14 @@ def test_a_null_device_is_written_through_and_stays_a_device(tmp_path: Path, tra
 
 
 def test_a_full_device_is_one_error_and_stays_a_device(tmp_path: Path, trace_file: Path) -> None:
-    full = _mknod(tmp_path / "full", 1, 7)
+    full = mknod(tmp_path / "full", 1, 7)
     r = tuiprof("report", str(trace_file), *RUN, "-o", str(full))
     assert_one_error(r, "No space left")
     assert stat.S_ISCHR(full.lstat().st_mode)
 
 
 def test_stdout_on_a_full_device_is_one_error(tmp_path: Path, trace_file: Path) -> None:
-    full = _mknod(tmp_path / "full", 1, 7)
+    full = mknod(tmp_path / "full", 1, 7)
     with full.open("wb") as fh:
         r = tuiprof("report", str(trace_file), *RUN, stdout=fh)
     assert_one_error(r, "standard output", "No space left")

@@ -436,6 +436,54 @@ def test_damaged_file_that_is_not_a_cached_demo_is_not_rebuilt(tmp_path: Path) -
     assert bad.read_bytes() == b"junk"
 
 
+def _demo_env(tmp_path: Path) -> dict[str, str]:
+    """A private user cache folder for demos, the kernels still from the warm cache."""
+    from tuiprof.jit import kernel_cache_dir
+
+    return {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "NUMBA_CACHE_DIR": str(kernel_cache_dir() or tmp_path / "numba")}
+
+
+RECORDING_REFUSED = """
+import errno, os, tempfile
+import tuiprof.trace.demos as _demos
+
+def _deny(real):
+    def call(*args, **kwargs):  # the cache folder is read-only (root ignores modes: simulated)
+        if str(kwargs.get("dir") or "").startswith(os.environ["XDG_CACHE_HOME"]):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(*args, **kwargs)
+    return call
+
+def _never(name):
+    raise SystemExit("the demo was recorded although it could not be saved")
+
+tempfile.TemporaryFile, tempfile.mkstemp = _deny(tempfile.TemporaryFile), _deny(tempfile.mkstemp)
+_demos.record_demo = _never
+"""
+
+
+def test_unwritable_demo_cache_is_one_error_before_recording(tmp_path: Path) -> None:
+    # Before: the demo was recorded (a minute, 1.3 GB) and only then failed to be saved.
+    before = snapshot(tmp_path)
+    run = run_cli(["report", "spmv-vec-u128", "--trials", "2", "--no-sweep"], tmp_path, prelude=RECORDING_REFUSED,
+                  env=_demo_env(tmp_path))
+    assert_clean_error(run, "cannot build demo spmv-vec-u128: the cache folder", "(permission denied)")
+    assert "XDG_CACHE_HOME" in run.stderr and run.peak_mib < 400
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.usefixtures("warm_numba")
+def test_recording_a_demo_with_stderr_closed_says_nothing(tmp_path: Path) -> None:
+    # Before: print(..., file=sys.stderr) with sys.stderr None wrote "recording demo ..." to
+    # stdout, into the report.
+    prelude = ("import tuiprof.trace.demos as _demos\nfrom tuiprof.trace.io import load_trace as _load\n"
+               f"_demos.record_demo = lambda name: _load({str(H.BASE)!r})\n")
+    run = run_cli(["report", "spmv-vec-u128", "--trials", "1", "--no-sweep"], tmp_path, prelude=prelude,
+                  env=_demo_env(tmp_path), preexec=lambda: os.close(2))
+    assert run.code == 0 and run.stdout.startswith(b"tuiprof "), run.stdout[:300]
+    assert b"recording demo" not in run.stdout and run.stderr == ""
+
+
 def test_cache_folder_in_the_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: FileExistsError / NotADirectoryError traceback.
     from tuiprof.trace import demos

@@ -12,7 +12,6 @@ half-copied cache, a hand edit) is built again once instead of being reported da
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,15 +97,22 @@ def _build(name: str, cached: Path, why: str = "first use only") -> None:
     """Record demo `name` with the emulator into `cached` (atomically), saying so and `why`."""
     from tuiprof.trace.io import save_trace
 
+    import tempfile
+
+    from tuiprof.output import note
+
     folder = cached.parent
-    try:
+    try:  # before the recording (a minute): a cache that cannot take the result fails at once
         folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
     except OSError as exc:
         cause = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else \
-            (exc.strerror or "it cannot be created").lower()
-        raise OutputError(f"cannot build demo {name}: the cache folder {shown_path(folder)} cannot be created ({cause})",
+            (exc.strerror or "it cannot be written").lower()
+        raise OutputError(f"cannot build demo {name}: the cache folder {shown_path(folder)} cannot be created or "
+                          f"written ({cause})",
                           "set XDG_CACHE_HOME to a writable folder, or use a shipped demo (`tuiprof demos`)") from None
-    print(f"recording demo {name} with the emulator ({why})...", file=sys.stderr, flush=True)
+    note(f"recording demo {name} with the emulator ({why})...")
     try:
         save_trace(record_demo(name), cached)
     except OutputError as exc:
