@@ -5,6 +5,7 @@ starts, and an unwritable Numba cache falls back instead of failing every trace.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -147,9 +148,20 @@ def test_absurd_values_are_refused_with_their_bound(override: str, bound: str) -
         load_arch("v100", {override.split("=")[0]: override.split("=")[1]})
 
 
-def test_absurd_value_on_the_command_line_is_quick_and_bounded(tmp_path: Path) -> None:
-    r = tuiprof("report", "vecadd", *RUN, "--set", "sm_count=1000000", preexec=capped)
-    assert_one_error(r, "sm_count", "at most 1024")
+@pytest.mark.parametrize("where", ["--set", "an arch file"])
+def test_absurd_value_on_the_command_line_is_quick_and_bounded(tmp_path: Path, where: str) -> None:
+    from tuiprof.arch.presets import PRESET_DIR
+
+    if where == "--set":
+        args = ["--set", "sm_count=1000000"]
+    else:
+        toml = tmp_path / "huge.toml"
+        toml.write_text(re.sub(r"(?m)^sm_count = .*$", "sm_count = 1000000", (PRESET_DIR / "v100.toml").read_text()))
+        args = ["--arch", str(toml)]
+    before = snapshot(tmp_path)
+    run = run_cli(["report", "vecadd", *RUN, *args], tmp_path, timeout=60)
+    assert_clean_error(run, "sm_count", "at most 1024")
+    assert run.peak_mib < 400 and snapshot(tmp_path) == before
 
 
 def test_every_preset_is_within_the_limits() -> None:

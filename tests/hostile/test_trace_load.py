@@ -250,6 +250,34 @@ def test_header_problems_are_named_in_words(tmp_path: Path, case: str) -> None:
     assert "\x1b" not in err.message and len(err.message) < 600
 
 
+def _npy_damaged(tmp_path: Path) -> Path:
+    t = H.TraceFile()
+    t.raw["op.npy"] = b"\x93NUMPY\x03\x00" + bytes(200)
+    return t.save(tmp_path / "npy.tptrace")
+
+
+def _zip_damaged(tmp_path: Path) -> Path:
+    good = [H.stored_member(k, v) for k, v in H.TraceFile().member_bytes().items()]
+    return H.write_zip(tmp_path / "zip.tptrace", [H.Member(m.name, m.method, m.stream, m.crc ^ 1, m.file_size)
+                                                 if m.name == "op.npy" else m for m in good])
+
+
+def _header_damaged(tmp_path: Path) -> Path:
+    t = H.TraceFile()
+    HEADER_CASES["grid huge"][0](t.header)
+    return t.save(tmp_path / "header.tptrace")
+
+
+@pytest.mark.parametrize("make, needle", [(_header_damaged, "CTAs, more than the"),
+                                          (_zip_damaged, "array op fails its checksum"),
+                                          (_npy_damaged, "array op has a damaged .npy header")],
+                         ids=["header", "zip", "npy"])
+def test_one_of_each_kind_through_the_command_line(tmp_path: Path, make: Callable[[Path], Path], needle: str) -> None:
+    """The in-process tables above, one case of each kind as a user meets it: exit 2, one error,
+    bounded memory, nothing changed."""
+    hostile_run(tmp_path, make(tmp_path), needle)
+
+
 def test_header_not_json_or_not_utf8(tmp_path: Path) -> None:
     t = H.TraceFile()
     t.raw[H.HEADER] = b'{"format": "tptrace", "version": 1, '
