@@ -335,7 +335,8 @@ def _with_command(argv: list[str]) -> list[str]:
 
 
 def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM: remove any half-written output, then die of the signal as before."""
+    """SIGTERM or SIGHUP (the terminal closed): remove any half-written output, then die of the
+    signal as before."""
     import signal
 
     from tuiprof.output import discard_pending
@@ -352,8 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     import signal
 
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminate)
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _terminate)
     parser = build_parser()
     try:
         args = parser.parse_args(_with_command(list(sys.argv[1:] if argv is None else argv)))

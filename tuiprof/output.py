@@ -17,6 +17,7 @@ The UI's export and the CLI both call this module; it imports nothing heavy.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import stat
@@ -27,7 +28,8 @@ from typing import BinaryIO, Callable, Iterable
 from tuiprof.errors import OutputError
 
 _pending: set[str] = set()
-"""Temp files being written, removed by `discard_pending` when a signal ends the process."""
+"""Temp files being written, removed by `discard_pending` when a signal ends the process (or
+the process exits while a daemon thread, such as the UI's export, is still writing one)."""
 
 NAME_MAX = 255
 """Longest file name (one path component, in bytes) on the file systems we write to."""
@@ -153,6 +155,9 @@ def discard_pending() -> None:
     """Remove every temp file still being written (a signal is ending the process)."""
     for tmp in list(_pending):
         _unlink(tmp)
+
+
+atexit.register(discard_pending)
 
 
 def note(text: str) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from tests.factories import make_trace
-from tests.hostile.conftest import mknod
+from tests.hostile.conftest import PRELUDE_THEN_MAIN, ROOT, mknod
 from tuiprof.errors import OutputError
 from tuiprof.output import write_bytes_to, write_output
 from tuiprof.trace.io import save_trace
@@ -207,6 +207,88 @@ def test_sigterm_during_a_write_leaves_no_temp_file(tmp_path: Path) -> None:
     p.send_signal(signal.SIGTERM)
     assert p.wait(10) == -signal.SIGTERM
     assert not _leftovers(tmp_path) and not (tmp_path / "r.txt").exists()
+
+
+SLOW_WRITE = """
+import time, tuiprof.output as _output
+
+_replace = _output._replace_atomically
+
+def _slowly(real, name, folder, mode, write):
+    def half_then_wait(fh):
+        fh.write(b"half a report")
+        fh.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+    _replace(real, name, folder, mode, half_then_wait)
+
+_output._replace_atomically = _slowly
+"""
+
+
+@pytest.mark.usefixtures("warm_numba")
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_the_command_line_leaves_no_temp_file_on_hangup_or_terminate(tmp_path: Path, sig: int) -> None:
+    # Before: SIGHUP (the terminal closed) kept its default and left `.tuiprof-*.tmp` behind.
+    out = tmp_path / "r.txt"
+    p = subprocess.Popen([sys.executable, "-c", SLOW_WRITE + PRELUDE_THEN_MAIN, "report", "vecadd", *RUN, "-o", str(out)],
+                         cwd=tmp_path, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.stdout is not None and p.stdout.readline() == b"writing\n"
+    assert _leftovers(tmp_path)                       # the temp file exists while it is written
+    p.send_signal(sig)
+    assert p.wait(10) == -sig
+    assert not _leftovers(tmp_path) and not out.exists()
+
+
+EXPORT_THREAD = """
+import sys, threading, time
+from tuiprof.output import write_bytes_to
+
+def half_then_wait(fh):
+    fh.write(b"half a report")
+    fh.flush()
+    print("writing", flush=True)
+    time.sleep(60)
+
+def export():  # as the UI's export does: write_bytes_to on a daemon thread
+    threading.Thread(target=write_bytes_to, args=(sys.argv[1], half_then_wait), daemon=True).start()
+"""
+UI_SIGNALLED = EXPORT_THREAD + """
+from tuiprof.tui.signals import SignalExit
+
+with SignalExit(lambda signum: False, grace=0.2):  # as when the app cannot close itself in time
+    export()
+    time.sleep(60)
+"""
+UI_QUIT = EXPORT_THREAD + """
+export()
+time.sleep(1)  # then the app quits (q) while the export still writes
+"""
+
+
+def export_run(tmp_path: Path, code: str) -> tuple[subprocess.Popen[bytes], Path]:
+    out = tmp_path / "r.txt"
+    p = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.stdout is not None and p.stdout.readline() == b"writing\n"
+    assert _leftovers(tmp_path)
+    return p, out
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_a_ui_export_leaves_no_temp_file(tmp_path: Path, sig: int, status: int) -> None:
+    # Before: the UI's signal exit (os._exit) skipped the export thread's cleanup.
+    p, out = export_run(tmp_path, UI_SIGNALLED)
+    p.send_signal(sig)
+    assert p.wait(10) == status
+    assert not _leftovers(tmp_path) and not out.exists()
+
+
+def test_quitting_during_a_ui_export_leaves_no_temp_file(tmp_path: Path) -> None:
+    # Before: the daemon thread died at the interpreter's exit, its `finally` never ran.
+    p, out = export_run(tmp_path, UI_QUIT)
+    assert p.wait(30) == 0
+    assert not _leftovers(tmp_path) and not out.exists()
 
 
 def test_names_too_long_are_one_error(tmp_path: Path, trace_file: Path) -> None:

@@ -7,8 +7,9 @@ the terminal still raw (no echo, alternate screen, mouse tracking, hidden cursor
 handler asks the app to close through its event loop (the app cancels the run and Textual
 restores the terminal) and arms a watchdog: if the app has not closed within `GRACE` seconds
 (a busy event loop, a signal before the loop started), the watchdog restores the terminal itself
-and ends the process. A second signal ends it at once. SIGHUP keeps its default (the terminal is
-gone: end now).
+and ends the process. A second signal ends it at once. Either way the temp file of an export
+being written is removed. SIGHUP is the CLI's (the terminal is gone: remove the temp files and
+end now, see `tuiprof.cli`).
 """
 
 from __future__ import annotations
@@ -102,7 +103,11 @@ class SignalExit:
 
 def finish(status: int) -> None:
     """End the process with `status` without waiting for simulation threads: trials in flight
-    (Numba, nogil) cannot be interrupted, and nothing they compute is wanted any more."""
+    (Numba, nogil) cannot be interrupted, and nothing they compute is wanted any more. An export
+    still being written leaves no temp file behind."""
+    from tuiprof.output import discard_pending
+
+    discard_pending()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
