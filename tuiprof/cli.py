@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script in the emulator, and save the trace")
     p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file")
-    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the .tptrace file to write")
+    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the .tptrace file to write (- writes it to standard output, which must not be a terminal)")
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
                    "launch script's ARCH, else a100)")
     _add_collect_options(p)
@@ -181,11 +181,12 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise UsageError(f"{target} is not a CUDA source (.cu)", "record compiles and runs a .cu file; "
                          "a .tptrace is already a recording")
     config = RunConfig(arch=args.arch, collect=collect_options(args))
-    inputs = _checked_output(args.output, target, config)
+    inputs = _checked_output(args.output, target, config, binary=True)
     trace = collect_trace(Path(target), config)
     save_trace(trace, args.output, protect=inputs)
+    where = "standard output" if args.output == "-" else args.output
     _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
-         f"({trace.snapshot.n_ctas} CTAs) into {args.output}")
+         f"({trace.snapshot.n_ctas} CTAs) into {where}")
     return 0
 
 
@@ -200,15 +201,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checked_output(output: str | None, target: str, config: Any) -> list[Path]:
+def _checked_output(output: str | None, target: str, config: Any, binary: bool = False) -> list[Path]:
     """The files the run reads (`session.input_files`), with `output` checked against them and
     the other rules of `tuiprof.output` before any work: `-o` naming an input (the trace, the
-    launch script, an --arch file) is refused at once, not after the run."""
-    from tuiprof.output import check_output
+    launch script, an --arch file), or `-o -` for a `binary` output on a terminal, is refused at
+    once, not after the run."""
+    from tuiprof.output import check_binary_stdout, check_output
     from tuiprof.session import input_files
 
     inputs = input_files(target, config)
-    if output is not None and output != "-":
+    if output == "-" and binary:
+        check_binary_stdout()
+    elif output is not None and output != "-":
         check_output(output, inputs)
     return inputs
 

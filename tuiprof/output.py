@@ -2,7 +2,7 @@
 
 Rules (issue 9 item 3; a shared machine once lost its /dev/null to ``-o /dev/null`` as root):
 
-- ``-`` (or no path) is standard output.
+- ``-`` (or no path) is standard output; a binary file (a trace) only when it is not a terminal.
 - A new path or an existing regular file is replaced atomically: a temp file beside the target,
   then a rename; the file gets the mode the umask gives a new file, or keeps the mode of the file it
   replaces. A symlink is followed: its target is written, the link stays.
@@ -95,9 +95,40 @@ def check_output(output: str, protect: Iterable[str | os.PathLike[str]] = ()) ->
     return st
 
 
+def check_binary_stdout() -> None:
+    """Refuse (OutputError) to write a binary file to standard output when it is closed or a
+    terminal (a zip on a terminal is garbage, and can set its modes)."""
+    out = sys.stdout
+    try:
+        tty = out is not None and out.isatty()
+    except ValueError:  # closed file object
+        out = None
+    if out is None:
+        raise OutputError("standard output is closed", "give a file name with -o FILE")
+    if tty:
+        raise OutputError("standard output is a terminal; tuiprof does not write a binary file there",
+                          "give a file name (-o trace.tptrace), or redirect standard output (-o - > trace.tptrace)")
+
+
+def _write_stdout_binary(write: Callable[[BinaryIO], None]) -> None:
+    check_binary_stdout()
+    try:
+        sys.stdout.flush()
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write to standard output: {_reason(exc)}", "give a file name with -o FILE") from None
+
+
 def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
                    protect: Iterable[str | os.PathLike[str]] = ()) -> None:
-    """Write through `write(fh)` to `output` following the module's rules (never stdout here)."""
+    """Write through `write(fh)` to `output` following the module's rules; ``-`` is standard
+    output when it is not a terminal."""
+    if output == "-":
+        _write_stdout_binary(write)
+        return
     st = check_output(output, protect)
     name, real = shown(output), os.path.realpath(output)
     if st is not None and not stat.S_ISREG(st.st_mode):

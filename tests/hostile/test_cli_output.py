@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 
 from tests.factories import make_trace
+from tests.hostile import hostile as H
 from tests.hostile.conftest import PRELUDE_THEN_MAIN, ROOT, mknod
 from tuiprof.errors import OutputError
 from tuiprof.output import write_bytes_to, write_output
-from tuiprof.trace.io import save_trace
+from tuiprof.trace.io import load_trace, save_trace
 
 RUN = ("--trials", "2", "--no-sweep")
 
@@ -182,6 +183,35 @@ def test_dash_is_standard_output(tmp_path: Path, trace_file: Path) -> None:
     r = tuiprof("report", str(trace_file), *RUN, "-o", "-", cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.startswith(b"tuiprof ")
     assert not (tmp_path / "-").exists()
+
+
+def test_record_to_standard_output(tmp_path: Path) -> None:
+    # Before: `record -o -` (save_trace to "-") made a file named "-".
+    code = ("import sys; from tuiprof.trace.io import load_trace, save_trace\n"
+            "save_trace(load_trace(sys.argv[1]), '-')\n")
+    r = subprocess.run([sys.executable, "-c", code, str(H.BASE)], cwd=tmp_path, capture_output=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "piped.tptrace").write_bytes(r.stdout)
+    assert load_trace(tmp_path / "piped.tptrace").n_accesses == load_trace(H.BASE).n_accesses
+
+
+def test_record_to_a_terminal_is_refused_before_any_work(tmp_path: Path) -> None:
+    """A zip on a terminal is garbage: refused before the source is even compiled (it would
+    not compile here)."""
+    import pty
+
+    source = tmp_path / "k.cu"
+    source.write_text("this is not CUDA\n")
+    leader, follower = pty.openpty()
+    try:
+        r = tuiprof("record", str(source), "-o", "-", cwd=tmp_path, stdout=follower)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert_one_error(r, "standard output is a terminal", "-o trace.tptrace")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.cu"]
 
 
 def test_an_interrupted_write_leaves_no_temp_file(tmp_path: Path) -> None:
