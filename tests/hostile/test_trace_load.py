@@ -113,6 +113,23 @@ def test_out_of_range_values_from_the_file(tmp_path: Path, case: str) -> None:
     assert re.search(r"op id|out of range|outside the grid|no active lane", err.message), err.message
 
 
+@pytest.mark.parametrize("field, value", [("insts", -5), ("accesses", -1), ("sm", -1), ("sm", 5000), ("start", -3),
+                                          ("end", 2**63 - 1)])
+def test_per_cta_records_out_of_range_are_named(tmp_path: Path, field: str, value: int) -> None:
+    # Before: a negative cta_insts loaded, then failed in the MWP/CWP model as "MWP/CWP inputs
+    # must not be negative" (no file, no field, no hint); an SM id of 5000 failed at run time.
+    t = H.TraceFile()
+    grid = t.header["launch"]["grid"][0]
+    good = {"insts": np.full(grid, 1000), "accesses": np.full(grid, 6), "sm": np.arange(grid) % 15,
+            "start": np.arange(grid) * 10, "end": np.arange(grid) * 10 + 5}
+    for name, a in good.items():
+        t.set_array(f"cta_{name}", a.astype(np.int64))
+    assert load_trace(t.save(tmp_path / "ok.tptrace")).ctas.measured_timing   # in range: loads
+    t.set_array(f"cta_{field}", np.full(grid, value, np.int64))
+    err = load_error(t.save(tmp_path / "t.tptrace"))
+    assert f"array cta_{field} holds {value:,}, outside" in err.message, err.message
+
+
 # --- item 4: decompression bombs and the memory budget --------------------------------------------
 
 @pytest.fixture(scope="module")

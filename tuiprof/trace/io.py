@@ -43,6 +43,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVa
 import numpy as np
 
 from tuiprof import __version__
+from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.output import write_bytes_to
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS,
@@ -842,7 +843,7 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
     addr = decode_addresses(offsets, op, mask, n_ops, arrays["addr_base"], arrays["addr_lanes"], hd.unit)
     if addr is None:
         raise _bad(path, "an index in its arrays points outside them")
-    ctas = CtaRecords(**{f: arrays[f"cta_{f}"].astype(np.int64) if f"cta_{f}" in arrays else None for f in _CTA_FIELDS})
+    ctas = _cta_records(path, arrays)
     try:
         return Trace(launch=hd.launch, ops=hd.ops,
                      snapshot=Snapshot(cta_ids=arrays["snapshot_cta_ids"].astype(np.int64), rule=hd.rule),
@@ -851,6 +852,29 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
                      sources=hd.sources, provenance=hd.provenance, ctas=ctas)
     except TraceError as exc:
         raise _bad(path, exc.message.removeprefix("invalid trace: ")) from None
+
+
+_CLOCK_MAX = 1 << 62
+_CTA_RANGES = {"insts": (0, _CLOCK_MAX, "warp instructions of a CTA"), "accesses": (0, _CLOCK_MAX, "warp accesses of a CTA"),
+               "sm": (0, LIMITS["sm_count"] - 1, "the SM a CTA ran on"), "start": (0, _CLOCK_MAX, "a CTA's start clock"),
+               "end": (0, _CLOCK_MAX, "a CTA's end clock")}
+"""What each per-CTA array may hold: counts and clocks are never negative (and stay far from
+wrapping when summed or subtracted); an SM id is below the most SMs a GPU may have."""
+
+
+def _cta_records(path: Path, arrays: dict[str, np.ndarray]) -> CtaRecords:
+    """The per-CTA records, each value checked against its range in `_CTA_RANGES`: a negative
+    instruction count used to reach the MWP/CWP model and fail there, nameless."""
+    out: dict[str, np.ndarray | None] = {}
+    for f in _CTA_FIELDS:
+        a = arrays.get(f"cta_{f}")
+        if a is not None and a.size:
+            lo, hi, what = _CTA_RANGES[f]
+            low, high = int(a.min()), int(a.max())
+            if low < lo or high > hi:
+                raise _bad(path, f"array cta_{f} holds {low if low < lo else high:,}, outside {lo:,}..{hi:,} ({what})")
+        out[f] = None if a is None else a.astype(np.int64)
+    return CtaRecords(**out)
 
 
 def _int32(path: Path, name: str, a: np.ndarray) -> np.ndarray:
