@@ -132,7 +132,14 @@ def test_unknown_keys_in_an_arch_file_have_a_hint(tmp_path: Path) -> None:
     f.write_text((PRESET_DIR / "v100.toml").read_text().replace("[l1]", "[l1]\nsise = 4", 1))
     with pytest.raises(ArchError, match="unknown arch setting 'l1.sise'") as err:
         load_arch(str(f))
-    assert "l1.size" in err.value.hint
+    assert err.value.hint.startswith("did you mean l1.size?") and len(err.value.hint) < 100, err.value.hint
+    for typo, meant in (("sm_cont", "sm_count"), ("l2.asoc", "l2.assoc"), ("dram.chanels", "dram.channels")):
+        with pytest.raises(ArchError) as err:
+            load_arch("v100", {typo: "4"})
+        assert err.value.hint.startswith(f"did you mean {meant}?"), (typo, err.value.hint)
+    with pytest.raises(ArchError) as err:
+        load_arch("v100", {"zzzzzz": "4"})
+    assert "did you mean" not in err.value.hint and "tuiprof archs --show" in err.value.hint
 
 
 @pytest.mark.parametrize("override,bound", [

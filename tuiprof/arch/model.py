@@ -280,11 +280,16 @@ def _assign(data: dict[str, Any], key: str, raw: str) -> None:
 
 
 def _unknown_key(key: str, origin: str = "") -> None:
+    """An unknown setting, with the closest known one suggested (not the list of all ~60)."""
+    import difflib
+
     top = [n for n in _known(Arch) if n not in _SECTIONS and n not in ("name", "description")]
     sec = [f"{s}.{n}" for s, c in _SECTIONS.items() for n in _known(c)]
     where = f"{origin}: " if origin else ""
+    close = difflib.get_close_matches(str(key)[:80], top + sec, n=1)
+    every = "`tuiprof archs --show h100` shows every setting"
     raise ArchError(f"{where}unknown arch setting {str(key)[:80]!r}",
-                    "settings are: " + ", ".join(top + sec))
+                    f"did you mean {close[0]}? {every}" if close else every)
 
 
 def arch_from_mapping(data: Mapping[str, Any], origin: str = "arch") -> Arch:
