@@ -1,7 +1,10 @@
-"""Where the shipped data (themes, demo traces) lives, installed or in a checkout."""
+"""Where the shipped data (themes, demo traces) lives, installed or in a checkout; where the
+user's cache goes; how much memory one load or run may take here."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -17,7 +20,41 @@ def data_dir(name: str) -> Path:
 
 def user_cache_dir() -> Path:
     """A writable per-user cache folder (XDG), used for Numba's compiled kernels."""
-    import os
-
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tuiprof"
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Bytes one trace load, or one run, may take, and what they are half of (for messages)."""
+
+    bytes: int
+    of: str
+
+
+def memory_budget() -> MemoryBudget:
+    """Half the machine's physical memory, or half the process's address-space limit
+    (``ulimit -v``, RLIMIT_AS) when that is smaller: what is too large for the machine is refused
+    before anything is allocated, with a message instead of the OOM killer or a MemoryError."""
+    try:
+        budget = MemoryBudget(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2, "this machine's memory")
+    except (ValueError, OSError, AttributeError):
+        budget = MemoryBudget(8 << 30, "an assumed 16 GiB of memory")
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft // 2 < budget.bytes:
+            budget = MemoryBudget(soft // 2, "the process's memory limit, ulimit -v")
+    except (ImportError, ValueError, OSError):
+        pass
+    return budget
+
+
+def human_size(n: float) -> str:
+    """A byte count as people read it: 512 B, 12 KiB, 3.4 MiB, 1.2 GiB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            v = n / (1 << shift)
+            return f"{v:.1f} {unit}" if v < 10 else f"{v:,.0f} {unit}"
+    return f"{int(n)} B"

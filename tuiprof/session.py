@@ -163,7 +163,8 @@ class Session:
         self.arch = resolve_arch(trace, config)
         self.occupancy = kernel_occupancy(trace, self.arch)
         self.md = resolve_md(trace, self.arch, config)
-        check_run_memory(self.arch, trace.n_accesses, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1  # trials run at once: at most one per core (sim.montecarlo.TRIAL_SLOTS)
+        check_run_memory(self.arch, trace.n_accesses, min(config.threads or cores, cores), trace.launch.grid_ctas)
         self._lock = threading.Lock()
         self._cancelled = False
         self._mc: Any = None

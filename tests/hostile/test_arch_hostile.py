@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 
 from tests.factories import make_trace
+from tests.hostile import hostile as H
 from tests.hostile.conftest import assert_clean_error, mknod, run_cli, snapshot
 from tests.hostile.test_cli_output import RUN, assert_one_error, tuiprof
 from tuiprof.arch import load_arch
 from tuiprof.arch.model import LIMITS
-from tuiprof.errors import ArchError
+from tuiprof.errors import ArchError, UsageError
 from tuiprof.trace.io import save_trace
-from tuiprof.trace.model import Provenance
+from tuiprof.trace.model import MAX_GRID_CTAS, Provenance
 
 MEMORY_CAP = 3 << 30
 
@@ -179,17 +180,47 @@ def test_every_preset_is_within_the_limits() -> None:
     assert LIMITS["l2.size"] >= 50 << 20  # the H100's 50 MiB L2 stays possible
 
 
-def test_a_run_that_would_not_fit_is_refused_before_it_starts(tmp_path: Path) -> None:
-    r = tuiprof("report", "vecadd", *RUN, "--set", "sm_count=1024", "--set", "l1.size=16MiB", preexec=capped)
-    assert_one_error(r, "GiB budget")
+@pytest.mark.parametrize("case", ["what-if", "grid"])
+def test_a_run_that_would_not_fit_is_refused_before_it_starts(tmp_path: Path, case: str) -> None:
+    """Under a 1.25 GiB address-space limit (a budget of half that): a 1 GiB L2 of 32-byte lines
+    (32 Mi lines per trial thread), and a 4 KB trace declaring 2^24 CTAs (the SM-utilisation
+    model's per-CTA arrays: 1.3 GB measured). Before: the grid ran the model into a MemoryError
+    ("simulation failed ... this is a tuiprof bug"); the limit was ignored."""
+    if case == "grid":
+        t = H.TraceFile()
+        t.header["launch"]["grid"] = [MAX_GRID_CTAS, 1, 1]
+        for name in [k for k in t.arrays if k.startswith("cta_")]:
+            del t.arrays[name], t.header["arrays"][name]
+        args = [str(t.save(tmp_path / "grid.tptrace"))]
+    else:
+        args = ["vecadd", "--arch", "v100", "--set", "l2.size=1GiB", "--set", "l2.line=32", "--set", "l2.assoc=16"]
+    before = snapshot(tmp_path)
+    run = run_cli(["report", *args, *RUN], tmp_path, timeout=60, cap=5 << 28)
+    line = assert_clean_error(run, "would need about", "half the process's memory limit, ulimit -v)")
+    assert ("16,777,216 CTAs" in line) == (case == "grid"), line
+    assert run.peak_mib < 400 and snapshot(tmp_path) == before
 
 
-def test_memory_estimate_grows_with_the_caches() -> None:
-    from tuiprof.sim.budget import BYTES_PER_LINE, trial_bytes
+def test_the_estimate_is_not_wildly_pessimistic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A what-if that runs in about 200 MB (measured: 1024 SMs of 16 MiB L1s; the replay kernel
+    holds one SM's L1 at a time) fits a 1 GiB budget. Before: estimated at 16.1 GiB and refused
+    even on a 23 GiB machine."""
+    from tuiprof.resources import MemoryBudget
+    from tuiprof.sim import budget
 
-    v100 = load_arch("v100")
-    bigger = v100.with_overrides({"l2.size": "12MiB"})
-    assert trial_bytes(bigger, 0) - trial_bytes(v100, 0) == (6 << 20) // v100.l2.line * BYTES_PER_LINE
+    monkeypatch.setattr(budget, "memory_budget", lambda: MemoryBudget(1 << 30, "a test's memory"))
+    arch = load_arch("v100", {"sm_count": "1024", "l1.size": "16MiB"})
+    budget.check_run_memory(arch, 65024, 4, 20480)   # stencil7's snapshot and grid, 4 trial threads
+    with pytest.raises(UsageError, match=r"would need about 1\.\d GiB .*more than the 1\.0 GiB budget \(half a test's"):
+        budget.check_run_memory(arch, 1_000_000, 4, 20480)
+
+
+def test_the_estimate_follows_the_replay_kernel() -> None:
+    """The estimate holds one SM's L1 when the replay kernel does (it cannot import the kernel:
+    that would import Numba on the light path)."""
+    from tuiprof.sim import budget, replay
+
+    assert budget.L1_BY_SM_LINES == replay.L1_BY_SM_LINES
 
 
 def test_unwritable_numba_cache_falls_back_to_a_temp_folder(tmp_path: Path) -> None:

@@ -30,6 +30,9 @@ from tuiprof.trace.model import Trace
 
 SHARED_SAMPLE = 200_000
 """Shared-memory warp accesses examined for bank conflicts; a larger snapshot is sampled evenly."""
+SHARED_CHUNK = 8192
+"""Warp accesses per call of `shared_transactions` (its temporaries take about 3 KB per access:
+200,000 at once peaked at 640 MB)."""
 
 MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS = range(6)
 """Columns of `trial_table`."""
@@ -209,8 +212,11 @@ def shared_work(trace: Trace, arch: Arch) -> float:
     if rows.size > SHARED_SAMPLE:
         scale = rows.size / SHARED_SAMPLE
         rows = rows[np.linspace(0, rows.size - 1, SHARED_SAMPLE).astype(np.int64)]
-    tx = shared_transactions(trace.addr[rows], trace.mask[rows], banks=arch.shared_banks, width=4)
-    return float(tx.sum()) * scale
+    tx = 0
+    for i in range(0, rows.size, SHARED_CHUNK):  # each row counts alone: chunks bound the temporaries
+        part = rows[i:i + SHARED_CHUNK]
+        tx += int(shared_transactions(trace.addr[part], trace.mask[part], banks=arch.shared_banks, width=4).sum())
+    return float(tx) * scale
 
 
 def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence) -> Bottleneck:

@@ -1,53 +1,76 @@
-"""How much memory a run will take, estimated before it starts (issue 9 item 7).
+"""How much memory a run will take, estimated before it starts (issue 9 items 7 and 10).
 
-An absurd what-if (``--set l2.size=6GiB`` took 4 GB, ``sm_count = 1000000`` 12 GB) must be refused
-with a hint before any allocation, not end in the kernel's OOM killer. The estimate is an upper
-bound of the simulator's per-trial state, per worker thread: every cache line of every L1 (one per
-SM) and of the L2 holds tag, valid, dirty, recency and hash-chain state, and every warp access of the
-snapshot has its issue order and per-request bookkeeping.
+An absurd what-if (``--set l2.size=6GiB`` took 4 GB, ``sm_count = 1000000`` 12 GB) or a 25 KB
+trace declaring 2^24 CTAs (1.3 GB of per-CTA model state) must be refused with a hint before any
+allocation, not end in the kernel's OOM killer or a MemoryError. The estimate adds up, from
+measured peaks (`benchmarks/bench_hostile.py` prints them beside it), what the run holds at
+once:
+
+- the process itself (interpreter, NumPy, Numba and the compiled kernels) and the loaded trace;
+- the trace packed for the simulator: the L1 requests of each global warp access;
+- per trial thread, the caches' state: every L2 line, and the L1 lines held at once (the replay
+  kernel runs the L1s SM by SM once all of them exceed `L1_BY_SM_LINES` lines, so then one
+  SM's), plus each access's issue order;
+- the SM-utilisation model's per-CTA arrays, one entry per CTA of the whole grid.
+
+It errs high, within about 2x of the measured peak on the demos and what-ifs measured; the
+budget is half the machine's memory or half the process's address-space limit
+(`tuiprof.resources.memory_budget`), like the loader's.
 """
 
 from __future__ import annotations
 
-import os
-
 from tuiprof.arch.model import Arch, CacheConfig
 from tuiprof.errors import UsageError
+from tuiprof.resources import human_size, memory_budget
 
-BYTES_PER_LINE = 64
-"""Upper bound of one simulated cache line's state: a 32-byte metadata row plus up to 16 bytes of
-hash buckets (load factor at least 1/2, 4-byte heads) plus one sentinel row per set, rounded up."""
-BYTES_PER_ACCESS = 512
-"""Upper bound of one warp access's per-trial state: issue and replay order (16 B) plus its L1
-requests (up to 32, 12 B each) and their L2/DRAM queue entries."""
-_BUDGET_FRACTION = 0.5
+PROCESS_BYTES = 192 << 20
+"""The process before any trace: measured 156-165 MiB (vecadd, whose trace is 1,920 accesses)."""
+TRACE_BYTES_PER_ACCESS = 352
+"""One loaded warp access: 32 lane addresses (256 B), op id, mask and their share of the per-warp
+arrays; measured 330-345 B (spmv-u, cr, matmul16)."""
+PACKED_BYTES_PER_ACCESS = 512
+"""One warp access packed for the simulator, at most: its L1 requests (line, sector mask, id;
+up to 32 for a scattered gather) and their order; measured 436 B for spmv-u's gathers."""
+BYTES_PER_LINE = 16
+"""One simulated cache line's state in the replay kernel (tag, valid and dirty masks, recency
+links, its share of the hash table); measured 8 B (a 768 MiB L2)."""
+TRIAL_BYTES_PER_ACCESS = 32
+"""One warp access's per-trial state (issue order, the L1's sends)."""
+BYTES_PER_GRID_CTA = 96
+"""One CTA of the grid in the SM-utilisation model (paper 003: cost, SM, start, end and their
+sorts); measured 76 B (2^24 CTAs: 1.3 GB)."""
+L1_BY_SM_LINES = 8192
+"""`tuiprof.sim.replay.L1_BY_SM_LINES` (a test keeps the two equal; importing the replay kernel
+here would import Numba)."""
 
 
-def _lines(c: CacheConfig, copies: int) -> int:
-    return copies * (c.size // c.line) if c.enabled else 0
+def _lines(c: CacheConfig) -> int:
+    return c.size // c.line if c.enabled else 0
 
 
 def trial_bytes(arch: Arch, n_accesses: int) -> int:
-    """Upper bound of one trial's working memory on `arch` for a snapshot of `n_accesses`."""
-    lines = _lines(arch.l1, arch.sm_count) + _lines(arch.l2, 1)
-    return lines * BYTES_PER_LINE + n_accesses * BYTES_PER_ACCESS
+    """One trial's working memory on `arch` for a snapshot of `n_accesses` (an upper bound)."""
+    l1 = _lines(arch.l1)
+    l1_held = min(arch.sm_count * l1, max(l1, L1_BY_SM_LINES))
+    return (l1_held + _lines(arch.l2)) * BYTES_PER_LINE + n_accesses * TRIAL_BYTES_PER_ACCESS
 
 
-def memory_budget() -> int:
-    """Half the machine's physical memory (the rest is the trace, the UI and everyone else)."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 8 << 30
-    return int(total * _BUDGET_FRACTION)
+def run_bytes(arch: Arch, n_accesses: int, threads: int, grid_ctas: int) -> int:
+    """The run's peak: the process, the trace loaded and packed, `threads` trials at once and
+    the per-CTA models over `grid_ctas` CTAs (an upper bound, see the module docstring)."""
+    return (PROCESS_BYTES + n_accesses * (TRACE_BYTES_PER_ACCESS + PACKED_BYTES_PER_ACCESS)
+            + max(threads, 1) * trial_bytes(arch, n_accesses) + grid_ctas * BYTES_PER_GRID_CTA)
 
 
-def check_run_memory(arch: Arch, n_accesses: int, threads: int) -> None:
-    """Refuse a run whose trials would not fit in the memory budget, before it starts."""
-    need = trial_bytes(arch, n_accesses) * max(threads, 1)
+def check_run_memory(arch: Arch, n_accesses: int, threads: int, grid_ctas: int = 0) -> None:
+    """Refuse a run that would not fit in the memory budget, before it starts."""
+    need = run_bytes(arch, n_accesses, threads, grid_ctas)
     budget = memory_budget()
-    if need > budget:
+    if need > budget.bytes:
+        grid = f", {grid_ctas:,} CTAs" if grid_ctas * BYTES_PER_GRID_CTA > need // 4 else ""
         raise UsageError(
-            f"simulating {arch.name} would need about {need / (1 << 30):.1f} GiB "
-            f"({threads} trial thread(s)), more than the {budget / (1 << 30):.1f} GiB budget (half this machine's memory)",
-            "use smaller what-if cache sizes or SM counts (--set), or a smaller snapshot")
+            f"simulating {arch.name} would need about {human_size(need)} ({n_accesses:,} warp accesses{grid}, "
+            f"{threads} trial thread(s)), more than the {human_size(budget.bytes)} budget (half {budget.of})",
+            "use smaller what-if cache sizes or SM counts (--set), a smaller snapshot or grid, or a machine with "
+            "more memory")

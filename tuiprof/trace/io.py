@@ -46,6 +46,7 @@ from tuiprof import __version__
 from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.output import write_bytes_to
+from tuiprof.resources import human_size, memory_budget
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS,
                                  MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance, Snapshot,
                                  SourceFile, StaticOp, Trace)
@@ -284,29 +285,6 @@ def _expect(cond: bool, path: Path, what: str) -> None:
         raise _bad(path, what)
 
 
-def _gib(n: int) -> str:
-    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
-
-
-def memory_budget() -> int:
-    """Bytes one loaded trace may take: half the machine's physical memory, or half the
-    process's address-space limit when one is set, so that a trace too large for the machine
-    is refused before anything is decompressed."""
-    try:
-        budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
-    except (ValueError, OSError, AttributeError):
-        budget = 8 << 30
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY:
-            budget = min(budget, soft // 2)
-    except (ImportError, ValueError, OSError):
-        pass
-    return budget
-
-
 def _cannot_read(path: Path, exc: OSError) -> TraceError:
     """The message for a file that exists (or may) but cannot be opened or read."""
     p = shown_path(path)
@@ -394,7 +372,7 @@ def _reading(path: Path, read: Callable[[BinaryIO], _T], prepare: Callable[[], o
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and validate a .tptrace file. Any problem with the file raises TraceError naming the
-    file and what is wrong (any other failure, a TuiprofError saying whose it is); memory stays within the sizes the header declares (and `memory_budget`)."""
+    file and what is wrong (any other failure, a TuiprofError saying whose it is); memory stays within the sizes the header declares (and `tuiprof.resources.memory_budget`)."""
     path = Path(path)
     return _reading(path, lambda fh: _load(path, fh), prepare=_decoder)
 
@@ -807,10 +785,10 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
     with zf:
         hd = _parse_header(path, _read_json(path, fh, infos))
         need, budget = _load_bytes(hd), memory_budget()
-        if need > budget:
+        if need > budget.bytes:
             raise TraceError(f"{shown_path(path)} is too large to load: its {hd.accesses:,} warp accesses need about "
-                             f"{_gib(need)} of memory, more than the {_gib(budget)} allowed here (half the memory)",
-                             "profile a smaller snapshot (fewer CTAs), or use a machine with more memory")
+                             f"{human_size(need)} of memory, more than the {human_size(budget.bytes)} allowed here "
+                             f"(half {budget.of})", "profile a smaller snapshot (fewer CTAs), or use a machine with more memory")
         arrays: dict[str, np.ndarray] = {}
         for name, spec in hd.arrays.items():
             member = f"{name}.npy"
