@@ -1,17 +1,24 @@
-"""Hostile .tptrace files (issue 9, trace half): for each case, the exit status, peak memory
-(the child's maximum RSS), wall time and the first line of stderr of `tuiprof report FILE`.
-Prints one row per case; run on demand (the bombs need a few seconds to build):
+"""Hostile inputs and faults (issue 9): for each case, the exit status, peak memory (the child's
+maximum RSS), wall time, whether any file in the case's folder changed, and the first line of
+stderr of `tuiprof report ...`. Prints one row per case; run on demand (the bombs need a few
+seconds to build):
 
     python benchmarks/bench_hostile.py [--cap-gib G] [--timeout S] [--trials N] [--tree DIR] [CASE ...]
+    python benchmarks/bench_hostile.py --memory [CASE ...]
 
 Each case runs under an address-space cap (default 8 GiB, so a regression cannot take the
 machine) and a timeout; the builders are the test suite's (tests/hostile/hostile.py). With
 ``--tree`` another checkout's tuiprof runs the same files (for before/after figures).
+
+``--memory`` compares the run memory estimate (`tuiprof.sim.budget.run_bytes`, on this
+machine's core count) with the measured peak of demos and what-ifs (each run twice: the first
+compiles its kernels, whose memory the estimate does not count).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import resource
 import signal
@@ -20,6 +27,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -29,13 +37,48 @@ sys.path.insert(0, str(ROOT))
 from tests.hostile import hostile as H  # noqa: E402
 
 
-Case = Callable[[Path], "tuple[str | bytes, dict[str, str]]"]
+@dataclass(frozen=True)
+class Spec:
+    """One `tuiprof report` run: its arguments, extra environment, Python run before tuiprof's
+    main in the same process (a simulated fault), a command feeding its standard input, and an
+    address-space cap of its own."""
+
+    args: list
+    env: dict = field(default_factory=dict)
+    prelude: str | None = None
+    stdin_cmd: list | None = None
+    cap_gib: float | None = None
+
+
+Case = Callable[[Path], Spec]
+
+DENY_WRITES = """
+import errno, tempfile
+def _deny(*args, **kwargs):
+    raise PermissionError(errno.EACCES, "Permission denied")
+tempfile.TemporaryFile = _deny
+"""
+DENY_CACHE = """
+import errno, os, tempfile
+def _deny(real):
+    def call(*args, **kwargs):
+        if str(kwargs.get("dir") or "").startswith(os.environ["XDG_CACHE_HOME"]):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(*args, **kwargs)
+    return call
+tempfile.TemporaryFile, tempfile.mkstemp = _deny(tempfile.TemporaryFile), _deny(tempfile.mkstemp)
+"""
+THEN_MAIN = """
+import runpy, sys
+sys.argv = ["tuiprof", *sys.argv[1:]]
+runpy.run_module("tuiprof", run_name="__main__", alter_sys=True)
+"""
 
 
 def _cases() -> dict[str, Case]:
-    """Each case builds its file in a fresh folder and returns (the TARGET argument, extra env)."""
+    """Each case builds its files in a fresh folder and returns the run."""
     def file(build: Callable[[Path], Path]) -> Case:
-        return lambda d: (str(build(d)), {})
+        return lambda d: Spec([str(build(d))])
 
     def header(fn: Callable[[dict], None]) -> Case:
         def build(d: Path) -> Path:
@@ -66,19 +109,54 @@ def _cases() -> dict[str, Case]:
         for k in [k for k in h["arrays"] if k.startswith("cta_")]:
             del h["arrays"][k]
 
-    def damaged_cache(d: Path) -> tuple[str, dict[str, str]]:
+    def damaged_cache(d: Path) -> Spec:
         from tuiprof import __version__
 
         cached = d / "tuiprof" / "demo_traces" / f"spmv-vec-u128-{__version__}.tptrace"
         cached.parent.mkdir(parents=True)
         cached.write_bytes(b"PK\x03\x04 half a file")
-        return "spmv-vec-u128", {"XDG_CACHE_HOME": str(d)}
+        return Spec(["spmv-vec-u128"], {"XDG_CACHE_HOME": str(d), **_numba_cache()})
 
-    def odd_name(d: Path) -> tuple[bytes, dict[str, str]]:
+    def odd_name(d: Path) -> Spec:
         name = os.fsencode(d) + b"/t\xff\x1b[2J.tptrace"
         with open(name, "wb") as fh:
             fh.write(b"junk")
-        return name, {}
+        return Spec([name])
+
+    def grid_only(ctas: int) -> Case:
+        def build(d: Path) -> Path:
+            t = H.TraceFile()
+            t.header["launch"]["grid"] = [ctas, 1, 1]
+            for k in [k for k in t.arrays if k.startswith("cta_")]:
+                del t.arrays[k], t.header["arrays"][k]
+            return t.save(d / "t.tptrace")
+        return file(build)
+
+    def negative_insts(d: Path) -> Path:
+        t = H.TraceFile()
+        t.set_array("cta_insts", t.arrays["cta_insts"].astype("int64") - 1000)
+        return t.save(d / "t.tptrace")
+
+    def broken_numba(d: Path) -> Spec:
+        (d / "numba").mkdir()
+        (d / "numba" / "__init__.py").write_text('raise ImportError("Numba needs NumPy 2.0 or less. Got NumPy 9.9.")\n')
+        return Spec(["vecadd"], {"PYTHONPATH_FIRST": str(d)})
+
+    def arch_file(d: Path) -> Path:
+        (d / "a.toml").write_text((ROOT / "tuiprof" / "arch" / "presets" / "v100.toml").read_text())
+        return d / "a.toml"
+
+    def zero_device(d: Path) -> Spec:
+        os.mknod(d / "zero", 0o666 | 0o020000, os.makedev(1, 5))  # a character device made here, never /dev's
+        return Spec(["vecadd", "--arch", str(d / "zero")])
+
+    def unwritable_cache(d: Path) -> Spec:
+        return Spec(["spmv-vec-u128"], {"XDG_CACHE_HOME": str(d), **_numba_cache()}, prelude=DENY_CACHE)
+
+    def typo(d: Path) -> Spec:
+        toml = arch_file(d)
+        toml.write_text(toml.read_text().replace("[l1]", "[l1]\nsise = 4", 1))
+        return Spec(["vecadd", "--arch", str(toml)])
 
     return {
         "valid vecadd": file(lambda d: H.TraceFile().save(d / "t.tptrace")),
@@ -94,42 +172,106 @@ def _cases() -> dict[str, Case]:
         "grid 2^31-1, no CTA records": header(no_cta_records),
         "FIFO": file(fifo),
         "directory": file(lambda d: d),
-        "5000-character name": lambda d: (str(d / ("x" * 5000 + ".tptrace")), {}),
+        "5000-character name": lambda d: Spec([str(d / ("x" * 5000 + ".tptrace"))]),
         "non-UTF-8 name": odd_name,
         "escape sequences": file(escapes),
         "damaged cached demo": damaged_cache,
+        "grid 2^24, no CTA records": grid_only(1 << 24),
+        "negative cta_insts": file(negative_insts),
+        "broken Numba (ImportError)": broken_numba,
+        "nothing writable": lambda d: Spec(["vecadd"], prelude=DENY_WRITES),
+        "unwritable demo cache": unwritable_cache,
+        "--arch zero device": zero_device,
+        "--arch /dev/stdin from yes": lambda d: Spec(["vecadd", "--arch", "/dev/stdin"], stdin_cmd=["yes", "x = 1"]),
+        "-o the --arch file": lambda d: Spec(["vecadd", "--arch", str(arch_file(d)), "-o", str(d / "a.toml")]),
+        "unknown arch key l1.sise": typo,
+        "sm_count=1000000": lambda d: Spec(["vecadd", "--set", "sm_count=1000000"]),
+        "1024 SMs x 16 MiB L1 (stencil7)": lambda d: Spec(["stencil7", "--set", "sm_count=1024", "--set", "l1.size=16MiB"]),
+        "1 GiB L2 of 32 B lines, 1.25 GiB cap": lambda d: Spec(["vecadd", "--arch", "v100", "--set", "l2.size=1GiB", "--set",
+                                                              "l2.line=32", "--set", "l2.assoc=16"], cap_gib=1.25),
     }
 
 
-def run(target: str | bytes, env: dict[str, str], tree: Path, cap: int, timeout: float,
-        trials: int) -> tuple[str, float, float, str, bool]:
+def _numba_cache() -> dict[str, str]:
+    """The compiled kernels' folder of this process (a case with its own XDG_CACHE_HOME must not
+    compile every kernel again)."""
+    from tuiprof.jit import kernel_cache_dir
+
+    folder = kernel_cache_dir()
+    return {"NUMBA_CACHE_DIR": str(folder)} if folder is not None else {}
+
+
+def _folder_state(d: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha1(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def run(spec: Spec, tree: Path, cap: int, timeout: float, trials: int) -> tuple[str, float, float, str, bool]:
     """(exit status, peak RSS MiB, wall s, first stderr line, ESC on stdout) of one report."""
+    cap = int(spec.cap_gib * (1 << 30)) if spec.cap_gib else cap
+
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, "-m", "tuiprof", "report", target, "--trials", str(trials)],
-                             stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=limit, cwd=tree,
-                             env={**os.environ, "PYTHONPATH": str(tree), **env})
-        deadline = t0 + timeout
-        while True:
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                p.send_signal(signal.SIGKILL)
-                pid, status, usage = os.wait4(p.pid, 0)
-                p.returncode = -9
-                return "timeout", usage.ru_maxrss / 1024, time.perf_counter() - t0, "", False
-            time.sleep(0.02)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        out.seek(0)
-        lines = err.read().decode(errors="replace").strip().splitlines()
-        first = next((ln for ln in lines if ln.startswith("error:")), lines[-1] if lines else "")
-        return str(p.returncode), usage.ru_maxrss / 1024, wall, first, b"\x1b" in out.read()
+    env = dict(spec.env)
+    first_on_path = env.pop("PYTHONPATH_FIRST", None)
+    path = os.pathsep.join(filter(None, [first_on_path, str(tree)]))
+    start = ["-m", "tuiprof"] if spec.prelude is None else ["-c", spec.prelude + THEN_MAIN]
+    feeder = subprocess.Popen(spec.stdin_cmd, stdout=subprocess.PIPE) if spec.stdin_cmd else None
+    try:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            p = subprocess.Popen([sys.executable, *start, "report", *spec.args, "--trials", str(trials)],
+                                 stdout=out, stderr=err, stdin=feeder.stdout if feeder else subprocess.DEVNULL,
+                                 preexec_fn=limit, cwd=tree, env={**os.environ, "PYTHONPATH": path, **env})
+            deadline = t0 + timeout
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.perf_counter() > deadline:
+                    p.send_signal(signal.SIGKILL)
+                    pid, status, usage = os.wait4(p.pid, 0)
+                    p.returncode = -9
+                    return "timeout", usage.ru_maxrss / 1024, time.perf_counter() - t0, "", False
+                time.sleep(0.02)
+            wall = time.perf_counter() - t0
+            p.returncode = os.waitstatus_to_exitcode(status)
+            err.seek(0)
+            out.seek(0)
+            lines = err.read().decode(errors="replace").strip().splitlines()
+            first = next((ln for ln in lines if ln.startswith("error:")), lines[-1] if lines else "")
+            return str(p.returncode), usage.ru_maxrss / 1024, wall, first, b"\x1b" in out.read()
+    finally:
+        if feeder is not None:
+            feeder.kill()
+            feeder.wait()
+
+
+MEMORY_CASES: dict[str, list[str]] = {
+    "vecadd": ["vecadd"], "spmv-u": ["spmv-u"], "stencil7": ["stencil7"], "transpose-tiled": ["transpose-tiled"],
+    "cr": ["cr"], "bfs": ["bfs"], "matmul16": ["matmul16"], "matmul-tile32": ["matmul-tile32"],
+    "spmv-u on h100": ["spmv-u", "--arch", "h100"],
+    "vecadd, 1024 SMs x 4 MiB L1": ["vecadd", "--arch", "v100", "--set", "sm_count=1024", "--set", "l1.size=4MiB"],
+    "vecadd, 768 MiB L2": ["vecadd", "--arch", "v100", "--set", "l2.size=768MiB"],
+    "stencil7, 1024 SMs x 16 MiB L1": ["stencil7", "--set", "sm_count=1024", "--set", "l1.size=16MiB"],
+}
+
+
+def estimate(args: list[str]) -> float:
+    """`run_bytes` (MiB) of `report ARGS` on this machine's cores, as the session computes it."""
+    import math
+
+    from tuiprof.arch.presets import load_arch, parse_overrides
+    from tuiprof.sim.budget import run_bytes
+    from tuiprof.trace.demos import resolve_target
+    from tuiprof.trace.io import read_header
+
+    h = read_header(resolve_target(args[0]))
+    opts = dict(zip(args[1::2], args[2::2]))
+    sets = parse_overrides([v for k, v in zip(args[1::2], args[2::2]) if k == "--set"])
+    arch = load_arch(opts.get("--arch", h["provenance"]["arch"]), sets)
+    return run_bytes(arch, h["counts"]["accesses"], os.cpu_count() or 1, math.prod(h["launch"]["grid"])) / (1 << 20)
 
 
 def main() -> None:
@@ -139,15 +281,31 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose tuiprof runs (default: this one)")
+    ap.add_argument("--memory", action="store_true", help="the run memory estimate against measured peaks")
     args = ap.parse_args()
+    cap = int(args.cap_gib * (1 << 30))
+    if args.memory:
+        for name in args.cases or MEMORY_CASES:
+            spec = Spec([*MEMORY_CASES[name], "--no-sweep"])
+            run(spec, args.tree.resolve(), cap, args.timeout, 4)                 # compiles the geometry's kernels
+            code, rss, wall, first, _ = run(spec, args.tree.resolve(), cap, args.timeout, 4)
+            est = estimate(MEMORY_CASES[name])
+            print(f"{name:<32} exit {code:>3}  peak {rss:6.0f} MiB  estimate {est:6.0f} MiB  ({est / rss:.2f}x)  "
+                  f"{first[:100]!r}", flush=True)
+        return
     cases = _cases()
     for name in args.cases or cases:
         with tempfile.TemporaryDirectory() as d:
-            target, env = cases[name](Path(d))
-            code, rss, wall, first, esc = run(target, env, args.tree.resolve(), int(args.cap_gib * (1 << 30)),
-                                              args.timeout, args.trials)
+            try:
+                spec = cases[name](Path(d))
+            except PermissionError:
+                print(f"{name:<26} skipped (needs root)", flush=True)
+                continue
+            before = _folder_state(Path(d))
+            code, rss, wall, first, esc = run(spec, args.tree.resolve(), cap, args.timeout, args.trials)
+            changed = _folder_state(Path(d)) != before
         print(f"{name:<26} exit {code:>7}  peak {rss:7.0f} MiB  {wall:6.1f} s  {'ESC on stdout  ' if esc else ''}"
-              f"{first[:150]!r}", flush=True)
+              f"{'FILES CHANGED  ' if changed else ''}{first[:150]!r}", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ once:
   SM's), plus each access's issue order;
 - the SM-utilisation model's per-CTA arrays, one entry per CTA of the whole grid.
 
-It errs high, within about 2x of the measured peak on the demos and what-ifs measured; the
-budget is half the machine's memory or half the process's address-space limit
-(`tuiprof.resources.memory_budget`), like the loader's.
+It errs high: 1.2-2.5x the measured peak on the demos and what-ifs measured (the most where the
+trace is mostly shared-memory accesses, which are not packed). The budget is half the machine's
+memory or half the process's address-space limit (`tuiprof.resources.memory_budget`), like the
+loader's.
 """
 
 from __future__ import annotations

@@ -372,7 +372,8 @@ def _reading(path: Path, read: Callable[[BinaryIO], _T], prepare: Callable[[], o
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and validate a .tptrace file. Any problem with the file raises TraceError naming the
-    file and what is wrong (any other failure, a TuiprofError saying whose it is); memory stays within the sizes the header declares (and `tuiprof.resources.memory_budget`)."""
+    file and what is wrong (any other failure, a TuiprofError saying whose it is); memory stays
+    within the sizes the header declares (and `tuiprof.resources.memory_budget`)."""
     path = Path(path)
     return _reading(path, lambda fh: _load(path, fh), prepare=_decoder)
 
@@ -832,10 +833,10 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
         raise _bad(path, exc.message.removeprefix("invalid trace: ")) from None
 
 
-_CLOCK_MAX = 1 << 62
-_CTA_RANGES = {"insts": (0, _CLOCK_MAX, "warp instructions of a CTA"), "accesses": (0, _CLOCK_MAX, "warp accesses of a CTA"),
-               "sm": (0, LIMITS["sm_count"] - 1, "the SM a CTA ran on"), "start": (0, _CLOCK_MAX, "a CTA's start clock"),
-               "end": (0, _CLOCK_MAX, "a CTA's end clock")}
+_HUGE = 1 << 62
+_CTA_RANGES = {"insts": (0, _HUGE, "warp instructions of a CTA"), "accesses": (0, _HUGE, "warp accesses of a CTA"),
+               "sm": (0, LIMITS["sm_count"] - 1, "the SM a CTA ran on"), "start": (0, _HUGE, "a CTA's start clock"),
+               "end": (0, _HUGE, "a CTA's end clock")}
 """What each per-CTA array may hold: counts and clocks are never negative (and stay far from
 wrapping when summed or subtracted); an SM id is below the most SMs a GPU may have."""
 
@@ -850,7 +851,8 @@ def _cta_records(path: Path, arrays: dict[str, np.ndarray]) -> CtaRecords:
             lo, hi, what = _CTA_RANGES[f]
             low, high = int(a.min()), int(a.max())
             if low < lo or high > hi:
-                raise _bad(path, f"array cta_{f} holds {low if low < lo else high:,}, outside {lo:,}..{hi:,} ({what})")
+                top = "2^62" if hi == _HUGE else f"{hi:,}"
+                raise _bad(path, f"array cta_{f} holds {low if low < lo else high:,}, outside {lo:,}..{top} ({what})")
         out[f] = None if a is None else a.astype(np.int64)
     return CtaRecords(**out)
 
