@@ -52,10 +52,7 @@ class NativeEmuDriver(EmuDriver):
             return cache.setdefault(f.name, ipdom(f))
 
         prog = decode(module.module, name, ipdoms, ids, len({op.id for _, _, op in self.table}), _where)
-        buf = bytearray(prog.param_size)
-        for p, raw in zip(prog.params, params):
-            buf[p.offset:p.offset + p.size] = raw
-        self.result = execute(prog, self.heap, grid, block, bytes(buf), shared, self.snapshot, n_sms=self.n_sms,
+        self.result = execute(prog, self.heap, grid, block, params.buffer(), shared, self.snapshot, n_sms=self.n_sms,
                               threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where)
         return 0.0
 
