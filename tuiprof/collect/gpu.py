@@ -26,15 +26,15 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.build.program import Program
 from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
+from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented, instrument
 from tuiprof.ptx.model import Function, Module, Param, param_layout
 from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
-CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
-EMULATOR_HINT = ("run it in the emulator instead: add --backend emu (no GPU needed; the same launch "
-                 "script, exact addresses)")
+EMULATOR_HINT = ("run it in the emulator instead: --backend emu (no GPU needed; the same launch script, "
+                 "exact addresses)")
 U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -50,6 +50,7 @@ class GpuError(TuiprofError):
 
 
 _PROBLEM: dict[str, str | None] = {}
+_INFO: dict[str, DeviceInfo] = {}
 
 
 def gpu_problem(cuda: str = "cuda-bindings") -> str | None:
@@ -63,9 +64,20 @@ def gpu_problem(cuda: str = "cuda-bindings") -> str | None:
         problem = exc.message
     else:
         problem = None
+        _INFO[cuda] = drv.info
         drv.close()
     _PROBLEM[cuda] = problem
     return problem
+
+
+def gpu_info(cuda: str = "cuda-bindings") -> DeviceInfo:
+    """The GPU at hand (the first device), as `gpu_problem` found it; GpuUnavailable when none is
+    usable (call `require_gpu` first for a message that says what needed it)."""
+    if cuda not in _INFO:
+        drv = _open_driver(cuda)
+        _INFO[cuda] = drv.info
+        drv.close()
+    return _INFO[cuda]
 
 
 def require_gpu(what: str, cuda: str = "cuda-bindings", hint: str = EMULATOR_HINT) -> None:
@@ -743,13 +755,14 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     return GpuRun(trace, counted.elapsed_ms, rec.elapsed_ms, info, timings)
 
 
-def record_kernel_file(source: str | Path, script: Any, *, arch: Any, kernel: str | None = None,
-                       launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
-                       flags: Sequence[str] = (), compiler: str = "auto", cuda: str = "cuda-bindings") -> GpuRun:
+def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name: str | None = None,
+                       kernel: str | None = None, launch_index: int = 0, snapshot_ctas: int | None = None,
+                       snapshot_start: int = 0, flags: Sequence[str] = (), compiler: str = "auto",
+                       cuda: str = "cuda-bindings") -> GpuRun:
     """`tuiprof KERNEL.cu --launch SCRIPT --backend gpu`: compile the kernel file for the GPU at
     hand, run the launch script (a `tuiprof.collect.script.LaunchScript`) counting then recording
     the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
-    (an `Arch`). Raises GpuUnavailable without a GPU."""
+    (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build import build_program
     from tuiprof.ptx import parse_module
@@ -773,7 +786,7 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, kernel: st
                              dynamic_shared=launch.dynamic_shared, ctas_per_sm=md(launch))
             return choose_snapshot(with_md, arch, ctas=snapshot_ctas, start=snapshot_start)
 
-        return collect_gpu(program, script.run, arch_name=arch.name, snapshot_rule=rule, ctas_per_sm=md,
+        return collect_gpu(program, script.run, arch_name=arch_name or arch.name, snapshot_rule=rule, ctas_per_sm=md,
                            choice=LaunchChoice(symbol, launch_index), module=module, driver=drv)
     finally:
         drv.close()
