@@ -246,9 +246,11 @@ def test_whole_program_command_lines_reach_the_program(app: Path, pretend_gpu: D
 
     assert main(["record", "--arch", "a100", "-o", "two.tptrace", "--", "nvcc", "-o", "app", "main.cu", "lib.cu",
                  "-rdc=true", "--", "7"]) == 0
-    command, args, kw = calls[-1]
-    assert command == ("nvcc", "-o", "app", "main.cu", "lib.cu", "-rdc=true") and args == ("7",)
+    command, args, kw = calls[-1]  # no architecture named: built for the GPU at hand (compute capability 9.0)
+    assert command == ("nvcc", "-o", "app", "main.cu", "lib.cu", "-rdc=true", "-arch=sm_90") and args == ("7",)
     assert kw["arch"].name == "a100" and load_trace(app / "two.tptrace").provenance.arch == "a100"
+    assert main(["record", "app.cu", "-o", "three.tptrace", "-gencode", "arch=compute_80,code=sm_80"]) == 0
+    assert calls[-1][:2] == (("app.cu", "-gencode", "arch=compute_80,code=sm_80"), ())
 
 
 def test_kernel_file_on_the_gpu(app: Path, pretend_gpu: DeviceInfo, monkeypatch: pytest.MonkeyPatch) -> None:

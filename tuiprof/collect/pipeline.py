@@ -146,8 +146,9 @@ def record_program(source: Path, config: "RunConfig") -> tuple[Trace, Path]:
 
     opts = config.collect
     require_gpu(f"profiling {source.name} as a whole program", hint=program_hint(source))
-    arch, arch_name = gpu_arch(config, gpu_info().compute_capability)
-    command = opts.compile_command or (str(source), *opts.nvcc_args)
+    cc = gpu_info().compute_capability
+    arch, arch_name = gpu_arch(config, cc)
+    command = for_gpu(opts.compile_command or (str(source), *opts.nvcc_args), cc)
     _say(f"building {' '.join(a for a in command if a.endswith('.cu'))} with tuiprof's probes, then running it "
          "twice (a counting run, then a recording run)...")
     run = profile_sources(command, opts.program_args, arch=arch, kernel=opts.kernel, launch_index=opts.launch_index,
@@ -158,6 +159,17 @@ def record_program(source: Path, config: "RunConfig") -> tuple[Trace, Path]:
     kept = save_trace(trace, run.binary.with_name(f"{source.stem}.tptrace"))
     _say(f"the trace is kept in {kept} (`tuiprof {kept}` opens it again without running the program)")
     return trace, kept
+
+
+NVCC_ARCH_FLAGS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
+
+
+def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
+    """An nvcc command line that names no GPU architecture, built for the GPU at hand (``-arch=sm_XY``)
+    rather than nvcc's oldest default (which the driver would JIT-compile at every start)."""
+    if any(a.split("=", 1)[0] in NVCC_ARCH_FLAGS for a in command):
+        return command
+    return (*command, f"-arch=sm_{cc[0]}{cc[1]}")
 
 
 def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -> Trace:
