@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ptx_support import CUDA_DIR, DEMO_DIR, compile_nvcc, find_nvcc, fixtures, min_arch, source_for
+from tests.ptx_support import CUDA_DIR, DEMO_DIR, compile_nvcc, find_nvcc, fixtures, source_for
 from tuiprof.collect.records import site_to_op
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import COMPRESSED_BIT, CTL_SYMBOL, SITE_BITS, Instrumented, instrument, is_instrumented

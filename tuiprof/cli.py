@@ -378,29 +378,26 @@ def _program_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
     """Put a program's compiler command line, its extra nvcc arguments (the options tuiprof does
     not know, after a .cu TARGET that is a whole program) and its arguments into `args`; refuse
     unknown options anywhere else, as argparse would."""
-    if args.command in PROGRAM_COMMANDS:
-        args.compile_command, args.program_args, args.program_nvcc_args = command, program_args, extras
-        if program_args and args.command != "validate" and not args.target.endswith(".cu"):
-            raise UsageError(f"arguments after -- are a program's, and {args.target} is a trace, not a program",
-                             "a .cu source that defines main() runs as a program: tuiprof app.cu -- ARGS")
-        if not extras or (args.command != "validate" and not command and _is_program_target(args)):
-            return
-        if args.command != "validate" and not command and args.target.endswith(".cu"):
-            raise UsageError(f"unrecognized arguments: {' '.join(extras)}",
-                             f"{Path(args.target).name} is profiled as a kernel file (it defines no main(), or --launch or "
-                             "--backend emu is given): its compiler flags go in --cflag=FLAG; nvcc arguments follow the "
-                             "source of a whole program")
-    elif not extras:
+    if args.command not in PROGRAM_COMMANDS:
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
         return
-    parser.error(f"unrecognized arguments: {' '.join(extras)}")
-
-
-def _is_program_target(args: argparse.Namespace) -> bool:
-    if not args.target.endswith(".cu"):
-        return False
+    args.compile_command, args.program_args, args.program_nvcc_args = command, program_args, extras
+    source = args.command != "validate" and args.target.endswith(".cu")
+    if program_args and args.command != "validate" and not source:
+        raise UsageError(f"arguments after -- are a program's, and {args.target} is a trace, not a program",
+                         "a .cu source that defines main() runs as a program: tuiprof app.cu -- ARGS")
+    if not extras:
+        return
+    if not source or command:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     from tuiprof.collect.pipeline import is_whole_program
 
-    return is_whole_program(Path(args.target), collect_options(args))
+    if not is_whole_program(Path(args.target), collect_options(args)):
+        raise UsageError(f"unrecognized arguments: {' '.join(extras)}",
+                         f"{Path(args.target).name} is profiled as a kernel file (it defines no main(), or --launch or "
+                         "--backend emu is given): its compiler flags go in --cflag=FLAG; nvcc arguments follow the "
+                         "source of a whole program")
 
 
 def _say(text: str) -> None:

@@ -126,12 +126,11 @@ def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Record TARGET on the GPU, measure it with ncu, save the trace with the measurements,
     simulate it and print the comparison."""
-    import dataclasses
     import tempfile
 
     from tuiprof.cli import run_config
     from tuiprof.collect.gpu import gpu_info, require_gpu
-    from tuiprof.collect.pipeline import gpu_arch, program_hint
+    from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
     from tuiprof.validate import (NCU_HINT, ValidateError, compare, find_ncu, measured_values, ncu_command,
@@ -160,8 +159,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not launches:
         raise ValidateError("ncu profiled no launch", "check --kernel and --launch-index")
     measured = measured_values(launches[0])
-    prov = dataclasses.replace(trace.provenance, measured={**trace.provenance.measured, **measured})
-    trace = dataclasses.replace(trace, provenance=prov)
+    trace = with_provenance(trace, measured={**trace.provenance.measured, **measured})
     out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
     save_trace(trace, out)
     session = Session(trace, config, out)
@@ -196,9 +194,8 @@ def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
 
 def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
                     arch_name: str) -> tuple[Any, list[str], str | None]:
-    import dataclasses
-
     from tuiprof.build.wholeprog import load_whole_program
+    from tuiprof.collect.pipeline import with_provenance
     from tuiprof.collect.program_run import collect_program, resolve_kernel
     from tuiprof.validate import plain_binary
 
@@ -208,8 +205,8 @@ def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
     for note in run.notes:
         print(f"note: {note}")
     plain = plain_binary(prog.nvcc_args, prog.binary, Path.cwd())
-    trace = dataclasses.replace(run.trace, provenance=dataclasses.replace(run.trace.provenance, arch=arch_name))
-    return trace, [str(plain), *args.program_args], resolve_kernel(prog, args.kernel)
+    return (with_provenance(run.trace, arch=arch_name), [str(plain), *args.program_args],
+            resolve_kernel(prog, args.kernel))
 
 
 COMMANDS = ("build", "calibrate", "validate")

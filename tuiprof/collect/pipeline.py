@@ -95,6 +95,11 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def with_provenance(trace: Trace, **changes: object) -> Trace:
+    """`trace` with some of its provenance's fields replaced."""
+    return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, **changes))  # type: ignore[arg-type]
+
+
 def collect_trace(source: Path, config: "RunConfig") -> Trace:
     """Record the trace of `source` under the collect options of `config`: a whole program on the
     GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the emulator."""
@@ -117,8 +122,7 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
     trace = _collect_in_emulator(source, script_path, config)
     if why is None:
         return trace
-    generator = {**trace.provenance.generator, "backend_choice": why}
-    return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, generator=generator))
+    return with_provenance(trace, generator={**trace.provenance.generator, "backend_choice": why})
 
 
 def _collect_on_gpu(source: Path, script_path: Path, config: "RunConfig") -> Trace:
@@ -131,9 +135,8 @@ def _collect_on_gpu(source: Path, script_path: Path, config: "RunConfig") -> Tra
                              kernel=opts.kernel, launch_index=opts.launch_index, snapshot_ctas=opts.snapshot,
                              snapshot_start=opts.snapshot_start, flags=opts.cflags, compiler=opts.compiler,
                              cuda=opts.cuda)
-    generator = {**run.trace.provenance.generator, "launch_script": script_path.name,
-                 "launches": len(run.timings)}
-    return dataclasses.replace(run.trace, provenance=dataclasses.replace(run.trace.provenance, generator=generator))
+    return with_provenance(run.trace, generator={**run.trace.provenance.generator, "launch_script": script_path.name,
+                                                 "launches": len(run.timings)})
 
 
 def record_program(source: Path, config: "RunConfig") -> tuple[Trace, Path]:
@@ -149,13 +152,13 @@ def record_program(source: Path, config: "RunConfig") -> tuple[Trace, Path]:
     cc = gpu_info().compute_capability
     arch, arch_name = gpu_arch(config, cc)
     command = for_gpu(opts.compile_command or (str(source), *opts.nvcc_args), cc)
-    _say(f"building {' '.join(a for a in command if a.endswith('.cu'))} with tuiprof's probes, then running it "
-         "twice (a counting run, then a recording run)...")
+    _say(f"building {' '.join(a for a in command if a.endswith('.cu'))} with tuiprof's probes (once: the build is "
+         "cached), then running it twice (a counting run, then a recording run)...")
     run = profile_sources(command, opts.program_args, arch=arch, kernel=opts.kernel, launch_index=opts.launch_index,
                           snapshot_ctas=opts.snapshot, snapshot_start=opts.snapshot_start)
     for note in run.notes:
         _say(f"note: {note}")
-    trace = dataclasses.replace(run.trace, provenance=dataclasses.replace(run.trace.provenance, arch=arch_name))
+    trace = with_provenance(run.trace, arch=arch_name)
     kept = save_trace(trace, run.binary.with_name(f"{source.stem}.tptrace"))
     _say(f"the trace is kept in {kept} (`tuiprof {kept}` opens it again without running the program)")
     return trace, kept
