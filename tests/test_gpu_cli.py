@@ -314,6 +314,19 @@ def test_build_command(tmp_path: Path) -> None:
     assert r.returncode == 2 and "needs an nvcc command line" in r.stderr
 
 
+@pytest.mark.skipif(find_nvcc() is None or shutil.which("g++") is None, reason="nvcc and g++ are needed")
+def test_build_of_a_kernel_file_says_it_has_no_main(tmp_path: Path) -> None:
+    """A kernel file (no main) fails at the link: the hint says why and where to go instead, and the
+    failed build leaves no metadata folder behind (it used to leave v.instr.tuiprof/build/)."""
+    shutil.copy(ROOT / "demo_traces" / "vecadd.cu", tmp_path / "vecadd.cu")
+    r = tuiprof("build", "vecadd.cu", "-o", "v.instr", "-arch=sm_75", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: the instrumented build failed at ")
+    assert "undefined reference to `main'" in r.stderr and "Traceback" not in r.stderr
+    hint = r.stderr[r.stderr.index("\nhint: "):]
+    assert "no source defines main()" in hint and "tuiprof init KERNEL.cu" in hint and "please report" not in hint
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vecadd.cu"]
+
+
 # --------------------------------------------------------------------------- ncu CSV
 
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
