@@ -159,8 +159,9 @@ class Session:
 
     @classmethod
     def open(cls, target: str | Path, config: RunConfig) -> "Session":
-        """A session on a .tptrace path, a demo name, or a CUDA source (compiled, run in the
-        emulator under its launch script, and recorded first)."""
+        """A session on a .tptrace path, a demo name, or a CUDA source (recorded first: a kernel
+        file under its launch script, on the GPU or in the emulator; a whole program on the GPU;
+        `tuiprof.collect.pipeline.collect_trace`)."""
         if Path(target).suffix == ".cu":
             from tuiprof.collect.pipeline import collect_trace
 
