@@ -104,6 +104,9 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
     """Record the trace of `source` under the collect options of `config`: a whole program on the
     GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the emulator."""
     opts = config.collect
+    if not opts.compile_command and not source.is_file():
+        what = "is not a file" if source.exists() else "does not exist"
+        raise UsageError(f"{source} {what}", "check the path of the CUDA source (a .cu file)")
     if is_whole_program(source, opts):
         return record_program(source, config)[0]
     if opts.program_args or opts.nvcc_args:
