@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
+from tuiprof.build.toolchain import find_nvcc as _product_find_nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 FIXTURES = Path(__file__).resolve().parent / "ptx"
 DEMO_DIR = ROOT / "demo_traces"
 
-DEMO_SOURCES = ("vecadd.cu", "spmv.cu", "matmul.cu", "stencil.cu", "transpose.cu")
+DEMO_SOURCES = tuple(sorted(p.name for p in DEMO_DIR.glob("*.cu")))
+"""Every demo kernel file (demo_traces/*.cu)."""
+REQUIRE_COMPILERS = "TUIPROF_TESTS_REQUIRE_COMPILERS"
+"""Set (to 1) by .ci/run: a missing nvcc or NVRTC fails the test session instead of skipping the
+tests that compile CUDA (tests/conftest.py)."""
 SM80_ONLY = ("ptx_modern_features.cu",)
 """Corpus files that need sm_80 (cp.async, redux.sync)."""
 
@@ -41,18 +49,31 @@ def min_arch(src: Path) -> int:
 
 
 def find_nvcc() -> str | None:
-    return shutil.which("nvcc") or next(
-        (str(p) for p in (Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "nvcc",)
-         if p.exists()), None)
+    """The nvcc tuiprof itself would use (PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda:
+    `tuiprof.build.toolchain.find_nvcc`), or None."""
+    found = _product_find_nvcc()
+    return None if found is None else str(found)
 
 
-def compile_nvcc(src: Path, arch: int, out: Path) -> str:
-    """``nvcc -ptx -lineinfo -arch=sm_XX`` of `src` into `out`; returns the PTX text."""
+def compile_nvcc(src: Path, arch: int, out: Path, debug: bool = False) -> str:
+    """``nvcc -ptx -lineinfo -arch=sm_XX`` (``-G`` instead of ``-lineinfo`` when `debug`) of `src`
+    into `out`; returns the PTX text."""
     nvcc = find_nvcc()
     assert nvcc is not None
-    subprocess.run([nvcc, "-ptx", "-lineinfo", f"-arch=sm_{arch}", str(src), "-o", str(out)],
+    subprocess.run([nvcc, "-ptx", "-G" if debug else "-lineinfo", f"-arch=sm_{arch}", str(src), "-o", str(out)],
                    check=True, capture_output=True, timeout=300)
     return out.read_text()
+
+
+def compile_ptx(src: Path, arch: int, out: Path, debug: bool = False) -> str:
+    """PTX of `src` for sm_`arch` with line info (a ``-G`` build when `debug`), by nvcc when one is
+    found as tuiprof finds it, else by NVRTC; written to `out` too. Callers check
+    `compiler_missing` first (or use `needs_compiler`)."""
+    if find_nvcc() is not None:
+        return compile_nvcc(src, arch, out, debug)
+    text = compile_nvrtc(src.read_text(), src.name, arch, debug)
+    out.write_text(text)
+    return text
 
 
 def nvrtc_available() -> bool:
@@ -65,6 +86,49 @@ def nvrtc_available() -> bool:
     except Exception:
         return False
     return True
+
+
+def compiler_missing() -> str | None:
+    """Why the tests cannot compile CUDA (neither nvcc nor NVRTC), or None when they can."""
+    if find_nvcc() is None and not nvrtc_available():
+        return "no CUDA compiler: no nvcc (PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda) and no NVRTC (cuda-bindings)"
+    return None
+
+
+needs_compiler = pytest.mark.skipif(compiler_missing() is not None, reason="no CUDA compiler (nvcc or NVRTC)")
+"""For tests that compile CUDA with `compile_ptx`; under .ci/run a missing compiler fails the
+session instead (`REQUIRE_COMPILERS`)."""
+
+
+def require_compiler() -> None:
+    """Skip the calling test (or fixture) when no CUDA compiler exists."""
+    reason = compiler_missing()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def run_without_nvcc(code: str, tmp_path: Path, hide_nvrtc: bool = False, cwd: Path | None = None,
+                     check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run Python `code` in a fresh interpreter that sees no nvcc (PATH and CUDA_HOME point at an
+    empty folder, CUDA_PATH is unset, the standard toolkit folders are not searched) and, if asked,
+    no cuda-bindings (so no NVRTC either). With `check`, a non-zero exit fails the test."""
+    empty = tmp_path / "empty"
+    empty.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "PYTHONPATH")}
+    env.update(PATH=str(empty), CUDA_HOME=str(empty), PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    if "NUMBA_CACHE_DIR" not in os.environ:  # keep the compiled kernels of the user's cache
+        from tuiprof.jit import kernel_cache_dir
+
+        if kernel_cache_dir() is not None:
+            env["NUMBA_CACHE_DIR"] = str(kernel_cache_dir())
+    prelude = "import tuiprof.build.toolchain as t\nt.STANDARD_ROOTS = ()\n"
+    if hide_nvrtc:
+        prelude += "import sys\nsys.modules['cuda'] = None\n"
+    out = subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=cwd or tmp_path)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
 
 
 def _nvrtc_includes() -> list[str]:
@@ -82,8 +146,8 @@ def _nvrtc_includes() -> list[str]:
     return out
 
 
-def compile_nvrtc(text: str, name: str, arch: int) -> str:
-    """PTX from NVRTC (cuda-bindings) with line info, for ``compute_XX``."""
+def compile_nvrtc(text: str, name: str, arch: int, debug: bool = False) -> str:
+    """PTX from NVRTC (cuda-bindings) with line info (``-G`` when `debug`), for ``compute_XX``."""
     from cuda.bindings import nvrtc
 
     def ok(res: tuple) -> tuple:
@@ -93,8 +157,8 @@ def compile_nvrtc(text: str, name: str, arch: int) -> str:
 
     prog = ok(nvrtc.nvrtcCreateProgram(text.encode(), name.encode(), 0, [], []))[1]
     try:
-        opts = [f"--gpu-architecture=compute_{arch}", "--generate-line-info", "-default-device",
-                *_nvrtc_includes()]
+        opts = [f"--gpu-architecture=compute_{arch}", "--device-debug" if debug else "--generate-line-info",
+                "-default-device", *_nvrtc_includes()]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         if res[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             size = ok(nvrtc.nvrtcGetProgramLogSize(prog))[1]

@@ -138,6 +138,9 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
                    help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
     g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
                    help="first CTA of the snapshot (default 0)")
+    g.add_argument("--step-limit", type=_int_in("--step-limit", 1), default=None, metavar="N",
+                   help="emulator: warp instructions one CTA may run before it is stopped as a runaway loop "
+                   "(default 67,108,864 = 2^26)")
     _add_compiler_options(g)
 
 
@@ -166,7 +169,8 @@ def collect_options(args: argparse.Namespace) -> Any:
 
     return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
                           launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
-                          cflags=tuple(args.cflags), compiler=args.compiler)
+                          cflags=tuple(args.cflags), compiler=args.compiler,
+                          **({"step_limit": args.step_limit} if args.step_limit else {}))
 
 
 def _inputs(target: str, args: argparse.Namespace) -> list[Path]:

@@ -10,6 +10,9 @@ DEFAULT_CU_ARCH = "a100"
 names one."""
 COMPILERS = ("auto", "nvcc", "nvrtc")
 BACKENDS = ("emu",)
+DEFAULT_STEP_LIMIT = 1 << 26
+"""Warp instructions one CTA may execute in the emulator before it is declared a runaway (about
+half a minute of emulation)."""
 
 
 @dataclass(frozen=True)
@@ -32,3 +35,5 @@ class CollectOptions:
     """nvcc when found, else NVRTC; or one of them by name."""
     backend: str = "emu"
     """Where the kernel runs: the emulator (any machine)."""
+    step_limit: int = DEFAULT_STEP_LIMIT
+    """The emulator's runaway bound: warp instructions per CTA (`--step-limit`)."""
