@@ -25,6 +25,7 @@ import pytest
 from tests.ptx_support import run_without_nvcc
 from tuiprof.build import BuildError, Program, build_program, choose_target
 from tuiprof.build import cache as build_cache
+from tuiprof.build import toolchain
 from tuiprof.build.cubin import kernel_resources, read_elf
 from tuiprof.build.demangle import demangle
 from tuiprof.build.diagnostics import summarize_errors
@@ -405,6 +406,31 @@ def test_cache_entries_round_trip() -> None:
 
 
 # --------------------------------------------------------------------------- nvcc hidden: NVRTC alone
+
+
+def test_nvcc_is_found_on_path_then_cuda_home_then_cuda_path_then_the_standard_folders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def toolkit(name: str, executable: bool = True) -> str:
+        nvcc = tmp_path / name / "bin" / "nvcc"
+        nvcc.parent.mkdir(parents=True)
+        nvcc.write_text("#!/bin/sh\n")
+        nvcc.chmod(0o755 if executable else 0o644)
+        return str(tmp_path / name)
+
+    on_path, home, cuda_path, standard = (toolkit(n) for n in ("on_path", "home", "cuda_path", "standard"))
+    monkeypatch.setattr(toolchain, "STANDARD_ROOTS", (toolkit("not_executable", executable=False), standard))
+    (tmp_path / "empty").mkdir()
+    env = {"PATH": f"{tmp_path / 'empty'}{os.pathsep}{on_path}/bin", "CUDA_HOME": home, "CUDA_PATH": cuda_path}
+    found = []
+    for unset in ("PATH", "CUDA_HOME", "CUDA_PATH", "STANDARD_ROOTS"):
+        found.append(find_nvcc(env))
+        if unset == "STANDARD_ROOTS":
+            monkeypatch.setattr(toolchain, "STANDARD_ROOTS", ())
+        else:
+            env[unset] = str(tmp_path / "empty") if unset == "PATH" else ""
+    found.append(find_nvcc(env))
+    assert found == [Path(on_path) / "bin" / "nvcc", Path(home) / "bin" / "nvcc", Path(cuda_path) / "bin" / "nvcc",
+                     Path(standard) / "bin" / "nvcc", None]
 
 
 @needs_nvrtc
