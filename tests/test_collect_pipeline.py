@@ -17,8 +17,10 @@ from tests.ptx_support import needs_compiler, run_without_nvcc
 from tuiprof.cli import main
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT, CollectOptions
 from tuiprof.collect.pipeline import collect_trace
+from tuiprof.arch.presets import load_arch
 from tuiprof.errors import TuiprofError
 from tuiprof.session import RunConfig
+from tuiprof.sim.prepared import prepare
 from tuiprof.trace.io import load_trace
 from tuiprof.trace.synth import DEMOS as MODELS
 
@@ -210,3 +212,25 @@ def test_no_compiler_at_all_through_the_cli(tmp_path: Path) -> None:
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 2, r.stderr
     assert lines[0].startswith("error: no CUDA compiler found") and lines[1].startswith("hint: install the CUDA toolkit")
+
+
+@needs_compiler
+def test_smid_is_the_sm_the_simulator_places_the_cta_on(in_tmp: Path) -> None:
+    """The emulator's %smid and the simulator's CTA placement (sim/prepared.py: snapshot CTA k on
+    SM k mod S) agree, for a snapshot that does not start at CTA 0 and wraps around the SMs: the
+    L1 requests per SM the simulator counts are the ones of the CTAs that read that %smid."""
+    write(in_tmp, "placed_launch.py", "import numpy as np\nARCH = 'tesla-c2050'\ndef setup(dev):\n"
+          "    sm = dev.zeros(40, np.uint32)\n"
+          "    dev.launch('placed', 40, 32, (dev.to_device(np.arange(7 * 32, dtype=np.int32)), "
+          "dev.zeros(40 * 32, np.int32), sm))\n"
+          "    np.save('sm.npy', dev.from_device(sm))\n")
+    options = CollectOptions(launch=in_tmp / "placed_launch.py", snapshot=20, snapshot_start=5)
+    trace = collect_trace(CUDA / "emu_special.cu", RunConfig(collect=options))
+    sm = np.load(in_tmp / "sm.npy").astype(np.int64)
+    arch = load_arch("tesla-c2050")
+    assert list(sm) == [(c - 5) % arch.sm_count for c in range(40)]
+    prepared = prepare(trace, arch)
+    wo = trace.warp_offsets
+    requests = prepared.coalesced.req_off[wo[1:]] - prepared.coalesced.req_off[wo[:-1]]
+    by_smid = np.bincount(sm[trace.snapshot.cta_ids[trace.warp_cta]], weights=requests, minlength=arch.sm_count)
+    assert len(set(requests)) > 1 and np.array_equal(prepared.sm_requests, by_smid.astype(np.int64))
