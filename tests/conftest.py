@@ -13,10 +13,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Under .ci/run (TUIPROF_TESTS_REQUIRE_COMPILERS=1) the tests that compile CUDA must run:
     a machine without nvcc or without NVRTC stops the session with one message instead of
     skipping them silently."""
-    if not os.environ.get("TUIPROF_TESTS_REQUIRE_COMPILERS"):
-        return
     from tests.ptx_support import REQUIRE_COMPILERS, find_nvcc, nvrtc_available
 
+    if not os.environ.get(REQUIRE_COMPILERS):
+        return
     missing = [name for name, ok in (("nvcc", find_nvcc() is not None), ("NVRTC", nvrtc_available())) if not ok]
     if missing:
         raise pytest.UsageError(f"{REQUIRE_COMPILERS} is set but {' and '.join(missing)} cannot be found: the "

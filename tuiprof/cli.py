@@ -165,12 +165,12 @@ def run_config(args: argparse.Namespace) -> Any:
 
 def collect_options(args: argparse.Namespace) -> Any:
     """The CollectOptions the collect options ask for (`_add_collect_options`)."""
-    from tuiprof.collect.options import CollectOptions
+    from tuiprof.collect.options import DEFAULT_STEP_LIMIT, CollectOptions
 
     return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
                           launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
                           cflags=tuple(args.cflags), compiler=args.compiler,
-                          **({"step_limit": args.step_limit} if args.step_limit else {}))
+                          step_limit=args.step_limit or DEFAULT_STEP_LIMIT)
 
 
 def _inputs(target: str, args: argparse.Namespace) -> list[Path]:
