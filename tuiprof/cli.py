@@ -144,6 +144,9 @@ def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> No
                    help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
     g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
                    help="first CTA of the snapshot (default 0)")
+    g.add_argument("--step-limit", type=_int_in("--step-limit", 1), default=None, metavar="N",
+                   help="emulator: warp instructions one CTA may run before it is stopped as a runaway loop "
+                   "(default 67,108,864 = 2^26)")
     _add_compiler_options(g)
     if backend:
         add_backend_options(g)
@@ -170,7 +173,7 @@ def run_config(args: argparse.Namespace) -> Any:
 
 def collect_options(args: argparse.Namespace) -> Any:
     """The CollectOptions the collect options ask for (`_add_collect_options`)."""
-    from tuiprof.collect.options import CollectOptions
+    from tuiprof.collect.options import DEFAULT_STEP_LIMIT, CollectOptions
 
     return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
                           launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
@@ -178,7 +181,8 @@ def collect_options(args: argparse.Namespace) -> Any:
                           cuda=getattr(args, "cuda", "cuda-bindings"),
                           nvcc_args=tuple(getattr(args, "program_nvcc_args", ())),
                           compile_command=tuple(getattr(args, "compile_command", ())),
-                          program_args=tuple(getattr(args, "program_args", ())))
+                          program_args=tuple(getattr(args, "program_args", ())),
+                          step_limit=args.step_limit or DEFAULT_STEP_LIMIT)
 
 
 def _inputs(target: str, args: argparse.Namespace) -> list[Path]:

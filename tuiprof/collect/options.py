@@ -12,6 +12,9 @@ names one."""
 COMPILERS = ("auto", "nvcc", "nvrtc")
 BACKENDS = ("auto", "gpu", "emu")
 CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
+DEFAULT_STEP_LIMIT = 1 << 26
+"""Warp instructions one CTA may execute in the emulator before it is declared a runaway (about
+half a minute of emulation)."""
 
 
 @dataclass(frozen=True)
@@ -43,3 +46,5 @@ class CollectOptions:
     """``tuiprof -- nvcc -o app a.cu b.cu``: a multi-file program's whole compiler command line."""
     program_args: tuple[str, ...] = ()
     """A whole program's own arguments (after ``--``)."""
+    step_limit: int = DEFAULT_STEP_LIMIT
+    """The emulator's runaway bound: warp instructions per CTA (`--step-limit`)."""
