@@ -59,14 +59,15 @@ def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
 
 def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     """The files a run of `target` under `config` reads, which no output may replace: the trace
-    (or CUDA source), the launch script (given, or the one found beside the source) and an arch
-    TOML file."""
+    (or CUDA source, and every source of a whole program's nvcc command line), the launch script
+    (given, or the one found beside the source) and an arch TOML file."""
     from tuiprof.arch.presets import preset_names
     from tuiprof.collect.script import find_launch_script
     from tuiprof.trace.demos import resolve_target
 
     path = Path(target)
     files = [path] if path.suffix == ".cu" else [resolve_target(str(target))]
+    files += [Path(a) for a in config.collect.compile_command if a.endswith(".cu")]
     script = config.collect.launch or (find_launch_script(path) if path.suffix == ".cu" else None)
     if script is not None:
         files.append(script)
@@ -178,8 +179,9 @@ class Session:
 
     @classmethod
     def open(cls, target: str | Path, config: RunConfig) -> "Session":
-        """A session on a .tptrace path, a demo name, or a CUDA source (compiled, run in the
-        emulator under its launch script, and recorded first)."""
+        """A session on a .tptrace path, a demo name, or a CUDA source (recorded first: a kernel
+        file under its launch script, on the GPU or in the emulator; a whole program on the GPU;
+        `tuiprof.collect.pipeline.collect_trace`)."""
         if Path(target).suffix == ".cu":
             from tuiprof.collect.pipeline import collect_trace
 
