@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -27,13 +26,6 @@ from tuiprof.arch.model import LIMITS
 from tuiprof.errors import ArchError, UsageError
 from tuiprof.trace.io import save_trace
 from tuiprof.trace.model import MAX_GRID_CTAS, Provenance
-
-MEMORY_CAP = 3 << 30
-
-
-def capped() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
-
 
 def trace_naming(tmp_path: Path, arch: str) -> Path:
     addr = 0x7F0000000000 + np.arange(32, dtype=np.uint64).reshape(1, 32) * 4

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import io
-import json
 import math
 import random
 import re
