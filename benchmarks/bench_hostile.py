@@ -187,8 +187,8 @@ def _cases() -> dict[str, Case]:
         "unknown arch key l1.sise": typo,
         "sm_count=1000000": lambda d: Spec(["vecadd", "--set", "sm_count=1000000"]),
         "1024 SMs x 16 MiB L1 (stencil7)": lambda d: Spec(["stencil7", "--set", "sm_count=1024", "--set", "l1.size=16MiB"]),
-        "1 GiB L2 of 32 B lines, 1.25 GiB cap": lambda d: Spec(["vecadd", "--arch", "v100", "--set", "l2.size=1GiB", "--set",
-                                                              "l2.line=32", "--set", "l2.assoc=16"], cap_gib=1.25),
+        "1 GiB L2 of 32 B lines, 1 GiB cap": lambda d: Spec(["vecadd", "--arch", "v100", "--set", "l2.size=1GiB", "--set",
+                                                           "l2.line=32", "--set", "l2.assoc=16"], cap_gib=1.0),
     }
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.factories import make_trace
 from tests.hostile import hostile as H
-from tests.hostile.conftest import assert_clean_error, mknod, run_cli, snapshot
+from tests.hostile.conftest import CAP, assert_clean_error, mknod, run_cli, snapshot
 from tests.hostile.test_cli_output import RUN, assert_one_error, tuiprof
 from tuiprof.arch import load_arch
 from tuiprof.arch.model import LIMITS
@@ -174,10 +174,10 @@ def test_every_preset_is_within_the_limits() -> None:
 
 @pytest.mark.parametrize("case", ["what-if", "grid"])
 def test_a_run_that_would_not_fit_is_refused_before_it_starts(tmp_path: Path, case: str) -> None:
-    """Under a 1.25 GiB address-space limit (a budget of half that): a 1 GiB L2 of 32-byte lines
-    (32 Mi lines per trial thread), and a 4 KB trace declaring 2^24 CTAs (the SM-utilisation
-    model's per-CTA arrays: 1.3 GB measured). Before: the grid ran the model into a MemoryError
-    ("simulation failed ... this is a tuiprof bug"); the limit was ignored."""
+    """Under an address-space limit (the budget is half of it): a 1 GiB L2 of 32-byte lines (32 Mi
+    lines per trial thread; 876 MiB measured) under 1 GiB, and a 4 KB trace declaring 2^24 CTAs
+    (the SM-utilisation model's per-CTA arrays: 1.3 GB measured) under 1.5 GiB. Before: both ran
+    into a MemoryError ("simulation failed ... this is a tuiprof bug"); the limit was ignored."""
     if case == "grid":
         t = H.TraceFile()
         t.header["launch"]["grid"] = [MAX_GRID_CTAS, 1, 1]
@@ -187,7 +187,7 @@ def test_a_run_that_would_not_fit_is_refused_before_it_starts(tmp_path: Path, ca
     else:
         args = ["vecadd", "--arch", "v100", "--set", "l2.size=1GiB", "--set", "l2.line=32", "--set", "l2.assoc=16"]
     before = snapshot(tmp_path)
-    run = run_cli(["report", *args, *RUN], tmp_path, timeout=60, cap=5 << 28)
+    run = run_cli(["report", *args, *RUN], tmp_path, timeout=60, cap=CAP if case == "grid" else 1 << 30)
     line = assert_clean_error(run, "would need about", "half the process's memory limit, ulimit -v)")
     assert ("16,777,216 CTAs" in line) == (case == "grid"), line
     assert run.peak_mib < 400 and snapshot(tmp_path) == before
