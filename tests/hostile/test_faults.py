@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,6 +66,20 @@ def test_what_damaged_bytes_raise_is_still_damage(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(TraceError, match="not a valid .tptrace file") as e:
         load_trace(H.BASE)
     assert isinstance(e.value.__cause__, ValueError)
+
+
+def test_a_file_refused_by_its_header_never_imports_numba(tmp_path: Path) -> None:
+    """The decoder (and Numba with it, 80 MiB and a few tenths of a second) is imported only for a
+    file that gets as far as decoding: a damaged header is refused without it."""
+    t = H.TraceFile()
+    del t.header["launch"]
+    code = ("import sys\nfrom tuiprof.errors import TraceError\nfrom tuiprof.trace.io import load_trace\n"
+            "try:\n    load_trace(sys.argv[1])\nexcept TraceError as e:\n    print(e.message)\n"
+            "print('numba' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(t.save(tmp_path / "t.tptrace"))], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0 and r.stdout.splitlines()[-2:] == [f"{tmp_path / 't.tptrace'} is not a valid .tptrace "
+                                                               "file: launch is missing", "False"], r.stdout + r.stderr
 
 
 def test_a_failed_import_on_the_command_line(tmp_path: Path) -> None:

@@ -136,22 +136,13 @@ def decode_addresses(warp_offsets: np.ndarray, op: np.ndarray, mask: np.ndarray,
                      base_planes: np.ndarray, lane_planes: np.ndarray, unit: int = 1) -> np.ndarray | None:
     """Inverse of `encode_addresses` from the byte planes of its two arrays: uint64 [R,32], or
     None when an offset or op id would index outside the arrays (the kernel checks each one)."""
+    from tuiprof.trace._codec import decode_lanes  # Numba: imported only once a file gets this far
+
     out = np.zeros((op.shape[0], LANES), dtype=np.uint64)
-    status = _decoder()(np.ascontiguousarray(warp_offsets, dtype=np.int64), np.ascontiguousarray(op, dtype=np.int32),
+    status = decode_lanes(np.ascontiguousarray(warp_offsets, dtype=np.int64), np.ascontiguousarray(op, dtype=np.int32),
                           mask.astype(np.int64), np.int64(n_ops), np.ascontiguousarray(base_planes, dtype=np.uint8),
                           np.ascontiguousarray(lane_planes, dtype=np.uint8), np.int64(unit), out.view(np.int64))
     return out if status == 0 else None
-
-
-def _decoder() -> Callable[..., int]:
-    """The decoding kernel (Numba, compiled or loaded from the cache on first use). A failure to
-    import it is the installation's fault, never the file's: `load_trace` calls this before it
-    reads the file, outside the guard that reports damage."""
-    try:
-        from tuiprof.trace._codec import decode_lanes
-    except ImportError as exc:
-        raise _dependency_error(exc) from exc
-    return decode_lanes
 
 
 def _dependency_error(exc: ImportError) -> TuiprofError:
@@ -343,13 +334,12 @@ def _not_regular(path: Path, mode: int) -> TraceError:
     return TraceError(f"{shown_path(path)} is {what}, not a .tptrace file", hint)
 
 
-def _reading(path: Path, read: Callable[[BinaryIO], _T], prepare: Callable[[], object] = lambda: None) -> _T:
+def _reading(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
     """`read` applied to the opened file: every failure of the file becomes a TraceError about
-    `path`; a failed import (the installation) or any other exception (a tuiprof bug) becomes a
-    TuiprofError that says so, never a verdict on the file. `prepare` runs once the file is open
-    (a missing file is reported without importing anything heavy), outside the guard."""
+    `path`; a failed import (the installation: the decoder imports Numba on first use) or any
+    other exception (a tuiprof bug) becomes a TuiprofError that says so, never a verdict on the
+    file."""
     with _open_input(path) as fh:
-        prepare()
         try:
             return read(fh)
         except TuiprofError:
@@ -361,7 +351,7 @@ def _reading(path: Path, read: Callable[[BinaryIO], _T], prepare: Callable[[], o
             raise _bad(path, "its header is nested too deeply") from None
         except OSError as exc:
             raise _cannot_read(path, exc) from None
-        except ImportError as exc:  # a module imported lazily while reading: the installation's fault
+        except ImportError as exc:  # the decoder, or a module it imports: the installation's fault
             raise _dependency_error(exc) from exc
         except _DAMAGE as exc:
             raise _bad(path, _FALLBACK) from exc
@@ -375,7 +365,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     file and what is wrong (any other failure, a TuiprofError saying whose it is); memory stays
     within the sizes the header declares (and `tuiprof.resources.memory_budget`)."""
     path = Path(path)
-    return _reading(path, lambda fh: _load(path, fh), prepare=_decoder)
+    return _reading(path, lambda fh: _load(path, fh))
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
