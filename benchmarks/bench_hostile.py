@@ -260,18 +260,16 @@ MEMORY_CASES: dict[str, list[str]] = {
 
 def estimate(args: list[str]) -> float:
     """`run_bytes` (MiB) of `report ARGS` on this machine's cores, as the session computes it."""
-    import math
-
     from tuiprof.arch.presets import load_arch, parse_overrides
-    from tuiprof.sim.budget import run_bytes
+    from tuiprof.sim.budget import cached_accesses, run_bytes
     from tuiprof.trace.demos import resolve_target
-    from tuiprof.trace.io import read_header
+    from tuiprof.trace.io import load_trace
 
-    h = read_header(resolve_target(args[0]))
+    t = load_trace(resolve_target(args[0]))
     opts = dict(zip(args[1::2], args[2::2]))
     sets = parse_overrides([v for k, v in zip(args[1::2], args[2::2]) if k == "--set"])
-    arch = load_arch(opts.get("--arch", h["provenance"]["arch"]), sets)
-    return run_bytes(arch, h["counts"]["accesses"], os.cpu_count() or 1, math.prod(h["launch"]["grid"])) / (1 << 20)
+    arch = load_arch(opts.get("--arch", t.provenance.arch), sets)
+    return run_bytes(arch, t.n_accesses, cached_accesses(t), os.cpu_count() or 1, t.launch.grid_ctas) / (1 << 20)
 
 
 def main() -> None:

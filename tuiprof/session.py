@@ -165,7 +165,7 @@ class Session:
         self.occupancy = kernel_occupancy(trace, self.arch)
         self.md = resolve_md(trace, self.arch, config)
         cores = os.cpu_count() or 1  # trials run at once: at most one per core (sim.montecarlo.TRIAL_SLOTS)
-        check_run_memory(self.arch, trace.n_accesses, min(config.threads or cores, cores), trace.launch.grid_ctas)
+        check_run_memory(self.arch, trace, min(config.threads or cores, cores))
         self._lock = threading.Lock()
         self._cancelled = False
         self._mc: Any = None

@@ -194,17 +194,21 @@ def test_a_run_that_would_not_fit_is_refused_before_it_starts(tmp_path: Path, ca
 
 
 def test_the_estimate_is_not_wildly_pessimistic(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A what-if that runs in about 200 MB (measured: 1024 SMs of 16 MiB L1s; the replay kernel
-    holds one SM's L1 at a time) fits a 1 GiB budget. Before: estimated at 16.1 GiB and refused
-    even on a 23 GiB machine."""
-    from tuiprof.resources import MemoryBudget
+    """A what-if that runs in about 200 MB (measured: stencil7 on 1024 SMs of 16 MiB L1s; the
+    replay kernel holds one SM's L1 at a time) fits a 1 GiB budget. Before: estimated at 16.1 GiB
+    and refused even on a 23 GiB machine."""
+    from tuiprof.resources import MemoryBudget, data_dir
     from tuiprof.sim import budget
+    from tuiprof.trace.io import load_trace
 
-    monkeypatch.setattr(budget, "memory_budget", lambda: MemoryBudget(1 << 30, "a test's memory"))
+    trace = load_trace(data_dir("demo_traces") / "stencil7.tptrace")
     arch = load_arch("v100", {"sm_count": "1024", "l1.size": "16MiB"})
-    budget.check_run_memory(arch, 65024, 4, 20480)   # stencil7's snapshot and grid, 4 trial threads
-    with pytest.raises(UsageError, match=r"would need about 1\.\d GiB .*more than the 1\.0 GiB budget \(half a test's"):
-        budget.check_run_memory(arch, 1_000_000, 4, 20480)
+    monkeypatch.setattr(budget, "memory_budget", lambda: MemoryBudget(1 << 30, "a test's memory"))
+    budget.check_run_memory(arch, trace, 4)
+    monkeypatch.setattr(budget, "memory_budget", lambda: MemoryBudget(128 << 20, "a test's memory"))
+    with pytest.raises(UsageError, match=r"would need about 2\d\d MiB \(65,024 warp accesses, 4 trial thread\(s\)\), "
+                                         r"more than the 128 MiB budget \(half a test's memory\)"):
+        budget.check_run_memory(arch, trace, 4)
 
 
 def test_the_estimate_follows_the_replay_kernel() -> None:

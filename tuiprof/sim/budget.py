@@ -1,38 +1,43 @@
 """How much memory a run will take, estimated before it starts (issue 9 items 7 and 10).
 
-An absurd what-if (``--set l2.size=6GiB`` took 4 GB, ``sm_count = 1000000`` 12 GB) or a 25 KB
+An absurd what-if (``--set l2.size=6GiB`` took 4 GB, ``sm_count = 1000000`` 12 GB) or a 4 KB
 trace declaring 2^24 CTAs (1.3 GB of per-CTA model state) must be refused with a hint before any
 allocation, not end in the kernel's OOM killer or a MemoryError. The estimate adds up, from
 measured peaks (`benchmarks/bench_hostile.py` prints them beside it), what the run holds at
 once:
 
 - the process itself (interpreter, NumPy, Numba and the compiled kernels) and the loaded trace;
-- the trace packed for the simulator: the L1 requests of each global warp access;
+- the trace packed for the simulator: the L1 requests of each global or local warp access;
 - per trial thread, the caches' state: every L2 line, and the L1 lines held at once (the replay
   kernel runs the L1s SM by SM once all of them exceed `L1_BY_SM_LINES` lines, so then one
   SM's), plus each access's issue order;
 - the SM-utilisation model's per-CTA arrays, one entry per CTA of the whole grid.
 
-It errs high: 1.2-2.5x the measured peak on the demos and what-ifs measured (the most where the
-trace is mostly shared-memory accesses, which are not packed). The budget is half the machine's
-memory or half the process's address-space limit (`tuiprof.resources.memory_budget`), like the
-loader's.
+It errs high: 1.1-1.5x the measured peak on 12 demos and what-ifs, 1.3x on a 2^24-CTA grid. The
+budget is half the machine's memory or half the process's address-space limit
+(`tuiprof.resources.memory_budget`), like the loader's.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from tuiprof.arch.model import Arch, CacheConfig
 from tuiprof.errors import UsageError
 from tuiprof.resources import human_size, memory_budget
+from tuiprof.trace.model import Trace
 
 PROCESS_BYTES = 192 << 20
 """The process before any trace: measured 156-165 MiB (vecadd, whose trace is 1,920 accesses)."""
 TRACE_BYTES_PER_ACCESS = 352
 """One loaded warp access: 32 lane addresses (256 B), op id, mask and their share of the per-warp
 arrays; measured 330-345 B (spmv-u, cr, matmul16)."""
-PACKED_BYTES_PER_ACCESS = 512
-"""One warp access packed for the simulator, at most: its L1 requests (line, sector mask, id;
-up to 32 for a scattered gather) and their order; measured 436 B for spmv-u's gathers."""
+PACKED_BYTES_PER_ACCESS = 32
+"""One warp access packed for the simulator: its sequence start, op and prefix sums."""
+REQUEST_BYTES_PER_CACHED_ACCESS = 480
+"""One global or local warp access's L1 requests (line, sector mask, id; up to 32 for a
+scattered gather), at most: measured 436 B with `PACKED_BYTES_PER_ACCESS` for spmv-u's gathers.
+Shared-memory accesses make none."""
 BYTES_PER_LINE = 16
 """One simulated cache line's state in the replay kernel (tag, valid and dirty masks, recency
 links, its share of the hash table); measured 8 B (a 768 MiB L2)."""
@@ -57,16 +62,25 @@ def trial_bytes(arch: Arch, n_accesses: int) -> int:
     return (l1_held + _lines(arch.l2)) * BYTES_PER_LINE + n_accesses * TRIAL_BYTES_PER_ACCESS
 
 
-def run_bytes(arch: Arch, n_accesses: int, threads: int, grid_ctas: int) -> int:
-    """The run's peak: the process, the trace loaded and packed, `threads` trials at once and
-    the per-CTA models over `grid_ctas` CTAs (an upper bound, see the module docstring)."""
+def run_bytes(arch: Arch, n_accesses: int, n_cached: int, threads: int, grid_ctas: int) -> int:
+    """The run's peak for a snapshot of `n_accesses` warp accesses, `n_cached` of them global or
+    local: the process, the trace loaded and packed, `threads` trials at once and the per-CTA
+    models over `grid_ctas` CTAs (an upper bound, see the module docstring)."""
     return (PROCESS_BYTES + n_accesses * (TRACE_BYTES_PER_ACCESS + PACKED_BYTES_PER_ACCESS)
-            + max(threads, 1) * trial_bytes(arch, n_accesses) + grid_ctas * BYTES_PER_GRID_CTA)
+            + n_cached * REQUEST_BYTES_PER_CACHED_ACCESS + max(threads, 1) * trial_bytes(arch, n_accesses)
+            + grid_ctas * BYTES_PER_GRID_CTA)
 
 
-def check_run_memory(arch: Arch, n_accesses: int, threads: int, grid_ctas: int = 0) -> None:
-    """Refuse a run that would not fit in the memory budget, before it starts."""
-    need = run_bytes(arch, n_accesses, threads, grid_ctas)
+def cached_accesses(trace: Trace) -> int:
+    """The warp accesses of `trace` that go through the caches (global or local memory)."""
+    cached = np.array([o.is_cached for o in trace.ops], dtype=bool)
+    return int(np.count_nonzero(cached[trace.op])) if trace.n_accesses else 0
+
+
+def check_run_memory(arch: Arch, trace: Trace, threads: int) -> None:
+    """Refuse a run of `trace` that would not fit in the memory budget, before it starts."""
+    n_accesses, grid_ctas = trace.n_accesses, trace.launch.grid_ctas
+    need = run_bytes(arch, n_accesses, cached_accesses(trace), threads, grid_ctas)
     budget = memory_budget()
     if need > budget.bytes:
         grid = f", {grid_ctas:,} CTAs" if grid_ctas * BYTES_PER_GRID_CTA > need // 4 else ""
