@@ -1,17 +1,44 @@
 """Steps 1-4 of a trial (DESIGN.md, "The stochastic memory-hierarchy model"): the order in which
 the SMs issue their bulk sequences, each SM's alignment point, and the merge of the SMs' streams
-into one L2 stream. Shared by the replay kernels (`tuiprof.sim.replay`, and the reference kernel
-`tuiprof.sim.reference` the tests compare it with): under 1% of a trial.
+into one L2 stream. Together they are paper 000 sec. 3.2 step 1a, "a valid random ordering" of the
+requests: random, yet every warp's accesses keep their program order and every warp access's
+transactions travel together. Shared by the replay kernels (`tuiprof.sim.replay`, and the
+reference kernel `tuiprof.sim.reference` the tests compare it with), so both replay one order.
 
 1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count``. Each SM holds ``md`` CTAs at
    once and starts the next CTA assigned to it as soon as one has issued all its sequences
    (back-to-back execution).
-2. **Intra-core scheduling** (3.2.2): weighted round-robin over the SM's resident warps with
-   equal weights, one bulk sequence per warp per round; a picked warp issues its whole next
-   bulk sequence (the accesses up to the next op that starts a sequence). Each round visits the
-   resident warps in residency order from a uniformly random warp, which models the jitter of
-   the warp schedulers while keeping round-robin fairness. Finished CTAs are replaced between
-   rounds.
+2. **Intra-core scheduling** (3.2.2, Fig. 2): a weighted round robin over the SM's resident
+   warps; a picked warp issues its whole next bulk sequence (the accesses up to the next op that
+   starts a sequence). It is a deficit round robin: each round every resident warp earns its
+   weight in credit, then the warps are visited in residency order from a uniformly random warp,
+   each visit spending one unit of credit on one sequence, until no warp has a unit left; finished
+   CTAs are replaced between rounds. Warp w's long-run share of the issues is ``w / sum(w)``;
+   with equal weights every warp issues one sequence per round. A warp joins with a random credit
+   in [0, 1), its phase.
+
+   *The weights* are drawn per trial: first a skew uniform in ``[0, SKEW_MAX]`` (0.5), then each
+   warp's weight uniform in ``[1 - skew, 1 + skew]``. Why: on the hardware, warps drift apart
+   (different latencies, branches, and a warp scheduler that favours some warps: loose round
+   robin keeps them close, greedy-then-oldest lets the oldest run far ahead, paper 002 sec. 2.2),
+   and the trace does not say how far. Equal weights keep every warp of an SM in lock-step,
+   which concentrates each op's accesses in time and inflates the hits that come from it (spmv-u's
+   ``y[ind]`` H1: 0.29 in lock-step, 0.07-0.10 once warps drift). A uniform law is bounded (no
+   warp starves or runs alone), has mean 1 (the SM issues as much as with equal weights), and its
+   widest case, 3:1 between the fastest and slowest warp, lets a CTA's warps finish far apart as
+   under greedy-then-oldest. Drawing the skew itself per trial makes the spread of the trials
+   cover how far warps drift, which the model does not know, instead of one arbitrary choice:
+   the per-load results depend on it, and their spread now says so (paper 000 sec. 5.2-5.3
+   reports a spread of about 0.01 on the hit ratios, 0.02 for SpMV's L2 reads).
+
+   *Alignment points per CTA* (3.2.1: "random start (alignment) points are chosen for thread
+   blocks scheduled simultaneously"): the first ``md`` CTAs of each SM, which start together,
+   each begin at a random point of their work, uniform over its sequences (all warps of the CTA
+   at the same fraction), as CTAs do in the steady state of a kernel, where each started when
+   another finished. The head each skipped is issued once the SM has started all its own CTAs,
+   as a CTA of its own taking a free slot (it stands for the CTA that would follow in that
+   steady state; CTAs of one kernel behave alike, sec. 3.1), so nothing is dropped and no slot
+   idles; each part keeps its program order.
 3. **Schedule deviation** (3.2.1): SMs fall out of step, so each SM starts its part of the
    snapshot at a random alignment point: its issue order (all its bulk sequences, across its
    back-to-back CTAs) is rotated by a uniform random number of sequences, the skipped head being
