@@ -68,10 +68,10 @@ uniform in ``[0, SKEW_MAX]`` (see the module docstring)."""
 def draw_weights(st, n_warps, skew_max):
     """Step 2's weight of every warp for one trial: a skew uniform in [0, skew_max], then each
     weight uniform in [1 - skew, 1 + skew]."""
-    spread = skew_max * rng_unit(st)
+    skew = skew_max * rng_unit(st)
     weight = np.empty(n_warps, dtype=np.float64)
     for w in range(n_warps):
-        weight[w] = 1.0 - spread + 2.0 * spread * rng_unit(st)
+        weight[w] = 1.0 - skew + 2.0 * skew * rng_unit(st)
     return weight
 
 
@@ -133,7 +133,7 @@ def weighted_round_robin(st, S, md, weight, start, warp_seq_off, warp_cta, cta_w
     wend = warp_seq_off[1:].copy()
     credit = np.zeros(n_warps, dtype=np.float64)
     cta_left = np.zeros(max(n_ctas, 1), dtype=np.int64)
-    in_head = np.zeros(max(n_ctas, 1), dtype=np.uint8)
+    body_done = np.zeros(max(n_ctas, 1), dtype=np.uint8)
     heads = np.empty(max(n_ctas, 1), dtype=np.int64)
     act = np.empty(n_warps + 1, dtype=np.int64)
     for s in range(S):
@@ -196,17 +196,14 @@ def weighted_round_robin(st, S, md, weight, start, warp_seq_off, warp_cta, cta_w
                 cta_left[c] -= 1
                 if cta_left[c] == 0:
                     resident -= 1
-                    if in_head[c] == 0:
-                        in_head[c] = 1
+                    if body_done[c] == 0:  # queue the head it skipped, if any
+                        body_done[c] = 1
                         for q in range(cta_warp_off[c], cta_warp_off[c + 1]):
                             if start[cta_warps[q]] > warp_seq_off[cta_warps[q]]:
                                 heads[h_last] = c
                                 h_last += 1
                                 break
             n_act = m
-    keep(issue)
-    keep(wnext)
-    keep(credit)
     return issue
 
 
