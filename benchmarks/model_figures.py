@@ -35,8 +35,7 @@ def scheduler_figures(trials: int) -> None:
         arch = load_arch(arch_name) if arch_name else preset_arch(trace.provenance.arch)
         mc = MonteCarlo(trace, arch, trials=trials, seed=0)
         results = mc.run()
-        print(f"{name} on {arch.name}, MD {mc.md}, {len(results)} trials, "
-              f"{np.mean([r.elapsed for r in results]):.2f} s a trial:")
+        print(f"{name} on {arch.name}, MD {mc.md}, {len(results)} trials:")
         for key in ("l1_read_hit_ratio", "l2_read_hit_ratio", "l2_write_hit_ratio"):
             x = np.array([getattr(r, key) for r in results])
             x = x[~np.isnan(x)]
