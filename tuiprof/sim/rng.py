@@ -50,4 +50,3 @@ def trial_seed(seed: int, index: int) -> int:
     """The seed of trial `index` of a run seeded with `seed`: independent streams per trial."""
     ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, int(index)])
     return int(ss.generate_state(1, dtype=np.uint64)[0].astype(np.int64))
-
