@@ -19,7 +19,7 @@ from tuiprof.sim.budget import check_run_memory
 from tuiprof.trace.model import Trace
 
 
-DEFAULT_TOLERANCE = 0.002
+DEFAULT_TOLERANCE = 0.005
 SWEEP_MIN_TRIALS = 8
 
 
@@ -36,7 +36,7 @@ class RunConfig:
     """Resident CTAs per SM; None = the occupancy limit."""
     tolerance: float | None = DEFAULT_TOLERANCE
     """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
-    sqrt(n)) has a half-width below this (a ratio: 0.002 = 0.2 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
+    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
