@@ -357,12 +357,11 @@ class Session:
         try:
             decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
                                  registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
-                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws, timing=timing)
+                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws, timing=timing,
+                                 range_of=lambda md, over: gain_range(self.arch, shape, tables, md, over,
+                                                                      seed=self.config.seed))
         except UsageError as exc:  # nothing cached: no L1 working set to contend for
             return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md_note=exc.message, **swept))
-        if decision.recommended_md != decision.default_md:
-            decision = dataclasses.replace(decision, gain_range=gain_range(
-                self.arch, shape, tables, decision.recommended_md, decision.default_md, seed=self.config.seed))
         note = "" if final else "MD decision so far: the sweep is still running"
         return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, md_note=note, **swept))
 
