@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, occupancy
@@ -54,6 +54,9 @@ class RunConfig:
     from the main run's last trials on."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
+    sweep_tolerance: float | None | Literal["same"] = "same"
+    """The sweep's early-stop tolerance: "same" = `tolerance` (the UI pins it when `T` tightens the
+    main run's, so that the sweep, cached, is not run again for nothing)."""
     collect: CollectOptions = field(default_factory=CollectOptions)
     """How a `.cu` target is compiled, launched and recorded (unused for a recorded trace)."""
 
@@ -419,8 +422,9 @@ class Session:
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg, n = self.config, self.sweep_trial_count()
+        tolerance = cfg.tolerance if cfg.sweep_tolerance == "same" else cfg.sweep_tolerance
         return {m: MonteCarlo(self.trace, self.arch, trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
-                              tolerance=cfg.tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
+                              tolerance=tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
                               prepared=mc.prepared)
                 for m in self.sweep_mds() if m != self.md}, ""
 
