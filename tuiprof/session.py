@@ -282,7 +282,6 @@ class Session:
         each MD's run ends; Finished with the final decision. Each run's results are those it
         gives alone, whatever the thread count; sweep runs found in the `SweepCache` are not
         simulated again."""
-        from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
         from tuiprof.sim.montecarlo import MonteCarlo, TrialPool
 
         cfg = self.config
@@ -292,10 +291,7 @@ class Session:
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
                         threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
         self._t0 = time.perf_counter()
-        self._op_stats = mc.op_stats()  # trial-invariant: once per run, not per update
-        self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
-        self.prepared = mc.prepared
-        self._working_set: float | None = None
+        self._prepare(mc)
         sweep, self._sweep_note = self._sweep_runs(mc)
         keys = {m: SweepCache.key(self.arch, run) for m, run in sweep.items()}
         per_md: dict[int, list["TrialResult"]] = {}
@@ -327,7 +323,7 @@ class Session:
                 # Intermediate analyses only for a listener, at most one per UPDATE_INTERVAL or per
                 # four times what the last one took (a huge op table must not cost more than the trials).
                 if self._listening and now - last >= max(UPDATE_INTERVAL, 4 * cost):
-                    update = self._analyse(mc, sorted(main, key=lambda r: r.index))
+                    update = self._analyse(sorted(main, key=lambda r: r.index))
                     last = time.perf_counter()
                     cost = last - now
                     if update is not None:
@@ -336,7 +332,7 @@ class Session:
                 main_done = True
                 self.stop_reason = mc.stop_reason
                 self._t_main = time.perf_counter()
-                analysis = self._with_models(mc, main)
+                analysis = self._with_models(main)
                 if analysis is not None:
                     emit(AnalysisUpdated(analysis))
                 for progress in queued:
@@ -365,7 +361,7 @@ class Session:
             return self.analysis
         if not main_done:
             self.stop_reason = mc.stop_reason
-            analysis = self._with_models(mc, main)
+            analysis = self._with_models(main)
             if analysis is not None and analysis.decisions is not None:
                 analysis = self._with_note(analysis, "run cancelled before the MD sweep")
         elif per_md and analysis is not None:
@@ -374,12 +370,40 @@ class Session:
         emit(Cancelled(analysis))
         return analysis
 
-    def _with_models(self, mc: "MonteCarlo", results: list["TrialResult"]) -> "Analysis | None":
+    def _prepare(self, mc: "MonteCarlo") -> None:
+        """What every analysis of this run reads and no trial changes (once per run)."""
+        from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
+
+        self._op_stats = mc.op_stats()
+        self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
+        self.prepared = mc.prepared
+        self._working_set: float | None = None
+        self._planned = mc.trials
+
+    def analysis_of(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]],
+                    elapsed: float = 0.0) -> "Analysis | None":
+        """The final analysis `run` would give for these trials: `main` at this session's MD,
+        `per_md` the sweep's at the other MDs (the MD decision needs every MD of `sweep_mds`).
+        For tests and pictures that must show fixed data whatever the simulator computes."""
+        from tuiprof.sim.montecarlo import MonteCarlo
+
+        self._prepare(MonteCarlo(self.trace, self.arch, trials=self.config.trials, seed=self.config.seed,
+                                 md=self.md, threads=1, prepared=self.prepared))
+        self._sweep_note = "" if self.config.sweep else "MD sweep not run"
+        self._t0 = time.perf_counter() - elapsed
+        self._t_main = time.perf_counter()
+        self.stop_reason = "completed"
+        self.analysis = self._with_md(self._with_models(main), main, per_md, final=True)
+        if self.analysis is not None:
+            self.analysis = dataclasses.replace(self.analysis, elapsed=elapsed)
+        return self.analysis
+
+    def _with_models(self, results: list["TrialResult"]) -> "Analysis | None":
         """The analysis of the main run's `results` with the models that need no sweep."""
         from tuiprof.model.decisions import decisions
 
         ordered = sorted(results, key=lambda r: r.index)
-        analysis = self._analyse(mc, ordered)
+        analysis = self._analyse(ordered)
         if analysis is None:
             return None
         stats = self._op_stats
@@ -463,13 +487,13 @@ class Session:
         note = "" if final else "MD decision so far: the sweep is still running"
         return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, md_note=note, **swept))
 
-    def _analyse(self, mc: "MonteCarlo", results: list["TrialResult"]) -> "Analysis | None":
+    def _analyse(self, results: list["TrialResult"]) -> "Analysis | None":
         from tuiprof.model.analysis import analyse
 
         if not results:
             return None
         stats = self._op_stats
-        return analyse(self.trace.ops, self.arch, self.md, results, mc.trials, stats.accesses,
+        return analyse(self.trace.ops, self.arch, self.md, results, self._planned, stats.accesses,
                        stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0,
                        self._ideal)
 

@@ -351,7 +351,7 @@ class SourceView(Widget, can_focus=True):
 
     def _scroll_to_cursor(self, centre: bool = False) -> None:
         h = self.body_height
-        if centre and not self.top <= self.cursor < self.top + h:
+        if centre:
             self.top = self.cursor - h // 3
         if self.cursor < self.top:
             self.top = self.cursor
@@ -360,7 +360,7 @@ class SourceView(Widget, can_focus=True):
         self.top = max(0, min(self.top, max(0, len(self.rows) - h)))
 
     def on_resize(self, event: events.Resize) -> None:
-        self._scroll_to_cursor()
+        self._scroll_to_cursor(centre=not self.moved)
         self.refresh()
 
     def on_key(self, event: events.Key) -> None:
