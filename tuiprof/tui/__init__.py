@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tuiprof.session import RunConfig
 
-EXIT_GRACE = 0.05
-"""Seconds to let other threads end after the app exits, before a hard exit: trials in flight
-(Numba, nogil, a second or more each) cannot be interrupted and nothing they compute is wanted,
-so `q` must not wait for them (Python's exit would join the pool's threads)."""
-
 
 def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -> int:
     """Run the app on `target` until the user quits, a signal arrives (SIGINT 130, SIGTERM 143)
-    or the terminal goes away; then make sure no simulation thread keeps the process alive. A
-    trace that cannot be opened is printed as `error:`/`hint:` once the terminal is restored
-    (exit 2)."""
+    or the terminal goes away, then end the process at once with the app's status: trials in
+    flight (Numba, nogil) cannot be interrupted and nothing they compute is wanted, yet Python's
+    exit would join the trial pool's threads (seconds during an MD sweep) and then take another
+    second unloading Numba. The terminal is restored by then. A trace that cannot be opened is
+    printed as `error:`/`hint:` first (exit 2)."""
     from tuiprof.tui.app import TuiprofApp
     from tuiprof.tui.signals import SignalExit, exit_status, finish
 
@@ -36,17 +31,5 @@ def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -
     if app.fatal is not None:
         print(app.fatal.render(), file=sys.stderr)
     rc = int(code or 0) if app.return_code is None else app.return_code
-    deadline = time.monotonic() + EXIT_GRACE
-    while time.monotonic() < deadline:
-        if not lingering():
-            return rc
-        time.sleep(0.01)
-    finish(rc)  # trials in flight (Numba, nogil) cannot be interrupted: leave without them
+    finish(rc)  # see the docstring: never wait for trials in flight, nor for Python's exit
     return rc
-
-
-def lingering() -> list[threading.Thread]:
-    """Threads that would hold the process after the app: non-daemon ones, and the trial pool's
-    workers (daemon when started from a daemon thread, yet joined by Python's exit)."""
-    return [t for t in threading.enumerate() if t is not threading.current_thread()
-            and (not t.daemon or t.name.startswith("tuiprof-trial"))]

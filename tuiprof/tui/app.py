@@ -239,8 +239,7 @@ class TuiprofApp(App[int]):
         main.set_class(side > 0, "-split")
         main.set_class(side == 0, "-tabs")
         main.set_class(self.zoom, "-zoom")
-        if side:
-            main.query_one("#side").styles.width = side + 1  # + its left border
+        main.query_one("#side").styles.width = side + 1 if side else None  # + its left border; tabs: the CSS's
         self._render_tabs()
 
     # --- loading and runs -------------------------------------------------------------------
