@@ -685,7 +685,7 @@ async def test_no_color_sends_no_colour(monkeypatch: pytest.MonkeyPatch) -> None
     glyph and a rank, the cursor in reverse video."""
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app(theme="tuiprof-high-contrast")
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(120, 40)):
         assert app.no_color
         assert {"tuiprof-dark", "tuiprof-light", "tuiprof-high-contrast", "textual-dark"} <= set(app.available_themes)
         assert app.theme == "tuiprof-high-contrast"

@@ -147,8 +147,7 @@ class SweepCache:
     LIMIT = 64
     """Runs kept (the oldest go first)."""
 
-    def __init__(self, trace: Trace) -> None:
-        self.trace = trace
+    def __init__(self) -> None:
         self._runs: dict[tuple[object, ...], tuple[list["TrialResult"], str]] = {}
         self._lock = threading.Lock()
 
@@ -198,7 +197,7 @@ class Session:
         same = previous is not None and previous.trace is trace
         self.prepared: "Prepared | None" = prepared if prepared is not None else (previous.prepared if same else None)
         """The trace packed for the simulator, once run."""
-        self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache(trace)
+        self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache()
         self._patterns: dict[int, dict[int, "AddressPattern"]] = previous._patterns if same else {}
         self.analysis: "Analysis | None" = None
         self.stop_reason: str | None = None

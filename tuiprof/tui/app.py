@@ -176,6 +176,7 @@ class TuiprofApp(App[int]):
         self.cancelling = False
         """`c` was pressed: the run stops after the trials in flight (its Cancelled event follows)."""
         self.patterns: dict[int, "AddressPattern"] | None = None
+        self._patterns_asked = False
         self.show_timing = show_timing
         self.clock = clock
         self.t_start = clock()
@@ -263,7 +264,7 @@ class TuiprofApp(App[int]):
         self.session = message.session
         self.trace, self.path = message.session.trace, message.session.path
         if fresh:
-            self.analysis, self.patterns = None, None
+            self.analysis, self.patterns, self._patterns_asked = None, None, False
             self._show_trace()
         if self._keep_line:
             self.query_one(SourceView).go_to_line(self._keep_line)
@@ -277,8 +278,7 @@ class TuiprofApp(App[int]):
         self.push_screen(ErrorScreen(message.error, f"cannot open {clean(self.target)}", fatal=True))
 
     def _show_trace(self) -> None:
-        """Put the trace's kernel source (the file with most ops) in the source pane, and start
-        the ops' address patterns (for the reason words) off the UI thread."""
+        """Put the trace's kernel source (the file with most ops) in the source pane."""
         trace = self.trace
         if trace is None:
             return
@@ -288,7 +288,14 @@ class TuiprofApp(App[int]):
         ops = list(trace.ops) if not any(counts.values()) else [o for o in trace.ops if o.file == name]
         self.query_one(SourceView).set_source(name, trace.source_text(name), ops)
         self._layout()
-        if self.session is not None:
+        if self.analysis is not None:
+            self._start_patterns()
+
+    def _start_patterns(self) -> None:
+        """The ops' address patterns (for the reason words), on a thread, once per trace: after the
+        first analysis, so that they never delay the first histogram."""
+        if self.patterns is None and self.session is not None and not self._patterns_asked:
+            self._patterns_asked = True
             spawn("patterns", self._patterns_thread, self.session)
 
     def _patterns_thread(self, session: Session) -> None:
@@ -402,6 +409,7 @@ class TuiprofApp(App[int]):
             if self.t_first_update is None:
                 self.t_first_update = self.clock() - self.t_start
             self._update_views()
+            self._start_patterns()
         elif self.phase in ("loading", *RUNNING):
             self._spin += 1
             self._render_status()

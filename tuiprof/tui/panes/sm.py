@@ -14,7 +14,7 @@ from tuiprof.tui import format as fmt
 if TYPE_CHECKING:
     from tuiprof.model.sm_util import SmUtilisation
 
-CELL = 24
+CELL = 27
 """Width of one SM's bar cell in the detailed layout."""
 
 
@@ -49,7 +49,7 @@ def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str)
                 ctas = int(sm.ctas[k])
                 mark = "×" if k in idle else " "
                 cells.append(Content.assemble((f"{k:>3}{mark}", "$text-muted"), (fmt.hbar(frac, 8), "$primary"),
-                                              (f"{fmt.pct(frac, width=5)} {ctas:>4}c ", "")))
+                                              (f"{fmt.pct(frac, width=5)} {ctas:>3} CTAs ", "")))
             lines.append(Content("").join(cells))
     else:
         # Compact: one cell per SM, its height the busy fraction; × marks an idle SM.

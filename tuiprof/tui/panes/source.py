@@ -363,18 +363,17 @@ class SourceView(Widget, can_focus=True):
         self._scroll_to_cursor(centre=not self.moved)
         self.refresh()
 
-    def on_key(self, event: events.Key) -> None:
-        if event.key in ("up", "down", "k", "j", "pageup", "pagedown", "home", "end", "g", "G"):
-            self.moved = True
-
     def action_move(self, step: int) -> None:
+        self.moved = True
         self.cursor += step
 
     def action_page(self, step: int) -> None:
+        self.moved = True
         self.top = max(0, min(self.top + step * self.body_height, max(0, len(self.rows) - self.body_height)))
         self.cursor += step * self.body_height
 
     def action_edge(self, step: int) -> None:
+        self.moved = True
         self.cursor = 0 if step < 0 else len(self.rows) - 1
 
     def action_pan(self, step: int) -> None:
