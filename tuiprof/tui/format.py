@@ -70,15 +70,6 @@ def num(x: float | None, digits: int = 1, width: int = 0) -> str:
     return text.rjust(width)
 
 
-def count(n: float) -> str:
-    """12345 -> '12.3k'."""
-    n = float(n)
-    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= div:
-            return f"{n / div:.1f}{unit}"
-    return f"{n:.0f}"
-
-
 def hbar(frac: float | None, width: int) -> str:
     """A left-aligned horizontal bar of `width` cells in eighths (blank when undefined)."""
     if width <= 0:
@@ -117,8 +108,3 @@ def sparkline(values: Sequence[float] | np.ndarray, width: int) -> str:
             k = 0 if span <= 0 else int(round((x - lo) / span * (len(SPARK) - 1)))
             out.append(SPARK[k])
     return "".join(out)
-
-
-def trial_count_steps(current: int, up: bool, lo: int = 4, hi: int = 4096) -> int:
-    """The next trial count for t/T: halve or double, within [lo, hi]."""
-    return max(lo, current // 2) if not up else min(hi, current * 2)
