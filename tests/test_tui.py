@@ -569,9 +569,18 @@ async def test_compiling_is_said_only_when_the_simulator_compiles() -> None:
         assert "compiling the simulator" in status_text(app)
 
 
-def test_a_session_knows_whether_it_compiles() -> None:
+def test_a_session_knows_whether_it_compiles(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
     session, _ = finished()                          # this process has run its kernel
     assert session.compiles() is False
+    code = ("from tuiprof.session import RunConfig, Session; "
+            "print(Session.open('vecadd', RunConfig(trials=2, sweep=False)).compiles())")
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert fresh.stdout.split()[-1] == "True", fresh.stderr      # an empty kernel cache: it will compile
 
 
 async def test_recollect_explains_why_it_is_unavailable() -> None:

@@ -248,15 +248,14 @@ class Session:
         """Whether the first trial will compile the simulator's kernel for this Arch's cache and
         DRAM geometry: neither loaded in this process nor in the on-disk kernel cache. Imports
         Numba: call it off the UI thread."""
-        from tuiprof.jit import kernel_cache_dir
         from tuiprof.sim.prepared import pack_arch
         from tuiprof.sim.replay import Geometry, replay_kernel
 
         geometry = Geometry.of(pack_arch(self.arch))
         if replay_kernel(geometry).signatures:
             return False
-        folder = kernel_cache_dir()
-        return folder is None or not any(folder.rglob(f"*replay_{geometry.digest}-*.nbi"))
+        folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
+        return not folder or not any(Path(folder).rglob(f"*replay_{geometry.digest}-*.nbi"))
 
     def run(self, on_event: Callable[[Event], None] | None = None) -> "Analysis | None":
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
