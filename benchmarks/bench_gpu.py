@@ -1,6 +1,6 @@
 """Instrumentation cost, against the uninstrumented kernel measured in the same run.
 
-    python benchmarks/bench_gpu.py [--static-only] [--repeat 5]
+    python benchmarks/bench_gpu.py [--static-only] [--repeat 5] [--out FILE]
 
 Static (any machine with ptxas): for every demo kernel (tests/ptx/nvcc/demo_*.ptx), the time of
 the instrumentation pass, and the SASS size and registers of the instrumented kernel over the
@@ -10,6 +10,8 @@ that the common path never runs).
 On a GPU (each demo launch script in demo_traces/): the chosen launch's kernel time (device events)
 plain, in the counting pass and in the recording pass, and their ratios to plain: the
 instrumentation slowdown the issue asks to keep at most 3x on memory-bound kernels (bar: 5x).
+Set CUDA_MODULE_LOADING=EAGER so that no module loading falls between a launch's events. With
+--out, the JSON is rewritten after every launch script, so a run cut short keeps what it measured.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def _timed(fn) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - t
 
 
-def on_gpu(repeat: int) -> dict[str, object]:
+def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
     from tuiprof.arch.occupancy import occupancy
@@ -116,6 +118,8 @@ def on_gpu(repeat: int) -> dict[str, object]:
                              "record_ms": round(min(records), 4), "count_x": round(min(counts) / base, 2),
                              "record_x": round(min(records) / base, 2),
                              "snapshot_ctas": run.trace.snapshot.n_ctas, "grid_ctas": run.trace.launch.grid_ctas}
+        if callable(progress):
+            progress(rows)
     return rows
 
 
@@ -123,11 +127,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--static-only", action="store_true")
+    ap.add_argument("--out", type=Path, help="also write the JSON here, after every launch script")
     a = ap.parse_args()
-    out = {"static": static(a.repeat)}
+    out: dict[str, object] = {"targets": TARGETS, "static": static(a.repeat)}
+
+    def save(rows: object = None) -> None:
+        if rows is not None:
+            out["gpu"] = rows
+        if a.out:
+            a.out.write_text(json.dumps(out, indent=1))
+
+    save()
     if not a.static_only:
-        out["gpu"] = on_gpu(a.repeat)
-    out["targets"] = TARGETS
+        save(on_gpu(a.repeat, save))
     print(json.dumps(out, indent=1))
     return 0
 

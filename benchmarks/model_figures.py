@@ -1,9 +1,11 @@
 """The model's headline figures on the demos, the ones issue 14 part 4 audits: the MD decision of
 spmv-u (timing model, range, thesis rules), the timing model against paper 001's bottleneck on
 spmv-u and stencil7, and the scalar -> vectorized SpMV speedups against paper 000 sec. 6.2's
-measured ones. Not a speed benchmark: slow (minutes), run on demand.
+measured ones; with ``--scheduler``, part 1's figures instead (`scheduler_figures`). Not a speed
+benchmark: slow (minutes), run on demand.
 
     python benchmarks/model_figures.py [--trials 20] [--sweep-trials 8] [--skip-ranking]
+    python benchmarks/model_figures.py --scheduler [--trials 20]
 """
 
 from __future__ import annotations
@@ -13,6 +15,37 @@ import argparse
 MEASURED = {"u": 2.4, "b": 3.63, "u128": 2.5, "b128": 14.8}
 """Paper 000 sec. 6.2: measured speedups of the vectorized SpMV kernel over the scalar one."""
 
+SCHEDULER_CASES = (("spmv-u", "tesla-c2050", "y[ind]"), ("stencil7", None, "in[idx - nx]"))
+"""Issue 14 part 1: (demo, arch (None: the demo's own), the load whose H1 the scheduler swings)."""
+
+
+def scheduler_figures(trials: int) -> None:
+    """Issue 14 part 1 (the scheduler randomness of paper 000 sec. 3): per case, the std over
+    `trials` trials of the kernel L1 read, L2 read and L2 write hit ratios (paper 000 sec. 5.2-5.3
+    reports about 0.01, and 0.02 for SpMV L2 reads), and the mean H1 of one load with its 95%
+    confidence interval and its std over trials. Seed 0, the demo's default MD, no early stop."""
+    import numpy as np
+
+    from tuiprof.arch.presets import load_arch, preset_arch
+    from tuiprof.sim.montecarlo import MonteCarlo
+    from tuiprof.trace.demos import demo_path, load
+
+    for name, arch_name, label in SCHEDULER_CASES:
+        trace = load(demo_path(name))
+        arch = load_arch(arch_name) if arch_name else preset_arch(trace.provenance.arch)
+        mc = MonteCarlo(trace, arch, trials=trials, seed=0)
+        results = mc.run()
+        print(f"{name} on {arch.name}, MD {mc.md}, {len(results)} trials:")
+        for key in ("l1_read_hit_ratio", "l2_read_hit_ratio", "l2_write_hit_ratio"):
+            x = np.array([getattr(r, key) for r in results])
+            x = x[~np.isnan(x)]
+            print(f"  {key:20s} mean {x.mean():.4f}  std {x.std(ddof=1):.2e}" if x.size > 1 else f"  {key:20s} n/a")
+        op = next(o.id for o in trace.ops if o.label == label)
+        h1 = np.array([r.op_l1_read_hit_ratio()[op] for r in results])
+        sd = h1.std(ddof=1)
+        print(f"  H1 of {label} (line {trace.ops[op].line}): mean {h1.mean():.4f} "
+              f"± {1.96 * sd / np.sqrt(h1.size):.4f} (95% CI), std {sd:.2e}")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -20,7 +53,11 @@ def main() -> None:
     ap.add_argument("--sweep-trials", type=int, default=8)
     ap.add_argument("--skip-ranking", action="store_true")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--scheduler", action="store_true", help="issue 14 part 1's figures only")
     args = ap.parse_args()
+    if args.scheduler:
+        scheduler_figures(args.trials)
+        return
     from tuiprof.arch.presets import parse_overrides
     from tuiprof.report import build_report
     from tuiprof.session import RunConfig

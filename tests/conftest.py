@@ -4,8 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under .ci/run (TUIPROF_TESTS_REQUIRE_COMPILERS=1) the tests that compile CUDA must run:
+    a machine without nvcc or without NVRTC stops the session with one message instead of
+    skipping them silently."""
+    from tests.ptx_support import REQUIRE_COMPILERS, find_nvcc, nvrtc_available
+
+    if not os.environ.get(REQUIRE_COMPILERS):
+        return
+    missing = [name for name, ok in (("nvcc", find_nvcc() is not None), ("NVRTC", nvrtc_available())) if not ok]
+    if missing:
+        raise pytest.UsageError(f"{REQUIRE_COMPILERS} is set but {' and '.join(missing)} cannot be found: the "
+                                "tests that compile CUDA would be skipped (install the CUDA toolkit, and the package's "
+                                "dependencies for NVRTC)")
 
 
 @pytest.hookimpl(tryfirst=True)

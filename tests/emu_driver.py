@@ -14,7 +14,7 @@ import numpy as np
 from tuiprof.collect.emu.decode import Program, decode
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
-from tuiprof.collect.gpu import DeviceInfo
+from tuiprof.collect.gpu import DeviceInfo, KernelParams
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.cfg import ipdom
 from tuiprof.ptx.model import Function, Module, SourceLoc
@@ -106,13 +106,12 @@ class EmuDriver:
         return 0, prog.shared_static, prog.local_size
 
     def launch(self, fn: object, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-               params: list[bytes]) -> float:
+               params: KernelParams) -> float:
         module, name = fn  # type: ignore[misc]
         prog = module.program(name)
-        buf = bytearray(prog.param_size)
-        for p, raw in zip(prog.params, params):
-            buf[p.offset:p.offset + p.size] = raw
-        execute(prog, self.heap, grid, block, bytes(buf), shared, np.zeros(0, np.int64), n_sms=self.n_sms,
+        buf = params.buffer()  # the .param space as pycuda hands it to the driver
+        assert len(buf) == prog.param_size
+        execute(prog, self.heap, grid, block, buf, shared, np.zeros(0, np.int64), n_sms=self.n_sms,
                 threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where)
         return 0.0
 

@@ -1,27 +1,25 @@
-"""Helpers of the emulator tests: compile a CUDA file of tests/cuda to PTX with nvcc (skipping
-when there is none), and run one kernel on an EmuDevice with NumPy inputs."""
+"""Helpers of the emulator tests: compile a CUDA file of tests/cuda to PTX (nvcc found as tuiprof
+finds it, else NVRTC; skipping when there is neither), and run one kernel on an EmuDevice with
+NumPy inputs."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pytest
 
+from tests.ptx_support import compile_ptx, require_compiler
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
 from tuiprof.ptx.model import Module
 from tuiprof.ptx.parse import parse_module
 
 CUDA = Path(__file__).resolve().parent / "cuda"
-NVCC = shutil.which("nvcc")
-needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found: the emulator tests compile CUDA to PTX")
 
 
 class Compiler:
-    """nvcc -ptx -lineinfo into a folder of the test session, each file compiled once."""
+    """PTX with line info (`compile_ptx`) into a folder of the test session, each file compiled once."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -36,11 +34,8 @@ class Compiler:
         name = src.stem
         key = (name, arch + ("-G" if debug else ""))
         if key not in self.done:
-            ptx = self.out / f"{name}.{key[1]}.ptx"
-            flags = ["-G"] if debug else ["-lineinfo"]
-            subprocess.run([NVCC, "-ptx", *flags, f"-arch={arch}", str(src), "-o", str(ptx)], check=True,
-                           capture_output=True, timeout=300)
-            self.done[key] = parse_module(ptx.read_text())
+            ptx = compile_ptx(src, int(arch.removeprefix("sm_")), self.out / f"{name}.{key[1]}.ptx", debug)
+            self.done[key] = parse_module(ptx)
         return self.done[key], str(src), src.read_text()
 
 
@@ -58,6 +53,5 @@ def run(compiled: tuple[Module, str, str], kernel: str, grid, block, args: Seque
 @pytest.fixture(scope="session")
 def cuda_ptx(tmp_path_factory: pytest.TempPathFactory) -> Compiler:
     """Compile tests/cuda/<name>.cu to PTX once per session (import this fixture into a test module)."""
-    if NVCC is None:
-        pytest.skip("nvcc not found: the emulator tests compile CUDA to PTX")
+    require_compiler()
     return Compiler(tmp_path_factory.mktemp("emu_ptx"))

@@ -22,8 +22,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.ptx_support import run_without_nvcc
 from tuiprof.build import BuildError, Program, build_program, choose_target
 from tuiprof.build import cache as build_cache
+from tuiprof.build import toolchain
 from tuiprof.build.cubin import kernel_resources, read_elf
 from tuiprof.build.demangle import demangle
 from tuiprof.build.diagnostics import summarize_errors
@@ -406,20 +408,29 @@ def test_cache_entries_round_trip() -> None:
 # --------------------------------------------------------------------------- nvcc hidden: NVRTC alone
 
 
-def run_without_nvcc(code: str, tmp_path: Path, hide_nvrtc: bool = False, cwd: Path | None = None) -> str:
-    """Run `code` in a fresh interpreter that sees no nvcc (PATH and CUDA_HOME point at empty
-    folders, the standard toolkit folders are not searched) and, if asked, no cuda-bindings."""
-    empty = tmp_path / "empty"
-    empty.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "PYTHONPATH")}
-    env.update(PATH=str(empty), CUDA_HOME=str(empty), PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    prelude = "import tuiprof.build.toolchain as t\nt.STANDARD_ROOTS = ()\n"
-    if hide_nvrtc:
-        prelude += "import sys\nsys.modules['cuda'] = None\n"
-    out = subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=cwd or tmp_path)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+def test_nvcc_is_found_on_path_then_cuda_home_then_cuda_path_then_the_standard_folders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def toolkit(name: str, executable: bool = True) -> str:
+        nvcc = tmp_path / name / "bin" / "nvcc"
+        nvcc.parent.mkdir(parents=True)
+        nvcc.write_text("#!/bin/sh\n")
+        nvcc.chmod(0o755 if executable else 0o644)
+        return str(tmp_path / name)
+
+    on_path, home, cuda_path, standard = (toolkit(n) for n in ("on_path", "home", "cuda_path", "standard"))
+    monkeypatch.setattr(toolchain, "STANDARD_ROOTS", (toolkit("not_executable", executable=False), standard))
+    (tmp_path / "empty").mkdir()
+    env = {"PATH": f"{tmp_path / 'empty'}{os.pathsep}{on_path}/bin", "CUDA_HOME": home, "CUDA_PATH": cuda_path}
+    found = []
+    for unset in ("PATH", "CUDA_HOME", "CUDA_PATH", "STANDARD_ROOTS"):
+        found.append(find_nvcc(env))
+        if unset == "STANDARD_ROOTS":
+            monkeypatch.setattr(toolchain, "STANDARD_ROOTS", ())
+        else:
+            env[unset] = str(tmp_path / "empty") if unset == "PATH" else ""
+    found.append(find_nvcc(env))
+    assert found == [Path(on_path) / "bin" / "nvcc", Path(home) / "bin" / "nvcc", Path(cuda_path) / "bin" / "nvcc",
+                     Path(standard) / "bin" / "nvcc", None]
 
 
 @needs_nvrtc
@@ -429,7 +440,7 @@ def test_without_nvcc_nvrtc_compiles(tmp_path: Path) -> None:
         "from tuiprof.build.toolchain import find_nvcc\n"
         f"p = build_program({str(CUDA / 'build_matmul.cu')!r}, compute_capability=(8, 0))\n"
         "print(find_nvcc(), p.compiler, p.target, p.resources_from, p.kernel('matmul_tiled').resources.static_shared)\n",
-        tmp_path)
+        tmp_path).stdout
     none, compiler, version, target, origin, shared = out.split()
     assert none == "None" and compiler == "nvrtc" and target == "sm_80" and origin == "cubin"
     assert int(shared) == STATIC_SHARED["matmul_tiled"]
@@ -441,7 +452,7 @@ def test_no_compiler_at_all_is_one_clear_message(tmp_path: Path) -> None:
         "try:\n"
         f"    build_program({str(CUDA / 'build_spmv.cu')!r}, compute_capability=(8, 0))\n"
         "except BuildError as e:\n"
-        "    print(e.render())\n", tmp_path, hide_nvrtc=True)
+        "    print(e.render())\n", tmp_path, hide_nvrtc=True).stdout
     assert out.startswith("error: no CUDA compiler found")
     assert "pip install nvidia-cuda-nvrtc cuda-bindings" in out and "CUDA toolkit" in out
 

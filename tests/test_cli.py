@@ -74,6 +74,8 @@ def test_report_output_file(trace_file: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args,needle", [
     (["report", "/no/such/file.tptrace"], "does not exist"),
+    (["report", "/no/such/kernel.cu"], "kernel.cu does not exist"),
+    (["report", "{tmp}/folder.cu"], "folder.cu is not a file"),
     (["report", "{tmp}"], "is a directory"),
     (["report", "{bad}"], "not a valid .tptrace"),
     (["report", "not-a-demo"], "neither a file nor a demo"),
@@ -92,6 +94,7 @@ def test_report_output_file(trace_file: Path, tmp_path: Path) -> None:
 def test_bad_input_exit_2_no_traceback(trace_file: Path, tmp_path: Path, args: list[str], needle: str) -> None:
     bad = tmp_path / "bad.tptrace"
     bad.write_bytes(b"PK\x03\x04 truncated")
+    (tmp_path / "folder.cu").mkdir()
     out = tmp_path / "out.json"
     args = [a.format(tmp=tmp_path, bad=bad, trace=trace_file) for a in args] + ["-o", str(out)] * (args[0] == "report")
     r = run(*args)

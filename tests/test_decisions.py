@@ -116,8 +116,12 @@ def test_sweep_streams_every_md_and_recommends_below_the_thrashing_point() -> No
     assert sweep[0].mds == tuple(range(1, 9))
     assert [s.md for s in d.md_samples] == list(range(1, 9))
     first = d.md_samples[0].dram_reads_per_cta          # only the first pass misses
-    assert d.md_samples[1].dram_reads_per_cta == pytest.approx(first, rel=0.05)
-    assert d.md_samples[-1].dram_reads_per_cta == pytest.approx(4 * first, rel=0.05)   # every pass
+    # MD 2's two CTAs fit, but warps run at different rates (`tuiprof.sim.schedule`): a fast
+    # CTA's lines, fresh when it finishes, can outlive a slow one's under LRU. MD 3 thrashes.
+    assert first <= d.md_samples[1].dram_reads_per_cta < 1.3 * first
+    assert d.md_samples[2].dram_reads_per_cta > 3 * first
+    # Every pass misses: 4 passes x 64 lines x 4 DRAM transactions of 32 B.
+    assert d.md_samples[-1].dram_reads_per_cta == pytest.approx(4 * 64 * 4, rel=0.05)
     # 1 miss in 4 passes, plus the few the random alignment point adds (paper 000 3.2.1: an SM
     # may start inside a CTA, whose head then runs last, after other CTAs evicted its lines).
     assert 0.25 <= d.md_samples[0].miss_rate < 0.3

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
-import subprocess
 from collections import deque
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +23,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
+from tests.ptx_support import compile_ptx, needs_compiler
 from tuiprof.trace import synth
 from tuiprof.trace.demos import CATALOGUE
 
@@ -151,18 +150,11 @@ def signatures(source: str) -> dict[str, tuple[Param, ...]]:
     return out
 
 
-def nvcc() -> str | None:
-    return shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if Path(p).exists()), None)
-
-
 @cache
 def ptx_entries(source: str, tmp: Path) -> dict[str, tuple[str, ...]]:
-    """PTX parameter types (``u64``, ``u32``, ``f32`` ...) of every entry, from nvcc -ptx."""
-    out_file = tmp / (source + ".ptx")
-    run = subprocess.run([str(nvcc()), "-ptx", "-lineinfo", "-arch=sm_75", str(DEMO / source), "-o", str(out_file)],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    text = out_file.read_text()
+    """PTX parameter types (``u64``, ``u32``, ``f32`` ...) of every entry, from nvcc -ptx (NVRTC
+    without nvcc)."""
+    text = compile_ptx(DEMO / source, 75, tmp / (source + ".ptx"))
     return {name: tuple(re.findall(r"\.param\s+\.(\w+)", params))
             for name, params in re.findall(r"\.entry\s+(\w+)\s*\(([^)]*)\)", text)}
 
@@ -317,7 +309,7 @@ def test_shipped_traces_record_the_scripts_launch_and_addresses(case_run: tuple[
         assert inside.all(), demo.name
 
 
-@pytest.mark.skipif(nvcc() is None, reason="nvcc not installed")
+@needs_compiler
 def test_arguments_match_the_ptx_entry(case_run: tuple[Case, Run], tmp_path_factory: pytest.TempPathFactory) -> None:
     case, run = case_run
     entries = ptx_entries(case.source, tmp_path_factory.getbasetemp())

@@ -326,3 +326,49 @@ def test_dot_products(cuda_ptx):
     ah = a.view(np.uint16).reshape(N, 2).astype(np.int64)
     ref = c.astype(np.int64) + (ah * bb.view(np.int8)[:, 2:].astype(np.int64)).sum(axis=1)
     np.testing.assert_array_equal(alu(cuda_ptx, "dp2a_hi_u32_s32", a, b, c), ref.astype(np.uint64).astype(np.uint32).view(np.int32))
+
+
+def bf16_bits(x: Fraction, mode: str) -> int:
+    """The bf16 bit pattern of the real `x` (zero or in the normal range) rounded to bf16's 8
+    significant bits: to nearest, ties to even (``rn``), or toward zero (``rz``)."""
+    if x == 0:
+        return 0
+    m = abs(x)
+    e = m.numerator.bit_length() - m.denominator.bit_length()
+    if Fraction(2) ** e > m:
+        e -= 1
+    ulp = Fraction(2) ** (e - 7)        # 2^e <= m < 2^(e+1): 8 bits from 2^e down to ulp
+    q, r = divmod(m, ulp)
+    if mode == "rn" and (2 * r > ulp or (2 * r == ulp and q % 2 == 1)):
+        q += 1
+    value = float(q * ulp) * (1 if x > 0 else -1)
+    return int(np.array(value, np.float32).view(np.uint32)) >> 16
+
+
+def bf16_value(bits: int) -> Fraction:
+    return Fraction(float(np.array(bits << 16, np.uint32).view(np.float32)))
+
+
+@pytest.mark.parametrize("arch, opcodes", [("sm_80", {"fma"}), ("sm_90", {"add", "mul", "fma"})])
+def test_bf16_arithmetic_and_conversions(cuda_ptx, arch, opcodes):
+    """__hadd, __hmul, __hfma and the float -> bf16 conversions (cvt.rn, cvt.rz) against exact
+    rationals rounded to bf16; sm_80 does add and mul with fma.rn.bf16, sm_90 has add/mul.bf16."""
+    compiled = cuda_ptx("emu_bf16", arch)
+    used = {i.opcode for f in compiled[0].functions.values() for i in f.instructions if "bf16" in i.mods}
+    assert opcodes <= used, used
+    rng = np.random.default_rng(8)
+    a, b = rand_f32(rng, N), rand_f32(rng, N)
+    kept = rng.integers(0x3C00, 0x4400, 64).astype(np.uint32)
+    a[:64] = ((kept << 16) | 0x8000).view(np.float32)   # exact ties: half of them round up (odd kept bits)
+    raw = run(compiled, "bf16_ops", 2, 128, (a, b, np.zeros(6 * N, np.uint16), np.int32(N)))[2].reshape(N, 6)
+    expected = np.zeros((N, 6), np.uint16)
+    for i in range(N):
+        x, y = bf16_bits(Fraction(float(a[i])), "rn"), bf16_bits(Fraction(float(b[i])), "rn")
+        xv, yv = bf16_value(x), bf16_value(y)
+        z = bf16_bits(xv + yv, "rn")
+        expected[i] = (x, y, z, bf16_bits(xv * yv, "rn"), bf16_bits(xv * yv + bf16_value(z), "rn"),
+                       bf16_bits(Fraction(float(a[i])), "rz"))
+    for k, name in enumerate(("cvt.rn x", "cvt.rn y", "add", "mul", "fma", "cvt.rz")):
+        np.testing.assert_array_equal(raw[:, k], expected[:, k], err_msg=name)
+    back = run(compiled, "bf16_to_float", 2, 128, (raw[:, 4].copy(), np.zeros(N, np.float32), np.int32(N)))[1]
+    np.testing.assert_array_equal(back.view(np.uint32), raw[:, 4].astype(np.uint32) << 16)

@@ -171,3 +171,24 @@ def test_every_atomic_operation(cuda_ptx):
     assert p[7] == -t.sum()                   # atomicSub
     assert p[8] == 64                         # inc with limit 100
     assert f[0] == 64 and d[0] == 64 and u[0] == 64
+
+
+@pytest.mark.parametrize("start", [0, 3])
+def test_clocks_are_monotone_and_smid_is_the_modeled_placement(cuda_ptx, start):
+    """%clock64 and %globaltimer grow within each thread and from one CTA to the next (one worker
+    thread runs the CTAs in order); %smid is the same for a whole CTA and follows the simulator's
+    placement, snapshot CTA k on SM k mod S, continued over the grid from the first snapshot CTA;
+    %warpid and %laneid are the thread's."""
+    grid, block, sms = 6, 64, 4
+    module, src, text = cuda_ptx("emu_special")
+    dev = EmuDevice(module, src, text, record=RecordChoice(snapshot=first_ctas(2, start)), n_sms=sms, threads=1)
+    out = dev.zeros(6 * grid * block, np.int64)
+    dev.launch("clocks", grid, block, (out,))
+    c0, c1, g0, g1, smid, ids = dev.from_device(out).reshape(grid * block, 6).T
+    assert (c1 > c0).all() and (g1 > g0).all()
+    per_cta = lambda v: v.reshape(grid, block)  # noqa: E731
+    assert (per_cta(c0).min(axis=1)[1:] > per_cta(c1).max(axis=1)[:-1]).all()
+    assert (per_cta(g0).min(axis=1)[1:] > per_cta(g1).max(axis=1)[:-1]).all()
+    np.testing.assert_array_equal(per_cta(smid), np.repeat((np.arange(grid) - start) % sms, block).reshape(grid, block))
+    t = np.tile(np.arange(block), grid)
+    np.testing.assert_array_equal(ids, t // 32 * 100 + t % 32)

@@ -1,22 +1,27 @@
-"""The GPU commands without a GPU: calibrate, validate and --backend gpu say in one message that they
-need a GPU and point at the emulator (exit 2, no traceback); `tuiprof build` builds with nvcc alone;
-ncu's CSV (a sample written from NVIDIA's documented layout, not captured from a real ncu) is
-parsed into measured values and compared with a prediction."""
+"""The GPU command lines. Without a GPU: whole programs (`tuiprof app.cu [nvcc args] [-- args]`,
+`tuiprof -- nvcc ...`), --backend gpu, calibrate and validate say in one message that they need a
+GPU and point at the emulator (exit 2, no traceback); --backend auto records in the emulator. With
+a GPU pretended (the driver never reached): the arguments reach the program runner and the GPU
+collector as given. `tuiprof build` builds with nvcc alone; ncu's CSV (a sample written from
+NVIDIA's documented layout, not captured from a real ncu) is parsed into measured values and
+compared with a prediction."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, Sequence
 
+import numpy as np
 import pytest
 
-from tests.ptx_support import CUDA_DIR, find_nvcc
-from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+from tests.ptx_support import CUDA_DIR, find_nvcc, nvrtc_available
+from tuiprof.cli import main
+from tuiprof.collect.gpu import DeviceInfo, GpuUnavailable, gpu_problem
 from tuiprof.model.latency import Estimate
 from tuiprof.trace.model import StaticOp
 from tuiprof.validate import (METRICS, Comparison, ValidateError, compare, measured_values, ncu_command,
@@ -32,30 +37,268 @@ def tuiprof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
                           cwd=cwd, env=env)
 
 
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with a whole program (app.cu defines main) and a kernel file with its launch
+    script (k.cu, k_launch.py), as the current folder."""
+    shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
+    (tmp_path / "k.cu").write_text(KERNEL)
+    (tmp_path / "k_launch.py").write_text(LAUNCH)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+KERNEL = """extern "C" __global__ void twice(float *y, const float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+LAUNCH = """import numpy as np
+
+
+def setup(dev):
+    x = dev.to_device(np.arange(256, dtype=np.float32))
+    y = dev.zeros(256, np.float32)
+    dev.launch("twice", 2, 128, (y, x, np.int32(256)))
+"""
+
+WHOLE_PROGRAM = "error: profiling app.cu as a whole program needs an NVIDIA GPU: "
+BACKEND_GPU = "error: --backend gpu needs an NVIDIA GPU: "
+VALIDATE = "error: tuiprof validate needs an NVIDIA GPU: "
+EMULATOR_PATH = "`tuiprof init app.cu` writes a launch script, then `tuiprof app.cu --backend emu`"
+
+
 @no_gpu
-@pytest.mark.parametrize("args, what", [
-    (["calibrate"], "tuiprof calibrate needs an NVIDIA GPU"),
-    (["calibrate", "--cuda", "pycuda"], "tuiprof calibrate needs an NVIDIA GPU"),
-    (["validate", "demo_traces/spmv.cu"], "tuiprof validate needs an NVIDIA GPU"),
+@pytest.mark.parametrize("args, error, hint", [
+    (["app.cu"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["app.cu", "-arch=sm_80", "-O3", "--", "4096"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["app.cu", "--once", "-Xptxas", "-v", "--kernel", "gather"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["report", "app.cu", "--format", "json", "--", "4096"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["record", "app.cu", "-o", "app.tptrace", "-DN=3"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["--", "nvcc", "-o", "app", "app.cu"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["--once", "--", "nvcc", "-o", "app", "app.cu", "-lineinfo", "--", "7"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["report", "--arch", "h100", "--", "/usr/local/cuda/bin/nvcc", "app.cu", "k.cu"], WHOLE_PROGRAM, EMULATOR_PATH),
+    (["k.cu", "--backend", "gpu"], BACKEND_GPU, "--backend emu"),
+    (["report", "k.cu", "--backend", "gpu", "--cuda", "pycuda"], BACKEND_GPU, "--backend emu"),
+    (["record", "k.cu", "-o", "k.tptrace", "--backend", "gpu"], BACKEND_GPU, "--backend emu"),
+    (["validate", "k.cu"], VALIDATE, "`tuiprof report k.cu --backend emu` still predicts"),
+    (["validate", "spmv-u"], VALIDATE, "`tuiprof report spmv-u` still predicts"),
+    (["validate", "app.instr", "--kernel", "gather", "--", "1048576"], VALIDATE, EMULATOR_PATH.replace("app", "SOURCE")),
+    (["validate", "--kernel", "gather", "app.instr", "--", "1048576"], VALIDATE, EMULATOR_PATH.replace("app", "SOURCE")),
+    (["calibrate"], "error: tuiprof calibrate needs an NVIDIA GPU: ", "`tuiprof archs`"),
+    (["calibrate", "--cuda", "pycuda"], "error: tuiprof calibrate needs an NVIDIA GPU: ", "`tuiprof archs`"),
 ])
-def test_gpu_commands_without_gpu(args: list[str], what: str) -> None:
-    r = tuiprof(*args, cwd=ROOT)
-    assert r.returncode == 2
-    assert r.stderr.startswith(f"error: {what}: ") and "\nhint: " in r.stderr
-    assert "Traceback" not in r.stderr and r.stdout == ""
+def test_gpu_commands_without_gpu(app: Path, capsys: pytest.CaptureFixture[str], args: list[str], error: str,
+                                  hint: str) -> None:
+    """Every command that needs a GPU: one error line that says so and why, one hint line that
+    points where to go (the emulator path that exists: a kernel file with its launch script and
+    --backend emu), exit 2, nothing on stdout, no file written. (Before the CLI knew these forms,
+    most of them failed as "unrecognized arguments".)"""
+    before = sorted(p.name for p in app.iterdir())
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(error) and lines[1].startswith("hint: "), err
+    assert hint in lines[1] and out == ""
+    assert sorted(p.name for p in app.iterdir()) == before
 
 
-@no_gpu
+def test_gpu_command_without_gpu_in_a_fresh_process(app: Path) -> None:
+    """The same through the installed entry point's code path: no traceback, exit 2."""
+    if gpu_problem() is None:
+        pytest.skip("a GPU is usable here")
+    r = tuiprof("app.cu", "-arch=sm_80", "--", "5", cwd=app)
+    assert r.returncode == 2 and r.stderr.startswith(WHOLE_PROGRAM) and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["k.cu", "-arch=sm_80"], "unrecognized arguments: -arch=sm_80"),  # a kernel file takes --cflag=FLAG
+    (["report", "k.cu", "-O3", "--backend", "emu"], "unrecognized arguments: -O3"),
+    (["app.cu", "--backend", "emu", "-O3"], "unrecognized arguments: -O3"),  # the emulator: a kernel file
+    (["report", "k.cu", "--", "5"], "program arguments (after --): k.cu is profiled as a kernel file"),
+    (["report", "spmv-u", "--", "5"], "arguments after -- are a program's, and spmv-u is a trace"),
+    (["report", "spmv-u", "-arch=sm_80"], "unrecognized arguments: -arch=sm_80"),
+    (["archs", "-x"], "unrecognized arguments: -x"),
+    (["--", "nvcc", "-o", "app"], "the nvcc command line after -- names no .cu source"),
+    (["validate", "spmv-u", "--", "5"], "arguments after -- are a program's, and spmv-u is a kernel file"),
+    (["validate", "app.instr", "5"], "unrecognized arguments: 5"),
+])
+def test_misplaced_program_arguments(app: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                     message: str) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and "\nhint: " in err and "Traceback" not in err
+
+
+def test_whole_program_is_recognised_by_its_main() -> None:
+    from tuiprof.build.wholeprog import defines_main
+
+    assert defines_main((CUDA_DIR / "wholeprog_main.cu").read_text())
+    assert defines_main((CUDA_DIR / "wholeprog_rdc_main.cu").read_text())
+    assert not defines_main((CUDA_DIR / "wholeprog_rdc_lib.cu").read_text())
+    assert not any(defines_main(p.read_text()) for p in (ROOT / "demo_traces").glob("*.cu"))
+    programs = ["int main() { return 0; }", "int main(int argc, char *argv[])\n{", "int\nmain\n(\n)\n{",
+                "auto main() -> int {", "static const char q = '\\''; int main(void){"]
+    others = ["// int main() {}\n__global__ void k() {}", "/* int main() {\n} */", 'const char *s = "int main() {";',
+              "obj.main() {", "ns::main() {", "int main();", "void f() { main(); }", "__global__ void domain() {}"]
+    assert all(defines_main(t) for t in programs)
+    assert not any(defines_main(t) for t in others)
+
+
 def test_backend_choice_without_gpu() -> None:
-    from tuiprof.cli_gpu import add_backend_options, choose_backend
+    from tuiprof.collect.options import CollectOptions
+    from tuiprof.collect.pipeline import choose_backend
 
-    p = argparse.ArgumentParser()
-    add_backend_options(p)
-    assert choose_backend(p.parse_args([])) == "emu"
-    assert choose_backend(p.parse_args(["--backend", "emu"])) == "emu"
+    if gpu_problem() is None:
+        pytest.skip("a GPU is usable here")
+    backend, why = choose_backend(CollectOptions(backend="auto"))
+    assert backend == "emu" and why is not None and why.startswith("--backend auto chose the emulator: ")
+    assert choose_backend(CollectOptions(backend="emu")) == ("emu", None)
     with pytest.raises(GpuUnavailable, match="--backend gpu needs an NVIDIA GPU") as exc:
-        choose_backend(p.parse_args(["--backend", "gpu"]))
+        choose_backend(CollectOptions(backend="gpu"))
     assert "--backend emu" in exc.value.hint
+
+
+def test_cli_choices_are_the_collectors() -> None:
+    """The CLI repeats the choices (importing tuiprof.collect would import NumPy into --help)."""
+    from tuiprof import cli_gpu
+    from tuiprof.collect import gpu, options
+
+    assert cli_gpu.BACKENDS == options.BACKENDS and cli_gpu.CUDA_LIBRARIES == options.CUDA_LIBRARIES == gpu.CUDA_LIBRARIES
+
+
+@pytest.mark.skipif(find_nvcc() is None and not nvrtc_available(), reason="no CUDA compiler")
+def test_auto_backend_without_gpu_records_in_the_emulator(app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--backend auto (the default) falls back to the emulator and says so in the provenance;
+    --backend emu records the same accesses and says nothing of a choice."""
+    from tuiprof.trace.io import load_trace
+
+    if gpu_problem() is None:
+        pytest.skip("a GPU is usable here")
+    assert main(["record", "k.cu", "-o", "auto.tptrace"]) == 0
+    assert main(["record", "k.cu", "-o", "emu.tptrace", "--backend", "emu"]) == 0
+    auto, emu = load_trace(app / "auto.tptrace"), load_trace(app / "emu.tptrace")
+    assert auto.provenance.backend == emu.provenance.backend == "emulator"
+    assert auto.provenance.generator["backend_choice"].startswith("--backend auto chose the emulator: ")
+    assert "backend_choice" not in emu.provenance.generator
+    np.testing.assert_array_equal(auto.addr, emu.addr)
+
+
+# --------------------------------------------------------------------------- with a GPU, pretended
+
+
+@pytest.fixture
+def pretend_gpu(monkeypatch: pytest.MonkeyPatch) -> DeviceInfo:
+    """`gpu_problem` and `gpu_info` answer as on an H100; nothing may reach a real driver."""
+    from tuiprof.collect import gpu
+
+    info = DeviceInfo(name="pretend H100", compute_capability=(9, 0), sm_count=132, clock_mhz=1755,
+                      memory_clock_mhz=2619, driver="13.0", library="cuda-bindings (pretend)")
+    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
+    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
+
+    def no_driver(cuda: str) -> None:
+        raise AssertionError("a test with a pretended GPU opened a driver")
+
+    monkeypatch.setattr(gpu, "_open_driver", no_driver)
+    return info
+
+
+def _some_trace() -> Any:
+    import dataclasses
+
+    from tuiprof.trace import demos
+    from tuiprof.trace.io import load_trace
+
+    t = load_trace(demos.demo_path("vecadd"))
+    return dataclasses.replace(t, provenance=dataclasses.replace(t.provenance, backend="gpu", gpu="pretend H100"))
+
+
+def test_whole_program_command_lines_reach_the_program(app: Path, pretend_gpu: DeviceInfo,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`tuiprof record app.cu [nvcc args] -- ARGS` and `tuiprof record -- nvcc ... -- ARGS`: the
+    nvcc arguments and the program's own arguments reach `profile_sources` as given, the arch is
+    the GPU's generation, the notes are said, and the trace is kept beside the cached binary."""
+    from tuiprof.collect import program_run
+    from tuiprof.collect.program_run import ProgramRun
+    from tuiprof.trace.io import load_trace
+
+    calls: list[tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]] = []
+    cache = app / "cache"
+    cache.mkdir()
+
+    def fake(command: Sequence[str], program_args: Sequence[str], **kw: Any) -> ProgramRun:
+        calls.append((tuple(command), tuple(program_args), kw))
+        return ProgramRun(_some_trace(), (0, 3), ("the recording run exited with status 3 after the chosen launch; "
+                                                   "the trace is complete",), cache / "app")
+
+    monkeypatch.setattr(program_run, "profile_sources", fake)
+    assert main(["record", "app.cu", "-o", "one.tptrace", "-arch=sm_90", "-O3", "--kernel", "gather", "-I", "inc",
+                 "--launch-index", "1", "--", "5", "--flag"]) == 0
+    command, args, kw = calls[-1]
+    assert command == ("app.cu", "-arch=sm_90", "-O3", "-I", "inc") and args == ("5", "--flag")
+    assert kw["kernel"] == "gather" and kw["launch_index"] == 1 and kw["arch"].name == "h100"
+    err = capsys.readouterr().err
+    assert "note: the recording run exited with status 3" in err and f"the trace is kept in {cache / 'app.tptrace'}" in err
+    kept, saved = load_trace(cache / "app.tptrace"), load_trace(app / "one.tptrace")
+    assert kept.provenance.arch == saved.provenance.arch == "h100" and saved.provenance.backend == "gpu"
+
+    assert main(["record", "--arch", "a100", "-o", "two.tptrace", "--", "nvcc", "-o", "app", "main.cu", "lib.cu",
+                 "-rdc=true", "--", "7"]) == 0
+    command, args, kw = calls[-1]  # no architecture named: built for the GPU at hand (compute capability 9.0)
+    assert command == ("nvcc", "-o", "app", "main.cu", "lib.cu", "-rdc=true", "-arch=sm_90") and args == ("7",)
+    assert kw["arch"].name == "a100" and load_trace(app / "two.tptrace").provenance.arch == "a100"
+    assert main(["record", "app.cu", "-o", "three.tptrace", "-gencode", "arch=compute_80,code=sm_80"]) == 0
+    assert calls[-1][:2] == (("app.cu", "-gencode", "arch=compute_80,code=sm_80"), ())
+
+
+def test_kernel_file_on_the_gpu(app: Path, pretend_gpu: DeviceInfo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--backend gpu and auto (a GPU is usable) record through `record_kernel_file` with --cuda's
+    library, the launch script beside the source and the GPU generation's arch."""
+    from tuiprof.collect import gpu
+    from tuiprof.trace.io import load_trace
+
+    calls: list[dict[str, Any]] = []
+
+    def fake(source: Any, script: Any, **kw: Any) -> Any:
+        calls.append(dict(kw, source=source, script=script.path))
+        return gpu.GpuRun(_some_trace(), 0.1, 0.1, pretend_gpu, (("twice", 0.1), ("twice", 0.2)))
+
+    monkeypatch.setattr(gpu, "record_kernel_file", fake)
+    assert main(["record", "k.cu", "-o", "k.tptrace", "--backend", "gpu", "--cuda", "pycuda", "--snapshot", "3"]) == 0
+    kw = calls[-1]
+    assert kw["cuda"] == "pycuda" and kw["snapshot_ctas"] == 3 and kw["arch_name"] == "h100"
+    assert Path(kw["script"]).name == "k_launch.py" and Path(kw["source"]).name == "k.cu"
+    t = load_trace(app / "k.tptrace")
+    assert t.provenance.backend == "gpu" and t.provenance.generator["launch_script"] == "k_launch.py"
+    assert main(["record", "k.cu", "-o", "auto.tptrace"]) == 0 and calls[-1]["cuda"] == "cuda-bindings"
+    assert len(calls) == 2
+
+
+def test_validate_targets() -> None:
+    """A demo name validates the demo's kernel file with its own launch script, kernel and launch
+    (the command line's where it names them); a .cu is a kernel file; anything else a built program,
+    whose arguments follow -- after any options."""
+    from tuiprof.cli import build_parser, parse_command_line
+    from tuiprof.cli_gpu import _validate_target
+    from tuiprof.trace.demos import demo_dir
+
+    def target(*argv: str) -> tuple[Path, Any]:
+        return _validate_target(parse_command_line(build_parser(), ["validate", *argv]))
+
+    source, opts = target("bfs")
+    assert source == demo_dir() / "bfs.cu" and opts.launch == demo_dir() / "bfs_launch.py"
+    assert (opts.kernel, opts.launch_index, opts.snapshot) == ("bfs_expand", 5, None)
+    source, opts = target("bfs", "--kernel", "bfs_update", "--launch-index", "2", "--snapshot", "4")
+    assert (opts.kernel, opts.launch_index, opts.snapshot) == ("bfs_update", 2, 4)
+    source, opts = target("matmul-tile8", "--cuda", "pycuda")
+    assert source.name == "matmul_tiles.cu" and opts.snapshot == 512 and opts.cuda == "pycuda"
+    source, opts = target("demo_traces/vecadd.cu")
+    assert source == Path("demo_traces/vecadd.cu") and opts.launch is None
+    args = parse_command_line(build_parser(), ["validate", "app.instr", "--kernel", "gather", "--", "1048576", "-v"])
+    assert _validate_target(args) == (Path("app.instr"), None)
+    assert (args.kernel, args.program_args) == ("gather", ["1048576", "-v"])
 
 
 @pytest.mark.skipif(find_nvcc() is None or shutil.which("g++") is None, reason="nvcc and g++ are needed")
@@ -69,6 +312,19 @@ def test_build_command(tmp_path: Path) -> None:
     assert r.returncode == 2 and "error: nvcc -c compiles without linking" in r.stderr
     r = tuiprof("build", cwd=tmp_path)
     assert r.returncode == 2 and "needs an nvcc command line" in r.stderr
+
+
+@pytest.mark.skipif(find_nvcc() is None or shutil.which("g++") is None, reason="nvcc and g++ are needed")
+def test_build_of_a_kernel_file_says_it_has_no_main(tmp_path: Path) -> None:
+    """A kernel file (no main) fails at the link: the hint says why and where to go instead, and the
+    failed build leaves no metadata folder behind (it used to leave v.instr.tuiprof/build/)."""
+    shutil.copy(ROOT / "demo_traces" / "vecadd.cu", tmp_path / "vecadd.cu")
+    r = tuiprof("build", "vecadd.cu", "-o", "v.instr", "-arch=sm_75", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: the instrumented build failed at ")
+    assert "undefined reference to `main'" in r.stderr and "Traceback" not in r.stderr
+    hint = r.stderr[r.stderr.index("\nhint: "):]
+    assert "no source defines main()" in hint and "tuiprof init KERNEL.cu" in hint and "please report" not in hint
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vecadd.cu"]
 
 
 # --------------------------------------------------------------------------- ncu CSV

@@ -1,7 +1,9 @@
 """On a GPU (marked `gpu`: skipped elsewhere, see tests/conftest.py): every demo kernel recorded
 through its launch script; its instrumented outputs equal the plain run's and pass the script's
-own check; the trace is consistent, every CTA has measured SM and times; and a whole program
-with `main` is profiled end to end, its gather addresses checked against the host's indices."""
+own check; the trace is consistent, every CTA has measured SM and times; a whole program with
+`main` is profiled end to end, its gather addresses checked against the host's indices; and the
+command line (`--backend gpu`, `--cuda`, `tuiprof app.cu -- ARGS`, `tuiprof -- nvcc ...`, a crashing
+program) records GPU traces."""
 
 from __future__ import annotations
 
@@ -168,3 +170,80 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
     global_rows = np.array([t.ops[o].space == "global" for o in t.op], bool)
     np.testing.assert_array_equal(_normalise(t.addr[global_rows], gpu_buffers),
                                   _normalise(res.addr.astype(np.uint64)[global_rows], emu_buffers))
+
+
+# --------------------------------------------------------------------------- the command line on a GPU
+
+
+def test_cli_kernel_file_on_gpu(tmp_path: Path) -> None:
+    """`tuiprof record KERNEL.cu --backend gpu [--cuda LIB]`, and auto choosing the GPU: a GPU trace
+    that names its library; cuda-bindings and pycuda (when installed) record the same ops and masks."""
+    from tuiprof.cli import main
+    from tuiprof.collect.gpu import gpu_problem
+    from tuiprof.trace.io import load_trace
+
+    libraries = ["cuda-bindings"] + (["pycuda"] if gpu_problem("pycuda") is None else [])
+    traces = {}
+    for lib in libraries:
+        out = tmp_path / f"{lib}.tptrace"
+        assert main(["record", str(DEMO_DIR / "vecadd.cu"), "-o", str(out), "--backend", "gpu", "--cuda", lib]) == 0
+        t = traces[lib] = load_trace(out)
+        assert t.provenance.backend == "gpu" and t.provenance.generator["library"].startswith(lib)
+        assert t.provenance.generator["launch_script"] == "vecadd_launch.py"
+    if len(traces) == 2:
+        a, b = traces.values()
+        assert np.array_equal(a.warp_offsets, b.warp_offsets) and np.array_equal(a.op, b.op)
+        assert np.array_equal(a.mask, b.mask)
+    assert main(["record", str(DEMO_DIR / "vecadd.cu"), "-o", str(tmp_path / "auto.tptrace")]) == 0
+    assert load_trace(tmp_path / "auto.tptrace").provenance.backend == "gpu"
+
+
+CRASH = r"""
+#include <cstdlib>
+#include <cstring>
+__global__ void k(int *p) { p[threadIdx.x] = threadIdx.x; }
+int main(int argc, char **argv)
+{
+    if (argc > 1 && std::strcmp(argv[1], "before") == 0) std::abort();
+    int *p;
+    cudaMalloc(&p, 128 * sizeof(int));
+    k<<<1, 128>>>(p);
+    cudaDeviceSynchronize();
+    std::abort();
+}
+"""
+
+
+def test_cli_whole_programs_on_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capfd: pytest.CaptureFixture[str]) -> None:
+    """`tuiprof record app.cu -- ARGS` end to end (the program's own output on stderr, the trace
+    kept); a crash after the chosen launch keeps the trace and says so, one before it is one clear
+    error; `tuiprof record -- nvcc -rdc=true ...` on two translation units."""
+    from tuiprof.cli import main
+    from tuiprof.trace.io import load_trace
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    for name in ("wholeprog_main.cu", "wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"):
+        shutil.copy(CUDA_DIR / name, tmp_path / name)
+    (tmp_path / "crash.cu").write_text(CRASH)
+
+    assert main(["record", "wholeprog_main.cu", "-o", "app.tptrace", "--kernel", "gather", "--", "4096"]) == 0
+    out, err = capfd.readouterr()
+    assert "ok" in err.splitlines() and "the trace is kept in" in err and "note:" not in err
+    t = load_trace(tmp_path / "app.tptrace")
+    assert t.provenance.backend == "gpu" and t.launch.grid == (32, 1, 1) and t.ctas.measured_timing
+
+    assert main(["record", "crash.cu", "-o", "after.tptrace", "--", "after"]) == 0
+    err = capfd.readouterr().err
+    assert "note: the counting run was killed by SIGABRT after the chosen launch" in err
+    assert load_trace(tmp_path / "after.tptrace").n_accesses > 0
+    assert main(["record", "crash.cu", "-o", "before.tptrace", "--", "before"]) == 2
+    err = capfd.readouterr().err
+    assert "was killed by SIGABRT before the chosen launch was recorded" in err and "Traceback" not in err
+    assert not (tmp_path / "before.tptrace").exists()
+
+    assert main(["record", "-o", "rdc.tptrace", "--kernel", "apply", "--", "nvcc", "-rdc=true", "-o", "rdc",
+                 "wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"]) == 0
+    t = load_trace(tmp_path / "rdc.tptrace")
+    assert {o.file for o in t.ops} == {"wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"}

@@ -1,5 +1,6 @@
 """PTX instrumentation (tuiprof.ptx.instrument) without a GPU: the instrumented PTX of every demo
-kernel and of the CUDA corpus assembles with ptxas for sm_75, sm_80 and sm_90; the original
+kernel and of the CUDA corpus (the PTX front end's, the build's and the emulator's) assembles with
+ptxas for sm_75, sm_80 and sm_90; the original
 instructions survive in order with exactly one probe before each recorded access (two before a
 cp.async); sites map onto the StaticOp ids of every kernel; guarded accesses fold their predicate
 into the mask; kernels get per-CTA records at entry and before every exit. Running the probes and
@@ -14,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ptx_support import (CUDA_DIR, compile_nvcc, demo_sources, find_nvcc, fixtures, min_arch,
-                               source_for)
+from tests.ptx_support import CUDA_DIR, DEMO_DIR, compile_nvcc, find_nvcc, fixtures, source_for
 from tuiprof.collect.records import site_to_op
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import COMPRESSED_BIT, CTL_SYMBOL, SITE_BITS, Instrumented, instrument, is_instrumented
@@ -26,6 +26,11 @@ PTXAS = shutil.which("ptxas")
 NVCC_FIXTURES = fixtures("nvcc")
 BUILD_SOURCES = sorted(p for p in CUDA_DIR.glob("build_*.cu")
                        if p.stem not in ("build_syntax_error", "build_missing_include"))
+EMU_SOURCES = sorted(CUDA_DIR.glob("emu_*.cu")) + [CUDA_DIR / "instrument_local.cu"]
+ALL_DEMO_SOURCES = sorted(DEMO_DIR.glob("*.cu"))
+PLAIN_PTX_INVALID = {"emu_alu.cu": "Arguments mismatch for instruction 'shl'"}
+"""Corpus files whose *uninstrumented* PTX ptxas refuses already: emu_alu's inline asm shifts by a
+.b64 register (``shl.b64 %rd, %rd, %rd``), which the emulator accepts on purpose and ptxas does not."""
 needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas is not installed")
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
 
@@ -42,11 +47,15 @@ def assemble(ptx: str, arch: int, tmp: Path) -> subprocess.CompletedProcess[str]
 
 
 def assert_assembles(ptx: str, tmp: Path) -> None:
-    for arch in (75, 80, 90):
-        if arch < _target(ptx):
-            continue
-        r = assemble(ptx, arch, tmp)
-        assert r.returncode == 0, f"sm_{arch}: {r.stderr[:2000]}"
+    """ptxas accepts `ptx` for sm_75, sm_80 and sm_90 (from its own target up); the three run at once."""
+    src = tmp / "k.ptx"
+    src.write_text(ptx)
+    archs = [a for a in (75, 80, 90) if a >= _target(ptx)]
+    runs = {a: subprocess.Popen([str(PTXAS), f"-arch=sm_{a}", str(src), "-o", str(tmp / f"k{a}.cubin")],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for a in archs}
+    for arch, proc in runs.items():
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"sm_{arch}: {out[:2000]}"
 
 
 # --------------------------------------------------------------------------- assembling
@@ -64,11 +73,16 @@ def test_instrumented_fixture_assembles(fixture: Path, tmp_path: Path) -> None:
 
 @needs_ptxas
 @needs_nvcc
-@pytest.mark.parametrize("src", BUILD_SOURCES + demo_sources(), ids=lambda p: p.name)
+@pytest.mark.parametrize("src", BUILD_SOURCES + ALL_DEMO_SOURCES + EMU_SOURCES, ids=lambda p: p.name)
 def test_fresh_nvcc_compile_instrumented_assembles(src: Path, tmp_path: Path) -> None:
-    """The rest of tests/cuda (the build corpus) and the demos, compiled now by the nvcc at hand."""
+    """The rest of tests/cuda (the build and emulator corpora) and every demo, compiled now by the
+    nvcc at hand."""
     arch = 80 if "modern" in src.name else 75
     ptx = compile_nvcc(src, arch, tmp_path / "k.ptx")
+    if src.name in PLAIN_PTX_INVALID:  # excluded: ptxas refuses the plain PTX already
+        r = assemble(ptx, arch, tmp_path)
+        assert r.returncode != 0 and PLAIN_PTX_INVALID[src.name] in r.stderr, "it assembles now: include it"
+        return
     assert_assembles(instrument(ptx).ptx, tmp_path)
 
 
@@ -239,6 +253,56 @@ def test_hand_written_guards_scopes_symbols_and_exits(tmp_path: Path) -> None:
     assert kernel.count("atom.global.max.u64") == 2 and helper.count("atom.global.max.u64") == 1
     assert kernel.count("%globaltimer") == 3 and kernel.count("%smid") == 1
     assert text.count(f".weak .global .align 16 .u64 {CTL_SYMBOL}[8];") == 1
+
+
+EARLY_RETURN = """
+.version 8.0
+.target sm_75
+.address_size 64
+
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<4>;
+	.shared .align 4 .b8 s[1024];
+	ld.param.u64 %rd1, [k_param_0];
+	ld.param.u32 %r1, [k_param_1];
+	mov.u32 %r2, %tid.x;
+	setp.ge.u32 %p1, %r2, %r1;
+	@%p1 bra $L__BB0_2;
+	mov.u32 %r3, s;
+	st.shared.u32 [%r3], %r2;
+	bar.sync 0;
+	cvta.to.global.u64 %rd2, %rd1;
+	st.global.u32 [%rd2], %r2;
+$L__BB0_2:
+	ret;
+}
+"""
+
+
+@needs_ptxas
+def test_early_return_keeps_its_exit_join(tmp_path: Path) -> None:
+    """`if (t >= n) return; ... __syncthreads(); ...`: the returning lanes' epilogue goes before the
+    branch (its guard folded in) and the others' at the end of the code that falls into the
+    `ret`, so the branch's lanes still meet only at the `ret` itself, where no convergence barrier
+    holds them while the rest of the CTA waits at bar.sync (the early return deadlocked the
+    instrumented kernel in the emulator)."""
+    from tuiprof.ptx.cfg import ipdom
+
+    module = parse_module(EARLY_RETURN)
+    result = instrument(EARLY_RETURN, module)
+    check_structure(module, result)
+    assert_assembles(result.ptx, tmp_path)
+    text = result.ptx
+    assert re.search(r"\$L__BB0_2:\s*ret;", text)  # nothing between the join and the ret
+    assert text.count("// tuiprof: exit") == 2 and "vote.sync.ballot.b32 %tpx_m, %p1, %tpx_a;" in text
+    assert text.index("vote.sync.ballot.b32 %tpx_m, %p1") < text.index("@%p1 bra $L__BB0_2")
+    assert text.index("st.global.u32 [%rd2], %r2;") < text.rindex("// tuiprof: exit") < text.index("$L__BB0_2:")
+    f = parse_module(text).functions["k"]
+    branch = next(i for i, ins in enumerate(f.instructions) if ins.guard and ins.guard[0] == "%p1")
+    assert f.instructions[ipdom(f)[branch]].opcode == "ret"
 
 
 def test_refusals() -> None:

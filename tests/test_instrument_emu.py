@@ -52,10 +52,7 @@ class NativeEmuDriver(EmuDriver):
             return cache.setdefault(f.name, ipdom(f))
 
         prog = decode(module.module, name, ipdoms, ids, len({op.id for _, _, op in self.table}), _where)
-        buf = bytearray(prog.param_size)
-        for p, raw in zip(prog.params, params):
-            buf[p.offset:p.offset + p.size] = raw
-        self.result = execute(prog, self.heap, grid, block, bytes(buf), shared, self.snapshot, n_sms=self.n_sms,
+        self.result = execute(prog, self.heap, grid, block, params.buffer(), shared, self.snapshot, n_sms=self.n_sms,
                               threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where)
         return 0.0
 
@@ -300,3 +297,63 @@ def test_local_array_and_mixed_space_pointer(programs: dict) -> None:
     assert mixed.any()  # the generic pointer: odd lanes local, even lanes global
     assert np.all(local[mixed][:, 1::2] == on[mixed][:, 1::2]) and not local[mixed][:, 0::2].any()
     assert np.any(t.mask != 0xFFFFFFFF)  # the early return
+
+
+
+# The emulator corpus (tests/cuda/emu_*.cu): atomics on shared and global memory, warp shuffles
+# and votes (also on both sides of a divergent branch), vector loads, cp.async (two sites), half2
+# and double accesses, a template instantiation, data-dependent loops, an early exit before a
+# barrier. Small launches: about a second each.
+
+
+def _launch(kernel: str, grid: Any, block: Any, arrays: dict[str, np.ndarray], args: tuple[Any, ...],
+            returned: tuple[str, ...]) -> Callable[[Any], dict[str, np.ndarray]]:
+    """A setup that copies `arrays` to the device, launches `kernel` with `args` (a name: that
+    array; anything else: a scalar) and returns the `returned` arrays read back."""
+    def setup(dev: Any) -> dict[str, np.ndarray]:
+        bufs = {k: dev.to_device(v) for k, v in arrays.items()}
+        dev.launch(kernel, grid, block, tuple(bufs[a] if isinstance(a, str) else a for a in args))
+        return {k: dev.from_device(bufs[k]) for k in returned}
+    return setup
+
+
+_R = np.random.default_rng(12)
+_Z = np.zeros
+CORPUS = [
+    ("emu_histogram_atomic.cu", _launch("histogram_shared", 2, 64, {"d": _R.integers(0, 256, 600).astype(np.uint8),
+                                        "h": _Z(256, np.uint32)}, ("d", np.int32(600), "h"), ("h",))),
+    ("emu_histogram_atomic.cu", _launch("atomics_misc", 1, 64, {"p": _Z(9, np.int32), "f": _Z(1, np.float32),
+                                        "d": _Z(1), "u": _Z(1, np.uint64)}, ("p", "f", "d", "u"), ("p", "f", "d", "u"))),
+    ("emu_reduce_shfl.cu", _launch("reduce_shfl", 2, 64, {"i": _R.integers(-9, 9, 500).astype(np.float32),
+                                   "o": _Z(1, np.float32)}, ("i", "o", np.int32(500)), ("o",))),
+    ("emu_reduce_shfl.cu", _launch("vote_ops", 1, 96, {"i": _R.integers(-5, 5, 96).astype(np.int32),
+                                   "o": _Z(96, np.uint32)}, ("i", "o", np.int32(80)), ("o",))),
+    ("emu_sync_in_divergence.cu", _launch("shfl_both_sides2", 1, 64, {"i": _R.integers(-50, 50, 64).astype(np.int32),
+                                          "o": _Z(64, np.int32)}, ("i", "o"), ("o",))),
+    ("emu_sync_in_divergence.cu", _launch("early_exit_then_bar", 2, 64, {"i": np.arange(128, dtype=np.int32),
+                                          "o": _Z(128, np.int32)}, ("i", "o", np.int32(100)), ("o",))),
+    ("emu_divergent.cu", _launch("divergent", 1, 64, {"i": _R.integers(1, 60, 64).astype(np.int32),
+                                 "o": _Z(64, np.int32)}, ("i", "o", np.int32(60)), ("o",))),
+    ("emu_vector_loads.cu", _launch("copy_float4", 1, 64, {"i": _R.uniform(-1, 1, (64, 4)).astype(np.float32),
+                                    "o": _Z((64, 4), np.float32)}, ("i", "o", np.int32(50)), ("o",))),
+    ("emu_vector_loads.cu", _launch("shared_vec", 2, 128, {"i": _R.uniform(-1, 1, (256, 4)).astype(np.float32),
+                                    "o": _Z((256, 4), np.float32)}, ("i", "o"), ("o",))),
+    ("emu_modern_features.cu", _launch("async_copy", 2, 256, {"i": _R.integers(-3, 4, 512).astype(np.float32),
+                                       "o": _Z(512, np.float32)}, ("i", "o", np.int32(300)), ("o",))),
+    ("emu_half_double.cu", _launch("half2_math", 2, 128, {"a": _R.uniform(-2, 2, 512).astype(np.float16),
+                                   "c": _Z(512, np.float16)}, ("a", "c", np.int32(256)), ("c",))),
+    ("emu_half_double.cu", _launch("double_math", 1, 64, {"x": _R.uniform(0.1, 5, 64), "y": _Z(64),
+                                   "z": _Z(64, np.float32), "w": _Z(64, np.int64)},
+                                   ("x", "y", "z", "w", np.int32(64)), ("y", "z", "w"))),
+    ("emu_template_saxpy.cu", _launch("_Z4axpyIfLi4EEvT_PKS0_PS0_i", 1, 64,
+                                      {"x": _R.uniform(-1, 1, 300).astype(np.float32),
+                                       "y": _R.uniform(-1, 1, 300).astype(np.float32)},
+                                      (np.float32(2.5), "x", "y", np.int32(290)), ("y",))),
+]
+
+
+@needs_compiler
+@pytest.mark.parametrize("source, setup", CORPUS, ids=[f"{s[:-3]}-{i}" for i, (s, _) in enumerate(CORPUS)])
+def test_corpus_kernels_record_the_same_accesses(source: str, setup: Callable[[Any], dict[str, np.ndarray]],
+                                                 programs: dict) -> None:
+    assert_same_accesses(CUDA_DIR / source, setup, 2, programs)

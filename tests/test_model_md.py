@@ -377,6 +377,30 @@ def test_small_gain_keeps_the_default() -> None:
     assert 0 < slight.gain(7, 8) < 0.02 and d2.recommended_md == 8
 
 
+def test_a_gain_whose_range_includes_none_keeps_the_default() -> None:
+    """MD 7 predicted 10% faster than MD 8: recommended when its whole range is a gain, kept at
+    the default (and said so) when the range reaches zero or below."""
+    timing = thrash_timing([300] * 8, [3000] * 8)
+    times = list(timing.times)
+    times[7] = replace(times[7], time_s=1.10 * times[6].time_s)
+    better7 = MdTiming(tuple(times), 7)
+    flat = [MdSample(n, 0.2, 50.0, 300.0, warp_insts=100.0) for n in range(1, 9)]
+    asked: list[tuple[int, int]] = []
+
+    def sure(md: int, over: int) -> tuple[float, float]:
+        asked.append((md, over))
+        return 0.04, 0.16
+
+    d = decide_md(GTX480, flat, working_set_lines=16.0, timing=better7, range_of=sure, **LAUNCH)
+    assert asked == [(7, 8)] and d.recommended_md == 7 and d.gain == pytest.approx(0.10)
+    assert d.gain_range == (0.04, 0.16) and d.gain_label.startswith("+10% [+4%..+16%]")
+    d = decide_md(GTX480, flat, working_set_lines=16.0, timing=better7, range_of=lambda md, over: (-0.01, 0.2),
+                  **LAUNCH)
+    assert d.recommended_md == 8 and d.gain == 0.0 and d.gain_range is None and d.dynamic_shared == 0
+    assert d.advice.startswith("keep 8 CTAs/SM: no lower MD is surely faster; 7 CTAs/SM is predicted +10% "
+                               "[-1%..+20%], a range that includes no gain")
+
+
 def test_bad_samples_are_refused() -> None:
     from tuiprof.errors import UsageError
     with pytest.raises(UsageError):

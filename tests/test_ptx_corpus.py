@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ptx_support import (CUDA_DIR, compile_nvcc, compile_nvrtc, corpus_sources, find_nvcc,
+from tests.ptx_support import (CUDA_DIR, DEMO_SOURCES, compile_nvcc, compile_nvrtc, corpus_sources, find_nvcc,
                                fixture_text, fixtures, min_arch, nvrtc_available, replicate,
                                source_for)
 from tuiprof.ptx import parse_module
@@ -56,6 +56,9 @@ def test_fixtures_exist_for_nvcc_and_nvrtc() -> None:
     assert kinds["nvcc"] >= 18 and kinds["nvrtc"] >= 17
     for p in FIXTURES:
         assert source_for(p).exists(), p
+    for kind in ("nvcc", "nvrtc"):  # every demo kernel file, from both compilers
+        demos = {source_for(p).name for p in FIXTURES if p.parent.name == kind and p.name.startswith("demo_")}
+        assert demos == set(DEMO_SOURCES), kind
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")

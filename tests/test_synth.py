@@ -4,8 +4,6 @@ counted from the CSR pattern. Small sizes throughout; one smoke test builds the 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from tests.ptx_support import compile_ptx, needs_compiler
 from tuiprof.errors import UsageError
 from tuiprof.trace import synth
 from tuiprof.trace.model import LANES, Trace
@@ -411,11 +410,7 @@ def test_builds_are_deterministic() -> None:
     assert np.array_equal(a.addr, b.addr) and np.array_equal(a.mask, b.mask) and np.array_equal(a.op, b.op)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
-                    reason="nvcc not installed")
+@needs_compiler
 @pytest.mark.parametrize("name", ["vecadd.cu", "spmv.cu", "transpose.cu", "matmul.cu", "stencil.cu"])
 def test_demo_sources_compile(name: str, tmp_path: Path) -> None:
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    run = subprocess.run([nvcc, "-ptx", "-arch=sm_75", str(ROOT / "demo_traces" / name), "-o", str(tmp_path / "k.ptx")],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    assert ".entry" in compile_ptx(ROOT / "demo_traces" / name, 75, tmp_path / "k.ptx")

@@ -48,10 +48,10 @@ def _fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"--tolerance must be a number, got {text!r}", "for example --tolerance 0.002") from None
+        raise UsageError(f"--tolerance must be a number, got {text!r}", "for example --tolerance 0.005") from None
     if not 0 <= value < 1:
         raise UsageError(f"--tolerance must be at least 0 and below 1, got {value}",
-                         "0.002 stops when every 95% confidence interval of the mean is within +-0.2 percentage points; 0 runs every trial")
+                         "0.005 stops when every 95% confidence interval of the mean is within +-0.5 percentage points; 0 runs every trial")
     return value
 
 
@@ -66,7 +66,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="resident CTAs per SM to simulate (default: the occupancy limit)")
     p.add_argument("--tolerance", type=_fraction, default=None, metavar="T",
                    help="stop early once every headline hit ratio's 95%% confidence interval (of the mean) is within +-T (default "
-                   "0.002, after at least 20 trials; 0 runs every trial)")
+                   "0.005, after at least 20 trials; 0 runs every trial)")
     p.add_argument("--sweep-trials", type=_int_in("--sweep-trials", 1, MAX_TRIALS), default=None, metavar="N",
                    help="trials per MD in the MD sweep (default: a quarter of --trials, at least 8)")
     p.add_argument("--no-sweep", dest="sweep", action="store_false",
@@ -74,15 +74,19 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tuiprof", usage="tuiprof [-h] [--version] {TARGET [options] | COMMAND ...}",
-                     epilog="`tuiprof TARGET` opens the terminal UI on a .tptrace file or a demo name "
-                     "(`tuiprof open TARGET --help` lists its options).", description="Per-load L1/L2 hit ratios and latencies for CUDA kernels, "
+    parser = _Parser(prog="tuiprof", usage="tuiprof [-h] [--version] {TARGET [options] [-- ARGS] | [options] -- nvcc ARGS "
+                     "[-- ARGS] | COMMAND ...}",
+                     epilog="`tuiprof TARGET` opens the terminal UI on a .cu source, a .tptrace file or a demo name "
+                     "(`tuiprof open TARGET --help` lists its options). A .cu source that defines main() is a whole "
+                     "program: it is built with nvcc (extra nvcc arguments follow TARGET) and run on the GPU with the "
+                     "arguments after --; `tuiprof -- nvcc -o app a.cu b.cu` does the same for a multi-file program.",
+                     description="Per-load L1/L2 hit ratios and latencies for CUDA kernels, "
                      "from snapshot memory traces replayed through a stochastic memory-hierarchy model.")
     parser.add_argument("--version", action="version", version=f"tuiprof {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, prog="tuiprof")
 
     p = sub.add_parser("report", help="print the analysis of a trace or demo (text, JSON or Markdown)")
-    p.add_argument("target", metavar="TARGET", help="a .tptrace file or a demo name (see `tuiprof demos`)")
+    p.add_argument("target", metavar="TARGET", help="a .cu source, a .tptrace file or a demo name (see `tuiprof demos`)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     _add_run_options(p)
@@ -99,15 +103,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite FILE if it already exists")
     _add_compiler_options(p)
 
-    p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script in the emulator, and save the trace")
-    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file")
+    p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script (emulator or GPU), and save the trace")
+    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file (one that defines main() runs as a program)")
     p.add_argument("-o", "--output", metavar="FILE", required=True, help="the .tptrace file to write")
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
                    "launch script's ARCH, else a100)")
     _add_collect_options(p)
 
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
-    p.add_argument("target", metavar="TARGET", help="a .tptrace file or a demo name (see `tuiprof demos`)")
+    p.add_argument("target", metavar="TARGET", help="a .cu source, a .tptrace file or a demo name (see `tuiprof demos`)")
     _add_ui_options(p)
 
     p = sub.add_parser("demo", help=f"open the terminal UI on a shipped demo (default {DEFAULT_DEMO})")
@@ -127,8 +131,10 @@ def _add_compiler_options(p: argparse.ArgumentParser) -> None:
                    help="nvcc, NVRTC, or auto: nvcc when found, else NVRTC (default auto)")
 
 
-def _add_collect_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("CUDA sources (a .cu TARGET: compiled, run in the emulator, recorded)")
+def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
+    from tuiprof.cli_gpu import add_backend_options
+
+    g = p.add_argument_group("CUDA sources (a .cu TARGET: compiled, run on the GPU or in the emulator, recorded)")
     g.add_argument("--launch", metavar="SCRIPT", help="the launch script (default: launch.py or "
                    "<name>_launch.py beside the source; `tuiprof init KERNEL.cu` writes one)")
     g.add_argument("--kernel", metavar="NAME", help="the kernel to profile (default: the first one launched)")
@@ -138,7 +144,12 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
                    help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
     g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
                    help="first CTA of the snapshot (default 0)")
+    g.add_argument("--step-limit", type=_int_in("--step-limit", 1), default=None, metavar="N",
+                   help="emulator: warp instructions one CTA may run before it is stopped as a runaway loop "
+                   "(default 67,108,864 = 2^26)")
     _add_compiler_options(g)
+    if backend:
+        add_backend_options(g)
 
 
 def _add_ui_options(p: argparse.ArgumentParser) -> None:
@@ -162,11 +173,16 @@ def run_config(args: argparse.Namespace) -> Any:
 
 def collect_options(args: argparse.Namespace) -> Any:
     """The CollectOptions the collect options ask for (`_add_collect_options`)."""
-    from tuiprof.collect.options import CollectOptions
+    from tuiprof.collect.options import DEFAULT_STEP_LIMIT, CollectOptions
 
     return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
                           launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
-                          cflags=tuple(args.cflags), compiler=args.compiler)
+                          cflags=tuple(args.cflags), compiler=args.compiler, backend=getattr(args, "backend", "emu"),
+                          cuda=getattr(args, "cuda", "cuda-bindings"),
+                          nvcc_args=tuple(getattr(args, "program_nvcc_args", ())),
+                          compile_command=tuple(getattr(args, "compile_command", ())),
+                          program_args=tuple(getattr(args, "program_args", ())),
+                          step_limit=args.step_limit or DEFAULT_STEP_LIMIT)
 
 
 def _inputs(target: str, args: argparse.Namespace) -> list[Path]:
@@ -178,7 +194,7 @@ def _inputs(target: str, args: argparse.Namespace) -> list[Path]:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    """Compile, emulate and record a `.cu` target into a .tptrace file."""
+    """Compile and record a `.cu` target (emulator or GPU; a whole program on the GPU) into a .tptrace file."""
     from tuiprof.collect.pipeline import collect_trace
     from tuiprof.session import RunConfig
     from tuiprof.trace.io import save_trace
@@ -245,6 +261,11 @@ def cmd_open(args: argparse.Namespace, target: str | None = None) -> int:
 
         write_output(render(build_report(path, config), "text"), None)
         return 0
+    if path.suffix == ".cu":
+        from tuiprof.collect.pipeline import is_whole_program, record_program
+
+        if is_whole_program(path, config.collect):  # the program's own output before the UI takes the terminal
+            target = str(record_program(path, config)[1])
     from tuiprof.tui import run_app
 
     return run_app(target, config, theme=theme)
@@ -315,6 +336,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": cmd_init, "record": cmd_record, "build": cmd_gpu, "calibrate": cmd_gpu, "validate": cmd_gpu,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")
+PROGRAM_COMMANDS = ("open", "report", "record", "validate")
+"""Commands whose TARGET may be a program: its arguments follow ``--``."""
+NVCC_NAMES = ("nvcc", "nvcc.exe")
 
 
 def _with_command(argv: list[str]) -> list[str]:
@@ -322,6 +346,62 @@ def _with_command(argv: list[str]) -> list[str]:
     if argv and argv[0] not in COMMANDS and argv[0] not in _TOP_LEVEL:
         return ["open", *argv]
     return argv
+
+
+def _split_program(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """A command line without what follows its first ``--``, the compiler command line and the
+    program arguments found there: ``open app.cu -O3 -- 5`` gives the program arguments ``5``;
+    ``open --once -- nvcc -o app a.cu b.cu -- 5`` gives the compiler command line ``nvcc -o app
+    a.cu b.cu`` and the program arguments ``5``, its first .cu source (a.cu) becoming the TARGET."""
+    if not argv or argv[0] not in PROGRAM_COMMANDS or "--" not in argv:
+        return argv, [], []
+    i = argv.index("--")
+    head, tail = argv[:i], argv[i + 1:]
+    if argv[0] == "validate" or not tail or Path(tail[0]).name not in NVCC_NAMES:
+        return head, [], tail
+    j = tail.index("--") if "--" in tail else len(tail)
+    command, program_args = tail[:j], tail[j + 1:]
+    sources = [a for a in command if a.endswith(".cu")]
+    if not sources:
+        raise UsageError("the nvcc command line after -- names no .cu source",
+                         "for example: tuiprof -- nvcc -o app main.cu kernels.cu")
+    return [head[0], sources[0], *head[1:]], command, program_args
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The parsed command line, with a program's compiler command line, nvcc arguments and own
+    arguments (`compile_command`, `program_nvcc_args`, `program_args`) for the commands that take one."""
+    words, command, program_args = _split_program(_with_command(argv))
+    args, extras = parser.parse_known_args(words)
+    _program_arguments(parser, args, extras, command, program_args)
+    return args
+
+
+def _program_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str],
+                       command: list[str], program_args: list[str]) -> None:
+    """Put a program's compiler command line, its extra nvcc arguments (the options tuiprof does
+    not know, after a .cu TARGET that is a whole program) and its arguments into `args`; refuse
+    unknown options anywhere else, as argparse would."""
+    if args.command not in PROGRAM_COMMANDS:
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return
+    args.compile_command, args.program_args, args.program_nvcc_args = command, program_args, extras
+    source = args.command != "validate" and args.target.endswith(".cu")
+    if program_args and args.command != "validate" and not source:
+        raise UsageError(f"arguments after -- are a program's, and {args.target} is a trace, not a program",
+                         "a .cu source that defines main() runs as a program: tuiprof app.cu -- ARGS")
+    if not extras:
+        return
+    if not source or command:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    from tuiprof.collect.pipeline import is_whole_program
+
+    if not is_whole_program(Path(args.target), collect_options(args)):
+        raise UsageError(f"unrecognized arguments: {' '.join(extras)}",
+                         f"{Path(args.target).name} is profiled as a kernel file (it defines no main(), or --launch or "
+                         "--backend emu is given): its compiler flags go in --cflag=FLAG; nvcc arguments follow the "
+                         "source of a whole program")
 
 
 def _say(text: str) -> None:
@@ -356,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     try:
-        args = parser.parse_args(_with_command(list(sys.argv[1:] if argv is None else argv)))
+        args = parse_command_line(parser, list(sys.argv[1:] if argv is None else argv))
         if args.command is None:
             from tuiprof.output import write_stdout
 

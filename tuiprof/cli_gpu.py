@@ -1,9 +1,10 @@
 """The GPU commands of the `tuiprof` CLI: ``build``, ``calibrate``, ``validate``, and the
-``--backend`` / ``--cuda`` options of kernel-file targets. `tuiprof.cli` registers them with
+``--backend`` / ``--cuda`` options of `.cu` targets. `tuiprof.cli` registers them with
 `add_commands`; nothing heavy is imported until a command runs.
 
 Without a GPU, every command that needs one says so in one message that points at the emulator
-(``--backend emu``) and exits with status 2; ``tuiprof build`` needs no GPU (only nvcc).
+(a kernel file with a launch script, ``--backend emu``) and exits with status 2; ``tuiprof build``
+needs no GPU (only nvcc).
 """
 
 from __future__ import annotations
@@ -13,34 +14,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 BACKENDS = ("auto", "gpu", "emu")
+"""`tuiprof.collect.options.BACKENDS`, repeated: importing that package would import NumPy."""
 CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
+"""`tuiprof.collect.options.CUDA_LIBRARIES`, likewise."""
 
 
-def add_backend_options(p: argparse.ArgumentParser) -> None:
-    """``--backend`` and ``--cuda`` for a kernel-file target (`choose_backend` reads them)."""
+def add_backend_options(p: Any) -> None:
+    """``--backend`` and ``--cuda`` (on a parser or an argument group) for a `.cu` target."""
     p.add_argument("--backend", choices=BACKENDS, default="auto",
-                   help="collect on the GPU or in the emulator; auto: the GPU when one is usable (default auto)")
+                   help="where a kernel file runs: gpu, emu (the emulator), or auto: the GPU when one is usable, "
+                   "else the emulator (default auto); a whole program always runs on the GPU")
+    _add_cuda_option(p)
+
+
+def _add_cuda_option(p: Any) -> None:
     p.add_argument("--cuda", choices=CUDA_LIBRARIES, default="cuda-bindings",
-                   help="the Python CUDA library for --backend gpu (default cuda-bindings; pycuda if installed)")
-
-
-def choose_backend(args: argparse.Namespace) -> str:
-    """``"gpu"`` or ``"emu"``: what ``--backend`` asks for, auto meaning the GPU when usable.
-    ``--backend gpu`` without a usable GPU raises GpuUnavailable (exit 2, pointing at emu)."""
-    from tuiprof.collect.gpu import gpu_problem, require_gpu
-
-    backend = getattr(args, "backend", "auto")
-    cuda = getattr(args, "cuda", "cuda-bindings")
-    if backend == "emu":
-        return "emu"
-    if backend == "gpu":
-        require_gpu("--backend gpu", cuda)
-        return "gpu"
-    return "gpu" if gpu_problem(cuda) is None else "emu"
+                   help="the Python CUDA library that runs a kernel file on the GPU (default cuda-bindings; pycuda "
+                   "when installed)")
 
 
 def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], None],
-                 add_collect_options: Callable[[argparse.ArgumentParser], None]) -> None:
+                 add_collect_options: Callable[..., None]) -> None:
     """Add the subcommands to `sub` (the CLI's subparsers; `add_run_options` and
     `add_collect_options` are the CLI's own option groups); `run` dispatches to them."""
     p = sub.add_parser("build", help="build a CUDA program instrumented for tuiprof (needs nvcc, not a GPU)",
@@ -52,22 +46,22 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
                    "starts with a flag)")
 
     p = sub.add_parser("calibrate", help="measure the GPU at hand (latencies, cache sizes) into --arch calibrated")
-    p.add_argument("--cuda", choices=CUDA_LIBRARIES, default="cuda-bindings", help="Python CUDA library (default cuda-bindings)")
+    _add_cuda_option(p)
     p.add_argument("--quick", action="store_true", help="fewer sweep points (about a minute)")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write the TOML (default: the user's config folder, "
                    "which --arch calibrated reads)")
 
     p = sub.add_parser("validate", help="compare the prediction with Nsight Compute (ncu) on the GPU",
+                       usage="tuiprof validate TARGET [options] [-- ARGS]",
                        description="Record TARGET on the GPU, measure the same launch with ncu (caches flushed), "
                        "store the measurements in the trace and print predicted against measured hit ratios.")
-    p.add_argument("target", metavar="TARGET", help="a kernel file (.cu, with a launch script) or a program built by "
-                   "`tuiprof build`")
-    p.add_argument("program_args", nargs="*", metavar="ARG", help="the program's arguments (after --)")
-    p.add_argument("--cuda", choices=CUDA_LIBRARIES, default="cuda-bindings", help="Python CUDA library")
+    p.add_argument("target", metavar="TARGET", help="a kernel file (.cu, with a launch script), a demo name, or a "
+                   "program built by `tuiprof build` (its arguments after --)")
+    _add_cuda_option(p)
     p.add_argument("--trace", metavar="FILE", help="where to save the trace with the measurements "
                    "(default: TARGET's name with .tptrace, in the current folder)")
     add_run_options(p)
-    add_collect_options(p)
+    add_collect_options(p, backend=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,57 +99,70 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _arch_for(args: argparse.Namespace, cc: tuple[int, int]) -> Any:
-    from tuiprof.arch.calibrate import base_preset, calibrated_path
-    from tuiprof.arch.presets import load_arch, parse_overrides
+def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
+    """What `tuiprof validate TARGET` records: a kernel file or a demo (its source, and the collect
+    options of the command line with the demo's own launch script, kernel, launch and snapshot
+    where the command line names none), or a program built by `tuiprof build` (its binary, None)."""
+    import dataclasses
 
-    overrides = parse_overrides(args.overrides)
-    if args.arch:
-        return load_arch(args.arch, overrides)
-    if calibrated_path().is_file():
-        return load_arch("calibrated", overrides)
-    return load_arch(base_preset(cc), overrides)
+    from tuiprof.cli import collect_options
+    from tuiprof.errors import UsageError
+    from tuiprof.trace.demos import CATALOGUE, demo_collection
+
+    target, opts = args.target, collect_options(args)
+    if target.endswith(".cu") or (target in CATALOGUE and not Path(target).exists()):
+        if args.program_args:
+            raise UsageError(f"arguments after -- are a program's, and {target} is a kernel file run by its launch "
+                             "script", "validate a program built by `tuiprof build` to pass it arguments")
+        if target.endswith(".cu"):
+            return Path(target), opts
+        source, demo = demo_collection(target)
+        return source, dataclasses.replace(
+            opts, launch=opts.launch or demo.launch, kernel=opts.kernel or demo.kernel,
+            launch_index=opts.launch_index if opts.kernel else demo.launch_index, snapshot=opts.snapshot or demo.snapshot)
+    return Path(target), None
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Record TARGET on the GPU, measure it with ncu, save the trace with the measurements,
     simulate it and print the comparison."""
-    import dataclasses
     import tempfile
 
     from tuiprof.cli import run_config
-    from tuiprof.collect.gpu import _open_driver, require_gpu
+    from tuiprof.collect.gpu import gpu_info, require_gpu
+    from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
     from tuiprof.validate import (NCU_HINT, ValidateError, compare, find_ncu, measured_values, ncu_command,
                                   parse_ncu_csv, render, run_ncu)
 
-    require_gpu("tuiprof validate", args.cuda, hint="validation measures the kernel on the GPU with Nsight Compute; "
-                "without a GPU, `tuiprof TARGET --backend emu` still predicts (nothing to compare with)")
+    target, opts = _validate_target(args)
+    hint = program_hint("SOURCE.cu") if opts is None else (
+        "validation measures the kernel on the GPU with Nsight Compute; without a GPU, `tuiprof report "
+        + (f"{args.target} --backend emu` " if args.target.endswith(".cu") else f"{args.target}` ")
+        + "still predicts (with nothing to compare against)")
+    require_gpu("tuiprof validate", args.cuda, hint=hint)
     ncu = find_ncu()
     if ncu is None:
         raise ValidateError("tuiprof validate needs Nsight Compute's ncu, which is not on PATH", NCU_HINT)
-    drv = _open_driver(args.cuda)
-    cc = drv.info.compute_capability
-    drv.close()
-    arch = _arch_for(args, cc)
-    target = Path(args.target)
-    if target.suffix == ".cu":
-        trace, program_cmd, kernel = _record_kernel_file(args, target, arch, cc)
+    config = run_config(args)
+    cc = gpu_info(args.cuda).compute_capability
+    arch, arch_name = gpu_arch(config, cc)
+    if opts is not None:
+        trace, program_cmd, kernel = _record_kernel_file(target, opts, arch, arch_name, cc)
     else:
-        trace, program_cmd, kernel = _record_program(args, target, arch)
+        trace, program_cmd, kernel = _record_program(args, target, arch, arch_name)
+    index = args.launch_index if opts is None else opts.launch_index
     with tempfile.TemporaryDirectory(prefix="tuiprof-ncu-") as tmp:
-        text = run_ncu(ncu_command(ncu, program_cmd, kernel=kernel, launch_index=args.launch_index,
-                                   log=Path(tmp) / "ncu.csv"))
+        text = run_ncu(ncu_command(ncu, program_cmd, kernel=kernel, launch_index=index, log=Path(tmp) / "ncu.csv"))
     launches = parse_ncu_csv(text)
     if not launches:
         raise ValidateError("ncu profiled no launch", "check --kernel and --launch-index")
     measured = measured_values(launches[0])
-    prov = dataclasses.replace(trace.provenance, measured={**trace.provenance.measured, **measured})
-    trace = dataclasses.replace(trace, provenance=prov)
+    trace = with_provenance(trace, measured={**trace.provenance.measured, **measured})
     out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
     save_trace(trace, out)
-    session = Session(trace, run_config(args), out)
+    session = Session(trace, config, out)
     analysis = session.run()
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
           f"({analysis.trials} trials); trace with the measurements: {out}")
@@ -163,30 +170,32 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record_kernel_file(args: argparse.Namespace, source: Path, arch: Any,
+def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
                         cc: tuple[int, int]) -> tuple[Any, list[str], str | None]:
     from tuiprof.build import build_program
     from tuiprof.collect.gpu import record_kernel_file
     from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
     from tuiprof.validate import plain_command
 
-    script_path = Path(args.launch) if args.launch else find_launch_script(source)
+    script_path = opts.launch or find_launch_script(source)
     if script_path is None:
         raise LaunchScriptError(f"no launch script for {source}",
                                 "give one with --launch, or write one with `tuiprof init KERNEL.cu`")
-    run = record_kernel_file(source, read_launch_script(script_path), arch=arch, kernel=args.kernel,
-                             launch_index=args.launch_index, snapshot_ctas=args.snapshot,
-                             snapshot_start=args.snapshot_start, flags=args.cflags, compiler=args.compiler,
-                             cuda=args.cuda)
-    program = build_program(source, compute_capability=cc, flags=args.cflags, compiler=args.compiler)  # cached
-    kernel = program.kernel(args.kernel).name if args.kernel else None
-    cmd = plain_command(str(source.resolve()), str(script_path.resolve()), cc, program.flags,
-                        program.compiler.split()[0], args.cuda)
+    run = record_kernel_file(source, read_launch_script(script_path), arch=arch, arch_name=arch_name,
+                             kernel=opts.kernel, launch_index=opts.launch_index, snapshot_ctas=opts.snapshot,
+                             snapshot_start=opts.snapshot_start, flags=opts.cflags, compiler=opts.compiler,
+                             cuda=opts.cuda)
+    program = build_program(source, compute_capability=cc, flags=opts.cflags, compiler=opts.compiler)  # cached
+    kernel = program.kernel(opts.kernel).name if opts.kernel else None
+    cmd = plain_command(str(source.resolve()), str(Path(script_path).resolve()), cc, program.flags,
+                        program.compiler.split()[0], opts.cuda)
     return run.trace, cmd, kernel
 
 
-def _record_program(args: argparse.Namespace, binary: Path, arch: Any) -> tuple[Any, list[str], str | None]:
+def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
+                    arch_name: str) -> tuple[Any, list[str], str | None]:
     from tuiprof.build.wholeprog import load_whole_program
+    from tuiprof.collect.pipeline import with_provenance
     from tuiprof.collect.program_run import collect_program, resolve_kernel
     from tuiprof.validate import plain_binary
 
@@ -196,9 +205,10 @@ def _record_program(args: argparse.Namespace, binary: Path, arch: Any) -> tuple[
     for note in run.notes:
         print(f"note: {note}")
     plain = plain_binary(prog.nvcc_args, prog.binary, Path.cwd())
-    return run.trace, [str(plain), *args.program_args], resolve_kernel(prog, args.kernel)
+    return (with_provenance(run.trace, arch=arch_name), [str(plain), *args.program_args],
+            resolve_kernel(prog, args.kernel))
 
 
 COMMANDS = ("build", "calibrate", "validate")
 
-__all__ = ["BACKENDS", "COMMANDS", "add_backend_options", "add_commands", "choose_backend", "run"]
+__all__ = ["BACKENDS", "COMMANDS", "add_backend_options", "add_commands", "run"]

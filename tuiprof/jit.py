@@ -141,4 +141,33 @@ def prefetch(typingctx, arr, idx):
     return types.none(arr, idx), codegen
 
 
-__all__ = ["INLINE", "KERNEL", "keep", "kernel_cache_dir", "njit", "popcount", "prefetch"]
+_noted: set[int] = set()
+
+
+def note_first_compile(kernel: object, what: str) -> None:
+    """Before the first call of `kernel` in this process, say on stderr (once) that `what` is being
+    compiled when Numba's disk cache holds no fresh machine code for it: the first run after an
+    install or an upgrade takes about a minute, and a silent minute looks like a hang."""
+    if getattr(kernel, "signatures", None) or id(kernel) in _noted:
+        return
+    _noted.add(id(kernel))
+    if not _cached(kernel):
+        _note(f"note: compiling {what} (first run after an install or upgrade: about a minute; "
+              "cached afterwards)...")
+
+
+def _cached(kernel: object) -> bool:
+    """Whether Numba's disk cache has an entry for `kernel` that is fresh for its source file:
+    one read of its small index file (Numba's own check, ``_load_index``, which answers empty
+    for a missing, stale or other-version index). True when that cannot be told (no cache, or a
+    Numba whose internals differ), so that no false alarm is printed."""
+    load = getattr(getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_load_index", None)
+    if load is None:
+        return True
+    try:
+        return bool(load())
+    except Exception:  # a damaged index: Numba recompiles, and the note is then true
+        return False
+
+
+__all__ = ["INLINE", "KERNEL", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]

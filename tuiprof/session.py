@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult
 
 
-DEFAULT_TOLERANCE = 0.002
+DEFAULT_TOLERANCE = 0.005
 SWEEP_MIN_TRIALS = 8
 
 
@@ -46,7 +46,7 @@ class RunConfig:
     """Resident CTAs per SM; None = the occupancy limit."""
     tolerance: float | None = DEFAULT_TOLERANCE
     """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
-    sqrt(n)) has a half-width below this (a ratio: 0.002 = 0.2 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
+    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
@@ -205,8 +205,9 @@ class Session:
 
     @classmethod
     def open(cls, target: str | Path, config: RunConfig) -> "Session":
-        """A session on a .tptrace path, a demo name, or a CUDA source (compiled, run in the
-        emulator under its launch script, and recorded first)."""
+        """A session on a .tptrace path, a demo name, or a CUDA source (recorded first: a kernel
+        file under its launch script, on the GPU or in the emulator; a whole program on the GPU;
+        `tuiprof.collect.pipeline.collect_trace`)."""
         if Path(target).suffix == ".cu":
             from tuiprof.collect.pipeline import collect_trace
 
@@ -476,12 +477,11 @@ class Session:
         try:
             decision = decide_md(self.arch, samples, threads_per_cta=L.threads_per_cta,
                                  registers_per_thread=L.registers_per_thread, shared_per_cta=L.static_shared,
-                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws, timing=timing)
+                                 dynamic_shared=L.dynamic_shared, working_set_lines=ws, timing=timing,
+                                 range_of=lambda md, over: gain_range(self.arch, shape, tables, md, over,
+                                                                      seed=self.config.seed))
         except UsageError as exc:  # nothing cached: no L1 working set to contend for
             return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md_note=exc.message, **swept))
-        if decision.recommended_md != decision.default_md:
-            decision = dataclasses.replace(decision, gain_range=gain_range(
-                self.arch, shape, tables, decision.recommended_md, decision.default_md, seed=self.config.seed))
         note = "" if final else "MD decision so far: the sweep is still running"
         return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, md_note=note, **swept))
 

@@ -1,7 +1,10 @@
 """Regenerate the PTX fixtures of the front end's tests (run from anywhere; needs nvcc, and
 cuda-bindings + nvidia-cuda-nvrtc for the NVRTC ones):
 
-    python tests/ptx/make_fixtures.py
+    python tests/ptx/make_fixtures.py [STEM ...]
+
+With STEMs (``demo_bfs``, ``ptx_extras``) only those fixtures are made again: a fixture holds the
+absolute path of its source, so regenerating the others would only change that line.
 
 nvcc/: ``nvcc -ptx -lineinfo -arch=sm_75`` of every corpus file (tests/cuda/ptx_*.cu) and demo
 (demo_traces/*.cu), sm_80 where a file needs it, plus sm_80 and sm_90 of ptx_extras.cu.
@@ -19,10 +22,14 @@ from tests.ptx_support import (FIXTURES, compile_nvcc, compile_nvrtc, corpus_sou
                          demo_sources, min_arch)
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
     (FIXTURES / "nvcc").mkdir(parents=True, exist_ok=True)
     (FIXTURES / "nvrtc").mkdir(parents=True, exist_ok=True)
     sources = [(s, s.stem) for s in corpus_sources()] + [(s, "demo_" + s.stem) for s in demo_sources()]
+    unknown = set(only) - {stem for _, stem in sources}
+    if unknown:
+        raise SystemExit(f"no such fixture source: {', '.join(sorted(unknown))}")
+    sources = [(src, stem) for src, stem in sources if not only or stem in only]
     for src, stem in sources:
         arches = [min_arch(src)] + ([80, 90] if stem == "ptx_extras" else [])
         for arch in arches:
@@ -34,4 +41,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

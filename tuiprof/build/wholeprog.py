@@ -212,6 +212,17 @@ class WholeProgram:
         return tuple(seen)
 
 
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_MAIN_DEFINITION = re.compile(r"(?<![\w.:>])main\s*\([^;{}()]*\)\s*(?:->\s*[\w:]+\s*)?\{")
+
+
+def defines_main(source_text: str) -> bool:
+    """Whether a CUDA source defines ``main`` (a body follows ``main(...)``; comments and string
+    literals ignored): such a file is a whole program, built and run as it is; a file without one
+    is a kernel file, run by a launch script."""
+    return _MAIN_DEFINITION.search(_COMMENT_OR_LITERAL.sub(" ", source_text)) is not None
+
+
 def check_args(args: Sequence[str]) -> None:
     """Refuse nvcc arguments that do not make a linked program (one clear message each)."""
     for a in args:
@@ -265,41 +276,52 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    keep = folder / "build"
-    keep.mkdir()
-    dry_cmd = [nvcc_path, "-dryrun", "-keep", "-keep-dir", str(keep), *rest, "-o", str(binary)]
-    r = _run(dry_cmd, workdir, timeout, "nvcc -dryrun")
-    if r.returncode != 0:
-        raise BuildError(f"nvcc refused the command line:\n{_tail(r.stdout + r.stderr)}", "fix the nvcc arguments")
-    dry = parse_dryrun(r.stdout + "\n" + r.stderr)
-    if not any(s.final_link for s in dry.steps):
-        raise BuildError("nvcc's plan has no final link step", "give the command line that builds the executable")
-    if not any(s.ptx for s in dry.steps):
-        raise BuildError("nvcc's plan compiles no device code (no cicc step)",
-                         "tuiprof instruments CUDA sources (.cu); the program has none")
-    prefix = _script_prefix(dry)
-    rt = runtime_object(_host_compiler(dry), _include_dirs(dry))
-    modules: list[ModuleMeta] = []
-    for step in dry.steps:
-        command = step.command
-        if command.startswith("rm "):
-            command = "rm -f " + command[3:]
-        if step.final_link:
-            command = f"{command} {shlex.quote(str(rt))} {' '.join(WRAP_FLAGS)}"
-        res = _run(["bash", "-c", prefix + command], workdir, timeout, command.split()[0])
-        if res.returncode != 0:
-            what = shlex.split(command)[0] if command else "?"
-            raise BuildError(f"the instrumented build failed at {os.path.basename(what.strip(chr(34)))}:\n"
-                             f"{_tail(res.stdout + res.stderr)}",
-                             "the same command line builds with plain nvcc? then please report it with the output")
-        if step.ptx:
-            modules.append(_instrument_file(Path(step.ptx) if Path(step.ptx).is_absolute() else workdir / step.ptx,
-                                            len(modules), step.source or "", folder))
-    meta = [_module_json(_measure_resources(m, folder, nvcc_path, workdir, timeout)) for m in modules]
-    (folder / "meta.json").write_text(json.dumps({"version": META_VERSION, "binary": binary.name,
-                                                  "nvcc_args": rest, "modules": meta}, indent=1))
-    shutil.rmtree(keep, ignore_errors=True)
+    try:
+        keep = folder / "build"
+        keep.mkdir()
+        dry_cmd = [nvcc_path, "-dryrun", "-keep", "-keep-dir", str(keep), *rest, "-o", str(binary)]
+        r = _run(dry_cmd, workdir, timeout, "nvcc -dryrun")
+        if r.returncode != 0:
+            raise BuildError(f"nvcc refused the command line:\n{_tail(r.stdout + r.stderr)}", "fix the nvcc arguments")
+        dry = parse_dryrun(r.stdout + "\n" + r.stderr)
+        if not any(s.final_link for s in dry.steps):
+            raise BuildError("nvcc's plan has no final link step", "give the command line that builds the executable")
+        if not any(s.ptx for s in dry.steps):
+            raise BuildError("nvcc's plan compiles no device code (no cicc step)",
+                             "tuiprof instruments CUDA sources (.cu); the program has none")
+        prefix = _script_prefix(dry)
+        rt = runtime_object(_host_compiler(dry), _include_dirs(dry))
+        modules: list[ModuleMeta] = []
+        for step in dry.steps:
+            command = step.command
+            if command.startswith("rm "):
+                command = "rm -f " + command[3:]
+            if step.final_link:
+                command = f"{command} {shlex.quote(str(rt))} {' '.join(WRAP_FLAGS)}"
+            res = _run(["bash", "-c", prefix + command], workdir, timeout, command.split()[0])
+            if res.returncode != 0:
+                what = shlex.split(command)[0] if command else "?"
+                output = res.stdout + res.stderr
+                raise BuildError(f"the instrumented build failed at {os.path.basename(what.strip(chr(34)))}:\n"
+                                 f"{_tail(output)}", _failure_hint(step, output))
+            if step.ptx:
+                modules.append(_instrument_file(Path(step.ptx) if Path(step.ptx).is_absolute() else workdir / step.ptx,
+                                                len(modules), step.source or "", folder))
+        meta = [_module_json(_measure_resources(m, folder, nvcc_path, workdir, timeout)) for m in modules]
+        (folder / "meta.json").write_text(json.dumps({"version": META_VERSION, "binary": binary.name,
+                                                      "nvcc_args": rest, "modules": meta}, indent=1))
+        shutil.rmtree(keep, ignore_errors=True)
+    except BaseException:  # a failed or interrupted build leaves nothing behind
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return load_whole_program(binary)
+
+
+def _failure_hint(step: Step, output: str) -> str:
+    if step.final_link and re.search(r"undefined reference to [`']?main\b", output):
+        return ("no source defines main(): a kernel file is profiled with a launch script instead "
+                "(`tuiprof init KERNEL.cu` writes one, then `tuiprof KERNEL.cu`); `tuiprof build` is for programs")
+    return "the same command line builds with plain nvcc? then please report it with the output"
 
 
 def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path) -> ModuleMeta:

@@ -26,15 +26,15 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.build.program import Program
 from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
+from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented, instrument
-from tuiprof.ptx.model import Function, Module, Param
+from tuiprof.ptx.model import Function, Module, Param, param_layout
 from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
-CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
-EMULATOR_HINT = ("run it in the emulator instead: add --backend emu (no GPU needed; the same launch "
-                 "script, exact addresses)")
+EMULATOR_HINT = ("run it in the emulator instead: --backend emu (no GPU needed; the same launch script, "
+                 "exact addresses)")
 U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -50,6 +50,7 @@ class GpuError(TuiprofError):
 
 
 _PROBLEM: dict[str, str | None] = {}
+_INFO: dict[str, DeviceInfo] = {}
 
 
 def gpu_problem(cuda: str = "cuda-bindings") -> str | None:
@@ -63,9 +64,20 @@ def gpu_problem(cuda: str = "cuda-bindings") -> str | None:
         problem = exc.message
     else:
         problem = None
+        _INFO[cuda] = drv.info
         drv.close()
     _PROBLEM[cuda] = problem
     return problem
+
+
+def gpu_info(cuda: str = "cuda-bindings") -> DeviceInfo:
+    """The GPU at hand (the first device), as `gpu_problem` found it; GpuUnavailable when none is
+    usable (call `require_gpu` first for a message that says what needed it)."""
+    if cuda not in _INFO:
+        drv = _open_driver(cuda)
+        _INFO[cuda] = drv.info
+        drv.close()
+    return _INFO[cuda]
 
 
 def require_gpu(what: str, cuda: str = "cuda-bindings", hint: str = EMULATOR_HINT) -> None:
@@ -108,7 +120,7 @@ class Driver(Protocol):
     def get_function(self, module: object, name: str) -> object: ...
     def function_attributes(self, fn: object) -> tuple[int, int, int]: ...
     def launch(self, fn: object, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-               params: list[bytes]) -> float: ...
+               params: KernelParams) -> float: ...
     def close(self) -> None: ...
 
 
@@ -211,16 +223,17 @@ class _CudaBindings:
                 int(self._ok(get(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn))))
 
     def launch(self, fn: object, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-               params: list[bytes]) -> float:
+               params: KernelParams) -> float:
         drv = self.drv
         if shared > 48 * 1024:
             self._ok(drv.cuFuncSetAttribute(
                 fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared))
-        holders = [np.frombuffer(p + b"\0" * (-len(p) % 8), np.uint8).copy() for p in params]
+        # kernelParams: one pointer per parameter; the driver copies each to its .param offset
+        holders = [np.frombuffer(p + b"\0" * (-len(p) % 8), np.uint8).copy() for p in params.values]
         pointers = np.array([h.ctypes.data for h in holders], np.uint64)
         start, end = self._events
         self._ok(drv.cuEventRecord(start, 0))
-        self._ok(drv.cuLaunchKernel(fn, *grid, *block, shared, 0, pointers.ctypes.data if params else 0, 0))
+        self._ok(drv.cuLaunchKernel(fn, *grid, *block, shared, 0, pointers.ctypes.data if params.values else 0, 0))
         self._ok(drv.cuEventRecord(end, 0))
         self._ok(drv.cuEventSynchronize(end))
         return float(self._ok(drv.cuEventElapsedTime(start, end)))  # type: ignore[arg-type]
@@ -313,12 +326,9 @@ class _Pycuda:
         return int(get(A.NUM_REGS)), int(get(A.SHARED_SIZE_BYTES)), int(get(A.LOCAL_SIZE_BYTES))
 
     def launch(self, fn: object, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-               params: list[bytes]) -> float:
+               params: KernelParams) -> float:
         cuda = self.cuda
-        buf = b""
-        for p in params:  # parameters at their natural alignment, as one opaque buffer
-            align = 8 if len(p) >= 8 else max(1, len(p))
-            buf += b"\0" * (-len(buf) % align) + p
+        buf = params.buffer()  # pycuda packs a NumPy void as its raw bytes: the .param space as is
         arg = np.void(buf) if buf else None
         if shared > 48 * 1024:
             self._guard(lambda: fn.set_attribute(  # type: ignore[attr-defined]
@@ -369,18 +379,35 @@ def _hint_for(error: str) -> str:
 _PARAM_KINDS = {"f16": "f", "bf16": "u", "f32": "f", "f64": "f"}
 
 
-def pack_params(fn: Function, args: Sequence[KernelArg], kernel: str) -> list[bytes]:
-    """The bytes of each kernel parameter from a launch script's arguments: a DeviceArray for a
-    pointer (8 bytes), a NumPy scalar of the parameter's size, a Python int/float converted to the
-    parameter's PTX type, bytes or a NumPy void scalar for a struct passed by value."""
+@dataclass(frozen=True)
+class KernelParams:
+    """A launch's parameters: each one's bytes, and where the kernel's ``.param`` space has it."""
+
+    values: tuple[bytes, ...]
+    offsets: tuple[int, ...]
+    size: int
+    """The ``.param`` space's size in bytes."""
+
+    def buffer(self) -> bytes:
+        """The whole ``.param`` space, each value at its offset, zeros between."""
+        buf = bytearray(self.size)
+        for at, raw in zip(self.offsets, self.values):
+            buf[at:at + len(raw)] = raw
+        return bytes(buf)
+
+
+def pack_params(fn: Function, args: Sequence[KernelArg], kernel: str) -> KernelParams:
+    """The kernel's parameters from a launch script's arguments: a DeviceArray for a pointer (8
+    bytes), a NumPy scalar of the parameter's size, a Python int/float converted to the
+    parameter's PTX type, bytes or a NumPy void scalar for a struct passed by value; laid out at
+    the offsets the PTX ``.param`` declarations give (their ``.align``, not a guess)."""
     params = fn.params
     if len(args) != len(params):
         raise TuiprofError(f"kernel {kernel} takes {len(params)} arguments, the launch script passes {len(args)}",
                            "pass one argument per kernel parameter, in order")
-    out: list[bytes] = []
-    for i, (p, a) in enumerate(zip(params, args)):
-        out.append(_param_bytes(p, a, i, kernel))
-    return out
+    values = tuple(_param_bytes(p, a, i, kernel) for i, (p, a) in enumerate(zip(params, args)))
+    offsets, size = param_layout(params)
+    return KernelParams(values, offsets, size)
 
 
 def _param_bytes(p: Param, a: object, i: int, kernel: str) -> bytes:
@@ -562,7 +589,7 @@ class GpuDevice:
         return ptr
 
     def _record_launch(self, symbol: str, g: tuple[int, int, int], b: tuple[int, int, int], shared: int,
-                       params: list[bytes]) -> None:
+                       params: KernelParams) -> None:
         grid_ctas = g[0] * g[1] * g[2]
         if grid_ctas >= 1 << 32:
             raise TuiprofError(f"a grid of {grid_ctas} CTAs is too large to record", "launch fewer than 2^32 CTAs")
@@ -728,13 +755,14 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     return GpuRun(trace, counted.elapsed_ms, rec.elapsed_ms, info, timings)
 
 
-def record_kernel_file(source: str | Path, script: Any, *, arch: Any, kernel: str | None = None,
-                       launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
-                       flags: Sequence[str] = (), compiler: str = "auto", cuda: str = "cuda-bindings") -> GpuRun:
+def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name: str | None = None,
+                       kernel: str | None = None, launch_index: int = 0, snapshot_ctas: int | None = None,
+                       snapshot_start: int = 0, flags: Sequence[str] = (), compiler: str = "auto",
+                       cuda: str = "cuda-bindings") -> GpuRun:
     """`tuiprof KERNEL.cu --launch SCRIPT --backend gpu`: compile the kernel file for the GPU at
     hand, run the launch script (a `tuiprof.collect.script.LaunchScript`) counting then recording
     the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
-    (an `Arch`). Raises GpuUnavailable without a GPU."""
+    (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build import build_program
     from tuiprof.ptx import parse_module
@@ -758,7 +786,7 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, kernel: st
                              dynamic_shared=launch.dynamic_shared, ctas_per_sm=md(launch))
             return choose_snapshot(with_md, arch, ctas=snapshot_ctas, start=snapshot_start)
 
-        return collect_gpu(program, script.run, arch_name=arch.name, snapshot_rule=rule, ctas_per_sm=md,
+        return collect_gpu(program, script.run, arch_name=arch_name or arch.name, snapshot_rule=rule, ctas_per_sm=md,
                            choice=LaunchChoice(symbol, launch_index), module=module, driver=drv)
     finally:
         drv.close()
@@ -777,5 +805,5 @@ def _missing_launch(program: Program, choice: LaunchChoice) -> str:
         ", ".join(k.demangled for k in program.kernels) + ")"
 
 
-__all__ = ["CUDA_LIBRARIES", "DeviceInfo", "GpuDevice", "GpuError", "GpuRun", "GpuUnavailable", "LaunchChoice",
+__all__ = ["CUDA_LIBRARIES", "DeviceInfo", "GpuDevice", "GpuError", "GpuRun", "GpuUnavailable", "KernelParams", "LaunchChoice",
            "collect_gpu", "gpu_problem", "pack_params", "record_kernel_file", "require_gpu"]

@@ -1,4 +1,5 @@
-"""What the user asked of a collection: which launch script, kernel and launch, snapshot, compiler."""
+"""What the user asked of a collection: which launch script, kernel and launch, snapshot, compiler,
+backend; for a whole program, its nvcc arguments and its own arguments."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ DEFAULT_CU_ARCH = "a100"
 """The GPU model a CUDA source is profiled for when neither --arch nor the launch script's ARCH
 names one."""
 COMPILERS = ("auto", "nvcc", "nvrtc")
-BACKENDS = ("emu",)
+BACKENDS = ("auto", "gpu", "emu")
+CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
+DEFAULT_STEP_LIMIT = 1 << 26
+"""Warp instructions one CTA may execute in the emulator before it is declared a runaway (about
+half a minute of emulation)."""
 
 
 @dataclass(frozen=True)
@@ -31,4 +36,15 @@ class CollectOptions:
     compiler: str = "auto"
     """nvcc when found, else NVRTC; or one of them by name."""
     backend: str = "emu"
-    """Where the kernel runs: the emulator (any machine)."""
+    """Where a kernel file runs: ``emu`` (the emulator, any machine), ``gpu``, or ``auto`` (the GPU
+    when one is usable, else the emulator: the command line's default)."""
+    cuda: str = "cuda-bindings"
+    """The Python CUDA library of the GPU backend (`CUDA_LIBRARIES`)."""
+    nvcc_args: tuple[str, ...] = ()
+    """A whole program's nvcc arguments after the source (``tuiprof app.cu -arch=sm_80 -O3``)."""
+    compile_command: tuple[str, ...] = ()
+    """``tuiprof -- nvcc -o app a.cu b.cu``: a multi-file program's whole compiler command line."""
+    program_args: tuple[str, ...] = ()
+    """A whole program's own arguments (after ``--``)."""
+    step_limit: int = DEFAULT_STEP_LIMIT
+    """The emulator's runaway bound: warp instructions per CTA (`--step-limit`)."""

@@ -1,6 +1,13 @@
-"""A CUDA source to a Trace: compile, parse, run the launch script in the emulator, record.
+"""A CUDA source to a Trace: compile, parse, run the launch script in the emulator or on the GPU,
+record; or, for a whole program, build it instrumented and run it on the GPU.
 
     source.cu --build--> Program (PTX, resources) --ptx--> Module --EmuDevice + launch script--> Trace
+                                                                 --GpuDevice + launch script--> Trace
+    app.cu (defines main) --tuiprof build--> instrumented binary --run twice on the GPU--> Trace
+
+A `.cu` target is a *whole program* when it defines ``main`` (or comes as ``tuiprof -- nvcc ...``),
+unless a launch script is given with ``--launch`` or the emulator is asked for (``--backend emu``):
+then it is a *kernel file*, whose launch script makes the inputs and the launches.
 
 The snapshot is chosen when the recorded launch starts, from its geometry and the kernel's
 occupancy on the target Arch (paper 000 sec. 3.1: 4 x the CTAs resident at once).
@@ -8,8 +15,10 @@ occupancy on the target Arch (paper 000 sec. 3.1: 4 x the CTAs resident at once)
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +26,7 @@ import numpy as np
 
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
-from tuiprof.collect.options import DEFAULT_CU_ARCH
+from tuiprof.collect.options import DEFAULT_CU_ARCH, CollectOptions
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
@@ -25,20 +34,152 @@ from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
 if TYPE_CHECKING:
     from tuiprof.session import RunConfig
 
-def target_arch(config: "RunConfig", script_arch: str | None, origin: str) -> tuple[Arch, str]:
+def target_arch(config: "RunConfig", script_arch: str | None, origin: str,
+                default: str = DEFAULT_CU_ARCH) -> tuple[Arch, str]:
     """The Arch to record for and the name the trace keeps: --arch, else the script's ARCH (a
-    preset), else DEFAULT_CU_ARCH."""
+    preset), else `default` (on a GPU: the preset of the GPU's generation)."""
     from tuiprof.arch.presets import load_arch, preset_arch
 
     if config.arch:
         arch = load_arch(config.arch, config.overrides)
         return arch, config.arch if not config.arch.endswith(".toml") else arch.name
-    name = script_arch or DEFAULT_CU_ARCH
+    name = script_arch or default
     return preset_arch(name, config.overrides, origin=origin), name
 
 
+def gpu_arch(config: "RunConfig", cc: tuple[int, int]) -> tuple[Arch, str]:
+    """`target_arch` on a GPU of compute capability `cc`: --arch, else the preset of its generation."""
+    from tuiprof.arch.calibrate import base_preset
+
+    return target_arch(config, None, origin="--arch", default=base_preset(cc))
+
+
+def is_whole_program(source: Path, opts: CollectOptions) -> bool:
+    """Whether `source` is profiled as a whole program (built and run as it is, on the GPU) rather
+    than as a kernel file run by a launch script (see the module docstring)."""
+    from tuiprof.build.wholeprog import defines_main
+
+    if opts.compile_command:
+        return True
+    if opts.launch is not None or opts.backend == "emu" or source.suffix != ".cu":
+        return False
+    try:
+        return defines_main(source.read_text(errors="replace"))
+    except OSError:
+        return False  # the kernel-file path says what is wrong with the file
+
+
+def program_hint(source: Path | str) -> str:
+    """Where to go without a GPU: the emulator, with a launch script for the program's kernels."""
+    return (f"whole programs run on the GPU; without one, run the kernels of {source} in the emulator: "
+            f"`tuiprof init {source}` writes a launch script, then `tuiprof {source} --backend emu`")
+
+
+def choose_backend(opts: CollectOptions) -> tuple[str, str | None]:
+    """``("gpu", None)`` or ``("emu", why)`` for a kernel file: what --backend asks for, auto meaning
+    the GPU when one is usable (`why` then says why the emulator was chosen)."""
+    from tuiprof.collect.gpu import gpu_problem, require_gpu
+
+    if opts.backend == "emu":
+        return "emu", None
+    if opts.backend == "gpu":
+        require_gpu("--backend gpu", opts.cuda)
+        return "gpu", None
+    if opts.backend != "auto":
+        raise UsageError(f"unknown backend {opts.backend!r}", "--backend auto, gpu or emu")
+    problem = gpu_problem(opts.cuda)
+    return ("gpu", None) if problem is None else ("emu", f"--backend auto chose the emulator: {problem}")
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def with_provenance(trace: Trace, **changes: object) -> Trace:
+    """`trace` with some of its provenance's fields replaced."""
+    return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, **changes))  # type: ignore[arg-type]
+
+
 def collect_trace(source: Path, config: "RunConfig") -> Trace:
-    """Record the trace of `source` under the launch script and collect options of `config`."""
+    """Record the trace of `source` under the collect options of `config`: a whole program on the
+    GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the emulator."""
+    opts = config.collect
+    if not opts.compile_command and not source.is_file():
+        what = "is not a file" if source.exists() else "does not exist"
+        raise UsageError(f"{source} {what}", "check the path of the CUDA source (a .cu file)")
+    if is_whole_program(source, opts):
+        return record_program(source, config)[0]
+    if opts.program_args or opts.nvcc_args:
+        what = "program arguments (after --)" if opts.program_args else "nvcc arguments " + " ".join(opts.nvcc_args)
+        raise UsageError(f"{what}: {source.name} is profiled as a kernel file, not as a program",
+                         "a kernel file's inputs come from its launch script, and compiler flags go in --cflag=FLAG; "
+                         "a file that defines main() is run as a program (unless --launch or --backend emu is given)")
+    backend, why = choose_backend(opts)
+    script_path = opts.launch or find_launch_script(source)
+    if script_path is None:
+        raise LaunchScriptError(f"no launch script for {source}: tuiprof needs one to know the inputs and the launch",
+                                f"write one with `tuiprof init {source}` (it becomes {source.stem}_launch.py beside "
+                                "the source), or pass --launch SCRIPT")
+    if backend == "gpu":
+        return _collect_on_gpu(source, script_path, config)
+    trace = _collect_in_emulator(source, script_path, config)
+    if why is None:
+        return trace
+    return with_provenance(trace, generator={**trace.provenance.generator, "backend_choice": why})
+
+
+def _collect_on_gpu(source: Path, script_path: Path, config: "RunConfig") -> Trace:
+    """The kernel file's chosen launch recorded on the GPU (`tuiprof.collect.gpu.record_kernel_file`)."""
+    from tuiprof.collect.gpu import gpu_info, record_kernel_file
+
+    opts = config.collect
+    arch, arch_name = gpu_arch(config, gpu_info(opts.cuda).compute_capability)
+    run = record_kernel_file(source, read_launch_script(script_path), arch=arch, arch_name=arch_name,
+                             kernel=opts.kernel, launch_index=opts.launch_index, snapshot_ctas=opts.snapshot,
+                             snapshot_start=opts.snapshot_start, flags=opts.cflags, compiler=opts.compiler,
+                             cuda=opts.cuda)
+    return with_provenance(run.trace, generator={**run.trace.provenance.generator, "launch_script": script_path.name,
+                                                 "launches": len(run.timings)})
+
+
+def record_program(source: Path, config: "RunConfig") -> tuple[Trace, Path]:
+    """`tuiprof app.cu [nvcc args] [-- args]` and `tuiprof -- nvcc ...`: build the program with
+    probes (cached), run it twice on the GPU (its own output on standard error, its exit status
+    said), and keep the trace beside the cached binary. Returns the trace and where it is kept."""
+    from tuiprof.collect.gpu import gpu_info, require_gpu
+    from tuiprof.collect.program_run import profile_sources
+    from tuiprof.trace.io import save_trace
+
+    opts = config.collect
+    require_gpu(f"profiling {source.name} as a whole program", hint=program_hint(source))
+    cc = gpu_info().compute_capability
+    arch, arch_name = gpu_arch(config, cc)
+    command = for_gpu(opts.compile_command or (str(source), *opts.nvcc_args), cc)
+    _say(f"building {' '.join(a for a in command if a.endswith('.cu'))} with tuiprof's probes (once: the build is "
+         "cached), then running it twice (a counting run, then a recording run)...")
+    run = profile_sources(command, opts.program_args, arch=arch, kernel=opts.kernel, launch_index=opts.launch_index,
+                          snapshot_ctas=opts.snapshot, snapshot_start=opts.snapshot_start)
+    for note in run.notes:
+        _say(f"note: {note}")
+    trace = with_provenance(run.trace, arch=arch_name)
+    kept = save_trace(trace, run.binary.with_name(f"{source.stem}.tptrace"))
+    _say(f"the trace is kept in {kept} (`tuiprof {kept}` opens it again without running the program)")
+    return trace, kept
+
+
+NVCC_ARCH_FLAGS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
+
+
+def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
+    """An nvcc command line that names no GPU architecture, built for the GPU at hand (``-arch=sm_XY``)
+    rather than nvcc's oldest default (which the driver would JIT-compile at every start)."""
+    if any(a.split("=", 1)[0] in NVCC_ARCH_FLAGS for a in command):
+        return command
+    return (*command, f"-arch=sm_{cc[0]}{cc[1]}")
+
+
+def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -> Trace:
+    """The kernel file's chosen launch recorded by the emulator."""
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build.compile import build_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
@@ -47,13 +188,6 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
     from tuiprof.trace.snapshot import choose_snapshot
 
     opts = config.collect
-    if opts.backend != "emu":
-        raise UsageError(f"backend {opts.backend!r} is not available here", "use the emulator (--backend emu)")
-    script_path = opts.launch or find_launch_script(source)
-    if script_path is None:
-        raise LaunchScriptError(f"no launch script for {source}: tuiprof needs one to know the inputs and the launch",
-                                f"write one with `tuiprof init {source}` (it becomes {source.stem}_launch.py beside "
-                                "the source), or pass --launch SCRIPT")
     script = read_launch_script(script_path).load()
     arch, arch_name = target_arch(config, script.arch, origin=f"launch script {script_path}")
     program = build_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler)
@@ -80,7 +214,7 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
     dev = EmuDevice(module, source.name, program.source.text,
                     resources={k.name: k.resources for k in program.kernels},
                     record=RecordChoice(kernel, opts.launch_index, snapshot),
-                    n_sms=arch.sm_count, threads=os.cpu_count() or 1)
+                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit)
     script.run(dev)
     rec = dev.recorded
     if rec is None:

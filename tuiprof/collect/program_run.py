@@ -2,10 +2,11 @@
 (a counting run, then a recording run of the chosen launch's snapshot), and turn the record file
 into a Trace.
 
-The program runs with its own standard output and error shown, in the caller's folder, with the
-arguments the user gave. Its exit status is reported; a crash after the chosen launch still keeps
-the trace (the record file is complete once written), a crash before it is one clear error. The
-program must make the same launches in both runs (deterministic control flow); if it does not,
+The program runs in the caller's folder, with the arguments the user gave, its own output shown on
+standard error (tuiprof's standard output is the report's) and no standard input (it runs twice).
+Its exit status is reported; a crash after the chosen launch still keeps the trace (the record
+file is complete once written), a crash before it is one clear error. The program must make the
+same launches in both runs (deterministic control flow); if it does not,
 `tuiprof.collect.records.check_regions` says so instead of losing records silently.
 """
 
@@ -43,6 +44,8 @@ class ProgramRun:
     trace: Trace
     exits: tuple[int, int]
     notes: tuple[str, ...]
+    binary: Path
+    """The instrumented binary that ran."""
 
 
 def resolve_kernel(prog: WholeProgram, name: str | None) -> str | None:
@@ -76,10 +79,12 @@ def _describe_exit(code: int) -> str:
 
 def run_program(binary: Path, args: Sequence[str], env: dict[str, str], timeout: float | None,
                 cwd: Path | None = None) -> int:
-    """Run the program with its own stdout/stderr, in its own process group (a timeout or an
-    interrupt ends its children too); its exit status (negative: killed by that signal)."""
+    """Run the program in its own process group (a timeout or an interrupt ends its children too),
+    its output shown on tuiprof's standard error (standard output is the report's); its exit status
+    (negative: killed by that signal)."""
     try:
-        proc = subprocess.Popen([str(binary), *args], env=env, cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen([str(binary), *args], env=env, cwd=cwd, start_new_session=True, stdout=2,
+                                stdin=subprocess.DEVNULL)
     except OSError as exc:
         raise ProgramError(f"cannot run {binary}: {exc.strerror}", "check that the build produced it") from None
     try:
@@ -181,7 +186,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     trace = build_trace(launch=launch, table=table, sites=module.sites, tag=module.tag, snapshot=snapshot,
                         words=rec.words, woff=rec.woff, used=rec.used, cta=rec.cta, local_bytes=local,
                         sources=tuple(sources), provenance=provenance, other_sites=lent)
-    return ProgramRun(trace, (code1, code2), tuple(notes))
+    return ProgramRun(trace, (code1, code2), tuple(notes), prog.binary)
 
 
 def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, arch: Arch, kernel: str | None = None,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import dynamic_shared_for_md, occupancy
@@ -381,7 +381,8 @@ def speedup_disagreement(gain: float, other: float) -> float:
 def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
               registers_per_thread: int, shared_per_cta: int = 0, dynamic_shared: int = 0,
               working_set_lines: float | None = None, timing: MdTiming | None = None,
-              min_gain: float = 0.02) -> MdDecision:
+              min_gain: float = 0.02,
+              range_of: Callable[[int, int], tuple[float, float]] | None = None) -> MdDecision:
     """The timing model and the thesis rules for MD = 1..occupancy limit, the recommendation and
     how to apply it.
 
@@ -390,7 +391,10 @@ def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
     every MD: it is then the headline. ``working_set_lines`` is the distinct L1 lines one CTA
     touches; when unknown, MD = 1's DRAM reads per CTA stand in (every distinct line is read from
     DRAM at least once, so they bound it from above). A change of MD is recommended only when it
-    is predicted to gain more than ``min_gain`` (simulated figures carry Monte Carlo noise).
+    is predicted to gain more than ``min_gain`` (simulated figures carry Monte Carlo noise) and,
+    given `range_of` (the range of the timing model's gain of one MD over another:
+    `tuiprof.model.timing.gain_range`), only when the whole range is a gain; otherwise the default
+    is kept and the advice names the best MD with its range, as within the prediction's uncertainty.
     """
     occ = occupancy(arch, threads_per_cta, registers_per_thread, shared_per_cta, dynamic_shared)
     default = occ.ctas_per_sm
@@ -406,9 +410,17 @@ def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
 
     t_md = thesis.best_md if thesis.gain(thesis.best_md, default) > min_gain else default
     t_gain = thesis.gain(t_md, default)
+    best_range: tuple[float, float] | None = None
+    uncertain = ""
     if timing is not None:
         best = min(range(1, default + 1), key=lambda m: (timing.time(m).time_s, -m))
         rec = best if timing.gain(best, default) > min_gain else default
+        if rec != default and range_of is not None:
+            best_range = range_of(rec, default)
+            if not best_range[0] > 0:
+                uncertain = (f"; {_ctas(rec)}/SM is predicted {_pct(timing.gain(rec, default))} "
+                             f"[{_pct(best_range[0])}..{_pct(best_range[1])}], a range that includes no gain")
+                rec, best_range = default, None
         gain, head = timing.gain(rec, default), TIMING
     else:
         rec, gain, head = t_md, t_gain, THESIS
@@ -450,6 +462,9 @@ def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
         if timing is not None:
             k = timing.time(default)
             why = f"; bound by {k.bound_label}"
-        advice = f"keep {_ctas(default)}/SM: no lower MD is predicted faster{why} ({thesis_note})"
+        if uncertain:
+            advice = f"keep {_ctas(default)}/SM: no lower MD is surely faster{uncertain}{why} ({thesis_note})"
+        else:
+            advice = f"keep {_ctas(default)}/SM: no lower MD is predicted faster{why} ({thesis_note})"
     return MdDecision(default, occ.limiter, thesis, timing, head, rec, gain, t_md, t_gain, low,
-                      dyn, apply, advice)
+                      dyn, apply, advice, best_range)

@@ -464,6 +464,32 @@ def _ends_thread(fn: Function, ins: Instruction) -> bool:
     return ins.opcode == "exit" or (ins.opcode == "ret" and fn.is_entry)
 
 
+def _exit_joins(fn: Function) -> set[int]:
+    """The kernel's unguarded ``ret``/``exit`` instructions that branches jump to (``@%p bra L``
+    ... ``L: ret``, an early return): lanes split by such a branch meet there only to end, so
+    they must not meet at an epilogue in front of it; their epilogues go before each branch to
+    it and at the end of the code that falls into it. (A CTA whose other lanes wait at a
+    bar.sync would otherwise wait for lanes held at the epilogue, for ever: the emulator, like
+    ptxas, keeps no convergence barrier at an exit.) Targets of branch tables keep the epilogue."""
+    if not fn.is_entry:
+        return set()
+    tabled = {fn.labels[lab] for labels in fn.branch_targets.values() for lab in labels if lab in fn.labels}
+    return {i for i in fn.labels.values() if i < len(fn.instructions) and i not in tabled
+            and fn.instructions[i].guard is None and _ends_thread(fn, fn.instructions[i])}
+
+
+def _branch_target(fn: Function, ins: Instruction) -> int | None:
+    """The instruction a ``bra`` jumps to."""
+    if ins.opcode != "bra" or not ins.operands:
+        return None
+    target = ins.operands[0]
+    return fn.labels.get(getattr(target, "name", ""))
+
+
+def _falls_through(ins: Instruction) -> bool:
+    return ins.guard is not None or ins.opcode not in ("bra", "ret", "exit", "trap", "brx")
+
+
 # --------------------------------------------------------------------------- the pass
 
 
@@ -480,6 +506,7 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
     if mod.address_size != 64:
         raise PtxError(".address_size 32 modules cannot be instrumented", 0, "compile for 64-bit addresses (the default)")
     bodies, header_end = _bodies(ptx)
+    blank = _blank_comments(ptx)
     emit = _Emitter(tag)
     inserts: list[tuple[int, int, str]] = []
     sites: list[Site] = []
@@ -496,8 +523,11 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
         if fn.is_entry:
             kernels.append(fn.name)
             inserts.append((body.open_end, 0, emit.kernel_declarations() + _block(emit.prologue())))
+        joins = _exit_joins(fn)
         for i, (ins, (offset, line)) in enumerate(zip(fn.instructions, body.statements)):
             lines: list[str] = []
+            if i + 1 in joins and _falls_through(ins):  # at the end of the code that falls into an exit join
+                inserts.append((blank.index(";", offset) + 1, 1, _block(emit.epilogue(None, True))))
             for part, mo in enumerate(memory_ops(ins, i)):
                 if len(sites) >= MAX_SITES:
                     raise PtxError(f"more than {MAX_SITES} memory accesses in one module", line)
@@ -508,7 +538,9 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
                 if space not in ("global", "shared", "local", "generic"):
                     raise PtxError(f"{ins.opcode} in space .{space} cannot be probed", line)
                 lines += emit.probe(site, _address(fn, mo.address, line), space, ins.guard, fn.is_entry)
-            if _ends_thread(fn, ins):
+            if _branch_target(fn, ins) in joins:
+                lines += emit.epilogue(ins.guard, True)
+            elif _ends_thread(fn, ins) and i not in joins:
                 lines += emit.epilogue(ins.guard, fn.is_entry)
             if lines:
                 inserts.append((offset, 1, _block(lines)))

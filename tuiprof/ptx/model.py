@@ -234,6 +234,21 @@ class Param:
     """Array dimensions (``.param .align 8 .b8 p[16]`` for a struct passed by value)."""
 
 
+def param_layout(params: tuple[Param, ...]) -> tuple[tuple[int, ...], int]:
+    """Each kernel parameter's byte offset in the ``.param`` state space, and the space's size:
+    the parameters in declaration order, each at its ``.align`` (else its type's size), with no
+    padding after the last. The driver's parameter buffer (``CU_LAUNCH_PARAM_BUFFER_POINTER``, what
+    pycuda passes) and the emulator's parameter memory are both laid out so."""
+    offsets: list[int] = []
+    at = 0
+    for p in params:
+        a = max(p.align, 1)
+        at = -(-at // a) * a
+        offsets.append(at)
+        at += p.size_bytes
+    return tuple(offsets), at
+
+
 # --------------------------------------------------------------------------- code
 
 

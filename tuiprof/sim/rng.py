@@ -40,6 +40,12 @@ def rng_below(st: np.ndarray, n: int) -> int:
     return np.int64(((rng_next(st) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
+@njit(**INLINE)
+def rng_unit(st: np.ndarray) -> float:
+    """A uniform float in [0, 1) (the top 53 bits of the next draw)."""
+    return np.float64(rng_next(st) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
 def trial_seed(seed: int, index: int) -> int:
     """The seed of trial `index` of a run seeded with `seed`: independent streams per trial."""
     ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, int(index)])

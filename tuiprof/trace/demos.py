@@ -15,6 +15,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuiprof import __version__
 from tuiprof.errors import OutputError, TraceError, UsageError
@@ -22,6 +23,9 @@ from tuiprof.resources import data_dir, user_cache_dir
 from tuiprof.trace.io import SUFFIX, load_trace, read_header
 from tuiprof.trace.model import Trace
 from tuiprof.trace.text import printable, shown_path
+
+if TYPE_CHECKING:
+    from tuiprof.collect.options import CollectOptions
 
 
 def demo_dir() -> Path:
@@ -74,19 +78,25 @@ def demo_names() -> list[str]:
     return sorted(shipped | set(CATALOGUE))
 
 
+def demo_collection(name: str) -> tuple[Path, "CollectOptions"]:
+    """Demo `name` as a kernel file and the collect options that record it (in the emulator)."""
+    from tuiprof.collect.options import CollectOptions
+
+    d = CATALOGUE[name]
+    return demo_dir() / d.source, CollectOptions(launch=demo_dir() / d.script, snapshot=d.snapshot, kernel=d.kernel,
+                                                 launch_index=d.launch_index)
+
+
 def record_demo(name: str) -> Trace:
     """Record demo `name` with the emulator from its kernel and launch script (no date: the same
     demo gives the same bytes)."""
     import dataclasses
 
-    from tuiprof.collect.options import CollectOptions
     from tuiprof.collect.pipeline import collect_trace
     from tuiprof.session import RunConfig
 
-    d = CATALOGUE[name]
-    options = CollectOptions(launch=demo_dir() / d.script, snapshot=d.snapshot, kernel=d.kernel,
-                             launch_index=d.launch_index)
-    trace = collect_trace(demo_dir() / d.source, RunConfig(collect=options))
+    source, options = demo_collection(name)
+    trace = collect_trace(source, RunConfig(collect=options))
     return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, date=""))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.model import (Addr, Args, Function, Imm, Instruction, Label, Module, NegPred, Operand, PredDest, Reg,
-                               Sink, SourceLoc, Special, Sym, TYPE_SIZES, Vec)
+                               Sink, SourceLoc, Special, Sym, TYPE_SIZES, Vec, param_layout)
 
 # Special registers. Per-thread values depend only on the thread's index; per-CTA ones are
 # written by the interpreter when a CTA starts; per-launch ones are constants of a launch.
@@ -295,12 +295,9 @@ class _Decoder:
         self.local_size = _align(lat, 8)
         # kernel parameters
         kfn = self.module.functions[self.kernel]
-        pat = 0
-        for p in kfn.params:
-            pat = _align(pat, max(p.align, 1))
-            self.kparams[p.name] = KernelParam(p.name, p.type, pat, p.size_bytes, p.align, p.is_pointer_hint)
-            pat += p.size_bytes
-        self.param_size = pat
+        offsets, self.param_size = param_layout(kfn.params)
+        for p, at in zip(kfn.params, offsets):
+            self.kparams[p.name] = KernelParam(p.name, p.type, at, p.size_bytes, p.align, p.is_pointer_hint)
 
     def alias_call_params(self, funcs: list[Function]) -> None:
         """Map each call block's ``.param`` variables onto the callee's frame."""

@@ -23,13 +23,14 @@ from tuiprof.collect.emu.kernel.codes import (E_ADDR, E_BYTES, E_CTA, E_INFO, E_
                                               ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB, ST_SPACE, ST_STEP_LIMIT,
                                               ST_TRAP, ST_UNSUPPORTED, TS_BAR, TS_CBAR, TS_SYNC)
 from tuiprof.collect.emu.kernel.interp import (C_CONST, C_ENTRY, C_GX, C_GY, C_GZ, C_LOCAL, C_LOCAL_WORDS, C_NSLOTS,
-                                               C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_SHARED, C_SMS, C_STEP_LIMIT, C_T, C_W,
+                                               C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_SHARED, C_SM_BASE, C_SMS,
+                                               C_STEP_LIMIT, C_T, C_W,
                                                CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID, N_CFG, run_ctas)
+from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
+from tuiprof.jit import note_first_compile
 from tuiprof.ptx.model import SourceLoc
 
-DEFAULT_STEP_LIMIT = 1 << 26
-"""Warp instructions one CTA may execute before it is declared a runaway (about half a minute)."""
 
 _SPACE_NAMES = {SP_GLOBAL: "global", SP_SHARED: "shared", SP_LOCAL: "local", SP_CONST: "const", SP_PARAM: "param",
                 SP_FPARAM: "parameter"}
@@ -146,7 +147,8 @@ def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block:
     if status == ST_STEP_LIMIT:
         raise EmulationError(f"{kernel} ran more than {step_limit:,} warp instructions in {_cta(int(err[E_CTA]), grid)} "
                              f"without finishing (runaway loop?); last at {where}",
-                             "check the loop bounds, or raise the emulator's step limit for a longer kernel")
+                             f"check the loop bounds, or raise the limit for a longer kernel: --step-limit N "
+                             f"(default {DEFAULT_STEP_LIMIT:,} warp instructions per CTA)")
     if status == ST_DEADLOCK:
         state = int(err[E_ADDR])
         what = {TS_BAR: "a CTA barrier (bar.sync / __syncthreads)", TS_SYNC: "a warp collective (.sync)",
@@ -193,6 +195,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     cfg[C_CONST], cfg[C_PARAM] = len(prog.const_image), len(params)
     cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4) + 4
     cfg[C_LANES] = 32
+    cfg[C_SM_BASE] = int(snapshot[0]) if snapshot.size else 0
     const_buf = np.frombuffer(prog.const_image + b"\0" * 16, np.uint8).copy()
     param_buf = np.frombuffer(params + b"\0" * 16, np.uint8).copy()
     seg_lo, seg_hi, seg_off = heap.segments()
@@ -219,6 +222,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
         accesses[first:last] = out_a
         return k, o, m, a, op_space, err
 
+    note_first_compile(run_ctas, "the emulator's kernels")
     if prog.serial or threads <= 1 or n_ctas < 2:
         batches = [(0, n_ctas)]
         results = [run(0, n_ctas)]

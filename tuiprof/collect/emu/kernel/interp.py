@@ -41,7 +41,9 @@ C_T, C_W, C_NSLOTS, C_SHARED, C_LOCAL, C_SMS, C_STEP_LIMIT, C_ENTRY, C_NSOPS = 0
 C_GX, C_GY, C_GZ, C_REC_CAP, C_CONST, C_PARAM, C_LOCAL_WORDS = 9, 10, 11, 12, 13, 14, 15
 C_LANES = 16
 """Always 32; read at run time so that LLVM does not unroll every lane loop 32 times."""
-N_CFG = 17
+C_SM_BASE = 17
+"""The first snapshot CTA: %smid follows the simulator's CTA placement (see `run_ctas`)."""
+N_CFG = 18
 
 # per-CTA special registers (cta_spec[:, 1])
 CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID = 0, 1, 2, 3
@@ -974,6 +976,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
     shared_size = cfg[C_SHARED]
     local_size = cfg[C_LOCAL]
     n_sms = cfg[C_SMS]
+    sm_base = cfg[C_SM_BASE]
     step_limit = cfg[C_STEP_LIMIT]
     entry = cfg[C_ENTRY]
     const_size = cfg[C_CONST]
@@ -1028,10 +1031,16 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
         cx = cta % gx
         cy = (cta // gx) % gy
         cz = cta // (gx * gy)
+        # %smid: the modeled CTA placement of the simulator (sim/schedule.py, step 1): snapshot CTA
+        # k runs on SM k mod S; the rest of the grid continues that round robin from the first
+        # snapshot CTA (CTA c on SM (c - first) mod S).
+        smid = (spos if recording else cta - sm_base) % n_sms
+        if smid < 0:
+            smid += n_sms
         for k in range(cta_spec.shape[0]):
             slot = cta_spec[k, 0]
             which = cta_spec[k, 1]
-            v = cx if which == CS_CTAID_X else (cy if which == CS_CTAID_Y else (cz if which == CS_CTAID_Z else cta % n_sms))
+            v = cx if which == CS_CTAID_X else (cy if which == CS_CTAID_Y else (cz if which == CS_CTAID_Z else smid))
             for t in range(Tp):
                 regs[slot, t] = v
         shared[:] = 0
