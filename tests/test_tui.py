@@ -722,7 +722,7 @@ def test_rows_give_each_op_on_a_line_its_own_row() -> None:
     assert shared and all(any(o.line == r.line for o in ops) for r in shared)
 
 
-def test_cli_once_and_not_a_tty_print_the_report() -> None:
+def test_cli_once_and_not_a_tty_print_the_report(tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -734,7 +734,9 @@ def test_cli_once_and_not_a_tty_print_the_report() -> None:
                            capture_output=True, text=True, timeout=180)
         assert r.returncode == 2 and "unknown theme 'nope'" in r.stderr and "tuiprof-dark" in r.stderr
         assert r.stdout == "" and "Traceback" not in r.stderr
-    r = subprocess.run([sys.executable, "-m", "tuiprof", "kernel.cu"], capture_output=True, text=True, timeout=60)
+    (tmp_path / "kernel.cu").write_text('extern "C" __global__ void k(float *a) { a[threadIdx.x] = 1.0f; }\n')
+    r = subprocess.run([sys.executable, "-m", "tuiprof", str(tmp_path / "kernel.cu")], capture_output=True, text=True,
+                       timeout=60)
     assert r.returncode == 2 and "no launch script" in r.stderr and "Traceback" not in r.stderr
 
 
