@@ -3,7 +3,7 @@
     tuiprof report demo_traces/vecadd.cu --launch demo_traces/vecadd_launch.py
 
 20480 ints, one thread per element, 64 threads (2 warps) per CTA. Arrays are allocated in the
-order A, B, C with the sizes of the synthetic model (tuiprof/trace/synth.py), so the recorded
+order A, B, C with the sizes of the synthetic model (tuiprof/trace/synth/), so the recorded
 addresses are the model's.
 """
 

@@ -1,5 +1,5 @@
 """A .cu target end to end: compile, emulate under the launch script, record. The synthetic
-models of the demos (tuiprof/trace/synth.py) are the oracle: where both cover a kernel, the
+models of the demos (tuiprof/trace/synth/) are the oracle: where both cover a kernel, the
 emulator's trace must equal the model's access for access."""
 
 from __future__ import annotations

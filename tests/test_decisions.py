@@ -11,8 +11,8 @@ import pytest
 
 from tests.factories import make_trace
 from tuiprof.arch.presets import load_arch
-from tuiprof.model.decisions import (DRAM_TX, L2_SECTORS, MEM_LD, coalescing_split, sm_model, trial_table,
-                                     working_set_lines)
+from tuiprof.model.decisions import (DRAM_TX, L2_SECTORS, MEM_LD, coalescing_split, md_sample, sm_model,
+                                     trial_table, working_set_lines)
 from tuiprof.model.latency import memory_latency
 from tuiprof.model.mwp_cwp import MEMORY_BOUND
 from tuiprof.model.timing import ISSUE_BOUND, TIMING
@@ -74,7 +74,19 @@ def test_coalescing_split_by_hand() -> None:
 
 
 def test_md_sample_from_trials() -> None:
-    t = thrash_trace(ctas=4, lines=8, passes=2)
+    """Paper 002's per-MD inputs from a trial table made by hand (before, this test ran with the
+    sweep off and checked only that there was no sample at all): the miss rate and DRAM reads per
+    CTA averaged over trials, Tm over the trials that have one, the snapshot's CTAs and warp
+    instructions."""
+    t = thrash_trace(ctas=4, lines=8, passes=2, insts=100)
+    table = np.array([[0.25, 10.0, 400.0, 0, 0, 0],
+                      [0.75, 30.0, np.nan, 0, 0, 0],
+                      [0.50, 20.0, 500.0, 0, 0, 0]])
+    s = md_sample(3, table, t)
+    assert (s.md, s.miss_rate, s.dram_reads_per_cta, s.mf_latency) == (3, 0.5, 20.0, 450.0)
+    assert (s.cta_count, s.warp_insts) == (4, 400.0)
+    empty = md_sample(1, np.zeros((0, 6)), t)
+    assert (empty.miss_rate, empty.dram_reads_per_cta, empty.mf_latency) == (0.0, 0.0, 0.0)
     analysis, _ = run(t, sweep=False, trials=2)
     assert analysis.decisions.md is None and analysis.decisions.md_note == "MD sweep not run"
 

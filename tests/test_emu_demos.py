@@ -1,6 +1,6 @@
 """Every demo kernel (demo_traces/*.cu) runs on the emulator through its own launch script (with
 smaller inputs) and produces the script's NumPy reference; where the synthetic generator
-(tuiprof/trace/synth.py) models the kernel, the recorded snapshot equals the synthetic trace access
+(tuiprof/trace/synth/) models the kernel, the recorded snapshot equals the synthetic trace access
 for access: op table, warp layout, op ids, active masks, lane addresses, per-CTA access counts and
 (except matmul16, see below) per-CTA instruction counts."""
 

@@ -392,21 +392,21 @@ def _op(i: int, kind: str, space: str) -> StaticOp:
 
 
 def test_compare_and_render() -> None:
-    ops = (SimpleNamespace(op=_op(0, "load", "global"), warp_accesses=100, requests_per_access=2.0, sectors_per_request=4.0),
-           SimpleNamespace(op=_op(1, "load", "global"), warp_accesses=50, requests_per_access=4.0, sectors_per_request=1.0),
-           SimpleNamespace(op=_op(2, "store", "global"), warp_accesses=80, requests_per_access=1.0, sectors_per_request=4.0),
-           SimpleNamespace(op=_op(3, "load", "shared"), warp_accesses=80, requests_per_access=1.0, sectors_per_request=8.0))
+    ops = (SimpleNamespace(op=_op(0, "load", "global"), warp_accesses=100, sectors_per_access=8.0),
+           SimpleNamespace(op=_op(1, "load", "global"), warp_accesses=50, sectors_per_access=4.0),
+           SimpleNamespace(op=_op(2, "store", "global"), warp_accesses=80, sectors_per_access=4.0),
+           SimpleNamespace(op=_op(3, "load", "shared"), warp_accesses=80, sectors_per_access=8.0))
     analysis = SimpleNamespace(headline={"l1_read": _est(0.45, 0.43, 0.47), "l2_read": _est(0.80, 0.78, 0.82),
                                          "l2_write": _est(float("nan"), float("nan"), float("nan"))}, ops=ops)
-    # (200 requests x 4 sectors + 200 x 1) / 400 requests
-    assert predicted_sectors_per_request(analysis) == pytest.approx(2.5)
+    # ncu's sectors per request are per warp instruction: (100 x 8 + 50 x 4) sectors / 150 accesses
+    assert predicted_sectors_per_request(analysis) == pytest.approx(1000 / 150)
     rows = compare(analysis, {"l1_read": 0.4217, "l2_read": 0.715, "l2_write": 0.9, "sectors_per_request": 3.0})
     assert [c.key for c in rows] == ["l1_read", "l2_read", "sectors_per_request"]
     assert rows[0].abs_error == pytest.approx(0.0283) and not rows[0].inside
     assert rows[1].abs_error == pytest.approx(0.085)
     text = render(rows)
     assert "L1 read hit ratio" in text and "45.0%" in text and "42.2%" in text and "2.8 pts" in text
-    assert "sectors / request (global loads)  2.50" in text
+    assert "sectors / request (global loads)  6.67" in text
     assert "mean absolute error of the hit ratios: 5.7 percentage points" in text
     assert Comparison("l2_read", 0.5, 0.4, 0.6, 0.45).inside
 

@@ -101,19 +101,23 @@ def test_table6_measured_best_md() -> None:
 def test_table7_dram_times_latency_rate_against_cta_exe_rate() -> None:
     # Sec. 4.4 / Table 7: "dr_inc_rate * mf_latency_rate is greater than the cta_exe_rate in some
     # cases, but smaller in many other cases especially when the growing ratio of cta_exe_rate is
-    # smaller than 2". With the printed columns: greater in 4 of 21 rows (nbf MD 2-4: 2.59 x 1.06 =
-    # 2.75 > 1.88, 2.54 > 2.05, 2.19 > 2.09; unstructured MD 2: 3.20 > 1.88); of the 18 rows with
-    # cta_exe_rate < 2, the product is smaller in 16.
+    # smaller than 2". The product's own rates (eq. 2 on Table 5's DRAM reads, the step ratio of
+    # Table 7's latencies, both as predict_from_measurements computes them for each MD) against the
+    # printed cta_exe_rate: greater in 4 of 21 rows (nbf MD 2-4: 2.59 x 1.06 = 2.75 > 1.88,
+    # 2.54 > 2.05, 2.19 > 2.09; unstructured MD 2: 3.20 > 1.88); of the 18 rows with
+    # cta_exe_rate < 2, the product is smaller in 16. (Before, this counted the printed columns
+    # against each other and tested nothing of tuiprof.)
     greater, below2, smaller_below2 = 0, 0, 0
     for bench in TABLE5:
-        dr = TABLE5[bench][2]
-        lat = TABLE7_LATENCY[bench][1]
-        exe = TABLE6[bench][1]
-        for d, m, e in zip(dr, lat, exe):
-            greater += d * m > e
+        rows = predict_from_measurements(table_samples(bench), WORKING_SET[bench], C).rows[1:]
+        assert [round(r.dr_inc_rate, 2) for r in rows] == TABLE5[bench][2]
+        assert [round(r.mf_latency_rate, 2) for r in rows] == TABLE7_LATENCY[bench][1]
+        for r, e in zip(rows, TABLE6[bench][1]):
+            product = r.dr_inc_rate * r.mf_latency_rate
+            greater += product > e
             if e < 2:
                 below2 += 1
-                smaller_below2 += d * m < e
+                smaller_below2 += product < e
     assert (greater, below2, smaller_below2) == (4, 18, 16)
 
 

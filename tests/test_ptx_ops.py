@@ -303,7 +303,7 @@ SYNTH = {
     "transpose_tiled": synth.TransposeTiled, "matmul16": synth.Matmul16, "stencil7": synth.Stencil7,
 }
 RULE_DIFFERS = {("matmul16", "C[c + wB * ty + tx]")}
-"""Where synth.py's hand marking disagrees with the rule: the store of C follows the loop's last
+"""Where the synthetic models' hand marking disagrees with the rule: the store of C follows the loop's last
 __syncthreads() on every path, so by the rule (and synth's own docstring) it starts a sequence."""
 
 

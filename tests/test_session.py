@@ -136,3 +136,50 @@ def test_sweep_results_do_not_depend_on_the_thread_count() -> None:
     mc = MonteCarlo(s1.trace, s1.arch, trials=9, seed=4, md=md, threads=1, tolerance=0.02, min_trials=8)
     table = trial_table(mc.run(), s1.trace, s1.arch, mc.op_stats().accesses)
     assert a1.decisions.md_samples[md - 1] == md_sample(md, table, s1.trace)
+
+
+def test_sweep_runs_are_cached_across_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rerun at another MD simulates only what changed: the MDs the sweep ran before come from
+    the SweepCache, and give what a fresh run gives (same seed, same trials)."""
+    from tuiprof.sim.montecarlo import MonteCarlo
+
+    first = Session(trace(), config())
+    first.run()
+    ran: list[int] = []
+    real = MonteCarlo.run_one
+
+    def counted(self: MonteCarlo, index: int):
+        ran.append(self.md)
+        return real(self, index)
+
+    monkeypatch.setattr(MonteCarlo, "run_one", counted)
+    second = Session(first.trace, config(md=1), previous=first)
+    assert second.prepared is first.prepared and second.sweep_cache is first.sweep_cache
+    second.run()
+    assert set(ran) == {1, first.md}, ran            # MD 1 is the main run now; the old main MD was never swept
+    monkeypatch.undo()
+    fresh = Session(first.trace, config(md=1))
+    fresh.run()
+    assert second.analysis.decisions.md_samples == fresh.analysis.decisions.md_samples
+    assert second.analysis.decisions.md.recommended_md == fresh.analysis.decisions.md.recommended_md
+    other = Session(first.trace, config(md=1, seed=5), previous=first)
+    ran.clear()
+    monkeypatch.setattr(MonteCarlo, "run_one", counted)
+    other.run()
+    assert set(ran) == set(other.sweep_mds())        # another seed: nothing comes from the cache
+
+
+def test_a_run_cancelled_before_its_sweep_says_so() -> None:
+    """Cancelled during the main run: the MD pane's note says the sweep did not run (before, it
+    was empty, and the UI waited for the sweep forever)."""
+    events: list = []
+    s = Session(trace(), config(trials=4096, tolerance=None))
+
+    def stop_after_two(e) -> None:
+        events.append(e)
+        if isinstance(e, TrialDone) and e.done == 2:
+            s.cancel()
+
+    analysis = s.run(stop_after_two)
+    assert isinstance(events[-1], Cancelled) and analysis is not None
+    assert analysis.decisions.md is None and analysis.decisions.md_note == "run cancelled before the MD sweep"

@@ -1,36 +1,61 @@
-"""Snapshot pictures of the UI (pytest-textual-snapshot) from a finished run with fixed seeds:
-the main screen at 80x24, 120x40 and 200x50, the drill-down, the help screen, the arch picker."""
+"""Snapshot pictures of the UI (pytest-textual-snapshot) on fixed analysis data (made-up trials
+through the run's own analysis, `tests.fixed_analysis`), so that a picture changes only when the
+layout does: the main screen of spmv-u and transpose-naive at 80x24, 120x40, 160x50 and 220x60,
+the histogram tab, the drill-down, the help screen and the arch picker."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.tui_support import make_app, wait_for
+from tests.fixed_analysis import fixed_app
+from tests.tui_support import wait_for
 
 pytest.importorskip("pytest_textual_snapshot")
 
-
-@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
-def test_main_screen(snap_compare, size: tuple[int, int]) -> None:
-    assert snap_compare(make_app(), terminal_size=size)
+SIZES = [(80, 24), (120, 40), (160, 50), (220, 60)]
 
 
-def test_main_screen_histogram_tab_at_80x24(snap_compare) -> None:
-    assert snap_compare(make_app(), terminal_size=(80, 24), press=["n", "2"])
+async def patterns_in(pilot) -> None:
+    """Wait until the reason words can be drawn (the address patterns come from a thread)."""
+    await wait_for(pilot, lambda: pilot.app.patterns is not None)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("demo", ["spmv-u", "transpose-naive"])
+def test_main_screen(snap_compare, demo: str, size: tuple[int, int]) -> None:
+    assert snap_compare(fixed_app(demo), terminal_size=size, run_before=patterns_in)
+
+
+def test_histogram_and_model_tabs_at_80x24(snap_compare) -> None:
+    async def tabs(pilot) -> None:
+        await patterns_in(pilot)
+        await pilot.press("n", "2")
+
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(80, 24), run_before=tabs)
+
+
+def test_model_tab_at_120x40(snap_compare) -> None:
+    async def tab(pilot) -> None:
+        await patterns_in(pilot)
+        await pilot.press("4")
+
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(120, 40), run_before=tab)
 
 
 def test_drill_down(snap_compare) -> None:
     async def drill(pilot) -> None:
+        await patterns_in(pilot)
         await pilot.press("n", "enter")
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "pattern", None) is not None)
         await pilot.pause()
 
-    assert snap_compare(make_app(), terminal_size=(120, 40), run_before=drill)
+    assert snap_compare(fixed_app("transpose-naive"), terminal_size=(120, 40), run_before=drill)
 
 
 def test_help_screen(snap_compare) -> None:
-    assert snap_compare(make_app(), terminal_size=(100, 50), press=["question_mark"])
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(100, 50), press=["question_mark"])
 
 
 def test_arch_picker(snap_compare) -> None:
-    assert snap_compare(make_app(), terminal_size=(100, 40), press=["a"])
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(100, 40), press=["a"])

@@ -1,92 +1,72 @@
-"""The UI in a real terminal: tmux runs `tuiprof demo spmv-u`, the test waits for every trial,
-presses keys and reads the screen with capture-pane; and closing the terminal ends the process."""
+"""The UI in a real terminal: tmux runs `tuiprof demo`, the test waits for what the screen shows
+(never for a fixed time: every step waits on the screen it expects), presses keys and reads the
+screen with capture-pane; NO_COLOR sends no colour escape; closing the terminal ends the process.
+
+The first test runs in CI (a small demo, a few seconds); the others are slow."""
 
 from __future__ import annotations
 
-import os
+import re
 import shlex
 import shutil
-import subprocess
 import sys
-import time
-import uuid
 
 import pytest
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+from tests.tui_support import Tmux, wait_gone
 
-COLS, ROWS = 120, 40
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
-
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30).stdout
+MAIN = "▶1 costliest load"
+"""On the main screen only (the legend under the source)."""
 
 
-def screen(name: str) -> str:
-    return tmux("capture-pane", "-p", "-t", name)
-
-
-def wait_screen(name: str, needle: str, timeout: float) -> str:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        text = screen(name)
-        if needle in text:
-            return text
-        time.sleep(0.25)
-    raise AssertionError(f"{needle!r} never appeared; the screen was:\n{screen(name)}")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def command(*args: str, env: str = "") -> str:
+    return f"exec env -u COLUMNS -u LINES {env} " + " ".join(shlex.quote(a) for a in (sys.executable, "-m", "tuiprof", *args))
 
 
 @pytest.fixture()
-def session_name():
-    name = f"tuiprof-test-{uuid.uuid4().hex[:8]}"
-    yield name
-    tmux("kill-session", "-t", name)
+def tmux():
+    t = Tmux(120, 40)
+    yield t
+    t.close()
 
 
-def start(name: str, *args: str) -> int:
-    cmd = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "tuiprof", *args))
-    tmux("new-session", "-d", "-s", name, "-x", str(COLS), "-y", str(ROWS), f"exec env -u COLUMNS -u LINES {cmd}")
-    return int(tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip())
+def test_demo_in_a_real_terminal(tmux: Tmux) -> None:
+    """vecadd on every core: trials, the drill-down, help, q; and with NO_COLOR not one colour
+    escape in what the terminal received."""
+    pid = tmux.start(command("demo", "vecadd", "--trials", "4", "--sweep-trials", "2", env="NO_COLOR=1"))
+    text = tmux.wait_screen("✓ 4/4 trials", 300)                  # every trial and the MD sweep
+    assert "▶1" in text and "vecadd.cu" in text and MAIN in text and "emulator trace" in text
+    coloured = tmux("capture-pane", "-p", "-e", "-t", tmux.name)
+    assert not re.search(r"\x1b\[[0-9;]*(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]", coloured), "NO_COLOR sent a colour"
+    tmux("send-keys", "-t", tmux.name, "n", "Enter")
+    text = tmux.wait_screen("Latency breakdown", 30)
+    assert "Advice" in text and "sectors per request" in text
+    tmux("send-keys", "-t", tmux.name, "Escape")
+    tmux.wait_screen(MAIN, 30)                                     # back on the main screen
+    tmux("send-keys", "-t", tmux.name, "?")
+    tmux.wait_screen("tuiprof keys", 30)
+    tmux("send-keys", "-t", tmux.name, "Escape")
+    tmux.wait_screen_without("tuiprof keys", 30)                   # the lone ESC was taken: q is q
+    tmux("send-keys", "-t", tmux.name, "q")
+    assert wait_gone(pid, 10) < 10
 
 
-def test_demo_in_a_real_terminal(session_name: str) -> None:
-    pid = start(session_name, "demo", "spmv-u", "--trials", "4", "--sweep-trials", "2")
-    wait_screen(session_name, "tuiprof spmv-u", 30)                 # first paint
-    text = wait_screen(session_name, "✓ 4/4 trials", 600)          # every trial (and the MD sweep) done
-    assert "▶1" in text and "spmv.cu" in text and "L1 read hit ratio" in text
-    assert "recommended" in text                                    # the MD decision arrived
-    tmux("send-keys", "-t", session_name, "n", "Enter")
-    text = wait_screen(session_name, "Latency breakdown", 30)
-    assert "Advice" in text and ("indices[j]" in text or "val[j]" in text)
-    tmux("send-keys", "-t", session_name, "Escape")
-    time.sleep(0.5)                                                 # a lone ESC, not the start of alt+key
-    tmux("send-keys", "-t", session_name, "?")
-    wait_screen(session_name, "tuiprof keys", 30)
-    tmux("send-keys", "-t", session_name, "Escape")
-    time.sleep(0.5)
-    wait_screen(session_name, "✓ 4/4 trials", 10)
-    tmux("send-keys", "-t", session_name, "q")
-    t0 = time.monotonic()
-    while alive(pid) and time.monotonic() - t0 < 10:
-        time.sleep(0.1)
-    assert not alive(pid)
+@pytest.mark.slow
+def test_spmv_in_a_real_terminal_with_the_md_decision(tmux: Tmux) -> None:
+    tmux.cols, tmux.rows = 160, 50
+    pid = tmux.start(command("demo", "spmv-u", "--trials", "4", "--sweep-trials", "2"))
+    tmux.wait_screen("tuiprof spmv-u", 30)                         # first paint
+    text = tmux.wait_screen("✓ 4/4 trials", 600)
+    assert "▶1" in text and "spmv.cu" in text and "MD decision" in text and "★" in text and "gather" in text
+    tmux("send-keys", "-t", tmux.name, "q")
+    assert wait_gone(pid, 10) < 10
 
 
-def test_closing_the_terminal_ends_the_process(session_name: str) -> None:
-    pid = start(session_name, "demo", "spmv-u", "--trials", "64")
-    wait_screen(session_name, "tuiprof spmv-u", 30)
-    time.sleep(3)                                                   # trials are running on every core
-    tmux("kill-session", "-t", session_name)                       # the terminal goes away (SIGHUP)
-    t0 = time.monotonic()
-    while alive(pid) and time.monotonic() - t0 < 10:
-        time.sleep(0.1)
-    assert not alive(pid), "tuiprof kept running after its terminal closed"
+@pytest.mark.slow
+def test_closing_the_terminal_ends_the_process(tmux: Tmux) -> None:
+    pid = tmux.start(command("demo", "spmv-u", "--trials", "64"))
+    tmux.wait_screen("trial ", 300)                                # trials are running on every core
+    tmux.close()                                                   # the terminal goes away (SIGHUP)
+    assert wait_gone(pid, 10) < 10, "tuiprof kept running after its terminal closed"

@@ -81,6 +81,16 @@ class Tmux:
             time.sleep(0.1)
         raise AssertionError(f"{needle!r} never appeared; the screen was:\n{self.screen()}")
 
+    def wait_screen_without(self, needle: str, timeout: float) -> str:
+        """Wait until `needle` is gone from the screen (a modal closed)."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            text = self.screen()
+            if needle not in text:
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"{needle!r} never went away; the screen was:\n{self.screen()}")
+
     def flags(self) -> dict[str, str]:
         """The pane's terminal modes: alternate screen, cursor shown, mouse tracking."""
         names = ("alternate_on", "cursor_flag", "mouse_any_flag", "mouse_button_flag", "mouse_standard_flag",
@@ -99,13 +109,19 @@ def _quote(text: str) -> str:
 
 
 def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie does not: a private tmux server that exits with
+    its last pane leaves its child to an init that may never reap it)."""
     import os
 
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def wait_gone(pid: int, timeout: float) -> float:

@@ -12,18 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from tuiprof import __version__
-from tuiprof.model.analysis import Analysis
-from tuiprof.model.decisions import Decisions
+from tuiprof import __version__, units
+from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
+from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
 from tuiprof.model.md import LOW_CONFIDENCE_RATIO
+from tuiprof.model.pattern import AddressPattern, insight
 from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
 from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
 
 HIST_BINS = 20
-HEADLINE_NAMES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
 UNCERTAINTY_NOTE = ("trials 95% = spread of trials, mean +- 1.96 std (where one run may fall);",
                     "CI 95% = confidence interval of the mean, mean +- 1.96 std/sqrt(n) (where the mean is);",
                     "both cover only the model's randomness, not the error of its assumptions")
@@ -99,8 +99,10 @@ def _finite(x: float, digits: int = 4) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), digits)
 
 
-def analysis_section(a: Analysis) -> dict[str, Any]:
-    """The simulated results as plain data."""
+def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = None,
+                     line_bytes: int = 128) -> dict[str, Any]:
+    """The simulated results as plain data; with the ops' address `patterns`, each op's reason
+    and advice (as the UI's drill-down gives them)."""
     def hist(values: np.ndarray) -> dict[str, list[float]]:
         v = values[~np.isnan(values)]
         if not v.size:
@@ -117,6 +119,25 @@ def analysis_section(a: Analysis) -> dict[str, Any]:
             shared[key] = e.to_dict(digits)
         return dict(shared[key])
 
+    ranks = a.ranks()
+
+    def why(s: OpStats) -> tuple[str, list[str]] | tuple[None, None]:
+        if patterns is None or not s.warp_accesses:
+            return None, None
+        return insight(s, patterns.get(s.op.id), a, line_bytes)
+
+    ops = []
+    for s in a.by_cost():
+        reason, tips = why(s)
+        ops.append({"id": s.op.id, "rank": ranks.get(s.op.id), "kind": s.op.kind, "line": s.op.line,
+                    "label": clip(s.op.label, MAX_LABEL_CHARS), "warp_accesses": s.warp_accesses,
+                    "requests_per_access": _finite(s.requests_per_access, 3),
+                    "sectors_per_request": _finite(s.sectors_per_access, 3), "ideal_sectors": _finite(s.ideal_sectors, 1),
+                    "sectors_per_l1_request": _finite(s.sectors_per_request, 3),
+                    "h1": as_dict(s.h1), "h2": as_dict(s.h2), "x": as_dict(s.x, 1), "tm": as_dict(s.tm, 1),
+                    "cost": _finite(s.cost, 1), "cost_share": _finite(s.cost_share),
+                    "latency_shares": {"l1": _finite(s.l1_share), "l2": _finite(s.l2_share), "dram": _finite(s.dram_share)},
+                    "reason": reason, "advice": tips})
     return {
         "trials": a.trials, "planned": a.planned, "md": a.md, "elapsed_s": round(a.elapsed, 3),
         "l1_requests_per_second": round(a.requests_per_second),
@@ -125,13 +146,7 @@ def analysis_section(a: Analysis) -> dict[str, Any]:
                          "edges": [round(float(e), 1) for e in a.dram_hist[1]]},
         "convergence": {k: [_finite(x) for x in v] for k, v in a.convergence.items()},
         "sm_requests": [round(float(x), 1) for x in a.sm_requests],
-        "ops": [{"id": s.op.id, "kind": s.op.kind, "line": s.op.line, "label": clip(s.op.label, MAX_LABEL_CHARS),
-                 "warp_accesses": s.warp_accesses, "requests_per_access": _finite(s.requests_per_access, 3),
-                 "sectors_per_request": _finite(s.sectors_per_request, 3),
-                 "h1": as_dict(s.h1), "h2": as_dict(s.h2), "x": as_dict(s.x, 1), "tm": as_dict(s.tm, 1),
-                 "cost": _finite(s.cost, 1), "cost_share": _finite(s.cost_share),
-                 "latency_shares": {"l1": _finite(s.l1_share), "l2": _finite(s.l2_share), "dram": _finite(s.dram_share)}}
-                for s in a.by_cost()],
+        "ops": ops,
         "decisions": decisions_section(a.decisions) if a.decisions is not None else None,
     }
 
@@ -192,7 +207,7 @@ def decisions_section(d: Decisions) -> dict[str, Any]:
     """The decision models (papers 001-004 and the timing model) as plain data."""
     w, b, u = d.mwp, d.bottleneck, d.sm
     return {
-        "advice": advice(d),
+        "advice": summary(d),
         "md": md_section(d), "md_note": d.md_note or None,
         "timing": _time_row(d.time),
         "mwp_cwp": {"n": _finite(w.n, 2), "mwp": _finite(w.mwp, 3), "mwp_limiter": w.mwp_limiter,
@@ -216,34 +231,14 @@ def decisions_section(d: Decisions) -> dict[str, Any]:
     }
 
 
-def advice(d: Decisions) -> list[str]:
-    """The decisions in plain words, most actionable first."""
-    out = []
-    if d.md is not None:
-        rng = (f" (range {d.md.gain_range[0]:+.0%} to {d.md.gain_range[1]:+.0%} over the sweep's trials and the "
-               f"uncertain departure delays and L2 bandwidth)") if d.md.gain_range else ""
-        out.append(d.md.advice + rng + "; " + d.md.apply)
-    k = d.time
-    out.append(f"kernel time (timing model): {1e6 * k.time_s:.1f} us, bound by {k.bound_label} (MWP "
-               f"{k.mwp.mwp:.1f}, CWP {k.mwp.cwp:.1f}, N {k.mwp.n:.0f} warps/SM)")
-    b = d.bottleneck
-    out.append(f"bottleneck: {b.bottleneck} (paper 001); removing it would leave {b.next_bottleneck}, "
-               f"{b.speedup_if_removed:.2f}x faster")
-    u = d.sm
-    idle = f", idle SMs {_sm_list(u.idle_sms)}" if u.idle_sms else ""
-    out.append(f"SM utilisation ({u.source}, paper 003): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
-    return out
-
-
-def _sm_list(sms: tuple[int, ...], limit: int = 12) -> str:
-    shown = ", ".join(str(s) for s in sms[:limit])
-    return shown + (f" and {len(sms) - limit} more" if len(sms) > limit else "")
-
-
-def document(session: Session, analysis: Analysis | None) -> dict[str, Any]:
-    """The report of `session` with `analysis` (its final or current one) as plain data."""
-    return {"tuiprof": __version__, "trace": trace_section(session.trace, session.path), **run_section(session),
-            "analysis": analysis_section(analysis) if analysis is not None else None}
+def document(session: Session, analysis: Analysis | None, *, partial: bool = False) -> dict[str, Any]:
+    """The report of `session` with `analysis` (its final or current one) as plain data;
+    `partial`: written while the run goes on (the UI's export), so said in the report."""
+    section = None
+    if analysis is not None:
+        section = analysis_section(analysis, session.patterns(), session.arch.l1.line)
+    return {"tuiprof": __version__, "partial": partial, "trace": trace_section(session.trace, session.path),
+            **run_section(session), "analysis": section}
 
 
 def build_report(target: str | Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
@@ -308,8 +303,19 @@ def _op_rows(doc: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _partial(doc: dict[str, Any]) -> list[str]:
+    """The banner of a report written while its run went on (the UI's export)."""
+    if not doc.get("partial"):
+        return []
+    a = doc["analysis"]
+    done = f"{a['trials']}/{a['planned']} trials" if a else "no trial"
+    md = a and a["decisions"] and a["decisions"]["md"] is not None
+    return [f"PARTIAL REPORT: written while the run was in progress ({done}"
+            + ("" if md else ", MD sweep not finished") + "); the figures will still change"]
+
+
 def _render_text(doc: dict[str, Any]) -> str:
-    lines = [f"tuiprof {doc['tuiprof']}"]
+    lines = _partial(doc) + [f"tuiprof {doc['tuiprof']}"]
     lines += [f"  {k:<10} {v}" for k, v in _summary_lines(doc)]
     lines += ["", "static memory ops (dynamic warp accesses in the snapshot):"]
     lines += ["  " + x for x in _table(_op_rows(doc), md=False)]
@@ -319,13 +325,16 @@ def _render_text(doc: dict[str, Any]) -> str:
         return "\n".join(lines) + "\n"
     lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (paper 000 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
     for key, h in a["headline"].items():
-        lines.append(f"  {HEADLINE_NAMES[key]:<20} {_est(h, pct=True)}")
+        lines.append(f"  {HEADLINES[key]:<20} {_est(h, pct=True)}")
         lines += ["    " + x for x in _bars(h["histogram"], pct=True)]
     tm = a["dram_latency"]
     lines += ["", f"DRAM batch latency Tm (cycles, paper 000 sec. 3.2.3): {_est(tm['tm'], pct=False)}"]
     lines += ["    " + x for x in _bars({"counts": tm["counts"], "edges": tm["edges"]}, pct=False)]
-    lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), paper 000 sec. 6.1):"]
-    lines += ["  " + x for x in _table(_cost_rows(doc), md=False)]
+    lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), paper 000 sec. 6.1;",
+              f"  {COST_NOTE}):"]
+    for kind, rows in _cost_tables(doc):
+        lines += [f"  {kind}:"] + ["    " + x for x in _table(rows, md=False)]
+    lines += ["", "advice for the hottest ops:"] + [f"  {x}" for x in _op_advice(doc)]
     lines += _decision_lines(a["decisions"], md=False)
     lines += ["", f"run: {a['trials']}/{a['planned']} trials{_stopped(doc['run'])} in {a['elapsed_s']:.2f} s, "
               f"{a['l1_requests_per_second'] / 1e6:.1f}M L1 requests/s per worker"]
@@ -334,6 +343,7 @@ def _render_text(doc: dict[str, Any]) -> str:
 
 def _render_md(doc: dict[str, Any]) -> str:
     lines = [f"# tuiprof report: `{_cell(doc['trace']['kernel'], _WIDE).replace('`', chr(39))}`", ""]
+    lines += [f"**{x}**" for x in _partial(doc)] + ([""] if doc.get("partial") else [])
     lines += [f"- **{k}**: {v}" for k, v in _summary_lines(doc)]
     lines += ["", "## Static memory ops", ""] + _table(_op_rows(doc), md=True)
     a = doc["analysis"]
@@ -341,10 +351,13 @@ def _render_md(doc: dict[str, Any]) -> str:
         lines += ["", f"## Kernel-wide hit ratios ({a['trials']} trials)", "", "Trials 95% " + " ".join(UNCERTAINTY_NOTE)[len("trials 95% "):] + ".", "",
                   "| metric | mean | std | trials 95% | CI 95% |", "|---|---|---|---|---|"]
         for key, h in a["headline"].items():
-            lines.append(f"| {HEADLINE_NAMES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | "
+            lines.append(f"| {HEADLINES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | "
                          f"{_pct(h['spread_lo'])} - {_pct(h['spread_hi'])} | {_pct(h['ci_lo'])} - {_pct(h['ci_hi'])} |")
         lines += ["", f"DRAM batch latency Tm: {_est(a['dram_latency']['tm'], pct=False)} cycles", "",
-                  "## Static ops by cost", ""] + _table(_cost_rows(doc), md=True)
+                  "## Static ops by cost", "", COST_NOTE[0].upper() + COST_NOTE[1:] + "."]
+        for kind, rows in _cost_tables(doc):
+            lines += ["", f"### {kind.capitalize()}", ""] + _table(rows, md=True)
+        lines += ["", "## Advice for the hottest ops", ""] + [f"- {x}" for x in _op_advice(doc)]
         lines += _decision_lines(a["decisions"], md=True)
         lines += ["", f"{a['trials']}/{a['planned']} trials{_stopped(doc['run'])} in {a['elapsed_s']:.2f} s."]
     return "\n".join(lines) + "\n"
@@ -383,19 +396,47 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
             for i, c in enumerate(counts) if c or (0 < i < len(counts) - 1)]
 
 
-def _cost_rows(doc: dict[str, Any]) -> list[list[str]]:
+COST_NOTE = ("rank L1, L2, ... = loads by cost, S1, ... = stores and atomics (ranked apart: their latency is mostly "
+             "hidden from the warp); sect/req = sectors per request as Nsight Compute counts them, per warp "
+             "instruction (4 ideal for 32 lanes of 4 B, 32 worst)")
+HOT_ADVICE = 3
+"""Loads (and stores) whose advice the text report prints."""
+
+
+def _cost_tables(doc: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
+    """The ops by cost as two tables, loads and then stores and atomics (those with any)."""
     src = {o["id"]: o for o in doc["trace"]["ops"]}
-    rows = [["op", "line", "label", "kind", "accesses", "sect/req", "H1", "H2", "X cycles [trials 95%] +-CI", "share",
-             "source"]]
+    head = ["rank", "op", "line", "label", "accesses", "sect/req", "ideal", "H1", "H2", "X cyc [trials 95%] +-CI",
+            "share", "why", "source"]
+    tables = []
+    for kind, loads in (("loads", True), ("stores and atomics", False)):
+        rows = [head]
+        for o in doc["analysis"]["ops"]:
+            if (o["kind"] == "load") != loads:
+                continue
+            x = o["x"]
+            rows.append([o["rank"] or "-", str(o["id"]), str(o["line"]), _cell(o["label"]), str(o["warp_accesses"]),
+                         _ratio(o["sectors_per_request"], 1), _ratio(o["ideal_sectors"], 0),
+                         _pct(o["h1"]["mean"]), _pct(o["h2"]["mean"]),
+                         "-" if x["mean"] is None else
+                         f"{x['mean']:.0f} [{x['spread_lo']:.0f}, {x['spread_hi']:.0f}] +-{(x['ci_hi'] - x['ci_lo']) / 2:.0f}",
+                         _pct(o["cost_share"]), o["reason"] or "-", _cell(src[o["id"]]["source"])])
+        if len(rows) > 1:
+            tables.append((kind, rows))
+    return tables
+
+
+def _op_advice(doc: dict[str, Any]) -> list[str]:
+    """The advice of the hottest loads and stores (rank L1..L3, S1..S3), as the drill-down gives it."""
+    out = []
     for o in doc["analysis"]["ops"]:
-        x = o["x"]
-        rows.append([str(o["id"]), str(o["line"]), _cell(o["label"]), _cell(o["kind"]), str(o["warp_accesses"]),
-                     "-" if o["sectors_per_request"] is None else f"{o['sectors_per_request']:.2f}",
-                     _pct(o["h1"]["mean"]), _pct(o["h2"]["mean"]),
-                     "-" if x["mean"] is None else
-                     f"{x['mean']:.0f} [{x['spread_lo']:.0f}, {x['spread_hi']:.0f}] +-{(x['ci_hi'] - x['ci_lo']) / 2:.0f}",
-                     _pct(o["cost_share"]), _cell(src[o["id"]]["source"])])
-    return rows
+        rank = o["rank"]
+        if not rank or int(rank[1:]) > HOT_ADVICE or not o["advice"]:
+            continue
+        why = f" ({o['reason']})" if o["reason"] else ""
+        out.append(f"{rank} op {o['id']} line {o['line']} {_cell(o['label'])}{why}:")
+        out += [f"  - {_cell(t, _WIDE)}" for t in o["advice"]]
+    return out or ["(no ranked op)"]
 
 
 def _ratio(x: float | None, digits: int = 2) -> str:
@@ -478,8 +519,8 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     k, w = d["timing"], d["mwp_cwp"]
     out += head("Kernel time (timing model: MWP/CWP on the simulated latency and bytes, floored by bandwidth and issue)")
     out += [f"{ind}T {_us(k['time_s'])} us, bound by {k['bound_label']}: MWP/CWP {_us(k['mwp_s'])} us, DRAM floor "
-            f"{_us(k['dram_floor_s'])} us ({k['dram_bytes'] / 1e6:.2f} MB), L2 floor {_us(k['l2_floor_s'])} us "
-            f"({k['l2_bytes'] / 1e6:.2f} MB), issue floor {_us(k['issue_floor_s'])} us",
+            f"{_us(k['dram_floor_s'])} us ({units.size(k['dram_bytes'])}), L2 floor {_us(k['l2_floor_s'])} us "
+            f"({units.size(k['l2_bytes'])}), issue floor {_us(k['issue_floor_s'])} us",
             f"{ind}MWP/CWP (paper 004, Hong & Kim): case {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP "
             f"{_ratio(w['mwp'])} (limited by {w['mwp_limiter']}), CWP {_ratio(w['cwp'])}; Mem_LD {_num(k['mem_ld'])} "
             f"cycles (simulated X), Load_bytes_per_warp {_num(k['load_bytes_per_warp'])} B moved at {k['bandwidth_level']}",
@@ -497,7 +538,7 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     u = d["sm_utilisation"]
     out += head(f"SM utilisation ({u['source']}, paper 003 Fig. 6)")
     out += [f"{ind}mean busy {_pct(u['utilisation'])}, imbalance (max/mean busy) {_ratio(u['imbalance'])}, "
-            f"idle SMs: {_sm_list(tuple(u['idle_sms'])) if u['idle_sms'] else 'none'}"]
+            f"idle SMs: {sm_list(tuple(u['idle_sms'])) if u['idle_sms'] else 'none'}"]
     bars = _sm_bars(u)
     out += (["```"] + bars + ["```"]) if md else [ind + x for x in bars]
     return out

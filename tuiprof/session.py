@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, occupancy
@@ -17,6 +17,16 @@ from tuiprof.collect.options import CollectOptions
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.sim.budget import check_run_memory
 from tuiprof.trace.model import Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tuiprof.model.analysis import Analysis
+    from tuiprof.model.md import MdSample
+    from tuiprof.model.pattern import AddressPattern
+    from tuiprof.sim.montecarlo import MonteCarlo, TrialPool
+    from tuiprof.sim.prepared import Prepared
+    from tuiprof.sim.results import TrialResult
 
 
 DEFAULT_TOLERANCE = 0.005
@@ -44,6 +54,9 @@ class RunConfig:
     from the main run's last trials on."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
+    sweep_tolerance: float | None | Literal["same"] = "same"
+    """The sweep's early-stop tolerance: "same" = `tolerance` (the UI pins it when `T` tightens the
+    main run's, so that the sweep, cached, is not run again for nothing)."""
     collect: CollectOptions = field(default_factory=CollectOptions)
     """How a `.cu` target is compiled, launched and recorded (unused for a recorded trace)."""
 
@@ -98,7 +111,7 @@ def resolve_md(trace: Trace, arch: Arch, config: RunConfig) -> int:
 class TrialDone:
     """One Monte Carlo trial landed."""
 
-    result: Any
+    result: "TrialResult"
     done: int
     planned: int
 
@@ -110,7 +123,7 @@ class AnalysisUpdated:
     decision so far once every MD has its minimum trials and again as each MD's run ends
     (``decisions.md_note`` says it may still change)."""
 
-    analysis: Any
+    analysis: "Analysis"
 
 
 @dataclass(frozen=True)
@@ -127,12 +140,12 @@ class SweepProgress:
 
 @dataclass(frozen=True)
 class Finished:
-    analysis: Any
+    analysis: "Analysis"
 
 
 @dataclass(frozen=True)
 class Cancelled:
-    analysis: Any | None
+    analysis: "Analysis | None"
 
 
 @dataclass(frozen=True)
@@ -144,6 +157,35 @@ Event = TrialDone | AnalysisUpdated | SweepProgress | Finished | Cancelled | Fai
 UPDATE_INTERVAL = 0.1
 
 
+class SweepCache:
+    """The MD sweep's finished runs, shared by the sessions of one trace: a run at one MD under
+    the same Arch, seed, trial count, tolerance and minimum gives the same trials ("same seed, same
+    results"), so a rerun that changes nothing the sweep depends on (the simulated MD, the arch
+    back to an earlier one) takes it from here instead of simulating it again."""
+
+    LIMIT = 64
+    """Runs kept (the oldest go first)."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[object, ...], tuple[list["TrialResult"], str]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(arch: Arch, run: "MonteCarlo") -> tuple[object, ...]:
+        return (arch, run.md, run.trials, run.seed, run.tolerance, run.min_trials)
+
+    def get(self, key: tuple[object, ...]) -> tuple[list["TrialResult"], str] | None:
+        with self._lock:
+            return self._runs.get(key)
+
+    def put(self, key: tuple[object, ...], results: list["TrialResult"], stop_reason: str) -> None:
+        with self._lock:
+            self._runs.pop(key, None)
+            self._runs[key] = (list(results), stop_reason)
+            while len(self._runs) > self.LIMIT:
+                self._runs.pop(next(iter(self._runs)))
+
+
 class Session:
     """One profiling run of a trace under a RunConfig, reported as events.
 
@@ -151,13 +193,14 @@ class Session:
     before any work starts. `run` blocks, emitting events to `on_event` from the calling thread
     (the simulator's worker threads only run trials); `cancel` may be called from any thread.
 
-    `prepared` is the packing of the same trace by an earlier session (`Session.prepared`): a
-    rerun reuses it when the Arch allows (same L1 line and SM count) instead of packing the trace
-    again, so a rerun neither waits for nor holds a second copy.
+    `previous` is an earlier session of the same trace (a rerun): this one reuses its packing of
+    the trace when the Arch allows (same L1 line and SM count) instead of packing it again, so a
+    rerun neither waits for nor holds a second copy; its address patterns; and its MD sweep's
+    finished runs (`SweepCache`). `prepared` passes a packing alone.
     """
 
     def __init__(self, trace: Trace, config: RunConfig, path: Path | None = None, *,
-                 prepared: Any = None) -> None:
+                 prepared: "Prepared | None" = None, previous: "Session | None" = None) -> None:
         self.trace = trace
         self.config = config
         self.path = path
@@ -168,12 +211,15 @@ class Session:
         check_run_memory(self.arch, trace, min(config.threads or cores, cores))
         self._lock = threading.Lock()
         self._cancelled = False
-        self._mc: Any = None
+        self._mc: "TrialPool | None" = None
         self._listening = True
         """Someone receives this run's events (intermediate analyses are made only then)."""
-        self.prepared: Any = prepared
-        """The trace packed for the simulator (a `tuiprof.sim.prepared.Prepared`), once run."""
-        self.analysis: Any = None
+        same = previous is not None and previous.trace is trace
+        self.prepared: "Prepared | None" = prepared if prepared is not None else (previous.prepared if same else None)
+        """The trace packed for the simulator, once run."""
+        self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache()
+        self._patterns: dict[int, dict[int, "AddressPattern"]] = previous._patterns if same else {}
+        self.analysis: "Analysis | None" = None
         self.stop_reason: str | None = None
         """After the main run: "completed", "converged" or "cancelled"."""
 
@@ -192,6 +238,10 @@ class Session:
         path = resolve_target(str(target))
         return cls(load(path), config, path)
 
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
     def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
@@ -204,7 +254,31 @@ class Session:
         with self._lock:
             self._mc = None
 
-    def run(self, on_event: Callable[[Event], None] | None = None) -> Any:
+    def patterns(self) -> dict[int, "AddressPattern"]:
+        """Every op's address pattern in this Arch's L1 lines (computed once per line size and
+        trace; a second of NumPy on a large trace, so callers off the UI thread)."""
+        from tuiprof.model.pattern import address_patterns
+
+        line = self.arch.l1.line
+        found = self._patterns.get(line)
+        if found is None:
+            found = self._patterns[line] = address_patterns(self.trace, line)
+        return found
+
+    def compiles(self) -> bool:
+        """Whether the first trial will compile the simulator's kernel for this Arch's cache and
+        DRAM geometry: neither loaded in this process nor in the on-disk kernel cache. Imports
+        Numba: call it off the UI thread."""
+        from tuiprof.sim.prepared import pack_arch
+        from tuiprof.sim.replay import Geometry, replay_kernel
+
+        geometry = Geometry.of(pack_arch(self.arch))
+        if replay_kernel(geometry).signatures:
+            return False
+        folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
+        return not folder or not any(Path(folder).rglob(f"*replay_{geometry.digest}-*.nbi"))
+
+    def run(self, on_event: Callable[[Event], None] | None = None) -> "Analysis | None":
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
         emit = on_event or (lambda e: None)
         self._listening = on_event is not None
@@ -219,13 +293,14 @@ class Session:
             emit(Failed(err))
             raise err from exc
 
-    def _run(self, emit: Callable[[Event], None]) -> Any:
+    def _run(self, emit: Callable[[Event], None]) -> "Analysis | None":
         """The main run and the MD sweep's runs on one pool of workers (the sweep's trials start
         as soon as the main run has started its last one), reported as events: the main run's
         trials with throttled analyses; when it ends, its analysis and models; then the sweep's
         progress, a first MD decision as soon as every MD has its minimum trials, refined as
         each MD's run ends; Finished with the final decision. Each run's results are those it
-        gives alone, whatever the thread count."""
+        gives alone, whatever the thread count; sweep runs found in the `SweepCache` are not
+        simulated again."""
         from tuiprof.sim.montecarlo import MonteCarlo, TrialPool
 
         cfg = self.config
@@ -235,20 +310,25 @@ class Session:
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
                         threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
         self._t0 = time.perf_counter()
-        self._op_stats = mc.op_stats()  # trial-invariant: once per run, not per update
-        self.prepared = mc.prepared
-        self._working_set: float | None = None
+        self._prepare(mc)
         sweep, self._sweep_note = self._sweep_runs(mc)
+        keys = {m: SweepCache.key(self.arch, run) for m, run in sweep.items()}
+        per_md: dict[int, list["TrialResult"]] = {}
+        for m, key in keys.items():
+            found = self.sweep_cache.get(key)
+            if found is not None:
+                per_md[m] = list(found[0])
+                del sweep[m]
+        per_md.update({m: [] for m in sweep})
         pool = TrialPool([mc, *sweep.values()], mc.threads)
         with self._lock:
             self._mc = pool
             if self._cancelled:
                 emit(Cancelled(None))
                 return None
-        main: list[Any] = []
-        per_md: dict[int, list[Any]] = {m: [] for m in sweep}
+        main: list["TrialResult"] = []
         queued: list[SweepProgress] = []  # sweep progress that lands before the main run ends
-        analysis: Any = None
+        analysis: "Analysis | None" = None
         main_done = decided = False
         last, cost = 0.0, 0.0
         for ev in pool.iter_events():
@@ -262,16 +342,18 @@ class Session:
                 # Intermediate analyses only for a listener, at most one per UPDATE_INTERVAL or per
                 # four times what the last one took (a huge op table must not cost more than the trials).
                 if self._listening and now - last >= max(UPDATE_INTERVAL, 4 * cost):
-                    update = self._analyse(mc, sorted(main, key=lambda r: r.index))
+                    update = self._analyse(sorted(main, key=lambda r: r.index))
                     last = time.perf_counter()
                     cost = last - now
-                    emit(AnalysisUpdated(update))
+                    if update is not None:
+                        emit(AnalysisUpdated(update))
             elif ev.run is mc:  # the main run ended
                 main_done = True
                 self.stop_reason = mc.stop_reason
                 self._t_main = time.perf_counter()
-                analysis = self._with_models(mc, main)
-                emit(AnalysisUpdated(analysis))
+                analysis = self._with_models(main)
+                if analysis is not None:
+                    emit(AnalysisUpdated(analysis))
                 for progress in queued:
                     emit(progress)
             elif ev.result is not None:
@@ -282,30 +364,65 @@ class Session:
                     emit(progress)
                 else:
                     queued.append(progress)
+            elif ev.run.stop_reason in ("completed", "converged"):  # a sweep run ended: keep it
+                self.sweep_cache.put(keys[ev.run.md], sorted(per_md[ev.run.md], key=lambda r: r.index),
+                                     ev.run.stop_reason)
             if (self._listening and main_done and sweep and (ev.result is None or not decided)
                     and self._has_minimum(sweep, per_md)):
                 decided = True  # first when every MD has its minimum, then again as each MD ends
                 if not all(run.stop_reason for run in sweep.values()):
-                    emit(AnalysisUpdated(self._with_md(analysis, main, per_md, final=False)))
-        if not self._cancelled and not pool.cancelled:
+                    update = self._with_md(analysis, main, per_md, final=False)
+                    if update is not None:
+                        emit(AnalysisUpdated(update))
+        if not self._cancelled and not pool.cancelled and analysis is not None:
             self.analysis = self._with_md(analysis, main, per_md, final=True)
             emit(Finished(self.analysis))
             return self.analysis
         if not main_done:
             self.stop_reason = mc.stop_reason
-            analysis = self._with_models(mc, main)
-        elif sweep:
+            analysis = self._with_models(main)
+            if analysis is not None and analysis.decisions is not None:
+                analysis = self._with_note(analysis, "run cancelled before the MD sweep")
+        elif per_md and analysis is not None:
             analysis = self._with_note(analysis, "MD sweep cancelled", self._samples(main, per_md, landed_only=True))
         self.analysis = analysis
         emit(Cancelled(analysis))
         return analysis
 
-    def _with_models(self, mc: Any, results: list[Any]) -> Any:
+    def _prepare(self, mc: "MonteCarlo") -> None:
+        """What every analysis of this run reads and no trial changes (once per run)."""
+        from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
+
+        self._op_stats = mc.op_stats()
+        self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
+        self.prepared = mc.prepared
+        self._working_set: float | None = None
+        self._planned = mc.trials
+
+    def analysis_of(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]],
+                    elapsed: float = 0.0) -> "Analysis | None":
+        """The final analysis `run` would give for these trials: `main` at this session's MD,
+        `per_md` the sweep's at the other MDs (the MD decision needs every MD of `sweep_mds`).
+        For tests and pictures that must show fixed data whatever the simulator computes."""
+        from tuiprof.sim.montecarlo import MonteCarlo
+
+        self._prepare(MonteCarlo(self.trace, self.arch, trials=self.config.trials, seed=self.config.seed,
+                                 md=self.md, threads=1, prepared=self.prepared))
+        self._sweep_note = "" if self.config.sweep else "MD sweep not run"
+        self._t0 = time.perf_counter() - elapsed
+        self._t_main = time.perf_counter()
+        self.stop_reason = "completed"
+        self.analysis = self._with_md(self._with_models(main), main, per_md, final=True)
+        if self.analysis is not None:
+            self.analysis = dataclasses.replace(self.analysis, elapsed=elapsed)
+        return self.analysis
+
+    def _with_models(self, results: list["TrialResult"]) -> "Analysis | None":
         """The analysis of the main run's `results` with the models that need no sweep."""
         from tuiprof.model.decisions import decisions
 
         ordered = sorted(results, key=lambda r: r.index)
-        analysis = self._analyse(mc, ordered)
+        analysis = self._analyse(ordered)
         if analysis is None:
             return None
         stats = self._op_stats
@@ -313,15 +430,16 @@ class Session:
                                                                  stats.accesses, stats.requests_per_access))
 
     @staticmethod
-    def _with_note(analysis: Any, note: str, samples: tuple[Any, ...] = ()) -> Any:
+    def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
         return dataclasses.replace(analysis, decisions=dataclasses.replace(analysis.decisions, md_note=note,
                                                                            md_samples=samples))
 
-    def _has_minimum(self, sweep: dict[int, Any], per_md: dict[int, list[Any]]) -> bool:
+    def _has_minimum(self, sweep: dict[int, "MonteCarlo"], per_md: dict[int, list["TrialResult"]]) -> bool:
         """Every sweep MD has streamed its minimum trials (or all it will)."""
         return all(len(per_md[m]) >= run.min_trials or run.stop_reason for m, run in sweep.items())
 
-    def _samples(self, main: list[Any], per_md: dict[int, list[Any]], landed_only: bool = False) -> tuple[Any, ...]:
+    def _samples(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]],
+                 landed_only: bool = False) -> tuple["MdSample", ...]:
         """Paper 002's per-MD statistics (`md_sample`), MD by MD (`landed_only`: of the MDs with
         trials)."""
         from tuiprof.model.decisions import md_sample
@@ -329,7 +447,7 @@ class Session:
         tables = self._tables(main, per_md)
         return tuple(md_sample(m, tables[m], self.trace) for m in self.sweep_mds() if m in tables or not landed_only)
 
-    def _tables(self, main: list[Any], per_md: dict[int, list[Any]]) -> dict[int, Any]:
+    def _tables(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]]) -> dict[int, "np.ndarray"]:
         """`trial_table` of each MD's trials landed so far, in trial order (MDs with trials only)."""
         from tuiprof.model.decisions import trial_table
 
@@ -337,7 +455,7 @@ class Session:
         return {m: trial_table(sorted(runs[m], key=lambda r: r.index), self.trace, self.arch, self._op_stats.accesses)
                 for m in self.sweep_mds() if runs.get(m)}
 
-    def _sweep_runs(self, mc: Any) -> tuple[dict[int, Any], str]:
+    def _sweep_runs(self, mc: "MonteCarlo") -> tuple[dict[int, "MonteCarlo"], str]:
         """The sweep's runs (paper 002: MD = 1 .. the occupancy limit, the main run's MD reusing
         the main run), sharing the main run's preparation; or none and why."""
         if not self.config.sweep:
@@ -347,12 +465,14 @@ class Session:
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg, n = self.config, self.sweep_trial_count()
+        tolerance = cfg.tolerance if cfg.sweep_tolerance == "same" else cfg.sweep_tolerance
         return {m: MonteCarlo(self.trace, self.arch, trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
-                              tolerance=cfg.tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
+                              tolerance=tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
                               prepared=mc.prepared)
                 for m in self.sweep_mds() if m != self.md}, ""
 
-    def _with_md(self, analysis: Any, main: list[Any], per_md: dict[int, list[Any]], *, final: bool) -> Any:
+    def _with_md(self, analysis: "Analysis | None", main: list["TrialResult"], per_md: dict[int, list["TrialResult"]], *,
+                 final: bool) -> "Analysis | None":
         """`analysis` with paper 002's MD decision from the trials landed so far at every MD
         (`final`: each run's whole result set), or with the reason there is none."""
         from tuiprof.model.decisions import TRAFFIC, kernel_shape
@@ -385,14 +505,15 @@ class Session:
         note = "" if final else "MD decision so far: the sweep is still running"
         return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, md_note=note, **swept))
 
-    def _analyse(self, mc: Any, results: list[Any]) -> Any:
+    def _analyse(self, results: list["TrialResult"]) -> "Analysis | None":
         from tuiprof.model.analysis import analyse
 
         if not results:
             return None
         stats = self._op_stats
-        return analyse(self.trace.ops, self.arch, self.md, results, mc.trials, stats.accesses,
-                       stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0)
+        return analyse(self.trace.ops, self.arch, self.md, results, self._planned, stats.accesses,
+                       stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0,
+                       self._ideal)
 
     def sweep_mds(self) -> tuple[int, ...]:
         """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""

@@ -31,9 +31,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tuiprof.errors import TuiprofError
+
+if TYPE_CHECKING:
+    from tuiprof.model.analysis import Analysis
 
 HIT_RATES = (("l1_read", "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct"),
              ("l2_read", "lts__t_sector_op_read_hit_rate.pct"),
@@ -186,18 +189,18 @@ class Comparison:
         return self.low <= self.measured <= self.high
 
 
-def predicted_sectors_per_request(analysis: Any) -> float | None:
-    """Global-load sectors per request over the snapshot, weighting each op by its requests."""
-    sectors = requests = 0.0
+def predicted_sectors_per_request(analysis: "Analysis") -> float | None:
+    """Global-load sectors per request as Nsight Compute counts them (a request is one warp
+    instruction: l1tex__t_sectors / l1tex__t_requests), over the snapshot's global loads."""
+    sectors = accesses = 0.0
     for s in analysis.ops:
         if s.op.kind == "load" and s.op.space == "global" and s.warp_accesses:
-            r = s.warp_accesses * s.requests_per_access
-            requests += r
-            sectors += r * s.sectors_per_request
-    return sectors / requests if requests else None
+            accesses += s.warp_accesses
+            sectors += s.warp_accesses * s.sectors_per_access
+    return sectors / accesses if accesses else None
 
 
-def compare(analysis: Any, measured: dict[str, float]) -> list[Comparison]:
+def compare(analysis: "Analysis", measured: dict[str, float]) -> list[Comparison]:
     """Each measured key against the analysis's headline estimate (sectors per request has no
     spread: the snapshot's coalescing is exact, its interval is the value itself)."""
     out: list[Comparison] = []

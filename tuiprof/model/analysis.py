@@ -17,9 +17,11 @@ import numpy as np
 from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
+from tuiprof.model.pattern import ideal_sectors as ideal_full_warp
 from tuiprof.trace.model import StaticOp
 
-HEADLINES = ("l1_read", "l2_read", "l2_write")
+HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
+"""The kernel-wide hit ratios every view leads with (paper 000 Figs. 5-6), by key, with their names."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,14 @@ class OpStats:
     op: StaticOp
     warp_accesses: int
     requests_per_access: float
+    """L1 requests (distinct lines) per warp access."""
     sectors_per_request: float
+    """32 B sectors per L1 request (per line: 1 .. line / 32)."""
+    sectors_per_access: float
+    """Sectors per warp access: Nsight Compute's *sectors per request*, a request being one warp
+    instruction (4 at best for 32 lanes of 4 B, 32 at worst)."""
+    ideal_sectors: float
+    """The fewest sectors a warp access of this op could move (its active lanes' bytes)."""
     h1: Estimate
     h2: Estimate
     x: Estimate
@@ -71,20 +80,44 @@ class Analysis:
         """Ops sorted by cost, most expensive first (undefined last)."""
         return sorted(self.ops, key=lambda s: -s.cost if np.isfinite(s.cost) else np.inf)
 
+    def ranks(self) -> dict[int, str]:
+        """`L1`, `L2`, ... for loads and `S1`, ... for stores and atomics, each by cost (their
+        latency is mostly hidden from the warp, so they are ranked apart): the one numbering of
+        hot ops that the source pane, the drill-down and the report share. Ops without a cost
+        are not ranked."""
+        out: dict[int, str] = {}
+        seen = {"L": 0, "S": 0}
+        for s in self.by_cost():
+            if not (np.isfinite(s.cost) and s.cost > 0):
+                continue
+            k = "L" if s.op.kind == "load" else "S"
+            seen[k] += 1
+            out[s.op.id] = f"{k}{seen[k]}"
+        return out
 
-def _running_std(x: np.ndarray) -> np.ndarray:
-    out = np.full(max(0, x.size - 1), np.nan)
-    for n in range(2, x.size + 1):
-        v = x[:n]
-        v = v[~np.isnan(v)]
-        out[n - 2] = v.std(ddof=1) if v.size > 1 else np.nan
-    return out
+
+def running_std(x: np.ndarray) -> np.ndarray:
+    """Std (ddof=1) of the non-NaN values among the first n, for n = 2 .. len(x) (NaN while fewer
+    than two are defined): the convergence curve of paper 000 Fig. 7, in one pass."""
+    v = np.asarray(x, dtype=np.float64)
+    if v.size < 2:
+        return np.zeros(0)
+    ok = np.isfinite(v)
+    shift = v[ok][0] if ok.any() else 0.0          # centred sums: no cancellation for large means
+    d = np.where(ok, v - shift, 0.0)
+    n = np.cumsum(ok)
+    s, sq = np.cumsum(d), np.cumsum(d * d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (sq - s * s / np.maximum(n, 1)) / (n - 1)
+    out = np.where(n >= 2, np.sqrt(np.maximum(var, 0.0)), np.nan)
+    return out[1:]
 
 
 def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, planned: int,
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
-            elapsed: float) -> Analysis:
-    """Aggregate TrialResults (in trial order) into an Analysis."""
+            elapsed: float, ideal_sectors: np.ndarray | None = None) -> Analysis:
+    """Aggregate TrialResults (in trial order) into an Analysis. `ideal_sectors` per op (see
+    `tuiprof.model.pattern.ideal_sectors_per_op`) defaults to full warps."""
     T = len(results)
     is_load = np.array([o.kind == "load" for o in ops])
     lat = op_latency(results, ops, arch)
@@ -124,13 +157,18 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     if total > 0:
         np.divide(cost, total, out=share, where=np.isfinite(cost))
     stats = []
-    columns = zip(h1.T, h2.T, x.T, inverse.tolist(), np.asarray(accesses).tolist(),
-                  np.asarray(requests_per_access, dtype=np.float64).tolist(),
-                  np.asarray(sectors_per_request, dtype=np.float64).tolist(), cost.tolist(), share.tolist())
-    for j, (o, (c1, c2, cx, u, acc, rpa, spr, c, cs)) in enumerate(zip(ops, columns)):
+    rpa_all = np.asarray(requests_per_access, dtype=np.float64)
+    spr_all = np.asarray(sectors_per_request, dtype=np.float64)
+    if ideal_sectors is None:
+        ideal_sectors = np.array([ideal_full_warp(o.bytes) for o in ops])
+    columns = zip(h1.T, h2.T, x.T, inverse.tolist(), np.asarray(accesses).tolist(), rpa_all.tolist(),
+                  spr_all.tolist(), (rpa_all * spr_all).tolist(), np.asarray(ideal_sectors, dtype=np.float64).tolist(),
+                  cost.tolist(), share.tolist())
+    for j, (o, (c1, c2, cx, u, acc, rpa, spr, spa, ideal, c, cs)) in enumerate(zip(ops, columns)):
         samples[f"op{j}.h1"], samples[f"op{j}.h2"], samples[f"op{j}.x"] = c1, c2, cx
         e_h1, e_h2, e_x, e_tm, l1_share, l2_share, dram_share = per_kind[u]
         stats.append(OpStats(op=o, warp_accesses=int(acc), requests_per_access=rpa, sectors_per_request=spr,
+                             sectors_per_access=spa, ideal_sectors=ideal,
                              h1=e_h1, h2=e_h2, x=e_x, tm=e_tm, cost=c, cost_share=cs,
                              l1_share=l1_share, l2_share=l2_share, dram_share=dram_share))
     lat = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
@@ -144,5 +182,5 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     busy = float(sum(r.elapsed for r in results))
     return Analysis(trials=T, planned=planned, md=md, arch=arch.name, ops=tuple(stats), headline=headline,
                     samples=samples, tm=estimate(trial_tm, 0.0), dram_hist=(counts, edges),
-                    convergence={k: _running_std(v) for k, v in samples.items() if k in HEADLINES},
+                    convergence={k: running_std(samples[k]) for k in HEADLINES},
                     sm_requests=sm, elapsed=elapsed, requests_per_second=reqs / busy if busy > 0 else 0.0)

@@ -245,3 +245,29 @@ def decisions(trace: Trace, arch: Arch, md: int, results: Sequence, accesses: np
     traffic = mean_traffic(trial_table(results, trace, arch, accesses)[:, TRAFFIC])
     return Decisions(sm=sm_model(trace, arch, md), time=kernel_time(arch, shape, traffic, md),
                      bottleneck=bottleneck_model(trace, arch, md, results))
+
+
+def sm_list(sms: tuple[int, ...], limit: int = 12) -> str:
+    shown = ", ".join(str(s) for s in sms[:limit])
+    return shown + (f" and {len(sms) - limit} more" if len(sms) > limit else "")
+
+
+def summary(d: Decisions) -> list[str]:
+    """The decisions in plain words, most actionable first: the MD decision, the kernel time
+    and what bounds it (paper 004's MWP/CWP inside the timing model), paper 001's bottleneck and
+    paper 003's SM utilisation. The report's advice and the UI's model lines are these."""
+    out = []
+    if d.md is not None:
+        rng = (f" (range {d.md.gain_range[0]:+.0%} to {d.md.gain_range[1]:+.0%} over the sweep's trials and the "
+               f"uncertain departure delays and L2 bandwidth)") if d.md.gain_range else ""
+        out.append(d.md.advice + rng + "; " + d.md.apply)
+    k = d.time
+    out.append(f"kernel time (timing model): {1e6 * k.time_s:.1f} us, bound by {k.bound_label} (MWP "
+               f"{k.mwp.mwp:.1f}, CWP {k.mwp.cwp:.1f}, N {k.mwp.n:.0f} warps/SM)")
+    b = d.bottleneck
+    out.append(f"bottleneck: {b.bottleneck} (paper 001); removing it would leave {b.next_bottleneck}, "
+               f"{b.speedup_if_removed:.2f}x faster")
+    u = d.sm
+    idle = f", idle SMs {sm_list(u.idle_sms)}" if u.idle_sms else ""
+    out.append(f"SM utilisation ({u.source}, paper 003): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
+    return out

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import sys
-import threading
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-EXIT_GRACE = 0.5
-"""Seconds to let cancelled trials in flight finish after the app exits, before a hard exit."""
+if TYPE_CHECKING:
+    from tuiprof.session import RunConfig
 
 
-def run_app(target: str | Path, config: Any, theme: str | None = None) -> int:
+def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -> int:
     """Run the app on `target` until the user quits, a signal arrives (SIGINT 130, SIGTERM 143)
-    or the terminal goes away; then make sure no simulation thread keeps the process alive. A
-    trace that cannot be opened is printed as `error:`/`hint:` once the terminal is restored
-    (exit 2)."""
+    or the terminal goes away, then end the process at once with the app's status: trials in
+    flight (Numba, nogil) cannot be interrupted and nothing they compute is wanted, yet Python's
+    exit would join the trial pool's threads (seconds during an MD sweep) and then take another
+    second unloading Numba. The terminal is restored by then. A trace that cannot be opened is
+    printed as `error:`/`hint:` first (exit 2)."""
     from tuiprof.tui.app import TuiprofApp
     from tuiprof.tui.signals import SignalExit, exit_status, finish
 
@@ -31,10 +31,5 @@ def run_app(target: str | Path, config: Any, theme: str | None = None) -> int:
     if app.fatal is not None:
         print(app.fatal.render(), file=sys.stderr)
     rc = int(code or 0) if app.return_code is None else app.return_code
-    deadline = time.monotonic() + EXIT_GRACE
-    while time.monotonic() < deadline:
-        if not [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]:
-            return rc
-        time.sleep(0.02)
-    finish(rc)  # trials in flight (Numba, nogil) cannot be interrupted: leave without them
+    finish(rc)  # see the docstring: never wait for trials in flight, nor for Python's exit
     return rc

@@ -1,11 +1,13 @@
-"""The tuiprof Textual app: four panes over one Session (source, histogram, SMs, MD decision).
+"""The tuiprof Textual app: the annotated source, with the histogram, SM utilisation and model
+panes beside it when they fit after the source's lines (else as tabs), over one Session.
 
 Worker threads only post messages (`tuiprof.tui.messages`); the app owns every piece of state
-and repaints at most about ten times a second, whatever the rate of trials. The workers are
-daemon threads, not Textual thread workers: those run on asyncio's default executor, which the
-app waits for on exit (a cancelled run would keep the process alive, headless, until its last
-trial), and whose threads keep a reference to the last worker they ran (and so to its Session,
-its trials and its prepared trace) for as long as the app lives.
+and repaints at most about ten times a second, whatever the rate of trials. A rerun keeps the
+previous results on screen, dimmed, until the new ones arrive. The workers are daemon threads,
+not Textual thread workers: those run on asyncio's default executor, which the app waits for on
+exit (a cancelled run would keep the process alive, headless, until its last trial), and whose
+threads keep a reference to the last worker they ran (and so to its Session, its trials and its
+prepared trace) for as long as the app lives.
 """
 
 from __future__ import annotations
@@ -17,62 +19,106 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
 from textual.content import Content
+from textual.css.query import NoMatches
+from textual.filter import Monochrome, NoColor
 from textual.widgets import Footer, Input, Static
 
 from tuiprof.errors import TuiprofError
+from tuiprof.model.analysis import HEADLINES
 from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
                              TrialDone)
 from tuiprof.tui import format as fmt
+from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
-from tuiprof.tui.messages import ExportDone, LoadFailed, RecollectFailed, RunEvent, TraceLoaded
-from tuiprof.tui.metrics import HEADLINES, metric_keys, series
+from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, PatternsReady, RecollectFailed, RunEvent,
+                                  TraceLoaded)
+from tuiprof.tui.metrics import DEFAULT, METRICS, OP_PARTS, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
 from tuiprof.tui.panes.sm import SmPane
-from tuiprof.tui.panes.source import SourceView
+from tuiprof.tui.panes.source import CODE_WANT, SourceView
 from tuiprof.tui.screens.drill import DrillScreen
 from tuiprof.tui.screens.modals import ArchScreen, ErrorScreen, ExportScreen, HelpScreen, MdScreen
 from tuiprof.tui.text import MAX_MESSAGE, clean, file_part
 from tuiprof.tui.themes import DEFAULT_THEME, load_themes
 
+if TYPE_CHECKING:
+    from tuiprof.model.analysis import Analysis
+    from tuiprof.model.md import MdDecision
+    from tuiprof.model.pattern import AddressPattern
+    from tuiprof.session import Event
+    from tuiprof.trace.model import Trace
+
 REFRESH = 0.1
 """Seconds between repaints of the panes while a run streams in (about 10 per second)."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-PANES = (("source", "Source"), ("hist", "Histogram"), ("sm", "SMs"), ("md", "MD"))
+PANES = (("source", "Source"), ("hist", "Histogram"), ("sm", "SMs"), ("md", "Model"))
+RUNNING = ("preparing", "running", "sweep")
+MIN_SIDE = 36
+"""Columns the side panes need beside the source; with fewer left they become tabs."""
+MAX_SIDE = 96
+"""Columns the side panes take at most (the rest stays the source's)."""
+MIN_CODE = 40
+"""Code columns the layout always leaves the source when it has panes beside it."""
+MAX_TOLERANCE = 0.05
+"""The loosest tolerance `t` goes to (5 points of hit ratio)."""
+MAX_TRIALS, MIN_TRIALS = 4096, 4
 
 
-def spawn(name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+def spawn(name: str, target: Callable[..., None], *args: object) -> threading.Thread:
     """Run `target(*args)` on a daemon thread (see the module docstring for why not a worker)."""
     thread = threading.Thread(target=target, args=args, name=f"tuiprof-{name}", daemon=True)
     thread.start()
     return thread
 
 
+def side_width(width: int, gutter: int, longest: int) -> int:
+    """Columns for the side panes at terminal `width`: what is left after the gutter and the
+    source's longest line (up to CODE_WANT columns of it), at most MAX_SIDE; 0 when fewer than
+    MIN_SIDE are left (the panes are then tabs)."""
+    code = min(CODE_WANT, max(MIN_CODE, longest))
+    side = min(MAX_SIDE, width - gutter - code - 1)
+    return side if side >= MIN_SIDE else 0
+
+
+def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfig:
+    """`T` (more) and `t`: with a tolerance, halve (double) it and allow 4x (a quarter of) the
+    trials, since the confidence interval narrows as 1/sqrt(n); without one, double (halve) the
+    trials. The MD sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
+    pinned = dict(sweep_trials=config.sweep_trials or sweep_trials,
+                  sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
+    if config.tolerance:
+        tol = config.tolerance / 2 if more else min(MAX_TOLERANCE, config.tolerance * 2)
+        trials = min(MAX_TRIALS, config.trials * 4) if more else max(MIN_TRIALS, config.trials // 4)
+        return replace(config, tolerance=tol, trials=trials, **pinned)
+    trials = min(MAX_TRIALS, config.trials * 2) if more else max(MIN_TRIALS, config.trials // 2)
+    return replace(config, trials=trials, **pinned)
+
+
 class StatusBar(Static):
-    """One line: target, kernel, arch, MD, seed, the run's phase and the headline ratios."""
+    """One line: target, the run's phase, the headline ratios, then arch, MD, seed, tolerance,
+    the trace's backend and the kernel."""
 
     DEFAULT_CSS = "StatusBar { height: 1; background: $panel; color: $foreground; padding: 0 1; }"
 
 
 class TabStrip(Static):
-    """Below the width breakpoint the panes become tabs; this is their strip (1-4 or click)."""
+    """When the panes do not fit beside the source they become tabs; this is their strip (1-4 or click)."""
 
     DEFAULT_CSS = "TabStrip { height: 1; background: $panel; padding: 0 1; }"
 
 
 class TuiprofApp(App[int]):
-    """Annotated source, live Monte Carlo histogram, SM utilisation and MD decision of a trace."""
+    """Annotated source, live Monte Carlo histogram, SM utilisation and the model pane of a trace."""
 
     TITLE = "tuiprof"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     COMMANDS = App.COMMANDS | {TuiprofCommands}
     CSS = """
     #body { height: 1fr; }
@@ -80,76 +126,68 @@ class TuiprofApp(App[int]):
     #side { height: 1fr; border-left: vkey $panel; }
     #search { display: none; dock: bottom; height: 3; }
     #search.-open { display: block; }
-    #hist { height: 1fr; min-height: 10; }
+    #hist { height: 1fr; min-height: 8; }
     #sm { border-top: hkey $panel; }
     #md { border-top: hkey $panel; }
-    Screen.-wide #tabs { display: none; }
-    Screen.-wide #side { width: 42%; max-width: 96; }
-    Screen.-narrow #body { layout: vertical; }
-    Screen.-narrow #side { width: 100%; border-left: none; }
-    Screen.-narrow #side > * { height: 1fr; border-top: none; max-height: 100%; }
-    Screen.-narrow #body.-source #side { display: none; }
-    Screen.-narrow #body.-hist #left, Screen.-narrow #body.-sm #left, Screen.-narrow #body.-md #left { display: none; }
-    Screen.-narrow #body.-hist #sm, Screen.-narrow #body.-hist #md { display: none; }
-    Screen.-narrow #body.-sm #hist, Screen.-narrow #body.-sm #md { display: none; }
-    Screen.-narrow #body.-md #hist, Screen.-narrow #body.-md #sm { display: none; }
+    Screen.-split #tabs { display: none; }
+    Screen.-split #sm { max-height: 12; }
+    Screen.-split.-zoom #side { display: none; }
+    Screen.-tabs #body { layout: vertical; }
+    Screen.-tabs #side { width: 100%; border-left: none; }
+    Screen.-tabs #side > * { height: 1fr; border-top: none; max-height: 100%; }
+    Screen.-tabs #body.-source #side { display: none; }
+    Screen.-tabs #body.-hist #left, Screen.-tabs #body.-sm #left, Screen.-tabs #body.-md #left { display: none; }
+    Screen.-tabs #body.-hist #sm, Screen.-tabs #body.-hist #md { display: none; }
+    Screen.-tabs #body.-sm #hist, Screen.-tabs #body.-sm #md { display: none; }
+    Screen.-tabs #body.-md #hist, Screen.-tabs #body.-md #sm { display: none; }
     """
-    BINDINGS = [
-        Binding("q", "quit", "Quit", tooltip="Quit (cancels the run)", id="quit"),
-        Binding("question_mark", "help", "Help", tooltip="This list of keys", key_display="?", id="help"),
-        Binding("r", "rerun", "Rerun", tooltip="Rerun with a new seed (seed + 1), cancelling any run in progress", id="rerun"),
-        Binding("c", "cancel_run", "Cancel run", tooltip="Cancel the run after the trials in flight", show=False, id="cancel"),
-        Binding("t", "trials(-1)", "Fewer trials", tooltip="Halve the trial count and rerun", key_display="t", id="trials-fewer"),
-        Binding("T", "trials(1)", "More trials", tooltip="Double the trial count and rerun", key_display="T", id="trials-more"),
-        Binding("a", "arch", "Arch", tooltip="GPU model: presets and what-if L1/L2 size and associativity", id="arch"),
-        Binding("m", "md", "MD", tooltip="Choose the MD (CTAs per SM) and rerun at it", id="md"),
-        Binding("n", "hot(1)", "Next hot", tooltip="Next load by cost (hottest first)", id="hot-next"),
-        Binding("N", "hot(-1)", "Prev hot", tooltip="Previous load by cost", show=False, id="hot-prev"),
-        Binding("slash", "search", "Search", tooltip="Search the source (enter: next match, esc: close)", key_display="/", id="search"),
-        Binding("right_square_bracket", "metric(1)", "Metric", tooltip="Next histogram metric (kernel L1/L2 ratios, the op's H1/H2/X)", key_display="]", id="metric-next"),
-        Binding("left_square_bracket", "metric(-1)", "Prev metric", tooltip="Previous histogram metric", key_display="[", show=False,
-                id="metric-prev"),
-        Binding("e", "export", "Export", tooltip="Export the report (.txt, .md or .json)", id="export"),
-        Binding("R", "recollect", "Recollect", tooltip="Recollect the trace from a .cu source (only for .cu targets)", key_display="R", show=False, id="recollect"),
-        Binding("1", "pane('source')", "Source pane", show=False, id="pane-source"),
-        Binding("2", "pane('hist')", "Histogram pane", show=False, id="pane-hist"),
-        Binding("3", "pane('sm')", "SM pane", show=False, id="pane-sm"),
-        Binding("4", "pane('md')", "MD pane", show=False, id="pane-md"),
-    ]
+    BINDINGS = bindings()
 
     def __init__(self, target: str | Path | None = None, config: RunConfig | None = None, *,
-                 theme: str | None = None, session: Session | None = None, analysis: Any = None,
+                 theme: str | None = None, session: Session | None = None, analysis: "Analysis | None" = None,
                  show_timing: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         """Open `target` (a .tptrace path or a demo name) and run it under `config`; or show a
         given `session` with a finished `analysis` (no run starts: r reruns), as tests do."""
         super().__init__()
+        if self.no_color:  # NO_COLOR means no colour at all, not Textual's greys (no-color.org)
+            self._filters = [NoColor() if isinstance(f, Monochrome) else f for f in self._filters]
         self.target = str(target) if target is not None else (str(session.path) if session else "")
         self.config = config or (session.config if session else RunConfig())
         self.theme_name = theme or DEFAULT_THEME
         self.session: Session | None = session
-        self.trace: Any = session.trace if session else None
+        self.trace: "Trace | None" = session.trace if session else None
         self.path: Path | None = session.path if session else None
-        self.analysis: Any = analysis
-        self._pending: Any = None
+        self.analysis: "Analysis | None" = analysis
+        self._pending: "Analysis | None" = None
         self.generation = 0
         self.phase = "done" if analysis is not None else "loading"
         self.trials_done = analysis.trials if analysis is not None else 0
         self.planned = analysis.planned if analysis is not None else self.config.trials
         self.sweep: SweepProgress | None = None
-        self.metric = "l1_read"
+        self.metric = DEFAULT
         self.pane = "source"
+        self.zoom = False
+        self.stale = False
+        """The panes show the previous run's results (dimmed) while a rerun computes."""
+        self.previous_md: "MdDecision | None" = None
+        """The previous run's MD decision, shown while a rerun's sweep computes."""
+        self.compiles: bool | None = None
+        """Whether this run's first trial compiles the simulator (None: not known yet)."""
+        self.cancelling = False
+        """`c` was pressed: the run stops after the trials in flight (its Cancelled event follows)."""
+        self.patterns: dict[int, "AddressPattern"] | None = None
+        self._patterns_asked = False
         self.show_timing = show_timing
         self.clock = clock
         self.t_start = clock()
         self.t_first_update: float | None = None
         self.error: TuiprofError | None = None
         self.fatal: TuiprofError | None = None
+        """Why the target could not be opened: quitting then exits 2 and prints it."""
         self._keep_line = 0
         """The source line to return to after a recollect (0: none pending)."""
-        """Why the target could not be opened: quitting then exits 2 and prints it."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self._spin = 0
-        self._autorun = session is None
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -172,6 +210,7 @@ class TuiprofApp(App[int]):
             self.register_theme(theme)
         self.theme = self.theme_name
         self.set_interval(REFRESH, self._tick)
+        self._layout()
         self._render_tabs()
         if self.session is not None:
             self._show_trace()
@@ -179,6 +218,30 @@ class TuiprofApp(App[int]):
         else:
             self._load(self.target, self.config)
         self.query_one(SourceView).focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._layout()
+
+    @property
+    def split(self) -> bool:
+        """The side panes sit beside the source (else they are tabs)."""
+        return bool(self.screen_stack) and self.screen_stack[0].has_class("-split")
+
+    def _layout(self) -> None:
+        """Split or tabs, and the side panes' width: the source gets its lines first."""
+        if not self.screen_stack:
+            return
+        main = self.screen_stack[0]
+        try:
+            view = main.query_one(SourceView)
+        except NoMatches:
+            return
+        side = side_width(self.size.width, view.gutter_width, view.longest)
+        main.set_class(side > 0, "-split")
+        main.set_class(side == 0, "-tabs")
+        main.set_class(self.zoom, "-zoom")
+        main.query_one("#side").styles.width = side + 1 if side else None  # + its left border; tabs: the CSS's
+        self._render_tabs()
 
     # --- loading and runs -------------------------------------------------------------------
 
@@ -197,9 +260,12 @@ class TuiprofApp(App[int]):
         self.post_message(TraceLoaded(session))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
+        fresh = message.session.trace is not self.trace
         self.session = message.session
         self.trace, self.path = message.session.trace, message.session.path
-        self._show_trace()
+        if fresh:
+            self.analysis, self.patterns, self._patterns_asked = None, None, False
+            self._show_trace()
         if self._keep_line:
             self.query_one(SourceView).go_to_line(self._keep_line)
             self._keep_line = 0
@@ -214,26 +280,44 @@ class TuiprofApp(App[int]):
     def _show_trace(self) -> None:
         """Put the trace's kernel source (the file with most ops) in the source pane."""
         trace = self.trace
+        if trace is None:
+            return
         per_file = Counter(o.file for o in trace.ops)
         counts = {s.name: per_file.get(s.name, 0) for s in trace.sources}
         name = max(counts, key=lambda n: counts[n]) if counts else trace.sources[0].name
-        if not any(counts.values()):
-            ops = list(trace.ops)
-        else:
-            ops = [o for o in trace.ops if o.file == name]
+        ops = list(trace.ops) if not any(counts.values()) else [o for o in trace.ops if o.file == name]
         self.query_one(SourceView).set_source(name, trace.source_text(name), ops)
+        self._layout()
+        if self.analysis is not None:
+            self._start_patterns()
+
+    def _start_patterns(self) -> None:
+        """The ops' address patterns (for the reason words), on a thread, once per trace: after the
+        first analysis, so that they never delay the first histogram."""
+        if self.patterns is None and self.session is not None and not self._patterns_asked:
+            self._patterns_asked = True
+            spawn("patterns", self._patterns_thread, self.session)
+
+    def _patterns_thread(self, session: Session) -> None:
+        self.post_message(PatternsReady(session, session.patterns()))
+
+    def on_patterns_ready(self, message: PatternsReady) -> None:
+        if self.session is None or message.session.trace is not self.trace:
+            return
+        self.patterns = message.patterns
+        self.query_one(SourceView).set_patterns(message.patterns, message.session.arch.l1.line)
 
     def start_run(self, config: RunConfig, session: Session | None = None) -> bool:
-        """Cancel any run in progress and start one under `config`; False when the configuration
-        is rejected (shown as an error)."""
+        """Cancel any run in progress and start one under `config`, keeping the results shown
+        (dimmed) until the new run's first arrive; False when the configuration is rejected
+        (shown as an error)."""
         if self.trace is None:
             self.notify("The trace is still loading.", severity="warning")
             return False
-        old = self.session if self.phase in ("preparing", "running", "sweep") else None
+        old = self.session if self.phase in RUNNING else None
         if session is None:
             try:
-                reuse = self.session.prepared if self.session is not None else None
-                session = Session(self.trace, config, self.path, prepared=reuse)
+                session = Session(self.trace, config, self.path, previous=self.session)
             except TuiprofError as exc:
                 self.push_screen(ErrorScreen(exc, "this run cannot start"))
                 return False
@@ -241,7 +325,12 @@ class TuiprofApp(App[int]):
             old.cancel()
         self.generation += 1
         self.session, self.config = session, config
-        self.analysis, self._pending, self.sweep, self.error = None, None, None, None
+        shown = self.analysis if self.analysis is not None else self._pending
+        self.stale = shown is not None
+        self.analysis, self._pending = shown, None
+        if shown is not None and shown.decisions is not None and shown.decisions.md is not None:
+            self.previous_md = shown.decisions.md
+        self.sweep, self.error, self.compiles, self.cancelling = None, None, None, False
         self.trials_done, self.planned = 0, config.trials
         self.phase = "preparing"
         self.t_start = self.clock()
@@ -250,10 +339,15 @@ class TuiprofApp(App[int]):
         return True
 
     def _run(self, session: Session, generation: int) -> None:
-        """(On a daemon thread) run `session`, posting each of its events."""
-        def on_event(event: Any) -> None:
+        """(On a daemon thread) say whether the simulator compiles first, then run `session`,
+        posting each of its events."""
+        def on_event(event: "Event") -> None:
             self.post_message(RunEvent(generation, event))
 
+        try:
+            self.post_message(Compiling(generation, session.compiles()))
+        except Exception:  # only a hint for the status bar: never stop the run for it
+            pass
         try:
             session.run(on_event)
         except TuiprofError:
@@ -263,6 +357,11 @@ class TuiprofApp(App[int]):
         finally:
             session.release()
 
+    def on_compiling(self, message: Compiling) -> None:
+        if message.generation == self.generation:
+            self.compiles = message.compiles
+            self._render_status()
+
     def on_run_event(self, message: RunEvent) -> None:
         if message.generation != self.generation:
             return  # a cancelled run's late event
@@ -271,7 +370,7 @@ class TuiprofApp(App[int]):
         except NoMatches:  # the app is closing: its panes are gone
             pass
 
-    def _handle(self, e: Any) -> None:
+    def _handle(self, e: "Event") -> None:
         if isinstance(e, TrialDone):
             self.trials_done, self.planned = e.done, e.planned
             self.phase = "running"
@@ -283,12 +382,14 @@ class TuiprofApp(App[int]):
         elif isinstance(e, Finished):
             self._pending = e.analysis
             self.phase = "done"
+            self.previous_md = None
             self._apply_pending()  # the last analysis shows with the "done" status, not a tick later
         elif isinstance(e, Cancelled):
             if e.analysis is not None:
                 self._pending = e.analysis
             self.phase = "cancelled"
             self._apply_pending()
+            self._update_md()
         elif isinstance(e, Failed):
             self.phase = "failed"
             self.error = e.error
@@ -304,11 +405,12 @@ class TuiprofApp(App[int]):
 
     def _apply_pending(self) -> None:
         if self._pending is not None:
-            self.analysis, self._pending = self._pending, None
+            self.analysis, self._pending, self.stale = self._pending, None, False
             if self.t_first_update is None:
                 self.t_first_update = self.clock() - self.t_start
             self._update_views()
-        elif self.phase in ("loading", "preparing", "running", "sweep"):
+            self._start_patterns()
+        elif self.phase in ("loading", *RUNNING):
             self._spin += 1
             self._render_status()
             if self.phase == "sweep":
@@ -317,11 +419,14 @@ class TuiprofApp(App[int]):
     # --- views ------------------------------------------------------------------------------
 
     def _update_views(self) -> None:
-        self.query_one(SourceView).set_analysis(self.analysis)
+        self.query_one(SourceView).set_analysis(self.analysis, self.stale)
         self._update_hist()
         d = self.analysis.decisions if self.analysis is not None else None
         waiting = "waiting for the main run…" if self.phase != "failed" else "no result: the run failed"
-        self.query_one(SmPane).show(d.sm if d is not None else None, waiting)
+        sm = self.query_one(SmPane)
+        sm.show(d.sm if d is not None else None, waiting)
+        for pane in (sm, self.query_one(HistogramView), self.query_one(MdPane)):
+            pane.set_class(self.stale, "-stale")
         self._update_md()
         self._render_status()
         screen = self.screen
@@ -330,17 +435,25 @@ class TuiprofApp(App[int]):
 
     def _update_md(self) -> None:
         d = self.analysis.decisions if self.analysis is not None else None
-        self.query_one(MdPane).show(d, self.sweep, self.session.md if self.session else None)
+        previous = self.previous_md if d is None or d.md is None else None
+        self.query_one(MdPane).show(d, self.sweep, self.session.md if self.session else None, self.phase, previous)
+
+    def histogram_op(self) -> int | None:
+        """The op whose X/H1/H2 the histogram shows: the one under the cursor, else L1."""
+        view = self.query_one(SourceView)
+        if view.current_op is not None:
+            return view.current_op
+        order = view.loads_by_cost()
+        return order[0] if order else None
 
     def _update_hist(self) -> None:
-        keys = metric_keys(self.query_one(SourceView).current_op)
-        if self.metric not in keys:
-            self.metric = keys[0]
         measured = self.trace.provenance.measured if self.trace is not None else {}
+        running = "waiting for the first trial…"
+        if self.phase == "preparing" and self.compiles:
+            running = "waiting for the first trial (compiling the simulator for this GPU first, once)…"
         empty = {"loading": "loading the trace…", "failed": "no result: the run failed",
-                 "cancelled": "cancelled before the first trial"}.get(
-            self.phase, "waiting for the first trial (the first run compiles the simulator)…")
-        self.query_one(HistogramView).show(series(self.analysis, self.metric, measured), empty)
+                 "cancelled": "cancelled before the first trial"}.get(self.phase, running)
+        self.query_one(HistogramView).show(series(self.analysis, self.metric, self.histogram_op(), measured), empty)
 
     def _render_status(self) -> None:
         """Phase first (it changes), then the headline ratios, then what is simulated."""
@@ -349,10 +462,14 @@ class TuiprofApp(App[int]):
                                          (clean(Path(self.target).name or self.target), "bold"), (" │ ", "$text-muted")]
         spin = SPINNER[self._spin % len(SPINNER)]
         elapsed = f" {self.clock() - self.t_start:.0f}s" if self.show_timing else ""
-        if self.phase == "loading":
+        if self.cancelling and self.phase in RUNNING:
+            parts.append((f"■ cancelling at {self.trials_done}/{self.planned} (trials in flight end in the "
+                          "background)…", "bold $text-warning"))
+        elif self.phase == "loading":
             parts.append((f"{spin} loading the trace…{elapsed}", ""))
         elif self.phase == "preparing":
-            parts.append((f"{spin} preparing the simulator (the first run compiles it)…{elapsed}", ""))
+            what = "compiling the simulator (first run on this GPU geometry)" if self.compiles else "preparing the simulator"
+            parts.append((f"{spin} {what}…{elapsed}", ""))
         elif self.phase == "running":
             parts.append((f"{spin} trial {self.trials_done}/{self.planned}", "bold"))
         elif self.phase == "sweep" and self.sweep is not None:
@@ -369,12 +486,13 @@ class TuiprofApp(App[int]):
         a = self.analysis
         if a is not None:
             h = a.headline
-            parts += [(" │ L1 ", "$text-muted"), (fmt.pct(h["l1_read"].mean, 1), "bold"),
-                      (" L2 ", "$text-muted"), (fmt.pct(h["l2_read"].mean, 1), "bold")]
+            dim = "$text-muted" if self.stale else "bold"
+            parts += [(" │ L1 ", "$text-muted"), (fmt.pct(h["l1_read"].mean, 1), dim),
+                      (" L2 ", "$text-muted"), (fmt.pct(h["l2_read"].mean, 1), dim)]
         if s is not None:
-            over = "*" if s.config.overrides else ""
-            parts.append((f" │ {clean(s.arch.name)}{over} · MD {s.md} · seed {s.config.seed} · {s.config.trials} trials"
-                          f" · {clean(s.trace.launch.kernel)}", "$text-muted"))
+            tol = f" · ±{100 * s.config.tolerance:g} pts" if s.config.tolerance else ""
+            parts.append((f" │ {clean(s.arch.name)} · MD {s.md} · seed {s.config.seed}{tol}"
+                          f" · {clean(s.trace.provenance.backend)} trace · {clean(s.trace.launch.kernel)}", "$text-muted"))
         self.query_one(StatusBar).update(Content.assemble(*parts))
 
     def _render_tabs(self) -> None:
@@ -385,13 +503,14 @@ class TuiprofApp(App[int]):
                 parts.append(Content.styled(f"▸{text}", "bold reverse"))
             else:
                 parts.append(Content.from_markup(f"[@click=app.pane('{key}')] {text}[/]"))
-        self.query_one(TabStrip).update(Content("│").join(parts))
+        try:
+            self.query_one(TabStrip).update(Content("│").join(parts))
+        except NoMatches:
+            pass
 
     # --- events from the panes --------------------------------------------------------------
 
     def on_source_view_cursor_moved(self, message: SourceView.CursorMoved) -> None:
-        if "." in self.metric and message.op is not None:
-            self.metric = f"op{message.op}.{self.metric.split('.', 1)[1]}"
         self._update_hist()
 
     def on_source_view_drill_requested(self, message: SourceView.DrillRequested) -> None:
@@ -400,7 +519,7 @@ class TuiprofApp(App[int]):
     def open_drill(self, op: int) -> None:
         if self.trace is None or self.session is None:
             return
-        self.push_screen(DrillScreen(op, self.analysis, self.trace, self.session.arch))
+        self.push_screen(DrillScreen(op, self.analysis, self.session, self.patterns))
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
@@ -414,7 +533,7 @@ class TuiprofApp(App[int]):
             view.cursor = max(0, view.cursor - 1)
             view.search(event.value)
 
-    def on_key(self, event: Any) -> None:
+    def on_key(self, event: events.Key) -> None:
         search = self.query_one("#search", Input)
         if event.key == "escape" and search.has_class("-open"):
             search.remove_class("-open")
@@ -422,6 +541,18 @@ class TuiprofApp(App[int]):
             event.stop()
 
     # --- actions ----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Which actions are available now: True shown, None shown dimmed (not now), False hidden."""
+        if action == "cancel_run":
+            return True if self.phase in RUNNING else None
+        if action == "export":
+            return True if self.analysis is not None else None
+        if action in ("rerun", "precision", "arch", "md"):
+            return True if self.trace is not None and self.session is not None else None
+        if action == "zoom":
+            return True if self.split or self.zoom else None
+        return True
 
     async def action_quit(self) -> None:
         self.cancel_everything()
@@ -452,20 +583,27 @@ class TuiprofApp(App[int]):
     def action_rerun(self) -> None:
         """New seed (seed + 1), same everything else; cancels the run in progress."""
         if self.start_run(replace(self.config, seed=self.config.seed + 1)):
-            self.notify(f"rerun with seed {self.config.seed}", timeout=2)
+            self.notify(f"rerun with seed {self.config.seed} (the previous results stay, dimmed, until the new ones "
+                        "arrive)", timeout=2)
 
     def action_cancel_run(self) -> None:
-        if self.session is not None and self.phase in ("preparing", "running", "sweep"):
+        if self.session is not None and self.phase in RUNNING:
             self.session.cancel()
-            self.notify("cancelling after the trials in flight…", timeout=2)
+            self.cancelling = True
+            self._render_status()
 
-    def action_trials(self, step: int) -> None:
-        n = fmt.trial_count_steps(self.config.trials, step > 0)
-        if n == self.config.trials:
-            self.notify(f"already at {n} trials", severity="warning", timeout=2)
+    def action_precision(self, step: int) -> None:
+        """T: a tighter tolerance (more precision), t: a looser one; then rerun."""
+        if self.session is None:
             return
-        if self.start_run(replace(self.config, trials=n)):
-            self.notify(f"rerun with {n} trials", timeout=2)
+        config = precision_step(self.config, self.session.sweep_trial_count(), step > 0)
+        if config == self.config:
+            self.notify(f"already at {config.trials} trials", severity="warning", timeout=2)
+            return
+        if self.start_run(config):
+            what = (f"to ±{100 * config.tolerance:g} points (95% CI), up to {config.trials} trials"
+                    if config.tolerance else f"with {config.trials} trials")
+            self.notify(f"rerun {what}", timeout=3)
 
     def action_arch(self) -> None:
         from tuiprof.arch.presets import load_arch, preset_names
@@ -489,7 +627,7 @@ class TuiprofApp(App[int]):
 
         def chosen(md: int | None) -> None:
             if md is not None and self.start_run(replace(self.config, md=md)):
-                self.notify(f"rerun at MD {md}", timeout=2)
+                self.notify(f"rerun at MD {md} (the sweep's other MDs come from its cache)", timeout=2)
 
         self.push_screen(MdScreen(self.session.occupancy.ctas_per_sm, self.session.md, d), chosen)
 
@@ -499,6 +637,11 @@ class TuiprofApp(App[int]):
         elif self.pane != "source":
             self.action_pane("source")
 
+    def action_drill(self) -> None:
+        op = self.query_one(SourceView).current_op
+        if op is not None:
+            self.open_drill(op)
+
     def action_search(self) -> None:
         self.action_pane("source")
         search = self.query_one("#search", Input)
@@ -506,10 +649,14 @@ class TuiprofApp(App[int]):
         search.focus()
 
     def action_metric(self, step: int) -> None:
-        keys = metric_keys(self.query_one(SourceView).current_op)
-        i = keys.index(self.metric) if self.metric in keys else 0
-        self.metric = keys[(i + step) % len(keys)]
+        i = METRICS.index(self.metric) if self.metric in METRICS else 0
+        self.metric = METRICS[(i + step) % len(METRICS)]
         self._update_hist()
+
+    def action_zoom(self) -> None:
+        self.zoom = not self.zoom
+        self._layout()
+        self.refresh_bindings()
 
     def action_pane(self, pane: str) -> None:
         body = self.query_one("#body")
@@ -548,29 +695,41 @@ class TuiprofApp(App[int]):
         self._keep_line = 0
         self.push_screen(ErrorScreen(message.error, "recollecting failed; the results shown are the previous ones"))
 
+    def export_name(self) -> str:
+        """The export's default file name: kernel, arch, MD and seed, in characters that are no
+        glob or shell special (a what-if arch's * becomes "whatif")."""
+        s = self.session
+        if s is None:
+            return "tuiprof-report.txt"
+        arch = file_part(s.arch.name.replace("*", "-whatif"))
+        return f"tuiprof-{file_part(s.trace.launch.kernel)}-{arch}-md{s.md}-seed{self.config.seed}.txt"
+
     def action_export(self) -> None:
         if self.session is None or self.analysis is None:
             self.notify("nothing to export before the first trial", severity="warning")
             return
-        kernel = file_part(self.session.trace.launch.kernel)
-        arch = file_part(self.session.arch.name)
-        default = f"tuiprof-{kernel}-{arch}-md{self.session.md}-seed{self.config.seed}.txt"
 
         def chosen(path: Path | None) -> None:
             if path is not None:
                 self.export(path)
 
-        self.push_screen(ExportScreen(default), chosen)
+        self.push_screen(ExportScreen(self.export_name()), chosen)
 
     def export(self, path: Path) -> None:
         """Write the report of the current session and analysis (format from the suffix) on a
         daemon thread: a FIFO or a slow disk must not freeze the UI, and any failure (a name too
-        long, a folder that is a file, a full disk) is a modal, never the end of the session."""
+        long, a folder that is a file, a full disk) is a modal, never the end of the session.
+        During a run the report is the partial one so far, and says so."""
         if self.session is None or self.analysis is None:
             return
-        spawn("export", self._export, self.session, self.analysis, str(path))
+        partial = ""
+        if self.phase in RUNNING or self.stale:
+            partial = f"{self.analysis.trials}/{self.analysis.planned} trials"
+            if self.stale:
+                partial = "the previous run's results"
+        spawn("export", self._export, self.session, self.analysis, str(path), partial)
 
-    def _export(self, session: Session, analysis: Any, path: str) -> None:
+    def _export(self, session: Session, analysis: "Analysis", path: str, partial: str) -> None:
         from tuiprof.output import write_output
         from tuiprof.report import document, render
         from tuiprof.session import input_files
@@ -578,7 +737,7 @@ class TuiprofApp(App[int]):
         try:
             fmt_name = {".json": "json", ".md": "md"}.get(Path(path).suffix.lower(), "text")
             inputs = input_files(session.path or self.target, session.config)  # never written over
-            write_output(render(document(session, analysis), fmt_name), path, protect=inputs)
+            write_output(render(document(session, analysis, partial=bool(partial)), fmt_name), path, protect=inputs)
         except TuiprofError as exc:
             self.post_message(ExportDone(path, exc))
         except Exception as exc:  # OSError and the like: still one message, the app lives on
@@ -586,62 +745,51 @@ class TuiprofApp(App[int]):
             self.post_message(ExportDone(path, TuiprofError(f"cannot write {path}: {reason}",
                                                             "choose another name or folder")))
         else:
-            self.post_message(ExportDone(path, None))
+            self.post_message(ExportDone(path, None, partial))
 
     def on_export_done(self, message: ExportDone) -> None:
         if message.error is not None:
             self.push_screen(ErrorScreen(message.error, "export failed"))
+        elif message.partial:
+            self.notify(f"partial report ({message.partial}; the run goes on) written to "
+                        f"{clean(message.path, MAX_MESSAGE)}", timeout=4, markup=False)
         else:
             self.notify(f"report written to {clean(message.path, MAX_MESSAGE)}", timeout=3, markup=False)
 
     # --- help and palette -------------------------------------------------------------------
 
     def key_groups(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """Every binding, grouped, for the help screen."""
-        def rows(bindings: Iterable[Any]) -> list[tuple[str, str]]:
-            out = []
-            for b in bindings:
-                key = b.key_display or ", ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(","))
-                out.append((key, b.tooltip or b.description))
-            return out
+        """Every key, grouped, for the help screen: the action registry, then the source pane's
+        movement keys and the drill-down's."""
+        def key(b: Binding) -> str:
+            return b.key_display or ", ".join(self.get_key_display(Binding(k, "")) for k in b.key.split(","))
 
-        app = [b for b in self.BINDINGS if isinstance(b, Binding)]
-        return [
-            ("Runs", rows(b for b in app if b.id in ("rerun", "cancel", "trials-fewer", "trials-more", "arch", "md",
-                                                     "recollect", "export"))),
-            ("Navigation", rows(b for b in app if b.id in ("hot-next", "hot-prev", "search", "metric-next",
-                                                           "metric-prev", "pane-source", "pane-hist", "pane-sm",
-                                                           "pane-md"))
-             + rows(SourceView.BINDINGS)),
-            ("Drill-down", rows(DrillScreen.BINDINGS)),
-            ("App", rows(b for b in app if b.id in ("help", "quit")) + [("ctrl+p", "Command palette")]),
-        ]
+        groups: list[tuple[str, list[tuple[str, str]]]] = []
+        for group in GROUPS:
+            rows = [(key(a.binding()), a.help) for a in ACTIONS if a.group == group]
+            if group == "Navigation":
+                rows += [(key(b), b.tooltip or b.description) for b in SourceView.BINDINGS
+                         if isinstance(b, Binding) and b.id != "source.drill"]
+            if group == "App":
+                rows.append(("ctrl+p", "Command palette (tuiprof's commands, themes)"))
+            groups.append((group, rows))
+        groups.insert(2, ("Drill-down", [(key(b), b.tooltip or b.description) for b in DrillScreen.BINDINGS
+                                         if isinstance(b, Binding)]))
+        return groups
 
-    def palette_commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
-        """(name, help, callback) of tuiprof's commands for the command palette."""
-        cmds: list[tuple[str, str, Callable[[], Any]]] = [
-            ("Rerun with a new seed", "r: cancel any run and start again with seed + 1", self.action_rerun),
-            ("Cancel the run", "c: stop after the trials in flight", self.action_cancel_run),
-            ("More trials", "T: double the trial count and rerun", partial(self.action_trials, 1)),
-            ("Fewer trials", "t: halve the trial count and rerun", partial(self.action_trials, -1)),
-            ("Choose the GPU model", "a: presets and what-if L1/L2 edits", self.action_arch),
-            ("Choose the MD", "m: resident CTAs per SM, and rerun", self.action_md),
-            ("Export the report", "e: text, Markdown or JSON", self.action_export),
-            ("Jump to the hottest load", "n: loads by cost", partial(self.action_hot, 1)),
-            ("Drill into the load under the cursor", "enter", self._drill_current),
-            ("Keys", "?: every key", self.action_help),
-        ]
-        for key, title in HEADLINES.items():
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(name, help, callback) of tuiprof's commands available now, for the command palette."""
+        cmds: list[tuple[str, str, Callable[[], object]]] = []
+        for a in ACTIONS:
+            if not a.palette or not self.check_action(a.action.split("(")[0], ()):
+                continue
+            cmds.append((a.palette, f"{a.key_display or a.keys}: {a.help}",
+                         partial(self.run_action, a.action)))
+        for key in METRICS:
+            title = OP_PARTS.get(key) or f"{HEADLINES[key]} · kernel"
             cmds.append((f"Histogram: {title}", "[ ] cycle the metrics", partial(self._set_metric, key)))
-        for key, label in PANES:
-            cmds.append((f"Show the {label} pane", "1-4 below 120 columns", partial(self.action_pane, key)))
         return cmds
 
     def _set_metric(self, key: str) -> None:
         self.metric = key
         self._update_hist()
-
-    def _drill_current(self) -> None:
-        op = self.query_one(SourceView).current_op
-        if op is not None:
-            self.open_drill(op)

@@ -1,4 +1,5 @@
-"""Plain-text formatting shared by the panes: percentages, cycles, bars and sparklines.
+"""Plain-text formatting shared by the panes: percentages, cycles, bars and sparklines (units as
+`tuiprof.units` writes them).
 
 Every figure is drawn with a glyph *and* a number, so nothing depends on colour (NO_COLOR).
 """
@@ -9,6 +10,8 @@ import math
 from typing import Sequence
 
 import numpy as np
+
+from tuiprof import units
 
 EIGHTHS_H = " ▏▎▍▌▋▊▉█"
 """Horizontal bar cells, 0/8 .. 8/8."""
@@ -32,18 +35,39 @@ def cycles(x: float | None, width: int = 0) -> str:
     return text.rjust(width)
 
 
+def cyc(x: float | None) -> str:
+    """Cycles in the one unit style: '812 cyc'."""
+    return units.cyc(float(x)) if finite(x) else "—"
+
+
+def short(x: float | None, width: int = 4) -> str:
+    """A count in at most `width` (>= 4) cells: 812, 9999, 12k, 1.2M; '-' when undefined."""
+    if not finite(x):
+        return "-".rjust(width)
+    v = float(x)
+    if abs(v) < 10 ** width - 0.5:
+        return f"{v:.0f}".rjust(width)
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            text = f"{v / div:.0f}{unit}"
+            if len(text) > width:
+                text = f"{v / div / 1000:.1f}{'kMG'['kMG'.index(unit) + 1] if unit != 'G' else 'T'}"
+            return text.rjust(width)
+    return f"{v:.0f}".rjust(width)
+
+
+def decimals_for(scale: float | None, ratio: bool, lo: int = 0, hi: int = 4) -> int:
+    """Decimals that show `scale` (a std or a span) with two significant digits, in percent for
+    a ratio: std 0.00003 of a ratio -> 4 (0.0030%), std 2.5 cycles -> 1."""
+    if not finite(scale) or float(scale) <= 0:
+        return lo if not ratio else 1
+    v = float(scale) * (100.0 if ratio else 1.0)
+    return int(max(lo, min(hi, 1 - math.floor(math.log10(v)))))
+
+
 def num(x: float | None, digits: int = 1, width: int = 0) -> str:
     text = f"{float(x):.{digits}f}" if finite(x) else "—"
     return text.rjust(width)
-
-
-def count(n: float) -> str:
-    """12345 -> '12.3k'."""
-    n = float(n)
-    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= div:
-            return f"{n / div:.1f}{unit}"
-    return f"{n:.0f}"
 
 
 def hbar(frac: float | None, width: int) -> str:
@@ -84,22 +108,3 @@ def sparkline(values: Sequence[float] | np.ndarray, width: int) -> str:
             k = 0 if span <= 0 else int(round((x - lo) / span * (len(SPARK) - 1)))
             out.append(SPARK[k])
     return "".join(out)
-
-
-def running_std(x: np.ndarray) -> np.ndarray:
-    """Std (ddof=1) of the first n non-NaN values, n = 2..: the convergence curve of paper 000
-    Fig. 7 for a per-op quantity (the Analysis carries it only for the headline ratios)."""
-    v = np.asarray(x, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if v.size < 2:
-        return np.zeros(0)
-    n = np.arange(1, v.size + 1, dtype=np.float64)
-    mean = np.cumsum(v) / n
-    sq = np.cumsum(v * v)
-    var = (sq - n * mean * mean) / np.maximum(n - 1, 1)
-    return np.sqrt(np.maximum(var, 0.0))[1:]
-
-
-def trial_count_steps(current: int, up: bool, lo: int = 4, hi: int = 4096) -> int:
-    """The next trial count for t/T: halve or double, within [lo, hi]."""
-    return max(lo, current // 2) if not up else min(hi, current * 2)

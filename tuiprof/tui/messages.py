@@ -1,22 +1,26 @@
 """Messages from the worker threads to the app. Workers only post these; the app owns state.
 
-Each carries the `generation` of the run that produced it, so that the late events of a
-cancelled run (trials in flight finish in the background) are recognised and dropped.
+Each run's messages carry the `generation` of the run that produced them, so that the late events
+of a cancelled run (trials in flight finish in the background) are recognised and dropped.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from tuiprof.errors import TuiprofError
 
+if TYPE_CHECKING:
+    from tuiprof.model.pattern import AddressPattern
+    from tuiprof.session import Event, Session
+
 
 class TraceLoaded(Message):
     """The target's trace is loaded and its Session resolved."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: "Session") -> None:
         super().__init__()
         self.session = session
 
@@ -40,25 +44,37 @@ class LoadFailed(Message):
 class RunEvent(Message):
     """One Session event (TrialDone, AnalysisUpdated, SweepProgress, Finished, Cancelled, Failed)."""
 
-    def __init__(self, generation: int, event: Any) -> None:
+    def __init__(self, generation: int, event: "Event") -> None:
         super().__init__()
         self.generation = generation
         self.event = event
 
 
-class PatternReady(Message):
-    """The drill-down's address pattern of one op, computed off the UI thread."""
+class Compiling(Message):
+    """Whether the run of `generation` compiles the simulator first (known before its first trial)."""
 
-    def __init__(self, op_id: int, pattern: Any) -> None:
+    def __init__(self, generation: int, compiles: bool) -> None:
         super().__init__()
-        self.op_id = op_id
-        self.pattern = pattern
+        self.generation = generation
+        self.compiles = compiles
+
+
+class PatternsReady(Message):
+    """Every op's address pattern for `session` (computed once per trace and L1 line size, off
+    the UI thread)."""
+
+    def __init__(self, session: "Session", patterns: dict[int, "AddressPattern"]) -> None:
+        super().__init__()
+        self.session = session
+        self.patterns = patterns
 
 
 class ExportDone(Message):
-    """The report was written to `path` (`error` is None) or could not be (`error` says why)."""
+    """The report was written to `path` (`error` is None) or could not be (`error` says why);
+    `partial`: during a run, so the report says it is partial."""
 
-    def __init__(self, path: str, error: TuiprofError | None) -> None:
+    def __init__(self, path: str, error: TuiprofError | None, partial: str = "") -> None:
         super().__init__()
         self.path = path
         self.error = error
+        self.partial = partial

@@ -1,24 +1,26 @@
-"""The quantities the histogram pane can show, and the measured (ncu) value of each."""
+"""The quantities the histogram pane can show, and the measured (ncu) value of each.
+
+A metric is one of an op's own (X, H1, H2: of the op under the cursor, or of L1, the costliest
+load, when the cursor is on no op) or one of the kernel-wide headline ratios. The default is
+the op's X: the hottest load's latency is what a developer looks at first, and a kernel ratio
+can be 0% for a whole kernel."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from tuiprof.model.analysis import HEADLINES, running_std
 from tuiprof.tui import format as fmt
 from tuiprof.tui.panes.histogram import Series
 from tuiprof.tui.text import MAX_LABEL, clean
 
-HEADLINES = {"l1_read": "L1 read hit ratio · kernel", "l2_read": "L2 read hit ratio · kernel",
-             "l2_write": "L2 write hit ratio · kernel"}
-OP_PARTS = {"h1": "H1 (L1 hit)", "h2": "H2 (L2 hit)", "x": "X cycles"}
+if TYPE_CHECKING:
+    from tuiprof.model.analysis import Analysis
 
-
-def metric_keys(op: int | None) -> list[str]:
-    """The kernel-wide ratios, then the selected op's H1, H2 and X."""
-    keys = list(HEADLINES)
-    if op is not None:
-        keys += [f"op{op}.{p}" for p in OP_PARTS]
-    return keys
+OP_PARTS = {"x": "X expected latency (cyc)", "h1": "H1 (L1 hit ratio)", "h2": "H2 (L2 hit ratio)"}
+METRICS = (*OP_PARTS, *HEADLINES)
+"""The order `]` steps through; the first is the default."""
+DEFAULT = METRICS[0]
 
 
 def measured_value(measured: dict[str, float], key: str) -> tuple[float | None, str]:
@@ -34,18 +36,25 @@ def measured_value(measured: dict[str, float], key: str) -> tuple[float | None, 
     return None, ""
 
 
-def series(analysis: Any, key: str, measured: dict[str, float], trace_ops: Any = None) -> Series | None:
-    """The Series of metric `key` in `analysis` (None before the first trial)."""
-    if analysis is None or key not in analysis.samples:
+def series(analysis: "Analysis | None", metric: str, op: int | None, measured: dict[str, float]) -> Series | None:
+    """The Series of `metric` in `analysis`: a headline ratio, or part `metric` of op `op` (None
+    before the first trial, or for an op metric without an op)."""
+    if analysis is None:
         return None
-    m, label = measured_value(measured, key)
-    if key in HEADLINES:
-        return Series(HEADLINES[key], analysis.samples[key], analysis.headline[key], True, analysis.planned,
-                      analysis.convergence.get(key, fmt.running_std(analysis.samples[key])), m, label)
-    op_part = key.split(".", 1)
-    j, part = int(op_part[0][2:]), op_part[1]
-    s = analysis.ops[j]
-    est = {"h1": s.h1, "h2": s.h2, "x": s.x}[part]
-    title = f"{OP_PARTS[part]} · op {j} {clean(s.op.label, MAX_LABEL)} (line {s.op.line})"
+    if metric in HEADLINES:
+        if metric not in analysis.samples:
+            return None
+        m, label = measured_value(measured, metric)
+        return Series(f"{HEADLINES[metric]} · kernel", analysis.samples[metric], analysis.headline[metric], True,
+                      analysis.planned, analysis.convergence.get(metric, running_std(analysis.samples[metric])),
+                      m, label)
+    key = f"op{op}.{metric}"
+    if op is None or key not in analysis.samples:
+        return None
+    s = analysis.ops[op]
+    rank = analysis.ranks().get(op)
+    est = {"h1": s.h1, "h2": s.h2, "x": s.x}[metric]
+    title = f"{OP_PARTS[metric]} · {rank + ' ' if rank else ''}op {op} {clean(s.op.label, MAX_LABEL)} (line {s.op.line})"
     values = analysis.samples[key]
-    return Series(title, values, est, part != "x", analysis.planned, fmt.running_std(values), m, label)
+    m, label = measured_value(measured, key)
+    return Series(title, values, est, metric != "x", analysis.planned, running_std(values), m, label)

@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any, Callable
+from typing import Callable
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE = 0.7
@@ -48,8 +48,8 @@ class SignalExit:
         self.request = request
         self.grace = grace
         self.signum: int | None = None
-        self._previous: dict[int, Any] = {}
-        self._tty_attrs: list[Any] | None = None
+        self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
+        self._tty_attrs: list[object] | None = None
         self._timer: threading.Timer | None = None
 
     def __enter__(self) -> "SignalExit":

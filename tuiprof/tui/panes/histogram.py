@@ -6,13 +6,16 @@ marker like the paper's dashed line, and the convergence of the std with the num
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from textual.content import Content
 from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
+
+if TYPE_CHECKING:
+    from tuiprof.model.latency import Estimate
 
 MAX_BINS = 24
 
@@ -23,7 +26,7 @@ class Series:
 
     title: str
     values: np.ndarray
-    estimate: Any
+    estimate: "Estimate"
     """An Estimate (mean, std, spread of trials, confidence interval, n)."""
     ratio: bool
     """A hit ratio (shown in %) rather than cycles."""
@@ -34,7 +37,27 @@ class Series:
 
 
 def _value(x: float | None, ratio: bool, digits: int = 1) -> str:
-    return fmt.pct(x, digits) if ratio else f"{fmt.cycles(x)}c"
+    return fmt.pct(x, digits) if ratio else (f"{fmt.num(x, digits)} cyc" if fmt.finite(x) else "—")
+
+
+def axis_range(values: np.ndarray, measured: float | None, ratio: bool) -> tuple[float, float]:
+    """The x axis: the data's own span (and the measured value's), widened by 5% of it on each
+    side; a span of zero gets a sliver around the value (a ratio's 0.01 points, a cycle count's
+    half cycle), so that one bar means one value, never padding."""
+    lo, hi = float(values.min()), float(values.max())
+    if measured is not None:
+        lo, hi = min(lo, measured), max(hi, measured)
+    span = hi - lo
+    if span <= 0:
+        pad = 1e-4 if ratio else 0.5
+    else:
+        pad = 0.05 * span
+    lo, hi = lo - pad, hi + pad
+    if ratio:
+        lo, hi = max(0.0, lo), min(1.0, hi)
+        if hi <= lo:
+            lo, hi = max(0.0, hi - 1e-4), min(1.0, lo + 1e-4)
+    return lo, hi
 
 
 def render_histogram(s: Series | None, width: int, height: int, empty: str) -> Content:
@@ -44,18 +67,13 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     v = np.asarray(s.values, dtype=np.float64)
     v = v[np.isfinite(v)]
     e = s.estimate
-    lines: list[Content] = [Content.assemble((s.title, "bold"), (f"   {v.size}/{s.planned} trials", "$text-muted"))]
+    lines: list[Content] = [Content.assemble((s.title, "bold"), (f"  {v.size}/{s.planned} trials", "$text-muted"))
+                            .truncate(width, ellipsis=True)]
     if v.size == 0:
         lines.append(Content.styled("no defined values yet (no accesses reached this level)", "$text-muted"))
         return Content("\n").join(lines)
     m = s.measured if fmt.finite(s.measured) else None
-    lo = min(float(v.min()), m if m is not None else np.inf)
-    hi = max(float(v.max()), m if m is not None else -np.inf)
-    pad = (0.005 if s.ratio else 1.0)
-    if hi - lo < pad:
-        lo, hi = lo - pad, hi + pad
-    if s.ratio:
-        lo, hi = max(0.0, lo), min(1.0, hi)
+    lo, hi = axis_range(v, m, s.ratio)
     axis_w = 5
     plot_w = max(8, width - axis_w - 1)
     bins = max(4, min(MAX_BINS, plot_w))
@@ -66,7 +84,7 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     def column(x: float) -> int:
         return int(min(plot_w - 1, max(0, (x - lo) / (hi - lo) * plot_w)))
 
-    chart_h = max(1, height - 6 - (1 if m is not None else 0))
+    chart_h = max(1, height - 7 - (1 if m is not None else 0))
     top = max(1, int(counts.max()))
     mcol = column(m) if m is not None else -1
     for r in range(chart_h, 0, -1):
@@ -96,26 +114,31 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     if m is not None:
         marks[mcol] = "┊"
     lines.append(Content.assemble((" " * (axis_w + 1), ""), ("".join(marks), "$text-accent")))
-    left, right = _value(lo, s.ratio), _value(hi, s.ratio)
+    d_axis = fmt.decimals_for((hi - lo) / 4, s.ratio)
+    left, right = _value(lo, s.ratio, d_axis), _value(hi, s.ratio, d_axis)
     lines.append(Content.styled(" " * (axis_w + 1) + left + right.rjust(max(1, plot_w - len(left))), "$text-muted"))
+    d = fmt.decimals_for(e.std if fmt.finite(e.std) and e.std > 0 else (hi - lo), s.ratio)
+    half = (e.ci_hi - e.ci_lo) / 2
     lines.append(Content.assemble(
-        ("mean ", "$text-muted"), (_value(e.mean, s.ratio, 2), "bold"),
-        (f" ±{_value((e.ci_hi - e.ci_lo) / 2, s.ratio, 2)} CI", "$text-muted"),
-        ("  trials 95% ", "$text-muted"), (f"[{_value(e.spread_lo, s.ratio, 1)}, {_value(e.spread_hi, s.ratio, 1)}]", ""),
-        ("  std ", "$text-muted"), (_value(e.std, s.ratio, 2), ""),
+        ("mean ", "$text-muted"), (_value(e.mean, s.ratio, d), "bold"),
+        (f" ±{_value(half, s.ratio, fmt.decimals_for(half, s.ratio))} (95% CI)", "$text-muted")))
+    lines.append(Content.assemble(
+        ("σ ", "$text-muted"), (_value(e.std, s.ratio, d), ""),
+        ("  trials 95% ", "$text-muted"), (f"[{_value(e.spread_lo, s.ratio, d)}, {_value(e.spread_hi, s.ratio, d)}]", ""),
     ))
     if m is not None:
         lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio, 1), "bold"),
                                       (f"  {s.measured_label}", "$text-muted")))
     conv = np.asarray(s.convergence, dtype=np.float64)
     if conv.size >= 2:
-        spark_w = max(4, width - 30)
+        spark_w = max(4, width - 32)
         last = conv[np.isfinite(conv)][-1] if np.isfinite(conv).any() else float("nan")
         lines.append(Content.assemble(("σ vs trials ", "$text-muted"), (fmt.sparkline(conv, spark_w), "$secondary"),
-                                      (f" {_value(last, s.ratio, 2)} (Fig. 7)", "$text-muted")))
+                                      (f" {_value(last, s.ratio, fmt.decimals_for(last, s.ratio))} (Fig. 7)",
+                                       "$text-muted")))
     else:
         lines.append(Content.styled("σ vs trials: after 2 trials (Fig. 7)", "$text-muted"))
-    return Content("\n").join(lines[:height])
+    return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])
 
 
 class HistogramView(Widget):
@@ -123,6 +146,7 @@ class HistogramView(Widget):
 
     DEFAULT_CSS = """
     HistogramView { height: 1fr; min-height: 8; padding: 0 1; }
+    HistogramView.-stale { text-opacity: 60%; }
     """
 
     def __init__(self, empty: str = "waiting for the first trial…", *, id: str | None = None,

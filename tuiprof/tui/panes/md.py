@@ -1,10 +1,12 @@
-"""The MD decision: both predictions side by side (the timing model, paper 002's thesis rules), the
-default and the recommended MD, the predicted gain with its range and confidence, and how to apply it. While the MD sweep runs
-the pane shows its progress; `m` picks an MD to rerun at."""
+"""The model pane: the kernel time and what bounds it (the timing model: Hong & Kim's MWP/CWP,
+paper 004, floored by bandwidth), paper 001's bottleneck, and the MD decision: both predictions
+per MD (the timing model, paper 002's thesis rules), the default and the recommended MD, the gain
+with its range and confidence, and how to apply it. While the MD sweep runs the pane shows its
+progress; after a cancel it says so; `m` picks an MD to rerun at."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 from textual.widget import Widget
@@ -12,56 +14,106 @@ from textual.widget import Widget
 from tuiprof.tui import format as fmt
 from tuiprof.tui.text import MAX_MESSAGE, clean
 
+if TYPE_CHECKING:
+    from tuiprof.model.decisions import Decisions
+    from tuiprof.model.md import MdDecision
+    from tuiprof.session import SweepProgress
 
-def md_marks(md: int, decision: Any, current: int | None) -> str:
-    """Glyphs for an MD row: D default, ★ recommended, ▸ the MD being simulated."""
+RUNNING = ("loading", "preparing", "running", "sweep")
+
+
+def md_marks(md: int, decision: "MdDecision", current: int | None) -> str:
+    """Glyphs for an MD row: ▸ the MD being simulated, D default, ★ recommended."""
     return (("▸" if md == current else " ") + ("D" if md == decision.default_md else " ")
             + ("★" if md == decision.recommended_md else " "))
 
 
-def render_md(decisions: Any | None, sweep: Any | None, current: int | None, width: int) -> Content:
-    title = Content.assemble(("MD decision", "bold"), ("  (CTAs per SM: timing model, paper 002 beside it)", "$text-muted"))
+def seconds(t: float) -> str:
+    """A kernel time in the unit that reads best: 7.2 ms, 312 us, 1.25 s."""
+    if not fmt.finite(t):
+        return "—"
+    for div, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if t >= div:
+            return f"{t / div:.3g} {unit}"
+    return f"{t * 1e9:.3g} ns"
+
+
+def model_lines(d: "Decisions") -> list[Content]:
+    """The kernel time with what bounds it (MWP/CWP inside the timing model) and paper 001's
+    bottleneck: the report's kernel-time and bottleneck sections in two lines."""
+    k, w, b = d.time, d.mwp, d.bottleneck
+    return [
+        Content.assemble(("time ", "$text-muted"), (seconds(k.time_s), "bold"), (" bound by ", "$text-muted"),
+                         (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (paper 004)",
+                                                   "$text-muted")),
+        Content.assemble(("bottleneck ", "$text-muted"), (b.bottleneck, "bold"),
+                         (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (paper 001)",
+                          "$text-muted")),
+    ]
+
+
+def _title(text: str, note: str, width: int) -> Content:
+    return Content.assemble((text, "bold"), (note, "$text-muted")).truncate(max(1, width), ellipsis=True)
+
+
+def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None, width: int,
+              phase: str = "done", previous: "MdDecision | None" = None) -> Content:
+    """The pane in `width` cells. `phase` is the app's (a cancelled run's sweep is said to be
+    cancelled, never awaited); `previous` is the last run's MD decision, shown dimmed while a
+    rerun's sweep computes."""
+    lines = [_title("Model", "  kernel time · bottleneck · MD decision", width)]
     if decisions is None:
-        return Content("\n").join([title, Content.styled("waiting for the main run…", "$text-muted")])
+        waiting = {"failed": "no result: the run failed", "cancelled": "cancelled before the first trial (r reruns)"}
+        lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), "$text-muted"))
+        return Content("\n").join(lines)
+    lines += model_lines(decisions)
+    lines.append(_title("MD decision", "  (CTAs per SM: timing model, paper 002's rules beside it)", width))
     d = decisions.md
     if d is None:
-        lines = [title]
-        if decisions.md_note:
-            lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE, newlines=True), "$text-warning"))
+        if decisions.md_note and not (phase in RUNNING and decisions.md_note.endswith("still running")):
+            lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE, newlines=True)
+                                        + (" (r reruns)" if "cancel" in decisions.md_note else ""), "$text-warning"))
+        elif phase == "cancelled":
+            lines.append(Content.styled("MD sweep cancelled (r reruns)", "$text-warning"))
         elif sweep is not None:
             k = sweep.mds.index(sweep.md) if sweep.md in sweep.mds else 0
-            lines.append(Content.assemble(("waiting for the MD sweep… ", "$text-muted"),
-                                          (f"MD {sweep.md} ({k + 1} of {len(sweep.mds)}): "
+            lines.append(Content.assemble(("MD sweep: ", "$text-muted"),
+                                          (f"MD {sweep.md} ({k + 1} of {len(sweep.mds)}), "
                                            f"{sweep.done}/{sweep.planned} trials", "")))
         else:
             lines.append(Content.styled("waiting for the MD sweep…", "$text-muted"))
+        if previous is not None:
+            lines.append(Content.styled(f"previous run: recommended {previous.recommended_md} of "
+                                        f"{previous.default_md}, gain {previous.gain_label}", "$text-muted italic"))
         for s in decisions.md_samples:
             lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate, 1)}, "
                                         f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", "$text-muted"))
         return Content("\n").join(lines)
     timing = d.timing
     sims = {s.md: s for s in decisions.md_samples}
-    lines = [title, Content.assemble(
-        ("default ", "$text-muted"), (f"{d.default_md}", "bold"), (f" (by {d.limiter}) → recommended ", "$text-muted"),
-        (f"{d.recommended_md}", "bold $text-success"), ("  gain ", "$text-muted"),
-        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", "$text-muted"))]
-    lines.append(Content.styled("     MD   miss  DRAM/CTA  thesis P timing P", "$text-muted"))
+    lines.append(Content.assemble(
+        ("default ", "$text-muted"), (f"{d.default_md}", "bold"), (f" ({d.limiter}) → ", "$text-muted"),
+        (f"★ {d.recommended_md}", "bold $text-success"), ("  gain ", "$text-muted"),
+        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", "$text-muted")))
+    if decisions.md_note:
+        lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), "$text-muted italic"))
+    lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'DRAM/CTA':>8} {'time P':>6} {'rule P':>6}",
+                                "$text-muted"))
     perf = [timing.relative_performance(m) for m in range(1, len(timing.times) + 1)] if timing else \
         [r.relative_performance for r in d.thesis.rows]
     best_p = max((x for x in perf if fmt.finite(x)), default=1.0)
     for r in d.thesis.rows:
-        srow = sims.get(r.md)
-        src = srow or r
+        src = sims.get(r.md) or r
         p = timing.relative_performance(r.md) if timing is not None and r.md <= len(timing.times) else None
         bar = fmt.hbar((p if p is not None else r.relative_performance) / best_p if best_p else None,
-                       max(0, min(12, width - 46)))
+                       max(0, min(12, width - 37)))
         style = "bold" if r.md == d.recommended_md else ""
         lines.append(Content.assemble(
             (f"  {md_marks(r.md, d, current)}", "bold $text-success" if r.md == d.recommended_md else "$text-accent"),
-            (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 6)} {fmt.num(src.dram_reads_per_cta, 1, 9)}"
-             f" {fmt.num(r.relative_performance, 2, 9)} {fmt.num(p, 2, 8)} ", style), (bar, "$primary")))
-    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · P = throughput vs MD 1",
-                                "$text-muted"))
+            (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
+             f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
+    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · P throughput vs MD 1",
+                                "$text-muted").truncate(max(1, width), ellipsis=True))
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
         lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), "$text-muted"))
@@ -69,17 +121,26 @@ def render_md(decisions: Any | None, sweep: Any | None, current: int | None, wid
 
 
 class MdPane(Widget):
-    DEFAULT_CSS = "MdPane { height: auto; padding: 0 1; }"
+    """The model pane (kernel time, bottleneck, MD decision); as tall as its content."""
+
+    DEFAULT_CSS = """
+    MdPane { height: auto; padding: 0 1; }
+    MdPane.-stale { text-opacity: 60%; }
+    """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.decisions: Any = None
-        self.sweep: Any = None
+        self.decisions: "Decisions | None" = None
+        self.sweep: "SweepProgress | None" = None
         self.current: int | None = None
+        self.phase = "loading"
+        self.previous: "MdDecision | None" = None
 
-    def show(self, decisions: Any | None, sweep: Any | None, current: int | None) -> None:
-        self.decisions, self.sweep, self.current = decisions, sweep, current
+    def show(self, decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None,
+             phase: str = "done", previous: "MdDecision | None" = None) -> None:
+        self.decisions, self.sweep, self.current, self.phase, self.previous = decisions, sweep, current, phase, previous
         self.refresh(layout=True)
 
     def render(self) -> Content:
-        return render_md(self.decisions, self.sweep, self.current, self.content_size.width or 60)
+        return render_md(self.decisions, self.sweep, self.current, self.content_size.width or 60, self.phase,
+                         self.previous)

@@ -4,18 +4,21 @@ SMs (an H100 has 132) each SM becomes one cell whose height is its busy fraction
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
 
-CELL = 24
+if TYPE_CHECKING:
+    from tuiprof.model.sm_util import SmUtilisation
+
+CELL = 27
 """Width of one SM's bar cell in the detailed layout."""
 
 
-def render_sm(sm: Any | None, width: int, height: int, waiting: str) -> Content:
+def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str) -> Content:
     """Paper 003 Fig. 6 for an SmUtilisation, in `width` x `height` cells."""
     if sm is None:
         return Content.assemble(("SM utilisation", "bold"), ("  (paper 003 Fig. 6)\n", "$text-muted"),
@@ -46,7 +49,7 @@ def render_sm(sm: Any | None, width: int, height: int, waiting: str) -> Content:
                 ctas = int(sm.ctas[k])
                 mark = "×" if k in idle else " "
                 cells.append(Content.assemble((f"{k:>3}{mark}", "$text-muted"), (fmt.hbar(frac, 8), "$primary"),
-                                              (f"{fmt.pct(frac, width=5)} {ctas:>4}c ", "")))
+                                              (f"{fmt.pct(frac, width=5)} {ctas:>3} CTAs ", "")))
             lines.append(Content("").join(cells))
     else:
         # Compact: one cell per SM, its height the busy fraction; × marks an idle SM.
@@ -58,7 +61,7 @@ def render_sm(sm: Any | None, width: int, height: int, waiting: str) -> Content:
         busy = sm.busy_fraction
         lines.append(Content.styled(f"busy min {fmt.pct(float(busy.min()))} · max {fmt.pct(float(busy.max()))} · "
                                     f"CTAs {int(sm.ctas.min())}–{int(sm.ctas.max())} per SM · × = idle", "$text-muted"))
-    return Content("\n").join(lines[:height])
+    return Content("\n").join(line.truncate(max(1, width), ellipsis=True) for line in lines[:height])
 
 
 def _ranges(ids: tuple[int, ...]) -> str:
@@ -78,14 +81,17 @@ def _ranges(ids: tuple[int, ...]) -> str:
 
 
 class SmPane(Widget):
-    DEFAULT_CSS = "SmPane { height: auto; max-height: 20; padding: 0 1; }"
+    DEFAULT_CSS = """
+    SmPane { height: auto; max-height: 20; padding: 0 1; }
+    SmPane.-stale { text-opacity: 60%; }
+    """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.sm: Any = None
+        self.sm: "SmUtilisation | None" = None
         self.waiting = "waiting for the main run…"
 
-    def show(self, sm: Any | None, waiting: str | None = None) -> None:
+    def show(self, sm: "SmUtilisation | None", waiting: str | None = None) -> None:
         self.sm = sm
         if waiting is not None:
             self.waiting = waiting

@@ -1,19 +1,23 @@
-"""The source pane: CUDA source highlighted by pygments through `textual.highlight`, with an
-annotation gutter on every line that holds memory ops (paper 000 sec. 6.1: H1, H2 and the
-expected latency X with its 95% interval, plus sectors per request).
+"""The source pane: CUDA source highlighted by pygments through `textual.highlight`, with a compact
+fixed gutter on every line that holds memory ops (paper 000 sec. 6.1: H1 and the expected latency
+X; Nsight Compute's sectors per request with an ideal mark) and, below the code, the cursor op in
+full and the cursor line whole when the pane cuts it.
 
-Lines with several ops get one gutter row per op (continuation rows name the op), up to
-`MAX_OPS_PER_LINE`; hot ops are ranked by cost share and marked with a glyph and their rank, so
-heat never rests on colour. Everything drawn from the trace is cleaned and capped
+The gutter does not grow with the terminal: every column beyond it is the code's. Lines longer
+than the code area end in "…"; ←/→ scroll the code under a fixed gutter. Lines with several ops
+get one gutter row per op (continuation rows name the op), up to `MAX_OPS_PER_LINE`; loads and
+stores are ranked apart by cost (L1, L2, ... and S1, ...; the three costliest loads marked ▶),
+so heat never rests on colour. Everything drawn from the trace is cleaned and capped
 (`tuiprof.tui.text`): a hostile trace cannot write to the terminal or make layout unbounded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from rich.segment import Segment
+from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.content import Content
@@ -23,24 +27,31 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tuiprof.model.pattern import insight
 from tuiprof.tui import format as fmt
-from tuiprof.tui.text import MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
+from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
+
+if TYPE_CHECKING:
+    from tuiprof.model.analysis import Analysis, OpStats
+    from tuiprof.model.pattern import AddressPattern
+    from tuiprof.trace.model import StaticOp
 
 HOT = 3
-"""Ops ranked 1..HOT by cost share get the hot marker ▶."""
-FULL_GUTTER_WIDTH = 110
-"""Pane width from which the gutter shows bars and the full [lo–hi] spread of trials."""
-GUTTER_FULL = 51
-"""Cells of the full annotation: H1 and H2 (percent and bar, 14 each), X with the spread of its trials (18),
-sectors per request (5)."""
-GUTTER_COMPACT = 25
-"""Cells of the compact annotation: H1 and H2 (cell and percent, 6 each), X ± half the spread of trials (9),
-sectors per request (4)."""
+"""Loads ranked 1..HOT by cost get the hot marker ▶ (▶1 is L1, the costliest load)."""
+CODE_WANT = 100
+"""Code columns the layout gives the source before it gives the side panes any."""
+MAX_ECHO_ROWS = 3
+"""Rows below the code that echo a cut cursor line (a longer line ends in "…" there too)."""
 MAX_HIGHLIGHT = 200_000
 """Characters of (capped) source text highlighted with pygments (about a second); a longer
 text is shown plain, so that opening it never stalls the UI."""
 MAX_SOURCE_LINES = 200_000
 """Source lines shown; ops on later lines still get their rows, after the text."""
+LEGENDS = ("▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
+           "s/r sectors per request as ncu counts them, ✓ at the ideal · enter drill-down · ? keys",
+           "▶1 costliest load (L1), S1 store · H1% L1 hits · cyc latency X · s/r sectors/request (ncu), ✓ ideal",
+           "▶1 costliest load · H1% L1 hits · cyc latency X · s/r sectors/req, ✓ ideal")
+"""The legend line under the code, longest first: the widest that fits is shown."""
 
 
 @dataclass(frozen=True)
@@ -55,12 +66,12 @@ class Row:
     """On a summary row: how many further ops of this line have no row of their own."""
 
 
-def build_rows(n_lines: int, ops: Sequence[Any], per_line: int = MAX_OPS_PER_LINE) -> list[Row]:
+def build_rows(n_lines: int, ops: Sequence["StaticOp"], per_line: int = MAX_OPS_PER_LINE) -> list[Row]:
     """Display rows for `n_lines` source lines and the ops on them (by line, then column, then
     id): at most `per_line` op rows per line, then one summary row for the rest. Ops on lines
     past the text (or on line 0) get rows after it, so the row count is bounded by the text and
     the op table, never by a line number read from a file."""
-    by_line: dict[int, list[Any]] = {}
+    by_line: dict[int, list["StaticOp"]] = {}
     for o in ops:
         by_line.setdefault(o.line, []).append(o)
     rows: list[Row] = []
@@ -74,6 +85,31 @@ def build_rows(n_lines: int, ops: Sequence[Any], per_line: int = MAX_OPS_PER_LIN
     return rows
 
 
+def rank_mark(label: str | None) -> str:
+    """The gutter's two cells for a rank label: ▶1..▶3 for the costliest loads, L4..L9, then the
+    number alone; S1..S9 for stores, then S+."""
+    if not label:
+        return "  "
+    k, n = label[0], int(label[1:])
+    if k == "L":
+        return f"▶{n}" if n <= HOT else (label if n < 10 else f"{n:>2}" if n < 100 else "··")
+    return label if n < 10 else "S+"
+
+
+def gutter_cells(stats: "OpStats | None", load: bool) -> tuple[str, str, str, str]:
+    """H1 (3 cells, percent), X (4 cells, cycles), sectors per request (2 cells) and the ideal
+    mark (1 cell) of an op, as plain text."""
+    if stats is None:
+        return "   ", "    ", "  ", " "
+    h1 = stats.h1.mean if load and stats.h1.defined else None
+    x = stats.x.mean if stats.x.defined else None
+    spa = stats.sectors_per_access
+    ideal = fmt.finite(spa) and spa <= stats.ideal_sectors * 1.05
+    return (f"{round(100 * h1):>3}" if h1 is not None else "  -", fmt.short(x, 4),
+            f"{spa:>2.0f}" if fmt.finite(spa) and spa < 99.5 else (" -" if not fmt.finite(spa) else "99"),
+            "✓" if ideal else " ")
+
+
 class SourceView(Widget, can_focus=True):
     """Annotated source with a row cursor; enter drills into the op under the cursor."""
 
@@ -84,17 +120,21 @@ class SourceView(Widget, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False, id="source.page-down"),
         Binding("home,g", "edge(-1)", "Top", show=False, id="source.top"),
         Binding("end,G", "edge(1)", "Bottom", show=False, id="source.bottom"),
-        Binding("left,h", "pan(-4)", "Scroll left", show=False, id="source.left"),
-        Binding("right,l", "pan(4)", "Scroll right", show=False, id="source.right"),
+        Binding("left,h", "pan(-8)", "Scroll left", tooltip="Scroll the code left (the gutter stays)", show=False,
+                id="source.left"),
+        Binding("right,l", "pan(8)", "Scroll right", tooltip="Scroll the code right (the gutter stays)", show=False,
+                id="source.right"),
         Binding("enter", "drill", "Drill down", tooltip="Drill into the op under the cursor", id="source.drill"),
     ]
-    COMPONENT_CLASSES = {"source-view--cursor", "source-view--header", "source-view--hot"}
+    COMPONENT_CLASSES = {"source-view--cursor", "source-view--header", "source-view--hot", "source-view--echo"}
     DEFAULT_CSS = """
     SourceView { height: 1fr; width: 1fr; }
     SourceView > .source-view--cursor { background: $block-cursor-blurred-background; text-style: bold; }
     SourceView:focus > .source-view--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     SourceView > .source-view--header { background: $panel; color: $text-muted; }
     SourceView > .source-view--hot { background: $warning 12%; }
+    SourceView > .source-view--echo { background: $panel; }
+    App:nocolor SourceView > .source-view--cursor { text-style: reverse bold; }
     """
 
     cursor: reactive[int] = reactive(0, init=False)
@@ -115,11 +155,19 @@ class SourceView(Widget, can_focus=True):
         super().__init__(id=id)
         self.rows: list[Row] = []
         self.code: list[Content] = []
-        self.ops: dict[int, Any] = {}
-        self.stats: dict[int, Any] = {}
-        self.rank: dict[int, int] = {}
+        self.ops: dict[int, "StaticOp"] = {}
+        self.stats: dict[int, "OpStats"] = {}
+        self.ranks: dict[int, str] = {}
+        """Each ranked op's label: L1, L2, ... for loads, S1, ... for stores (`Analysis.ranks`)."""
+        self.analysis: "Analysis | None" = None
+        self.patterns: dict[int, "AddressPattern"] = {}
+        self.line_bytes = 128
+        self.stale = False
+        """The figures are the previous run's (a rerun is computing): drawn dimmed."""
         self.top = 0
         self.pan = 0
+        self.moved = False
+        """The user has moved the cursor (the first analysis then does not move it to L1)."""
         self._hot: int | None = None
         self.file = ""
         self.labels: dict[int, str] = {}
@@ -128,11 +176,14 @@ class SourceView(Widget, can_focus=True):
         """Row index of each op that has a row of its own."""
         self._shared: set[int] = set()
         """Lines drawn on more than one row."""
-        self._width = 0
+        self.longest = 0
+        """Cells of the longest source line."""
+        self._digits = 3
+        self._reasons: dict[int, str] = {}
 
     # --- data -------------------------------------------------------------------------------
 
-    def set_source(self, name: str, text: str, ops: Sequence[Any]) -> None:
+    def set_source(self, name: str, text: str, ops: Sequence["StaticOp"]) -> None:
         """Show source file `name` with its ops (only ops of that file). The text is cleaned and
         capped first (`clean_source`), so that a hostile trace costs bounded time and memory."""
         self.file = clean(name)
@@ -151,7 +202,7 @@ class SourceView(Widget, can_focus=True):
         else:
             code = [Content(line) for line in lines]
         self.code = code
-        self._width = max((c.cell_length for c in code), default=0)
+        self.longest = max((c.cell_length for c in code), default=0)
         self.ops = {o.id: o for o in ops}
         self.labels = {o.id: clean(o.label, MAX_LABEL) for o in ops}
         self.rows = build_rows(len(lines), ops)
@@ -160,23 +211,53 @@ class SourceView(Widget, can_focus=True):
         for r in self.rows:
             counts[r.line] = counts.get(r.line, 0) + 1
         self._shared = {line for line, n in counts.items() if n > 1}
+        self._digits = max(3, len(str(max((r.line for r in self.rows), default=0))))
+        self.stats, self.ranks, self.analysis, self._reasons, self.moved, self.pan = {}, {}, None, {}, False, 0
         first = next((k for k, r in enumerate(self.rows) if r.op is not None), 0)
         self.top = max(0, first - 3)
         self.set_reactive(SourceView.cursor, first)
         self._scroll_to_cursor()
         self.refresh()
 
-    def set_analysis(self, analysis: Any | None) -> None:
-        """Annotate with an Analysis (None clears the figures but keeps the ops)."""
+    def set_analysis(self, analysis: "Analysis | None", stale: bool = False) -> None:
+        """Annotate with an Analysis (None clears the figures but keeps the ops); `stale`: it is
+        the previous run's, shown dimmed while a rerun computes. The first analysis puts the
+        cursor on L1, the costliest load, unless the user has moved."""
+        first = self.analysis is None and analysis is not None
+        self.analysis, self.stale = analysis, stale
+        self._reasons = {}
         if analysis is None:
-            self.stats, self.rank = {}, {}
+            self.stats, self.ranks = {}, {}
         else:
-            self.stats = {s.op.id: s for s in analysis.ops}
-            if self.stats.keys() != self.ops.keys() and not set(self.ops) <= set(self.stats):
-                self._hot = None
-            ranked = [s for s in analysis.by_cost() if fmt.finite(s.cost) and s.cost > 0]
-            self.rank = {s.op.id: i + 1 for i, s in enumerate(ranked)}
+            self.stats = {s.op.id: s for s in analysis.ops if s.op.id in self.ops}
+            self.ranks = {i: r for i, r in analysis.ranks().items() if i in self.ops}
+            if first and not self.moved:
+                order = self.loads_by_cost()
+                if order:
+                    self.set_reactive(SourceView.cursor, self.row_of[order[0]])
+                    self._scroll_to_cursor(centre=True)
+                    self.post_message(self.CursorMoved(self.current_op))
         self.refresh()
+
+    def set_patterns(self, patterns: dict[int, "AddressPattern"], line_bytes: int) -> None:
+        """The ops' address patterns (for the one word saying why an op is hot)."""
+        self.patterns, self.line_bytes, self._reasons = patterns, line_bytes, {}
+        self.refresh()
+
+    def reason(self, op: int) -> str:
+        """Why op `op` is hot, in a word ("" when nothing stands out or not known yet)."""
+        if op not in self._reasons:
+            s, a = self.stats.get(op), self.analysis
+            if s is None or a is None or op not in self.patterns or not s.warp_accesses:
+                return ""
+            self._reasons[op] = insight(s, self.patterns[op], a, self.line_bytes)[0]
+        return self._reasons[op]
+
+    @property
+    def gutter_width(self) -> int:
+        """Cells left of the code: rank 2, line number, H1 3, X 4, sectors per request 3, and the
+        separators (20 with three-digit line numbers)."""
+        return 2 + 1 + self._digits + 1 + 3 + 1 + 4 + 1 + 3 + 1
 
     @property
     def current_line(self) -> int:
@@ -189,6 +270,7 @@ class SourceView(Widget, can_focus=True):
         rows = [k for k, r in enumerate(self.rows) if r.line <= line]
         if rows:
             best = max(rows, key=lambda k: (self.rows[k].line, -k))
+            self.moved = True
             self.cursor = best
 
     @property
@@ -196,12 +278,13 @@ class SourceView(Widget, can_focus=True):
         return self.rows[self.cursor].op if self.rows else None
 
     def loads_by_cost(self) -> list[int]:
-        """Load op ids on this file, most expensive first (n/N order)."""
-        ids = [i for i, r in sorted(self.rank.items(), key=lambda kv: kv[1])]
-        return [i for i in ids if i in self.row_of and self.ops[i].kind == "load"]
+        """Load op ids on this file, most expensive first (L1, L2, ...: the n/N order)."""
+        loads = [(int(r[1:]), i) for i, r in self.ranks.items() if r[0] == "L" and i in self.row_of]
+        return [i for _, i in sorted(loads)]
 
     def go_to_op(self, op: int) -> None:
         if op in self.row_of:
+            self.moved = True
             self.cursor = self.row_of[op]
 
     def jump_hot(self, step: int) -> int | None:
@@ -231,6 +314,7 @@ class SourceView(Widget, can_focus=True):
             if r.op is not None:
                 hay += " " + self.labels[r.op]
             if needle in hay.lower():
+                self.moved = True
                 self.cursor = i
                 return True
         return False
@@ -247,11 +331,28 @@ class SourceView(Widget, can_focus=True):
         return max(0, min(value, len(self.rows) - 1)) if self.rows else 0
 
     @property
-    def body_height(self) -> int:
-        return max(1, self.size.height - 1)
+    def code_width(self) -> int:
+        """Cells the code gets on a row."""
+        return max(1, self.size.width - self.gutter_width)
 
-    def _scroll_to_cursor(self) -> None:
+    @property
+    def echo_rows(self) -> int:
+        """Rows below the code: the cursor op in full, then the cursor line whole when lines are
+        cut (as many rows as the longest needs, up to MAX_ECHO_ROWS) or else the legend."""
+        if self.size.height < 10:
+            return 1
+        if self.longest <= self.code_width:
+            return 2
+        return 1 + min(MAX_ECHO_ROWS, -(-self.longest // max(1, self.size.width)))
+
+    @property
+    def body_height(self) -> int:
+        return max(1, self.size.height - 1 - self.echo_rows)
+
+    def _scroll_to_cursor(self, centre: bool = False) -> None:
         h = self.body_height
+        if centre:
+            self.top = self.cursor - h // 3
         if self.cursor < self.top:
             self.top = self.cursor
         elif self.cursor >= self.top + h:
@@ -259,21 +360,24 @@ class SourceView(Widget, can_focus=True):
         self.top = max(0, min(self.top, max(0, len(self.rows) - h)))
 
     def on_resize(self, event: events.Resize) -> None:
-        self._scroll_to_cursor()
+        self._scroll_to_cursor(centre=not self.moved)
         self.refresh()
 
     def action_move(self, step: int) -> None:
+        self.moved = True
         self.cursor += step
 
     def action_page(self, step: int) -> None:
+        self.moved = True
         self.top = max(0, min(self.top + step * self.body_height, max(0, len(self.rows) - self.body_height)))
         self.cursor += step * self.body_height
 
     def action_edge(self, step: int) -> None:
+        self.moved = True
         self.cursor = 0 if step < 0 else len(self.rows) - 1
 
     def action_pan(self, step: int) -> None:
-        self.pan = max(0, min(self.pan + step, max(0, self._width - 8)))
+        self.pan = max(0, min(self.pan + step, max(0, self.longest - self.code_width + 1)))
         self.refresh()
 
     def action_drill(self) -> None:
@@ -293,64 +397,34 @@ class SourceView(Widget, can_focus=True):
         self.refresh()
 
     def on_click(self, event: events.Click) -> None:
-        if event.y >= 1:
+        if 1 <= event.y <= self.body_height:
+            self.moved = True
             self.cursor = self.top + event.y - 1
 
     # --- rendering --------------------------------------------------------------------------
 
-    @property
-    def full(self) -> bool:
-        return self.size.width >= FULL_GUTTER_WIDTH
-
     def header(self) -> Content:
-        if self.full:
-            cols = f"  rank │ {'H1 (L1 hit)':<14}{'H2 (L2 hit)':<14}{'X [trials 95%]':<18}{'s/r':>5} │ "
-        else:
-            cols = f"  rank │ {'H1':>5} {'H2':>5} {'X ±trials':>9}{'s/r':>4} │ "
+        cols = f"{'#':>2} {'ln':>{self._digits}} H1% {'cyc':>4} s/r│ "
         where = f"{self.file}  {self.top + 1}–{min(len(self.rows), self.top + self.body_height)}/{len(self.rows)}"
+        if self.pan:
+            where += f"  ←{self.pan}"
         return Content(cols + where)
 
     def _gutter(self, row: Row) -> Content:
-        """The annotation of `row`'s op (blank when the row has none)."""
-        width = GUTTER_FULL if self.full else GUTTER_COMPACT
-        if row.op is None:
-            return Content(" " * width)
-        op, s = self.ops[row.op], self.stats.get(row.op)
-        if s is None:
-            return Content.styled(f"{op.kind} {self.labels[row.op]}"[: width - 1].ljust(width), "$text-muted")
-        store = op.kind != "load"
-        h1 = None if store else (s.h1.mean if s.h1.defined else None)
-        h2 = s.h2.mean if s.h2.defined else None
-        x = s.x.mean if s.x.defined else None
-        lo, hi = (s.x.spread_lo, s.x.spread_hi) if s.x.defined else (None, None)
-        spr = s.sectors_per_request
-        if self.full:
-            interval = f"[{fmt.cycles(lo)}–{fmt.cycles(hi)}]"
-            parts = [
-                (fmt.pct(h1, width=5) + " ", ""), (fmt.hbar(h1, 7), "$primary"), (" ", ""),
-                (fmt.pct(h2, width=5) + " ", ""), (fmt.hbar(h2, 7), "$secondary"), (" ", ""),
-                (f"{fmt.cycles(x, 5)} {interval:<12}", "bold"), (fmt.num(spr, 1, 5), ""),
-            ]
+        """Rank, line number, H1, X and sectors per request of `row`'s op (blanks when none)."""
+        rank = self.ranks.get(row.op) if row.op is not None else None
+        hot = rank is not None and rank[0] == "L" and int(rank[1:]) <= HOT
+        mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else "$text-muted")
+        num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", "$text-muted")
+        op = self.ops.get(row.op) if row.op is not None else None
+        h1, x, spr, ideal = gutter_cells(self.stats.get(row.op) if op is not None else None,
+                                         op is not None and op.kind == "load")
+        if op is not None and row.op not in self.stats:
+            figures = Content.styled(f"{op.kind[:12]:<12}", "$text-muted")
         else:
-            half = (hi - lo) / 2 if fmt.finite(lo) and fmt.finite(hi) else None
-            parts = [
-                (fmt.vcell(h1), "$primary"), (fmt.pct(h1, width=4) + " ", ""),
-                (fmt.vcell(h2), "$secondary"), (fmt.pct(h2, width=4) + " ", ""),
-                (f"{fmt.cycles(x, 4)}±{fmt.cycles(half):<4}", "bold"), (fmt.num(spr, 1, 4), ""),
-            ]
-        content = Content.assemble(*parts)
-        return content.pad_right(max(0, width - content.cell_length))[:width]
-
-    def _lineno(self, row: Row) -> Content:
-        rank = self.rank.get(row.op) if row.op is not None else None
-        if rank is not None and rank <= HOT:
-            mark = Content.styled(f"▶{rank}", "bold $text-warning")
-        elif rank is not None:
-            mark = Content.styled(f"{rank:>2}", "$text-muted")
-        else:
-            mark = Content("  ")
-        num = Content.styled(f"{row.line:>4}" if row.first else "   ·", "$text-muted")
-        return Content.assemble(mark, num, " │ ")
+            dim = "$text-muted" if self.stale else ""
+            figures = Content.assemble((h1 + " ", dim), (x, dim or "bold"), (" " + spr, dim), (ideal, "$text-success"))
+        return Content.assemble(mark, num, figures, Content.styled("│", "$text-muted"))
 
     def _code(self, row: Row) -> Content:
         if not row.first:
@@ -365,27 +439,87 @@ class SourceView(Widget, can_focus=True):
             code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", "$text-muted italic"))
         return code
 
-    def _strip(self, content: Content, base: Any) -> Strip:
+    def _strip(self, content: Content, base: Style) -> Strip:
         return Strip([Segment(t, s.rich_style) for t, s in content.render(base, end="", parse_style=self._get_style)])
+
+    def _fitted(self, code: Content, room: int) -> Content:
+        """`code` scrolled by `pan` into `room` cells, with "…" where it is cut."""
+        n = code.cell_length
+        left = self.pan > 0 and n > 0
+        start = min(self.pan, n)
+        shown = code[start:] if start else code
+        if shown.cell_length > room:
+            shown = shown.truncate(room, ellipsis=True)
+        if left and shown.cell_length:
+            shown = Content.assemble(Content.styled(ELLIPSIS, "$text-muted"), shown[1:])
+        return shown
+
+    def detail(self) -> Content:
+        """The cursor op in full: rank, id, label, why, H1, H2, X with the spread of its trials,
+        sectors per request against the ideal, share of the cost."""
+        op_id = self.current_op
+        if op_id is None:
+            return Content.styled(f"line {self.current_line} · no memory op (n: the costliest load)", "$text-muted")
+        op, s = self.ops[op_id], self.stats.get(op_id)
+        rank = self.ranks.get(op_id)
+        head = Content.assemble((f"{rank} " if rank else "", "bold $text-warning"),
+                                (f"op {op_id} {op.kind} ", "bold"), (self.labels[op_id], "bold $text-accent"))
+        if s is None:
+            return Content.assemble(head, (" · waiting for the first trial", "$text-muted"))
+        why = self.reason(op_id)
+        parts: list[tuple[str, str]] = [(f" · {why}", "bold $text-error")] if why else []
+        if op.kind == "load":
+            parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None, 1)}", ""))
+        parts += [(f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None, 1)}", ""),
+                  (f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
+                  (f" [trials {fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}]" if s.x.defined else "",
+                   "$text-muted")]
+        if fmt.finite(s.sectors_per_access):
+            parts.append((f" · {s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}", ""))
+        parts.append((f" · {fmt.pct(s.cost_share, 1)} of the cost", "$text-muted"))
+        if self.stale:
+            parts.append((" · previous run", "$text-muted italic"))
+        return Content.assemble(head, *parts)
+
+    def _bottom(self, k: int, width: int) -> Content:
+        """Row `k` below the code: the detail line, then the echo of a cut cursor line or the legend."""
+        if k == 0:
+            return self.detail().truncate(width, ellipsis=True)
+        line = self.current_line
+        code = self.code[line - 1] if 0 < line <= len(self.code) else Content("")
+        if code.cell_length > self.code_width or self.pan:
+            lines = code.fold(max(1, width)) if code.cell_length else [Content("")]
+            if len(lines) > self.echo_rows - 1:  # longer than the echo: its last row ends in "…"
+                keep = lines[self.echo_rows - 2]
+                lines[self.echo_rows - 2] = keep.truncate(max(1, keep.cell_length - 1)).append(ELLIPSIS)
+            return lines[k - 1] if k - 1 < len(lines) else Content("")
+        if k > 1:
+            return Content("")
+        legend = next((text for text in LEGENDS if len(text) <= width), LEGENDS[-1])
+        return Content.styled(legend, "$text-muted")
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
+        body = self.body_height
         if y == 0:
             base = self.get_visual_style("source-view--header")
             return self._strip(self.header(), base).extend_cell_length(width, base.rich_style).crop(0, width)
+        if y > body:
+            base = self.get_visual_style("source-view--echo")
+            return self._strip(self._bottom(y - body - 1, width), base).extend_cell_length(
+                width, base.rich_style).crop(0, width)
         index = self.top + y - 1
         if index >= len(self.rows):
             return Strip.blank(width, self.visual_style.rich_style)
         row = self.rows[index]
-        rank = self.rank.get(row.op) if row.op is not None else None
+        rank = self.ranks.get(row.op) if row.op is not None else None
         if index == self.cursor:
             base = self.get_visual_style("source-view--cursor")
-        elif rank is not None and rank <= HOT:
+        elif rank is not None and rank[0] == "L" and int(rank[1:]) <= HOT:
             base = self.get_visual_style("source-view--hot")
         else:
             base = self.visual_style
-        left = Content.assemble(self._lineno(row), self._gutter(row), Content.styled(" │ ", "$text-muted"))
-        left_strip = self._strip(left, base)
+        left_strip = self._strip(self._gutter(row), base)
         room = max(0, width - left_strip.cell_length)
-        code_strip = self._strip(self._code(row), base).crop(self.pan, self.pan + room)
+        code_strip = self._strip(self._fitted(self._code(row), room), base)
         return Strip.join([left_strip, code_strip]).extend_cell_length(width, base.rich_style).crop(0, width)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,9 +13,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tuiprof.arch.model import format_size
 from tuiprof.errors import TuiprofError
 from tuiprof.tui import format as fmt
 from tuiprof.tui.text import MAX_MESSAGE, clean
+
+if TYPE_CHECKING:
+    from tuiprof.model.md import MdDecision
 
 MODAL_CSS = """
 ModalScreen { align: center middle; background: $background 60%; }
@@ -28,10 +32,17 @@ ModalScreen .error { color: $text-error; text-style: bold; }
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key of the app, generated from the bindings themselves so it cannot drift."""
+    """Every key of the app, generated from the action registry so it cannot drift; it scrolls
+    (↑↓, PgUp/PgDn, home/end) when it is taller than the terminal."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close")]
-    DEFAULT_CSS = MODAL_CSS + "HelpScreen > Vertical { width: 84; height: 90%; } HelpScreen VerticalScroll { height: 1fr; }"
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close"),
+                Binding("up,k", "scroll(-1)", "Up", show=False, id="help.up"),
+                Binding("down,j", "scroll(1)", "Down", show=False, id="help.down"),
+                Binding("pageup", "scroll(-10)", "Page up", show=False, id="help.page-up"),
+                Binding("pagedown,space", "scroll(10)", "Page down", show=False, id="help.page-down"),
+                Binding("home,g", "scroll(-100000)", "Top", show=False, id="help.top"),
+                Binding("end,G", "scroll(100000)", "Bottom", show=False, id="help.bottom")]
+    DEFAULT_CSS = MODAL_CSS + "HelpScreen > Vertical { width: 96; height: 90%; } HelpScreen VerticalScroll { height: 1fr; }"
 
     def __init__(self, groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()
@@ -48,7 +59,12 @@ class HelpScreen(ModalScreen[None]):
                 lines.append(Content(""))
             with VerticalScroll():
                 yield Static(Content("\n").join(lines), id="help-text")
-            yield Label("ctrl+p: command palette (tuiprof commands, themes) · esc closes", classes="hint")
+            yield Label("↑↓ PgUp PgDn scroll · ctrl+p: command palette (tuiprof commands, themes) · esc closes",
+                        classes="hint")
+
+    def action_scroll(self, rows: int) -> None:
+        view = self.query_one(VerticalScroll)
+        view.scroll_to(y=max(0, min(view.max_scroll_y, view.scroll_y + rows)), animate=False)
 
 
 class ErrorScreen(ModalScreen[None]):
@@ -122,7 +138,7 @@ class MdScreen(ModalScreen[int | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="md.cancel")]
     DEFAULT_CSS = MODAL_CSS
 
-    def __init__(self, limit: int, current: int, decision: Any | None) -> None:
+    def __init__(self, limit: int, current: int, decision: "MdDecision | None") -> None:
         super().__init__()
         self.limit, self.current, self.decision = limit, current, decision
 
@@ -230,7 +246,7 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
         values = {"l1.size": arch.l1.size, "l1.assoc": arch.l1.assoc, "l2.size": arch.l2.size,
                   "l2.assoc": arch.l2.assoc}
         for key, value in values.items():
-            text = (f"{value // 1024}KiB" if value % 1024 == 0 and value else f"{value}B") if key.endswith("size") else str(value)
+            text = format_size(value) if key.endswith("size") else str(value)
             self.query_one(f"#set-{key.replace('.', '-')}", Input).placeholder = f"{self.chosen}: {text}"
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

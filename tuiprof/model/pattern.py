@@ -1,0 +1,295 @@
+"""What one static op's accesses look like and what to do about them: its address pattern, the
+one word that says why it is hot, and plain-words advice. The drill-down, the report and the
+JSON all show these, from the same functions.
+
+The address pattern is pure NumPy over the Trace arrays: lane-to-lane strides inside a warp
+access (coalescing), strides between successive accesses of one lane (per-thread walks), distinct
+L1 lines per warp access, and reuse of lines by the same warp (the reuse that paper 000 sec. 6.2
+finds is lost when "the loaded cache lines are evicted before being reused"). It depends on the
+trace and the L1 line only, so a session computes it once (`address_patterns`).
+
+Coalescing is counted as Nsight Compute counts it: *sectors per request*, a request being one
+warp instruction (here a warp access), so 32 lanes of 4 B ideally move 4 sectors of 32 B and at
+worst 32.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tuiprof.trace.model import LANES, Trace
+
+if TYPE_CHECKING:
+    from tuiprof.model.analysis import Analysis, OpStats
+    from tuiprof.model.md import MdDecision
+
+SAMPLE = 25_000
+"""Warp accesses examined per op; beyond, whole warps are sampled evenly (the figures are shares
+and medians, and a lane's successive accesses stay successive)."""
+MIN_STRIDE_SHARE = 0.05
+"""Strides seen in fewer of the pairs than this are not listed (noise, not a pattern)."""
+SECTOR = 32
+"""Bytes of one sector: the unit of Nsight Compute's sectors per request."""
+
+REGULAR = 0.5
+"""A lane stride that covers at least this share of adjacent active lanes makes an access regular;
+below, the lanes follow data (a gather)."""
+UNCOALESCED = 2.0
+"""Sectors per request at least this many times the ideal: uncoalesced."""
+THRASH_REUSE = 0.25
+"""Share of line touches that revisit a line the warp touched before: the reuse a cache could keep."""
+THRASH_H1 = 0.5
+CAMPING = 1.25
+"""An op's DRAM reads waiting at least this many times the kernel's mean DRAM latency: queued
+behind each other on few channels or banks (camping)."""
+STREAMING_REUSE = 0.05
+
+
+@dataclass(frozen=True)
+class AddressPattern:
+    """What one op's warp accesses look like, in the Arch's L1 lines."""
+
+    warp_accesses: int
+    examined: int
+    mean_active_lanes: float
+    lines_per_access: float
+    """Distinct L1 lines one warp access touches (1 = fully coalesced for <= line-size warps)."""
+    lane_strides: tuple[tuple[int, float], ...]
+    """Most common byte strides between adjacent active lanes, with their shares (those above
+    `MIN_STRIDE_SHARE`)."""
+    thread_strides: tuple[tuple[int, float], ...]
+    """Most common byte strides between successive accesses of one lane (same warp, same op)."""
+    distinct_lines: int
+    line_touches: int
+    reuse: float
+    """Share of line touches that touch a line the same warp touched before with this op."""
+    reuse_distance: float
+    """Median warp accesses (of that warp, any op) between two touches of a line: the longer,
+    the likelier the line is evicted first."""
+    regular_share: float
+    """Share of adjacent active lane pairs at the most common lane stride (1 = perfectly regular;
+    NaN with no such pairs)."""
+
+    @property
+    def gather(self) -> bool:
+        """The lanes' addresses follow data, not a stride (an indirect load such as x[col[j]])."""
+        return math.isfinite(self.regular_share) and self.regular_share < REGULAR
+
+
+EMPTY = AddressPattern(0, 0, 0.0, math.nan, (), (), 0, 0, math.nan, math.nan, math.nan)
+
+
+def _top(values: np.ndarray, k: int = 3) -> tuple[tuple[tuple[int, float], ...], float]:
+    """The `k` most common values with their shares (at least MIN_STRIDE_SHARE), and the share of
+    the most common one (NaN for no values)."""
+    if values.size == 0:
+        return (), math.nan
+    uniq, counts = np.unique(values, return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:k]
+    shares = [(int(uniq[i]), float(counts[i] / values.size)) for i in order]
+    return tuple(s for s in shares if s[1] >= MIN_STRIDE_SHARE), shares[0][1]
+
+
+def _sample(rows: np.ndarray, warp: np.ndarray) -> np.ndarray:
+    """Indices into `rows` of whole warps, evenly spaced, about `SAMPLE` accesses in all."""
+    if rows.size <= SAMPLE:
+        return np.arange(rows.size)
+    uniq, start = np.unique(warp, return_index=True)
+    stride = -(-rows.size // SAMPLE)
+    keep = np.zeros(uniq.size, dtype=bool)
+    keep[::stride] = True
+    return np.flatnonzero(keep[np.searchsorted(uniq, warp)])
+
+
+def pattern_of(trace: Trace, rows: np.ndarray, line_bytes: int) -> AddressPattern:
+    """The address pattern of the warp accesses `rows` (ascending, one op's) with L1 lines of
+    `line_bytes`."""
+    total = int(rows.size)
+    if total == 0:
+        return EMPTY
+    warp_all = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
+    pick = _sample(rows, warp_all)
+    rows, warp = rows[pick], warp_all[pick]
+    addr = trace.addr[rows].astype(np.int64)                       # [n, 32]; < 2^63 in practice
+    lanes = np.arange(LANES, dtype=np.uint32)
+    active = ((trace.mask[rows][:, None] >> lanes) & 1).astype(bool)
+    # Coalescing: strides between adjacent active lanes, distinct lines per warp access.
+    both = active[:, 1:] & active[:, :-1]
+    lane_strides, regular = _top((addr[:, 1:] - addr[:, :-1])[both])
+    lines = np.where(active, addr // line_bytes, -1)
+    srt = np.sort(lines, axis=1)
+    distinct = ((srt[:, 1:] != srt[:, :-1]) & (srt[:, 1:] >= 0)).sum(axis=1) + (srt[:, 0] >= 0)
+    # Per-thread walk: successive accesses of the same op by the same warp, lane by lane.
+    same = warp[1:] == warp[:-1]
+    walk = (addr[1:] - addr[:-1])[same]
+    walk_ok = (active[1:] & active[:-1])[same]
+    thread_strides, _ = _top(walk[walk_ok])
+    # Reuse by the same warp: each (warp, line) touch after the first is a reuse.
+    n = lines.shape[0]
+    acc_idx = np.repeat(np.arange(n), LANES).reshape(n, LANES)
+    first = np.ones_like(srt, dtype=bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    sel = (srt >= 0) & first                                        # one touch per line per access
+    t_line, t_acc = srt[sel], acc_idx[sel]
+    t_warp, t_row = warp[t_acc], rows[t_acc]
+    order = np.lexsort((t_row, t_line, t_warp))
+    tw, tl, tr = t_warp[order], t_line[order], t_row[order]
+    again = (tw[1:] == tw[:-1]) & (tl[1:] == tl[:-1])
+    touches = int(tl.size)
+    reuse = float(again.sum() / touches) if touches else math.nan
+    gaps = (tr[1:] - tr[:-1])[again]
+    distance = float(np.median(gaps)) if gaps.size else math.nan
+    return AddressPattern(total, int(rows.size), float(active.sum(axis=1).mean()), float(distinct.mean()),
+                          lane_strides, thread_strides, int(np.unique(tl).size), touches, reuse, distance, regular)
+
+
+def address_pattern(trace: Trace, op_id: int, line_bytes: int) -> AddressPattern:
+    """The address pattern of op `op_id` with L1 lines of `line_bytes`."""
+    return pattern_of(trace, np.flatnonzero(trace.op == op_id), line_bytes)
+
+
+def address_patterns(trace: Trace, line_bytes: int) -> dict[int, AddressPattern]:
+    """Every op's address pattern (one sort of the access table, not one scan per op)."""
+    order = np.argsort(trace.op, kind="stable")
+    bounds = np.searchsorted(trace.op[order], np.arange(len(trace.ops) + 1))
+    return {o.id: pattern_of(trace, order[bounds[o.id]:bounds[o.id + 1]], line_bytes) for o in trace.ops}
+
+
+def ideal_sectors(op_bytes: int, active_lanes: float, sector: int = SECTOR) -> float:
+    """Sectors one warp access needs at best: its active lanes' bytes in whole sectors."""
+    lanes = active_lanes if math.isfinite(active_lanes) and active_lanes > 0 else LANES
+    return float(max(1, math.ceil(lanes * op_bytes / sector - 1e-9)))
+
+
+def ideal_sectors_per_op(trace: Trace, sector: int = SECTOR) -> np.ndarray:
+    """`ideal_sectors` of every op at its mean active lanes in the snapshot."""
+    counts = np.bincount(trace.op, minlength=len(trace.ops))
+    lanes = np.bincount(trace.op, weights=trace.active_lanes(), minlength=len(trace.ops))
+    mean = np.divide(lanes, counts, out=np.full(len(trace.ops), np.nan), where=counts > 0)
+    return np.array([ideal_sectors(o.bytes, float(mean[o.id]), sector) for o in trace.ops])
+
+
+# --- why an op is hot, and what to do -------------------------------------------------------
+
+def _h1(stats: "OpStats") -> float:
+    return stats.h1.mean if stats.h1.defined and stats.op.kind == "load" else math.nan
+
+
+def excess(stats: "OpStats") -> float:
+    """Sectors per request over the ideal (1 = ideal; NaN when unknown)."""
+    if not (math.isfinite(stats.sectors_per_access) and stats.ideal_sectors > 0):
+        return math.nan
+    return stats.sectors_per_access / stats.ideal_sectors
+
+
+def camping(stats: "OpStats", kernel_tm: float) -> float:
+    """How many times the kernel's mean DRAM batch latency the op's DRAM reads wait (NaN when it
+    has none)."""
+    if not (stats.tm.defined and math.isfinite(kernel_tm) and kernel_tm > 0):
+        return math.nan
+    return stats.tm.mean / kernel_tm
+
+
+def hot_reason(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float) -> str:
+    """One word for why the op costs what it does, from its coalescing, its address pattern and
+    its simulated hit ratios and DRAM latency: ``gather``, ``uncoalesced 8x`` (sectors per request
+    over the ideal), ``thrash`` (the warp's lines are evicted before it reuses them), ``camping``
+    (its DRAM reads queue on few channels or banks), ``streaming`` (no reuse, DRAM-bound), or ""
+    when nothing stands out."""
+    over = excess(stats)
+    if pattern is not None and pattern.gather and math.isfinite(over) and over >= UNCOALESCED:
+        return "gather"
+    if math.isfinite(over) and over >= UNCOALESCED:
+        return f"uncoalesced {over:.0f}x"
+    h1 = _h1(stats)
+    if pattern is not None and math.isfinite(h1) and pattern.reuse >= THRASH_REUSE and h1 < THRASH_H1:
+        return "thrash"
+    late = camping(stats, kernel_tm)
+    if math.isfinite(late) and late >= CAMPING and math.isfinite(stats.dram_share) and stats.dram_share >= 0.25:
+        return "camping"
+    if (pattern is not None and math.isfinite(pattern.reuse) and pattern.reuse < STREAMING_REUSE
+            and math.isfinite(h1) and h1 < 0.2 and math.isfinite(stats.dram_share) and stats.dram_share > 0.5):
+        return "streaming"
+    return ""
+
+
+def _lower_md(decision: "MdDecision | None") -> str:
+    """What the MD decision says about a smaller working set per SM, in a clause."""
+    if decision is None:
+        return "a smaller working set per SM (the MD pane says whether fewer CTAs per SM pay)"
+    if decision.recommended_md < decision.default_md:
+        return f"fewer CTAs per SM: MD {decision.recommended_md} instead of {decision.default_md} (the MD pane)"
+    return "better locality (fewer CTAs per SM would not pay here: the MD pane keeps the default)"
+
+
+def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = math.nan,
+           decision: "MdDecision | None" = None, line_bytes: int = 128) -> list[str]:
+    """Plain-words advice for one op, strongest first; always at least one line. `decision` (the
+    MD decision, when known) keeps the advice in step with the MD pane."""
+    op = stats.op
+    load = op.kind == "load"
+    verb = {"load": "read", "store": "write"}.get(op.kind, "update")
+    out: list[str] = []
+    h1 = _h1(stats)
+    if not load:
+        out.append(f"{op.kind.capitalize()}s go to L2 (the L1 does not keep written lines): H2 here is the L2 "
+                   "write hit ratio, and the latency is mostly hidden from the warp.")
+    over = excess(stats)
+    if math.isfinite(over) and over >= UNCOALESCED:
+        spr = f"{stats.sectors_per_access:.1f} sectors per request where {stats.ideal_sectors:.0f} would do"
+        if pattern is not None and pattern.gather:
+            out.append(f"Data-dependent gather: the lanes' addresses follow an index ({spr}; no lane stride covers "
+                       f"more than {math.ceil(100 * pattern.regular_share)}% of lane pairs). A layout change alone cannot "
+                       f"coalesce it: renumber or sort the indexed data so that neighbouring lanes {verb} neighbouring "
+                       "elements, or give each warp one row (as a vector CSR kernel does).")
+        else:
+            stride = f" (lanes {pattern.lane_strides[0][0]:+d} B apart)" if pattern and pattern.lane_strides else ""
+            out.append(f"Uncoalesced: {spr}{stride}. Make consecutive lanes {verb} consecutive addresses (structure "
+                       "of arrays, or stage the data through shared memory, as a tiled transpose does).")
+    walks = False
+    if load and pattern is not None and pattern.thread_strides and math.isfinite(h1):
+        step, share = pattern.thread_strides[0]
+        ideal_lines = max(1, -(-LANES * op.bytes // line_bytes))
+        walks = 0 < step < line_bytes and share >= 0.5 and h1 < 0.5 and pattern.lines_per_access >= 4 * ideal_lines
+        if walks:
+            per_line = max(2, min(4, line_bytes // max(step, 1), 16 // max(op.bytes, 1)))
+            out.append(f"Each lane walks its own row ({step} B per step) so the next element is in the line it just "
+                       f"loaded, but that line is evicted before its reuse (H1 {100 * h1:.0f}%). Vectorize these "
+                       f"loads (paper 000 sec. 6.2): read {per_line} elements per lane in one "
+                       f"{per_line * op.bytes}-byte vector load (e.g. float{per_line}/int{per_line}).")
+    streaming = (pattern is not None and math.isfinite(pattern.reuse) and pattern.reuse < STREAMING_REUSE
+                 and math.isfinite(h1) and h1 < 0.2)
+    if load and streaming:
+        out.append("Streaming: the warps almost never touch a line twice, so no cache size and no MD helps; only "
+                   "coalescing and DRAM bandwidth matter.")
+    elif load and pattern is not None and math.isfinite(h1) and pattern.reuse >= THRASH_REUSE and h1 < THRASH_H1 \
+            and not walks:
+        out.append(f"Thrashing: the warp comes back to its lines ({100 * pattern.reuse:.0f}% of touches, median "
+                   f"{pattern.reuse_distance:.0f} warp accesses later) but they are evicted first (H1 {100 * h1:.0f}%). "
+                   f"Keep them: {_lower_md(decision)}, or a tile that fits the L1.")
+    elif load and math.isfinite(stats.dram_share) and stats.dram_share > 0.5:
+        out.append(f"DRAM dominates this load's latency ({100 * stats.dram_share:.0f}% of X): raise its H1 or H2 with "
+                   f"{_lower_md(decision)}.")
+    late = camping(stats, kernel_tm)
+    if math.isfinite(late) and late >= CAMPING and math.isfinite(stats.dram_share) and stats.dram_share >= 0.25:
+        out.append(f"Its DRAM {verb}s wait {late:.1f}x the kernel's mean DRAM latency: they queue on few channels or "
+                   "banks (camping). Spread them: pad the row pitch, or visit blocks in a diagonal order.")
+    if load and math.isfinite(h1) and h1 >= 0.8:
+        out.append(f"Served from L1 (H1 {100 * h1:.0f}%): little to gain on this load.")
+    if not out:
+        out.append("No single cause stands out: this load's latency follows the kernel's overall L1/L2 behaviour.")
+    return out
+
+
+
+def insight(stats: "OpStats", pattern: AddressPattern | None, analysis: "Analysis",
+            line_bytes: int) -> tuple[str, list[str]]:
+    """`hot_reason` and `advice` of one op of `analysis` (with its kernel-wide DRAM latency and
+    MD decision): what the source pane, the drill-down and the report say about it."""
+    tm = analysis.tm.mean if analysis.tm.defined else math.nan
+    decision = analysis.decisions.md if analysis.decisions is not None else None
+    return hot_reason(stats, pattern, tm), advice(stats, pattern, tm, decision, line_bytes)
