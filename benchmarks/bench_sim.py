@@ -64,7 +64,7 @@ def bench_trial(demo: str, arch_name: str, seeds: int) -> dict:
 
     def reference(seed: int):
         return trial_kernel(params, md, seed, p.n_ops, p.acc_op, p.op_write, p.op_cached, co.req_off, co.req_line,
-                            co.req_mask, p.seq_off, p.warp_seq_off, p.warp_cta, p.cta_warp_off, p.cta_warps,
+                            co.req_mask, co.req_full, p.seq_off, p.warp_seq_off, p.warp_cta, p.cta_warp_off, p.cta_warps,
                             p.sm_seq_off, p.sm_acc_off)
 
     def product(seed: int):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from tuiprof.arch.model import Arch
-from tuiprof.arch.occupancy import Occupancy, occupancy
+from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
 from tuiprof.collect.options import CollectOptions
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.sim.budget import check_run_memory
@@ -55,6 +55,10 @@ def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
     if config.arch:
         return load_arch(config.arch, config.overrides)
     return preset_arch(trace.provenance.arch, config.overrides)
+
+
+L1_SETTINGS = ("l1.size", "l1.assoc")
+"""What-if settings that fix the L1: with either, the shared-memory carve-out does not size it."""
 
 
 def kernel_occupancy(trace: Trace, arch: Arch) -> Occupancy:
@@ -142,9 +146,13 @@ class Session:
         self.trace = trace
         self.config = config
         self.path = path
-        self.arch = resolve_arch(trace, config)
-        self.occupancy = kernel_occupancy(trace, self.arch)
-        self.md = resolve_md(trace, self.arch, config)
+        self.requested_arch = resolve_arch(trace, config)
+        """The GPU asked for (preset or file, with the what-if overrides)."""
+        self.occupancy = kernel_occupancy(trace, self.requested_arch)
+        self.md = resolve_md(trace, self.requested_arch, config)
+        self.arch = self.arch_at(self.md)
+        """The GPU simulated at the main run's MD: `requested_arch` with the L1 its shared-memory
+        carve-out leaves (Volta and later, `tuiprof.arch.occupancy.carveout_arch`)."""
         check_run_memory(self.arch, trace.n_accesses, os.cpu_count() or 1)
         self._lock = threading.Lock()
         self._cancelled = False
@@ -170,6 +178,22 @@ class Session:
 
         path = resolve_target(str(target))
         return cls(load(path), config, path)
+
+    def arch_at(self, md: int) -> Arch:
+        """The GPU simulated at MD `md`: on Volta and later the driver sizes the L1 beside the
+        kernel's shared memory, `md` CTAs of it per SM; an explicit ``l1.size`` or ``l1.assoc``
+        in the what-if overrides keeps the L1 as set."""
+        if any(k in self.config.overrides for k in L1_SETTINGS):
+            return self.requested_arch
+        return carveout_arch(self.requested_arch, md * self.occupancy.shared_per_cta)
+
+    @property
+    def shared_carveout(self) -> int | None:
+        """The shared-memory carve-out (bytes) beside the simulated L1 at the main MD; None when
+        the L1 is the Arch's own (before Volta, or fixed by a what-if)."""
+        if any(k in self.config.overrides for k in L1_SETTINGS):
+            return None
+        return carveout(self.requested_arch, self.md * self.occupancy.shared_per_cta)
 
     def cancel(self) -> None:
         with self._lock:
@@ -326,7 +350,7 @@ class Session:
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg, n = self.config, self.sweep_trial_count()
-        return {m: MonteCarlo(self.trace, self.arch, trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
+        return {m: MonteCarlo(self.trace, self.arch_at(m), trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
                               tolerance=cfg.tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
                               prepared=mc.prepared)
                 for m in self.sweep_mds() if m != self.md}, ""

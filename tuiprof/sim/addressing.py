@@ -118,6 +118,8 @@ def xor_table(n, poly):
     two-adic order of `n`, the degree of `poly`): ``h(q)`` is the XOR of ``tab[j, byte j of q]``.
     All zeros when `n` is odd."""
     tab = np.zeros((8, 256), dtype=np.uint64)
+    if n < 1:
+        return tab
     k = 0
     while (n >> k) & 1 == 0:
         k += 1
