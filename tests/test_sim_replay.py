@@ -33,8 +33,7 @@ def differences(a: TrialResult, b: TrialResult) -> list[str]:
         out.append("dram_batch_latencies")
     if not np.array_equal(a.dram_latency, b.dram_latency, equal_nan=True):
         out.append("dram_latency")
-    if a.dram_writebacks != b.dram_writebacks:
-        out.append("dram_writebacks")
+    out += [f for f in ("dram_writebacks", "dram_writebacks_owed") if getattr(a, f) != getattr(b, f)]
     return out
 
 

@@ -44,7 +44,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, target, xor_fold, xor_table
 from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find, cache_invalidate, cache_set,
-                               cache_touch, expand_sectors, full_sectors, get_mask, hslot)
+                               cache_touch, expand_sectors, full_sectors, get_mask, get_tag, hslot)
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_POLY, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL,
                                   P_L1_CPS, P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ON, P_L2_POLY,
@@ -264,10 +264,27 @@ def _emit(dbuf, dst, base_chunk, m, nchunks, rop, txsh, txmul):
     return n - n0
 
 
+@njit(**INLINE)
+def _tx_count(base_chunk, m, nchunks, txsh, txmul):
+    """How many DRAM transactions `_emit` queues for chunks `m` of the line at `base_chunk`."""
+    last = np.int64(-1)
+    n = 0
+    for k in range(nchunks):
+        if (m >> k) & 1:
+            c = base_chunk + k
+            for t in range(txmul):
+                tx = (c >> txsh) if txmul == 1 else c * txmul + t
+                if tx != last:
+                    last = tx
+                    n += 1
+    return n
+
+
 @njit(**KERNEL)
 def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off, req_line, req_mask, req_full, n_ops):
     """Steps 5-7 over the merged stream: per-SM L1s, the shared L2, the DRAM batcher. Returns the
-    per-op DRAM read latency sums, the batch latencies and the write-back transactions."""
+    per-op DRAM read latency sums, the batch latencies, the write-back transactions of evictions
+    and those the L2's dirty sectors still owe at the end."""
     S = params[P_SM]
     # L1: one copy per SM; L2: one shared copy.
     on1, parts1, sets1, lru1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
@@ -437,23 +454,29 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
             if dst[D_N] >= dst[D_TARGET]:
                 _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, False)
     _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, True)
-    return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB]
+    # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
+    owed = 0
+    for slot in range(nsets2 * assoc2 if on2 else 0):
+        d = get_mask(meta2, slot, DIRTY)
+        if d != 0:
+            owed += _tx_count(get_tag(meta2, slot) * cpl2, d, cpl2, txsh, txmul)
+    return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB], owed
 
 
 @njit(**KERNEL)
 def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask, req_full,
                  seq_off, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off):
     """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
-    batch latencies, write-back transactions)``."""
+    batch latencies, write-back transactions, write-back transactions owed at the end)``."""
     st = rng_new(seed)
     S = params[P_SM]
     counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
     issue = schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
     order = align(st, issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
     lab = merge_order(st, sm_acc_off)
-    lat_sum, batches, writebacks = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off,
-                                          req_line, req_mask, req_full, n_ops)
-    return counts, lat_sum, batches, writebacks
+    lat_sum, batches, writebacks, owed = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write,
+                                                req_off, req_line, req_mask, req_full, n_ops)
+    return counts, lat_sum, batches, writebacks, owed
 
 
 def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int, seed: int, *,
@@ -467,8 +490,8 @@ def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int,
     co = prepared.coalesced
     seed = normal_seed(seed)
     t0 = time.perf_counter()
-    counts, lat_sum, batch, writebacks = trial_kernel(
+    counts, lat_sum, batch, writebacks, owed = trial_kernel(
         params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
         co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.warp_seq_off, prepared.warp_cta,
         prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off)
-    return trial_result(prepared, md, seed, index, counts, lat_sum, batch, writebacks, time.perf_counter() - t0)
+    return trial_result(prepared, md, seed, index, counts, lat_sum, batch, writebacks, owed, time.perf_counter() - t0)

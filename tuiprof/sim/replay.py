@@ -833,7 +833,31 @@ def _build(g: Geometry) -> Callable:
             for u in range(n_touched):
                 oo = touched[u]
                 lat_sum[oo] += lat * bop[oo]
-        return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs
+        # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
+        owed = np.int64(0)
+        if ON2:
+            for i in range(NSETS2 * A2):
+                od = np.int64(dty2[i])
+                if od != 0:
+                    old = np.int64(tag2[i])
+                    if WIDE:
+                        ob = lines2[old] * CPL2
+                    elif SUB == 1:
+                        ob = lines[old] * CPL2
+                    else:
+                        ob = lines[old >> SUBSH] * CPL1 + (old & (SUB - 1)) * CPL2
+                    owed += push(qtx, qop, 0, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
+            for c in range(NCLS if LOCK else 0):  # the classes still in lockstep
+                if split[c] == 0:
+                    for w in range(A2):
+                        od = np.int64(dtyS[c * A2 + w])
+                        if od != 0:
+                            ob = lines[np.int64(tagS[c * A2 + w])] * CPL1
+                            for jj in range(SUB):
+                                odj = (od >> (jj * CPL2)) & LOW2
+                                if odj != 0:
+                                    owed += push(qtx, qop, 0, ob + jj * CPL2, odj, WRITEBACK, CPL2, TXMUL, TXSH)
+        return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs, owed
 
     # One name per geometry: Numba names a compiled function's cache files and its environment
     # after the qualified name (the environment with a per-process counter), so geometries that
