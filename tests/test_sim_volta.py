@@ -80,24 +80,27 @@ def test_dirty_sectors_left_in_l2_are_owed_to_dram(preset: str) -> None:
 
 
 @pytest.mark.parametrize("preset", VOLTA_AND_LATER + ("tesla-c2050",))
-@pytest.mark.parametrize("store_mask,fetched", [(LANE0, 4), (SECTOR, 3)])
-def test_a_partial_store_makes_nothing_readable(preset: str, store_mask: int, fetched: int) -> None:
-    # A 4 B store (LANE0) to line 5, then a 128 B load of the line: the 28 bytes never fetched
-    # must come from DRAM, so the load hits nowhere and reads all 4 sectors. A store of the
-    # whole first sector (SECTOR) makes that sector readable: 3 sectors read from DRAM.
+@pytest.mark.parametrize("store_mask,written", [(LANE0, 0), (SECTOR, 1)])
+def test_a_load_never_hits_bytes_that_were_not_fetched(preset: str, store_mask: int, written: int) -> None:
+    # A 4 B store (LANE0) or a whole-sector store (SECTOR) to line 5, then a 128 B load of the
+    # line: the line's 4 sectors come from DRAM once each, except a sector the store wrote
+    # entirely. Write-back (Volta+): the partly written sector stays unreadable, the load fetches
+    # it. Write-through (Fermi, paper 000 2.1): the store's miss "brings the cache block to the
+    # cache", a DRAM read charged to the store, and the load hits it in L2.
     a = lanes(5 * LINE, 4)
     t = trace_of([[(STORE, a, store_mask), (LOAD, a, FULL)]], ops=OPS)
     arch = arch_with(preset, sm_count=1)
     r = run(t, arch)
-    assert r.dram_reads[LOAD] == fetched
-    if arch.l1.store_policy == "write-allocate":  # Volta+: the L1 keeps the stored sector...
-        assert (r.l1_read_accesses[LOAD], r.l1_read_hits[LOAD]) == (4, 4 - fetched)
-        assert (r.l2_read_accesses[LOAD], r.l2_read_hits[LOAD]) == (fetched, 0)
-    else:  # ... Fermi's evicts the line: the L2 has the stored sector
-        assert (r.l1_read_accesses[LOAD], r.l1_read_hits[LOAD]) == (1, 0)
-        assert (r.l2_read_accesses[LOAD], r.l2_read_hits[LOAD]) == (4, 4 - fetched)
+    assert r.dram_reads[LOAD] + r.dram_reads[STORE] == 4 - written
     write_back = arch.l2.write_policy == "write-back"
     assert r.dram_writes[STORE] == (0 if write_back else 1)
+    assert r.dram_reads[STORE] == (0 if write_back else 1 - written)
+    if write_back:  # Volta+: the write-allocate L1 holds only a sector written entirely
+        assert (r.l1_read_accesses[LOAD], r.l1_read_hits[LOAD]) == (4, written)
+        assert (r.l2_read_accesses[LOAD], r.l2_read_hits[LOAD]) == (4 - written, 0)
+    else:  # Fermi's L1 evicts the stored line; the L2 holds the stored sector, fetched or written
+        assert (r.l1_read_accesses[LOAD], r.l1_read_hits[LOAD]) == (1, 0)
+        assert (r.l2_read_accesses[LOAD], r.l2_read_hits[LOAD]) == (4, 1)
 
 
 @pytest.mark.parametrize("preset", VOLTA_AND_LATER)

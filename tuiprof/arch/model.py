@@ -29,12 +29,12 @@ L2_WRITE_POLICIES = ("write-through", "write-back")
 
 - ``write-through``: the store goes on to DRAM and the block is made valid (Fermi, paper 000
   sec. 2.1: "if the block is not valid, it updates the memory and brings the cache block to the
-  cache");
+  cache"): the sectors it did not write entirely are fetched from DRAM;
 - ``write-back``: the sector is allocated dirty without a fetch and written to DRAM only when it
-  is evicted (Volta and later); every store completes in L2 (a write hit).
+  is evicted (Volta and later); every store completes in L2 (a write hit); a sector written
+  only in part stays unreadable until a load fetches it.
 
-Either way a sector written only in part stays unreadable until a load fetches it. The rules in
-full: `tuiprof.sim.reference`."""
+The rules in full: `tuiprof.sim.reference`."""
 ADDRESS_HASHES = ("linear", "xor")
 """How addresses map to L2 slices/sets and DRAM channels: ``linear`` ((address / interleave) mod
 count, Fermi) or ``xor`` (higher address bits folded into the index over GF(2), Volta and later,

@@ -14,13 +14,15 @@ merged stream:
    fetch the missing sectors from DRAM; dirty victims are written back. A Fermi L1 miss (128 B
    line, 32 B L2 lines) thus becomes four L2 accesses (paper 000 2.1). A store to a valid sector
    hits and makes it dirty. A store to an invalid sector follows ``l2.write_policy``:
-   ``write-through`` (Fermi, paper 000 2.1) writes DRAM, and the sector becomes valid if the
-   store wrote all of it; ``write-back`` (Volta and later) allocates the sector dirty without
-   any DRAM transaction (valid, too, if the store wrote all of it), and DRAM sees it only when it
-   is evicted. On a write-back L2 every stored sector counts as a write hit: the store completes
-   in L2 (Nsight Compute counts L2 stores so; NVIDIA developer forums, "L2 hit rate always at
-   100%", 2023). Atomics keep the write-through rule on either L2 (their misses go on to DRAM).
-   A sector written only in part stays unreadable until a load fetches it (it stays dirty).
+   ``write-through`` (Fermi, paper 000 2.1: "it updates the memory and brings the cache block to
+   the cache") writes DRAM and makes the sector valid, fetching from DRAM (a read charged to the
+   store) the sectors it did not write entirely; ``write-back`` (Volta and later) allocates the
+   sector dirty without any DRAM transaction, valid if the store wrote all of it, else
+   unreadable until a load fetches it (it stays dirty), and DRAM sees it only when it is
+   evicted (or after the snapshot: the write-backs owed at the end). On a write-back L2 every
+   stored sector counts as a write hit: the store completes in L2 (Nsight Compute counts L2
+   stores so; NVIDIA developer forums, "L2 hit rate always at 100%", 2023). Atomics keep the
+   write-through rule on either L2 (their misses go on to DRAM and fetch what they need).
    Lines map to sets (slices and sets) by ``address_hash`` (`tuiprof.sim.addressing`).
 7. **DRAM** (3.2.3): the DRAM request queue, in L2 order, is cut into batches of ``sm_count``
    groups of 1..32 consecutive requests (uniform sizes), one group per SM. A batch costs
@@ -434,15 +436,19 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                         counts[C_L2_WH, o] += nsec2
                         meta2[slot, DIRTY] = get_mask(meta2, slot, DIRTY) | smask2
                         meta2[slot, VALID] = v | (smask2 & full2)
-                    else:  # write-through (and atomics): a miss writes DRAM
+                    else:  # write-through (and atomics): a miss writes DRAM and brings the sector in
                         hit = smask2 & v
                         counts[C_L2_WH, o] += popcount(hit & lead2)
                         if miss != 0:
                             nw = _emit(dbuf, dst, base, m2 & miss, cpl2, rop, txsh, txmul)
                             counts[C_DW, o] += nw
                         if on2:
+                            fetch = miss & ~full2  # the bytes it did not write come from DRAM
+                            if fetch != 0:
+                                nr = _emit(dbuf, dst, base, fetch, cpl2, o, txsh, txmul)
+                                counts[C_DR, o] += nr
                             meta2[slot, DIRTY] = get_mask(meta2, slot, DIRTY) | hit
-                            meta2[slot, VALID] = v | (miss & full2)
+                            meta2[slot, VALID] = v | miss
                 else:
                     counts[C_L2_RA, o] += nsec2
                     counts[C_L2_RH, o] += popcount(smask2 & v & lead2)

@@ -37,7 +37,8 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
   is reassigned in the walk (a reassigned array variable costs reference counting per batch and
   worse code: 15-25% of a trial).
 - **Geometry as compile-time constants** (`Geometry`): associativities, set counts, line and
-  sector chunks, channels, banks, interleave, row and transaction sizes are frozen into each
+  sector chunks, the L2 write policy, the address hash, channels, banks, interleave, row and
+  transaction sizes are frozen into each
   compiled kernel (divisions by 6 become multiplications), and kernels are cached in memory and
   on disk per geometry. Latencies, the SM count and the group size stay run-time values, so
   what-ifs on them reuse the kernel.
@@ -101,7 +102,8 @@ class Geometry:
     DRAM's shapes (a level that is absent keeps only its line and sector chunks, which still cut
     requests). Set counts cover all partitions: a level of P partitions of S sets maps line l to
     partition ``l % P``, set ``(l // P) % S``, a bijection of ``l mod P*S``, so the kernel indexes
-    sets by ``l mod P*S`` with the same results."""
+    sets by ``l mod P*S`` with the same results (hashed: `tuiprof.sim.addressing.target` over
+    ``P*S``, as the reference)."""
 
     l1_on: bool
     l1_sets: int
@@ -637,6 +639,11 @@ def _build(g: Geometry) -> Callable:
                                     to_front(nxtS, prvS, LS, wS, A2)
                                 sm2 = expand_sectors(send, CPS2, SPW)
                                 miss = sm2 & ~V
+                                fetch = np.int64(0)  # a write-through store miss fetches what it did not write
+                                if wr:
+                                    full2 = full_sectors(np.int64(req_full[j]), CPS2, SPW)
+                                    if not wb:
+                                        fetch = miss & ~full2
                                 for jj in range(SUB):
                                     sh = jj * CPL2
                                     if od != 0:
@@ -653,11 +660,15 @@ def _build(g: Geometry) -> Callable:
                                             c_dw += nq - n0
                                         else:
                                             c_dr += nq - n0
+                                    fj = (fetch >> sh) & LOW2
+                                    if fj != 0:
+                                        n0 = nq
+                                        nq = push(qtx, qop, nq, lbase + sh, fj, o, CPL2, TXMUL, TXSH)
+                                        c_dr += nq - n0
                                 nsec2 = popcount(sm2 & LEADW)
                                 hits = popcount(sm2 & V & LEADW)
                                 if wr:
                                     c_l2wa += nsec2
-                                    full2 = full_sectors(np.int64(req_full[j]), CPS2, SPW)
                                     if wb:
                                         c_l2wh += nsec2
                                         dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | sm2
@@ -665,7 +676,7 @@ def _build(g: Geometry) -> Callable:
                                     else:
                                         c_l2wh += hits
                                         dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | (sm2 & V)
-                                        valS[bS + wS] = V | (miss & full2)
+                                        valS[bS + wS] = V | miss
                                 else:
                                     c_l2ra += nsec2
                                     c_l2rh += hits
@@ -743,7 +754,7 @@ def _build(g: Geometry) -> Callable:
                                     c_l2wh += nsec2
                                     dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | smask2
                                     val2[b2 + w2] = v | (smask2 & full2)
-                                else:  # write-through (and atomics): a miss writes DRAM
+                                else:  # write-through (and atomics): a miss writes DRAM and brings the sector in
                                     c_l2wh += hits
                                     em = m2 & miss
                                     if em != 0:
@@ -751,8 +762,13 @@ def _build(g: Geometry) -> Callable:
                                         nq = push(qtx, qop, nq, base, em, rop, CPL2, TXMUL, TXSH)
                                         c_dw += nq - n0
                                     if ON2:
+                                        fetch = miss & ~full2  # the bytes it did not write come from DRAM
+                                        if fetch != 0:
+                                            n0 = nq
+                                            nq = push(qtx, qop, nq, base, fetch, o, CPL2, TXMUL, TXSH)
+                                            c_dr += nq - n0
                                         dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | (smask2 & v)
-                                        val2[b2 + w2] = v | (miss & full2)
+                                        val2[b2 + w2] = v | miss
                             else:
                                 c_l2ra += nsec2
                                 c_l2rh += hits

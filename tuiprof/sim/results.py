@@ -59,7 +59,8 @@ class TrialResult:
     l2_write_hits: np.ndarray
     l2_write_accesses: np.ndarray
     dram_reads: np.ndarray
-    """DRAM read transactions caused by the op's L2 read misses."""
+    """DRAM read transactions caused by the op's L2 read misses (and, for a store or atomic
+    that misses a write-through L2, the fetch of the sectors it did not write entirely)."""
     dram_writes: np.ndarray
     """DRAM write transactions written through by the op's L2 store misses (write-through L2,
     atomics, or no L2; a store on a write-back L2 writes none)."""
