@@ -219,6 +219,8 @@ def test_power_of_two_strides_spread_over_every_target(n: int) -> None:
 def dram_latency_of_one_batch(addresses: list[int], arch: Arch) -> int:
     """Paper 000 3.2.3's batch cost, written out for one batch of 32 B reads on fresh banks:
     base + max(busiest bank's row misses and hits, busiest channel's requests x burst)."""
+    from tuiprof.sim.addressing import hash_polynomial
+
     d = arch.dram
     busy: dict[tuple[int, int], int] = {}
     rows: dict[tuple[int, int], int] = {}
@@ -227,8 +229,6 @@ def dram_latency_of_one_batch(addresses: list[int], arch: Arch) -> int:
         q, ch = divmod(a // d.interleave, d.channels)
         if arch.address_hash == "xor":
             k = (d.channels & -d.channels).bit_length() - 1
-            from tuiprof.sim.addressing import hash_polynomial
-
             ch ^= gf2_mod(q << k, hash_polynomial(d.channels)) if k else 0
         local = (q * d.interleave + a % d.interleave) // d.row_size
         bank, row = (ch, local % d.banks), local // d.banks

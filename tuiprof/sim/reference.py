@@ -266,22 +266,6 @@ def _emit(dbuf, dst, base_chunk, m, nchunks, rop, txsh, txmul):
     return n - n0
 
 
-@njit(**INLINE)
-def _tx_count(base_chunk, m, nchunks, txsh, txmul):
-    """How many DRAM transactions `_emit` queues for chunks `m` of the line at `base_chunk`."""
-    last = np.int64(-1)
-    n = 0
-    for k in range(nchunks):
-        if (m >> k) & 1:
-            c = base_chunk + k
-            for t in range(txmul):
-                tx = (c >> txsh) if txmul == 1 else c * txmul + t
-                if tx != last:
-                    last = tx
-                    n += 1
-    return n
-
-
 @njit(**KERNEL)
 def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off, req_line, req_mask, req_full, n_ops):
     """Steps 5-7 over the merged stream: per-SM L1s, the shared L2, the DRAM batcher. Returns the
@@ -464,8 +448,9 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     owed = 0
     for slot in range(nsets2 * assoc2 if on2 else 0):
         d = get_mask(meta2, slot, DIRTY)
-        if d != 0:
-            owed += _tx_count(get_tag(meta2, slot) * cpl2, d, cpl2, txsh, txmul)
+        if d != 0:  # counted as `_emit` would queue them, in the emptied buffer
+            owed += _emit(dbuf, dst, get_tag(meta2, slot) * cpl2, d, cpl2, -1, txsh, txmul)
+            dst[D_N] = 0
     return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB], owed
 
 
