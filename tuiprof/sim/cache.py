@@ -259,16 +259,9 @@ def expand_sectors(m, cps, n_sectors):
 @njit(**INLINE)
 def full_sectors(f, cps, n_sectors):
     """The sectors of `cps` chunks all of whose chunks are set in chunk mask `f` (int64 holding
-    32 bits): the sectors a store wrote entirely."""
-    out = f
-    if cps > 1:
-        full = (np.int64(1) << cps) - 1
-        out = np.int64(0)
-        for j in range(n_sectors):
-            sh = j * cps
-            if (f >> sh) & full == full:
-                out |= full << sh
-    return out
+    32 bits): the sectors a store wrote entirely (those with no chunk missing)."""
+    line = (np.int64(1) << (cps * n_sectors)) - 1
+    return line & ~expand_sectors(line & ~f, cps, n_sectors)
 
 
 @dataclass(frozen=True)

@@ -338,6 +338,20 @@ def push(qtx, qop, nq, cbase, mask, rop, nchunks, txmul, txsh):
     return nq
 
 
+@njit(**INLINE)
+def l2_line_chunk(id2, lines, lines2, wide, sub, cpl1, cpl2):
+    """The first chunk (address / 32) of the L2 line with dense id `id2`: its own line when the
+    L2's lines are longer than the L1's (`wide`), else block ``id2 % sub`` of L1 line
+    ``id2 // sub`` (`sub` a power of two, 1 when an L2 line holds a whole L1 line)."""
+    if wide:
+        out = lines2[id2] * cpl2
+    else:
+        out = lines[id2 // sub] * cpl1 + (id2 % sub) * cpl2
+    keep(lines)
+    keep(lines2)
+    return out
+
+
 @njit(**KERNEL)
 def split_class(c, sub, assoc, chunks, tagS, valS, dtyS, nxtS, prvS, tag2, val2, dty2, nxt2, prv2, way2):
     """End class `c`'s lockstep: copy its super-set into its `sub` sets (block k of the lines of
@@ -733,12 +747,7 @@ def _build(g: Geometry) -> Callable:
                                         way2[old] = NONE2
                                         od = np.int64(dty2[b2 + w2])
                                         if od != 0:
-                                            if WIDE:
-                                                ob = lines2[old] * CPL2
-                                            elif SUB == 1:
-                                                ob = lines[old] * CPL2
-                                            else:
-                                                ob = lines[old >> SUBSH] * CPL1 + (old & (SUB - 1)) * CPL2
+                                            ob = l2_line_chunk(old, lines, lines2, WIDE, SUB, CPL1, CPL2)
                                             nq = push(qtx, qop, nq, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
                                     tag2[b2 + w2] = np.int32(id2)
                                     way2[id2] = w2
@@ -855,13 +864,7 @@ def _build(g: Geometry) -> Callable:
             for i in range(NSETS2 * A2):
                 od = np.int64(dty2[i])
                 if od != 0:
-                    old = np.int64(tag2[i])
-                    if WIDE:
-                        ob = lines2[old] * CPL2
-                    elif SUB == 1:
-                        ob = lines[old] * CPL2
-                    else:
-                        ob = lines[old >> SUBSH] * CPL1 + (old & (SUB - 1)) * CPL2
+                    ob = l2_line_chunk(np.int64(tag2[i]), lines, lines2, WIDE, SUB, CPL1, CPL2)
                     owed += push(qtx, qop, 0, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
             for c in range(NCLS if LOCK else 0):  # the classes still in lockstep
                 if split[c] == 0:
