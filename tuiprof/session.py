@@ -183,7 +183,7 @@ class Session:
         """The GPU simulated at MD `md`: on Volta and later the driver sizes the L1 beside the
         kernel's shared memory, `md` CTAs of it per SM; an explicit ``l1.size`` or ``l1.assoc``
         in the what-if overrides keeps the L1 as set."""
-        if any(k in self.config.overrides for k in L1_SETTINGS):
+        if self._l1_fixed:
             return self.requested_arch
         return carveout_arch(self.requested_arch, md * self.occupancy.shared_per_cta)
 
@@ -191,9 +191,13 @@ class Session:
     def shared_carveout(self) -> int | None:
         """The shared-memory carve-out (bytes) beside the simulated L1 at the main MD; None when
         the L1 is the Arch's own (before Volta, or fixed by a what-if)."""
-        if any(k in self.config.overrides for k in L1_SETTINGS):
+        if self._l1_fixed:
             return None
         return carveout(self.requested_arch, self.md * self.occupancy.shared_per_cta)
+
+    @property
+    def _l1_fixed(self) -> bool:
+        return any(k in self.config.overrides for k in L1_SETTINGS)
 
     def cancel(self) -> None:
         with self._lock:

@@ -355,7 +355,8 @@ def _sets_hint(label: str, c: CacheConfig) -> str:
     lines, rest = divmod(c.size, c.line * c.partitions)
     if rest:
         return f"{hint} (at least a multiple of {c.line * c.partitions} B: whole lines in every partition)"
-    divisors = {d for i in range(1, math.isqrt(lines) + 1) if lines % i == 0 for d in (i, lines // i)}
+    divisors = {d for i in range(1, math.isqrt(lines) + 1) if lines % i == 0 for d in (i, lines // i)
+                if d <= LIMITS["assoc"]}
     ways = min(divisors, key=lambda a: (abs(a - c.assoc), a))
     return f"{hint}, or set {label}.assoc={ways} ({lines // ways} set(s) per partition)"
 
