@@ -1,11 +1,13 @@
 """The model's headline figures on the demos, the ones issue 14 part 4 audits: the MD decision of
 spmv-u (timing model, range, thesis rules), the timing model against paper 001's bottleneck on
 spmv-u and stencil7, and the scalar -> vectorized SpMV speedups against paper 000 sec. 6.2's
-measured ones; with ``--scheduler``, part 1's figures instead (`scheduler_figures`). Not a speed
-benchmark: slow (minutes), run on demand.
+measured ones; with ``--scheduler``, part 1's figures instead (`scheduler_figures`); with
+``--part2``, part 2's figures instead (`part2_figures`). Not a speed benchmark: slow (minutes), run
+on demand.
 
     python benchmarks/model_figures.py [--trials 20] [--sweep-trials 8] [--skip-ranking]
     python benchmarks/model_figures.py --scheduler [--trials 20]
+    python benchmarks/model_figures.py --part2
 """
 
 from __future__ import annotations
@@ -47,6 +49,59 @@ def scheduler_figures(trials: int) -> None:
               f"± {1.96 * sd / np.sqrt(h1.size):.4f} (95% CI), std {sd:.2e}")
 
 
+PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")
+
+
+def part2_figures(seeds: int = 3) -> None:
+    """Issue 14 part 2 (Volta+ cache semantics): for transpose-naive on v100 at its default MD, the
+    DRAM write-throughs, write-backs, distinct 32 B sectors stored, the L2 write hit ratio and Tm;
+    Tm per preset for transpose-naive and spmv-u; the L1 size a session simulates for
+    transpose-tiled on v100. Means over `seeds` trials (seeds 1..seeds). Uses only what the
+    simulator had before part 2, so that the same script measures the code before and after."""
+    import numpy as np
+
+    from tuiprof.arch.presets import preset_arch
+    from tuiprof.arch.model import format_size
+    from tuiprof.session import RunConfig, Session
+    from tuiprof.sim.prepared import default_md, prepare
+    from tuiprof.sim.trial import run_trial
+    from tuiprof.trace.demos import demo_path
+    from tuiprof.trace.io import load_trace
+
+    def trials(trace, arch):
+        p = prepare(trace, arch)
+        md = default_md(trace, arch)
+        return md, p, [run_trial(p, None, md, s) for s in range(1, seeds + 1)]
+
+    naive = load_trace(demo_path("transpose-naive"))
+    md, p, rs = trials(naive, preset_arch("v100"))
+    co = p.coalesced
+    store_ops = np.array([o.kind != "load" for o in naive.ops])
+    acc = np.repeat(np.arange(naive.n_accesses), np.diff(co.req_off))
+    st = store_ops[naive.op[acc]]
+    sectors = {(int(line), k) for line, m in zip(co.req_line[st], co.req_mask[st]) for k in range(32) if int(m) >> k & 1}
+    print(f"transpose-naive on v100, MD {md}, {seeds} trials: DRAM write-throughs "
+          f"{np.mean([r.dram_writes.sum() for r in rs]):,.0f}, write-backs {np.mean([r.dram_writebacks for r in rs]):,.0f}"
+          + (f" (+{np.mean([r.dram_writebacks_owed for r in rs]):,.0f} owed at the end)"
+             if hasattr(rs[0], "dram_writebacks_owed") else "")
+          + f", stored sectors {len(sectors):,}, L2 write hit ratio {np.mean([r.l2_write_hit_ratio for r in rs]):.4f}, "
+          f"Tm {np.mean([r.mean_dram_latency for r in rs]):.0f} cycles")
+    for demo in ("transpose-naive", "spmv-u"):
+        trace = naive if demo == "transpose-naive" else load_trace(demo_path(demo))
+        cells = []
+        for name in PRESETS:
+            arch = preset_arch(name)
+            _, _, rs = trials(trace, arch)
+            cells.append(f"{name} {np.mean([r.mean_dram_latency for r in rs]):.0f} "
+                         f"({np.mean([r.mean_dram_latency for r in rs]) / (arch.dram.base_latency + arch.dram.row_miss_cycles):.2f}x)")
+        print(f"Tm of {demo} (x the unloaded base + row miss): " + ", ".join(cells))
+    tiled = load_trace(demo_path("transpose-tiled"))
+    s = Session(tiled, RunConfig(arch="v100"))
+    L = tiled.launch
+    print(f"transpose-tiled on v100, MD {s.md}: {s.md} x {L.static_shared + L.dynamic_shared} B shared per SM; "
+          f"L1 simulated {format_size(s.arch.l1.size)} ({s.arch.l1.assoc} ways)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=20)
@@ -54,9 +109,13 @@ def main() -> None:
     ap.add_argument("--skip-ranking", action="store_true")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--scheduler", action="store_true", help="issue 14 part 1's figures only")
+    ap.add_argument("--part2", action="store_true", help="issue 14 part 2's figures only (Volta+ cache semantics)")
     args = ap.parse_args()
-    if args.scheduler:
-        scheduler_figures(args.trials)
+    if args.scheduler or args.part2:
+        if args.scheduler:
+            scheduler_figures(args.trials)
+        if args.part2:
+            part2_figures()
         return
     from tuiprof.arch.presets import parse_overrides
     from tuiprof.report import build_report

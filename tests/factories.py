@@ -50,12 +50,13 @@ def make_trace(addr_rows: list[list[int]] | np.ndarray, *, ops: list[int] | None
     )
 
 
-def random_trace(seed: int, n: int = 200, n_warps: int = 5, n_ops: int = 4) -> Trace:
-    """Random addresses (full 64-bit range included), masks and op ids."""
+def random_trace(seed: int, n: int = 200, n_warps: int = 5, n_ops: int = 4,
+                 kinds: tuple[str, ...] = ("load", "store")) -> Trace:
+    """Random addresses (full 64-bit range included), masks and op ids; op i is ``kinds[i % len]``."""
     rng = np.random.default_rng(seed)
     addr = rng.integers(0, 2**64 - 1, size=(n, LANES), dtype=np.uint64, endpoint=True)
     addr[: n // 2] = (0x7F0000000000 + rng.integers(0, 1 << 20, size=(n // 2, 1)) * 4
                       + np.arange(LANES, dtype=np.uint64) * 4).astype(np.uint64)
     masks = rng.integers(1, 2**32, size=n, dtype=np.uint64).astype(np.uint32)
     return make_trace(addr, ops=list(rng.integers(0, n_ops, size=n)), masks=list(masks),
-                      warps=list(rng.integers(0, n_warps, size=n)), kinds=("load", "store"))
+                      warps=list(rng.integers(0, n_warps, size=n)), kinds=kinds)

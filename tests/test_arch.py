@@ -81,12 +81,47 @@ def test_override_changes_value_and_name() -> None:
     ("l1.colour", "red", "unknown"),
     ("nonsense", "1", "unknown"),
     ("sm_count", "many", "whole number"),
-    ("l2.size", "9MiB", "power of two"),         # 9 MiB over 64 slices of 24 ways: 48 sets per slice
 ])
 def test_invalid_override_rejected(key: str, value: str, needle: str) -> None:
     with pytest.raises(ArchError) as e:
         load_arch("v100", {key: value})
     assert needle in str(e.value) + e.value.hint
+
+
+@pytest.mark.parametrize("preset,settings,sets", [
+    ("tesla-c2050", {"l1.size": "48KiB"}, 6),      # the README's what-if: 6 sets of 64 ways
+    ("v100", {"l2.size": "9MiB"}, 48),             # 64 slices of 24 ways: 48 sets per slice
+    ("a100", {"l1.size": "96KiB", "l1.assoc": "256"}, 3),
+])
+def test_any_whole_number_of_sets_is_accepted(preset: str, settings: dict[str, str], sets: int) -> None:
+    a = load_arch(preset, settings)
+    level = a.l2 if "l2.size" in settings else a.l1
+    assert level.sets == sets
+
+
+@pytest.mark.parametrize("preset,key,value", [
+    ("a100", "l1.size", "100KiB"),   # 800 lines: not 384-way sets
+    ("h100", "l1.size", "200KiB"),
+    ("v100", "l1.size", "3KiB"),
+    ("tesla-c2050", "l2.size", "700KiB"),
+    ("v100", "l1.size", "1000"),     # not even whole lines
+])
+def test_the_whole_sets_hint_names_settings_that_load(preset: str, key: str, value: str) -> None:
+    import re
+
+    with pytest.raises(ArchError) as e:
+        load_arch(preset, {key: value})
+    hint = e.value.hint
+    level = key.split(".")[0]
+    multiple = int(re.search(r"a multiple of (\d+) B", hint).group(1))
+    size = parse_size(value, key)
+    assert load_arch(preset, {key: str(-(-size // multiple) * multiple)}).to_dict()[level]["size"] % multiple == 0
+    ways = re.search(rf"set {level}\.assoc=(\d+) \((\d+) set", hint)
+    c = load_arch(preset).to_dict()[level]
+    assert (ways is None) == (size % (c["line"] * c["partitions"]) != 0)  # offered whenever the lines allow one
+    if ways:
+        a = load_arch(preset, {key: value, f"{level}.assoc": ways.group(1)})
+        assert getattr(a, level).sets == int(ways.group(2))
 
 
 @pytest.mark.parametrize("item", ["l1.size", "=3", "l1.size=", ""])

@@ -72,6 +72,14 @@ def test_report_output_file(trace_file: Path, tmp_path: Path) -> None:
     assert json.loads(out.read_text())["trace"]["kernel"] == "k"
 
 
+def test_the_readme_what_if_runs(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # README: --set l1.size=48KiB on the tesla-c2050 (6 sets of 64 ways: any set count works).
+    assert main(["report", str(trace_file), "--arch", "tesla-c2050", "--set", "l1.size=48KiB", "--trials", "2",
+                 "--no-sweep", "--format", "json"]) == 0
+    a = json.loads(capsys.readouterr().out)["arch"]
+    assert (a["l1"]["size"], a["l1"]["assoc"], a["shared_carveout"]) == (48 << 10, 64, None)
+
+
 @pytest.mark.parametrize("args,needle", [
     (["report", "/no/such/file.tptrace"], "does not exist"),
     (["report", "/no/such/kernel.cu"], "kernel.cu does not exist"),

@@ -214,7 +214,7 @@ def test_trial_table_by_hand() -> None:
     table = trial_table(sorted(results, key=lambda r: r.index), t, arch, s._op_stats.accesses)
     assert table.shape == (3, 6)
     for row, r in zip(table, sorted(results, key=lambda r: r.index)):
-        assert row[DRAM_TX] == np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks
+        assert row[DRAM_TX] == np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed
         assert row[L2_SECTORS] == np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses)
     # Mem_LD is the access-weighted X of the loads: one op here, so its X in each trial.
     x = np.array([analysis.samples["op0.x"]]).T

@@ -114,31 +114,57 @@ def test_prepare_places_ctas_round_robin_and_cuts_sequences() -> None:
 
 
 def _reference(addr_row, mask, nbytes, line):
-    out: dict[int, int] = {}
+    """(line, chunk mask, full-chunk mask) of every line, from the bytes each lane covers."""
+    covered: dict[int, set[int]] = {}
     for lane in range(32):
         if not (mask >> lane) & 1:
             continue
         a = int(addr_row[lane])
-        end = min(a + nbytes - 1, 2**64 - 1)
-        for byte_chunk in range(a // 32, end // 32 + 1):
-            ln = byte_chunk * 32 // line
-            out[ln] = out.get(ln, 0) | (1 << ((byte_chunk * 32 % line) // 32))
-    return sorted(out.items())
+        for byte in range(a, min(a + nbytes - 1, 2**64 - 1) + 1):
+            covered.setdefault(byte // 32, set()).add(byte % 32)
+    out: dict[int, list[int]] = {}
+    for chunk, nbs in covered.items():
+        ln, bit = chunk * 32 // line, 1 << ((chunk * 32 % line) // 32)
+        m = out.setdefault(ln, [0, 0])
+        m[0] |= bit
+        m[1] |= bit if len(nbs) == 32 else 0
+    return sorted((ln, m, f) for ln, (m, f) in out.items())
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32), st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]), st.sampled_from([32, 128, 1024]),
-       st.integers(1, 2**32 - 1), st.sampled_from(["dense", "random", "huge"]))
+       st.integers(1, 2**32 - 1), st.sampled_from(["dense", "random", "huge", "overlapping"]))
 def test_matches_a_reference_coalescer(seed, nbytes, line, mask, pattern) -> None:
     rng = np.random.default_rng(seed)
     if pattern == "dense":
         addr = np.uint64(rng.integers(0, 1 << 20)) + np.arange(32, dtype=np.uint64) * np.uint64(nbytes)
     elif pattern == "random":
         addr = rng.integers(0, 1 << 16, size=32, dtype=np.uint64)
+    elif pattern == "overlapping":  # lanes that overlap, leave gaps and straddle chunks, in any order
+        addr = np.uint64(rng.integers(0, 1 << 20)) + rng.integers(0, 3 * nbytes + 40, size=32, dtype=np.uint64)
     else:
         addr = rng.integers(0, 2**64 - 1, size=32, dtype=np.uint64, endpoint=True)
     t = trace_of([[(0, addr, mask)]], ops=(op(nbytes=nbytes),))
-    assert requests(t, line)[0] == _reference(t.addr[0], mask, nbytes, line)
+    c = coalesce_trace(t, line)
+    got = [(int(c.req_line[j]), int(c.req_mask[j]), int(c.req_full[j])) for j in range(c.n_requests)]
+    assert got == _reference(t.addr[0], mask, nbytes, line)
+
+
+def test_a_chunk_is_full_only_where_the_lanes_cover_its_32_bytes() -> None:
+    # 4 B lanes: 8 lanes cover chunk 0; one lane touches chunk 1; two lanes touch chunk 2; six
+    # lanes 5 B apart leave gaps in chunk 3. Only chunk 0 is full.
+    addr = np.zeros(32, dtype=np.uint64)
+    addr[:8] = np.arange(8, dtype=np.uint64) * np.uint64(4)
+    addr[8] = 44
+    addr[9:11] = (64, 80)
+    addr[11:17] = 96 + np.arange(6, dtype=np.uint64) * np.uint64(5)
+    active = (1 << 17) - 1
+    c = coalesce_trace(trace_of([[(0, addr, active)]], ops=(op(nbytes=4),)), 128)
+    assert [(int(c.req_mask[j]), int(c.req_full[j])) for j in range(c.n_requests)] == [(0b1111, 0b0001)]
+    # The same lanes 16 B wide: chunk 0 is bytes 0..43's, chunk 1 lacks bytes 60..63, chunk 2 is
+    # 64..95, chunk 3 96..136 (overlapping lanes), and bytes 128..136 start the next line.
+    c = coalesce_trace(trace_of([[(0, addr, active)]], ops=(op(nbytes=16),)), 128)
+    assert [(int(c.req_mask[j]), int(c.req_full[j])) for j in range(c.n_requests)] == [(0b1111, 0b1101), (0b0001, 0)]
 
 
 def test_prepare_uses_every_preset() -> None:

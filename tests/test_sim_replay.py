@@ -33,8 +33,7 @@ def differences(a: TrialResult, b: TrialResult) -> list[str]:
         out.append("dram_batch_latencies")
     if not np.array_equal(a.dram_latency, b.dram_latency, equal_nan=True):
         out.append("dram_latency")
-    if a.dram_writebacks != b.dram_writebacks:
-        out.append("dram_writebacks")
+    out += [f for f in ("dram_writebacks", "dram_writebacks_owed") if getattr(a, f) != getattr(b, f)]
     return out
 
 
@@ -69,12 +68,47 @@ EDGE = {
     "no L1, 4 L2 partitions": dict(l1__size=0, l2__size="4KiB", l2__partitions=4, l2__assoc=2),
     "no L2, 2 L1 partitions": dict(l2__size=0, l1__partitions=2, l1__size="2KiB", l1__assoc=2),
     "neither cache": dict(l1__size=0, l2__size=0),
+    "write-back L2 hashed (xor) over 3 slices of 8 sets and 6 channels, write-allocate L1":
+        dict(l2__write_policy="write-back", address_hash="xor", l1__store_policy="write-allocate", l2__size="12KiB",
+             l2__assoc=4, l2__partitions=3, dram__channels=6),
+    "write-back lockstep L2 (32 B lines under unsectored 128 B L1 lines)":
+        dict(l1__sector=128, l1__assoc=4, l1__store_policy="write-evict", l2__line=32, l2__sector=32,
+             l2__size="6KiB", l2__assoc=4, l2__partitions=3, l2__write_policy="write-back"),
+    "hashed L2 of 32 B lines, 4 per L1 line (no lockstep), write-back, 4 channels":
+        dict(l1__sector=128, l2__line=32, l2__sector=32, l2__size="4KiB", l2__assoc=4, l2__partitions=2,
+             address_hash="xor", l2__write_policy="write-back", dram__channels=4),
+    "write-back, hashed L2 lines longer than L1 lines (256 B, 64 B sectors)":
+        dict(l2__line=256, l2__sector=64, l2__size="16KiB", l2__assoc=4, l1__store_policy="write-allocate",
+             l2__write_policy="write-back", address_hash="xor"),
+    "hashed 256-way L1s (SM by SM with 3 SMs), write-back hashed L2":
+        dict(l1__size="512KiB", l1__assoc=256, l1__store_policy="write-allocate", l2__write_policy="write-back",
+             address_hash="xor"),
+    "write-through hashed L2, 3 channels (no power-of-two factor)":
+        dict(address_hash="xor", l2__partitions=2, l2__size="16KiB", dram__channels=3, l1__store_policy="write-allocate"),
 }
+
+
+def rewrite_trace(seed: int):
+    """Warps that store (whole lines, single lanes, 2 B lanes) and reload a 24 KiB region, with
+    atomics: dirty evictions, reloads of partly written sectors, atomics on a write-back L2."""
+    rng = np.random.default_rng(seed)
+    warps = []
+    for w in range(6):
+        acc = []
+        for _ in range(120):
+            line = int(rng.integers(0, 192))
+            kind = int(rng.integers(0, 3))
+            mask = FULL if rng.random() < 0.6 else int(rng.integers(1, 2**32))
+            stride = 4 if rng.random() < 0.7 else 2
+            acc.append((kind, lanes(line * 128 + int(rng.integers(0, 3)) * 2, stride), mask))
+        warps.append(acc)
+    return trace_of(warps, ops=(op("load"), op("store"), op("atomic")), warps_per_cta=2, ctas_per_sm=2)
 
 
 @pytest.fixture(scope="module")
 def edge_traces():
-    return [random_trace(1, n=400, n_warps=6), random_trace(2, n=300, n_warps=9, n_ops=3), contended_trace(0)]
+    return [random_trace(1, n=400, n_warps=6), random_trace(2, n=300, n_warps=9, n_ops=3, kinds=("load", "store", "atomic")),
+            contended_trace(0), rewrite_trace(3)]
 
 
 @pytest.mark.parametrize("name", list(EDGE))
@@ -92,6 +126,15 @@ def test_the_edge_geometries_take_the_paths_they_name() -> None:
     assert lock2.l1_assoc > SCAN_MAX_ASSOC
     assert wide.wide_l2 and not wide.lockstep
     assert nolock.sub == 4 and not nolock.lockstep
+    assert not any(x.l2_write_back or x.xor_hash for x in list(g.values())[:8])
+    hashed, wb_lock, hashed_sub, hashed_wide, by_sm, wt_hashed = list(g.values())[8:]
+    assert hashed.l2_write_back and hashed.xor_hash and hashed.l2_sets == 24 and hashed.channels == 6
+    assert wb_lock.l2_write_back and wb_lock.lockstep and not wb_lock.xor_hash
+    assert hashed_sub.sub == 4 and hashed_sub.xor_hash and not hashed_sub.lockstep and hashed_sub.l2_write_back
+    assert hashed_wide.wide_l2 and hashed_wide.xor_hash and hashed_wide.l2_write_back
+    by3 = Geometry.of(pack_arch(small_arch(sm_count=3, **EDGE[list(EDGE)[12]])))
+    assert by3.l1_by_sm and by3.l1_assoc > SCAN_MAX_ASSOC and by3.xor_hash and not by_sm.l1_by_sm
+    assert wt_hashed.xor_hash and not wt_hashed.l2_write_back and wt_hashed.channels == 3
 
 
 def test_lockstep_splits_a_class_on_a_partial_line_and_stays_exact() -> None:

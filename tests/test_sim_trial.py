@@ -128,13 +128,15 @@ def test_write_allocate_makes_the_stored_sectors_valid() -> None:
     assert (r.l1_read_accesses[LOAD], r.l1_read_hits[LOAD]) == (4, 2)
 
 
-def test_stores_always_reach_l2_and_follow_write_back_write_allocate() -> None:
-    # L1 off. Store to an absent line: miss, written through to DRAM, the sector becomes valid.
-    # Store again: hit (dirty). Load: hit. Then evict it: one write-back per dirty sector.
+def test_stores_always_reach_l2_and_follow_write_through_on_a_miss() -> None:
+    # L1 off, write-through L2 (paper 000 2.1). Store a whole sector of an absent line: miss,
+    # written through to DRAM, the sector becomes valid. Store again: hit (dirty). Load: hit.
+    # Then evict it: one write-back per dirty sector.
     arch = small_arch(l1__size=0, l2__size=4 * 128, l2__assoc=4)  # 1 set of 4 lines
-    x = one_lane(3 * LINE)
+    x = lanes(3 * LINE, 4)
     evict = [(LOAD, one_lane(k * LINE), LANE0) for k in (10, 11, 12, 13)]
-    t = trace_of([[(STORE, x, LANE0), (STORE, x, LANE0), (LOAD, x, LANE0)] + evict], ops=OPS)
+    sector = 0xFF  # 8 lanes of 4 B: the line's first 32 B sector
+    t = trace_of([[(STORE, x, sector), (STORE, x, sector), (LOAD, x, LANE0)] + evict], ops=OPS)
     r = run(t, arch)
     assert (r.l2_write_accesses[STORE], r.l2_write_hits[STORE]) == (2, 1)
     assert r.dram_writes[STORE] == 1

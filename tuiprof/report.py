@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tuiprof import __version__, units
+from tuiprof.arch.model import format_size
 from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
 from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
@@ -86,7 +87,9 @@ def run_section(session: Session) -> dict[str, Any]:
                         "hit_latency": arch.l1.hit_latency, "store_policy": arch.l1.store_policy},
                  "l2": {"size": arch.l2.size, "line": arch.l2.line, "sector": arch.l2.sector, "assoc": arch.l2.assoc,
                         "hit_latency": arch.l2.hit_latency},
-                 "dram_base_latency": arch.dram.base_latency, "overrides": dict(cfg.overrides)},
+                 "shared_carveout": session.shared_carveout, "l2_write_policy": arch.l2.write_policy,
+                 "address_hash": arch.address_hash, "dram_base_latency": arch.dram.base_latency,
+                 "overrides": dict(cfg.overrides)},
         "occupancy": {"ctas_per_sm": occ.ctas_per_sm, "limiter": occ.limiter, "warps_per_sm": occ.warps_per_sm,
                       "fraction": round(occ.fraction(arch), 4)},
         "run": {"trials": cfg.trials, "seed": cfg.seed, "md": session.md, "tolerance": cfg.tolerance,
@@ -277,6 +280,16 @@ def _table(rows: list[list[str]], md: bool) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
+def _caches_line(a: dict[str, Any]) -> str:
+    """The simulated L1 (and the carve-out that sized it), the L2's store policy, the hash."""
+    l1, l2, carve = a["l1"]["size"], a["l2"]["size"], a["shared_carveout"]
+    out = f"L1 {format_size(l1) if l1 else 'none'}"
+    if carve is not None:
+        out += f" (beside a {format_size(carve) if carve else '0 KiB'} shared-memory carve-out)"
+    out += f", L2 {format_size(l2) + ' ' + _cell(a['l2_write_policy']) if l2 else 'none'}"
+    return out + f", {_cell(a['address_hash'])} slice/channel mapping"
+
+
 def _summary_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
     t, a, o, r = doc["trace"], doc["arch"], doc["occupancy"], doc["run"]
     L, S, P = t["launch"], t["snapshot"], t["provenance"]
@@ -288,6 +301,7 @@ def _summary_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
         ("snapshot", f"{S['ctas']} CTAs from CTA {S['first_cta']}, {S['warps']} warps, {S['warp_accesses']} warp accesses"),
         ("rule", _cell(S["rule"], _WIDE) or "-"),
         ("arch", f"{_cell(a['name'])}: {_cell(a['description'], _WIDE)}" + (f"  [what-if: {over}]" if over else "")),
+        ("caches", _caches_line(a)),
         ("occupancy", f"{o['ctas_per_sm']} CTAs/SM ({o['warps_per_sm']} warps, {o['fraction']:.0%}), limited by {o['limiter']}"),
         ("run", f"{r['trials']} trials, seed {r['seed']}, MD {r['md']}"
                 + (f", early stop at +-{100 * r['tolerance']:.2g} points" if r["tolerance"] else "")),

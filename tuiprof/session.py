@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 from tuiprof.arch.model import Arch
-from tuiprof.arch.occupancy import Occupancy, occupancy
+from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
 from tuiprof.collect.options import CollectOptions
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.sim.budget import check_run_memory
@@ -87,6 +87,10 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     if config.arch and config.arch not in preset_names() and config.arch != "calibrated":
         files.append(Path(config.arch))
     return files
+
+
+L1_SETTINGS = ("l1.size", "l1.assoc")
+"""What-if settings that fix the L1: with either, the shared-memory carve-out does not size it."""
 
 
 def kernel_occupancy(trace: Trace, arch: Arch) -> Occupancy:
@@ -204,9 +208,13 @@ class Session:
         self.trace = trace
         self.config = config
         self.path = path
-        self.arch = resolve_arch(trace, config)
-        self.occupancy = kernel_occupancy(trace, self.arch)
-        self.md = resolve_md(trace, self.arch, config)
+        self.requested_arch = resolve_arch(trace, config)
+        """The GPU asked for (preset or file, with the what-if overrides)."""
+        self.occupancy = kernel_occupancy(trace, self.requested_arch)
+        self.md = resolve_md(trace, self.requested_arch, config)
+        self.arch = self.arch_at(self.md)
+        """The GPU simulated at the main run's MD: `requested_arch` with the L1 its shared-memory
+        carve-out leaves (Volta and later, `tuiprof.arch.occupancy.carveout_arch`)."""
         cores = os.cpu_count() or 1  # trials run at once: at most one per core (sim.montecarlo.TRIAL_SLOTS)
         check_run_memory(self.arch, trace, min(config.threads or cores, cores))
         self._lock = threading.Lock()
@@ -241,6 +249,26 @@ class Session:
     @property
     def cancelled(self) -> bool:
         return self._cancelled
+
+    def arch_at(self, md: int) -> Arch:
+        """The GPU simulated at MD `md`: on Volta and later the driver sizes the L1 beside the
+        kernel's shared memory, `md` CTAs of it per SM; an explicit ``l1.size`` or ``l1.assoc``
+        in the what-if overrides keeps the L1 as set."""
+        if self._l1_fixed:
+            return self.requested_arch
+        return carveout_arch(self.requested_arch, md * self.occupancy.shared_per_cta)
+
+    @property
+    def shared_carveout(self) -> int | None:
+        """The shared-memory carve-out (bytes) beside the simulated L1 at the main MD; None when
+        the L1 is the Arch's own (before Volta, or fixed by a what-if)."""
+        if self._l1_fixed:
+            return None
+        return carveout(self.requested_arch, self.md * self.occupancy.shared_per_cta)
+
+    @property
+    def _l1_fixed(self) -> bool:
+        return any(k in self.config.overrides for k in L1_SETTINGS)
 
     def cancel(self) -> None:
         with self._lock:
@@ -466,7 +494,7 @@ class Session:
 
         cfg, n = self.config, self.sweep_trial_count()
         tolerance = cfg.tolerance if cfg.sweep_tolerance == "same" else cfg.sweep_tolerance
-        return {m: MonteCarlo(self.trace, self.arch, trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
+        return {m: MonteCarlo(self.trace, self.arch_at(m), trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
                               tolerance=tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
                               prepared=mc.prepared)
                 for m in self.sweep_mds() if m != self.md}, ""

@@ -27,18 +27,18 @@ REGISTER_ALLOCATION = ("warp", "cta")
 L2_WRITE_POLICIES = ("write-through", "write-back")
 """What an L2 store *miss* does (a store hit always writes the sector and marks it dirty):
 
-- ``write-through``: the store goes on to DRAM and the block is fetched and made valid (Fermi,
-  paper 000 sec. 2.1: "if the block is not valid, it updates the memory and brings the cache
-  block to the cache");
+- ``write-through``: the store goes on to DRAM and the block is made valid (Fermi, paper 000
+  sec. 2.1: "if the block is not valid, it updates the memory and brings the cache block to the
+  cache"): the sectors it did not write entirely are fetched from DRAM;
 - ``write-back``: the sector is allocated dirty without a fetch and written to DRAM only when it
-  is evicted (Volta and later).
+  is evicted (Volta and later); every store completes in L2 (a write hit); a sector written
+  only in part stays unreadable until a load fetches it.
 
-The simulator models ``write-through`` today; the field documents each GPU for the Volta+ rule
-(issue 14 part 2)."""
+The rules in full: `tuiprof.sim.reference`."""
 ADDRESS_HASHES = ("linear", "xor")
-"""How addresses map to L2 slices and DRAM channels: ``linear`` ((address / interleave) mod
-count, Fermi) or ``xor`` (higher address bits XOR-folded into the index, Volta and later, so that
-power-of-two strides spread over the channels). The simulator uses ``linear`` today."""
+"""How addresses map to L2 slices/sets and DRAM channels: ``linear`` ((address / interleave) mod
+count, Fermi) or ``xor`` (higher address bits folded into the index over GF(2), Volta and later,
+so that power-of-two strides spread over the slices and channels): `tuiprof.sim.addressing`."""
 
 _UNITS = {"": 1, "b": 1, "kib": 1024, "kb": 1024, "k": 1024, "mib": 1 << 20, "mb": 1 << 20,
           "m": 1 << 20, "gib": 1 << 30, "gb": 1 << 30, "g": 1 << 30}
@@ -169,8 +169,9 @@ class Arch:
     """Bytes of the SRAM array that L1 and shared memory split per SM (0: separate arrays)."""
     shared_carveouts: tuple[int, ...]
     """The shared-memory sizes the unified array can be split at (ascending; the L1 gets the
-    rest). The simulator will derive a kernel's L1 from its shared memory per SM and these
-    (issue 14 part 2); ``l1.size`` is the L1 of the preset's default split and stays an override."""
+    rest). On Volta and later the driver picks the split per kernel, and a session simulates the
+    L1 it leaves (`tuiprof.arch.occupancy.carveout_arch`); ``l1.size`` is the L1 beside the
+    smallest step, and setting ``l1.size`` or ``l1.assoc`` fixes the L1 instead."""
     address_hash: str
     """One of `ADDRESS_HASHES`."""
     departure_del_coal: float
@@ -348,10 +349,21 @@ def _validate_cache(arch: Arch, label: str, c: CacheConfig) -> None:
         per_set = c.line * c.assoc * c.partitions
         _check(c.size % per_set == 0, arch,
                f"{label}.size ({c.size} B) is not a whole number of sets of {c.assoc} x {c.line} B lines in {c.partitions} partition(s)",
-               f"choose a size that is a multiple of {per_set} B")
-        _check(_is_pow2(c.sets), arch,
-               f"{label} has {c.sets} sets per partition; the set count must be a power of two",
-               "change the size, associativity or partition count")
+               _sets_hint(label, c))
+
+
+def _sets_hint(label: str, c: CacheConfig) -> str:
+    """How to make `c` a whole number of sets (any number of sets is fine): a size that is a
+    multiple of a set, or the associativity nearest to `c.assoc` that divides the lines."""
+    per_set = c.line * c.assoc * c.partitions
+    hint = f"choose a {label}.size that is a multiple of {per_set} B"
+    lines, rest = divmod(c.size, c.line * c.partitions)
+    if rest:
+        return f"{hint} (at least a multiple of {c.line * c.partitions} B: whole lines in every partition)"
+    divisors = {d for i in range(1, math.isqrt(lines) + 1) if lines % i == 0 for d in (i, lines // i)
+                if d <= LIMITS["assoc"]}
+    ways = min(divisors, key=lambda a: (abs(a - c.assoc), a))
+    return f"{hint}, or set {label}.assoc={ways} ({lines // ways} set(s) per partition)"
 
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30

@@ -6,10 +6,13 @@ warp in units of ``register_alloc_unit`` and warps are placed per register sub-p
 memory per CTA includes the driver's reserved bytes and is rounded to ``shared_alloc_unit``. For
 compute capability 1.x (GT200, ``register_allocation = "cta"``) registers are allocated per CTA
 after rounding its warps up to ``warp_alloc_granularity`` (paper 001, Table 2).
+
+The L1 a kernel gets on Volta and later follows from the same shared memory: `carveout_arch`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tuiprof.arch.model import Arch
@@ -118,3 +121,36 @@ def dynamic_shared_for_md(arch: Arch, threads_per_cta: int, registers_per_thread
         raise UsageError(f"MD {md} cannot be reached with dynamic shared memory on {arch.name}",
                          "limit residency with __launch_bounds__ or more registers instead")
     return dynamic
+
+
+def carveout(arch: Arch, shared_per_sm: int) -> int | None:
+    """The shared-memory carve-out (bytes) the driver gives a kernel that uses `shared_per_sm`
+    bytes of shared memory per SM: the smallest of `Arch.shared_carveouts` that holds it (the
+    largest when none does). None where the split is not the driver's to choose: before Volta
+    (Fermi's split is the program's cudaFuncSetCacheConfig, 48 KB shared by default, which the
+    preset's L1 already is), without a unified L1/shared array, or without an L1.
+
+    Volta and later: "the driver automatically configures the shared memory capacity for each
+    kernel" (NVIDIA Volta tuning guide, unified shared memory/L1/texture cache; the same in the
+    Ampere and Hopper guides)."""
+    if arch.cc < (7, 0) or not arch.unified_l1_shared or not arch.l1.enabled:
+        return None
+    return next((c for c in arch.shared_carveouts if c >= shared_per_sm), arch.shared_carveouts[-1])
+
+
+def carveout_arch(arch: Arch, shared_per_sm: int) -> Arch:
+    """`arch` with the L1 that the unified array leaves beside the `carveout` for
+    `shared_per_sm` bytes of shared memory per SM (MD x the shared memory of one CTA): the set
+    count of ``arch.l1`` is kept and the ways scaled to the rest, as GPGPU-Sim and Accel-Sim's
+    adaptive L1 does (``gpgpu_adaptive_cache_config``: 256, 240, 224 or 192 ways on a V100 beside
+    0, 8, 16 or 32 KB of shared memory). `arch` itself where the driver does not choose the split."""
+    carve = carveout(arch, shared_per_sm)
+    if carve is None:
+        return arch
+    l1 = arch.l1
+    per_way = l1.line * l1.sets * l1.partitions
+    ways = (arch.unified_l1_shared - carve) // per_way
+    if ways == l1.assoc:
+        return arch
+    new_l1 = dataclasses.replace(l1, size=max(ways, 0) * per_way, assoc=max(ways, 1))
+    return dataclasses.replace(arch, l1=new_l1)

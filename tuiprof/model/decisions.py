@@ -152,7 +152,8 @@ def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_ac
 def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarray) -> np.ndarray:
     """Per trial: L1 read miss rate, DRAM reads per CTA, Tm (columns MISS, DRAM_READS_PER_CTA, TM:
     the thesis' Table 7 inputs), Mem_LD = the access-weighted expected latency of the global
-    loads, DRAM transactions (reads, writes, write-backs) and L2 sectors read and written
+    loads, DRAM transactions (reads, writes, write-backs, including those owed at the end) and L2
+    sectors read and written
     (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's). NaN where a trial has none."""
     n_ctas = max(trace.snapshot.n_ctas, 1)
     if not results:
@@ -162,7 +163,7 @@ def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarra
     for r, ld in zip(results, mem_ld):
         acc = float(np.sum(r.l1_read_accesses))
         miss = 1.0 - float(np.sum(r.l1_read_hits)) / acc if acc > 0 else 0.0
-        dram = float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks)
+        dram = float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed)
         l2 = float(np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses))
         rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency, ld, dram, l2))
     return np.array(rows, dtype=np.float64).reshape(-1, 6)
@@ -222,12 +223,14 @@ def shared_work(trace: Trace, arch: Arch) -> float:
 def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence) -> Bottleneck:
     """Paper 001's verdict for the whole grid: warp instructions (the trace's counts, else the
     paper-004 estimate per memory instruction), shared transactions after bank conflicts, and
-    global memory bytes = simulated DRAM transactions (reads, writes, write-backs) x their size."""
+    global memory bytes = simulated DRAM transactions (reads, writes, write-backs, owed ones
+    included) x their size."""
     scale = grid_scale(trace)
     insts = snapshot_insts(trace)
     if not math.isfinite(insts):
         insts = INSTS_PER_MEM_INST * trace.n_accesses
-    dram = [float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks) for r in results]
+    dram = [float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed)
+            for r in results]
     global_bytes = (float(np.mean(dram)) if dram else 0.0) * arch.dram.transaction
     work = StageWork(warp_insts=insts * scale, shared_transactions=shared_work(trace, arch) * scale,
                      shared_bytes_per_transaction=arch.shared_banks * 4.0, global_bytes=global_bytes * scale)

@@ -97,9 +97,9 @@ def cache_reset(meta, row0, n_sets, assoc):
 def cache_set(line, partitions, sets):
     """Global set number of `line` (partition-major)."""
     if partitions == 1:
-        g = line & (sets - 1)
+        g = line % sets
     else:
-        g = (line % partitions) * sets + ((line // partitions) & (sets - 1))
+        g = (line % partitions) * sets + (line // partitions) % sets
     return g
 
 
@@ -256,6 +256,14 @@ def expand_sectors(m, cps, n_sectors):
     return out
 
 
+@njit(**INLINE)
+def full_sectors(f, cps, n_sectors):
+    """The sectors of `cps` chunks all of whose chunks are set in chunk mask `f` (int64 holding
+    32 bits): the sectors a store wrote entirely (those with no chunk missing)."""
+    line = (np.int64(1) << (cps * n_sectors)) - 1
+    return line & ~expand_sectors(line & ~f, cps, n_sectors)
+
+
 @dataclass(frozen=True)
 class CacheState:
     """A standalone cache (for tests and benchmarks): ``partitions`` x ``sets`` sets of
@@ -288,8 +296,8 @@ def _find(meta, htab, hshift, line):
 
 
 def new_cache(sets: int, assoc: int, partitions: int = 1, lru: bool = True) -> CacheState:
-    """An empty cache of `partitions` x `sets` sets (a power of two) of `assoc` ways."""
-    if sets < 1 or sets & (sets - 1) or assoc < 1 or partitions < 1:
-        raise ValueError("sets must be a power of two; assoc and partitions positive")
+    """An empty cache of `partitions` x `sets` sets of `assoc` ways."""
+    if sets < 1 or assoc < 1 or partitions < 1:
+        raise ValueError("sets, assoc and partitions must be positive")
     meta, htab, hshift = cache_alloc(sets * partitions, assoc, 1)
     return CacheState(meta, htab, int(hshift), sets, assoc, partitions, lru)

@@ -1,10 +1,12 @@
 """Coalescing: each warp access becomes L1 requests, one per distinct L1 line its lanes touch.
 
 Active lane i touches bytes ``[addr_i, addr_i + bytes)`` (an unaligned lane may straddle lines).
-A request carries the line id (``address // l1.line``) and a *chunk mask*: bit k set when the
-warp touches bytes ``32k .. 32k+31`` of the line (32 B is the sector size of every sectored
-NVIDIA cache and the DRAM transaction size; a line holds at most 32 chunks). Requests of one
-warp access are in ascending line order. Only global and local ops are coalesced: shared-memory
+A request carries the line id (``address // l1.line``), a *chunk mask*: bit k set when the warp
+touches bytes ``32k .. 32k+31`` of the line (32 B is the sector size of every sectored NVIDIA
+cache and the DRAM transaction size; a line holds at most 32 chunks), and a *full mask*: bit k set
+when the warp's lanes together cover all 32 bytes of chunk k. A store makes a sector readable only
+where it wrote all of it (the simulator's partial-store rule, `tuiprof.sim.reference`). Requests
+of one warp access are in ascending line order. Only global and local ops are coalesced: shared-memory
 accesses never reach the caches and produce no requests.
 
 Every request also carries a *dense line id* (``req_id``): the index of its line among the
@@ -34,6 +36,7 @@ class Coalesced:
     - ``req_off`` int64 [R+1]: requests of access r are ``req_off[r]:req_off[r+1]``
     - ``req_line`` int64 [Q]: L1 line id of each request
     - ``req_mask`` uint32 [Q]: 32 B chunks of the line touched by the warp
+    - ``req_full`` uint32 [Q]: the chunks of ``req_mask`` whose 32 bytes the warp covers entirely
     - ``req_id`` int32 [Q] / ``lines`` int64 [N]: dense line ids, ``lines[req_id] == req_line``
       (ids in order of first appearance; N distinct lines)
     - ``op_accesses`` / ``op_requests`` / ``op_sectors`` int64 [n_ops]: warp accesses, L1
@@ -44,6 +47,7 @@ class Coalesced:
     req_off: np.ndarray
     req_line: np.ndarray
     req_mask: np.ndarray
+    req_full: np.ndarray
     req_id: np.ndarray
     lines: np.ndarray
     op_accesses: np.ndarray
@@ -72,12 +76,12 @@ def coalesce(op: np.ndarray, mask: np.ndarray, addr: np.ndarray, op_bytes: np.nd
     if line < CHUNK or line > 32 * CHUNK or line & (line - 1):
         raise ValueError(f"line size {line} B is not a power of two in {CHUNK}..{32 * CHUNK}")
     n_ops = op_bytes.shape[0]
-    req_off, req_line, req_mask, acc, reqs, secs = _coalesce(
+    req_off, req_line, req_mask, req_full, acc, reqs, secs = _coalesce(
         np.ascontiguousarray(op, np.int32), np.ascontiguousarray(mask, np.uint32),
         np.ascontiguousarray(addr, np.uint64), np.ascontiguousarray(op_bytes, np.int64),
         np.ascontiguousarray(op_cached, np.uint8), (line // CHUNK).bit_length() - 1, n_ops)
     req_id, lines = dense_ids(req_line)
-    return Coalesced(line, req_off, req_line, req_mask, req_id, lines, acc, reqs, secs)
+    return Coalesced(line, req_off, req_line, req_mask, req_full, req_id, lines, acc, reqs, secs)
 
 
 def coalesce_trace(trace, line: int) -> Coalesced:
@@ -137,14 +141,16 @@ def dense_ids(keys):
 
 
 @njit(**KERNEL)
-def access_lines(row, m, nbytes, cshift, tl, tm):
-    """Distinct lines (ascending, into ``tl``) and chunk masks (``tm``) of one warp access.
+def access_lines(row, m, nbytes, cshift, tl, tm, tf, tc, tb):
+    """Distinct lines (ascending, into ``tl``), chunk masks (``tm``) and full-chunk masks (``tf``)
+    of one warp access.
 
     ``row``: 32 lane addresses (uint64); ``m``: active mask; ``cshift``: log2(chunks per line).
-    Returns the number of lines. ``tl``/``tm`` need room for 32 * (nbytes // 32 + 2) entries.
+    Returns the number of lines. The lanes' bytes are first gathered per 32 B chunk (``tc``: chunk
+    numbers, ``tb``: the chunk's bytes touched, one bit each). Every array needs room for
+    32 * (nbytes // 32 + 2) entries.
     """
     n = 0
-    cmask = (1 << cshift) - 1
     top = np.uint64(0xFFFFFFFFFFFFFFFF)
     span = np.uint64(nbytes - 1)
     for i in range(32):
@@ -155,32 +161,45 @@ def access_lines(row, m, nbytes, cshift, tl, tm):
         c0 = np.int64(a >> np.uint64(5))
         c1 = np.int64(e >> np.uint64(5))
         for c in range(c0, c1 + 1):
-            ln = c >> cshift
-            bit = np.uint32(1) << np.uint32(c & cmask)
-            if n > 0 and tl[n - 1] == ln:
-                tm[n - 1] |= bit
+            lo = np.int64(a & np.uint64(31)) if c == c0 else 0
+            hi = np.int64(e & np.uint64(31)) if c == c1 else 31
+            bits = np.uint32(((np.uint64(2) << np.uint64(hi)) - (np.uint64(1) << np.uint64(lo))) & np.uint64(0xFFFFFFFF))
+            if n > 0 and tc[n - 1] == c:
+                tb[n - 1] |= bits
             else:
-                tl[n] = ln
-                tm[n] = bit
+                tc[n] = c
+                tb[n] = bits
                 n += 1
     for i in range(1, n):  # insertion sort: O(n) for the usual ascending lanes
-        kl = tl[i]
-        km = tm[i]
+        kc = tc[i]
+        kb = tb[i]
         j = i - 1
-        while j >= 0 and tl[j] > kl:
-            tl[j + 1] = tl[j]
-            tm[j + 1] = tm[j]
+        while j >= 0 and tc[j] > kc:
+            tc[j + 1] = tc[j]
+            tb[j + 1] = tb[j]
             j -= 1
-        tl[j + 1] = kl
-        tm[j + 1] = km
+        tc[j + 1] = kc
+        tb[j + 1] = kb
+    cmask = (1 << cshift) - 1
     k = 0
-    for i in range(n):
-        if k > 0 and tl[k - 1] == tl[i]:
-            tm[k - 1] |= tm[i]
-        else:
-            tl[k] = tl[i]
-            tm[k] = tm[i]
+    i = 0
+    while i < n:
+        c = tc[i]
+        b = tb[i]
+        i += 1
+        while i < n and tc[i] == c:  # equal chunks sort together: merge their bytes
+            b |= tb[i]
+            i += 1
+        ln = c >> cshift
+        bit = np.uint32(1) << np.uint32(c & cmask)
+        if k == 0 or tl[k - 1] != ln:
+            tl[k] = ln
+            tm[k] = 0
+            tf[k] = 0
             k += 1
+        tm[k - 1] |= bit
+        if b == np.uint32(0xFFFFFFFF):
+            tf[k - 1] |= bit
     return k
 
 
@@ -191,31 +210,39 @@ def _coalesce(op, mask, addr, op_bytes, op_cached, cshift, n_ops):
     cap = 4 * n_acc + 64
     lines = np.empty(cap, dtype=np.int64)
     masks = np.empty(cap, dtype=np.uint32)
+    fulls = np.empty(cap, dtype=np.uint32)
     acc = np.zeros(n_ops, dtype=np.int64)
     reqs = np.zeros(n_ops, dtype=np.int64)
     secs = np.zeros(n_ops, dtype=np.int64)
     room = 32 * (128 // 32 + 2)
     tl = np.empty(room, dtype=np.int64)
     tm = np.empty(room, dtype=np.uint32)
+    tf = np.empty(room, dtype=np.uint32)
+    tc = np.empty(room, dtype=np.int64)
+    tb = np.empty(room, dtype=np.uint32)
     pos = 0
     for r in range(n_acc):
         o = op[r]
         if op_cached[o]:
-            n = access_lines(addr[r], mask[r], op_bytes[o], cshift, tl, tm)
+            n = access_lines(addr[r], mask[r], op_bytes[o], cshift, tl, tm, tf, tc, tb)
             if pos + n > cap:
                 cap = max(2 * cap, pos + n)
                 nl = np.empty(cap, dtype=np.int64)
                 nm = np.empty(cap, dtype=np.uint32)
+                nf = np.empty(cap, dtype=np.uint32)
                 nl[:pos] = lines[:pos]
                 nm[:pos] = masks[:pos]
+                nf[:pos] = fulls[:pos]
                 lines = nl
                 masks = nm
+                fulls = nf
             acc[o] += 1
             reqs[o] += n
             for k in range(n):
                 lines[pos + k] = tl[k]
                 masks[pos + k] = tm[k]
+                fulls[pos + k] = tf[k]
                 secs[o] += popcount(tm[k])
             pos += n
         req_off[r + 1] = pos
-    return req_off, lines[:pos].copy(), masks[:pos].copy(), acc, reqs, secs
+    return req_off, lines[:pos].copy(), masks[:pos].copy(), fulls[:pos].copy(), acc, reqs, secs

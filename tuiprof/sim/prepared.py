@@ -17,6 +17,7 @@ import numpy as np
 from tuiprof.arch.model import Arch
 from tuiprof.errors import ArchError
 from tuiprof.jit import KERNEL, njit
+from tuiprof.sim.addressing import HASH_CODES, hash_polynomial
 from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids
 from tuiprof.trace.model import Trace
 
@@ -28,11 +29,15 @@ P_L2_ON, P_L2_SETS, P_L2_ASSOC, P_L2_PARTS, P_L2_CPL, P_L2_CPS, P_L2_LRU = range
 (P_DR_CH, P_DR_BANKS, P_DR_IL, P_DR_ROW, P_DR_BASE, P_DR_HIT, P_DR_MISS, P_DR_BURST, P_DR_TX,
  P_DR_GROUP) = range(16, 26)
 P_L1_LINE = 26
-N_PARAMS = 27
+P_L2_WB, P_HASH, P_L2_POLY, P_DR_POLY = range(27, 31)
+N_PARAMS = 31
 
 STORE_EVICT, STORE_NO_ALLOCATE, STORE_ALLOCATE = 0, 1, 2
 _STORE_CODES = {"write-evict": STORE_EVICT, "write-no-allocate": STORE_NO_ALLOCATE,
                 "write-allocate": STORE_ALLOCATE}
+OP_LOAD, OP_STORE, OP_ATOMIC = 0, 1, 2
+"""``Prepared.op_write`` codes: a store writes; an atomic reads and writes (on a write-back L2 it
+keeps the write-through rule: its misses go on to DRAM, see `tuiprof.sim.reference`)."""
 DRAM_GROUP_MAX = 32
 """Largest group of DRAM requests one SM issues at once: the memory vector size (paper 000 3.2.3)."""
 
@@ -71,6 +76,10 @@ def pack_arch(arch: Arch) -> np.ndarray:
     p[P_DR_TX] = d.transaction
     p[P_DR_GROUP] = DRAM_GROUP_MAX
     p[P_L1_LINE] = l1.line
+    p[P_L2_WB] = int(l2.write_policy == "write-back")
+    p[P_HASH] = HASH_CODES[arch.address_hash]
+    p[P_L2_POLY] = hash_polynomial(max(1, l2.sets * l2.partitions))
+    p[P_DR_POLY] = hash_polynomial(d.channels)
     return p
 
 
@@ -95,8 +104,8 @@ class Prepared:
     """A trace packed for the trial kernel (``R`` accesses, ``W`` warps, ``C`` snapshot CTAs,
     ``Q`` sequences, ``S`` SMs).
 
-    - ``acc_op`` int32 [R]; ``op_write`` / ``op_cached`` uint8 [n_ops] (store or atomic; global
-      or local space)
+    - ``acc_op`` int32 [R]; ``op_write`` uint8 [n_ops] (``OP_LOAD``, ``OP_STORE`` or
+      ``OP_ATOMIC``); ``op_cached`` uint8 [n_ops] (global or local space)
     - ``coalesced``: the L1 requests of every access (`Coalesced`)
     - ``seq_off`` int64 [Q+1]: accesses of bulk sequence q; sequences are numbered warp by warp
     - ``warp_seq_off`` int64 [W+1]: sequences of warp w; ``warp_cta`` int32 [W]
@@ -207,7 +216,7 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     co = coalesce_trace(trace, arch.l1.line)
     starts_op = np.array([o.starts_sequence for o in trace.ops], dtype=bool)
     cached_op = np.array([o.is_cached for o in trace.ops], dtype=bool)
-    write_op = np.array([o.kind != "load" for o in trace.ops], dtype=bool)
+    write_op = np.array([{"load": OP_LOAD, "store": OP_STORE}.get(o.kind, OP_ATOMIC) for o in trace.ops], dtype=np.uint8)
     wo = trace.warp_offsets
     starts = starts_op[trace.op] if n_acc else np.zeros(0, bool)
     nonempty = wo[:-1] < wo[1:]
@@ -231,7 +240,7 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     cta_warp_off = np.zeros(n_ctas + 1, dtype=np.int64)
     np.cumsum(np.bincount(trace.warp_cta, minlength=n_ctas), out=cta_warp_off[1:])
     return Prepared(arch=arch, n_ops=len(trace.ops), acc_op=trace.op,
-                    op_write=write_op.astype(np.uint8), op_cached=cached_op.astype(np.uint8), coalesced=co,
+                    op_write=write_op, op_cached=cached_op.astype(np.uint8), coalesced=co,
                     seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=trace.warp_cta,
                     cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,
                     sm_requests=sm_requests, sm_acc_off=sm_acc_off)

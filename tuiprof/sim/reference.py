@@ -1,23 +1,36 @@
-"""The reference replay: the trial kernel tuiprof shipped before `tuiprof.sim.replay`, kept
-unchanged as the oracle the tests compare the product kernel with (counter for counter, batch
-latency for batch latency), itself checked against pycachesim. The product never calls it.
+"""The reference replay: the trial kernel tuiprof shipped before `tuiprof.sim.replay`, kept as
+the oracle the tests compare the product kernel with (counter for counter, batch latency for batch
+latency), itself checked against pycachesim. The product never calls it. Every rule the product
+models is written here first, as plainly as it can be.
 
 Steps 1-4 are `tuiprof.sim.schedule`'s; steps 5-7 (DESIGN.md) run here in one pass over the
 merged stream:
 
 5. **L1** (private per SM): loads hit per sector; missing sectors are filled and go to L2;
-   stores follow ``l1.store_policy`` and always go to L2 (write-through).
-6. **L2** (shared, sectored, write-back, write-allocate; inclusive in that every L1 fill also
-   allocates in L2): read misses fetch the missing sectors from DRAM; a store to a valid sector
-   hits and makes it dirty; a store to an invalid sector writes DRAM and makes the sector valid
-   (paper 000 2.1); dirty victims are written back. A Fermi L1 miss (128 B line, 32 B L2 lines)
-   thus becomes four L2 accesses (paper 000 2.1).
+   stores follow ``l1.store_policy`` and always go to L2 (write-through). A write-allocate store
+   makes valid only the sectors it wrote entirely (a 4 B store leaves the other 28 bytes of its
+   sector unfetched: a later load of the sector misses).
+6. **L2** (shared, sectored; inclusive in that every L1 fill also allocates in L2): read misses
+   fetch the missing sectors from DRAM; dirty victims are written back. A Fermi L1 miss (128 B
+   line, 32 B L2 lines) thus becomes four L2 accesses (paper 000 2.1). A store to a valid sector
+   hits and makes it dirty. A store to an invalid sector follows ``l2.write_policy``:
+   ``write-through`` (Fermi, paper 000 2.1: "it updates the memory and brings the cache block to
+   the cache") writes DRAM and makes the sector valid, fetching from DRAM (a read charged to the
+   store) the sectors it did not write entirely; ``write-back`` (Volta and later) allocates the
+   sector dirty without any DRAM transaction, valid if the store wrote all of it, else
+   unreadable until a load fetches it (it stays dirty), and DRAM sees it only when it is
+   evicted (or after the snapshot: the write-backs owed at the end). On a write-back L2 every
+   stored sector counts as a write hit: the store completes in L2 (Nsight Compute counts L2
+   stores so; NVIDIA developer forums, "L2 hit rate always at 100%", 2023). Atomics keep the
+   write-through rule on either L2 (their misses go on to DRAM and fetch what they need).
+   Lines map to sets (slices and sets) by ``address_hash`` (`tuiprof.sim.addressing`).
 7. **DRAM** (3.2.3): the DRAM request queue, in L2 order, is cut into batches of ``sm_count``
    groups of 1..32 consecutive requests (uniform sizes), one group per SM. A batch costs
    ``base_latency + max(busiest bank's service, busiest channel's requests * burst_cycles)``,
    where a bank's service sums ``row_hit_cycles`` / ``row_miss_cycles`` against its open row
-   (open rows persist across batches); address -> channel by ``interleave``, then bank and row
-   from the channel-local address. Every request of a batch sees the batch's latency.
+   (open rows persist across batches); address -> channel by ``interleave`` and
+   ``address_hash``, then bank and row from the channel-local address. Every request of a batch
+   sees the batch's latency.
 
 The caches are `tuiprof.sim.cache`'s hash chains; the only queue is the DRAM batch being filled
 (``dbuf``), timed as soon as it reaches its drawn size.
@@ -31,12 +44,13 @@ import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
+from tuiprof.sim.addressing import HASH_XOR, target, xor_fold, xor_table
 from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find, cache_invalidate, cache_set,
-                               cache_touch, expand_sectors, get_mask, hslot)
-from tuiprof.sim.prepared import (P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT, P_DR_IL,
-                                 P_DR_MISS, P_DR_ROW, P_DR_TX, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
-                                 P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ON, P_SM, STORE_EVICT,
-                                 STORE_NO_ALLOCATE, Prepared)
+                               cache_touch, expand_sectors, full_sectors, get_mask, get_tag, hslot)
+from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
+                                  P_DR_IL, P_DR_MISS, P_DR_POLY, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL,
+                                  P_L1_CPS, P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ON, P_L2_POLY,
+                                  P_L2_WB, P_SM, STORE_EVICT, STORE_NO_ALLOCATE, Prepared)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  N_COUNTS, TrialResult)
 from tuiprof.sim.rng import rng_below, rng_new
@@ -118,7 +132,7 @@ def _udivmod(x, d, sh, inv):
 # write-back transactions.
 D_N, D_TARGET, D_BATCHES, D_WB = 0, 1, 2, 3
 # DRAM geometry (``dg``, int64): see `_dram_geometry`.
-G_TXSH, G_ILSH, G_ROWSH, G_CH, G_CHSH, G_NB, G_NBSH, G_HIT, G_MISS, G_BASE, G_BURST, G_SM, G_GROUP = range(13)
+G_TXSH, G_ILSH, G_ROWSH, G_CH, G_CHSH, G_NB, G_NBSH, G_HIT, G_MISS, G_BASE, G_BURST, G_SM, G_GROUP, G_XOR = range(14)
 # Columns of the DRAM request buffer (``dbuf``): transaction, op of a read (-1: a write), and,
 # once the batch is timed, its bank (channel * banks + bank) and channel.
 B_TX, B_OP, B_BANK, B_CH = range(4)
@@ -127,9 +141,10 @@ B_TX, B_OP, B_BANK, B_CH = range(4)
 @njit(**KERNEL)
 def _dram_geometry(params):
     """The DRAM parameters in the form `_dram_batches` reads: shifts for the power-of-two sizes
-    (interleave, row, transaction; channels and banks when they are), and the reciprocals of the
-    channel and bank counts (for `_udivmod`)."""
-    dg = np.empty(13, dtype=np.int64)
+    (interleave, row, transaction; channels and banks when they are), whether channels are
+    hashed, the reciprocals of the channel and bank counts (for `_udivmod`), and the channel
+    hash's table (`tuiprof.sim.addressing`)."""
+    dg = np.empty(14, dtype=np.int64)
     dg[G_TXSH] = _log2(params[P_DR_TX])
     dg[G_ILSH] = _log2(params[P_DR_IL])
     dg[G_ROWSH] = _log2(params[P_DR_ROW])
@@ -143,10 +158,11 @@ def _dram_geometry(params):
     dg[G_BURST] = params[P_DR_BURST]
     dg[G_SM] = params[P_SM]
     dg[G_GROUP] = params[P_DR_GROUP]
+    dg[G_XOR] = params[P_HASH] == HASH_XOR
     inv = np.empty(2, dtype=np.float64)
     inv[0] = 1.0 / params[P_DR_CH]
     inv[1] = 1.0 / params[P_DR_BANKS]
-    return dg, inv
+    return dg, inv, xor_table(params[P_DR_CH], params[P_DR_POLY])
 
 
 @njit(**INLINE)
@@ -160,7 +176,7 @@ def _draw_batch(st, dg):
 
 
 @njit(**INLINE)
-def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, final):
+def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, final):
     """Time every complete batch in the buffer (step 7) and record it; with `final`, also the
     last, partial batch. Each batch's size was drawn when the previous one closed: ``sm_count``
     groups of 1..32 requests."""
@@ -181,6 +197,8 @@ def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv,
         for i in range(start, end):
             a = np.uint64(dbuf[i, B_TX]) << tx_sh
             q, uch = _udivmod(a >> il_sh, dg[G_CH], dg[G_CHSH], inv[0])
+            if dg[G_XOR]:
+                uch ^= xor_fold(q, tabch)
             rows = ((q << il_sh) | (a & il_mask)) >> row_sh  # channel-local row-size blocks
             urow, ubank = _udivmod(rows, NB, dg[G_NBSH], inv[1])
             ch = np.int64(uch)
@@ -222,6 +240,7 @@ def _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv,
     keep(lat_sum)
     keep(dg)
     keep(inv)
+    keep(tabch)
 
 
 @njit(**INLINE)
@@ -248,14 +267,18 @@ def _emit(dbuf, dst, base_chunk, m, nchunks, rop, txsh, txmul):
 
 
 @njit(**KERNEL)
-def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off, req_line, req_mask, n_ops):
+def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off, req_line, req_mask, req_full, n_ops):
     """Steps 5-7 over the merged stream: per-SM L1s, the shared L2, the DRAM batcher. Returns the
-    per-op DRAM read latency sums, the batch latencies and the write-back transactions."""
+    per-op DRAM read latency sums, the batch latencies, the write-back transactions of evictions
+    and those the L2's dirty sectors still owe at the end."""
     S = params[P_SM]
     # L1: one copy per SM; L2: one shared copy.
     on1, parts1, sets1, lru1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
     on2, parts2, sets2, lru2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
     policy = params[P_L1_STORE]
+    wb2 = on2 and params[P_L2_WB] != 0
+    xor2 = params[P_HASH] == HASH_XOR
+    tab2 = xor_table(nsets2, params[P_L2_POLY])
     rows1 = nsets1 * (assoc1 + 1)
     buckets1 = np.int64(1) << (64 - hs1)
     sent2 = meta2.shape[0] - nsets2
@@ -272,7 +295,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
         txmul = 32 // tx
     else:
         txsh = _log2(tx // 32)
-    dg, inv = _dram_geometry(params)
+    dg, inv, tabch = _dram_geometry(params)
     # The buffer holds the open batch plus what one L1 request can add (sub * 2 * cpl2 * txmul).
     dbuf = np.empty((S * params[P_DR_GROUP] + 2 * max(cpl1, cpl2) * txmul + 1, 4), dtype=np.int64)
     dst = np.zeros(4, dtype=np.int64)
@@ -293,7 +316,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
         r = order[cur[s]]
         cur[s] += 1
         o = acc_op[r]
-        wr = np.int64(op_write[o])
+        wr = np.int64(op_write[o])  # 0: load, OP_STORE, OP_ATOMIC
         rop = -1 if wr else o
         row0 = s * rows1 if on1 else 0
         hb1 = s * buckets1 if on1 else 0
@@ -324,7 +347,8 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                             slot, _, _ = cache_fill(meta1, htab1, hb1, hs1, sent, line1)
                         elif lru1:
                             cache_touch(meta1, sent, slot)
-                        meta1[slot, VALID] = get_mask(meta1, slot, VALID) | smask
+                        meta1[slot, VALID] = get_mask(meta1, slot, VALID) | full_sectors(np.int64(req_full[j]), cps1,
+                                                                                         spl1)
             else:
                 counts[C_L1_RA, o] += nsec
                 if on1:
@@ -349,13 +373,16 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
             uq, up = _udivmod(np.uint64(line0), parts2, psh2, pinv2)
             p = np.int64(up)
             q = np.int64(uq)
+            fm = np.int64(req_full[j])
             for jj in range(sub):
                 if sub == 1:
                     line = line0
                     m2 = (send << (base1 & (cpl2 - 1))) & 0xFFFFFFFF
+                    f2 = (fm << (base1 & (cpl2 - 1))) & 0xFFFFFFFF
                 else:
                     line = line0 + jj
                     m2 = (send >> (jj * cpl2)) & low2
+                    f2 = (fm >> (jj * cpl2)) & low2
                     if jj > 0:
                         p += 1
                         if p == parts2:
@@ -369,7 +396,11 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 slot = -1
                 v = np.int64(0)
                 if on2:
-                    sent = sent2 + p * sets2 + (q & (sets2 - 1))
+                    if xor2:
+                        _, g = target(np.uint64(line), nsets2, True, tab2)
+                    else:
+                        g = p * sets2 + q % sets2
+                    sent = sent2 + g
                     slot = cache_find(meta2, htab2, 0, hs2, line)
                     if slot >= 0:
                         v = get_mask(meta2, slot, VALID)
@@ -383,15 +414,25 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
                 miss = (smask2 & ~v) if on2 else m2
                 if wr:
-                    hit = smask2 & v
                     counts[C_L2_WA, o] += nsec2
-                    counts[C_L2_WH, o] += popcount(hit & lead2)
-                    if miss != 0:
-                        nw = _emit(dbuf, dst, base, m2 & miss, cpl2, rop, txsh, txmul)
-                        counts[C_DW, o] += nw
-                    if on2:
-                        meta2[slot, DIRTY] = get_mask(meta2, slot, DIRTY) | hit
-                        meta2[slot, VALID] = v | miss
+                    full2 = full_sectors(f2, cps2, spl2)  # sectors the store wrote entirely
+                    if wb2 and wr == OP_STORE:  # write-back: allocate dirty, no DRAM transaction
+                        counts[C_L2_WH, o] += nsec2
+                        meta2[slot, DIRTY] = get_mask(meta2, slot, DIRTY) | smask2
+                        meta2[slot, VALID] = v | (smask2 & full2)
+                    else:  # write-through (and atomics): a miss writes DRAM and brings the sector in
+                        hit = smask2 & v
+                        counts[C_L2_WH, o] += popcount(hit & lead2)
+                        if miss != 0:
+                            nw = _emit(dbuf, dst, base, m2 & miss, cpl2, rop, txsh, txmul)
+                            counts[C_DW, o] += nw
+                        if on2:
+                            fetch = miss & ~full2  # the bytes it did not write come from DRAM
+                            if fetch != 0:
+                                nr = _emit(dbuf, dst, base, fetch, cpl2, o, txsh, txmul)
+                                counts[C_DR, o] += nr
+                            meta2[slot, DIRTY] = get_mask(meta2, slot, DIRTY) | hit
+                            meta2[slot, VALID] = v | miss
                 else:
                     counts[C_L2_RA, o] += nsec2
                     counts[C_L2_RH, o] += popcount(smask2 & v & lead2)
@@ -401,25 +442,32 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                     if on2:
                         meta2[slot, VALID] = v | miss
             if dst[D_N] >= dst[D_TARGET]:
-                _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, False)
-    _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, True)
-    return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB]
+                _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, False)
+    _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, True)
+    # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
+    owed = 0
+    for slot in range(nsets2 * assoc2 if on2 else 0):
+        d = get_mask(meta2, slot, DIRTY)
+        if d != 0:  # counted as `_emit` would queue them, in the emptied buffer
+            owed += _emit(dbuf, dst, get_tag(meta2, slot) * cpl2, d, cpl2, -1, txsh, txmul)
+            dst[D_N] = 0
+    return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB], owed
 
 
 @njit(**KERNEL)
-def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask,
+def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask, req_full,
                  seq_off, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off):
     """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
-    batch latencies, write-back transactions)``."""
+    batch latencies, write-back transactions, write-back transactions owed at the end)``."""
     st = rng_new(seed)
     S = params[P_SM]
     counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
     issue = schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
     order = align(st, issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
     lab = merge_order(st, sm_acc_off)
-    lat_sum, batches, writebacks = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off,
-                                          req_line, req_mask, n_ops)
-    return counts, lat_sum, batches, writebacks
+    lat_sum, batches, writebacks, owed = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write,
+                                                req_off, req_line, req_mask, req_full, n_ops)
+    return counts, lat_sum, batches, writebacks, owed
 
 
 def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int, seed: int, *,
@@ -433,8 +481,8 @@ def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int,
     co = prepared.coalesced
     seed = normal_seed(seed)
     t0 = time.perf_counter()
-    counts, lat_sum, batch, writebacks = trial_kernel(
+    counts, lat_sum, batch, writebacks, owed = trial_kernel(
         params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
-        co.req_off, co.req_line, co.req_mask, prepared.seq_off, prepared.warp_seq_off, prepared.warp_cta,
+        co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.warp_seq_off, prepared.warp_cta,
         prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off)
-    return trial_result(prepared, md, seed, index, counts, lat_sum, batch, writebacks, time.perf_counter() - t0)
+    return trial_result(prepared, md, seed, index, counts, lat_sum, batch, writebacks, owed, time.perf_counter() - t0)

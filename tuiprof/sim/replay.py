@@ -37,7 +37,8 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
   is reassigned in the walk (a reassigned array variable costs reference counting per batch and
   worse code: 15-25% of a trial).
 - **Geometry as compile-time constants** (`Geometry`): associativities, set counts, line and
-  sector chunks, channels, banks, interleave, row and transaction sizes are frozen into each
+  sector chunks, the L2 write policy, the address hash, channels, banks, interleave, row and
+  transaction sizes are frozen into each
   compiled kernel (divisions by 6 become multiplications), and kernels are cached in memory and
   on disk per geometry. Latencies, the SM count and the group size stay run-time values, so
   what-ifs on them reuse the kernel.
@@ -53,11 +54,13 @@ from typing import Callable
 import numpy as np
 
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount
-from tuiprof.sim.cache import expand_sectors
-from tuiprof.sim.prepared import (P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT, P_DR_IL,
-                                  P_DR_MISS, P_DR_ROW, P_DR_TX, P_L1_ASSOC, P_L1_CPL, P_L1_CPS, P_L1_LRU, P_L1_ON,
-                                  P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ASSOC, P_L2_CPL, P_L2_CPS, P_L2_LRU, P_L2_ON,
-                                  P_L2_PARTS, P_L2_SETS, P_SM, STORE_EVICT, STORE_NO_ALLOCATE)
+from tuiprof.sim.addressing import HASH_XOR, hash_polynomial, xor_fold, xor_table
+from tuiprof.sim.cache import expand_sectors, full_sectors
+from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
+                                  P_DR_IL, P_DR_MISS, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
+                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ASSOC, P_L2_CPL, P_L2_CPS,
+                                  P_L2_LRU, P_L2_ON, P_L2_PARTS, P_L2_SETS, P_L2_WB, P_SM, STORE_EVICT,
+                                  STORE_NO_ALLOCATE)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  N_COUNTS)
 from tuiprof.sim.rng import rng_below
@@ -99,7 +102,8 @@ class Geometry:
     DRAM's shapes (a level that is absent keeps only its line and sector chunks, which still cut
     requests). Set counts cover all partitions: a level of P partitions of S sets maps line l to
     partition ``l % P``, set ``(l // P) % S``, a bijection of ``l mod P*S``, so the kernel indexes
-    sets by ``l mod P*S`` with the same results."""
+    sets by ``l mod P*S`` with the same results (hashed: `tuiprof.sim.addressing.target` over
+    ``P*S``, as the reference)."""
 
     l1_on: bool
     l1_sets: int
@@ -114,6 +118,10 @@ class Geometry:
     l2_chunks: int
     l2_sector_chunks: int
     l2_lru: bool
+    l2_write_back: bool
+    """A write-back L2 (stores allocate dirty without DRAM; false when the L2 is absent)."""
+    xor_hash: bool
+    """L2 sets and DRAM channels by the ``xor`` hash (`tuiprof.sim.addressing`), not linearly."""
     channels: int
     banks: int
     interleave: int
@@ -134,7 +142,8 @@ class Geometry:
                    l1_lru=p[P_L1_LRU] != 0, l1_store=p[P_L1_STORE],
                    l2_on=on2, l2_sets=p[P_L2_SETS] * p[P_L2_PARTS] if on2 else 1,
                    l2_assoc=p[P_L2_ASSOC] if on2 else 1, l2_chunks=p[P_L2_CPL], l2_sector_chunks=p[P_L2_CPS],
-                   l2_lru=p[P_L2_LRU] != 0, channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
+                   l2_lru=p[P_L2_LRU] != 0, l2_write_back=on2 and p[P_L2_WB] != 0, xor_hash=p[P_HASH] == HASH_XOR,
+                   channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
                    row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
                    l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES)
 
@@ -155,8 +164,9 @@ class Geometry:
 
     @property
     def lockstep(self) -> bool:
-        """Whether the L2 runs in class lockstep (see the module docstring)."""
-        return self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0
+        """Whether the L2 runs in class lockstep (see the module docstring; a hashed L2 does not
+        put the blocks of a line in adjacent sets)."""
+        return self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0 and not self.xor_hash
 
 
 def runtime_params(params: np.ndarray) -> np.ndarray:
@@ -265,10 +275,11 @@ def hdel(tab, base, bits, key):
 
 
 @njit(**KERNEL)
-def locate(x, channels, banks, il_shift, row_shift):
+def locate(x, channels, banks, il_shift, row_shift, xor, tab):
     """``(channel, channel * banks + bank, row)`` of the transactions whose address shifted right by
-    ``min(il_shift, row_shift)`` is `x` (uint64): channel by interleave, then bank and row from the
-    channel-local address (the reference's mapping)."""
+    ``min(il_shift, row_shift)`` is `x` (uint64): channel by interleave (hashed with `xor`: `tab`
+    is the channels' `xor_table`), then bank and row from the channel-local address (the
+    reference's mapping)."""
     if row_shift >= il_shift:
         y = x
         q = y // np.uint64(channels)
@@ -278,7 +289,10 @@ def locate(x, channels, banks, il_shift, row_shift):
         y = x >> d
         q = y // np.uint64(channels)
         rows = (q << d) | (x & ((np.uint64(1) << d) - np.uint64(1)))
-    ch = np.int64(y % np.uint64(channels))
+    uch = y % np.uint64(channels)
+    if xor:
+        uch ^= xor_fold(q, tab)
+    ch = np.int64(uch)
     bank = np.int64(rows % np.uint64(banks))
     row = np.int64(rows // np.uint64(banks))
     return ch, ch * banks + bank, row
@@ -322,6 +336,20 @@ def push(qtx, qop, nq, cbase, mask, rop, nchunks, txmul, txsh):
     keep(qtx)
     keep(qop)
     return nq
+
+
+@njit(**INLINE)
+def l2_line_chunk(id2, lines, lines2, wide, sub, cpl1, cpl2):
+    """The first chunk (address / 32) of the L2 line with dense id `id2`: its own line when the
+    L2's lines are longer than the L1's (`wide`), else block ``id2 % sub`` of L1 line
+    ``id2 // sub`` (`sub` a power of two, 1 when an L2 line holds a whole L1 line)."""
+    if wide:
+        out = lines2[id2] * cpl2
+    else:
+        out = lines[id2 // sub] * cpl1 + (id2 % sub) * cpl2
+    keep(lines)
+    keep(lines2)
+    return out
 
 
 @njit(**KERNEL)
@@ -404,9 +432,13 @@ def _build(g: Geometry) -> Callable:
     NB = g.banks
     QMAX = 2 * max(CPL1, CPL2) * TXMUL + 2
     MASK32 = 0xFFFFFFFF
+    WB2 = g.l2_write_back
+    XOR = g.xor_hash
+    POLY2 = hash_polynomial(NSETS2)
+    POLYCH = hash_polynomial(CH)
 
-    def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_line, req_id2, lines,
-               lines2, n_ids2, n_ops, rt):
+    def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
+               lines, lines2, n_ids2, n_ops, rt):
         S = rt[0]
         BASE = rt[1]
         THIT = rt[2]
@@ -414,6 +446,8 @@ def _build(g: Geometry) -> Callable:
         BURST = rt[4]
         GROUP = rt[5]
         counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
+        tab2 = xor_table(NSETS2, POLY2)  # the hash's tables (unused when linear)
+        tabch = xor_table(CH, POLYCH)
         # L1: every SM's (one SM's when they run SM by SM), a hash table per SM when hashed
         n_l1 = (NSETS1 if BY_SM else S * NSETS1) if ON1 else 1
         tag1 = np.full(n_l1 * A1, -1, dtype=np.int32)
@@ -459,7 +493,7 @@ def _build(g: Geometry) -> Callable:
         maxc = np.int64(0)
         wbs = np.int64(0)
         last_x = np.uint64(0)
-        cch, cb, crow = locate(last_x, CH, NB, ILSH, ROWSH)
+        cch, cb, crow = locate(last_x, CH, NB, ILSH, ROWSH, XOR, tabch)
 
         # With BY_SM the walk runs twice: step 5 SM by SM (an L1 sees its own SM's stream only,
         # whatever the merge; one SM's state at a time stays in the CPU's caches), recording what
@@ -491,6 +525,7 @@ def _build(g: Geometry) -> Callable:
                 r = order[g]
                 o = np.int64(acc_op[r])
                 wr = op_write[o] != 0
+                wb = WB2 and op_write[o] == OP_STORE  # a store on a write-back L2: no DRAM write
                 rop = np.int64(-1) if wr else o
                 jbeg = req_off[r]
                 jend = req_off[r + 1]
@@ -551,7 +586,8 @@ def _build(g: Geometry) -> Callable:
                                         to_front(nxt1, prv1, L1, w, A1)
                                     elif LRU1:
                                         to_front(nxt1, prv1, L1, w, A1)
-                                    val1[b1 + w] = np.int64(val1[b1 + w]) | smask
+                                    val1[b1 + w] = np.int64(val1[b1 + w]) | full_sectors(np.int64(req_full[j]), CPS1,
+                                                                                         SPL1)
                             else:
                                 if w >= 0:
                                     v1 = np.int64(val1[b1 + w])
@@ -617,6 +653,11 @@ def _build(g: Geometry) -> Callable:
                                     to_front(nxtS, prvS, LS, wS, A2)
                                 sm2 = expand_sectors(send, CPS2, SPW)
                                 miss = sm2 & ~V
+                                fetch = np.int64(0)  # a write-through store miss fetches what it did not write
+                                if wr:
+                                    full2 = full_sectors(np.int64(req_full[j]), CPS2, SPW)
+                                    if not wb:
+                                        fetch = miss & ~full2
                                 for jj in range(SUB):
                                     sh = jj * CPL2
                                     if od != 0:
@@ -624,8 +665,8 @@ def _build(g: Geometry) -> Callable:
                                         if odj != 0:
                                             nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
                                     mj = (miss >> sh) & LOW2
-                                    if wr:
-                                        mj &= (send >> sh) & LOW2
+                                    if wr:  # a store writes DRAM what it wrote, or nothing (write-back)
+                                        mj = 0 if wb else mj & (send >> sh) & LOW2
                                     if mj != 0:
                                         n0 = nq
                                         nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
@@ -633,28 +674,43 @@ def _build(g: Geometry) -> Callable:
                                             c_dw += nq - n0
                                         else:
                                             c_dr += nq - n0
+                                    fj = (fetch >> sh) & LOW2
+                                    if fj != 0:
+                                        n0 = nq
+                                        nq = push(qtx, qop, nq, lbase + sh, fj, o, CPL2, TXMUL, TXSH)
+                                        c_dr += nq - n0
                                 nsec2 = popcount(sm2 & LEADW)
                                 hits = popcount(sm2 & V & LEADW)
                                 if wr:
                                     c_l2wa += nsec2
-                                    c_l2wh += hits
-                                    dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | (sm2 & V)
+                                    if wb:
+                                        c_l2wh += nsec2
+                                        dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | sm2
+                                        valS[bS + wS] = V | (sm2 & full2)
+                                    else:
+                                        c_l2wh += hits
+                                        dtyS[bS + wS] = np.int64(dtyS[bS + wS]) | (sm2 & V)
+                                        valS[bS + wS] = V | miss
                                 else:
                                     c_l2ra += nsec2
                                     c_l2rh += hits
-                                valS[bS + wS] = V | miss
+                                    valS[bS + wS] = V | miss
                             else:
                                 split_class(c, SUB, A2, CPL2, tagS, valS, dtyS, nxtS, prvS, tag2, val2, dty2, nxt2, prv2,
                                             way2)
                                 split[c] = 1
                     if per_set:
                         line0 = lbase >> C2SH
-                        r0 = np.int64(np.uint64(line0) % np.uint64(NSETS2))
+                        uq0 = np.uint64(line0) // np.uint64(NSETS2)
+                        r0 = np.int64(np.uint64(line0) - uq0 * np.uint64(NSETS2))
+                        fm = np.int64(req_full[j]) if wr else np.int64(0)
                         for jj in range(SUB):
                             if SUB == 1:
                                 m2 = (send << (lbase & (CPL2 - 1))) & MASK32
+                                f2 = (fm << (lbase & (CPL2 - 1))) & MASK32
                             else:
                                 m2 = (send >> (jj * CPL2)) & LOW2
+                                f2 = (fm >> (jj * CPL2)) & LOW2
                             if m2 == 0:
                                 continue
                             smask2 = expand_sectors(m2, CPS2, SPL2)
@@ -665,8 +721,12 @@ def _build(g: Geometry) -> Callable:
                             b2 = np.int64(0)
                             if ON2:
                                 rr = r0 + jj
-                                if rr >= NSETS2:
+                                uq = uq0
+                                while rr >= NSETS2:  # block jj of the line is past the last set
                                     rr -= NSETS2
+                                    uq += np.uint64(1)
+                                if XOR:
+                                    rr ^= np.int64(xor_fold(uq, tab2))
                                 if WIDE:
                                     id2 = np.int64(req_id2[j])
                                 elif SUB == 1:
@@ -687,12 +747,7 @@ def _build(g: Geometry) -> Callable:
                                         way2[old] = NONE2
                                         od = np.int64(dty2[b2 + w2])
                                         if od != 0:
-                                            if WIDE:
-                                                ob = lines2[old] * CPL2
-                                            elif SUB == 1:
-                                                ob = lines[old] * CPL2
-                                            else:
-                                                ob = lines[old >> SUBSH] * CPL1 + (old & (SUB - 1)) * CPL2
+                                            ob = l2_line_chunk(old, lines, lines2, WIDE, SUB, CPL1, CPL2)
                                             nq = push(qtx, qop, nq, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
                                     tag2[b2 + w2] = np.int32(id2)
                                     way2[id2] = w2
@@ -703,14 +758,26 @@ def _build(g: Geometry) -> Callable:
                             hits = popcount(smask2 & v & LEAD2)
                             if wr:
                                 c_l2wa += nsec2
-                                c_l2wh += hits
-                                em = m2 & miss
-                                if em != 0:
-                                    n0 = nq
-                                    nq = push(qtx, qop, nq, base, em, rop, CPL2, TXMUL, TXSH)
-                                    c_dw += nq - n0
-                                if ON2:
-                                    dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | (smask2 & v)
+                                full2 = full_sectors(f2, CPS2, SPL2)  # sectors the store wrote entirely
+                                if wb:  # write-back: allocate dirty, no DRAM transaction
+                                    c_l2wh += nsec2
+                                    dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | smask2
+                                    val2[b2 + w2] = v | (smask2 & full2)
+                                else:  # write-through (and atomics): a miss writes DRAM and brings the sector in
+                                    c_l2wh += hits
+                                    em = m2 & miss
+                                    if em != 0:
+                                        n0 = nq
+                                        nq = push(qtx, qop, nq, base, em, rop, CPL2, TXMUL, TXSH)
+                                        c_dw += nq - n0
+                                    if ON2:
+                                        fetch = miss & ~full2  # the bytes it did not write come from DRAM
+                                        if fetch != 0:
+                                            n0 = nq
+                                            nq = push(qtx, qop, nq, base, fetch, o, CPL2, TXMUL, TXSH)
+                                            c_dr += nq - n0
+                                        dty2[b2 + w2] = np.int64(dty2[b2 + w2]) | (smask2 & v)
+                                        val2[b2 + w2] = v | miss
                             else:
                                 c_l2ra += nsec2
                                 c_l2rh += hits
@@ -718,8 +785,8 @@ def _build(g: Geometry) -> Callable:
                                     n0 = nq
                                     nq = push(qtx, qop, nq, base, miss, rop, CPL2, TXMUL, TXSH)
                                     c_dr += nq - n0
-                            if ON2:
-                                val2[b2 + w2] = v | miss
+                                if ON2:
+                                    val2[b2 + w2] = v | miss
                     # ---- step 7: this request's transactions join the open batch, in order, as runs
                     e = 0
                     while e < nq:
@@ -736,7 +803,7 @@ def _build(g: Geometry) -> Callable:
                         e += k
                         if x != last_x:
                             last_x = x
-                            cch, cb, crow = locate(x, CH, NB, ILSH, ROWSH)
+                            cch, cb, crow = locate(x, CH, NB, ILSH, ROWSH, XOR, tabch)
                         if ro == WRITEBACK:
                             wbs += k
                             ro = -1
@@ -791,7 +858,25 @@ def _build(g: Geometry) -> Callable:
             for u in range(n_touched):
                 oo = touched[u]
                 lat_sum[oo] += lat * bop[oo]
-        return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs
+        # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
+        owed = np.int64(0)
+        if ON2:
+            for i in range(NSETS2 * A2):
+                od = np.int64(dty2[i])
+                if od != 0:
+                    ob = l2_line_chunk(np.int64(tag2[i]), lines, lines2, WIDE, SUB, CPL1, CPL2)
+                    owed += push(qtx, qop, 0, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
+            for c in range(NCLS if LOCK else 0):  # the classes still in lockstep
+                if split[c] == 0:
+                    for w in range(A2):
+                        od = np.int64(dtyS[c * A2 + w])
+                        if od != 0:
+                            ob = lines[np.int64(tagS[c * A2 + w])] * CPL1
+                            for jj in range(SUB):
+                                odj = (od >> (jj * CPL2)) & LOW2
+                                if odj != 0:
+                                    owed += push(qtx, qop, 0, ob + jj * CPL2, odj, WRITEBACK, CPL2, TXMUL, TXSH)
+        return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs, owed
 
     # One name per geometry: Numba names a compiled function's cache files and its environment
     # after the qualified name (the environment with a per-process counter), so geometries that

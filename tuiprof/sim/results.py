@@ -5,8 +5,9 @@ Units. Cache counters are in *sectors of the level*: ``Arch.l1.sector`` bytes fo
 L1 of 128 B) therefore counts one per line touched; Volta+ levels count 32 B sectors. A read
 access is a sector a load asks for; a read hit is such a sector found valid. A write access is a
 sector a store or atomic writes; an L2 write hit is such a sector that was valid before the write
-(paper 000 sec. 2.1: a store hits only a block that is already valid). The L1 keeps no write hits
-(stores are write-through). DRAM counters are 32 B transactions (``Arch.dram.transaction``).
+(paper 000 sec. 2.1: a store hits only a block that is already valid) or, on a write-back L2, any
+sector a store writes (it completes in L2 without DRAM, as Nsight Compute counts it). The L1 keeps
+no write hits (stores are write-through). DRAM counters are 32 B transactions (``Arch.dram.transaction``).
 Atomics are counted with the stores.
 
 A level that is absent (size 0) still counts its accesses, all as misses, so that H = 0 there
@@ -58,15 +59,21 @@ class TrialResult:
     l2_write_hits: np.ndarray
     l2_write_accesses: np.ndarray
     dram_reads: np.ndarray
-    """DRAM read transactions caused by the op's L2 read misses."""
+    """DRAM read transactions caused by the op's L2 read misses (and, for a store or atomic
+    that misses a write-through L2, the fetch of the sectors it did not write entirely)."""
     dram_writes: np.ndarray
-    """DRAM write transactions written through by the op's L2 store misses."""
+    """DRAM write transactions written through by the op's L2 store misses (write-through L2,
+    atomics, or no L2; a store on a write-back L2 writes none)."""
     dram_latency: np.ndarray
     """float64 [n_ops]: mean latency (cycles) of the op's DRAM reads; nan where it has none."""
     dram_batch_latencies: np.ndarray
     """int64: latency of every batch of concurrently issued DRAM requests, in queue order."""
     dram_writebacks: int
     """DRAM write transactions of dirty L2 evictions (belonging to no op)."""
+    dram_writebacks_owed: int
+    """DRAM write transactions the L2's dirty sectors still owe when the snapshot ends: written
+    back after it, or when later CTAs evict them. Every dirty sector reaches DRAM once, so the
+    kernel's write traffic counts them (on a write-back L2 most stores end here)."""
     sm_requests: np.ndarray
     """int64 [sm_count]: L1 requests issued by each SM."""
     elapsed: float

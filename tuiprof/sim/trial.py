@@ -45,9 +45,9 @@ def normal_seed(seed: int) -> int:
 
 
 def trial_result(prepared: Prepared, md: int, seed: int, index: int, counts: np.ndarray, lat_sum: np.ndarray,
-                 batches: np.ndarray, writebacks: int, elapsed: float) -> TrialResult:
+                 batches: np.ndarray, writebacks: int, owed: int, elapsed: float) -> TrialResult:
     """A TrialResult from a kernel's outputs (per-op counters, DRAM read latency sums, batch
-    latencies, write-back transactions)."""
+    latencies, write-back transactions of evictions and those owed at the end)."""
     reads = counts[C_DR]
     with np.errstate(invalid="ignore", divide="ignore"):
         lat = np.where(reads > 0, lat_sum / np.maximum(reads, 1), np.nan)
@@ -58,14 +58,14 @@ def trial_result(prepared: Prepared, md: int, seed: int, index: int, counts: np.
         l2_read_hits=counts[C_L2_RH].copy(), l2_read_accesses=counts[C_L2_RA].copy(),
         l2_write_hits=counts[C_L2_WH].copy(), l2_write_accesses=counts[C_L2_WA].copy(),
         dram_reads=counts[C_DR].copy(), dram_writes=counts[C_DW].copy(), dram_latency=lat,
-        dram_batch_latencies=batches, dram_writebacks=int(writebacks),
+        dram_batch_latencies=batches, dram_writebacks=int(writebacks), dram_writebacks_owed=int(owed),
         sm_requests=prepared.sm_requests.copy(), elapsed=elapsed)
 
 
 def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
     """The kernels' outputs for one trial: ``(counts [N_COUNTS, n_ops], DRAM read latency sums
-    [n_ops], batch latencies, write-back transactions)``."""
+    [n_ops], batch latencies, write-back transactions of evictions, those owed at the end)``."""
     geometry = Geometry.of(params)
     kernel = replay_kernel(geometry)
     co = prepared.coalesced
@@ -82,10 +82,10 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     else:
         req_id2, lines2 = co.req_id, co.lines
         n_ids2 = co.lines.shape[0] * geometry.sub
-    counts, lat_sum, batches, writebacks = kernel(
+    counts, lat_sum, batches, writebacks, owed = kernel(
         st, lab, order, prepared.sm_acc_off, prepared.acc_op, prepared.op_write, co.req_off, co.req_id, co.req_mask,
-        co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.n_ops, runtime_params(params))
-    return counts, lat_sum, batches, int(writebacks)
+        co.req_full, co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.n_ops, runtime_params(params))
+    return counts, lat_sum, batches, int(writebacks), int(owed)
 
 
 def run_trial(prepared: Prepared, arch_params: Arch | np.ndarray | None, md: int, seed: int, *,
@@ -102,5 +102,5 @@ def run_trial(prepared: Prepared, arch_params: Arch | np.ndarray | None, md: int
     params = params_for(prepared, arch_params)
     seed = normal_seed(seed)
     t0 = time.perf_counter()
-    counts, lat_sum, batches, writebacks = trial_arrays(prepared, params, int(md), seed)
-    return trial_result(prepared, md, seed, index, counts, lat_sum, batches, writebacks, time.perf_counter() - t0)
+    counts, lat_sum, batches, writebacks, owed = trial_arrays(prepared, params, int(md), seed)
+    return trial_result(prepared, md, seed, index, counts, lat_sum, batches, writebacks, owed, time.perf_counter() - t0)
