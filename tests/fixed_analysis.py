@@ -42,7 +42,7 @@ def made_up_trial(session: Session, md: int, index: int, rng: np.random.Generato
                        l1_write_accesses=writes, l2_read_hits=l2rh, l2_read_accesses=l2ra, l2_write_hits=l2wh,
                        l2_write_accesses=writes, dram_reads=dram_r, dram_writes=writes - l2wh,
                        dram_latency=np.where(dram_r > 0, lat, np.nan), dram_batch_latencies=batches,
-                       dram_writebacks=int(rng.integers(0, 50)), sm_requests=sm, elapsed=0.25)
+                       dram_writebacks=int(rng.integers(0, 50)), dram_writebacks_owed=0, sm_requests=sm, elapsed=0.25)
 
 
 def fixed(demo: str) -> tuple[Session, object]:
