@@ -296,12 +296,13 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     else:
         txsh = _log2(tx // 32)
     dg, inv, tabch = _dram_geometry(params)
-    # The buffer holds the open batch plus what one L1 request can add (sub * 2 * cpl2 * txmul).
-    dbuf = np.empty((S * params[P_DR_GROUP] + 2 * max(cpl1, cpl2) * txmul + 1, 4), dtype=np.int64)
+    # The buffer holds the open batch plus what one L1 request can add: per chunk, a dirty
+    # eviction's write-back, a write-through's DRAM write and the fetch of a partial store (3 each).
+    dbuf = np.empty((S * params[P_DR_GROUP] + 3 * max(cpl1, cpl2) * txmul + 1, 4), dtype=np.int64)
     dst = np.zeros(4, dtype=np.int64)
     dst[D_TARGET] = _draw_batch(st, dg)
     # Every batch but the last holds at least S requests; np.empty commits only what is written.
-    max_dram = req_off[req_off.shape[0] - 1] * sub * 2 * cpl2 * txmul
+    max_dram = req_off[req_off.shape[0] - 1] * 3 * max(cpl1, cpl2) * txmul
     batches = np.empty(max_dram // S + 2, dtype=np.int64)
     CH = params[P_DR_CH]
     NB = params[P_DR_BANKS]

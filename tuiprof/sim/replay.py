@@ -430,7 +430,9 @@ def _build(g: Geometry) -> Callable:
     KEYSH = min(ILSH, ROWSH)
     CH = g.channels
     NB = g.banks
-    QMAX = 2 * max(CPL1, CPL2) * TXMUL + 2
+    # One L1 request queues at most, per chunk it covers: a dirty eviction's write-back, a
+    # write-through store's DRAM write and the fetch of what it did not write entirely (3 each).
+    QMAX = 3 * max(CPL1, CPL2) * TXMUL + 2
     MASK32 = 0xFFFFFFFF
     WB2 = g.l2_write_back
     XOR = g.xor_hash
@@ -483,7 +485,7 @@ def _build(g: Geometry) -> Callable:
         n_touched = 0
         lat_sum = np.zeros(n_ops, dtype=np.int64)
         # Every batch but the last holds at least S transactions (np.empty commits only what is written).
-        batches = np.empty(req_id.shape[0] * 2 * max(CPL1, CPL2) * TXMUL // S + 2, dtype=np.int64)
+        batches = np.empty(req_id.shape[0] * 3 * max(CPL1, CPL2) * TXMUL // S + 2, dtype=np.int64)
         nbat = 0
         qtx = np.empty(QMAX, dtype=np.int64)
         qop = np.empty(QMAX, dtype=np.int64)
