@@ -229,3 +229,40 @@ def test_each_geometry_compiles_under_its_own_names() -> None:
         names += [(cr.fndesc.qualname, cr.fndesc.env_name) for cr in kernel.overloads.values()]
     assert len(names) == 3
     assert len({q for q, _ in names}) == 3 and len({e for _, e in names}) == 3
+
+
+_PURE_PYTHON_RUN = """
+import sys
+import tuiprof.jit as jit
+jit.popcount = lambda x: bin(int(x) & 0xFFFFFFFF).count("1")
+jit.prefetch = lambda a, i: None
+from tests.test_sim_replay import EDGE, rewrite_trace
+from tests.test_sim_support import small_arch
+from tuiprof.sim.prepared import prepare
+from tuiprof.sim.reference import reference_trial
+from tuiprof.sim.trial import run_trial
+t = rewrite_trace(3)
+for name, settings in EDGE.items():
+    arch = small_arch(sm_count=1, **settings)
+    p = prepare(t, arch)
+    run_trial(p, arch, 1, 0)
+    reference_trial(p, arch, 1, 0)
+print("ok")
+"""
+
+
+def test_no_kernel_writes_outside_its_buffers() -> None:
+    """Compiled kernels do not check indices: a buffer sized too small corrupts memory silently
+    (it aborted the suite once, on a write-allocate store miss that queued a write-back, a
+    write-through and a partial-store fetch). Run both kernels as plain Python, where NumPy
+    checks every index, on every special-path geometry with the stores-and-reloads trace."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-W", "ignore", "-c", _PURE_PYTHON_RUN], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
