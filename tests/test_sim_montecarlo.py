@@ -227,3 +227,33 @@ def test_cancelling_a_pool_ends_every_unfinished_run(trace) -> None:
         pool.cancel()
     assert seen == 1 and pool.cancelled
     assert main.stop_reason == other.stop_reason == "cancelled"
+
+
+def test_a_pool_runs_the_sweep_beside_the_main_runs_last_trials(trace) -> None:
+    # Past its minimum, a run that stops early keeps one trial in flight; free workers go to the
+    # other runs (the fewest started, guesses last) and come back to it only when nothing else can start.
+    from tuiprof.sim.montecarlo import TrialPool, _Progress
+
+    arch = small_arch(**ARCH)
+    main = MonteCarlo(trace, arch, trials=40, seed=2, md=2, tolerance=0.01, min_trials=4)
+    a = MonteCarlo(trace, arch, trials=10, seed=2, md=1, tolerance=0.01, min_trials=2, prepared=main.prepared)
+    b = MonteCarlo(trace, arch, trials=10, seed=2, md=3, tolerance=0.01, min_trials=2, prepared=main.prepared)
+    pool = TrialPool([main, a, b], 2)
+    pm, pa, pb = (_Progress(mc) for mc in (main, a, b))
+    progress = [pm, pa, pb]
+    pm.started, pm.in_flight = 3, 2
+    assert pool._next(progress) is pm  # below its minimum: the main run first
+    pm.started = 4
+    assert pool._next(progress) is pa  # its minimum started, one in flight: the sweep
+    pa.started = pa.in_flight = 2
+    assert pool._next(progress) is pb
+    pb.started, pb.in_flight = 3, 1
+    assert pool._next(progress) is pa  # both sweep runs would guess: the fewest started
+    pm.in_flight = 0
+    assert pool._next(progress) is pm  # nothing of the main run in flight: it comes first again
+    pm.in_flight = 1
+    pa.finished = pb.finished = True
+    assert pool._next(progress) is pm  # nothing else to start: a guess beats an idle worker
+    unbounded = _Progress(MonteCarlo(trace, arch, trials=40, seed=2, md=2))
+    unbounded.started, unbounded.in_flight = 30, 2
+    assert not unbounded.speculative()  # without early stop every trial counts

@@ -199,6 +199,11 @@ class _Progress:
     def can_start(self) -> bool:
         return not self.finished and self.stop_at is None and self.started < self.mc.trials
 
+    def speculative(self) -> bool:
+        """Whether another trial now would be a guess: the run stops early, has started its
+        minimum, and has a trial in flight that may be the one at which it converges."""
+        return self.mc.tolerance is not None and self.started >= self.mc.min_trials and self.in_flight > 0
+
     def certain(self, i: int) -> bool:
         """Whether landed trial `i` belongs to the run's result set whatever lands later."""
         mc = self.mc
@@ -237,8 +242,11 @@ class TrialPool:
     A free worker starts the next trial of the first run while it has trials to start, else of
     the run (among the others) that has started the fewest; so a sweep of runs after a main run
     starts as soon as the main run has started its last trial, and all its runs reach their
-    minimum trial counts about together. Each run's results, stopping point and stop reason are
-    those it gives alone (seeds per trial index, early stop on index-order prefixes).
+    minimum trial counts about together. Past its minimum, a run that stops early keeps one trial
+    in flight while the others can use a worker (a second would be a guess, dropped if the first
+    converges): the sweep runs beside the main run's last trials. Each run's results, stopping
+    point and stop reason are those it gives alone (seeds per trial index, early stop on
+    index-order prefixes).
     """
 
     def __init__(self, runs: Sequence[MonteCarlo], threads: int | None = None, *,
@@ -261,10 +269,13 @@ class TrialPool:
         return self._cancel.is_set()
 
     def _next(self, progress: list[_Progress]) -> _Progress | None:
-        if progress[0].can_start():
-            return progress[0]
+        first = progress[0]
+        if first.can_start() and not first.speculative():
+            return first
         rest = [p for p in progress[1:] if p.can_start()]
-        return min(rest, key=lambda p: p.started) if rest else None
+        if rest:
+            return min(rest, key=lambda p: (p.speculative(), p.started))
+        return first if first.can_start() else None
 
     def _pooled(self, mc: "MonteCarlo", index: int) -> TrialResult:
         """Trial `index` of `mc` on a pool thread, once a `TRIAL_SLOTS` slot is free."""
