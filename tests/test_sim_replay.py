@@ -19,7 +19,7 @@ from tuiprof.sim.reference import reference_trial
 from tuiprof.sim.replay import SCAN_MAX_ASSOC, Geometry, hdel, hfind, hput
 from tuiprof.sim.results import COUNTER_FIELDS, TrialResult
 from tuiprof.sim.trial import run_trial
-from tuiprof.trace.demos import resolve_target
+from tuiprof.trace.demos import demo_names, demo_path, resolve_target
 from tuiprof.trace.io import load_trace
 
 PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")
@@ -174,6 +174,17 @@ def test_identical_on_spmv_u_on_the_tesla_c2050() -> None:
     arch = load_arch("tesla-c2050")
     (r,) = assert_identical(t, arch, mds=(default_md(t, arch),), seeds=(5,))
     assert r.l1_requests.sum() == 7_747_778
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("demo", sorted(set(demo_names()) - set(SMALL_DEMOS)))
+def test_identical_on_every_other_demo(demo: str) -> None:
+    # The large demos (SpMV, matmul tiles, cyclic reduction, BFS; the 128-wide SpMV traces are
+    # recorded on first use): one trial per preset at the demo's default MD, on every preset.
+    t = load_trace(demo_path(demo))
+    for preset in PRESETS:
+        arch = load_arch(preset)
+        assert_identical(t, arch, mds=(default_md(t, arch),), seeds=(2,))
 
 
 def test_the_l1_hash_table_agrees_with_a_dict() -> None:
