@@ -7,7 +7,8 @@
    PATH`` (another checkout, e.g. the main branch), the same command runs from there too,
    interleaved run by run, and the ratio is printed.
 2. For each demo: one Session with the default configuration. The sweep's trials run in the
-   main run's pool as soon as the main run has started its last trial; printed are the main
+   main run's pool beside its last trials (past its minimum, the main run keeps one trial in
+   flight and the other worker serves the sweep); printed are the main
    run's wall time, the time from its end to the MD decision, and the moment the first MD
    decision (every MD at its minimum trials) was shown. A warm-up run compiles the kernels
    first.
