@@ -176,9 +176,17 @@ def test_identical_on_spmv_u_on_the_tesla_c2050() -> None:
     assert r.l1_requests.sum() == 7_747_778
 
 
+@pytest.fixture(scope="module")
+def demo_cache(tmp_path_factory: pytest.TempPathFactory):
+    """A cache folder of this module's own for the demos recorded on first use."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("demo", sorted(set(demo_names()) - set(SMALL_DEMOS)))
-def test_identical_on_every_other_demo(demo: str) -> None:
+def test_identical_on_every_other_demo(demo: str, demo_cache) -> None:
     # The large demos (SpMV, matmul tiles, cyclic reduction, BFS; the 128-wide SpMV traces are
     # recorded on first use): one trial per preset at the demo's default MD, on every preset.
     t = load_trace(demo_path(demo))
