@@ -322,8 +322,8 @@ class Session:
             raise err from exc
 
     def _run(self, emit: Callable[[Event], None]) -> "Analysis | None":
-        """The main run and the MD sweep's runs on one pool of workers (the sweep's trials start
-        as soon as the main run has started its last one), reported as events: the main run's
+        """The main run and the MD sweep's runs on one pool of workers (the sweep's trials run
+        beside the main run's last ones, see `TrialPool`), reported as events: the main run's
         trials with throttled analyses; when it ends, its analysis and models; then the sweep's
         progress, a first MD decision as soon as every MD has its minimum trials, refined as
         each MD's run ends; Finished with the final decision. Each run's results are those it
