@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -32,6 +32,25 @@ _runpy.run_module("tuiprof", run_name="__main__", alter_sys=True)
 """
 
 
+LAUNCHER = """
+import os, resource, sys
+cap, report, closed, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+pid = os.fork()
+if pid == 0:
+    os.close(report)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    for fd in filter(None, closed.split(",")):
+        os.close(int(fd))
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+os.write(report, f"{status} {usage.ru_maxrss}".encode())
+"""
+"""Runs the child for `run_cli` and reports its wait status and peak. The child is forked from
+this small process, not from the test's: Linux counts the resident set of the image a process
+had before `exec` into its peak, so a child forked from a pytest worker holding 470 MiB of
+loaded traces (xdist puts any test before any other) measured 470 MiB for a one-line error."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One finished child process."""
@@ -44,36 +63,36 @@ class Run:
     seconds: float
 
 
-def run_cli(args: list[str], cwd: Path, cap: int = CAP, timeout: float = TIMEOUT,
-            preexec: Callable[[], None] | None = None, env: dict[str, str] | None = None,
-            stdin: Any = subprocess.DEVNULL, prelude: str | None = None) -> Run:
-    """`python -m tuiprof ARGS` from this tree, in `cwd`, under an address-space cap; a run past
-    `timeout` is killed and fails the test (a hang is a failure). `prelude` is Python run before
-    tuiprof's main in the same process (to simulate a fault of the machine)."""
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        if preexec is not None:
-            preexec()
-
+def run_cli(args: list[str], cwd: Path, cap: int = CAP, timeout: float = TIMEOUT, close_fds: tuple[int, ...] = (),
+            env: dict[str, str] | None = None, stdin: Any = subprocess.DEVNULL, prelude: str | None = None) -> Run:
+    """`python -m tuiprof ARGS` from this tree, in `cwd`, under an address-space cap (and with the
+    descriptors `close_fds` closed); a run past `timeout` is killed and fails the test (a hang is
+    a failure). `prelude` is Python run before tuiprof's main in the same process (to simulate a
+    fault of the machine)."""
     out, err = cwd / ".run.stdout", cwd / ".run.stderr"
     start = ["-m", "tuiprof"] if prelude is None else ["-c", prelude + PRELUDE_THEN_MAIN]
+    r, w = os.pipe()
     t0 = time.perf_counter()
-    with open(out, "wb") as fo, open(err, "wb") as fe:
-        p = subprocess.Popen([sys.executable, *start, *args], cwd=cwd, stdin=stdin,
-                             stdout=fo, stderr=fe, preexec_fn=limit,
-                             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
-        while True:
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                p.kill()
-                os.wait4(p.pid, 0)
-                p.returncode = -9
-                pytest.fail(f"`tuiprof {' '.join(args)[:200]}` still running after {timeout:.0f} s")
-            time.sleep(0.01)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    run = Run(p.returncode, out.read_bytes(), err.read_text(errors="replace"), usage.ru_maxrss / 1024,
+    try:
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            p = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(cap), str(w), ",".join(map(str, close_fds)),
+                                  sys.executable, *start, *args], cwd=cwd, stdin=stdin, stdout=fo, stderr=fe,
+                                 pass_fds=(w,), process_group=0,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+            os.close(w)
+            w = -1
+            while p.poll() is None:
+                if time.perf_counter() - t0 > timeout:
+                    os.killpg(p.pid, 9)
+                    p.wait()
+                    pytest.fail(f"`tuiprof {' '.join(args)[:200]}` still running after {timeout:.0f} s")
+                time.sleep(0.01)
+        status, peak_kib = map(int, os.read(r, 64).split())
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    run = Run(os.waitstatus_to_exitcode(status), out.read_bytes(), err.read_text(errors="replace"), peak_kib / 1024,
               time.perf_counter() - t0)
     out.unlink()
     err.unlink()

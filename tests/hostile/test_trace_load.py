@@ -524,7 +524,7 @@ def test_recording_a_demo_with_stderr_closed_says_nothing(tmp_path: Path) -> Non
     prelude = ("import tuiprof.trace.demos as _demos\nfrom tuiprof.trace.io import load_trace as _load\n"
                f"_demos.record_demo = lambda name: _load({str(H.BASE)!r})\n")
     run = run_cli(["report", "spmv-vec-u128", "--trials", "1", "--no-sweep"], tmp_path, prelude=prelude,
-                  env=_demo_env(tmp_path), preexec=lambda: os.close(2))
+                  env=_demo_env(tmp_path), close_fds=(2,))
     assert run.code == 0 and run.stdout.startswith(b"tuiprof "), run.stdout[:300]
     assert b"recording demo" not in run.stdout and run.stderr == ""
 

@@ -121,6 +121,22 @@ def test_signal_during_trials_cancels_the_run(tmux: Tmux, tmp_path: Path, sig: i
     assert_sane(tmux, status)
 
 
+@pytest.mark.usefixtures("warm_numba")
+def test_q_during_trials_ends_at_once_and_restores_the_terminal(tmux: Tmux, tmp_path: Path) -> None:
+    """`q` skips Textual's teardown (its input thread sleeps 0.2 s before it stops): the frames
+    already sent are written, then the terminal is restored by tuiprof. It must be as sane as
+    after Textual's own teardown, with exit status 0 and nothing printed over the shell."""
+    text, pidfile = script(tmp_path, "demo", "vecadd", "--trials", "100000", "--tolerance", "0")
+    tmux.start(text)
+    wait_for_trials(tmux, 120)
+    assert tmux.flags()["alternate_on"] == "1"
+    tmux("send-keys", "-t", tmux.name, "q")
+    took = wait_gone(read_pid(pidfile), 30)
+    assert took < DEADLINE, f"tuiprof took {took:.1f}s to end after q"
+    screen = assert_sane(tmux, 0)
+    assert "trial" not in screen                                     # no frame drawn on the main screen
+
+
 def test_unopenable_trace_quits_on_q_with_status_2(tmux: Tmux, tmp_path: Path) -> None:
     bad = tmp_path / "broken.tptrace"
     bad.write_bytes(b"PK\x03\x04 this is not a trace")

@@ -184,6 +184,9 @@ class TuiprofApp(App[int]):
         self.error: TuiprofError | None = None
         self.fatal: TuiprofError | None = None
         """Why the target could not be opened: quitting then exits 2 and prints it."""
+        self.end_process: Callable[[int], None] | None = None
+        """Set by `tuiprof.tui.run_app`: restores the terminal and ends the process with a status,
+        so that `q` does not wait for the widget tree's teardown; None under a test pilot."""
         self._keep_line = 0
         """The source line to return to after a recollect (0: none pending)."""
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -557,6 +560,8 @@ class TuiprofApp(App[int]):
     async def action_quit(self) -> None:
         self.cancel_everything()
         code = 2 if self.fatal is not None else 0
+        if self.end_process is not None and self.fatal is None:
+            self.end_process(code)
         self.exit(code, return_code=code)
 
     def cancel_everything(self) -> None:

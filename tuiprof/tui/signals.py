@@ -26,7 +26,7 @@ GRACE = 0.7
 """Seconds the app gets to close itself after a signal before the watchdog ends the process."""
 RESET = ("\x1b[<u"                                          # kitty keyboard protocol off
          "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1015l\x1b[?1006l"  # mouse tracking off
-         "\x1b[?1004l\x1b[?2004l\x1b[?7h"                   # focus events, bracketed paste off; wrap on
+         "\x1b[?1004l\x1b[?2004l\x1b[?2048l\x1b[?7h"       # focus, bracketed paste, resize reports off; wrap on
          "\x1b[?1049l\x1b[?25h")                            # main screen, cursor shown
 """What the emergency exit writes to the terminal: every mode Textual's driver turns on, off."""
 
@@ -81,17 +81,22 @@ class SignalExit:
             pass
 
     def restore_terminal(self) -> None:
-        """Put the terminal back as it was before the app started (best effort)."""
-        try:
-            if sys.__stdout__ is not None and sys.__stdout__.isatty():
-                os.write(sys.__stdout__.fileno(), RESET.encode())
-        except (OSError, ValueError):
-            pass
+        """Put the terminal back as it was before the app started (best effort): the modes off
+        on the stream Textual draws on (stderr, else stdout), the saved line settings back, and
+        input typed meanwhile (mouse reports in flight) dropped, as Textual's driver does."""
+        for stream in (sys.__stderr__, sys.__stdout__):
+            try:
+                if stream is not None and stream.isatty():
+                    os.write(stream.fileno(), RESET.encode())
+                    break
+            except (OSError, ValueError):
+                pass
         if self._tty_attrs is not None:
             try:
                 import termios
 
                 termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, self._tty_attrs)
+                termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
             except Exception:  # termios.error: the terminal is gone
                 pass
 
