@@ -53,7 +53,7 @@ from typing import Callable
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount
+from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, hash_polynomial, xor_fold, xor_table
 from tuiprof.sim.cache import expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
@@ -438,6 +438,7 @@ def _build(g: Geometry) -> Callable:
     XOR = g.xor_hash
     POLY2 = hash_polynomial(NSETS2)
     POLYCH = hash_polynomial(CH)
+    PF = 48  # accesses ahead that the merged walk prefetches
 
     def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
                lines, lines2, n_ids2, n_ops, rt):
@@ -506,9 +507,40 @@ def _build(g: Geometry) -> Callable:
             do_l2 = phase == 1 if BY_SM else True
             by_sm = BY_SM and do_l1
             cur = sm_acc_off[:S].copy()
+            # Cursors of the accesses PF and 2 * PF ahead in the merged walk: the request arrays
+            # are read at the accesses' scattered offsets, so each access starts with cache misses
+            # unless its offsets, then its requests, were prefetched (two steps: the second needs
+            # the offsets the first brought in).
+            n_acc = lab.shape[0]
+            cur_a = sm_acc_off[:S].copy()
+            cur_b = sm_acc_off[:S].copy()
+            if not by_sm:
+                for i in range(min(2 * PF, n_acc)):
+                    cur_a[lab[i]] += 1
+                    if i < PF:
+                        cur_b[lab[i]] += 1
             s = np.int64(0)
             sm_end = sm_acc_off[1]
-            for i in range(lab.shape[0]):
+            for i in range(n_acc):
+                if not by_sm:
+                    if i + 2 * PF < n_acc:
+                        sa = lab[i + 2 * PF]
+                        ra = order[cur_a[sa]]
+                        cur_a[sa] += 1
+                        prefetch(req_off, ra)
+                        prefetch(acc_op, ra)
+                    if i + PF < n_acc:
+                        sb = lab[i + PF]
+                        rb = order[cur_b[sb]]
+                        cur_b[sb] += 1
+                        jb = req_off[rb]
+                        je = req_off[rb + 1] - 1
+                        prefetch(req_line, jb)
+                        prefetch(req_line, je)
+                        prefetch(req_id, jb)
+                        prefetch(req_id, je)
+                        prefetch(req_mask, jb)
+                        prefetch(req_mask, je)
                 if by_sm:
                     if i == sm_end:  # the next SM with accesses: its L1 starts empty
                         while sm_acc_off[s + 1] <= i:
