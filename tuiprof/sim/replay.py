@@ -53,7 +53,7 @@ from typing import Callable
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
+from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, hash_polynomial, xor_fold, xor_table
 from tuiprof.sim.cache import expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
@@ -595,11 +595,7 @@ def _build(g: Geometry) -> Callable:
                             if HASH1:
                                 w = hfind(htab1, hb, HB1, id1)
                             else:
-                                ub = np.uint64(b1)
-                                acc = np.int32(0)
-                                for k in range(A1):
-                                    acc += np.int32(k + 1) if tag1[ub + np.uint64(k)] == t1 else np.int32(0)
-                                w = np.int64(acc) - 1
+                                w = find_tag(tag1, b1, t1, A1)
                             if wr:
                                 if EVICT1:
                                     if w >= 0:
