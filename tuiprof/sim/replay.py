@@ -438,6 +438,10 @@ def _build(g: Geometry) -> Callable:
     XOR = g.xor_hash
     POLY2 = hash_polynomial(NSETS2)
     POLYCH = hash_polynomial(CH)
+    # A lockstep read with no write-back sends DRAM the missed 32 B chunks of one L1 line, which
+    # share their (channel, bank, row) key when the line does not cross an interleave or a row:
+    # one run, fed to the batch without the queue.
+    ONE_RUN = LOCK and TX == 32 and KEYSH - TXSHA >= _log2(CPL1)
     PF = 48  # accesses ahead that the merged walk prefetches
 
     def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
@@ -647,6 +651,7 @@ def _build(g: Geometry) -> Callable:
                     if not do_l2 or send == 0:
                         continue
                     nq = 0
+                    rk = 0  # the length of a run of reads that skips the queue (ONE_RUN)
                     # ---- step 6: the L2 lines the request covers (blocks jj of the L1 line)
                     lbase = line1 * CPL1  # first chunk of the L1 line
                     per_set = True
@@ -688,27 +693,31 @@ def _build(g: Geometry) -> Callable:
                                     full2 = full_sectors(np.int64(req_full[j]), CPS2, SPW)
                                     if not wb:
                                         fetch = miss & ~full2
-                                for jj in range(SUB):
-                                    sh = jj * CPL2
-                                    if od != 0:
-                                        odj = (od >> sh) & LOW2
-                                        if odj != 0:
-                                            nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
-                                    mj = (miss >> sh) & LOW2
-                                    if wr:  # a store writes DRAM what it wrote, or nothing (write-back)
-                                        mj = 0 if wb else mj & (send >> sh) & LOW2
-                                    if mj != 0:
-                                        n0 = nq
-                                        nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
-                                        if wr:
-                                            c_dw += nq - n0
-                                        else:
+                                if ONE_RUN and not wr and od == 0:  # the common case: one run of reads
+                                    rk = popcount(miss)
+                                    c_dr += rk
+                                else:
+                                    for jj in range(SUB):
+                                        sh = jj * CPL2
+                                        if od != 0:
+                                            odj = (od >> sh) & LOW2
+                                            if odj != 0:
+                                                nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
+                                        mj = (miss >> sh) & LOW2
+                                        if wr:  # a store writes DRAM what it wrote, or nothing (write-back)
+                                            mj = 0 if wb else mj & (send >> sh) & LOW2
+                                        if mj != 0:
+                                            n0 = nq
+                                            nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
+                                            if wr:
+                                                c_dw += nq - n0
+                                            else:
+                                                c_dr += nq - n0
+                                        fj = (fetch >> sh) & LOW2
+                                        if fj != 0:
+                                            n0 = nq
+                                            nq = push(qtx, qop, nq, lbase + sh, fj, o, CPL2, TXMUL, TXSH)
                                             c_dr += nq - n0
-                                    fj = (fetch >> sh) & LOW2
-                                    if fj != 0:
-                                        n0 = nq
-                                        nq = push(qtx, qop, nq, lbase + sh, fj, o, CPL2, TXMUL, TXSH)
-                                        c_dr += nq - n0
                                 nsec2 = popcount(sm2 & LEADW)
                                 hits = popcount(sm2 & V & LEADW)
                                 if wr:
@@ -819,18 +828,24 @@ def _build(g: Geometry) -> Callable:
                                     val2[b2 + w2] = v | miss
                     # ---- step 7: this request's transactions join the open batch, in order, as runs
                     e = 0
-                    while e < nq:
-                        ro = qop[e]
-                        ux = np.uint64(qtx[e])
-                        x = (ux << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (ux >> np.uint64(KEYSH - TXSHA))
-                        k = 1
-                        while e + k < nq and qop[e + k] == ro:
-                            uy = np.uint64(qtx[e + k])
-                            y = (uy << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (uy >> np.uint64(KEYSH - TXSHA))
-                            if y != x:
-                                break
-                            k += 1
-                        e += k
+                    while e < nq or rk > 0:
+                        if ONE_RUN and rk > 0:  # the L1 line's reads: one key (the queue is empty)
+                            ro = o
+                            x = np.uint64(lbase) >> np.uint64(KEYSH - TXSHA)
+                            k = rk
+                            rk = 0
+                        else:
+                            ro = qop[e]
+                            ux = np.uint64(qtx[e])
+                            x = (ux << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (ux >> np.uint64(KEYSH - TXSHA))
+                            k = 1
+                            while e + k < nq and qop[e + k] == ro:
+                                uy = np.uint64(qtx[e + k])
+                                y = (uy << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (uy >> np.uint64(KEYSH - TXSHA))
+                                if y != x:
+                                    break
+                                k += 1
+                            e += k
                         if x != last_x:
                             last_x = x
                             cch, cb, crow = locate(x, CH, NB, ILSH, ROWSH, XOR, tabch)
