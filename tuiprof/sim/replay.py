@@ -578,7 +578,7 @@ def _build(g: Geometry) -> Callable:
                 c_l2wh = np.int64(0)
                 c_dr = np.int64(0)
                 c_dw = np.int64(0)
-                for j in range(jbeg, jend):
+                for j in range(np.uint64(jbeg), np.uint64(jend)):  # unsigned: no wraparound checks
                     if do_l1:
                         # ---- step 5: the SM's L1
                         id1 = np.int64(req_id[j])
