@@ -255,6 +255,7 @@ import sys
 import tuiprof.jit as jit
 jit.popcount = lambda x: bin(int(x) & 0xFFFFFFFF).count("1")
 jit.prefetch = lambda a, i: None
+jit.find_tag = lambda a, b, k, n: next((i for i in range(n) if a[b + i] == k), -1)
 from tests.test_sim_replay import EDGE, rewrite_trace
 from tests.test_sim_support import small_arch
 from tuiprof.sim.prepared import prepare

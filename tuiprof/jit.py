@@ -141,6 +141,42 @@ def prefetch(typingctx, arr, idx):
     return types.none(arr, idx), codegen
 
 
+@intrinsic
+def find_tag(typingctx, arr, base, key, n):
+    """The first `i` below `n` (a compile-time constant) with ``arr[base + i] == key`` in an int32
+    array, or -1: one vector load and compare of the `n` entries, their match bits read as an
+    integer and its trailing zeros counted. The tag scan of a set: a loop that sums ``(i+1) *
+    [match]`` compiles to masked 64-bit adds of constants kept on the stack, about 3x the
+    instructions. No bounds check (the caller's indices are in range)."""
+    if (not isinstance(arr, types.Array) or arr.dtype != types.int32 or arr.ndim != 1
+            or not isinstance(base, types.Integer) or not isinstance(key, types.Integer)
+            or not isinstance(n, types.IntegerLiteral)):
+        return None
+    width = n.literal_value
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        b = context.cast(builder, args[1], sig.args[1], types.intp)
+        k = builder.trunc(context.cast(builder, args[2], sig.args[2], types.int64), i32)
+        vec = ir.VectorType(i32, width)
+        ptr = builder.bitcast(builder.gep(ary.data, [b]), vec.as_pointer())
+        tags = builder.load(ptr, align=4)
+        splat = builder.shuffle_vector(builder.insert_element(ir.Constant(vec, ir.Undefined), k, ir.Constant(i32, 0)),
+                                       ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(i32, width), None))
+        bits = builder.bitcast(builder.icmp_unsigned("==", tags, splat), ir.IntType(width))
+        wide = ir.IntType(width + 1)  # a stop bit above the matches: no match counts `width`
+        bits = builder.or_(builder.zext(bits, wide), ir.Constant(wide, 1 << width))
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(wide, [wide, ir.IntType(1)]),
+                                            f"llvm.cttz.i{width + 1}")
+        tz = builder.call(fn, [bits, ir.Constant(ir.IntType(1), 1)])
+        tz = builder.zext(tz, i64) if width + 1 < 64 else builder.trunc(tz, i64) if width + 1 > 64 else tz
+        return builder.select(builder.icmp_unsigned("==", tz, ir.Constant(i64, width)), ir.Constant(i64, -1), tz)
+
+    return types.int64(arr, base, key, n), codegen
+
+
 _noted: set[int] = set()
 
 
@@ -170,4 +206,4 @@ def _cached(kernel: object) -> bool:
         return False
 
 
-__all__ = ["INLINE", "KERNEL", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]
+__all__ = ["INLINE", "KERNEL", "find_tag", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]

@@ -18,7 +18,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.errors import ArchError
 from tuiprof.jit import KERNEL, njit
 from tuiprof.sim.addressing import HASH_CODES, hash_polynomial
-from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids
+from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids, numpy_owned
 from tuiprof.trace.model import Trace
 
 # Indices into the parameter vector of `pack_arch`. The L1 and L2 fields run in the same order
@@ -141,7 +141,7 @@ class Prepared:
             return co.req_id, co.lines
         ids = self._wide_ids.get(shift)
         if ids is None:
-            ids = self._wide_ids[shift] = dense_ids(co.req_line >> shift)
+            ids = self._wide_ids[shift] = tuple(map(numpy_owned, dense_ids(co.req_line >> shift)))
         return ids
 
     @property

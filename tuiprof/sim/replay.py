@@ -53,7 +53,7 @@ from typing import Callable
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount
+from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, hash_polynomial, xor_fold, xor_table
 from tuiprof.sim.cache import expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
@@ -438,6 +438,11 @@ def _build(g: Geometry) -> Callable:
     XOR = g.xor_hash
     POLY2 = hash_polynomial(NSETS2)
     POLYCH = hash_polynomial(CH)
+    # A lockstep read with no write-back sends DRAM the missed 32 B chunks of one L1 line, which
+    # share their (channel, bank, row) key when the line does not cross an interleave or a row:
+    # one run, fed to the batch without the queue.
+    ONE_RUN = LOCK and TX == 32 and KEYSH - TXSHA >= _log2(CPL1)
+    PF = 48  # accesses ahead that the merged walk prefetches
 
     def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
                lines, lines2, n_ids2, n_ops, rt):
@@ -506,9 +511,40 @@ def _build(g: Geometry) -> Callable:
             do_l2 = phase == 1 if BY_SM else True
             by_sm = BY_SM and do_l1
             cur = sm_acc_off[:S].copy()
+            # Cursors of the accesses PF and 2 * PF ahead in the merged walk: the request arrays
+            # are read at the accesses' scattered offsets, so each access starts with cache misses
+            # unless its offsets, then its requests, were prefetched (two steps: the second needs
+            # the offsets the first brought in).
+            n_acc = lab.shape[0]
+            cur_a = sm_acc_off[:S].copy()
+            cur_b = sm_acc_off[:S].copy()
+            if not by_sm:
+                for i in range(min(2 * PF, n_acc)):
+                    cur_a[lab[i]] += 1
+                    if i < PF:
+                        cur_b[lab[i]] += 1
             s = np.int64(0)
             sm_end = sm_acc_off[1]
-            for i in range(lab.shape[0]):
+            for i in range(n_acc):
+                if not by_sm:
+                    if i + 2 * PF < n_acc:
+                        sa = lab[i + 2 * PF]
+                        ra = order[cur_a[sa]]
+                        cur_a[sa] += 1
+                        prefetch(req_off, ra)
+                        prefetch(acc_op, ra)
+                    if i + PF < n_acc:
+                        sb = lab[i + PF]
+                        rb = order[cur_b[sb]]
+                        cur_b[sb] += 1
+                        jb = req_off[rb]
+                        je = req_off[rb + 1] - 1
+                        prefetch(req_line, jb)
+                        prefetch(req_line, je)
+                        prefetch(req_id, jb)
+                        prefetch(req_id, je)
+                        prefetch(req_mask, jb)
+                        prefetch(req_mask, je)
                 if by_sm:
                     if i == sm_end:  # the next SM with accesses: its L1 starts empty
                         while sm_acc_off[s + 1] <= i:
@@ -542,7 +578,7 @@ def _build(g: Geometry) -> Callable:
                 c_l2wh = np.int64(0)
                 c_dr = np.int64(0)
                 c_dw = np.int64(0)
-                for j in range(jbeg, jend):
+                for j in range(np.uint64(jbeg), np.uint64(jend)):  # unsigned: no wraparound checks
                     if do_l1:
                         # ---- step 5: the SM's L1
                         id1 = np.int64(req_id[j])
@@ -563,11 +599,7 @@ def _build(g: Geometry) -> Callable:
                             if HASH1:
                                 w = hfind(htab1, hb, HB1, id1)
                             else:
-                                ub = np.uint64(b1)
-                                acc = np.int32(0)
-                                for k in range(A1):
-                                    acc += np.int32(k + 1) if tag1[ub + np.uint64(k)] == t1 else np.int32(0)
-                                w = np.int64(acc) - 1
+                                w = find_tag(tag1, b1, t1, A1)
                             if wr:
                                 if EVICT1:
                                     if w >= 0:
@@ -619,6 +651,7 @@ def _build(g: Geometry) -> Callable:
                     if not do_l2 or send == 0:
                         continue
                     nq = 0
+                    rk = 0  # the length of a run of reads that skips the queue (ONE_RUN)
                     # ---- step 6: the L2 lines the request covers (blocks jj of the L1 line)
                     lbase = line1 * CPL1  # first chunk of the L1 line
                     per_set = True
@@ -660,27 +693,31 @@ def _build(g: Geometry) -> Callable:
                                     full2 = full_sectors(np.int64(req_full[j]), CPS2, SPW)
                                     if not wb:
                                         fetch = miss & ~full2
-                                for jj in range(SUB):
-                                    sh = jj * CPL2
-                                    if od != 0:
-                                        odj = (od >> sh) & LOW2
-                                        if odj != 0:
-                                            nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
-                                    mj = (miss >> sh) & LOW2
-                                    if wr:  # a store writes DRAM what it wrote, or nothing (write-back)
-                                        mj = 0 if wb else mj & (send >> sh) & LOW2
-                                    if mj != 0:
-                                        n0 = nq
-                                        nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
-                                        if wr:
-                                            c_dw += nq - n0
-                                        else:
+                                if ONE_RUN and not wr and od == 0:  # the common case: one run of reads
+                                    rk = popcount(miss)
+                                    c_dr += rk
+                                else:
+                                    for jj in range(SUB):
+                                        sh = jj * CPL2
+                                        if od != 0:
+                                            odj = (od >> sh) & LOW2
+                                            if odj != 0:
+                                                nq = push(qtx, qop, nq, ob + sh, odj, WRITEBACK, CPL2, TXMUL, TXSH)
+                                        mj = (miss >> sh) & LOW2
+                                        if wr:  # a store writes DRAM what it wrote, or nothing (write-back)
+                                            mj = 0 if wb else mj & (send >> sh) & LOW2
+                                        if mj != 0:
+                                            n0 = nq
+                                            nq = push(qtx, qop, nq, lbase + sh, mj, rop, CPL2, TXMUL, TXSH)
+                                            if wr:
+                                                c_dw += nq - n0
+                                            else:
+                                                c_dr += nq - n0
+                                        fj = (fetch >> sh) & LOW2
+                                        if fj != 0:
+                                            n0 = nq
+                                            nq = push(qtx, qop, nq, lbase + sh, fj, o, CPL2, TXMUL, TXSH)
                                             c_dr += nq - n0
-                                    fj = (fetch >> sh) & LOW2
-                                    if fj != 0:
-                                        n0 = nq
-                                        nq = push(qtx, qop, nq, lbase + sh, fj, o, CPL2, TXMUL, TXSH)
-                                        c_dr += nq - n0
                                 nsec2 = popcount(sm2 & LEADW)
                                 hits = popcount(sm2 & V & LEADW)
                                 if wr:
@@ -791,18 +828,24 @@ def _build(g: Geometry) -> Callable:
                                     val2[b2 + w2] = v | miss
                     # ---- step 7: this request's transactions join the open batch, in order, as runs
                     e = 0
-                    while e < nq:
-                        ro = qop[e]
-                        ux = np.uint64(qtx[e])
-                        x = (ux << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (ux >> np.uint64(KEYSH - TXSHA))
-                        k = 1
-                        while e + k < nq and qop[e + k] == ro:
-                            uy = np.uint64(qtx[e + k])
-                            y = (uy << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (uy >> np.uint64(KEYSH - TXSHA))
-                            if y != x:
-                                break
-                            k += 1
-                        e += k
+                    while e < nq or rk > 0:
+                        if ONE_RUN and rk > 0:  # the L1 line's reads: one key (the queue is empty)
+                            ro = o
+                            x = np.uint64(lbase) >> np.uint64(KEYSH - TXSHA)
+                            k = rk
+                            rk = 0
+                        else:
+                            ro = qop[e]
+                            ux = np.uint64(qtx[e])
+                            x = (ux << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (ux >> np.uint64(KEYSH - TXSHA))
+                            k = 1
+                            while e + k < nq and qop[e + k] == ro:
+                                uy = np.uint64(qtx[e + k])
+                                y = (uy << np.uint64(TXSHA - KEYSH)) if TXSHA >= KEYSH else (uy >> np.uint64(KEYSH - TXSHA))
+                                if y != x:
+                                    break
+                                k += 1
+                            e += k
                         if x != last_x:
                             last_x = x
                             cch, cb, crow = locate(x, CH, NB, ILSH, ROWSH, XOR, tabch)
