@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TOLERANCE = 0.005
 SWEEP_MIN_TRIALS = 8
+_PATTERNS_LOCK = threading.Lock()
+"""Held while a session looks up or computes its trace's address patterns (shared by reruns)."""
 
 
 @dataclass(frozen=True)
@@ -288,9 +290,10 @@ class Session:
         from tuiprof.model.pattern import address_patterns
 
         line = self.arch.l1.line
-        found = self._patterns.get(line)
-        if found is None:
-            found = self._patterns[line] = address_patterns(self.trace, line)
+        with _PATTERNS_LOCK:  # the app and an open drill-down may ask at once: compute once
+            found = self._patterns.get(line)
+            if found is None:
+                found = self._patterns[line] = address_patterns(self.trace, line)
         return found
 
     def compiles(self) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.collect.options import DEFAULT_CU_ARCH, CollectOptions
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
 from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.output import note as _say
 from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
 
 if TYPE_CHECKING:
@@ -89,10 +89,6 @@ def choose_backend(opts: CollectOptions) -> tuple[str, str | None]:
         raise UsageError(f"unknown backend {opts.backend!r}", "--backend auto, gpu or emu")
     problem = gpu_problem(opts.cuda)
     return ("gpu", None) if problem is None else ("emu", f"--backend auto chose the emulator: {problem}")
-
-
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def with_provenance(trace: Trace, **changes: object) -> Trace:

@@ -17,7 +17,7 @@ import numpy as np
 from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
-from tuiprof.model.pattern import ideal_sectors as ideal_full_warp
+from tuiprof.model.pattern import LANES, ideal_sectors as ideal_sectors_of
 from tuiprof.trace.model import StaticOp
 
 HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
@@ -160,7 +160,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     rpa_all = np.asarray(requests_per_access, dtype=np.float64)
     spr_all = np.asarray(sectors_per_request, dtype=np.float64)
     if ideal_sectors is None:
-        ideal_sectors = np.array([ideal_full_warp(o.bytes) for o in ops])
+        ideal_sectors = np.array([ideal_sectors_of(o.bytes, LANES) for o in ops])
     columns = zip(h1.T, h2.T, x.T, inverse.tolist(), np.asarray(accesses).tolist(), rpa_all.tolist(),
                   spr_all.tolist(), (rpa_all * spr_all).tolist(), np.asarray(ideal_sectors, dtype=np.float64).tolist(),
                   cost.tolist(), share.tolist())

@@ -462,9 +462,7 @@ def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
         if timing is not None:
             k = timing.time(default)
             why = f"; bound by {k.bound_label}"
-        if uncertain:
-            advice = f"keep {_ctas(default)}/SM: no lower MD is surely faster{uncertain}{why} ({thesis_note})"
-        else:
-            advice = f"keep {_ctas(default)}/SM: no lower MD is predicted faster{why} ({thesis_note})"
+        word = "surely" if uncertain else "predicted"
+        advice = f"keep {_ctas(default)}/SM: no lower MD is {word} faster{uncertain}{why} ({thesis_note})"
     return MdDecision(default, occ.limiter, thesis, timing, head, rec, gain, t_md, t_gain, low,
                       dyn, apply, advice, best_range)

@@ -201,20 +201,36 @@ def hot_reason(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: floa
     (its DRAM reads queue on few channels or banks), ``streaming`` (no reuse, DRAM-bound), or ""
     when nothing stands out."""
     over = excess(stats)
-    if pattern is not None and pattern.gather and math.isfinite(over) and over >= UNCOALESCED:
-        return "gather"
-    if math.isfinite(over) and over >= UNCOALESCED:
-        return f"uncoalesced {over:.0f}x"
+    if _uncoalesced(over):
+        return "gather" if pattern is not None and pattern.gather else f"uncoalesced {over:.0f}x"
     h1 = _h1(stats)
-    if pattern is not None and math.isfinite(h1) and pattern.reuse >= THRASH_REUSE and h1 < THRASH_H1:
+    if _thrash(pattern, h1):
         return "thrash"
-    late = camping(stats, kernel_tm)
-    if math.isfinite(late) and late >= CAMPING and math.isfinite(stats.dram_share) and stats.dram_share >= 0.25:
+    if _camping(stats, camping(stats, kernel_tm)):
         return "camping"
-    if (pattern is not None and math.isfinite(pattern.reuse) and pattern.reuse < STREAMING_REUSE
-            and math.isfinite(h1) and h1 < 0.2 and math.isfinite(stats.dram_share) and stats.dram_share > 0.5):
+    if _streaming(pattern, h1) and math.isfinite(stats.dram_share) and stats.dram_share > 0.5:
         return "streaming"
     return ""
+
+
+def _uncoalesced(over: float) -> bool:
+    return math.isfinite(over) and over >= UNCOALESCED
+
+
+def _thrash(pattern: AddressPattern | None, h1: float) -> bool:
+    """The warp comes back to its lines but finds them evicted."""
+    return pattern is not None and math.isfinite(h1) and pattern.reuse >= THRASH_REUSE and h1 < THRASH_H1
+
+
+def _camping(stats: "OpStats", late: float) -> bool:
+    """Its DRAM requests wait well over the kernel's mean, and DRAM is a real part of its latency."""
+    return math.isfinite(late) and late >= CAMPING and math.isfinite(stats.dram_share) and stats.dram_share >= 0.25
+
+
+def _streaming(pattern: AddressPattern | None, h1: float) -> bool:
+    """The warps almost never touch a line twice and the L1 rarely hits."""
+    return (pattern is not None and math.isfinite(pattern.reuse) and pattern.reuse < STREAMING_REUSE
+            and math.isfinite(h1) and h1 < 0.2)
 
 
 def _lower_md(decision: "MdDecision | None") -> str:
@@ -239,7 +255,7 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
         out.append(f"{op.kind.capitalize()}s go to L2 (the L1 does not keep written lines): H2 here is the L2 "
                    "write hit ratio, and the latency is mostly hidden from the warp.")
     over = excess(stats)
-    if math.isfinite(over) and over >= UNCOALESCED:
+    if _uncoalesced(over):
         spr = f"{stats.sectors_per_access:.1f} sectors per request where {stats.ideal_sectors:.0f} would do"
         if pattern is not None and pattern.gather:
             out.append(f"Data-dependent gather: the lanes' addresses follow an index ({spr}; no lane stride covers "
@@ -261,13 +277,10 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
                        f"loaded, but that line is evicted before its reuse (H1 {100 * h1:.0f}%). Vectorize these "
                        f"loads (paper 000 sec. 6.2): read {per_line} elements per lane in one "
                        f"{per_line * op.bytes}-byte vector load (e.g. float{per_line}/int{per_line}).")
-    streaming = (pattern is not None and math.isfinite(pattern.reuse) and pattern.reuse < STREAMING_REUSE
-                 and math.isfinite(h1) and h1 < 0.2)
-    if load and streaming:
+    if load and _streaming(pattern, h1):
         out.append("Streaming: the warps almost never touch a line twice, so no cache size and no MD helps; only "
                    "coalescing and DRAM bandwidth matter.")
-    elif load and pattern is not None and math.isfinite(h1) and pattern.reuse >= THRASH_REUSE and h1 < THRASH_H1 \
-            and not walks:
+    elif load and _thrash(pattern, h1) and not walks:
         out.append(f"Thrashing: the warp comes back to its lines ({100 * pattern.reuse:.0f}% of touches, median "
                    f"{pattern.reuse_distance:.0f} warp accesses later) but they are evicted first (H1 {100 * h1:.0f}%). "
                    f"Keep them: {_lower_md(decision)}, or a tile that fits the L1.")
@@ -275,7 +288,7 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
         out.append(f"DRAM dominates this load's latency ({100 * stats.dram_share:.0f}% of X): raise its H1 or H2 with "
                    f"{_lower_md(decision)}.")
     late = camping(stats, kernel_tm)
-    if math.isfinite(late) and late >= CAMPING and math.isfinite(stats.dram_share) and stats.dram_share >= 0.25:
+    if _camping(stats, late):
         out.append(f"Its DRAM {verb}s wait {late:.1f}x the kernel's mean DRAM latency: they queue on few channels or "
                    "banks (camping). Spread them: pad the row pitch, or visit blocks in a diagonal order.")
     if load and math.isfinite(h1) and h1 >= 0.8:
@@ -285,11 +298,15 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
     return out
 
 
+def kernel_tm(analysis: "Analysis") -> float:
+    """The kernel's mean DRAM batch latency Tm (NaN before it is defined)."""
+    return analysis.tm.mean if analysis.tm.defined else math.nan
+
 
 def insight(stats: "OpStats", pattern: AddressPattern | None, analysis: "Analysis",
             line_bytes: int) -> tuple[str, list[str]]:
     """`hot_reason` and `advice` of one op of `analysis` (with its kernel-wide DRAM latency and
     MD decision): what the source pane, the drill-down and the report say about it."""
-    tm = analysis.tm.mean if analysis.tm.defined else math.nan
+    tm = kernel_tm(analysis)
     decision = analysis.decisions.md if analysis.decisions is not None else None
     return hot_reason(stats, pattern, tm), advice(stats, pattern, tm, decision, line_bytes)

@@ -487,7 +487,7 @@ def _branch_target(fn: Function, ins: Instruction) -> int | None:
 
 
 def _falls_through(ins: Instruction) -> bool:
-    return ins.guard is not None or ins.opcode not in ("bra", "ret", "exit", "trap", "brx")
+    return ins.guard is not None or not (ins.is_branch or ins.is_terminator)
 
 
 # --------------------------------------------------------------------------- the pass

@@ -47,8 +47,9 @@ BYTES_PER_GRID_CTA = 96
 """One CTA of the grid in the SM-utilisation model (paper 003: cost, SM, start, end and their
 sorts); measured 76 B (2^24 CTAs: 1.3 GB)."""
 L1_BY_SM_LINES = 8192
-"""`tuiprof.sim.replay.L1_BY_SM_LINES` (a test keeps the two equal; importing the replay kernel
-here would import Numba)."""
+"""All SMs' L1 lines above which the replay kernel runs the L1s SM by SM (Volta and later: 80-132
+SMs of 1-2K lines); below it (Fermi: 14 x 128) one walk of the merged stream does every level.
+Defined here, where no Numba is imported; `tuiprof.sim.replay` uses it."""
 
 
 def _lines(c: CacheConfig) -> int:
@@ -74,7 +75,7 @@ def run_bytes(arch: Arch, n_accesses: int, n_cached: int, threads: int, grid_cta
 def cached_accesses(trace: Trace) -> int:
     """The warp accesses of `trace` that go through the caches (global or local memory)."""
     cached = np.array([o.is_cached for o in trace.ops], dtype=bool)
-    return int(np.count_nonzero(cached[trace.op])) if trace.n_accesses else 0
+    return int(trace.accesses_per_op()[cached].sum())
 
 
 def check_run_memory(arch: Arch, trace: Trace, threads: int) -> None:

@@ -55,6 +55,7 @@ import numpy as np
 
 from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, hash_polynomial, xor_fold, xor_table
+from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
@@ -70,9 +71,6 @@ WRITEBACK = -2
 SCAN_MAX_ASSOC = 128
 """Largest L1 associativity whose sets are scanned; above it (the 256-512-way L1s of Volta and
 later, where one scan reads 1-2 KiB of tags) each SM's L1 keeps a hash table of line id -> way."""
-L1_BY_SM_LINES = 8192
-"""All SMs' L1 lines above which the L1s run SM by SM (Volta and later: 80-132 SMs of 1-2K
-lines); below it (Fermi: 14 x 128) one walk of the merged stream does every level."""
 _FIB = np.uint64(0x9E3779B97F4A7C15)
 
 

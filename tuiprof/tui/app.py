@@ -308,7 +308,7 @@ class TuiprofApp(App[int]):
         if self.session is None or message.session.trace is not self.trace:
             return
         self.patterns = message.patterns
-        self.query_one(SourceView).set_patterns(message.patterns, message.session.arch.l1.line)
+        self.query_one(SourceView).set_patterns(message.patterns)
 
     def start_run(self, config: RunConfig, session: Session | None = None) -> bool:
         """Cancel any run in progress and start one under `config`, keeping the results shown

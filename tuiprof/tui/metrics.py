@@ -46,7 +46,8 @@ def series(analysis: "Analysis | None", metric: str, op: int | None, measured: d
             return None
         m, label = measured_value(measured, metric)
         return Series(f"{HEADLINES[metric]} · kernel", analysis.samples[metric], analysis.headline[metric], True,
-                      analysis.planned, analysis.convergence.get(metric, running_std(analysis.samples[metric])),
+                      analysis.planned, analysis.convergence[metric] if metric in analysis.convergence
+                      else running_std(analysis.samples[metric]),
                       m, label)
     key = f"op{op}.{metric}"
     if op is None or key not in analysis.samples:

@@ -27,7 +27,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tuiprof.model.pattern import insight
+from tuiprof.model.pattern import hot_reason, kernel_tm
 from tuiprof.tui import format as fmt
 from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
 
@@ -161,7 +161,6 @@ class SourceView(Widget, can_focus=True):
         """Each ranked op's label: L1, L2, ... for loads, S1, ... for stores (`Analysis.ranks`)."""
         self.analysis: "Analysis | None" = None
         self.patterns: dict[int, "AddressPattern"] = {}
-        self.line_bytes = 128
         self.stale = False
         """The figures are the previous run's (a rerun is computing): drawn dimmed."""
         self.top = 0
@@ -239,9 +238,9 @@ class SourceView(Widget, can_focus=True):
                     self.post_message(self.CursorMoved(self.current_op))
         self.refresh()
 
-    def set_patterns(self, patterns: dict[int, "AddressPattern"], line_bytes: int) -> None:
+    def set_patterns(self, patterns: dict[int, "AddressPattern"]) -> None:
         """The ops' address patterns (for the one word saying why an op is hot)."""
-        self.patterns, self.line_bytes, self._reasons = patterns, line_bytes, {}
+        self.patterns, self._reasons = patterns, {}
         self.refresh()
 
     def reason(self, op: int) -> str:
@@ -250,7 +249,7 @@ class SourceView(Widget, can_focus=True):
             s, a = self.stats.get(op), self.analysis
             if s is None or a is None or op not in self.patterns or not s.warp_accesses:
                 return ""
-            self._reasons[op] = insight(s, self.patterns[op], a, self.line_bytes)[0]
+            self._reasons[op] = hot_reason(s, self.patterns[op], kernel_tm(a))
         return self._reasons[op]
 
     @property

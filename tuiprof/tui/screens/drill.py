@@ -131,7 +131,7 @@ class DrillScreen(Screen[None]):
         s = a.ops[self.op_id] if a is not None else None
         rank = a.ranks().get(self.op_id) if a is not None else None
         p = self.pattern
-        why = insight(s, p, a, self.arch.l1.line)[0] if a is not None and s is not None and p is not None else ""
+        why, tips = insight(s, p, a, self.arch.l1.line) if a is not None and s is not None and p is not None else ("", [])
         title = Content.assemble(
             (f"{rank} " if rank else "", "bold $text-warning"), (f"op {op.id} · {op.kind} ", "bold"),
             (clean(op.label, MAX_LABEL), "bold $text-accent"), (f" · {why}" if why else "", "bold $text-error"),
@@ -167,7 +167,6 @@ class DrillScreen(Screen[None]):
                            f"({p.distinct_lines:,} distinct lines); median reuse distance "
                            f"{fmt.num(p.reuse_distance, 0)} warp accesses")]
             self.query_one("#drill-pattern", Static).update(Content("\n").join(pat))
-            tips = insight(s, p, a, self.arch.l1.line)[1]
             self.query_one("#drill-advice", Static).update(Content("\n").join(
                 [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in tips]))
         else:
