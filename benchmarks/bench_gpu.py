@@ -4,8 +4,9 @@
 
 Static (any machine with ptxas): for every demo kernel (tests/ptx/nvcc/demo_*.ptx), the time of
 the instrumentation pass, and the SASS size and registers of the instrumented kernel over the
-plain one (``ptxas -v -arch=sm_80``; the probes' divergent-mask fallbacks are out-of-line code
-that the common path never runs).
+plain one (``ptxas -v -arch=sm_80``), with the occupancy those registers allow on an H100 at 256
+threads per CTA (plain, instrumented): the probes' registers are what every CTA pays, recorded or
+not.
 
 On a GPU (each demo launch script in demo_traces/): the chosen launch's kernel time (device events)
 plain, in the counting pass and in the recording pass, and their ratios to plain: the
@@ -52,6 +53,9 @@ def static(repeat: int) -> dict[str, object]:
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.instrument import instrument
 
+    from tuiprof.arch import load_arch
+
+    h100 = load_arch("h100")
     rows = {}
     with tempfile.TemporaryDirectory() as tmpd:
         tmp = Path(tmpd)
@@ -66,9 +70,19 @@ def static(repeat: int) -> dict[str, object]:
                 inst_size, inst_regs = _ptxas(result.ptx, tmp, "inst")
                 row.update(sass_bytes=plain_size, sass_bytes_instrumented=inst_size,
                            sass_ratio=round(inst_size / plain_size, 1),
-                           registers={k: [plain_regs.get(k), inst_regs.get(k)] for k in plain_regs})
+                           registers={k: [plain_regs.get(k), inst_regs.get(k)] for k in plain_regs},
+                           h100_occupancy_256={k: [_occupancy(h100, plain_regs[k]), _occupancy(h100, inst_regs[k])]
+                                               for k in plain_regs if k in inst_regs})
             rows[f.name.split(".")[0][len("demo_"):]] = row
     return rows
+
+
+def _occupancy(arch: object, registers: int) -> float:
+    """Occupancy of 256-thread CTAs with `registers` per thread (no shared memory): what the
+    probes' registers cost in resident warps."""
+    from tuiprof.arch.occupancy import occupancy
+
+    return round(occupancy(arch, 256, registers).fraction(arch), 2)  # type: ignore[arg-type]
 
 
 def _timed(fn) -> float:  # type: ignore[no-untyped-def]

@@ -357,3 +357,50 @@ CORPUS = [
 def test_corpus_kernels_record_the_same_accesses(source: str, setup: Callable[[Any], dict[str, np.ndarray]],
                                                  programs: dict) -> None:
     assert_same_accesses(CUDA_DIR / source, setup, 2, programs)
+
+
+@needs_compiler
+def test_a_warp_that_records_more_than_counted_writes_only_inside_its_region(programs: dict) -> None:
+    """The probe's own fit test, before any store: regions made too short for the first and the
+    last snapshot warp (as when the recording run takes other paths than the counting run) keep
+    the records that fit whole and nothing else; no other warp's region changes, nothing is
+    written past the buffer's end, and the host reports the lost records."""
+    from tests.emu_driver import EmuDriver
+    from tuiprof.collect.gpu import GpuDevice, LaunchChoice
+    from tuiprof.collect.records import RecordsError, check_regions
+    from tuiprof.ptx import parse_module
+    from tuiprof.trace.model import Snapshot
+
+    program = _program(programs, DEMO_DIR / "vecadd.cu")
+    module = parse_module(program.ptx)
+    choice = LaunchChoice(None, 0)
+
+    def rule(launch: Any) -> Snapshot:
+        return Snapshot(np.arange(2, dtype=np.int64), "test")
+
+    def record(counted: Any) -> Any:
+        with GpuDevice(program, module, mode="record", choice=choice, counts=counted, driver=EmuDriver()) as dev:
+            _vecadd(dev)
+            return dev.recorded
+
+    with GpuDevice(program, module, mode="count", choice=choice, snapshot_rule=rule, driver=EmuDriver()) as dev:
+        _vecadd(dev)
+        counted = dev.recorded
+    full = record(counted)
+    np.testing.assert_array_equal(full.counts, [3 * 33] * 4)  # 3 full-warp accesses, 1 + 32 words each
+    np.testing.assert_array_equal(full.used, [3 * 18] * 4)  # compressed: 2 + 16 words each
+    short = counted.counts.copy()
+    short[0], short[-1] = 40, 20  # room for two records / one record
+    counted.counts = short
+    cut = record(counted)
+    np.testing.assert_array_equal(cut.used, full.used)  # the reservations go on: the host sees them
+    with pytest.raises(RecordsError, match="2 snapshot warps recorded more than the counting run announced"):
+        check_regions(cut.woff, cut.used)
+
+    def region(r: Any, w: int) -> np.ndarray:
+        return r.words[int(r.woff[w]):int(r.woff[w + 1])]
+
+    np.testing.assert_array_equal(region(cut, 0), np.r_[region(full, 0)[:36], np.zeros(4, np.uint64)])
+    np.testing.assert_array_equal(region(cut, 3), np.r_[region(full, 3)[:18], np.zeros(2, np.uint64)])
+    for w in (1, 2):
+        np.testing.assert_array_equal(region(cut, w), region(full, w))

@@ -11,7 +11,16 @@ default) turns every probe off: an instrumented program runs as the plain one.
 Probe placement: *before* the access, because a pointer-chasing load overwrites its own address
 register. The guard predicate of a guarded access is folded into the recorded mask with
 ``vote.sync.ballot``. Branches inside probes depend only on values uniform across the lanes that
-execute them, so probes never change how a warp diverges or reconverges.
+execute them, so probes never change how a warp diverges or reconverges; they are written
+``bra.uni``, which tells ptxas so (it then needs fewer of its divergent fallbacks for the
+shuffles and votes, whose code and registers every probe site paid for).
+
+Registers: every CTA pays for the probes' registers in occupancy, recorded or not, so a kernel
+keeps one register of its own (the warp's snapshot index) and a probe reads the other words of
+the control block where it needs them, keeping few values live at once. On the 15 demo kernels
+(sm_80) the instrumented kernels use 30-46 registers (32-50 with the earlier probes, the plain
+ones 12-32), and 256-thread CTAs reach the plain kernel's occupancy on an H100 on 5 of them
+(1 before); ``benchmarks/bench_gpu.py --static-only`` measures it.
 
 Control block (`CTL_*`, 8 x u64):
 
@@ -199,18 +208,15 @@ class _Emitter:
                 f"mov.u32 {b}, %ctaid.x;", f"mad.lo.u32 {dst}, {dst}, {a}, {b};"]
 
     @staticmethod
-    def _warp_state(st: tuple[str, str, str, str], skip: str) -> list[str]:
-        """The warp's recording state in `st` = (sw, cnt, rec, cap): its index among the
-        snapshot's warps (-1 when recording is off or the CTA is not in the snapshot: uniform
-        over the CTA), the address of its WCOUNT counter, the address of its region in BUF (0 in
-        the counting pass) and the region's size in words. Branches to `skip` when done early."""
-        sw, cnt, rec, cap = st
+    def _snapshot_warp(sw: str, skip: str) -> list[str]:
+        """`sw` = the warp's index among the snapshot's warps, or -1 (and a branch to `skip`) when
+        recording is off or the CTA is not in the snapshot (uniform over the CTA)."""
         return [
             "{",
-            ".reg .b64 %tpc_w, %tpc_r, %tpc_f, %tpc_b;",
+            ".reg .b64 %tpc_w, %tpc_r;",
             ".reg .b32 %tpc_c, %tpc_x, %tpc_y, %tpc_z, %tpc_n;",
             ".reg .pred %tpc_q, %tpc_o;",
-            f"mov.u32 {sw}, -1;", f"mov.u64 {cnt}, 0;", f"mov.u64 {rec}, 0;", f"mov.u64 {cap}, 0;",
+            f"mov.u32 {sw}, -1;",
             f"ld.global.v2.u64 {{%tpc_w, %tpc_r}}, [{CTL_SYMBOL}];",
             "setp.eq.u64 %tpc_q, %tpc_w, 0;",
             *_Emitter._cta_id("%tpc_c", ("%tpc_x", "%tpc_y")),
@@ -219,7 +225,7 @@ class _Emitter:
             "or.pred %tpc_q, %tpc_q, %tpc_o;",
             "setp.ge.u32 %tpc_o, %tpc_c, %tpc_y;",
             "or.pred %tpc_q, %tpc_q, %tpc_o;",
-            f"@%tpc_q bra {skip};",
+            f"@%tpc_q bra.uni {skip};",
             "sub.u32 %tpc_c, %tpc_c, %tpc_x;",
             # warps per CTA, and the warp's index in its CTA (linear thread id / 32)
             "mov.u32 %tpc_x, %ntid.x;", "mov.u32 %tpc_y, %ntid.y;", "mov.u32 %tpc_z, %ntid.z;",
@@ -231,16 +237,6 @@ class _Emitter:
             "mad.lo.u32 %tpc_z, %tpc_z, %tpc_y, %tpc_x;",
             "shr.u32 %tpc_z, %tpc_z, 5;",
             f"mad.lo.u32 {sw}, %tpc_c, %tpc_n, %tpc_z;",
-            f"mad.wide.u32 {cnt}, {sw}, 8, %tpc_w;",
-            f"ld.global.v2.u64 {{%tpc_f, %tpc_b}}, [{CTL_SYMBOL}+{8 * CTL_WOFF}];",
-            "setp.eq.u64 %tpc_q, %tpc_f, 0;",
-            f"@%tpc_q bra {skip};",
-            f"mad.wide.u32 %tpc_f, {sw}, 8, %tpc_f;",
-            "ld.global.u64 %tpc_w, [%tpc_f];",
-            "ld.global.u64 %tpc_r, [%tpc_f+8];",
-            f"sub.s64 {cap}, %tpc_r, %tpc_w;",
-            "shl.b64 %tpc_w, %tpc_w, 3;",
-            f"add.s64 {rec}, %tpc_b, %tpc_w;",
             "}",
         ]
 
@@ -255,7 +251,7 @@ class _Emitter:
             f"mov.u64 {dst}, 0;",
             f"ld.global.u64 %tpt_p, [{CTL_SYMBOL}+{8 * CTL_CTA}];",
             "setp.eq.u64 %tpt_q, %tpt_p, 0;",
-            f"@%tpt_q bra {skip};",
+            f"@%tpt_q bra.uni {skip};",
             *self._cta_id("%tpt_c", ("%tpt_x", "%tpt_y")),
             f"mad.wide.u32 {dst}, %tpt_c, {8 * CTA_WORDS}, %tpt_p;",
             f"{skip}:",
@@ -270,55 +266,51 @@ class _Emitter:
 
     # ---------------------------------------------------------------- kernel entry and exit
 
-    KERNEL_STATE = ("%tuiprof_sw", "%tuiprof_cnt", "%tuiprof_rec", "%tuiprof_cap")
+    SW = "%tuiprof_sw"
+    """The one kernel-wide register the probes add: the warp's snapshot index, -1 when off."""
 
     def kernel_declarations(self) -> str:
-        return ("\n\t.reg .b32 %tuiprof_sw;\n\t.reg .b64 %tuiprof_cnt, %tuiprof_rec, %tuiprof_cap, "
-                "%tuiprof_cta;\n")
+        return f"\n\t.reg .b32 {self.SW};\n"
 
     def prologue(self) -> list[str]:
-        """At kernel entry: the warp's recording state (`_warp_state`) and the CTA record pointer
-        in kernel-wide registers, and the CTA's start time and SM (lowest lane of each warp,
-        atom.min)."""
+        """At kernel entry: the warp's snapshot index (`_snapshot_warp`) in the kernel-wide
+        register, and the CTA's start time and SM (lowest lane of each warp, atom.min)."""
         sw_done = self.label()
         skip = self.label()
         return [
             "// tuiprof: kernel prologue",
-            *self._warp_state(self.KERNEL_STATE, sw_done),
+            *self._snapshot_warp(self.SW, sw_done),
             f"{sw_done}:",
-            *self._cta_pointer("%tuiprof_cta"),
             "{",
             ".reg .b32 %tpe_m, %tpe_k, %tpe_x;",
-            ".reg .b64 %tpe_t, %tpe_s;",
+            ".reg .b64 %tpe_t, %tpe_s, %tpe_c;",
             ".reg .pred %tpe_q, %tpe_l;",
-            "setp.eq.u64 %tpe_q, %tuiprof_cta, 0;",
-            f"@%tpe_q bra {skip};",
+            *self._cta_pointer("%tpe_c"),
+            "setp.eq.u64 %tpe_q, %tpe_c, 0;",
+            f"@%tpe_q bra.uni {skip};",
             "activemask.b32 %tpe_m;",
             *self._leader("%tpe_m", "%tpe_l", "%tpe_k", "%tpe_x"),
             "mov.u64 %tpe_t, %globaltimer;",
             "mov.u32 %tpe_x, %smid;",
             "cvt.u64.u32 %tpe_s, %tpe_x;",
-            "@%tpe_l atom.global.min.u64 %tpe_t, [%tuiprof_cta], %tpe_t;",
-            "@%tpe_l st.global.u64 [%tuiprof_cta+16], %tpe_s;",
+            "@%tpe_l atom.global.min.u64 %tpe_t, [%tpe_c], %tpe_t;",
+            "@%tpe_l st.global.u64 [%tpe_c+16], %tpe_s;",
             f"{skip}:",
             "}",
         ]
 
-    def epilogue(self, guard: tuple[str, bool] | None, in_kernel: bool) -> list[str]:
+    def epilogue(self, guard: tuple[str, bool] | None) -> list[str]:
         """Before a ret/exit that ends the thread: the CTA's end time (atom.max, lowest exiting
         lane of each warp)."""
         skip = self.label()
         out = ["// tuiprof: exit", "{",
                ".reg .b32 %tpx_m, %tpx_a, %tpx_k, %tpx_x;",
                ".reg .b64 %tpx_t, %tpx_c;",
-               ".reg .pred %tpx_q, %tpx_l;"]
-        if in_kernel:
-            out.append("mov.u64 %tpx_c, %tuiprof_cta;")
-        else:
-            out += self._cta_pointer("%tpx_c")
-        out += ["setp.eq.u64 %tpx_q, %tpx_c, 0;", f"@%tpx_q bra {skip};", "activemask.b32 %tpx_a;"]
+               ".reg .pred %tpx_q, %tpx_l;",
+               *self._cta_pointer("%tpx_c"),
+               "setp.eq.u64 %tpx_q, %tpx_c, 0;", f"@%tpx_q bra.uni {skip};", "activemask.b32 %tpx_a;"]
         out += self._guarded_mask("%tpx_m", "%tpx_a", guard)
-        out += ["setp.eq.u32 %tpx_q, %tpx_m, 0;", f"@%tpx_q bra {skip};",
+        out += ["setp.eq.u32 %tpx_q, %tpx_m, 0;", f"@%tpx_q bra.uni {skip};",
                 *self._leader("%tpx_m", "%tpx_l", "%tpx_k", "%tpx_x"),
                 "mov.u64 %tpx_t, %globaltimer;",
                 "@%tpx_l atom.global.max.u64 %tpx_t, [%tpx_c+8], %tpx_t;",
@@ -337,22 +329,23 @@ class _Emitter:
     def probe(self, site: int, address: list[str], space: str, guard: tuple[str, bool] | None,
               in_kernel: bool) -> list[str]:
         """Record one warp access of `site`: `address` computes the lane address into %tp_a;
-        `space` is the instruction's (global, shared, local or generic)."""
+        `space` is the instruction's (global, shared, local or generic). A warp outside the
+        snapshot passes with one test and a uniform branch; the recording keeps few values live at
+        once (the control block is read where each word is needed), so that the kernel's register
+        count grows little."""
         skip = self.label()
         count = self.label()
         word = site | (self.tag << SITE_BITS)
         out = [f"// tuiprof: probe {site}", "{",
-               ".reg .b64 %tp_a, %tp_b, %tp_d, %tp_e, %tp_r, %tp_w;",
-               ".reg .b32 %tp_am, %tp_m, %tp_k, %tp_n, %tp_x, %tp_y, %tp_s;",
+               ".reg .b64 %tp_a, %tp_e, %tp_r, %tp_g, %tp_h;",
+               ".reg .b32 %tp_am, %tp_m, %tp_k, %tp_n, %tp_x, %tp_y, %tp_o;",
                ".reg .pred %tp_q, %tp_l, %tp_i, %tp_f, %tp_ok, %tp_p;"]
         if in_kernel:
-            sw, cnt, rec, cap = self.KERNEL_STATE
-        else:
-            sw, cnt, rec, cap = "%tp_sw", "%tp_cnt", "%tp_rec", "%tp_cap"
-            done = self.label()
-            out += [".reg .b32 %tp_sw;", ".reg .b64 %tp_cnt, %tp_rec, %tp_cap;",
-                    *self._warp_state((sw, cnt, rec, cap), done), f"{done}:"]
-        out += [f"setp.eq.u32 %tp_q, {sw}, -1;", f"@%tp_q bra {skip};"]
+            sw = self.SW
+        else:  # a device function keeps no kernel-wide state: it finds the warp's index here
+            sw = "%tp_sw"
+            out += [".reg .b32 %tp_sw;", *self._snapshot_warp(sw, skip)]
+        out += [f"setp.eq.u32 %tp_q, {sw}, -1;", f"@%tp_q bra.uni {skip};"]
         out += address
         if space == "shared":
             out.append(f"or.b64 %tp_a, %tp_a, {SHARED_TAG};")
@@ -365,23 +358,25 @@ class _Emitter:
                     "isspacep.local %tp_p, %tp_a;",
                     "@%tp_p cvta.to.local.u64 %tp_a, %tp_a;",
                     f"@%tp_p or.b64 %tp_a, %tp_a, {LOCAL_TAG};"]
+        counter = [f"ld.global.u64 %tp_r, [{CTL_SYMBOL}];", f"mad.wide.u32 %tp_r, {sw}, 8, %tp_r;"]
         out += ["activemask.b32 %tp_am;", *self._guarded_mask("%tp_m", "%tp_am", guard),
-                "setp.eq.u32 %tp_q, %tp_m, 0;", f"@%tp_q bra {skip};",
+                "setp.eq.u32 %tp_q, %tp_m, 0;", f"@%tp_q bra.uni {skip};",
                 *self._leader("%tp_m", "%tp_l", "%tp_k", "%tp_x"),
                 "popc.b32 %tp_n, %tp_m;",
-                f"setp.eq.u64 %tp_q, {rec}, 0;", f"@%tp_q bra {count};",
-                # is this lane in the (guarded) mask; its slot among the active lanes
+                # is this lane in the (guarded) mask
                 "mov.u32 %tp_x, %lanemask_eq;", "and.b32 %tp_x, %tp_x, %tp_m;", "setp.ne.u32 %tp_i, %tp_x, 0;",
-                "mov.u32 %tp_x, %lanemask_lt;", "and.b32 %tp_x, %tp_x, %tp_m;", "popc.b32 %tp_s, %tp_x;",
+                # WOFF = 0: the counting pass
+                f"ld.global.u64 %tp_g, [{CTL_SYMBOL}+{8 * CTL_WOFF}];",
+                "setp.eq.u64 %tp_q, %tp_g, 0;", f"@%tp_q bra.uni {count};",
                 # recording pass: the base is the leader's address; compressed if every offset fits
                 "mov.b64 {%tp_x, %tp_y}, %tp_a;",
                 "shfl.sync.idx.b32 %tp_x, %tp_x, %tp_k, 31, %tp_am;",
                 "shfl.sync.idx.b32 %tp_y, %tp_y, %tp_k, 31, %tp_am;",
                 "mov.b64 %tp_e, {%tp_x, %tp_y};",
-                "sub.s64 %tp_d, %tp_a, %tp_e;",
-                "mov.b64 {%tp_x, %tp_y}, %tp_d;",
-                "cvt.s64.s32 %tp_r, %tp_x;",
-                "setp.eq.s64 %tp_f, %tp_r, %tp_d;",
+                "sub.s64 %tp_e, %tp_a, %tp_e;",
+                "mov.b64 {%tp_o, %tp_y}, %tp_e;",
+                "cvt.s64.s32 %tp_r, %tp_o;",
+                "setp.eq.s64 %tp_f, %tp_r, %tp_e;",
                 "not.pred %tp_p, %tp_i;", "or.pred %tp_f, %tp_f, %tp_p;",
                 "vote.sync.all.pred %tp_f, %tp_f, %tp_am;",
                 # ... and if that is smaller: 2 + ceil(n / 2) < 1 + n from 3 lanes on
@@ -389,38 +384,46 @@ class _Emitter:
                 # words: compressed 2 + (n + 1) / 2, full 1 + n
                 "add.u32 %tp_y, %tp_n, 1;", "shr.u32 %tp_x, %tp_y, 1;", "add.u32 %tp_x, %tp_x, 2;",
                 "selp.b32 %tp_x, %tp_x, %tp_y, %tp_f;",
-                "cvt.u64.u32 %tp_w, %tp_x;",
-                "mov.u64 %tp_r, 0;",
-                f"@%tp_l atom.global.add.u64 %tp_r, [{cnt}], %tp_w;",
-                "mov.b64 {%tp_x, %tp_y}, %tp_r;",
+                "cvt.u64.u32 %tp_e, %tp_x;",
+                # the leader reserves them; every lane learns where they start
+                *counter,
+                "mov.u64 %tp_h, 0;",
+                "@%tp_l atom.global.add.u64 %tp_h, [%tp_r], %tp_e;",
+                "mov.b64 {%tp_x, %tp_y}, %tp_h;",
                 "shfl.sync.idx.b32 %tp_x, %tp_x, %tp_k, 31, %tp_am;",
                 "shfl.sync.idx.b32 %tp_y, %tp_y, %tp_k, 31, %tp_am;",
-                "mov.b64 %tp_r, {%tp_x, %tp_y};",
-                # does the record fit the warp's region?
-                "add.s64 %tp_w, %tp_r, %tp_w;",
-                f"setp.le.u64 %tp_ok, %tp_w, {cap};",
-                "shl.b64 %tp_r, %tp_r, 3;", f"add.s64 %tp_r, {rec}, %tp_r;",
-                # header (leader), base (leader, compressed)
+                "mov.b64 %tp_h, {%tp_x, %tp_y};",
+                # the record's first word in BUF (the warp's region starts at WOFF[sw]) and whether
+                # it ends within the region (before WOFF[sw + 1])
+                f"mad.wide.u32 %tp_g, {sw}, 8, %tp_g;",
+                "ld.global.u64 %tp_r, [%tp_g];", "ld.global.u64 %tp_g, [%tp_g+8];",
+                "add.s64 %tp_h, %tp_h, %tp_r;",
+                "add.s64 %tp_r, %tp_h, %tp_e;",
+                "setp.le.u64 %tp_ok, %tp_r, %tp_g;",
+                f"ld.global.u64 %tp_r, [{CTL_SYMBOL}+{8 * CTL_BUF}];",
+                "shl.b64 %tp_h, %tp_h, 3;", "add.s64 %tp_h, %tp_r, %tp_h;",
+                # header and, compressed, the base (the leader's own address)
                 f"selp.b32 %tp_x, {word | COMPRESSED_BIT}, {word}, %tp_f;",
                 "and.pred %tp_p, %tp_ok, %tp_l;",
-                "@%tp_p st.global.v2.u32 [%tp_r], {%tp_m, %tp_x};",
+                "@%tp_p st.global.v2.u32 [%tp_h], {%tp_m, %tp_x};",
                 "and.pred %tp_p, %tp_p, %tp_f;",
-                "@%tp_p st.global.u64 [%tp_r+8], %tp_e;",
-                # payload (each active lane)
+                "@%tp_p st.global.u64 [%tp_h+8], %tp_a;",
+                # payload: each lane of the mask at its slot (its rank among the mask's lanes)
                 "and.pred %tp_ok, %tp_ok, %tp_i;",
+                "mov.u32 %tp_x, %lanemask_lt;", "and.b32 %tp_x, %tp_x, %tp_m;", "popc.b32 %tp_x, %tp_x;",
                 "and.pred %tp_p, %tp_ok, %tp_f;",
-                "mul.wide.u32 %tp_w, %tp_s, 4;", "add.s64 %tp_w, %tp_r, %tp_w;",
-                "mov.b64 {%tp_x, %tp_y}, %tp_d;",
-                "@%tp_p st.global.u32 [%tp_w+16], %tp_x;",
+                "mul.wide.u32 %tp_e, %tp_x, 4;", "add.s64 %tp_e, %tp_h, %tp_e;",
+                "@%tp_p st.global.u32 [%tp_e+16], %tp_o;",
                 "not.pred %tp_f, %tp_f;",
                 "and.pred %tp_p, %tp_ok, %tp_f;",
-                "mul.wide.u32 %tp_w, %tp_s, 8;", "add.s64 %tp_w, %tp_r, %tp_w;",
-                "@%tp_p st.global.u64 [%tp_w+8], %tp_a;",
+                "mul.wide.u32 %tp_e, %tp_x, 8;", "add.s64 %tp_e, %tp_h, %tp_e;",
+                "@%tp_p st.global.u64 [%tp_e+8], %tp_a;",
                 f"bra.uni {skip};",
                 # counting pass: the uncompressed size
                 f"{count}:",
-                "add.u32 %tp_x, %tp_n, 1;", "cvt.u64.u32 %tp_w, %tp_x;",
-                f"@%tp_l atom.global.add.u64 %tp_w, [{cnt}], %tp_w;",
+                "add.u32 %tp_x, %tp_n, 1;", "cvt.u64.u32 %tp_e, %tp_x;",
+                *counter,
+                "@%tp_l atom.global.add.u64 %tp_e, [%tp_r], %tp_e;",
                 f"{skip}:", "}"]
         return out
 
@@ -527,7 +530,7 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
         for i, (ins, (offset, line)) in enumerate(zip(fn.instructions, body.statements)):
             lines: list[str] = []
             if i + 1 in joins and _falls_through(ins):  # at the end of the code that falls into an exit join
-                inserts.append((blank.index(";", offset) + 1, 1, _block(emit.epilogue(None, True))))
+                inserts.append((blank.index(";", offset) + 1, 1, _block(emit.epilogue(None))))
             for part, mo in enumerate(memory_ops(ins, i)):
                 if len(sites) >= MAX_SITES:
                     raise PtxError(f"more than {MAX_SITES} memory accesses in one module", line)
@@ -539,9 +542,9 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
                     raise PtxError(f"{ins.opcode} in space .{space} cannot be probed", line)
                 lines += emit.probe(site, _address(fn, mo.address, line), space, ins.guard, fn.is_entry)
             if _branch_target(fn, ins) in joins:
-                lines += emit.epilogue(ins.guard, True)
+                lines += emit.epilogue(ins.guard)
             elif _ends_thread(fn, ins) and i not in joins:
-                lines += emit.epilogue(ins.guard, fn.is_entry)
+                lines += emit.epilogue(ins.guard)
             if lines:
                 inserts.append((offset, 1, _block(lines)))
     header = f"{MARKER}\n.weak .global .align 16 .u64 {CTL_SYMBOL}[{CTL_WORDS}];\n\n"
