@@ -5,8 +5,8 @@
 Static (any machine with ptxas): for every demo kernel (tests/ptx/nvcc/demo_*.ptx), the time of
 the instrumentation pass, and the SASS size and registers of the instrumented kernel over the
 plain one (``ptxas -v -arch=sm_80``), with the occupancy those registers allow on an H100 at 256
-threads per CTA (plain, instrumented): the probes' registers are what every CTA pays, recorded or
-not.
+threads per CTA (plain, instrumented, instrumented with the GPU path's register caps): the probes'
+registers are what every CTA pays, recorded or not.
 
 On a GPU (each demo launch script in demo_traces/): the chosen launch's kernel time (device events)
 plain, in the counting pass and in the recording pass, and their ratios to plain: the
@@ -39,23 +39,29 @@ def _text_size(cubin: Path) -> int:
     return sum(int(ln.split()[5], 16) for ln in out.splitlines() if ".text." in ln)
 
 
-def _ptxas(ptx: str, tmp: Path, name: str) -> tuple[int, dict[str, int]]:
+def _ptxas(ptx: str, tmp: Path, name: str) -> tuple[int, dict[str, tuple[int, int, int]]]:
+    """SASS bytes, and kernel -> (registers, static shared, local bytes) (``ptxas -v``, sm_80)."""
+    from tuiprof.build.compilers import parse_ptxas_report
+
     src = tmp / f"{name}.ptx"
     src.write_text(ptx)
     out = subprocess.run(["ptxas", "-v", "-arch=sm_80", str(src), "-o", str(tmp / f"{name}.cubin")],
                          capture_output=True, text=True, check=True)
-    regs = {m.group(1): int(m.group(2)) for m in re.finditer(
-        r"Compiling entry function '([^']+)'.*?Used (\d+) registers", out.stdout + out.stderr, re.S)}
-    return _text_size(tmp / f"{name}.cubin"), regs
+    return _text_size(tmp / f"{name}.cubin"), parse_ptxas_report(out.stdout + out.stderr)
 
 
 def static(repeat: int) -> dict[str, object]:
-    from tuiprof.ptx import parse_module
-    from tuiprof.ptx.instrument import instrument
+    """Per demo: the instrumentation pass's time; with ptxas, per kernel the registers and the
+    H100 occupancy plain, instrumented without caps and with the register caps the GPU path
+    applies (`instrument_capped`, ptxas standing in for the driver's JIT), and the SASS sizes."""
+    import functools
 
     from tuiprof.arch import load_arch
+    from tuiprof.arch.occupancy import next_register_cap, register_cap
+    from tuiprof.ptx import parse_module
+    from tuiprof.ptx.instrument import instrument, instrument_capped
 
-    h100 = load_arch("h100")
+    a100, h100 = load_arch("a100"), load_arch("h100")
     rows = {}
     with tempfile.TemporaryDirectory() as tmpd:
         tmp = Path(tmpd)
@@ -66,13 +72,20 @@ def static(repeat: int) -> dict[str, object]:
             result = instrument(ptx, module)
             row: dict[str, object] = {"sites": len(result.sites), "instrument_ms": round(1e3 * t, 2)}
             if shutil.which("ptxas"):
-                plain_size, plain_regs = _ptxas(ptx, tmp, "plain")
-                inst_size, inst_regs = _ptxas(result.ptx, tmp, "inst")
+                plain_size, plain = _ptxas(ptx, tmp, "plain")
+                inst_size, inst = _ptxas(result.ptx, tmp, "inst")
+                capped = instrument_capped(
+                    ptx, module, caps={k: register_cap(a100, r[0]) for k, r in plain.items()},
+                    next_cap=functools.partial(next_register_cap, a100),
+                    local_bytes=lambda text: {k: r[2] for k, r in _ptxas(text, tmp, "try")[1].items()},
+                    plain_local={k: r[2] for k, r in plain.items()})
+                capped_size, cap = _ptxas(capped.ptx, tmp, "capped")
                 row.update(sass_bytes=plain_size, sass_bytes_instrumented=inst_size,
-                           sass_ratio=round(inst_size / plain_size, 1),
-                           registers={k: [plain_regs.get(k), inst_regs.get(k)] for k in plain_regs},
-                           h100_occupancy_256={k: [_occupancy(h100, plain_regs[k]), _occupancy(h100, inst_regs[k])]
-                                               for k in plain_regs if k in inst_regs})
+                           sass_bytes_capped=capped_size, sass_ratio=round(inst_size / plain_size, 1),
+                           registers={k: [plain[k][0], inst[k][0], cap[k][0]] for k in plain},
+                           h100_occupancy_256={k: [_occupancy(h100, plain[k][0]), _occupancy(h100, inst[k][0]),
+                                                   _occupancy(h100, cap[k][0])] for k in plain},
+                           spilled=[k for k in plain if max(inst[k][2], cap[k][2]) > plain[k][2]])
             rows[f.name.split(".")[0][len("demo_"):]] = row
     return rows
 

@@ -339,3 +339,69 @@ def test_debug_build_instrumented_assembles(name: str, tmp_path: Path) -> None:
     check_structure(module, result)
     assert "isspacep.local" in result.ptx
     assert_assembles(result.ptx, tmp_path)
+
+
+# --------------------------------------------------------------------------- occupancy
+
+
+class _PtxasDriver:
+    """The parts of the GPU collector's Driver that `instrument_for` uses, answered by ptxas
+    (sm_80, like the device's JIT compiler): a kernel's registers, static shared and local bytes
+    per thread as ``ptxas -v`` reports them for the loaded PTX."""
+
+    def __init__(self, tmp: Path) -> None:
+        from tuiprof.collect.gpu import DeviceInfo
+
+        self.info = DeviceInfo(name="ptxas", compute_capability=(8, 0), sm_count=108, clock_mhz=1410,
+                               memory_clock_mhz=1215, driver="", library="", max_threads_per_sm=2048)
+        self.tmp = tmp
+        self.loads = 0
+
+    def load(self, ptx: str) -> dict[str, tuple[int, int, int]]:
+        from tuiprof.build.compilers import parse_ptxas_report
+
+        self.loads += 1
+        src = self.tmp / f"m{self.loads}.ptx"
+        src.write_text(ptx)
+        r = subprocess.run([str(PTXAS), "-v", "-arch=sm_80", str(src), "-o", str(src.with_suffix(".cubin"))],
+                           capture_output=True, text=True, timeout=300, check=True)
+        return parse_ptxas_report(r.stdout + r.stderr)
+
+    def get_function(self, module: dict[str, tuple[int, int, int]], name: str) -> tuple[int, int, int]:
+        return module[name]
+
+    def function_attributes(self, fn: tuple[int, int, int]) -> tuple[int, int, int]:
+        return fn
+
+
+@needs_ptxas
+@pytest.mark.parametrize("demo", ["matmul", "matmul_tiles", "transpose", "spmv", "cyclic_reduction"])
+def test_instrumented_kernels_keep_the_plain_occupancy_unless_that_spills(demo: str, tmp_path: Path) -> None:
+    """ptxas, plain and instrumented: each kernel keeps the register-limited warps per SM of its
+    plain kernel and its local memory; a kernel that the cap makes spill (ptxas says so when it
+    is forced) takes the next occupancy step down that does not spill, never lower than with no
+    cap at all."""
+    from types import SimpleNamespace
+
+    from tuiprof.arch import load_arch
+    from tuiprof.arch.occupancy import _registers_limit, register_cap
+    from tuiprof.collect.gpu import instrument_for
+
+    ptx = (Path(__file__).parent / "ptx" / "nvcc" / f"demo_{demo}.sm75.ptx").read_text()
+    module = parse_module(ptx)
+    drv = _PtxasDriver(tmp_path)
+    arch = load_arch("a100")
+    warps = lambda regs: min(arch.max_warps_per_sm, _registers_limit(arch, regs, 1))  # noqa: E731
+    plain = drv.load(ptx)
+    result = instrument_for(SimpleNamespace(ptx=ptx), module, drv)  # type: ignore[arg-type]
+    check_structure(module, result)
+    inst = drv.load(result.ptx)
+    uncapped = drv.load(instrument(ptx, module).ptx)
+    forced = drv.load(instrument(ptx, module, max_registers={k: register_cap(arch, r[0])
+                                                             for k, r in plain.items()}).ptx)
+    for k, (regs, shared, local) in plain.items():
+        assert inst[k][1:] == (shared, local), k  # no spill, the same shared memory
+        if forced[k][2] > local:
+            assert warps(uncapped[k][0]) <= warps(inst[k][0]) < warps(regs), (k, regs, inst[k][0])
+        else:
+            assert warps(inst[k][0]) == warps(regs), (k, regs, inst[k][0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tuiprof.arch import load_arch
-from tuiprof.arch.occupancy import dynamic_shared_for_md, occupancy
+from tuiprof.arch.occupancy import dynamic_shared_for_md, next_register_cap, occupancy, register_cap
 from tuiprof.errors import UsageError
 
 
@@ -84,3 +84,28 @@ def test_dynamic_shared_caps_md(arch: str, md: int) -> None:
     dyn = dynamic_shared_for_md(a, 128, 32, 0, md)
     assert occupancy(a, 128, 32, 0, dyn).ctas_per_sm == md
     assert dynamic_shared_for_md(a, 128, 32, 0, 64) == 0
+
+
+@pytest.mark.parametrize("arch, regs, cap", [
+    # H100: 64K registers in 4 sub-partitions of 16K, 256-register warp allocations, 64 warps/SM.
+    # Up to 32 registers every one of the 64 warps fits (16384 / (32 * 32) = 16 per sub-partition).
+    ("h100", 12, 32), ("h100", 32, 32),
+    # 33-40: 40 x 32 = 1280 per warp, 16384 // 1280 = 12 warps per sub-partition, 48 per SM.
+    ("h100", 33, 40), ("h100", 40, 40),
+    # 41: 48 x 32 = 1536, 10 per sub-partition (40 warps); 10 hold up to 16384 // 10 // 32 = 51,
+    # rounded down to the allocation unit: 48.
+    ("h100", 41, 48),
+    # 100: 104 x 32 = 3328, 4 per sub-partition; 4 hold up to 128 registers each.
+    ("h100", 100, 128), ("h100", 255, 255),
+    # Tesla C2050 allocates per CTA, two warps at a time: one warp of 20 registers takes
+    # 2 x 32 x 20 = 1280 of 32768 (25 fit), of 21 registers 1344 (24 fit).
+    ("tesla-c2050", 20, 20), ("tesla-c2050", 0, 0),
+])
+def test_register_cap_by_hand(arch: str, regs: int, cap: int) -> None:
+    """The most registers that keep a kernel's register-limited warps per SM."""
+    assert register_cap(load_arch(arch), regs) == cap
+
+
+def test_next_register_cap_steps_down_one_occupancy_level() -> None:
+    h100 = load_arch("h100")
+    assert [next_register_cap(h100, c) for c in (32, 40, 48, 255, 0)] == [40, 48, 56, 0, 0]

@@ -265,3 +265,38 @@ def test_profile_sources_without_gpu(tmp_path: Path) -> None:
         pytest.skip("a GPU is usable here")
     with pytest.raises(GpuUnavailable, match="profiling a whole program needs an NVIDIA GPU"):
         profile_sources(["nvcc", "app.cu", "-o", "app"], [], arch=load_arch("a100"), cwd=tmp_path)
+
+
+@needs_toolkit
+def test_instrumented_units_keep_the_plain_occupancy(tmp_path: Path) -> None:
+    """The build's instrumentation step on a unit of three kernels (sm_75): the plain resources
+    go into the metadata; ptxas then compiles each kernel into the registers that keep its plain
+    occupancy (`.maxnreg`), with no more local memory than the plain kernel."""
+    import functools
+
+    from tuiprof.arch import load_arch
+    from tuiprof.arch.occupancy import register_cap
+    from tuiprof.build.wholeprog import _instrument_file, _ptxas_report
+
+    fixture = Path(__file__).parent / "ptx" / "nvcc" / "demo_matmul_tiles.sm75.ptx"
+    ptx = tmp_path / "unit.ptx"
+    shutil.copy(fixture, ptx)
+    folder = tmp_path / "meta"
+    folder.mkdir()
+    report = functools.partial(_ptxas_report, folder=folder, nvcc_path=str(find_nvcc()), cwd=tmp_path, timeout=300)
+    plain = report(fixture.read_text(), "sm_75")
+    meta = _instrument_file(ptx, 3, "tiles.cu", folder, report)
+    assert meta.tag == 3 and meta.target == "sm_75" and (folder / meta.ptx).read_text() == fixture.read_text()
+    assert {k: (r.registers_per_thread, r.static_shared, r.local_bytes_per_thread)
+            for k, r in meta.resources.items()} == plain
+    text = ptx.read_text()
+    compiled = report(text, "sm_75")
+    v100 = load_arch("v100")
+    capped = 0
+    for k, (regs, shared, local) in plain.items():
+        assert compiled[k][1:] == (shared, local), k
+        cap = re.search(rf"\.entry {k}\([^)]*\)\s*\.maxnreg (\d+)", text)
+        if cap:
+            capped += 1
+            assert compiled[k][0] <= int(cap.group(1)) <= register_cap(v100, regs)
+    assert capped == 3

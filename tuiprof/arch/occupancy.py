@@ -66,6 +66,30 @@ def _registers_limit(arch: Arch, regs: int, warps: int) -> int:
     return (per_sub * arch.register_subpartitions) // _round_up(warps, arch.warp_alloc_granularity)
 
 
+def register_cap(arch: Arch, registers_per_thread: int) -> int:
+    """The most registers per thread that keep as many resident warps per SM as
+    `registers_per_thread` allows, counting registers alone (one-warp allocations): the budget
+    under which an instrumented kernel keeps its plain kernel's occupancy whatever its launch.
+    0 (unknown) stays 0."""
+    if registers_per_thread <= 0:
+        return 0
+
+    def warps(regs: int) -> int:
+        return min(arch.max_warps_per_sm, _registers_limit(arch, regs, 1))
+
+    want = warps(registers_per_thread)
+    cap = registers_per_thread
+    while cap < arch.max_registers_per_thread and warps(cap + 1) >= want:
+        cap += 1
+    return cap
+
+
+def next_register_cap(arch: Arch, cap: int) -> int:
+    """The cap one occupancy step below `cap` (`register_cap` of one more register); 0 past the
+    most registers a thread may have."""
+    return register_cap(arch, cap + 1) if 0 < cap < arch.max_registers_per_thread else 0
+
+
 def occupancy(arch: Arch, threads_per_cta: int, registers_per_thread: int,
               shared_per_cta: int = 0, dynamic_shared: int = 0) -> Occupancy:
     """Resident CTAs per SM. Raises UsageError for a launch the GPU refuses."""

@@ -21,6 +21,7 @@ across translation units with ``-rdc`` are recorded with their own module's tag,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -31,13 +32,16 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
+from tuiprof.arch import load_arch
+from tuiprof.arch.calibrate import base_preset
+from tuiprof.arch.occupancy import next_register_cap, register_cap
 from tuiprof.build.compilers import _kill_group, parse_ptxas_report
 from tuiprof.build.program import KernelResources
 from tuiprof.build.toolchain import find_nvcc
 from tuiprof.errors import BuildError
-from tuiprof.ptx.instrument import Site, instrument
+from tuiprof.ptx.instrument import Site, instrument_capped
 from tuiprof.ptx.model import Module, PtxError, SourceLoc
 from tuiprof.resources import user_cache_dir
 
@@ -291,6 +295,10 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
                              "tuiprof instruments CUDA sources (.cu); the program has none")
         prefix = _script_prefix(dry)
         rt = runtime_object(_host_compiler(dry), _include_dirs(dry))
+
+        def report(ptx: str, arch: str) -> dict[str, tuple[int, int, int]]:
+            return _ptxas_report(ptx, arch, folder, nvcc_path, workdir, timeout)
+
         modules: list[ModuleMeta] = []
         for step in dry.steps:
             command = step.command
@@ -306,8 +314,8 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
                                  f"{_tail(output)}", _failure_hint(step, output))
             if step.ptx:
                 modules.append(_instrument_file(Path(step.ptx) if Path(step.ptx).is_absolute() else workdir / step.ptx,
-                                                len(modules), step.source or "", folder))
-        meta = [_module_json(_measure_resources(m, folder, nvcc_path, workdir, timeout)) for m in modules]
+                                                len(modules), step.source or "", folder, report))
+        meta = [_module_json(m) for m in modules]
         (folder / "meta.json").write_text(json.dumps({"version": META_VERSION, "binary": binary.name,
                                                       "nvcc_args": rest, "modules": meta}, indent=1))
         shutil.rmtree(keep, ignore_errors=True)
@@ -324,32 +332,45 @@ def _failure_hint(step: Step, output: str) -> str:
     return "the same command line builds with plain nvcc? then please report it with the output"
 
 
-def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path) -> ModuleMeta:
+def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
+                     report: Callable[[str, str], dict[str, tuple[int, int, int]]]) -> ModuleMeta:
+    """Instrument one translation unit's PTX in place (the plain text kept in `folder`), its
+    kernels capped at the registers that keep their plain occupancy where ptxas need not spill
+    for it (`tuiprof.collect.gpu.instrument_for` on the GPU path); the plain kernels' resources
+    (registers, shared and local memory: ``ptxas -v``) go into the metadata."""
     text = ptx_path.read_text()
+    found = re.search(r"^\.target\s+(\S+)", text, re.M)
+    target = found.group(1).rstrip(",") if found else ""
+    sm = target if re.fullmatch(r"sm_\d+[a-z]?", target) else "sm_75"
+    plain = report(text, sm)
+    number = int(re.sub(r"\D", "", sm))
+    arch = load_arch(base_preset((number // 10, number % 10)))
     try:
-        result = instrument(text, tag=tag)
+        result = instrument_capped(
+            text, tag=tag, caps={k: register_cap(arch, r[0]) for k, r in plain.items()},
+            next_cap=functools.partial(next_register_cap, arch),
+            local_bytes=lambda ptx: {k: r[2] for k, r in report(ptx, sm).items()},
+            plain_local={k: r[2] for k, r in plain.items()})
     except PtxError as exc:
         raise BuildError(f"cannot instrument the PTX of {source or ptx_path.name}: {exc.message}", exc.hint) from None
     name = f"m{tag}.ptx"
     (folder / name).write_text(text)
     ptx_path.write_text(result.ptx)
-    target = re.search(r"^\.target\s+(\S+)", text, re.M)
-    return ModuleMeta(tag, source, name, target.group(1).rstrip(",") if target else "", result.sites,
-                      result.kernels, {})
+    resources = {k: KernelResources(*plain[k], 0) for k in result.kernels if k in plain}
+    return ModuleMeta(tag, source, name, target, result.sites, result.kernels, resources)
 
 
-def _measure_resources(m: ModuleMeta, folder: Path, nvcc_path: str, cwd: Path, timeout: float) -> ModuleMeta:
-    """The uninstrumented kernels' registers, shared and local memory (``ptxas -v``)."""
-    if not m.kernels:
-        return m
+def _ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
+                  timeout: float) -> dict[str, tuple[int, int, int]]:
+    """Kernel -> (registers, static shared, local bytes per thread) of `ptx` compiled for `arch`
+    (``ptxas -v``); empty when ptxas refuses it (the build's own ptxas step then says why)."""
     ptxas = Path(nvcc_path).with_name("ptxas")
-    arch = m.target if m.target.startswith("sm_") else "sm_75"
-    cubin = folder / "resources.cubin"
-    r = _run([str(ptxas), "-v", f"-arch={arch}", str(folder / m.ptx), "-o", str(cubin)], cwd, timeout, "ptxas")
+    src, cubin = folder / "resources.ptx", folder / "resources.cubin"
+    src.write_text(ptx)
+    r = _run([str(ptxas), "-v", f"-arch={arch}", str(src), "-o", str(cubin)], cwd, timeout, "ptxas")
+    src.unlink(missing_ok=True)
     cubin.unlink(missing_ok=True)
-    report = parse_ptxas_report(r.stdout + r.stderr) if r.returncode == 0 else {}
-    res = {k: KernelResources(*report[k], 0) for k in m.kernels if k in report}
-    return ModuleMeta(m.tag, m.source, m.ptx, m.target, m.sites, m.kernels, res)
+    return parse_ptxas_report(r.stdout + r.stderr) if r.returncode == 0 else {}
 
 
 def _module_json(m: ModuleMeta) -> dict[str, object]:

@@ -15,7 +15,9 @@ usable (no driver, no device, no library), and every GPU command turns that into
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import functools
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +31,7 @@ from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
 from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
 from tuiprof.errors import TuiprofError
-from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented, instrument
+from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
 from tuiprof.ptx.model import Function, Module, Param, param_layout
 from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
@@ -503,7 +505,7 @@ class GpuDevice:
         self.drv: Driver = driver if driver is not None else _open_driver(cuda)
         self.instrumented = instrumented if mode != "plain" else None
         if mode != "plain" and self.instrumented is None:
-            self.instrumented = instrument(program.ptx, module)
+            self.instrumented = instrument_for(program, module, self.drv)
         self._module = self.drv.load(self.instrumented.ptx if self.instrumented else program.ptx)
         self._ctl = self.drv.get_global(self._module, CTL_SYMBOL)[0] if self.instrumented else 0
         self._functions: dict[str, object] = {}
@@ -704,6 +706,30 @@ class GpuRun:
     timings: tuple[tuple[str, float], ...] = field(default_factory=tuple)
 
 
+def instrument_for(program: Program, module: Module, drv: Driver) -> Instrumented:
+    """The program's PTX instrumented for the device: each kernel capped at the registers that
+    keep its plain occupancy there (so the per-CTA times the probes measure are those of the
+    plain kernel's residency), unless the cap makes the driver's compiler spill."""
+    from tuiprof.arch import load_arch
+    from tuiprof.arch.calibrate import base_preset
+    from tuiprof.arch.occupancy import next_register_cap, register_cap
+    from tuiprof.ptx.instrument import instrument_capped
+
+    arch = load_arch(base_preset(drv.info.compute_capability))
+    if drv.info.max_threads_per_sm:  # the device's own warp slots (48 on CC 8.6 and 8.9)
+        arch = dataclasses.replace(arch, max_warps_per_sm=drv.info.max_threads_per_sm // arch.warp_size)
+
+    def attributes(ptx: str) -> dict[str, tuple[int, int, int]]:
+        loaded = drv.load(ptx)
+        return {k: drv.function_attributes(drv.get_function(loaded, k)) for k in module.kernels}
+
+    plain = attributes(program.ptx)
+    return instrument_capped(program.ptx, module, caps={k: register_cap(arch, a[0]) for k, a in plain.items()},
+                             next_cap=functools.partial(next_register_cap, arch),
+                             local_bytes=lambda ptx: {k: a[2] for k, a in attributes(ptx).items()},
+                             plain_local={k: a[2] for k, a in plain.items()})
+
+
 def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_name: str,
                 snapshot_rule: SnapshotRule, ctas_per_sm: Callable[[Launch], int],
                 choice: LaunchChoice = LaunchChoice(), module: Module | None = None,
@@ -715,10 +741,10 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     from tuiprof.ptx.ops import static_ops
 
     mod = module if module is not None else parse_module(program.ptx)
-    inst = instrument(program.ptx, mod)
     own_driver = driver is None
     drv = driver if driver is not None else _open_driver(cuda)
     try:
+        inst = instrument_for(program, mod, drv)
         with GpuDevice(program, mod, mode="count", choice=choice, snapshot_rule=snapshot_rule, instrumented=inst,
                        driver=drv) as dev:
             run_script(dev)

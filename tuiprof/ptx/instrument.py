@@ -17,10 +17,12 @@ shuffles and votes, whose code and registers every probe site paid for).
 
 Registers: every CTA pays for the probes' registers in occupancy, recorded or not, so a kernel
 keeps one register of its own (the warp's snapshot index) and a probe reads the other words of
-the control block where it needs them, keeping few values live at once. On the 15 demo kernels
-(sm_80) the instrumented kernels use 30-46 registers (32-50 with the earlier probes, the plain
-ones 12-32), and 256-thread CTAs reach the plain kernel's occupancy on an H100 on 5 of them
-(1 before); ``benchmarks/bench_gpu.py --static-only`` measures it.
+the control block where it needs them, keeping few values live at once; `instrument_capped`
+then holds each kernel to the registers that keep its plain occupancy (``.maxnreg``) wherever
+the compiler need not spill for it. On the 15 demo kernels (ptxas, sm_80; plain 12-32
+registers) the earlier probes took 32-50 registers and left 1 kernel at its plain occupancy on
+an H100 (256-thread CTAs); now 12 keep it and 3 lose one step (``benchmarks/bench_gpu.py
+--static-only``).
 
 Control block (`CTL_*`, 8 x u64):
 
@@ -63,6 +65,7 @@ sites, its global source and its shared destination, recorded in that order as t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tuiprof.ptx.model import TYPE_SIZES, Addr, Function, Instruction, Module, PtxError, Reg, Sym
@@ -496,11 +499,15 @@ def _falls_through(ins: Instruction) -> bool:
 # --------------------------------------------------------------------------- the pass
 
 
-def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instrumented:
+def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
+               max_registers: Mapping[str, int] | None = None) -> Instrumented:
     """Insert the probes, kernel prologues and exit epilogues into `ptx` (see the module
     docstring); `module` is `ptx` parsed, when the caller has it. `tag` (0-255) identifies this
-    module's records among a whole program's translation units. Raises PtxError on PTX the
-    probes cannot handle, and when `ptx` is already instrumented."""
+    module's records among a whole program's translation units. `max_registers` caps kernels'
+    registers per thread (``.maxnreg``; `register_caps` says how many keep the plain kernel's
+    occupancy); a kernel that already bounds its registers (``.maxnreg``, ``.minnctapersm``)
+    keeps its own bound. Raises PtxError on PTX the probes cannot handle, and when `ptx` is
+    already instrumented."""
     if MARKER in ptx:
         raise PtxError("the PTX is already instrumented", 0, "instrument the PTX the compiler produced")
     if not 0 <= tag <= MAX_TAG:
@@ -526,6 +533,9 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
         if fn.is_entry:
             kernels.append(fn.name)
             inserts.append((body.open_end, 0, emit.kernel_declarations() + _block(emit.prologue())))
+            cap = (max_registers or {}).get(fn.name, 0)
+            if cap > 0 and fn.maxnreg is None and fn.minnctapersm is None:
+                inserts.append((body.open_end - 1, 0, f".maxnreg {cap}\n"))
         joins = _exit_joins(fn)
         for i, (ins, (offset, line)) in enumerate(zip(fn.instructions, body.statements)):
             lines: list[str] = []
@@ -553,6 +563,29 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0) -> Instr
     for offset, _, text in sorted(inserts, key=lambda t: (t[0], t[1]), reverse=True):
         out = out[:offset] + text + out[offset:]
     return Instrumented(ptx=out, sites=tuple(sites), tag=tag, kernels=tuple(kernels))
+
+
+def instrument_capped(ptx: str, module: Module | None = None, *, tag: int = 0, caps: Mapping[str, int],
+                      next_cap: Callable[[int], int], local_bytes: Callable[[str], Mapping[str, int]],
+                      plain_local: Mapping[str, int], rounds: int = 3) -> Instrumented:
+    """`instrument` keeping each kernel within `caps` (registers per thread that keep the plain
+    kernel's occupancy), but never where that makes the compiler spill: compiled (`local_bytes`:
+    kernel -> local bytes per thread of the compiled PTX), a kernel that needs more local memory
+    than its plain kernel (`plain_local`) gets `next_cap` of its cap (the next occupancy step
+    down), for at most `rounds` compiles, and then no cap: a spill costs local-memory traffic on
+    every CTA, where a register costs occupancy."""
+    caps = {k: v for k, v in caps.items() if v > 0}
+    for _ in range(rounds):
+        result = instrument(ptx, module, tag=tag, max_registers=caps)
+        if not caps:
+            return result
+        compiled = local_bytes(result.ptx)
+        spilled = {k for k in caps if compiled.get(k, 0) > plain_local.get(k, 0)}
+        if not spilled:
+            return result
+        caps = {k: next_cap(v) if k in spilled else v for k, v in caps.items()}
+        caps = {k: v for k, v in caps.items() if v > 0}
+    return instrument(ptx, module, tag=tag, max_registers={k: v for k, v in caps.items() if k not in spilled})
 
 
 def _block(lines: list[str]) -> str:
