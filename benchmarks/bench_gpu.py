@@ -1,6 +1,9 @@
 """Instrumentation cost, against the uninstrumented kernel measured in the same run.
 
-    python benchmarks/bench_gpu.py [--static-only] [--repeat 5] [--out FILE]
+    python benchmarks/bench_gpu.py [--static-only] [--emu] [--repeat 5] [--out FILE]
+
+With --emu (any machine): the probes' dynamic PTX instructions per CTA in the emulator, plain and
+in the counting and recording passes (`emulated`).
 
 Static (any machine with ptxas): for every demo kernel (tests/ptx/nvcc/demo_*.ptx), the time of
 the instrumentation pass, and the SASS size and registers of the instrumented kernel over the
@@ -150,10 +153,76 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
     return rows
 
 
+def emulated() -> dict[str, object]:
+    """Dynamic PTX warp instructions per CTA in the emulator (tests/emu_driver.py), plain and in
+    the counting and recording passes, for the small launches of tests/test_instrument_emu.py:
+    the probes' instruction overhead on the CTAs outside the snapshot (a test and a branch per
+    access, the per-CTA clock records) and inside it (the counting, the recording). A proxy for
+    the slowdown where no GPU is at hand, and a pessimistic one: it counts PTX instructions before
+    ptxas folds and shares them (the SASS of the per-CTA records is about half as long), and no
+    memory time, which dominates the memory-bound kernels the slowdown goal is about."""
+    import numpy as np
+
+    from tests.emu_driver import EmuDriver, _where
+    from tests.test_instrument_emu import DEMOS, DEMO_DIR, _program
+    from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
+    from tuiprof.collect.gpu import GpuDevice, LaunchChoice, instrument_for
+    from tuiprof.ptx import parse_module
+    from tuiprof.trace.model import Snapshot
+
+    class Counting(EmuDriver):
+        def __init__(self) -> None:
+            super().__init__()
+            self.insts: list[tuple[str, np.ndarray]] = []
+
+        def launch(self, fn, grid, block, shared, params):  # type: ignore[no-untyped-def]
+            module, name = fn
+            res = execute(module.program(name), self.heap, grid, block, params.buffer(), shared,
+                          np.zeros(0, np.int64), n_sms=self.n_sms, threads=self.threads,
+                          step_limit=DEFAULT_STEP_LIMIT, source_name=_where)
+            self.insts.append((name, res.insts))
+            return 0.0
+
+    def chosen(drv: Counting, symbol: str, kernel: str | None, index: int) -> np.ndarray:
+        launches = [i for n, i in drv.insts if kernel is None or n == symbol]
+        return launches[index].astype(np.float64)
+
+    rows: dict[str, object] = {}
+    programs: dict[Path, object] = {}
+    for source, setup, kernel, index, n_ctas in DEMOS:
+        program = _program(programs, DEMO_DIR / source)
+        module = parse_module(program.ptx)
+        symbol = program.kernel(kernel).name if kernel else program.kernels[0].name
+        choice = LaunchChoice(program.kernel(kernel).name if kernel else None, index)
+        runs = {}
+        for mode in ("plain", "count", "record"):
+            drv = Counting()
+            inst = instrument_for(program, module, drv) if mode != "plain" else None
+            rule = lambda launch: Snapshot(np.arange(min(n_ctas, launch.grid_ctas), dtype=np.int64), "bench")  # noqa: E731
+            with GpuDevice(program, module, mode=mode, choice=choice, snapshot_rule=rule, instrumented=inst,
+                           counts=runs.get("counted"), driver=drv) as dev:
+                setup(dev)
+                if mode == "count":
+                    runs["counted"] = dev.recorded
+            runs[mode] = chosen(drv, symbol, kernel, index)
+        plain, snap = runs["plain"], min(n_ctas, runs["plain"].shape[0])
+        name = f"{source[:-3]}:{kernel or symbol}"
+        rows[name] = {
+            "grid_ctas": int(plain.shape[0]), "snapshot_ctas": snap,
+            "plain_insts_per_cta": round(float(plain.mean()), 1),
+            "count_x_snapshot": round(runs["count"][:snap].sum() / plain[:snap].sum(), 2),
+            "record_x_snapshot": round(runs["record"][:snap].sum() / plain[:snap].sum(), 2),
+            "record_x_others": round(runs["record"][snap:].sum() / plain[snap:].sum(), 3) if snap < plain.shape[0]
+            else None}
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--static-only", action="store_true")
+    ap.add_argument("--emu", action="store_true", help="also count the probes' dynamic PTX instructions in the "
+                    "emulator (no GPU needed; about a minute)")
     ap.add_argument("--out", type=Path, help="also write the JSON here, after every launch script")
     a = ap.parse_args()
     out: dict[str, object] = {"targets": TARGETS, "static": static(a.repeat)}
@@ -164,6 +233,8 @@ def main() -> int:
         if a.out:
             a.out.write_text(json.dumps(out, indent=1))
 
+    if a.emu:
+        out["emulated"] = emulated()
     save()
     if not a.static_only:
         save(on_gpu(a.repeat, save))

@@ -269,11 +269,13 @@ class _Emitter:
 
     # ---------------------------------------------------------------- kernel entry and exit
 
+    OFF = "%tuiprof_off"
+    """Kernel-wide predicate: this warp records nothing (SW is -1), so every probe is one branch."""
     SW = "%tuiprof_sw"
     """The one kernel-wide register the probes add: the warp's snapshot index, -1 when off."""
 
     def kernel_declarations(self) -> str:
-        return f"\n\t.reg .b32 {self.SW};\n"
+        return f"\n\t.reg .b32 {self.SW};\n\t.reg .pred {self.OFF};\n"
 
     def prologue(self) -> list[str]:
         """At kernel entry: the warp's snapshot index (`_snapshot_warp`) in the kernel-wide
@@ -284,6 +286,7 @@ class _Emitter:
             "// tuiprof: kernel prologue",
             *self._snapshot_warp(self.SW, sw_done),
             f"{sw_done}:",
+            f"setp.eq.u32 {self.OFF}, {self.SW}, -1;",
             "{",
             ".reg .b32 %tpe_m, %tpe_k, %tpe_x;",
             ".reg .b64 %tpe_t, %tpe_s, %tpe_c;",
@@ -348,7 +351,10 @@ class _Emitter:
         else:  # a device function keeps no kernel-wide state: it finds the warp's index here
             sw = "%tp_sw"
             out += [".reg .b32 %tp_sw;", *self._snapshot_warp(sw, skip)]
-        out += [f"setp.eq.u32 %tp_q, {sw}, -1;", f"@%tp_q bra.uni {skip};"]
+        if in_kernel:
+            out.append(f"@{self.OFF} bra.uni {skip};")
+        else:
+            out += [f"setp.eq.u32 %tp_q, {sw}, -1;", f"@%tp_q bra.uni {skip};"]
         out += address
         if space == "shared":
             out.append(f"or.b64 %tp_a, %tp_a, {SHARED_TAG};")
