@@ -158,9 +158,9 @@ def emulated() -> dict[str, object]:
     the counting and recording passes, for the small launches of tests/test_instrument_emu.py:
     the probes' instruction overhead on the CTAs outside the snapshot (a test and a branch per
     access, the per-CTA clock records) and inside it (the counting, the recording). A proxy for
-    the slowdown where no GPU is at hand, and a pessimistic one: it counts PTX instructions before
-    ptxas folds and shares them (the SASS of the per-CTA records is about half as long), and no
-    memory time, which dominates the memory-bound kernels the slowdown goal is about."""
+    the slowdown where no GPU is at hand, and a rough one: it counts PTX instructions, not SASS
+    (ptxas shares some and runs others predicated off), and no memory time, which dominates the
+    memory-bound kernels the slowdown goal is about."""
     import numpy as np
 
     from tests.emu_driver import EmuDriver, _where
