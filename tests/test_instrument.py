@@ -349,11 +349,11 @@ class _PtxasDriver:
     (sm_80, like the device's JIT compiler): a kernel's registers, static shared and local bytes
     per thread as ``ptxas -v`` reports them for the loaded PTX."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, cc: tuple[int, int] = (8, 0), max_threads_per_sm: int = 2048) -> None:
         from tuiprof.collect.gpu import DeviceInfo
 
-        self.info = DeviceInfo(name="ptxas", compute_capability=(8, 0), sm_count=108, clock_mhz=1410,
-                               memory_clock_mhz=1215, driver="", library="", max_threads_per_sm=2048)
+        self.info = DeviceInfo(name="ptxas", compute_capability=cc, sm_count=108, clock_mhz=1410,
+                               memory_clock_mhz=1215, driver="", library="", max_threads_per_sm=max_threads_per_sm)
         self.tmp = tmp
         self.loads = 0
 
@@ -405,3 +405,18 @@ def test_instrumented_kernels_keep_the_plain_occupancy_unless_that_spills(demo: 
             assert warps(uncapped[k][0]) <= warps(inst[k][0]) < warps(regs), (k, regs, inst[k][0])
         else:
             assert warps(inst[k][0]) == warps(regs), (k, regs, inst[k][0])
+
+
+@needs_ptxas
+def test_register_caps_follow_the_device_warp_slots(tmp_path: Path) -> None:
+    """A CC 8.6 device runs 48 warps per SM, not the A100 preset's 64: vecadd (12 registers plain)
+    may take 40 there and keep its occupancy (65536 / (48 x 32) = 42.7, in steps of 8), 32 on an A100."""
+    from types import SimpleNamespace
+
+    from tuiprof.collect.gpu import instrument_for
+
+    ptx = (Path(__file__).parent / "ptx" / "nvcc" / "demo_vecadd.sm75.ptx").read_text()
+    module = parse_module(ptx)
+    for cc, threads, cap in (((8, 6), 1536, 40), ((8, 0), 2048, 32)):
+        result = instrument_for(SimpleNamespace(ptx=ptx), module, _PtxasDriver(tmp_path, cc, threads))  # type: ignore[arg-type]
+        assert re.search(rf"\.entry kernel_vec_add\([^)]*\)\s*\.maxnreg {cap}\b", result.ptx), cc

@@ -716,8 +716,9 @@ def instrument_for(program: Program, module: Module, drv: Driver) -> Instrumente
     from tuiprof.ptx.instrument import instrument_capped
 
     arch = load_arch(base_preset(drv.info.compute_capability))
-    if drv.info.max_threads_per_sm:  # the device's own warp slots (48 on CC 8.6 and 8.9)
-        arch = dataclasses.replace(arch, max_warps_per_sm=drv.info.max_threads_per_sm // arch.warp_size)
+    threads = drv.info.max_threads_per_sm
+    if threads:  # the device's own warp slots (48 on CC 8.6 and 8.9, where the preset says 64)
+        arch = dataclasses.replace(arch, max_threads_per_sm=threads, max_warps_per_sm=threads // arch.warp_size)
 
     def attributes(ptx: str) -> dict[str, tuple[int, int, int]]:
         loaded = drv.load(ptx)
