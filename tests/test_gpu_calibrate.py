@@ -1,7 +1,10 @@
 """`tuiprof calibrate` without a GPU: the sweep analysis recovers a cache's size, line and sector
 from the latencies an independent sectored LRU cache model gives for the same pointer chases;
-the chains visit every slot once; the calibrated Arch is written as TOML that ``--arch
-calibrated`` loads, with measured values marked; no GPU is one clear error."""
+the chains visit every slot once; `measure` end to end on a modelled GPU (the microbenchmarks
+run in the emulator, their cycles a cache model's) recovers the latencies, sizes and DRAM batch
+cost it was given, and latencies with no cache step are one clear error; the calibrated Arch is
+written as TOML that ``--arch calibrated`` loads, with measured values marked; no GPU is one
+clear error."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import numpy as np
 import pytest
 
 from tuiprof.arch import load_arch
-from tuiprof.arch.calibrate import (Measurements, arch_toml, base_preset, calibrated_arch, calibrated_path,
+from tuiprof.arch.calibrate import (CalibrationError, Measurements, arch_toml, base_preset, calibrated_arch, calibrated_path,
                                     capacity, fit_cache, line_size, random_chain, refine_capacity, sector_size,
                                     strided_chain, write_calibrated)
 from tuiprof.errors import ArchError
@@ -76,10 +79,16 @@ def test_capacity_with_noise_and_errors() -> None:
     feet = np.arange(1, 41) * 8192
     lat = np.where(feet <= 192 << 10, 33.0, 280.0) + rng.normal(0, 2, feet.size)
     assert capacity(feet[::-1], lat[::-1]) == 192 << 10  # order of the sweep does not matter
+    # a cache smaller than two sweep steps: the smallest footprints no longer stand for the hit
+    # latency, the measured one does; smaller than one step: 0 (the caller bisects below)
+    small = np.where(feet <= 8192, 33.0, 280.0)
+    assert capacity(feet, small) == feet[-1] and capacity(feet, small, t_hit=33.0) == 8192
+    assert capacity(feet, np.full(feet.size, 280.0), t_hit=33.0) == 0
     with pytest.raises(ValueError):
         capacity(np.array([]), np.array([]))
-    with pytest.raises(ValueError, match="too short"):
+    with pytest.raises(CalibrationError, match="the sector sweep never reached the L2 latency") as exc:
         sector_size(np.array([4, 8]), np.array([31.0, 32.0]), T_HIT, T_MISS)
+    assert "strides 4 B, 8 B took 31, 32 cycles" in exc.value.message and "idle GPU" in exc.value.hint
 
 
 @pytest.mark.parametrize("make", [lambda: strided_chain(1 << 14, 128),
@@ -138,3 +147,119 @@ def test_calibrate_without_gpu_is_one_clear_error() -> None:
     with pytest.raises(GpuUnavailable, match="tuiprof calibrate needs an NVIDIA GPU") as exc:
         measure()
     assert "preset" in exc.value.hint
+
+
+class _Cache:
+    """A set-associative sectored LRU cache: `access(address)` says whether it hit, and fills."""
+
+    def __init__(self, size: int, line: int, sector: int, ways: int) -> None:
+        self.sets = [OrderedDict[int, set[int]]() for _ in range(size // (line * ways))]
+        self.line, self.sector, self.ways = line, sector, ways
+
+    def access(self, address: int) -> bool:
+        tag, sec = address // self.line, (address % self.line) // self.sector
+        s = self.sets[tag % len(self.sets)]
+        hit = tag in s and sec in s[tag]
+        if tag in s:
+            s.move_to_end(tag)
+        else:
+            if len(s) >= self.ways:
+                s.popitem(last=False)
+            s[tag] = set()
+        s[tag].add(sec)
+        return hit
+
+
+class ModelledGpu:
+    """A GPU for `measure` to calibrate: the microbenchmarks run in the emulator (their compiled
+    PTX, packed parameters and chains, as on a GPU); the cycles each thread reports are then a
+    modelled GPU's for the addresses its chain visits: a sectored LRU L1 (``ld.ca``) and L2, and
+    DRAM at TM + SLOPE cycles per resident warp of the SM."""
+
+    L1 = dict(size=48 << 10, line=128, sector=32, ways=6)
+    L2 = dict(size=768 << 10, line=128, sector=32, ways=16)
+    T1, T2, TM, SLOPE = 30.0, 210.0, 560.0, 6.0
+
+    def __init__(self) -> None:
+        import dataclasses
+
+        from tests.emu_driver import EmuDriver
+
+        self.emu = EmuDriver(n_sms=2)
+        self.info = dataclasses.replace(self.emu.info, name="modelled GPU", l2_bytes=self.L2["size"],
+                                        shared_per_sm=100 << 10)
+        self.sizes: dict[int, int] = {}
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.emu, name)
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = self.emu.alloc(nbytes)
+        self.sizes[ptr] = int(nbytes)
+        return ptr
+
+    def launch(self, fn, grid, block, shared, params):  # type: ignore[no-untyped-def]
+        self.emu.launch(fn, grid, block, shared, params)
+        _, name = fn
+        word = lambda i, fmt: int(np.frombuffer(params.values[i], fmt)[0])  # noqa: E731
+        nxt_ptr = word(0, "<u8")
+        nxt = np.zeros(self.sizes[nxt_ptr] // 4, np.uint32)
+        self.emu.dtoh(nxt, nxt_ptr)
+        if name == "chase_many":  # random chains over more than the L2: every access goes to DRAM
+            steps, cycles_ptr = word(2, "<u4"), word(4, "<u8")
+            threads = grid[0] * block[0]
+            per = (self.TM + self.SLOPE * grid[0] / self.info.sm_count) * steps
+            self.emu.htod(cycles_ptr, np.full(threads, per, np.int64))
+            return 0.0
+        steps, cycles_ptr = word(1, "<u4"), word(3, "<u8")
+        l1, l2 = _Cache(**self.L1), _Cache(**self.L2)
+        j, total = 0, 0.0
+        for rnd in range(2):  # the warm-up pass, then the timed one
+            for _ in range(steps):
+                address = nxt_ptr + 4 * j
+                if name == "chase_ca" and l1.access(address):
+                    t = self.T1
+                else:
+                    t = self.T2 if l2.access(address) else self.TM
+                total += t * rnd
+                j = int(nxt[j])
+        self.emu.htod(cycles_ptr, np.array([total], np.int64))
+        return 0.0
+
+
+def test_measure_recovers_a_modelled_gpu() -> None:
+    """`tuiprof calibrate`'s sweeps end to end, on the modelled GPU: the latencies, the L1 and L2
+    capacities, the sector and line sizes and the DRAM batch cost it was given."""
+    from tests.ptx_support import compiler_missing
+    from tuiprof.arch.calibrate import measure
+
+    if compiler_missing():
+        pytest.skip("nvcc or NVRTC is needed to compile the microbenchmarks")
+    gpu = ModelledGpu()
+    steps: list[str] = []
+    m = measure(quick=True, progress=steps.append, driver=gpu)  # type: ignore[arg-type]
+    assert (m.t1, m.t2, m.dram) == (gpu.T1, gpu.T2, gpu.TM)
+    # an LRU set one line over its ways adds one miss per pass: the bisection's 3% latency
+    # threshold is crossed a few lines past the capacity when a miss costs little against a hit
+    assert m.l1_size == gpu.L1["size"] and m.l2_size == pytest.approx(gpu.L2["size"], rel=0.002)
+    assert (m.sector, m.line, m.line_measured) == (32, 128, True)
+    assert [w for w, _ in m.dram_batches] == [1, 4, 16]
+    assert [c for _, c in m.dram_batches] == pytest.approx([gpu.TM + gpu.SLOPE * w for w in (1, 4, 16)])
+    assert steps[0] == "L1 and L2 hit latencies" and steps[-1] == "DRAM batches, 16 warps per SM"
+    arch = calibrated_arch(m, load_arch("a100"))
+    assert (arch.l1.hit_latency, arch.l2.hit_latency, arch.dram.base_latency) == (30, 210, 560)
+
+
+def test_measure_on_a_gpu_without_cache_steps_is_one_clear_error() -> None:
+    """Latencies that show no cache level (here the emulator's, which has no caches) stop the
+    calibration with one CalibrationError that says what was seen, never a bare exception."""
+    from tests.emu_driver import EmuDriver
+    from tests.ptx_support import compiler_missing
+    from tuiprof.arch.calibrate import measure
+
+    if compiler_missing():
+        pytest.skip("nvcc or NVRTC is needed to compile the microbenchmarks")
+    with pytest.raises(CalibrationError, match=r"an L2 hit \(\d+ cycles\) did not take clearly longer than an "
+                                               r"L1 hit") as exc:
+        measure(quick=True, driver=EmuDriver(n_sms=2))  # type: ignore[arg-type]
+    assert "idle GPU" in exc.value.hint

@@ -29,12 +29,15 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from tuiprof.arch.model import Arch, arch_from_mapping, arch_to_mapping, format_size
-from tuiprof.errors import ArchError
+from tuiprof.errors import ArchError, TuiprofError
+
+if TYPE_CHECKING:
+    from tuiprof.collect.gpu import Driver
 
 CALIBRATED = "calibrated"
 """The name ``--arch`` takes for the calibrated file."""
@@ -88,30 +91,58 @@ class Measurements:
     """False when the line-size staircase was not clean: the preset's line size is kept."""
 
 
-def capacity(footprints: np.ndarray, cycles: np.ndarray, tolerance: float = 0.3) -> int:
+def capacity(footprints: np.ndarray, cycles: np.ndarray, tolerance: float = 0.3, t_hit: float | None = None) -> int:
     """The largest footprint whose latency is still on the first plateau (within `tolerance` of
-    the smallest footprints' latency) before the first jump: a cache's capacity."""
+    the hit latency `t_hit`, else of the smallest footprints' latency) before the first jump: a
+    cache's capacity; 0 when the smallest footprint already misses."""
     f = np.asarray(footprints, np.float64)
     c = np.asarray(cycles, np.float64)
     if f.size == 0 or f.shape != c.shape:
         raise ValueError("capacity: footprints and cycles must be non-empty and of one length")
     order = np.argsort(f)
     f, c = f[order], c[order]
-    base = float(np.median(c[: max(1, min(3, c.size))]))
+    base = t_hit if t_hit is not None else float(np.median(c[: max(1, min(3, c.size))]))
     above = np.flatnonzero(c > base * (1.0 + tolerance))
-    last = (above[0] - 1) if above.size else c.size - 1
-    return int(f[max(last, 0)])
+    if above.size and above[0] == 0:
+        return 0
+    return int(f[above[0] - 1 if above.size else c.size - 1])
+
+
+class CalibrationError(TuiprofError):
+    """A microbenchmark sweep that does not show what it measures (no cache step, levels out of
+    order): the GPU was busy, or behaves unlike the model the sweep assumes."""
+
+
+CALIBRATION_HINT = ("run it again on an idle GPU (nothing else running on it), without --quick; if it "
+                    "persists, choose a preset with --arch (`tuiprof archs`) and please report the output")
 
 
 def sector_size(strides: np.ndarray, cycles: np.ndarray, t_hit: float, t_miss: float) -> int:
     """The smallest stride at which every access misses (latency within 20% of the gap from
-    `t_miss`): the unit the cache fills, its sector."""
+    `t_miss`): the unit the cache fills, its sector. CalibrationError when no stride does."""
     s = np.asarray(strides)
     c = np.asarray(cycles, np.float64)
     missing = c >= t_hit + 0.8 * (t_miss - t_hit)
     if not missing.any():
-        raise ValueError("no stride reached the miss latency; the sweep is too short")
+        raise CalibrationError(f"the sector sweep never reached the L2 latency ({t_miss:.0f} cycles): strides "
+                               f"{', '.join(f'{int(a)} B' for a in s)} took {_cycles(c)} cycles", CALIBRATION_HINT)
     return int(np.min(s[missing]))
+
+
+def _cycles(values: np.ndarray) -> str:
+    return ", ".join(f"{v:.0f}" for v in values)
+
+
+def check_levels(t1: float, t2: float, dram: float | None = None) -> None:
+    """CalibrationError unless each level is clearly slower than the one above it (an L1 hit
+    faster than an L2 hit, faster than DRAM), which every later sweep relies on."""
+    if not t2 > 1.2 * t1 > 0:
+        raise CalibrationError(f"an L2 hit ({t2:.0f} cycles) did not take clearly longer than an L1 hit "
+                               f"({t1:.0f} cycles): the loads meant to hit the L1 (ld.ca) did not, or those "
+                               "meant to bypass it (ld.cg) did not", CALIBRATION_HINT)
+    if dram is not None and not dram > 1.2 * t2:
+        raise CalibrationError(f"a DRAM access ({dram:.0f} cycles) did not take clearly longer than an L2 hit "
+                               f"({t2:.0f} cycles): the chase meant to miss the L2 hit it", CALIBRATION_HINT)
 
 
 def refine_capacity(latency: Callable[[int], float], lo: int, hi: int, stride: int, t_hit: float,
@@ -309,16 +340,19 @@ def random_chain(footprint: int, granule: int, rng: np.random.Generator) -> np.n
 Progress = Callable[[str], None]
 
 
-def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress | None = None) -> Measurements:
-    """Run the microbenchmarks on GPU 0 (see the module docstring); needs a GPU."""
+def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress | None = None,
+            driver: Driver | None = None) -> Measurements:
+    """Run the microbenchmarks on GPU 0 (see the module docstring), or through `driver` (which
+    it then closes); needs a GPU. CalibrationError when a sweep does not show what it measures."""
     from tuiprof.build import build_program
     from tuiprof.collect.gpu import _open_driver, pack_params, require_gpu
     from tuiprof.ptx import parse_module
 
-    require_gpu("tuiprof calibrate", cuda, hint="calibration measures a real GPU; without one, choose a preset "
-                "(`tuiprof archs`) with --arch")
+    if driver is None:
+        require_gpu("tuiprof calibrate", cuda, hint="calibration measures a real GPU; without one, choose a preset "
+                    "(`tuiprof archs`) with --arch")
     say = progress or (lambda text: None)
-    drv = _open_driver(cuda)
+    drv = driver if driver is not None else _open_driver(cuda)
     info = drv.info
     try:
         with tempfile.TemporaryDirectory(prefix="tuiprof-calibrate-") as tmp:
@@ -362,14 +396,15 @@ def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress
         sweeps: dict[str, list[list[float]]] = {}
         say("L1 and L2 hit latencies")
         t1 = chase("chase_ca", 4 << 10, 128)
-        t2 = chase("chase_cg", 1 << 20, 128)
+        t2 = chase("chase_cg", min(1 << 20, info.l2_bytes // 2) if info.l2_bytes else 1 << 20, 128)  # fits the L2
+        check_levels(t1, t2)
         l1_guess = max(info.shared_per_sm, 64 << 10) + (64 << 10)
         step = (8 << 10) if not quick else (32 << 10)
         say("L1 capacity")
         feet = np.arange(step, 2 * l1_guess + step, step)
         lat = [chase("chase_ca", int(f), 128) for f in feet]
         sweeps["l1_capacity"] = [[float(f), c] for f, c in zip(feet, lat)]
-        coarse = capacity(feet, np.array(lat))
+        coarse = capacity(feet, np.array(lat), t_hit=t1)
         l1 = refine_capacity(lambda f: chase("chase_ca", f, 128), coarse, coarse + step, 128, t1)
         say("sector size")
         sector_strides = np.array([4, 8, 16, 32, 64, 128])
@@ -387,11 +422,15 @@ def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress
         feet = np.linspace(l2_guess / 4, 3 * l2_guess, points).astype(np.int64) // 4096 * 4096
         lat = [chase("chase_cg", int(f), 128) for f in feet]
         sweeps["l2_capacity"] = [[float(f), c] for f, c in zip(feet, lat)]
-        l2 = capacity(feet, np.array(lat))
+        coarse = capacity(feet, np.array(lat), t_hit=t2)
+        above = feet[feet > coarse]
+        l2 = refine_capacity(lambda f: chase("chase_cg", f, 128), coarse, int(above[0]) if above.size else coarse,
+                             128, t2)
         say("DRAM latency")
         rng = np.random.default_rng(0)
         big = random_chain(4 * l2_guess, 128, rng)
         dram = float(run("chase_cg", big, 1 << 14)[0])
+        check_levels(t1, t2, dram)
         batches = []
         slots = np.flatnonzero(big != 0) if big.any() else np.zeros(1, np.int64)
         for warps in ((1, 2, 4, 8, 16, 32) if not quick else (1, 4, 16)):
@@ -428,7 +467,7 @@ def calibrate(cuda: str = "cuda-bindings", quick: bool = False, output: Path | N
     return path, arch, m
 
 
-__all__ = ["CALIBRATED", "Measurements", "arch_toml", "base_preset", "calibrate", "calibrated_arch",
+__all__ = ["CALIBRATED", "CalibrationError", "Measurements", "arch_toml", "base_preset", "calibrate", "calibrated_arch",
            "calibrated_path", "capacity", "fit_cache", "line_size", "load_calibrated", "measure",
            "random_chain", "refine_capacity", "sector_size", "strided_chain", "write_calibrated"]
 
