@@ -415,3 +415,35 @@ def test_plain_run_usage() -> None:
     r = subprocess.run([sys.executable, "-m", "tuiprof.validate"], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 2 and "usage:" in r.stderr
+
+
+def test_kernel_file_end_to_end_through_the_gpu_path(app: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`tuiprof record k.cu --backend gpu` through every step of the GPU path but the driver
+    itself, whose part the emulator plays (tests/emu_driver.py): the register caps, the
+    instrumented PTX, both passes, the snapshot rule, the decoding and the trace's provenance.
+    The trace holds the accesses the emulator backend records (`--backend emu`), CTA by CTA,
+    each buffer's addresses relative to its own start."""
+    from tests.emu_driver import EmuDriver
+    from tuiprof.collect import gpu
+    from tuiprof.trace.io import load_trace
+
+    info = EmuDriver().info
+    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
+    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
+    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    assert main(["record", "k.cu", "-o", "gpu.tptrace", "--backend", "gpu"]) == 0
+    assert main(["record", "k.cu", "-o", "emu.tptrace", "--backend", "emu"]) == 0
+    g, e = load_trace(app / "gpu.tptrace"), load_trace(app / "emu.tptrace")
+    assert (g.provenance.backend, g.provenance.gpu, g.provenance.arch) == ("gpu", "tuiprof emulator", "a100")
+    assert g.provenance.generator["launch_script"] == "k_launch.py" and g.ctas.measured_timing
+    assert (g.launch.grid, g.launch.block) == (e.launch.grid, e.launch.block) == ((2, 1, 1), (128, 1, 1))
+    assert np.array_equal(g.snapshot.cta_ids, e.snapshot.cta_ids) and np.array_equal(g.warp_offsets, e.warp_offsets)
+    np.testing.assert_array_equal(g.op, e.op)
+    np.testing.assert_array_equal(g.mask, e.mask)
+    for t in (g, e):  # x (op 0) and y (op 1): each op's addresses from its buffer's start
+        for op in (0, 1):
+            rows = t.op == op
+            t.addr[rows] -= t.addr[rows].min()
+    np.testing.assert_array_equal(g.addr, e.addr)
+    assert "recorded" in capsys.readouterr().err
