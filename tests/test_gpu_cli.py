@@ -447,3 +447,55 @@ def test_kernel_file_end_to_end_through_the_gpu_path(app: Path, monkeypatch: pyt
             t.addr[rows] -= t.addr[rows].min()
     np.testing.assert_array_equal(g.addr, e.addr)
     assert "recorded" in capsys.readouterr().err
+
+
+FAKE_NCU = '''#!{python}
+"""Stands in for Nsight Compute: keeps its command line, writes the CSV given to it."""
+import json, os, sys
+args = sys.argv[1:]
+open(os.environ["FAKE_NCU_ARGV"], "w").write(json.dumps(args))
+open(args[args.index("--log-file") + 1], "w").write({csv!r})
+'''
+
+
+def test_validate_a_kernel_file_end_to_end(app: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`tuiprof validate k.cu`: recorded through the GPU path (the emulator in the driver's place),
+    ncu (a stand-in that keeps its command line and writes a CSV) run on the plain kernel with
+    caches flushed, the measured values stored in the saved trace, prediction against measurement
+    printed per metric with the absolute error."""
+    import json
+
+    from tests.emu_driver import EmuDriver
+    from tuiprof.collect import gpu
+    from tuiprof.trace.io import load_trace
+
+    info = EmuDriver().info
+    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
+    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
+    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    csv = "\n".join([HEADER, row("0", "twice", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", "8"),
+                     row("0", "twice", "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct", "%", "0"),
+                     row("0", "twice", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", "32"),
+                     row("0", "twice", "lts__t_sector_op_read_hit_rate.pct", "%", "12.5"),
+                     row("0", "twice", "lts__t_sector_op_write_hit_rate.pct", "%", "100")]) + "\n"
+    bin_dir = app / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ncu").write_text(FAKE_NCU.format(python=sys.executable, csv=csv))
+    (bin_dir / "ncu").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(app / "ncu_argv.json"))
+    assert main(["validate", "k.cu", "--trace", "v.tptrace", "--trials", "8", "--no-sweep"]) == 0
+    out = capsys.readouterr().out
+    args = json.loads((app / "ncu_argv.json").read_text())
+    assert args[args.index("--cache-control") + 1] == "all" and args[args.index("--launch-skip") + 1] == "0"
+    assert "--kernel-name" not in args  # no --kernel: the first launch of any kernel, as recorded
+    program = args[args.index("--") + 1:]
+    assert program[:3] == [sys.executable, "-m", "tuiprof.validate"] and str(app / "k_launch.py") in program
+    t = load_trace(app / "v.tptrace")
+    assert t.provenance.backend == "gpu"
+    assert t.provenance.measured == pytest.approx({"l1_read": 0.0, "l2_read": 0.125, "l2_write": 1.0,
+                                                   "sectors_per_request": 4.0})
+    assert "twice on tuiprof emulator, simulated as a100" in out
+    assert "L1 read hit ratio" in out and "12.5%" in out and "mean absolute error of the hit ratios" in out
+    assert "sectors / request (global loads)  4.00" in out
