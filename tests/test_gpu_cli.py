@@ -492,6 +492,9 @@ def test_validate_a_kernel_file_end_to_end(app: Path, monkeypatch: pytest.Monkey
     assert "--kernel-name" not in args  # no --kernel: the first launch of any kernel, as recorded
     program = args[args.index("--") + 1:]
     assert program[:3] == [sys.executable, "-m", "tuiprof.validate"] and str(app / "k_launch.py") in program
+    from tuiprof.validate import _main as plain_main
+
+    assert plain_main(program[3:]) == 0  # what ncu runs: the launch script on the plain kernel
     t = load_trace(app / "v.tptrace")
     assert t.provenance.backend == "gpu"
     assert t.provenance.measured == pytest.approx({"l1_read": 0.0, "l2_read": 0.125, "l2_write": 1.0,
