@@ -19,9 +19,9 @@ Registers: every CTA pays for the probes' registers in occupancy, recorded or no
 keeps one register of its own (the warp's snapshot index) and a probe reads the other words of
 the control block where it needs them, keeping few values live at once; `instrument_capped`
 then holds each kernel to the registers that keep its plain occupancy (``.maxnreg``) wherever
-the compiler need not spill for it. On the 15 demo kernels (ptxas, sm_80; plain 12-32
+the compiler need not spill for it. On the 14 demo kernels (ptxas, sm_80; plain 12-32
 registers) the earlier probes took 32-50 registers and left 1 kernel at its plain occupancy on
-an H100 (256-thread CTAs); now 12 keep it and 3 lose one step (``benchmarks/bench_gpu.py
+an H100 (256-thread CTAs); now 11 keep it and 3 lose one step (``benchmarks/bench_gpu.py
 --static-only``).
 
 Control block (`CTL_*`, 8 x u64):
