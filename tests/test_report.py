@@ -193,3 +193,14 @@ def test_spmv_u_md_gain_is_one_an_architect_would_believe() -> None:
         assert m["gain_range"][0] <= m["gain"] <= m["gain_range"][1] <= 1.8
     assert all(r["thesis"]["relative_performance"] is not None for r in m["rows"])
     assert [r["md"] for r in m["rows"]] == list(range(1, 7))
+
+
+def test_a_histogram_whose_trials_all_agree_is_one_line() -> None:
+    """Every trial in one bin: that bin alone (not a column of empty bins around it); otherwise
+    the empty bins between the first and the last bin stay, as a histogram's gaps."""
+    from tuiprof.report import _bars
+
+    edges = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    assert _bars({"counts": [0, 0, 20, 0, 0], "edges": edges}, True) == ["  30.0% -   40.0% | " + "#" * 40 + " 20"]
+    lines = _bars({"counts": [0, 5, 0, 15, 0], "edges": edges}, True)
+    assert [ln.split("|")[1].split()[-1] for ln in lines] == ["5", "0", "15"]

@@ -406,8 +406,9 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
         return []
     top = max(counts) or 1
     f = (lambda x: f"{100 * x:6.1f}%") if pct else (lambda x: f"{x:7.0f}")
+    single = sum(1 for c in counts if c) == 1  # every trial in one bin: that bin alone says it
     return [f"{f(edges[i])} - {f(edges[i + 1])} | {'#' * round(width * c / top):<{width}} {c}"
-            for i, c in enumerate(counts) if c or (0 < i < len(counts) - 1)]
+            for i, c in enumerate(counts) if c or (0 < i < len(counts) - 1 and not single)]
 
 
 COST_NOTE = ("rank L1, L2, ... = loads by cost, S1, ... = stores and atomics (ranked apart: their latency is mostly "
