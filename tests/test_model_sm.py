@@ -100,3 +100,38 @@ def test_bad_records_are_refused() -> None:
         modeled_sm_utilisation(np.array([1.0]), 2, 0)
     with pytest.raises(UsageError):
         sm_utilisation(2, 1)
+
+
+def test_a_measured_timeline_says_when_the_probes_ran_at_lower_occupancy() -> None:
+    """The GPU collector stores the launch's registers and CTAs per SM, plain and with the
+    probes; when the probes ran fewer CTAs per SM, the measured SM figures say so (and only then)."""
+    import dataclasses
+
+    from tuiprof.arch import load_arch
+    from tuiprof.collect.gpu import DeviceInfo, probe_occupancy
+    from tuiprof.model.decisions import sm_model
+    from tuiprof.trace import demos
+    from tuiprof.trace.io import load_trace
+
+    t = load_trace(demos.demo_path("vecadd"))
+    h100 = DeviceInfo(name="H100", compute_capability=(9, 0), sm_count=132, clock_mhz=1755, memory_clock_mhz=2619,
+                      driver="", library="", max_threads_per_sm=2048)
+    launch = dataclasses.replace(t.launch, block=(256, 1, 1), registers_per_thread=28, static_shared=0,
+                                 dynamic_shared=0)
+    # 28 registers: 8 CTAs of 256 threads (all 64 warps); 40: 48 warps, 6 CTAs; 32: still 8
+    assert probe_occupancy(h100, launch, 40) == {"registers": [28, 40], "ctas_per_sm": [8, 6]}
+    assert probe_occupancy(h100, launch, 32)["ctas_per_sm"] == [8, 8]
+    n = t.launch.grid_ctas
+    ctas = dataclasses.replace(t.ctas, sm=np.arange(n) % 132, start=np.zeros(n, np.int64),
+                               end=np.full(n, 1000, np.int64))
+
+    def measured(occ: dict[str, list[int]] | None) -> str:
+        gen = {**t.provenance.generator, **({"probe_occupancy": occ} if occ else {})}
+        trace = dataclasses.replace(t, ctas=ctas, provenance=dataclasses.replace(t.provenance, generator=gen))
+        u = sm_model(trace, load_arch("h100"), 8)
+        assert u.source == "measured"
+        return u.caveat
+
+    assert measured(probe_occupancy(h100, launch, 40)) == (
+        "timed with the probes at 6 CTAs/SM (40 regs/thread); plain: 8 (28 regs)")
+    assert measured(probe_occupancy(h100, launch, 32)) == "" and measured(None) == ""

@@ -466,6 +466,20 @@ def test_titles_do_not_wrap() -> None:
             assert len(title) <= width, (width, title)
 
 
+def test_sm_pane_says_when_the_probes_ran_at_lower_occupancy() -> None:
+    import dataclasses
+
+    from tuiprof.tui.panes.sm import render_sm
+
+    _, analysis = fixed("spmv-u")
+    sm = analysis.decisions.sm
+    caveat = "timed with the probes at 6 CTAs/SM (40 regs/thread); plain: 8 (28 regs)"
+    plain = render_sm(sm, 80, 16, "").plain
+    marked = render_sm(dataclasses.replace(sm, caveat=caveat), 80, 16, "").plain
+    assert caveat not in plain and f"⚠ {caveat}" in marked
+    assert len(marked.split("\n")) <= 16  # within the pane's height
+
+
 # --- histogram -------------------------------------------------------------------------------------
 
 def test_histogram_axis_spans_the_data_and_sigma_has_its_digits() -> None:

@@ -88,6 +88,7 @@ def test_program_with_main_builds_links_and_runs_plain(tmp_path: Path) -> None:
     assert CTL_SYMBOL not in original and ".loc" in original
     assert module.sites == instrument(original, parse_module(original)).sites
     assert module.resources["_Z5saxpyPfPKffi"].registers_per_thread > 0
+    assert set(module.probe_registers) == set(module.kernels) and min(module.probe_registers.values()) > 0
     assert load_whole_program(prog.binary) == prog
     # the launch stub goes through the wrapper; the instrumented PTX is in the binary
     symbols = subprocess.run(["nm", str(prog.binary)], capture_output=True, text=True, timeout=60).stdout
@@ -295,8 +296,24 @@ def test_instrumented_units_keep_the_plain_occupancy(tmp_path: Path) -> None:
     capped = 0
     for k, (regs, shared, local) in plain.items():
         assert compiled[k][1:] == (shared, local), k
+        assert meta.probe_registers[k] == compiled[k][0]
         cap = re.search(rf"\.entry {k}\([^)]*\)\s*\.maxnreg (\d+)", text)
         if cap:
             capped += 1
             assert compiled[k][0] <= int(cap.group(1)) <= register_cap(v100, regs)
     assert capped == 3
+
+
+def test_cached_builds_are_keyed_by_the_instrumenter(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A program built by other probes is never reused: the build cache's key covers the
+    instrumentation pass's and the build's code."""
+    from tuiprof.collect import program_run
+
+    before = program_run.instrumenter_digest()
+    assert before == program_run.instrumenter_digest()
+    fake = tmp_path / "instrument.py"
+    fake.write_text("# other probes\n")
+    import tuiprof.ptx.instrument as inst
+
+    monkeypatch.setattr(inst, "__file__", str(fake))
+    assert program_run.instrumenter_digest() != before

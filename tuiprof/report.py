@@ -230,7 +230,7 @@ def decisions_section(d: Decisions) -> dict[str, Any]:
         "sm_utilisation": {"source": u.source, "unit": u.unit, "imbalance": _finite(u.imbalance, 3),
                            "utilisation": _finite(u.utilisation), "idle_sms": list(u.idle_sms),
                            "busy_fraction": [_finite(x) for x in u.busy_fraction],
-                           "ctas": [int(x) for x in u.ctas]},
+                           "ctas": [int(x) for x in u.ctas], "caveat": u.caveat},
     }
 
 
@@ -554,6 +554,8 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     out += head(f"SM utilisation ({u['source']}, paper 003 Fig. 6)")
     out += [f"{ind}mean busy {_pct(u['utilisation'])}, imbalance (max/mean busy) {_ratio(u['imbalance'])}, "
             f"idle SMs: {sm_list(tuple(u['idle_sms'])) if u['idle_sms'] else 'none'}"]
+    if u.get("caveat"):
+        out.append(f"{ind}note: {u['caveat']}")
     bars = _sm_bars(u)
     out += (["```"] + bars + ["```"]) if md else [ind + x for x in bars]
     return out

@@ -179,6 +179,8 @@ class ModuleMeta:
     sites: tuple[Site, ...]
     kernels: tuple[str, ...]
     resources: dict[str, KernelResources]
+    probe_registers: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Registers per thread of each instrumented kernel (``ptxas -v`` of the built PTX)."""
 
 
 @dataclass(frozen=True)
@@ -357,7 +359,9 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     (folder / name).write_text(text)
     ptx_path.write_text(result.ptx)
     resources = {k: KernelResources(*plain[k], 0) for k in result.kernels if k in plain}
-    return ModuleMeta(tag, source, name, target, result.sites, result.kernels, resources)
+    built = report(result.ptx, sm)
+    return ModuleMeta(tag, source, name, target, result.sites, result.kernels, resources,
+                      {k: built[k][0] for k in result.kernels if k in built})
 
 
 def _ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
@@ -377,7 +381,8 @@ def _module_json(m: ModuleMeta) -> dict[str, object]:
     return {"tag": m.tag, "source": m.source, "ptx": m.ptx, "target": m.target,
             "sites": [[s.function, s.index, s.part] for s in m.sites], "kernels": list(m.kernels),
             "resources": {k: [r.registers_per_thread, r.static_shared, r.local_bytes_per_thread, r.const_bytes]
-                          for k, r in m.resources.items()}}
+                          for k, r in m.resources.items()},
+            "probe_registers": m.probe_registers}
 
 
 def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
@@ -392,7 +397,8 @@ def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
             tag=int(m["tag"]), source=str(m["source"]), ptx=str(m["ptx"]), target=str(m["target"]),
             sites=tuple(Site(str(f), int(i), int(p)) for f, i, p in m["sites"]),
             kernels=tuple(str(k) for k in m["kernels"]),
-            resources={str(k): KernelResources(*(int(x) for x in v)) for k, v in m["resources"].items()})
+            resources={str(k): KernelResources(*(int(x) for x in v)) for k, v in m["resources"].items()},
+            probe_registers={str(k): int(v) for k, v in m.get("probe_registers", {}).items()})
             for m in data["modules"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BuildError(f"{path} has no readable tuiprof metadata ({folder}/meta.json: {exc})",

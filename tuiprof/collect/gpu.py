@@ -26,6 +26,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from tuiprof import __version__
+from tuiprof.arch.model import Arch
 from tuiprof.build.program import Program
 from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
 from tuiprof.collect.options import CUDA_LIBRARIES
@@ -706,19 +707,39 @@ class GpuRun:
     timings: tuple[tuple[str, float], ...] = field(default_factory=tuple)
 
 
+def device_arch(info: DeviceInfo) -> Arch:
+    """The preset of the device's generation with the device's own warp slots (48 on CC 8.6 and
+    8.9, where the preset says 64): what occupancy on this device is computed with."""
+    from tuiprof.arch import load_arch
+    from tuiprof.arch.calibrate import base_preset
+
+    arch = load_arch(base_preset(info.compute_capability))
+    if info.max_threads_per_sm:
+        arch = dataclasses.replace(arch, max_threads_per_sm=info.max_threads_per_sm,
+                                   max_warps_per_sm=info.max_threads_per_sm // arch.warp_size)
+    return arch
+
+
+def probe_occupancy(info: DeviceInfo, launch: Launch, probe_registers: int) -> dict[str, list[int]]:
+    """Registers per thread and resident CTAs per SM of the launch on the device, plain and with
+    the probes: the residency under which the per-CTA clocks were measured."""
+    from tuiprof.arch.occupancy import occupancy
+
+    arch = device_arch(info)
+    threads = launch.block[0] * launch.block[1] * launch.block[2]
+    ctas = [occupancy(arch, threads, r, launch.static_shared, launch.dynamic_shared).ctas_per_sm
+            for r in (launch.registers_per_thread, probe_registers)]
+    return {"registers": [launch.registers_per_thread, probe_registers], "ctas_per_sm": ctas}
+
+
 def instrument_for(program: Program, module: Module, drv: Driver) -> Instrumented:
     """The program's PTX instrumented for the device: each kernel capped at the registers that
     keep its plain occupancy there (so the per-CTA times the probes measure are those of the
     plain kernel's residency), unless the cap makes the driver's compiler spill."""
-    from tuiprof.arch import load_arch
-    from tuiprof.arch.calibrate import base_preset
     from tuiprof.arch.occupancy import next_register_cap, register_cap
     from tuiprof.ptx.instrument import instrument_capped
 
-    arch = load_arch(base_preset(drv.info.compute_capability))
-    threads = drv.info.max_threads_per_sm
-    if threads:  # the device's own warp slots (48 on CC 8.6 and 8.9, where the preset says 64)
-        arch = dataclasses.replace(arch, max_threads_per_sm=threads, max_warps_per_sm=threads // arch.warp_size)
+    arch = device_arch(drv.info)
 
     def attributes(ptx: str) -> dict[str, tuple[int, int, int]]:
         loaded = drv.load(ptx)
@@ -758,6 +779,7 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
             rec = dev.recorded
             local_bytes = dev.local_bytes(counted.kernel)
             launch = dev._launch_of(counted.kernel, counted.grid, counted.block, counted.dynamic_shared)
+            probe_registers = drv.function_attributes(dev._function(counted.kernel))[0]
             timings = tuple(dev.times_ms)
         if rec is None or rec.words is None or rec.woff is None or rec.used is None or rec.cta is None:
             raise TuiprofError("the recording run did not reach the chosen launch",
@@ -775,7 +797,8 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
         date=datetime.date.today().isoformat(),
         generator={**device_generator(info), "compiler": program.compiler, "target": program.target,
                    "launch_index": choice.index, "count_ms": counted.elapsed_ms, "record_ms": rec.elapsed_ms,
-                   "snapshot_words": int(rec.used.sum())})
+                   "snapshot_words": int(rec.used.sum()),
+                   **({"probe_occupancy": probe_occupancy(info, launch, probe_registers)} if probe_registers else {})})
     trace = build_trace(launch=launch, table=table, sites=inst.sites, tag=inst.tag, snapshot=rec.snapshot,
                         words=rec.words, woff=rec.woff, used=rec.used, cta=rec.cta, local_bytes=local_bytes,
                         sources=tuple(SourceFile(f.path, f.text) for f in program.files), provenance=provenance)

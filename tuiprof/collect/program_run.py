@@ -122,7 +122,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
                     timeout: float | None = None, cwd: Path | None = None) -> ProgramRun:
     """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program."""
     from tuiprof.build.wholeprog import linked_module
-    from tuiprof.collect.gpu import _open_driver, device_generator, require_gpu
+    from tuiprof.collect.gpu import _open_driver, device_generator, probe_occupancy, require_gpu
     from tuiprof.ptx.ops import static_ops
 
     require_gpu(f"profiling {prog.binary.name}", hint="whole programs run on the GPU; a kernel file with a launch "
@@ -172,6 +172,8 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
         drv.close()
         gen: dict[str, object] = device_generator(info)
         gpu_name = info.name
+        if module.probe_registers.get(rec.kernel):
+            gen["probe_occupancy"] = probe_occupancy(info, launch, module.probe_registers[rec.kernel])
     except TuiprofError:
         gen, gpu_name = {}, ""
     gen.update({"program": str(prog.binary), "args": list(args), "launch_index": launch_index,
@@ -211,6 +213,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
     args, _ = _output_of(args)
     folder = Path(cwd) if cwd is not None else Path.cwd()
     h = hashlib.sha256("\0".join(args).encode() + str(folder.resolve()).encode())
+    h.update(instrumenter_digest())  # a build by other probes is not reused
     for a in args:
         p = folder / a
         if p.suffix in (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc") and p.is_file():
@@ -225,6 +228,20 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
         prog = build_instrumented(args, binary, cwd=folder)
     return collect_program(prog, program_args, arch=arch, kernel=kernel, launch_index=launch_index,
                            snapshot_ctas=snapshot_ctas, snapshot_start=snapshot_start, timeout=timeout, cwd=folder)
+
+
+def instrumenter_digest() -> bytes:
+    """What a cached instrumented build depends on besides the program: the instrumentation pass
+    and the build's own code (the probes, the register caps, the metadata)."""
+    import hashlib
+
+    from tuiprof.build import wholeprog
+    from tuiprof.ptx import instrument
+
+    h = hashlib.sha256()
+    for mod in (instrument, wholeprog):
+        h.update(Path(mod.__file__).read_bytes())  # type: ignore[arg-type]
+    return h.digest()
 
 
 def _read(path: str) -> str | None:

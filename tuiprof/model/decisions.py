@@ -13,6 +13,7 @@ where a model wants whole-kernel work (paper 000 sec. 3.1: the snapshot stands f
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -182,13 +183,27 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
 # ---------------------------------------------------------------------------------------------
 # Paper 003: SM utilisation.
 
+def probe_caveat(trace: Trace) -> str:
+    """When the GPU ran the probes at fewer resident CTAs per SM than the plain kernel gets (their
+    registers), the measured per-CTA timeline says so; else empty."""
+    occ = trace.provenance.generator.get("probe_occupancy")
+    try:
+        (plain_regs, probe_regs), (plain_ctas, probe_ctas) = occ["registers"], occ["ctas_per_sm"]  # type: ignore[index]
+    except (TypeError, KeyError, ValueError):
+        return ""
+    if not isinstance(probe_ctas, int) or not isinstance(plain_ctas, int) or probe_ctas >= plain_ctas:
+        return ""
+    return f"timed with the probes at {probe_ctas} CTAs/SM ({probe_regs} regs/thread); plain: {plain_ctas} ({plain_regs} regs)"
+
+
 def sm_model(trace: Trace, arch: Arch, md: int) -> SmUtilisation:
     """Measured from per-CTA SM ids and clocks when the trace has them; otherwise modeled from
     per-CTA work: the grid records' instructions and accesses, or (without records) the snapshot
     CTAs' warp accesses repeated over the grid in order."""
     c = trace.ctas
     if c.measured_timing:
-        return sm_utilisation(arch.sm_count, md, sm=c.sm, start=c.start, end=c.end)
+        u = sm_utilisation(arch.sm_count, md, sm=c.sm, start=c.start, end=c.end)
+        return dataclasses.replace(u, caveat=probe_caveat(trace))
     if c.insts is not None or c.accesses is not None:
         return sm_utilisation(arch.sm_count, md, insts=c.insts, accesses=c.accesses)
     per_warp = np.diff(trace.warp_offsets)

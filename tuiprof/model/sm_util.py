@@ -59,6 +59,9 @@ class SmUtilisation:
     idle_sms: tuple[int, ...]
     """SMs that ran no CTA."""
     unit: str
+    caveat: str = ""
+    """What the figures do not show as the plain kernel would run (a measured timeline taken
+    with the probes resident at fewer CTAs per SM than the plain kernel); empty when nothing."""
 
     @property
     def sm_count(self) -> int:

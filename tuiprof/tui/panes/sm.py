@@ -35,7 +35,9 @@ def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str)
                                 + _ranges(idle), "bold $text-warning") if idle
                  else Content.styled("no idle SM", "$text-muted"))
     lines = [head, figures, idle_line]
-    room = max(1, height - 3)
+    if sm.caveat:
+        lines.append(Content.styled(f"⚠ {sm.caveat}", "$text-warning"))
+    room = max(1, height - len(lines))
     cols = max(1, width // CELL)
     if n <= room * cols and n <= 48:
         per_col = -(-n // cols)
