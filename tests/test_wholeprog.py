@@ -1,7 +1,9 @@
 """Whole programs without a GPU (tuiprof.build.wholeprog): nvcc's -dryrun plan parsed; a program
 with `main` and a two-unit -rdc=true program build instrumented and link with the host runtime
 (the launch stub calls the wrapper); the runtime's own file writer and count reader (compiled
-without CUDA) agree with tuiprof's decoding; the instrumented binary runs as the plain one when
+without CUDA) agree with tuiprof's decoding; its launch wrapper, linked with a CUDA runtime
+stand-in whose kernels use the probes' control block, picks the chosen launch, counts, records
+the snapshot and leaves the other launches alone; the instrumented binary runs as the plain one when
 tuiprof does not drive it (and, without a GPU, leaves no record file when it does); bad command
 lines are one clear error."""
 
@@ -199,6 +201,71 @@ def test_runtime_reads_the_counting_runs_file(selftest: Path, tmp_path: Path) ->
     assert r.returncode == 1  # another kernel's counts are never used
     r = subprocess.run([str(selftest), "counts", str(f), "_Z1", "3", "1", "5"], capture_output=True, timeout=60)
     assert r.returncode == 1  # CTAs past the counted grid
+
+
+@pytest.fixture(scope="module")
+def stubbed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runtime's launch wrapper linked with a CUDA runtime stand-in (tests/cpu_cuda/rt_stub.cpp:
+    host memory, kernels that use the probes' control block as instrumented ones do)."""
+    cxx = shutil.which("g++")
+    roots = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]
+    include = next((Path(r) / "include" for r in roots if r and (Path(r) / "include" / "cuda_runtime.h").is_file()),
+                   None)
+    if cxx is None or include is None:
+        pytest.skip("g++ and the CUDA toolkit's headers are needed")
+    exe = tmp_path_factory.mktemp("rt_stub") / "rt_stub"
+    subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{include}", str(RUNTIME_SOURCE),
+                    str(Path(__file__).parent / "cpu_cuda" / "rt_stub.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=300)
+    return exe
+
+
+GATHER = "_Z6gatherPfPKfPKii"
+LAUNCHES = ["saxpy:3:40", "gather:4:64", "gather:2:96"]
+
+
+def _run_stub(exe: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(exe), *LAUNCHES], capture_output=True, text=True, timeout=60, cwd=cwd,
+                          env=dict(os.environ, **{f"TUIPROF_{k.upper()}": v for k, v in env.items()}))
+
+
+def test_runtime_records_the_chosen_launch_through_its_wrapper(stubbed: Path, tmp_path: Path) -> None:
+    """The wrapper picks launch 1 of gather (the second), counts the whole grid, then records the
+    snapshot CTAs into regions sliced from the counting run's file; tuiprof decodes both files:
+    every warp's record at its addresses, the per-CTA SM and times, the elapsed time."""
+    count, record = tmp_path / "c.tprec", tmp_path / "r.tprec"
+    assert _run_stub(stubbed, tmp_path, mode="count", kernel=GATHER, launch="1", out=str(count)).returncode == 0
+    [c] = read_record_file(count)
+    assert (c.index, c.kernel, c.grid, c.block, c.cta_lo, c.cta_hi) == (1, GATHER, (2, 1, 1), (96, 1, 1), 0, 2)
+    assert c.used.tolist() == [33] * 6 and c.words.size == 0 and c.elapsed_ns == 250000  # 1 + 32 words a warp
+    r = _run_stub(stubbed, tmp_path, mode="record", kernel=GATHER, launch="1", out=str(record), counts=str(count),
+                  cta_lo="1", cta_hi="2")
+    assert r.returncode == 0 and "[tuiprof]" not in r.stderr
+    [launch] = read_record_file(record)
+    assert (launch.cta_lo, launch.cta_hi) == (1, 2)
+    assert launch.woff.tolist() == [0, 33, 66, 99] and launch.used.tolist() == [18, 18, 18]  # compressed: 2 + 16
+    rec = launch.records()
+    assert rec.warp_offsets.tolist() == [0, 1, 2, 3] and rec.mask.tolist() == [0xFFFFFFFF] * 3
+    base = 0x7F0000100000 + 4 * 96  # CTA 1's first thread
+    np.testing.assert_array_equal(rec.addr[:, :32], base + 4 * np.arange(96, dtype=np.uint64).reshape(3, 32))
+    ctas = cta_records(launch.cta, 2)
+    assert ctas.sm.tolist() == [0, 1] and ctas.start.tolist() == [0, 1] and ctas.end.tolist() == [100, 101]
+
+
+def test_runtime_leaves_other_launches_alone(stubbed: Path, tmp_path: Path) -> None:
+    """No TUIPROF_MODE, another kernel's name, or a launch index past the last: no record file and
+    a clean exit; a recording run whose counting file names another kernel records nothing and
+    says so on stderr."""
+    out = tmp_path / "x.tprec"
+    for env in ({}, {"mode": "count", "kernel": "_Z5otherv"}, {"mode": "count", "kernel": GATHER, "launch": "2"}):
+        r = _run_stub(stubbed, tmp_path, out=str(out), **env)
+        assert r.returncode == 0 and r.stderr == "" and not out.exists(), env
+    count = tmp_path / "c.tprec"
+    assert _run_stub(stubbed, tmp_path, mode="count", kernel="_Z5saxpyPfPKffi", out=str(count)).returncode == 0
+    r = _run_stub(stubbed, tmp_path, mode="record", kernel=GATHER, out=str(out), counts=str(count), cta_lo="0",
+                  cta_hi="1")
+    assert r.returncode == 0 and not out.exists()
+    assert "[tuiprof] the counting run's records do not match this launch; nothing recorded" in r.stderr
 
 
 def _fake_program(tmp_path: Path) -> WholeProgram:
