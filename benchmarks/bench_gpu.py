@@ -77,11 +77,9 @@ def static(repeat: int) -> dict[str, object]:
             if shutil.which("ptxas"):
                 plain_size, plain = _ptxas(ptx, tmp, "plain")
                 inst_size, inst = _ptxas(result.ptx, tmp, "inst")
-                capped = instrument_capped(
-                    ptx, module, caps={k: register_cap(a100, r[0]) for k, r in plain.items()},
-                    next_cap=functools.partial(next_register_cap, a100),
-                    local_bytes=lambda text: {k: r[2] for k, r in _ptxas(text, tmp, "try")[1].items()},
-                    plain_local={k: r[2] for k, r in plain.items()})
+                capped = instrument_capped(ptx, module, plain=plain, cap=functools.partial(register_cap, a100),
+                                           next_cap=functools.partial(next_register_cap, a100),
+                                           compiler=lambda text: _ptxas(text, tmp, "try")[1])
                 capped_size, cap = _ptxas(capped.ptx, tmp, "capped")
                 row.update(sass_bytes=plain_size, sass_bytes_instrumented=inst_size,
                            sass_bytes_capped=capped_size, sass_ratio=round(inst_size / plain_size, 1),

@@ -418,5 +418,6 @@ def test_register_caps_follow_the_device_warp_slots(tmp_path: Path) -> None:
     ptx = (Path(__file__).parent / "ptx" / "nvcc" / "demo_vecadd.sm75.ptx").read_text()
     module = parse_module(ptx)
     for cc, threads, cap in (((8, 6), 1536, 40), ((8, 0), 2048, 32)):
-        result = instrument_for(SimpleNamespace(ptx=ptx), module, _PtxasDriver(tmp_path, cc, threads))  # type: ignore[arg-type]
+        drv = _PtxasDriver(tmp_path, cc, threads)
+        result = instrument_for(SimpleNamespace(ptx=ptx), module, drv)  # type: ignore[arg-type]
         assert re.search(rf"\.entry kernel_vec_add\([^)]*\)\s*\.maxnreg {cap}\b", result.ptx), cc

@@ -298,8 +298,12 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
         prefix = _script_prefix(dry)
         rt = runtime_object(_host_compiler(dry), _include_dirs(dry))
 
+        reports: dict[tuple[str, str], dict[str, tuple[int, int, int]]] = {}
+
         def report(ptx: str, arch: str) -> dict[str, tuple[int, int, int]]:
-            return _ptxas_report(ptx, arch, folder, nvcc_path, workdir, timeout)
+            if (ptx, arch) not in reports:  # the last capped compile is the build's PTX
+                reports[(ptx, arch)] = _ptxas_report(ptx, arch, folder, nvcc_path, workdir, timeout)
+            return reports[(ptx, arch)]
 
         modules: list[ModuleMeta] = []
         for step in dry.steps:
@@ -348,11 +352,9 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     number = int(re.sub(r"\D", "", sm))
     arch = load_arch(base_preset((number // 10, number % 10)))
     try:
-        result = instrument_capped(
-            text, tag=tag, caps={k: register_cap(arch, r[0]) for k, r in plain.items()},
-            next_cap=functools.partial(next_register_cap, arch),
-            local_bytes=lambda ptx: {k: r[2] for k, r in report(ptx, sm).items()},
-            plain_local={k: r[2] for k, r in plain.items()})
+        result = instrument_capped(text, tag=tag, plain=plain, cap=functools.partial(register_cap, arch),
+                                   next_cap=functools.partial(next_register_cap, arch),
+                                   compiler=functools.partial(report, arch=sm))
     except PtxError as exc:
         raise BuildError(f"cannot instrument the PTX of {source or ptx_path.name}: {exc.message}", exc.hint) from None
     name = f"m{tag}.ptx"

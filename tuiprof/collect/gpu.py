@@ -745,11 +745,9 @@ def instrument_for(program: Program, module: Module, drv: Driver) -> Instrumente
         loaded = drv.load(ptx)
         return {k: drv.function_attributes(drv.get_function(loaded, k)) for k in module.kernels}
 
-    plain = attributes(program.ptx)
-    return instrument_capped(program.ptx, module, caps={k: register_cap(arch, a[0]) for k, a in plain.items()},
-                             next_cap=functools.partial(next_register_cap, arch),
-                             local_bytes=lambda ptx: {k: a[2] for k, a in attributes(ptx).items()},
-                             plain_local={k: a[2] for k, a in plain.items()})
+    return instrument_capped(program.ptx, module, plain=attributes(program.ptx),
+                             cap=functools.partial(register_cap, arch), next_cap=functools.partial(next_register_cap, arch),
+                             compiler=attributes)
 
 
 def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_name: str,

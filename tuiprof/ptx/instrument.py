@@ -571,26 +571,29 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
     return Instrumented(ptx=out, sites=tuple(sites), tag=tag, kernels=tuple(kernels))
 
 
-def instrument_capped(ptx: str, module: Module | None = None, *, tag: int = 0, caps: Mapping[str, int],
-                      next_cap: Callable[[int], int], local_bytes: Callable[[str], Mapping[str, int]],
-                      plain_local: Mapping[str, int], rounds: int = 3) -> Instrumented:
-    """`instrument` keeping each kernel within `caps` (registers per thread that keep the plain
-    kernel's occupancy), but never where that makes the compiler spill: compiled (`local_bytes`:
-    kernel -> local bytes per thread of the compiled PTX), a kernel that needs more local memory
-    than its plain kernel (`plain_local`) gets `next_cap` of its cap (the next occupancy step
-    down), for at most `rounds` compiles, and then no cap: a spill costs local-memory traffic on
-    every CTA, where a register costs occupancy."""
-    caps = {k: v for k, v in caps.items() if v > 0}
+Resources = Mapping[str, tuple[int, int, int]]
+"""Kernel -> (registers per thread, static shared bytes, local bytes per thread), as compiled."""
+
+
+def instrument_capped(ptx: str, module: Module | None = None, *, tag: int = 0, plain: Resources,
+                      cap: Callable[[int], int], next_cap: Callable[[int], int], compiler: Callable[[str], Resources],
+                      rounds: int = 3) -> Instrumented:
+    """`instrument` keeping each kernel within `cap` of its `plain` registers (the registers that
+    keep the plain kernel's occupancy), but never where that makes the compiler spill: compiled
+    (`compiler`), a kernel that needs more local memory than its plain kernel gets `next_cap` of
+    its cap (the next occupancy step down), for at most `rounds` compiles, and then no cap: a
+    spill costs local-memory traffic on every CTA, where a register costs occupancy."""
+    caps = {k: c for k, r in plain.items() if (c := cap(r[0])) > 0}
+    spilled: set[str] = set()
     for _ in range(rounds):
         result = instrument(ptx, module, tag=tag, max_registers=caps)
         if not caps:
             return result
-        compiled = local_bytes(result.ptx)
-        spilled = {k for k in caps if compiled.get(k, 0) > plain_local.get(k, 0)}
+        compiled = compiler(result.ptx)
+        spilled = {k for k in caps if compiled.get(k, (0, 0, 0))[2] > plain[k][2]}
         if not spilled:
             return result
-        caps = {k: next_cap(v) if k in spilled else v for k, v in caps.items()}
-        caps = {k: v for k, v in caps.items() if v > 0}
+        caps = {k: v for k, v in ((k, next_cap(v) if k in spilled else v) for k, v in caps.items()) if v > 0}
     return instrument(ptx, module, tag=tag, max_registers={k: v for k, v in caps.items() if k not in spilled})
 
 
