@@ -103,3 +103,20 @@ def test_snapshot_is_four_waves_from_the_start_cta() -> None:
     assert list(later.cta_ids[[0, -1]]) == [450, 511] and "up to the end of the grid" in later.rule
     with pytest.raises(TuiprofError, match="outside the grid"):
         choose_snapshot(launch, arch, start=512)
+
+
+def test_no_snapshot_is_larger_than_the_counting_bound() -> None:
+    """A whole program's counting run counts, before the launch is known, the CTAs any snapshot
+    may take: 4 waves of the most CTAs an SM can hold (4 x 132 x 32 on an H100), or --snapshot."""
+    from tuiprof.arch import load_arch
+    from tuiprof.trace.model import Launch
+    from tuiprof.trace.snapshot import choose_snapshot, max_snapshot_ctas
+
+    h100 = load_arch("h100")
+    bound = max_snapshot_ctas(h100)
+    assert bound == 4 * 132 * 32 and max_snapshot_ctas(h100, ctas=100) == 100
+    for threads, per_sm in ((32, 32), (64, 32), (256, 8), (1024, 2), (128, 1)):
+        launch = Launch(kernel="k", grid=(1 << 20, 1, 1), block=(threads, 1, 1), registers_per_thread=32,
+                        static_shared=0, dynamic_shared=0, ctas_per_sm=per_sm)
+        assert choose_snapshot(launch, h100).n_ctas <= bound
+    assert choose_snapshot(launch, h100, ctas=100, start=7).cta_ids[-1] < 7 + max_snapshot_ctas(h100, ctas=100)

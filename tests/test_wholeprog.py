@@ -201,6 +201,14 @@ def test_runtime_reads_the_counting_runs_file(selftest: Path, tmp_path: Path) ->
     assert r.returncode == 1  # another kernel's counts are never used
     r = subprocess.run([str(selftest), "counts", str(f), "_Z1", "3", "1", "5"], capture_output=True, timeout=60)
     assert r.returncode == 1  # CTAs past the counted grid
+    # a counting run of CTAs 2-3 only: CTA 3's counts are its second CTA's; CTA 1 was not counted
+    head = struct.pack("<IIQ3I3IQQQQQQQQ", 0x4C41554E, 3, 0, 4, 1, 1, 96, 1, 1, 0, 2, 4, 6, 0, 0, 0, 0)
+    f.write_bytes(RECORD_MAGIC + head + b"_Z1" + np.zeros(7, np.uint64).tobytes() + counts[:6].tobytes())
+    r = subprocess.run([str(selftest), "counts", str(f), "_Z1", "3", "3", "4"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and [int(v) for v in r.stdout.split()] == counts[3:6].tolist()
+    r = subprocess.run([str(selftest), "counts", str(f), "_Z1", "3", "1", "3"], capture_output=True, timeout=60)
+    assert r.returncode == 1
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +242,8 @@ def test_runtime_records_the_chosen_launch_through_its_wrapper(stubbed: Path, tm
     snapshot CTAs into regions sliced from the counting run's file; tuiprof decodes both files:
     every warp's record at its addresses, the per-CTA SM and times, the elapsed time."""
     count, record = tmp_path / "c.tprec", tmp_path / "r.tprec"
-    assert _run_stub(stubbed, tmp_path, mode="count", kernel=GATHER, launch="1", out=str(count)).returncode == 0
+    assert _run_stub(stubbed, tmp_path, mode="count", kernel=GATHER, launch="1", out=str(count),
+                     count_hi="1000").returncode == 0  # the CTAs a snapshot may take: here the whole grid
     [c] = read_record_file(count)
     assert (c.index, c.kernel, c.grid, c.block, c.cta_lo, c.cta_hi) == (1, GATHER, (2, 1, 1), (96, 1, 1), 0, 2)
     assert c.used.tolist() == [33] * 6 and c.words.size == 0 and c.elapsed_ns == 250000  # 1 + 32 words a warp
@@ -250,6 +259,18 @@ def test_runtime_records_the_chosen_launch_through_its_wrapper(stubbed: Path, tm
     np.testing.assert_array_equal(rec.addr[:, :32], base + 4 * np.arange(96, dtype=np.uint64).reshape(3, 32))
     ctas = cta_records(launch.cta, 2)
     assert ctas.sm.tolist() == [0, 1] and ctas.start.tolist() == [0, 1] and ctas.end.tolist() == [100, 101]
+    # a counting run of CTA 1 alone serves a snapshot of CTA 1 (the same records), not one of CTA 0
+    assert _run_stub(stubbed, tmp_path, mode="count", kernel=GATHER, launch="1", out=str(count), count_lo="1",
+                     count_hi="2").returncode == 0
+    [c] = read_record_file(count)
+    assert (c.cta_lo, c.cta_hi) == (1, 2) and c.used.tolist() == [33] * 3
+    again = tmp_path / "r2.tprec"
+    assert _run_stub(stubbed, tmp_path, mode="record", kernel=GATHER, launch="1", out=str(again), counts=str(count),
+                     cta_lo="1", cta_hi="2").returncode == 0
+    np.testing.assert_array_equal(read_record_file(again)[0].words, launch.words)
+    r = _run_stub(stubbed, tmp_path, mode="record", kernel=GATHER, launch="1", out=str(again) + "x",
+                  counts=str(count), cta_lo="0", cta_hi="1")
+    assert "do not match this launch" in r.stderr and not Path(str(again) + "x").exists()
 
 
 def test_runtime_leaves_other_launches_alone(stubbed: Path, tmp_path: Path) -> None:
@@ -384,3 +405,36 @@ def test_cached_builds_are_keyed_by_the_instrumenter(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(inst, "__file__", str(fake))
     assert program_run.instrumenter_digest() != before
+
+
+@needs_toolkit
+def test_collect_program_end_to_end_on_the_runtime_stand_in(stubbed: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`collect_program` on a built program whose binary is the runtime linked with the CUDA
+    runtime stand-in: its two runs (the counting one bounded to the CTAs a snapshot may take),
+    the snapshot rule, the decoding against the program's own sites and ops, the trace."""
+    import dataclasses
+
+    from tests.emu_driver import EmuDriver
+    from tuiprof.arch import load_arch
+    from tuiprof.collect import gpu
+    from tuiprof.collect.program_run import collect_program
+
+    shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
+    built = build_instrumented(["app.cu", "-arch=sm_80", "-o", "app.instr"], cwd=tmp_path)
+    [module] = built.modules
+    site = next(i for i, s in enumerate(module.sites) if s.function == GATHER)  # gather's first access
+    prog = dataclasses.replace(built, binary=stubbed)
+    info = EmuDriver().info
+    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
+    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
+    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    monkeypatch.setenv("TUIPROF_STUB_SITE", str(site))
+    run = collect_program(prog, LAUNCHES, arch=load_arch("h100"), kernel="gather", launch_index=1, cwd=tmp_path)
+    t = run.trace
+    assert run.exits == (0, 0) and run.notes == ()
+    assert (t.launch.kernel, t.launch.grid, t.launch.block) == (GATHER, (2, 1, 1), (96, 1, 1))
+    assert t.snapshot.cta_ids.tolist() == [0, 1] and t.n_warps == 6 and t.n_accesses == 6
+    assert t.provenance.backend == "gpu" and t.provenance.generator["launch_index"] == 1
+    assert {t.ops[o].kernel for o in t.op} == {GATHER} and len(set(t.op.tolist())) == 1
+    np.testing.assert_array_equal(np.sort(t.addr.ravel()), 0x7F0000100000 + 4 * np.arange(192, dtype=np.uint64))

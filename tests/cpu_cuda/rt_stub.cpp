@@ -5,7 +5,8 @@
 // access at (its first argument) + 4 x (its linear thread id in the grid), so each warp of the
 // snapshot CTAs leaves one record: counted uncompressed (1 + lanes words) in the counting pass,
 // written compressed (2 + ceil(lanes / 2) words) in the recording pass, as the probes write it.
-// Every CTA records SM c % 7, start 100 + c, end 200 + c.
+// Every CTA records SM c % 7, start 100 + c, end 200 + c. The records name site
+// TUIPROF_STUB_SITE (default 0) of module 0.
 //
 // The test program's arguments are its launches, in order: KERNEL:CTAS:THREADS, KERNEL one of
 // gather, saxpy.
@@ -50,6 +51,8 @@ cudaError_t fake_kernel(const void* k, dim3 g, dim3 b, void** args) {
     uint64_t grid = uint64_t(g.x) * g.y * g.z, threads = uint64_t(b.x) * b.y * b.z, wpc = (threads + 31) / 32;
     uint64_t lo = ctl[1] & 0xffffffffu, hi = ctl[1] >> 32;
     uint64_t base = uint64_t(reinterpret_cast<uintptr_t>(*static_cast<float**>(args[0])));
+    const char* site_env = std::getenv("TUIPROF_STUB_SITE");
+    uint64_t site = site_env ? std::strtoull(site_env, nullptr, 10) : 0;
     for (uint64_t c = 0; c < grid; ++c) {
         if (ctl[4]) {
             uint64_t* cta = reinterpret_cast<uint64_t*>(ctl[4]) + 3 * c;
@@ -73,12 +76,12 @@ cudaError_t fake_kernel(const void* k, dim3 g, dim3 b, void** args) {
             uint64_t* rec = reinterpret_cast<uint64_t*>(ctl[3]) + woff[sw] + at;
             uint64_t first = base + 4 * (c * threads + 32 * w);
             if (n >= 3) {
-                rec[0] = mask | (uint64_t(0x80000000u) << 32);
+                rec[0] = mask | ((0x80000000u | site) << 32);
                 rec[1] = first;
                 uint32_t* off = reinterpret_cast<uint32_t*>(rec + 2);
                 for (uint64_t l = 0; l < n; ++l) off[l] = uint32_t(4 * l);
             } else {
-                rec[0] = mask;
+                rec[0] = mask | (site << 32);
                 for (uint64_t l = 0; l < n; ++l) rec[1 + l] = first + 4 * l;
             }
         }

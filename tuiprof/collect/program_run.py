@@ -30,7 +30,7 @@ from tuiprof.build.wholeprog import WholeProgram
 from tuiprof.collect.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.model import Launch, Provenance, SourceFile, Trace
-from tuiprof.trace.snapshot import choose_snapshot
+from tuiprof.trace.snapshot import choose_snapshot, max_snapshot_ctas
 
 
 class ProgramError(TuiprofError):
@@ -133,8 +133,11 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     name = prog.binary.name
     with tempfile.TemporaryDirectory(prefix="tuiprof-run-") as tmp:
         count_file, record_file = Path(tmp) / "count.tprec", Path(tmp) / "record.tprec"
-        code1 = run_program(prog.binary, args, dict(base_env, TUIPROF_MODE="count", TUIPROF_OUT=str(count_file)),
-                            timeout, cwd)
+        # the counting run counts only the CTAs a snapshot may take: the launch is not known yet
+        count_hi = snapshot_start + max_snapshot_ctas(arch, ctas=snapshot_ctas)
+        code1 = run_program(prog.binary, args, dict(base_env, TUIPROF_MODE="count", TUIPROF_OUT=str(count_file),
+                                                    TUIPROF_COUNT_LO=str(snapshot_start),
+                                                    TUIPROF_COUNT_HI=str(count_hi)), timeout, cwd)
         counted = _one_launch(count_file, code1, "counting", name)
         if code1 != 0:
             notes.append(f"the counting run {_describe_exit(code1)} after the chosen launch")

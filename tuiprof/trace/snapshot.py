@@ -18,6 +18,12 @@ PAPER_WAVES = 4.0
 """Paper 000 sec. 3.1 / 5.3: the snapshot is 4 x the threads running at once on all SMs."""
 
 
+def max_snapshot_ctas(arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None) -> int:
+    """The most CTAs `choose_snapshot` takes for any launch on `arch` (at most `max_ctas_per_sm`
+    resident per SM): a counting run that must come before the launch is known counts no more."""
+    return ctas if ctas is not None else max(1, int(round(waves * arch.sm_count * arch.max_ctas_per_sm)))
+
+
 def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None,
                     why: str = "", start: int = 0) -> Snapshot:
     """Consecutive CTAs from CTA `start`: `waves` x the CTAs resident at once on all SMs (or exactly

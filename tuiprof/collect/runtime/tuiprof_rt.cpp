@@ -13,8 +13,10 @@
 //   TUIPROF_OUT      record file to write (written to OUT.part, then renamed)
 //   TUIPROF_KERNEL   PTX symbol of the kernel to record (empty: any kernel)
 //   TUIPROF_LAUNCH   which launch of it (from 0; default 0)
-//   TUIPROF_CTA_LO, TUIPROF_CTA_HI  snapshot CTAs (record mode; count mode counts the whole grid)
-//   TUIPROF_COUNTS   the counting run's record file (record mode): per-warp words, whole grid
+//   TUIPROF_CTA_LO, TUIPROF_CTA_HI  snapshot CTAs (record mode)
+//   TUIPROF_COUNT_LO, TUIPROF_COUNT_HI  the CTAs the counting run counts (count mode; default the
+//                    whole grid): those any snapshot tuiprof may choose can take
+//   TUIPROF_COUNTS   the counting run's record file (record mode): per-warp words of its CTAs
 //
 // Nothing here ever aborts the program: a problem is one "[tuiprof]" line on stderr, and the
 // missing record file tells tuiprof the rest.
@@ -24,6 +26,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -55,8 +58,9 @@ bool read_counts(const char* path, const std::string& kernel, uint64_t warps_per
     bool ok = std::fread(magic, 1, 8, f) == 8 && std::memcmp(magic, kFileMagic, 8) == 0 &&
               std::fread(&h, sizeof h, 1, f) == 1 && h.magic == kLaunchMagic;
     std::string name(ok ? h.name_len : 0, '\0');
-    ok = ok && std::fread(&name[0], 1, h.name_len, f) == h.name_len && name == kernel &&
-         hi * warps_per_cta <= h.warps;
+    // the counted CTAs (h.cta_lo .. h.cta_hi) must cover the snapshot's
+    ok = ok && std::fread(&name[0], 1, h.name_len, f) == h.name_len && name == kernel && h.cta_lo <= lo &&
+         hi <= h.cta_hi && (h.cta_hi - h.cta_lo) * warps_per_cta == h.warps;
     std::vector<uint64_t> used;
     if (ok) {
         used.resize(h.warps);
@@ -65,7 +69,7 @@ bool read_counts(const char* path, const std::string& kernel, uint64_t warps_per
     }
     std::fclose(f);
     if (!ok) return false;
-    out.assign(used.begin() + lo * warps_per_cta, used.begin() + hi * warps_per_cta);
+    out.assign(used.begin() + (lo - h.cta_lo) * warps_per_cta, used.begin() + (hi - h.cta_lo) * warps_per_cta);
     return true;
 }
 
@@ -156,6 +160,10 @@ cudaError_t traced(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t shmem, cudaS
     uint64_t lo = 0, hi = grid_ctas;
     std::vector<uint64_t> counts;
     bool record = mode == "record";
+    if (!record && *env("TUIPROF_COUNT_HI")) {  // only the CTAs a snapshot may take
+        hi = std::min<uint64_t>(std::strtoull(env("TUIPROF_COUNT_HI"), nullptr, 10), grid_ctas);
+        lo = std::min<uint64_t>(std::strtoull(env("TUIPROF_COUNT_LO", "0"), nullptr, 10), hi);
+    }
     if (record) {
         lo = std::strtoull(env("TUIPROF_CTA_LO", "0"), nullptr, 10);
         hi = std::strtoull(env("TUIPROF_CTA_HI", "0"), nullptr, 10);
