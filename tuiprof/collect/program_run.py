@@ -1,6 +1,7 @@
 """Profiling a whole program built by `tuiprof.build.wholeprog`: run it twice under its host runtime
 (a counting run, then a recording run of the chosen launch's snapshot), and turn the record file
-into a Trace.
+into a Trace. The launch is not known before the counting run, so that run counts the CTAs any
+snapshot may take (`max_snapshot_ctas` from --snapshot-start), not the whole grid.
 
 The program runs in the caller's folder, with the arguments the user gave, its own output shown on
 standard error (tuiprof's standard output is the report's) and no standard input (it runs twice).
