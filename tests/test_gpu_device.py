@@ -166,3 +166,25 @@ def test_pycuda_missing_or_no_gpu_is_clear() -> None:
         assert "pycuda" in problem or "driver" in problem or "device" in problem
     with pytest.raises(TuiprofError, match="unknown CUDA library 'cupy'"):
         gpu_problem("cupy")
+
+
+def test_the_driver_calls_exist_in_the_installed_cuda_bindings() -> None:
+    """Every driver function, enum and attribute the cuda-bindings collector names exists in the
+    installed NVIDIA cuda-bindings (a renamed or misspelt one would fail only on a GPU)."""
+    import inspect
+    import re
+
+    drv = pytest.importorskip("cuda.bindings.driver")
+    from tuiprof.collect import gpu
+
+    source = inspect.getsource(gpu._CudaBindings)
+    calls = set(re.findall(r"\bdrv\.(cu[A-Za-z0-9_]+|CU[A-Za-z_]+)", source))
+    assert {"cuInit", "cuModuleLoadData", "cuLaunchKernel", "cuFuncGetAttribute", "cuMemcpyDtoH"} <= calls
+    missing = [name for name in sorted(calls) if not hasattr(drv, name)]
+    assert not missing, missing
+    attributes = set(re.findall(r"\b(CU_(?:DEVICE|FUNC)_ATTRIBUTE_[A-Z0-9_]+)", source))
+    assert len(attributes) >= 10
+    enums = (drv.CUdevice_attribute, drv.CUfunction_attribute)
+    missing = [a for a in sorted(attributes) if not any(hasattr(e, a) for e in enums)]
+    assert not missing, missing
+    assert hasattr(drv.CUresult, "CUDA_SUCCESS")
