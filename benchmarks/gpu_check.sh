@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks of issue 12, for a session that is lent a GPU (none has run yet; README "On a GPU").
-# About 8 minutes; results under $OUT (7 files). How to run it, from the repository root:
+# About 8 minutes; results under $OUT (8 files). How to run it, from the repository root:
 #
 #   here:     bash ../shared/tools/gpu-wheels.sh      # fills the git-ignored .whl/ (textual, pycuda's sdist...)
 #   device:   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540), then give_back
@@ -14,6 +14,8 @@
 #   5. while time is left: a whole program built and validated (options after the binary, arguments
 #      after --), `tuiprof app.cu --once -- ARGS` end to end, `--cuda pycuda` (its sdist built in the
 #      background from the start), more demos validated; a dump of every trace saved  -> validate.log, pycuda.log
+#   6. ncu's values per validated demo -> measured.json (copy it to demo_traces/measured.json, with a
+#      "mae_bound" per GPU, so that CI checks the prediction against them: tests/test_demo_measured.py)
 # summary.txt: GPU, driver, toolkit and package versions, then each step's exit status and seconds;
 # rest.tgz: junit XML, install and build logs, bench stderr, the saved traces, the calibrated arch.
 set -u
@@ -21,7 +23,7 @@ END=$((SECONDS + 470)); W=${GC_WORK:-/tmp/gc}; O=${OUT:-$W/out}; S=$O/summary.tx
 mkdir -p "$W/cfg" "$W/cache" "$O"
 export PATH=/usr/local/cuda/bin:$PATH CUDA_HOME=/usr/local/cuda CUDA_ROOT=/usr/local/cuda \
   XDG_CACHE_HOME=$W/cache XDG_CONFIG_HOME=$W/cfg PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
-  CUDA_MODULE_LOADING=EAGER PYTHONPATH=$PWD:$W/site GC_W=$W
+  CUDA_MODULE_LOADING=EAGER PYTHONPATH=$PWD:$W/site GC_W=$W GC_O=$O
 T="python3 -m tuiprof"
 left() { echo $((END - SECONDS)); }
 step() {  # step NAME CAP LOG CMD...: CMD under min(CAP, time left); its status and seconds in summary.txt
@@ -74,6 +76,15 @@ for p, t in T.items():
 a, b = T.get(w + "/val_vecadd.tptrace"), T.get(w + "/val_pycuda.tptrace")
 if a and b:
     print("pycuda vs cuda-bindings, same ops and masks:", np.array_equal(a.op, b.op) and np.array_equal(a.mask, b.mask))
+# ncu's values per demo, for demo_traces/measured.json (tests/test_demo_measured.py checks the prediction against them)
+import json
+measured = {}
+for p, t in T.items():
+    name = os.path.basename(p)[len("val_"):-len(".tptrace")]
+    if name not in ("app", "pycuda") and t.provenance.measured:
+        e = measured.setdefault(t.provenance.gpu, {"arch": t.provenance.arch, "date": t.provenance.date, "demos": {}})
+        e["demos"][name] = t.provenance.measured
+open(os.path.join(os.environ["GC_O"], "measured.json"), "w").write(json.dumps(measured, indent=1))
 EOF
 echo "total ${SECONDS}s" >>"$S"
 EXCL="--exclude=cache --exclude=site --exclude=site2 --exclude=app --exclude=app.tuiprof --exclude=out"
