@@ -193,12 +193,13 @@ def emulated() -> dict[str, object]:
         symbol = program.kernel(kernel).name if kernel else program.kernels[0].name
         choice = LaunchChoice(program.kernel(kernel).name if kernel else None, index)
         runs = {}
+        inst = instrument_for(program, module, Counting())  # both passes run the same probes
+        rule = lambda launch: Snapshot(np.arange(min(n_ctas, launch.grid_ctas), dtype=np.int64), "bench")  # noqa: E731
         for mode in ("plain", "count", "record"):
             drv = Counting()
-            inst = instrument_for(program, module, drv) if mode != "plain" else None
-            rule = lambda launch: Snapshot(np.arange(min(n_ctas, launch.grid_ctas), dtype=np.int64), "bench")  # noqa: E731
-            with GpuDevice(program, module, mode=mode, choice=choice, snapshot_rule=rule, instrumented=inst,
-                           counts=runs.get("counted"), driver=drv) as dev:
+            with GpuDevice(program, module, mode=mode, choice=choice, snapshot_rule=rule,
+                           instrumented=inst if mode != "plain" else None, counts=runs.get("counted"),
+                           driver=drv) as dev:
                 setup(dev)
                 if mode == "count":
                     runs["counted"] = dev.recorded

@@ -125,12 +125,9 @@ def sector_size(strides: np.ndarray, cycles: np.ndarray, t_hit: float, t_miss: f
     missing = c >= t_hit + 0.8 * (t_miss - t_hit)
     if not missing.any():
         raise CalibrationError(f"the sector sweep never reached the L2 latency ({t_miss:.0f} cycles): strides "
-                               f"{', '.join(f'{int(a)} B' for a in s)} took {_cycles(c)} cycles", CALIBRATION_HINT)
+                               f"{', '.join(f'{int(a)} B' for a in s)} took {', '.join(f'{v:.0f}' for v in c)} cycles",
+                               CALIBRATION_HINT)
     return int(np.min(s[missing]))
-
-
-def _cycles(values: np.ndarray) -> str:
-    return ", ".join(f"{v:.0f}" for v in values)
 
 
 def check_levels(t1: float, t2: float, dram: float | None = None) -> None:

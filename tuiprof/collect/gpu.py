@@ -510,6 +510,7 @@ class GpuDevice:
         self._module = self.drv.load(self.instrumented.ptx if self.instrumented else program.ptx)
         self._ctl = self.drv.get_global(self._module, CTL_SYMBOL)[0] if self.instrumented else 0
         self._functions: dict[str, object] = {}
+        self._plain_module: object | None = None
         self._buffers: dict[int, _Buffer] = {}
         self._scratch: list[int] = []
         self._launches: dict[str | None, int] = {}
@@ -677,8 +678,9 @@ class GpuDevice:
     def _plain_attributes(self, symbol: str) -> tuple[int, int, int]:
         if self.instrumented is None:
             return self.drv.function_attributes(self._function(symbol))
-        plain = self.drv.load(self.program.ptx)
-        return self.drv.function_attributes(self.drv.get_function(plain, symbol))
+        if self._plain_module is None:  # loaded once, not once per question
+            self._plain_module = self.drv.load(self.program.ptx)
+        return self.drv.function_attributes(self.drv.get_function(self._plain_module, symbol))
 
     def close(self) -> None:
         for ptr in list(self._buffers) + self._scratch:

@@ -348,13 +348,10 @@ class _Emitter:
                ".reg .pred %tp_q, %tp_l, %tp_i, %tp_f, %tp_ok, %tp_p;"]
         if in_kernel:
             sw = self.SW
-        else:  # a device function keeps no kernel-wide state: it finds the warp's index here
+            out.append(f"@{self.OFF} bra.uni {skip};")
+        else:  # a device function keeps no kernel-wide state: it finds the warp's index (or skips) here
             sw = "%tp_sw"
             out += [".reg .b32 %tp_sw;", *self._snapshot_warp(sw, skip)]
-        if in_kernel:
-            out.append(f"@{self.OFF} bra.uni {skip};")
-        else:
-            out += [f"setp.eq.u32 %tp_q, {sw}, -1;", f"@%tp_q bra.uni {skip};"]
         out += address
         if space == "shared":
             out.append(f"or.b64 %tp_a, %tp_a, {SHARED_TAG};")
