@@ -19,7 +19,7 @@
 # summary.txt: GPU, driver, toolkit and package versions, then each step's exit status and seconds;
 # rest.tgz: junit XML, install and build logs, bench stderr, the saved traces, the calibrated arch.
 set -u
-END=$((SECONDS + 470)); W=${GC_WORK:-/tmp/gc}; O=${OUT:-$W/out}; S=$O/summary.txt
+END=$((SECONDS + ${GC_BUDGET:-470})); W=${GC_WORK:-/tmp/gc}; O=${OUT:-$W/out}; S=$O/summary.txt
 mkdir -p "$W/cfg" "$W/cache" "$O"
 export PATH=/usr/local/cuda/bin:$PATH CUDA_HOME=/usr/local/cuda CUDA_ROOT=/usr/local/cuda \
   XDG_CACHE_HOME=$W/cache XDG_CONFIG_HOME=$W/cfg PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
@@ -45,7 +45,7 @@ step install 60 "$W/install.log" python3 -m pip install -q --no-index --no-deps 
 BUILD=$!
 
 X=""; python3 -c 'import xdist' 2>/dev/null && X="-n 4"
-python3 -c 'import pytest_timeout' 2>/dev/null && X="$X --timeout 150"
+python3 -c 'import pytest_timeout' 2>/dev/null && X="$X --timeout 100 --timeout-method thread"
 step pytest_gpu 190 "$O/pytest.log" python3 -m pytest -p no:cacheprovider -q -rs $X --durations=25 \
   --junitxml "$W/junit.xml" tests/test_gpu_run.py tests/test_gpu_cli.py tests/test_gpu_device.py tests/test_wholeprog.py
 step bench_gpu 100 "$W/bench.err" python3 benchmarks/bench_gpu.py --repeat 2 --out "$O/bench_gpu.json"
