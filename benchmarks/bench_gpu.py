@@ -106,11 +106,13 @@ def _timed(fn) -> float:  # type: ignore[no-untyped-def]
 
 
 def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
+    """Per launch script, the chosen launch (the script's KERNEL, first launch) timed plain, counting
+    and recording, each `repeat` times, best of each; the probes instrumented once per script
+    (`instrument_for`, as the GPU path does) and no trace built, so that only kernels are timed."""
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
-    from tuiprof.arch.occupancy import occupancy
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice, _open_driver, collect_gpu, gpu_problem
+    from tuiprof.collect.gpu import GpuDevice, LaunchChoice, _open_driver, gpu_problem, instrument_for
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 
@@ -118,36 +120,43 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
     if problem is not None:
         return {"skipped": f"no GPU: {problem}"}
     drv = _open_driver("cuda-bindings")
-    info = drv.info
-    drv.close()
-    arch = load_arch(base_preset(info.compute_capability))
-    rows: dict[str, object] = {"device": info.name}
-    for script in sorted((ROOT / "demo_traces").glob("*_launch*.py")):
-        ns = runpy.run_path(str(script), run_name="__bench__")
-        source = script.with_name(script.name.split("_launch", 1)[0] + ".cu")
-        program = build_program(source, compute_capability=info.compute_capability)
-        module = parse_module(program.ptx)
-        plain_ms = []
-        for _ in range(repeat):
-            with GpuDevice(program, module, mode="plain") as dev:
-                ns["setup"](dev)
-                plain_ms.append(dev.times_ms[0][1])
-        counts, records = [], []
-        for _ in range(repeat):
-            run = collect_gpu(program, lambda dev: ns["setup"](dev), arch_name=arch.name,
-                              snapshot_rule=lambda launch: choose_snapshot(launch, arch),
-                              ctas_per_sm=lambda L: occupancy(arch, L.threads_per_cta, L.registers_per_thread,
-                                                              L.static_shared, L.dynamic_shared).ctas_per_sm,
-                              module=module)
-            counts.append(run.count_ms)
-            records.append(run.record_ms)
-        base = min(plain_ms)
-        rows[script.stem] = {"plain_ms": round(base, 4), "count_ms": round(min(counts), 4),
-                             "record_ms": round(min(records), 4), "count_x": round(min(counts) / base, 2),
-                             "record_x": round(min(records) / base, 2),
-                             "snapshot_ctas": run.trace.snapshot.n_ctas, "grid_ctas": run.trace.launch.grid_ctas}
-        if callable(progress):
-            progress(rows)
+    arch = load_arch(base_preset(drv.info.compute_capability))
+    rows: dict[str, object] = {"device": drv.info.name}
+    try:
+        for script in sorted((ROOT / "demo_traces").glob("*_launch*.py")):
+            ns = runpy.run_path(str(script), run_name="__bench__")
+            source = script.with_name(script.name.split("_launch", 1)[0] + ".cu")
+            program = build_program(source, compute_capability=drv.info.compute_capability)
+            module = parse_module(program.ptx)
+            symbol = program.kernel(ns["KERNEL"]).name if "KERNEL" in ns else None
+            choice = LaunchChoice(symbol, 0)
+            inst = instrument_for(program, module, drv)
+            plain, counts, records = [], [], []
+            for _ in range(repeat):
+                with GpuDevice(program, module, mode="plain", driver=drv) as dev:
+                    ns["setup"](dev)
+                    plain.append(next(ms for name, ms in dev.times_ms if symbol in (None, name)))
+                with GpuDevice(program, module, mode="count", choice=choice, instrumented=inst, driver=drv,
+                               snapshot_rule=lambda launch: choose_snapshot(launch, arch)) as dev:
+                    ns["setup"](dev)
+                    counted = dev.recorded
+                assert counted is not None
+                with GpuDevice(program, module, mode="record", choice=choice, instrumented=inst, counts=counted,
+                               driver=drv) as dev:
+                    ns["setup"](dev)
+                    assert dev.recorded is not None
+                    counts.append(counted.elapsed_ms)
+                    records.append(dev.recorded.elapsed_ms)
+            base = min(plain)
+            rows[script.stem] = {"kernel": counted.kernel, "plain_ms": round(base, 4),
+                                 "count_ms": round(min(counts), 4), "record_ms": round(min(records), 4),
+                                 "count_x": round(min(counts) / base, 2), "record_x": round(min(records) / base, 2),
+                                 "snapshot_ctas": counted.snapshot.n_ctas,
+                                 "grid_ctas": counted.grid[0] * counted.grid[1] * counted.grid[2]}
+            if callable(progress):
+                progress(rows)
+    finally:
+        drv.close()
     return rows
 
 
@@ -220,11 +229,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--static-only", action="store_true")
+    ap.add_argument("--gpu-only", action="store_true", help="skip the static part (ptxas, any machine)")
     ap.add_argument("--emu", action="store_true", help="also count the probes' dynamic PTX instructions in the "
                     "emulator (no GPU needed; about a minute)")
     ap.add_argument("--out", type=Path, help="also write the JSON here, after every launch script")
     a = ap.parse_args()
-    out: dict[str, object] = {"targets": TARGETS, "static": static(a.repeat)}
+    out: dict[str, object] = {"targets": TARGETS, **({} if a.gpu_only else {"static": static(a.repeat)})}
 
     def save(rows: object = None) -> None:
         if rows is not None:

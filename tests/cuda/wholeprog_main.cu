@@ -22,7 +22,7 @@ int main(int argc, char **argv)
     const int n = argc > 1 ? std::atoi(argv[1]) : 4096;
     std::vector<float> x(n), y(n), out(n);
     std::vector<int> idx(n);
-    for (int i = 0; i < n; ++i) { x[i] = float(i); y[i] = 1.0f; idx[i] = (i * 7919) % n; }
+    for (int i = 0; i < n; ++i) { x[i] = float(i); y[i] = 1.0f; idx[i] = int(i * 7919LL % n); }
     float *dx, *dy, *dout;
     int *didx;
     if (cudaMalloc(&dx, n * sizeof(float)) != cudaSuccess) {
