@@ -294,3 +294,20 @@ def test_cli_whole_programs_on_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                  "wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"]) == 0
     t = load_trace(tmp_path / "rdc.tptrace")
     assert {o.file for o in t.ops} == {"wholeprog_rdc_main.cu", "wholeprog_rdc_lib.cu"}
+
+
+async def test_ui_opens_a_kernel_file_on_a_gpu_recorded_trace() -> None:
+    """`tuiprof demo_traces/vecadd.cu` (its launch script found beside it): the UI's worker records
+    on the GPU; the status bar names the gpu trace and the SM pane says its times are measured."""
+    pytest.importorskip("textual")
+    from tests.tui_support import screen_text, wait_for
+    from tuiprof.session import RunConfig
+    from tuiprof.tui.app import TuiprofApp
+
+    app = TuiprofApp(str(DEMO_DIR / "vecadd.cu"), RunConfig(trials=2, sweep=False), show_timing=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: app.trace is not None or app.phase == "failed")
+        assert app.trace is not None, app.error
+        assert app.trace.provenance.backend == "gpu" and app.trace.ctas.measured_timing
+        await wait_for(pilot, lambda: "[measured]" in screen_text(app))
+        assert "gpu trace" in screen_text(app).splitlines()[0]
