@@ -1,6 +1,6 @@
 """Instrumentation cost, against the uninstrumented kernel measured in the same run.
 
-    python benchmarks/bench_gpu.py [--static-only] [--emu] [--repeat 5] [--out FILE]
+    python benchmarks/bench_gpu.py [--static-only | --gpu-only] [--emu] [--repeat 5] [--out FILE]
 
 With --emu (any machine): the probes' dynamic PTX instructions per CTA in the emulator, plain and
 in the counting and recording passes (`emulated`).
@@ -11,8 +11,8 @@ plain one (``ptxas -v -arch=sm_80``), with the occupancy those registers allow o
 threads per CTA (plain, instrumented, instrumented with the GPU path's register caps): the probes'
 registers are what every CTA pays, recorded or not.
 
-On a GPU (each demo launch script in demo_traces/): the chosen launch's kernel time (device events)
-plain, in the counting pass and in the recording pass, and their ratios to plain: the
+On a GPU (each demo launch script in demo_traces/): the launch of the script's KERNEL timed (device
+events) plain, in the counting pass and in the recording pass, and their ratios to plain: the
 instrumentation slowdown the issue asks to keep at most 3x on memory-bound kernels (bar: 5x).
 Set CUDA_MODULE_LOADING=EAGER so that no module loading falls between a launch's events. With
 --out, the JSON is rewritten after every launch script, so a run cut short keeps what it measured.

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.ptx_support import DEMO_DIR
 from tuiprof.collect import DeviceArray
 from tuiprof.collect.gpu import EMULATOR_HINT, GpuUnavailable, gpu_problem, pack_params, require_gpu
 from tuiprof.errors import TuiprofError
@@ -132,6 +133,39 @@ def test_struct_by_value_reaches_the_kernel(tmp_path: Path) -> None:
                                       np.array((-7, 100.5), mixed)[()], out))
         got = dev.from_device(out)
     np.testing.assert_array_equal(got, np.full(4, 3 + 1.25 + 100.5 - 7))
+
+
+def test_a_device_closes_the_driver_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GpuDevice given no driver opens one and closes it with itself, also when loading the
+    module fails (pycuda aborts the process at exit when a context is left pushed: the first GPU
+    run's `--cuda pycuda` validate printed that); a driver passed in stays open for its owner."""
+    from tests.emu_driver import EmuDriver
+    from tuiprof.build import build_program
+    from tuiprof.collect import gpu
+    from tuiprof.collect.gpu import GpuDevice
+
+    closed: list[int] = []
+
+    class Counted(EmuDriver):
+        def close(self) -> None:
+            closed.append(1)
+
+    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: Counted())
+    program = build_program(DEMO_DIR / "vecadd.cu", compute_capability=(8, 0))
+    module = parse_module(program.ptx)
+    with GpuDevice(program, module) as dev:
+        dev.zeros(4, np.float32)
+    assert closed == [1]
+    dev.close()
+    assert closed == [1]
+    shared = Counted()
+    with GpuDevice(program, module, driver=shared):
+        pass
+    assert closed == [1]
+    monkeypatch.setattr(Counted, "load", lambda self, ptx: (_ for _ in ()).throw(gpu.GpuError("no", "hint")))
+    with pytest.raises(gpu.GpuError):
+        GpuDevice(program, module)
+    assert closed == [1, 1]
 
 
 @pytest.mark.parametrize("args, message", [

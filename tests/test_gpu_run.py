@@ -297,14 +297,18 @@ def test_cli_whole_programs_on_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 async def test_ui_opens_a_kernel_file_on_a_gpu_recorded_trace() -> None:
-    """`tuiprof demo_traces/vecadd.cu` (its launch script found beside it): the UI's worker records
-    on the GPU; the status bar names the gpu trace and the SM pane says its times are measured."""
+    """`tuiprof demo_traces/vecadd.cu` (its launch script found beside it; the command line's
+    settings, --backend auto): the UI's worker records on the GPU; the status bar names the gpu
+    trace and the SM pane says its times are measured."""
     pytest.importorskip("textual")
     from tests.tui_support import screen_text, wait_for
-    from tuiprof.session import RunConfig
+    from tuiprof.cli import build_parser, parse_command_line, run_config
     from tuiprof.tui.app import TuiprofApp
 
-    app = TuiprofApp(str(DEMO_DIR / "vecadd.cu"), RunConfig(trials=2, sweep=False), show_timing=False)
+    target = str(DEMO_DIR / "vecadd.cu")
+    config = run_config(parse_command_line(build_parser(), [target, "--trials", "2", "--no-sweep"]))
+    assert config.collect.backend == "auto"
+    app = TuiprofApp(target, config, show_timing=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_for(pilot, lambda: app.trace is not None or app.phase == "failed")
         assert app.trace is not None, app.error

@@ -503,12 +503,18 @@ class GpuDevice:
         self.choice = choice
         self.snapshot_rule = snapshot_rule
         self.counted = counts
+        self._own_driver = driver is None  # closed with the device (pycuda aborts at exit on a context left pushed)
         self.drv: Driver = driver if driver is not None else _open_driver(cuda)
-        self.instrumented = instrumented if mode != "plain" else None
-        if mode != "plain" and self.instrumented is None:
-            self.instrumented = instrument_for(program, module, self.drv)
-        self._module = self.drv.load(self.instrumented.ptx if self.instrumented else program.ptx)
-        self._ctl = self.drv.get_global(self._module, CTL_SYMBOL)[0] if self.instrumented else 0
+        try:
+            self.instrumented = instrumented if mode != "plain" else None
+            if mode != "plain" and self.instrumented is None:
+                self.instrumented = instrument_for(program, module, self.drv)
+            self._module = self.drv.load(self.instrumented.ptx if self.instrumented else program.ptx)
+            self._ctl = self.drv.get_global(self._module, CTL_SYMBOL)[0] if self.instrumented else 0
+        except BaseException:
+            if self._own_driver:
+                self.drv.close()
+            raise
         self._functions: dict[str, object] = {}
         self._plain_module: object | None = None
         self._buffers: dict[int, _Buffer] = {}
@@ -687,6 +693,9 @@ class GpuDevice:
             self.drv.free(ptr)
         self._buffers.clear()
         self._scratch.clear()
+        if self._own_driver:
+            self._own_driver = False
+            self.drv.close()
 
     def __enter__(self) -> GpuDevice:
         return self
