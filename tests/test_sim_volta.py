@@ -284,6 +284,9 @@ def test_a_power_of_two_stride_of_lines_spreads_over_the_l2_sets(preset: str, l2
     ("v100", 200_000, 98304, 32, 64),         # more than any step: the largest
     ("a100", 100 * 1024, 100 * 1024, 92, 184),
     ("h100", 228 * 1024, 228 * 1024, 28, 56),
+    ("h100", 0, 0, 217, 434),                 # the measured L1 caps what the carve-out leaves (256 KiB here)
+    ("h100", 8192, 8192, 217, 434),           # 248 KiB left, capped at the 217 measured
+    ("h100", 40 * 1024, 64 * 1024, 192, 384),  # below the cap: the carve-out rule
 ])
 def test_the_l1_is_what_the_carve_out_leaves(preset: str, shared: int, carve: int, l1_kib: int, ways: int) -> None:
     a = load_arch(preset)

@@ -171,7 +171,8 @@ class Arch:
     """The shared-memory sizes the unified array can be split at (ascending; the L1 gets the
     rest). On Volta and later the driver picks the split per kernel, and a session simulates the
     L1 it leaves (`tuiprof.arch.occupancy.carveout_arch`); ``l1.size`` is the L1 beside the
-    smallest step, and setting ``l1.size`` or ``l1.assoc`` fixes the L1 instead."""
+    smallest step, or less where measured (a cap: `tuiprof calibrate`), and setting ``l1.size`` or
+    ``l1.assoc`` as a what-if override fixes the L1 instead."""
     address_hash: str
     """One of `ADDRESS_HASHES`."""
     departure_del_coal: float
