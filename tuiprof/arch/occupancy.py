@@ -167,10 +167,10 @@ def carveout_arch(arch: Arch, shared_per_sm: int) -> Arch:
     `shared_per_sm` bytes of shared memory per SM (MD x the shared memory of one CTA): the set
     count of ``arch.l1`` is kept and the ways scaled to the rest, as GPGPU-Sim and Accel-Sim's
     adaptive L1 does (``gpgpu_adaptive_cache_config``: 256, 240, 224 or 192 ways on a V100 beside
-    0, 8, 16 or 32 KB of shared memory). ``arch.l1.size`` caps it: a preset's is the L1 beside the
-    smallest step (no cap), a calibrated arch's the L1 `tuiprof calibrate` measured, which the driver
-    gave a kernel without shared memory (an H100: 217 KiB, where the rest of the array would be 248).
-    `arch` itself where the driver does not choose the split."""
+    0, 8, 16 or 32 KB of shared memory), at most ``arch.l1.size``: the L1 beside the smallest step
+    (no cap), or the L1 measured on the GPU (`tuiprof calibrate`: on an H100 the driver gave a kernel
+    without shared memory 217 KiB, where the rest of the array would be 248; the h100 preset and a
+    calibrated arch say so). `arch` itself where the driver does not choose the split."""
     carve = carveout(arch, shared_per_sm)
     if carve is None:
         return arch
