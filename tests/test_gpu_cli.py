@@ -507,25 +507,16 @@ def test_validate_a_kernel_file_end_to_end(app: Path, monkeypatch: pytest.Monkey
 
 
 async def test_the_ui_records_a_kernel_file_on_the_gpu_when_one_is_usable(app: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`tuiprof k.cu` (the command line's settings: --backend auto) with a GPU usable, the
-    emulator playing the driver: the UI's worker takes the GPU path, and the status bar and the
-    SM pane say so (the `gpu` test of tests/test_gpu_run.py does this on a real GPU)."""
+    """`tuiprof k.cu` with a GPU usable, the emulator playing the driver: the UI's worker takes the
+    GPU path (the `gpu` test of tests/test_gpu_run.py does this on a real GPU)."""
     pytest.importorskip("textual")
     from tests.emu_driver import EmuDriver
-    from tests.tui_support import screen_text, wait_for
-    from tuiprof.cli import build_parser, parse_command_line, run_config
+    from tests.tui_support import assert_ui_records_on_the_gpu
     from tuiprof.collect import gpu
-    from tuiprof.tui.app import TuiprofApp
 
     info = EmuDriver().info
     monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
     monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
     monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
-    config = run_config(parse_command_line(build_parser(), ["k.cu", "--trials", "2", "--no-sweep"]))
-    ui = TuiprofApp("k.cu", config, show_timing=False)
-    async with ui.run_test(size=(160, 50)) as pilot:
-        await wait_for(pilot, lambda: ui.trace is not None or ui.phase == "failed")
-        assert ui.trace is not None, ui.error
-        assert ui.trace.provenance.backend == "gpu" and ui.trace.provenance.gpu == "tuiprof emulator"
-        await wait_for(pilot, lambda: "SM utilisation [measured]" in screen_text(ui))
-        assert "gpu trace" in screen_text(ui).splitlines()[0]
+    trace = await assert_ui_records_on_the_gpu("k.cu")
+    assert trace.provenance.gpu == "tuiprof emulator"

@@ -41,8 +41,10 @@ def device_cc() -> tuple[int, int]:
     return cc
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
-def test_demo_recorded_on_gpu(script: Path, device_cc: tuple[int, int]) -> None:
+def _plain_then_recorded(script: Path, device_cc: tuple[int, int], flags: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    """The demo's launch script run plain, then recorded (counting and recording passes) with the
+    snapshot paper 000's rule picks for the device's preset: (namespace, program, plain outputs,
+    the outputs of both instrumented passes, the GpuRun)."""
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
     from tuiprof.arch.occupancy import occupancy
@@ -52,7 +54,7 @@ def test_demo_recorded_on_gpu(script: Path, device_cc: tuple[int, int]) -> None:
     from tuiprof.trace.snapshot import choose_snapshot
 
     ns = _setup(script)
-    program = build_program(_source_of(script), compute_capability=device_cc)
+    program = build_program(_source_of(script), compute_capability=device_cc, flags=flags)
     module = parse_module(program.ptx)
     with GpuDevice(program, module, mode="plain") as dev:
         plain = ns["setup"](dev)
@@ -62,11 +64,18 @@ def test_demo_recorded_on_gpu(script: Path, device_cc: tuple[int, int]) -> None:
                       snapshot_rule=lambda launch: choose_snapshot(launch, arch),
                       ctas_per_sm=lambda L: occupancy(arch, L.threads_per_cta, L.registers_per_thread,
                                                       L.static_shared, L.dynamic_shared).ctas_per_sm, module=module)
-    # instrumented outputs (both passes) equal the plain run's, and pass the script's check
     assert len(outputs) == 2
-    fusable = _fusable_float_ops(program.ptx)
     for out in outputs:
         assert out.keys() == plain.keys()
+    return ns, program, plain, outputs, run
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_demo_recorded_on_gpu(script: Path, device_cc: tuple[int, int]) -> None:
+    ns, program, plain, outputs, run = _plain_then_recorded(script, device_cc)
+    # instrumented outputs (both passes) equal the plain run's, and pass the script's check
+    fusable = _fusable_float_ops(program.ptx)
+    for out in outputs:
         for k in plain:
             _assert_same_output(out[k], plain[k], fusable)
     if "check" in ns:
@@ -103,22 +112,9 @@ def test_without_fused_multiply_add_outputs_are_bit_identical(device_cc: tuple[i
     """The rounding difference above is the FMA contraction alone: compiled with -fmad=false
     (rounded mul.rn/sub.rn that ptxas may not fuse), cyclic reduction's instrumented outputs
     equal the plain run's bit for bit."""
-    from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice, collect_gpu
-    from tuiprof.ptx import parse_module
-    from tuiprof.trace.model import Snapshot
-
-    script = DEMO_DIR / "cyclic_reduction_launch.py"
-    ns = _setup(script)
-    program = build_program(_source_of(script), compute_capability=device_cc, flags=["-fmad=false"])
+    _, program, plain, outputs, _ = _plain_then_recorded(DEMO_DIR / "cyclic_reduction_launch.py", device_cc,
+                                                          flags=("-fmad=false",))
     assert not _fusable_float_ops(program.ptx)
-    module = parse_module(program.ptx)
-    with GpuDevice(program, module, mode="plain") as dev:
-        plain = ns["setup"](dev)
-    outputs: list[dict[str, np.ndarray]] = []
-    collect_gpu(program, lambda dev: outputs.append(ns["setup"](dev)), arch_name="h100",
-                snapshot_rule=lambda launch: Snapshot(np.arange(min(64, launch.grid_ctas)), "test"),
-                ctas_per_sm=lambda launch: 1, module=module)
     for out in outputs:
         for k in plain:
             np.testing.assert_array_equal(out[k], plain[k])
@@ -297,21 +293,10 @@ def test_cli_whole_programs_on_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 async def test_ui_opens_a_kernel_file_on_a_gpu_recorded_trace() -> None:
-    """`tuiprof demo_traces/vecadd.cu` (its launch script found beside it; the command line's
-    settings, --backend auto): the UI's worker records on the GPU; the status bar names the gpu
-    trace and the SM pane says its times are measured."""
+    """`tuiprof demo_traces/vecadd.cu` (its launch script found beside it): the UI's worker records
+    on the GPU (tests/test_gpu_cli.py checks the same with the emulator playing the driver)."""
     pytest.importorskip("textual")
-    from tests.tui_support import screen_text, wait_for
-    from tuiprof.cli import build_parser, parse_command_line, run_config
-    from tuiprof.tui.app import TuiprofApp
+    from tests.tui_support import assert_ui_records_on_the_gpu
 
-    target = str(DEMO_DIR / "vecadd.cu")
-    config = run_config(parse_command_line(build_parser(), [target, "--trials", "2", "--no-sweep"]))
-    assert config.collect.backend == "auto"
-    app = TuiprofApp(target, config, show_timing=False)
-    async with app.run_test(size=(160, 50)) as pilot:
-        await wait_for(pilot, lambda: app.trace is not None or app.phase == "failed")
-        assert app.trace is not None, app.error
-        assert app.trace.provenance.backend == "gpu" and app.trace.ctas.measured_timing
-        await wait_for(pilot, lambda: "[measured]" in screen_text(app))
-        assert "gpu trace" in screen_text(app).splitlines()[0]
+    trace = await assert_ui_records_on_the_gpu(str(DEMO_DIR / "vecadd.cu"))
+    assert trace.provenance.generator["library"].startswith("cuda-bindings")

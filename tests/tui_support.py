@@ -130,3 +130,22 @@ def wait_gone(pid: int, timeout: float) -> float:
     while alive(pid) and time.monotonic() - t0 < timeout:
         time.sleep(0.01)
     return time.monotonic() - t0
+
+
+async def assert_ui_records_on_the_gpu(target: str) -> Any:
+    """`tuiprof TARGET` with the command line's settings (--backend auto) in the UI: its worker
+    records on the GPU, the status bar names the gpu trace and the SM pane says *measured*.
+    Returns the trace."""
+    from tuiprof.cli import build_parser, parse_command_line, run_config
+    from tuiprof.tui.app import TuiprofApp
+
+    config = run_config(parse_command_line(build_parser(), [target, "--trials", "2", "--no-sweep"]))
+    assert config.collect.backend == "auto"
+    app = TuiprofApp(target, config, show_timing=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: app.trace is not None or app.phase == "failed")
+        assert app.trace is not None, app.error
+        assert app.trace.provenance.backend == "gpu" and app.trace.ctas.measured_timing
+        await wait_for(pilot, lambda: "SM utilisation [measured]" in screen_text(app))
+        assert "gpu trace" in screen_text(app).splitlines()[0]
+        return app.trace
