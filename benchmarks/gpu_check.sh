@@ -38,7 +38,7 @@ step() {  # step NAME CAP LOG CMD...: CMD under min(CAP, time left); its status 
 { date -u; nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv
   nvcc --version | tail -2
   python3 -c 'import sys, numpy, numba; print(sys.version.split()[0], numpy.__version__, numba.__version__)'
-  python3 -m pip list 2>/dev/null | grep -Ei '^(cuda-|numba |pytest-x|pytest-t)'; command -v ncu; } >"$S" 2>&1
+  python3 -m pip list 2>/dev/null | grep -Ei '^(cuda-|numba |pytest-x|pytest-t)'; command -v ncu && ncu --version | tail -1; } >"$S" 2>&1
 CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.'); CC=${CC:-90}
 
 step install 60 "$W/install.log" python3 -m pip install -q --no-index --no-deps --no-compile --target "$W/site" \
