@@ -504,6 +504,9 @@ def test_validate_a_kernel_file_end_to_end(app: Path, monkeypatch: pytest.Monkey
     assert "twice on tuiprof emulator, simulated as a100" in out
     assert "L1 read hit ratio" in out and "12.5%" in out and "mean absolute error of the hit ratios" in out
     assert "sectors / request (global loads)  4.00" in out
+    assert "note: the trace holds" not in out  # the whole grid recorded
+    assert main(["validate", "k.cu", "--trace", "v1.tptrace", "--trials", "2", "--no-sweep", "--snapshot", "1"]) == 0
+    assert "note: the trace holds 1 of the 2 CTAs ncu measured" in capsys.readouterr().out
 
 
 async def test_the_ui_records_a_kernel_file_on_the_gpu_when_one_is_usable(app: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -167,6 +167,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
           f"({analysis.trials} trials); trace with the measurements: {out}")
     print(render(compare(analysis, measured)), end="")
+    snap, grid = trace.snapshot.n_ctas, trace.launch.grid_ctas
+    if snap < grid:
+        print(f"note: the trace holds {snap} of the {grid} CTAs ncu measured: reuse between them and the rest of "
+              "the grid is not in the prediction, so the L2's cold misses weigh more (--snapshot N records more)")
     return 0
 
 
