@@ -138,6 +138,20 @@ def test_calibrated_toml_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert load_arch("calibrated", {"l1.hit_latency": "40"}).l1.hit_latency == 40
 
 
+def test_an_l2_unlike_the_drivers_is_said_so() -> None:
+    """An H100 reports 50 MiB of L2 and one SM's chase finds 25 (two partitions): the calibrated
+    TOML and the summary say the driver's figure beside the measured one; within 10%, nothing."""
+    import dataclasses
+
+    m = dataclasses.replace(_measurements(), l2_size=25 << 20, l2_reported=50 << 20)
+    assert m.l2_note() == "the driver reports 50 MiB"
+    text = arch_toml(calibrated_arch(m, load_arch("a100")), m, "a100", date="2026-01-02")
+    assert next(x for x in text.splitlines() if x.startswith("size = ") and "driver" in x).endswith(
+        "# measured (the driver reports 50 MiB)")
+    assert dataclasses.replace(m, l2_reported=26 << 20).l2_note() == ""
+    assert dataclasses.replace(m, l2_reported=0).l2_note() == ""
+
+
 def test_calibrate_without_gpu_is_one_clear_error() -> None:
     from tuiprof.arch.calibrate import measure
     from tuiprof.collect.gpu import GpuUnavailable, gpu_problem

@@ -89,6 +89,15 @@ class Measurements:
     """The raw sweeps: name -> [x, cycles] pairs, kept beside the TOML for the record."""
     line_measured: bool = True
     """False when the line-size staircase was not clean: the preset's line size is kept."""
+    l2_reported: int = 0
+    """The L2 size the driver reports (0: unknown). An H100 reports 50 MiB and one SM's chase
+    finds 25: its L2 is two partitions."""
+
+    def l2_note(self) -> str:
+        """How the measured L2 compares with the driver's figure, where they differ by over 10%."""
+        if not self.l2_reported or abs(self.l2_size - self.l2_reported) <= self.l2_reported // 10:
+            return ""
+        return f"the driver reports {format_size(self.l2_reported)}"
 
 
 def capacity(footprints: np.ndarray, cycles: np.ndarray, tolerance: float = 0.3, t_hit: float | None = None) -> int:
@@ -250,6 +259,8 @@ def arch_toml(arch: Arch, m: Measurements, base_name: str, date: str | None = No
                 extra = ""
                 if f"{section}.{k}" == "l1.assoc":
                     extra = f" ({format_size(m.l1_size)} measured, ways fitted to the preset's sets)"
+                elif f"{section}.{k}" == "l2.size" and m.l2_note():
+                    extra = f" ({m.l2_note()})"
                 lines.append(f"{k} = {value(v)}  # {note(f'{section}.{k}')}{extra}")
     return "\n".join(lines) + "\n"
 
@@ -441,7 +452,7 @@ def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress
         return Measurements(gpu=info.name, compute_capability=info.compute_capability, sm_count=info.sm_count,
                             clock_mhz=info.clock_mhz, t1=t1, t2=t2, dram=dram, l1_size=l1, l2_size=l2,
                             sector=sector, line=max(line or 0, sector), dram_batches=tuple(batches),
-                            sweeps=sweeps, line_measured=line is not None)
+                            sweeps=sweeps, line_measured=line is not None, l2_reported=info.l2_bytes)
     finally:
         drv.close()
 
