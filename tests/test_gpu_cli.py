@@ -437,6 +437,7 @@ def test_kernel_file_end_to_end_through_the_gpu_path(app: Path, monkeypatch: pyt
     g, e = load_trace(app / "gpu.tptrace"), load_trace(app / "emu.tptrace")
     assert (g.provenance.backend, g.provenance.gpu, g.provenance.arch) == ("gpu", "tuiprof emulator", "a100")
     assert g.provenance.generator["launch_script"] == "k_launch.py" and g.ctas.measured_timing
+    assert g.sources == e.sources and {o.file for o in g.ops} == {s.name for s in g.sources} == {"k.cu"}
     assert (g.launch.grid, g.launch.block) == (e.launch.grid, e.launch.block) == ((2, 1, 1), (128, 1, 1))
     assert np.array_equal(g.snapshot.cta_ids, e.snapshot.cta_ids) and np.array_equal(g.warp_offsets, e.warp_offsets)
     np.testing.assert_array_equal(g.op, e.op)

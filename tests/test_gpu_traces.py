@@ -23,6 +23,7 @@ def test_the_gpu_trace_carries_what_the_gpu_measured() -> None:
     assert t.ctas.measured_timing and (t.ctas.end >= t.ctas.start).all()
     assert 0 <= t.ctas.sm.min() and t.ctas.sm.max() < 132 and len(set(t.ctas.sm.tolist())) > 100
     assert set(P.measured) == {"l1_read", "l2_read", "l2_write", "sectors_per_request"}
+    assert {o.file for o in t.ops} == {s.name for s in t.sources} == {"stencil.cu"}
 
 
 def test_the_report_puts_ncu_beside_the_prediction() -> None:
@@ -34,6 +35,7 @@ def test_the_report_puts_ncu_beside_the_prediction() -> None:
     doc = build_report(TRACE, RunConfig(trials=4, sweep=False))
     text = render(doc, "text")
     assert "SM utilisation (measured, paper 003" in text
+    assert "sum += in[idx + nx * ny];" in next(x for x in text.splitlines() if x.strip().startswith("5 ") and "load" in x)
     for key, label in (("l1_read", "L1 read hit ratio"), ("l2_read", "L2 read hit ratio")):
         mean = doc["analysis"]["headline"][key]["mean"]
         line = next(x for x in text.splitlines() if x.strip().startswith(label))

@@ -436,5 +436,8 @@ def test_collect_program_end_to_end_on_the_runtime_stand_in(stubbed: Path, tmp_p
     assert (t.launch.kernel, t.launch.grid, t.launch.block) == (GATHER, (2, 1, 1), (96, 1, 1))
     assert t.snapshot.cta_ids.tolist() == [0, 1] and t.n_warps == 6 and t.n_accesses == 6
     assert t.provenance.backend == "gpu" and t.provenance.generator["launch_index"] == 1
+    # the source is named as the ops name their file, so the report and the UI find their lines
+    assert [s.name for s in t.sources] == ["app.cu"] and {o.file for o in t.ops} == {"app.cu"}
+    assert "out[i] = in[idx[i]];" in t.source_text("app.cu")
     assert {t.ops[o].kernel for o in t.op} == {GATHER} and len(set(t.op.tolist())) == 1
     np.testing.assert_array_equal(np.sort(t.addr.ravel()), 0x7F0000100000 + 4 * np.arange(192, dtype=np.uint64))

@@ -16,6 +16,7 @@ Three steps, each checkable on its own:
 from __future__ import annotations
 
 import dataclasses
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -301,7 +302,9 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
     whose device functions the kernel calls (``-rdc`` programs; `table` must cover them, see
     `tuiprof.build.wholeprog.linked_module`). A generic op takes the space most of its accesses
     resolved to (as the emulator's ops do); those that reached shared or local memory are counted
-    per space in ``provenance.generator["generic_ops_by_space"]``."""
+    per space in ``provenance.generator["generic_ops_by_space"]``. `sources` are named as the ops
+    name their files (`tuiprof.ptx.ops.static_ops`: the file name without its folder), so that
+    the report and the UI find each op's line; the first of two files of one name is kept."""
     ops = unique_ops(table)
     warps = launch.warps_per_cta
     maps = {tag: site_to_op(sites, table)}
@@ -328,7 +331,16 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
     return Trace(launch=launch, ops=ops, snapshot=snapshot, warp_offsets=acc.warp_offsets,
                  warp_cta=np.repeat(np.arange(n_ctas, dtype=np.int32), warps),
                  warp_index=np.tile(np.arange(warps, dtype=np.int32), n_ctas),
-                 op=acc.op, mask=acc.mask, addr=acc.addr, sources=sources, provenance=prov, ctas=timing)
+                 op=acc.op, mask=acc.mask, addr=acc.addr, sources=_named_as_ops_name_them(sources),
+                 provenance=prov, ctas=timing)
+
+
+def _named_as_ops_name_them(sources: tuple[SourceFile, ...]) -> tuple[SourceFile, ...]:
+    out: dict[str, SourceFile] = {}
+    for s in sources:
+        name = os.path.basename(s.name) or s.name
+        out.setdefault(name, SourceFile(name, s.text))
+    return tuple(out.values())
 
 
 # --------------------------------------------------------------------------- record files
