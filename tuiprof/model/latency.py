@@ -128,7 +128,8 @@ def op_latency(results: Sequence, ops: Sequence[StaticOp], arch: Arch) -> OpLate
     op_tm = stack("dram_latency")
     tm = np.where(np.isnan(op_tm), trial_tm[:, None], op_tm)
     h1 = np.where(is_load, ratio(l1h, l1a), 0.0)
-    h1 = np.where(is_load & ~arch.l1.enabled, 0.0, h1)
+    if not arch.l1.enabled:
+        h1 = np.where(is_load, 0.0, h1)
     h2 = np.where(is_load, ratio(l2rh, l2ra), ratio(l2wh, l2wa))
     h2_for_x = np.where(np.isnan(h2) & (h1 == 1.0), 0.0, h2)
     if not arch.l2.enabled:
