@@ -92,9 +92,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"  {text}...", file=sys.stderr, flush=True)
 
     path, arch, m = calibrate(args.cuda, args.quick, Path(args.output) if args.output else None, say)
+    l2_note = f" ({m.l2_note()})" if m.l2_note() else ""
     print(f"{m.gpu}: t1 {m.t1:.0f}, t2 {m.t2:.0f}, DRAM {m.dram:.0f} cycles; L1 {arch.l1.size >> 10} KiB, "
-          f"L2 {arch.l2.size >> 20} MiB{f' ({m.l2_note()})' if m.l2_note() else ''}, sector {m.sector} B, "
-          f"line {arch.l1.line} B"
+          f"L2 {arch.l2.size >> 20} MiB{l2_note}, sector {m.sector} B, line {arch.l1.line} B"
           + ("" if m.line_measured else " (preset: no clean line-size staircase)"))
     print(f"wrote {path}; use it with --arch calibrated")
     return 0

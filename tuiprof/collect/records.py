@@ -336,6 +336,7 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
 
 
 def _named_as_ops_name_them(sources: tuple[SourceFile, ...]) -> tuple[SourceFile, ...]:
+    """Each source under its file name without the folder, the first of a name kept."""
     out: dict[str, SourceFile] = {}
     for s in sources:
         name = os.path.basename(s.name) or s.name
