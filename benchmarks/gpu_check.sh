@@ -7,7 +7,9 @@
 #
 # What it runs, most needed first; each step is capped by its own limit and by the time left, and a
 # step that finds less than 15 s left is skipped (summary.txt says so). For a second run, GC_BUDGET (seconds),
-# GC_SKIP (step names, 'validate:vecadd' for one demo), GC_TESTS (pytest arguments), GC_DEMOS (demos validated):
+# GC_SKIP (step names, 'validate:vecadd' for one demo), GC_TESTS (pytest arguments), GC_DEMOS (demos validated).
+# With 15 minutes of device time, GC_BUDGET=420 (about 6.5 minutes with the machine's start, on an H100 on
+# 2026-11-26) leaves enough for a focused second run after fixing what the first found:
 #   1. the tests marked `gpu` (tests/test_gpu_run.py) and the other GPU-path tests    -> pytest.log
 #   2. benchmarks/bench_gpu.py: instrumentation slowdown per demo launch (device events) -> bench_gpu.json
 #   3. tuiprof validate on the demos vecadd and spmv-u (ncu, caches flushed)           -> validate.log
