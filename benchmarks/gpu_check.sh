@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 12, for a session that is lent a GPU (none has run yet; README "On a GPU").
+# The GPU checks of issue 12, for a session that is lent a GPU (first run on an H100, 2026-11-26: README "On a GPU").
 # About 8 minutes; results under $OUT (8 files). How to run it, from the repository root:
 #
 #   here:     bash ../shared/tools/gpu-wheels.sh      # fills the git-ignored .whl/ (textual, pycuda's sdist...)
 #   device:   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540), then give_back
 #
-# What it runs, most needed first; each step is capped by its own limit and by the time left, and a
-# step that finds less than 15 s left is skipped (summary.txt says so). For a second run, GC_BUDGET (seconds),
+# With 15 minutes of device time, a first run with GC_BUDGET=420 (about 6.5 minutes with the machine's
+# start) leaves enough for a focused second run after fixing what the first found: GC_BUDGET (seconds),
 # GC_SKIP (step names, 'validate:vecadd' for one demo), GC_TESTS (pytest arguments), GC_DEMOS (demos validated).
-# With 15 minutes of device time, GC_BUDGET=420 (about 6.5 minutes with the machine's start, on an H100 on
-# 2026-11-26) leaves enough for a focused second run after fixing what the first found:
+#
+# What it runs, most needed first; each step is capped by its own limit and by the time left, and a
+# step that finds less than 15 s left is skipped (summary.txt says so):
 #   1. the tests marked `gpu` (tests/test_gpu_run.py) and the other GPU-path tests    -> pytest.log
 #   2. benchmarks/bench_gpu.py: instrumentation slowdown per demo launch (device events) -> bench_gpu.json
 #   3. tuiprof validate on the demos vecadd and spmv-u (ncu, caches flushed)           -> validate.log
