@@ -10,6 +10,7 @@ access for access with what the emulator records natively from the uninstrumente
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tuiprof.collect.emu.decode import Program, decode
 from tuiprof.collect.emu.heap import Heap
@@ -117,3 +118,14 @@ class EmuDriver:
 
     def close(self) -> None:
         pass
+
+
+def emulator_as_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the GPU collector see a usable GPU whose driver is a fresh EmuDriver each time it
+    opens one: every GPU path runs but the device's."""
+    from tuiprof.collect import gpu
+
+    info = EmuDriver().info
+    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
+    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
+    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())

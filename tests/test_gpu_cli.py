@@ -424,14 +424,10 @@ def test_kernel_file_end_to_end_through_the_gpu_path(app: Path, monkeypatch: pyt
     instrumented PTX, both passes, the snapshot rule, the decoding and the trace's provenance.
     The trace holds the accesses the emulator backend records (`--backend emu`), CTA by CTA,
     each buffer's addresses relative to its own start."""
-    from tests.emu_driver import EmuDriver
-    from tuiprof.collect import gpu
+    from tests.emu_driver import emulator_as_gpu
     from tuiprof.trace.io import load_trace
 
-    info = EmuDriver().info
-    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
-    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
-    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    emulator_as_gpu(monkeypatch)
     assert main(["record", "k.cu", "-o", "gpu.tptrace", "--backend", "gpu"]) == 0
     assert main(["record", "k.cu", "-o", "emu.tptrace", "--backend", "emu"]) == 0
     g, e = load_trace(app / "gpu.tptrace"), load_trace(app / "emu.tptrace")
@@ -469,14 +465,10 @@ def test_validate_a_kernel_file_end_to_end(app: Path, monkeypatch: pytest.Monkey
     printed per metric with the absolute error."""
     import json
 
-    from tests.emu_driver import EmuDriver
-    from tuiprof.collect import gpu
+    from tests.emu_driver import emulator_as_gpu
     from tuiprof.trace.io import load_trace
 
-    info = EmuDriver().info
-    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
-    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
-    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    emulator_as_gpu(monkeypatch)
     csv = "\n".join([HEADER, row("0", "twice", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", "8"),
                      row("0", "twice", "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct", "%", "0"),
                      row("0", "twice", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", "32"),
@@ -514,13 +506,9 @@ async def test_the_ui_records_a_kernel_file_on_the_gpu_when_one_is_usable(app: P
     """`tuiprof k.cu` with a GPU usable, the emulator playing the driver: the UI's worker takes the
     GPU path (the `gpu` test of tests/test_gpu_run.py does this on a real GPU)."""
     pytest.importorskip("textual")
-    from tests.emu_driver import EmuDriver
+    from tests.emu_driver import emulator_as_gpu
     from tests.tui_support import assert_ui_records_on_the_gpu
-    from tuiprof.collect import gpu
 
-    info = EmuDriver().info
-    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
-    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
-    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    emulator_as_gpu(monkeypatch)
     trace = await assert_ui_records_on_the_gpu("k.cu")
     assert trace.provenance.gpu == "tuiprof emulator"

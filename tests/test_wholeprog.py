@@ -415,9 +415,8 @@ def test_collect_program_end_to_end_on_the_runtime_stand_in(stubbed: Path, tmp_p
     the snapshot rule, the decoding against the program's own sites and ops, the trace."""
     import dataclasses
 
-    from tests.emu_driver import EmuDriver
+    from tests.emu_driver import emulator_as_gpu
     from tuiprof.arch import load_arch
-    from tuiprof.collect import gpu
     from tuiprof.collect.program_run import collect_program
 
     shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
@@ -425,10 +424,7 @@ def test_collect_program_end_to_end_on_the_runtime_stand_in(stubbed: Path, tmp_p
     [module] = built.modules
     site = next(i for i, s in enumerate(module.sites) if s.function == GATHER)  # gather's first access
     prog = dataclasses.replace(built, binary=stubbed)
-    info = EmuDriver().info
-    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
-    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
-    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    emulator_as_gpu(monkeypatch)
     monkeypatch.setenv("TUIPROF_STUB_SITE", str(site))
     run = collect_program(prog, LAUNCHES, arch=load_arch("h100"), kernel="gather", launch_index=1, cwd=tmp_path)
     t = run.trace

@@ -338,9 +338,8 @@ def _render_text(doc: dict[str, Any]) -> str:
         lines += ["", "analysis: no trial finished"]
         return "\n".join(lines) + "\n"
     lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (paper 000 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
-    measured = doc["trace"]["provenance"].get("measured") or {}
     for key, h in a["headline"].items():
-        m = _measured(h, measured.get(key))
+        m = _measured(doc, key, h)
         lines.append(f"  {HEADLINES[key]:<20} {_est(h, pct=True)}" + (f"  measured (ncu) {m}" if m else ""))
         lines += ["    " + x for x in _bars(h["histogram"], pct=True)]
     tm = a["dram_latency"]
@@ -366,11 +365,10 @@ def _render_md(doc: dict[str, Any]) -> str:
     if a is not None:
         lines += ["", f"## Kernel-wide hit ratios ({a['trials']} trials)", "", "Trials 95% " + " ".join(UNCERTAINTY_NOTE)[len("trials 95% "):] + ".", "",
                   "| metric | mean | std | trials 95% | CI 95% | measured (ncu) |", "|---|---|---|---|---|---|"]
-        measured = doc["trace"]["provenance"].get("measured") or {}
         for key, h in a["headline"].items():
             lines.append(f"| {HEADLINES[key]} | {_pct(h['mean'])} | {_pct(h['std'])} | "
                          f"{_pct(h['spread_lo'])} - {_pct(h['spread_hi'])} | {_pct(h['ci_lo'])} - {_pct(h['ci_hi'])} |"
-                         f" {_measured(h, measured.get(key)) or '-'} |")
+                         f" {_measured(doc, key, h) or '-'} |")
         lines += ["", f"DRAM batch latency Tm: {_est(a['dram_latency']['tm'], pct=False)} cycles", "",
                   "## Static ops by cost", "", COST_NOTE[0].upper() + COST_NOTE[1:] + "."]
         for kind, rows in _cost_tables(doc):
@@ -396,9 +394,10 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}"
 
 
-def _measured(h: dict[str, Any], value: float | None) -> str:
-    """The value `tuiprof validate` stored in the trace (ncu on the plain kernel) and the
-    prediction's distance from it; "" when the trace carries none."""
+def _measured(doc: dict[str, Any], key: str, h: dict[str, Any]) -> str:
+    """The value of headline `key` that `tuiprof validate` stored in the trace (ncu on the plain
+    kernel) and the prediction `h`'s distance from it; "" when the trace carries none."""
+    value = (doc["trace"]["provenance"].get("measured") or {}).get(key)
     if value is None or h["mean"] is None:
         return ""
     return f"{_pct(value)}, {100 * abs(h['mean'] - value):.1f} pts off"

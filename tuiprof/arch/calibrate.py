@@ -236,7 +236,7 @@ def arch_toml(arch: Arch, m: Measurements, base_name: str, date: str | None = No
     when = date or datetime.date.today().isoformat()
     lines = [f"# {m.gpu}: measured by `tuiprof calibrate` on {when} (pointer-chasing microbenchmarks,",
              f"# SM cycles at {m.clock_mhz} MHz); values marked 'preset' come from the {base_name} preset.",
-             f"# DRAM batches (warps per SM: cycles): " +
+             "# DRAM batches (warps per SM: cycles): " +
              ", ".join(f"{w}: {c:.0f}" for w, c in m.dram_batches)]
 
     def value(v: Any) -> str:

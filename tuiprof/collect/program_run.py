@@ -14,6 +14,7 @@ same launches in both runs (deterministic control flow); if it does not,
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import signal
 import subprocess
@@ -202,8 +203,6 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
     the program instrumented (in the user cache, keyed by the command line and the sources'
     contents, so an unchanged program is not rebuilt), then profile it. A leading ``nvcc`` word
     and any ``-o`` are dropped: the binary lives in the cache."""
-    import hashlib
-
     from tuiprof.build.wholeprog import _output_of, build_instrumented, check_args, load_whole_program
     from tuiprof.collect.gpu import require_gpu
     from tuiprof.resources import user_cache_dir
@@ -237,8 +236,6 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
 def instrumenter_digest() -> bytes:
     """What a cached instrumented build depends on besides the program: the instrumentation pass
     and the build's own code (the probes, the register caps, the metadata)."""
-    import hashlib
-
     from tuiprof.build import wholeprog
     from tuiprof.ptx import instrument
 

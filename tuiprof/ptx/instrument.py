@@ -507,9 +507,9 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
     """Insert the probes, kernel prologues and exit epilogues into `ptx` (see the module
     docstring); `module` is `ptx` parsed, when the caller has it. `tag` (0-255) identifies this
     module's records among a whole program's translation units. `max_registers` caps kernels'
-    registers per thread (``.maxnreg``; `register_caps` says how many keep the plain kernel's
-    occupancy); a kernel that already bounds its registers (``.maxnreg``, ``.minnctapersm``)
-    keeps its own bound. Raises PtxError on PTX the probes cannot handle, and when `ptx` is
+    registers per thread (``.maxnreg``; `tuiprof.arch.occupancy.register_cap` says how many keep
+    the plain kernel's occupancy); a kernel that already bounds its registers (``.maxnreg``,
+    ``.minnctapersm``) keeps its own bound. Raises PtxError on PTX the probes cannot handle, and when `ptx` is
     already instrumented."""
     if MARKER in ptx:
         raise PtxError("the PTX is already instrumented", 0, "instrument the PTX the compiler produced")
