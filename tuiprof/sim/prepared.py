@@ -114,6 +114,7 @@ class Prepared:
     - ``sm_requests`` int64 [S]: L1 requests per SM
     - ``sm_acc_off`` int64 [S+1]: slice of a trial's merged access order owned by each SM (its
       cached warp accesses)
+    - ``cta_acc`` int64 [C]: cached warp accesses of each CTA (what one resident set weighs)
     """
 
     arch: Arch
@@ -130,6 +131,7 @@ class Prepared:
     sm_seq_off: np.ndarray
     sm_requests: np.ndarray
     sm_acc_off: np.ndarray
+    cta_acc: np.ndarray
     _wide_ids: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
 
     def line_ids(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +235,9 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     sm_requests = np.bincount(warp_sm, weights=req_per_warp, minlength=S).astype(np.int64)
     cached_acc = np.zeros(n_acc + 1, dtype=np.int64)
     np.cumsum(cached_op[trace.op], out=cached_acc[1:])
-    sm_accesses = np.bincount(warp_sm, weights=cached_acc[wo[1:]] - cached_acc[wo[:-1]], minlength=S).astype(np.int64)
+    warp_cached = cached_acc[wo[1:]] - cached_acc[wo[:-1]]
+    sm_accesses = np.bincount(warp_sm, weights=warp_cached, minlength=S).astype(np.int64)
+    cta_acc = np.bincount(trace.warp_cta, weights=warp_cached, minlength=n_ctas).astype(np.int64)
     sm_acc_off = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(sm_accesses, out=sm_acc_off[1:])
     cta_warps = np.lexsort((trace.warp_index, trace.warp_cta)).astype(np.int32)
@@ -243,4 +247,4 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
                     op_write=write_op, op_cached=cached_op.astype(np.uint8), coalesced=co,
                     seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=trace.warp_cta,
                     cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,
-                    sm_requests=sm_requests, sm_acc_off=sm_acc_off)
+                    sm_requests=sm_requests, sm_acc_off=sm_acc_off, cta_acc=cta_acc)

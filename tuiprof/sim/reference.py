@@ -54,7 +54,7 @@ from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  N_COUNTS, TrialResult)
 from tuiprof.sim.rng import rng_below, rng_new
-from tuiprof.sim.schedule import align, merge_order, schedule
+from tuiprof.sim.schedule import order_accesses
 
 
 @njit(**INLINE)
@@ -457,15 +457,14 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
 
 @njit(**KERNEL)
 def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask, req_full,
-                 seq_off, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off):
+                 seq_off, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc):
     """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
     batch latencies, write-back transactions, write-back transactions owed at the end)``."""
     st = rng_new(seed)
     S = params[P_SM]
     counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
-    issue = schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
-    order = align(st, issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
-    lab = merge_order(st, sm_acc_off)
+    order, lab = order_accesses(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, seq_off,
+                                acc_op, op_cached, sm_acc_off, cta_acc)
     lat_sum, batches, writebacks, owed = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write,
                                                 req_off, req_line, req_mask, req_full, n_ops)
     return counts, lat_sum, batches, writebacks, owed
@@ -485,5 +484,5 @@ def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int,
     counts, lat_sum, batch, writebacks, owed = trial_kernel(
         params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
         co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.warp_seq_off, prepared.warp_cta,
-        prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off)
+        prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off, prepared.cta_acc)
     return trial_result(prepared, md, seed, index, counts, lat_sum, batch, writebacks, owed, time.perf_counter() - t0)

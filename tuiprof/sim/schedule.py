@@ -1,9 +1,11 @@
 """Steps 1-4 of a trial (DESIGN.md, "The stochastic memory-hierarchy model"): the order in which
-the SMs issue their bulk sequences, each SM's alignment point, and the merge of the SMs' streams
-into one L2 stream. Together they are paper 000 sec. 3.2 step 1a, "a valid random ordering" of the
-requests: random, yet every warp's accesses keep their program order and every warp access's
-transactions travel together. Shared by the replay kernels (`tuiprof.sim.replay`, and the
-reference kernel `tuiprof.sim.reference` the tests compare it with), so both replay one order.
+each SM issues its bulk sequences, and the merge of the SMs' streams into one L2 stream. Together
+they are paper 000 sec. 3.2 step 1a, "a valid random ordering" of the requests: random, yet
+**every warp's accesses keep their program order in every trial** (a load that precedes a store
+in the source is never served by that store) and every warp access's transactions travel
+together. Schedule deviation is modelled by *delaying* work, never by rotating it. Shared by the
+replay kernels (`tuiprof.sim.replay`, and the reference kernel `tuiprof.sim.reference` the tests
+compare it with), so both replay one order.
 
 1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count``. Each SM holds ``md`` CTAs at
    once and starts the next CTA assigned to it as soon as one has issued all its sequences
@@ -33,23 +35,33 @@ reference kernel `tuiprof.sim.reference` the tests compare it with), so both rep
 
    *Alignment points per CTA* (3.2.1: "random start (alignment) points are chosen for thread
    blocks scheduled simultaneously"): the first ``md`` CTAs of each SM, which start together,
-   each begin at a random point of their work, uniform over its sequences (all warps of the CTA
-   at the same fraction), as CTAs do in the steady state of a kernel, where each started when
-   another finished. The head each skipped is issued once the SM has started all its own CTAs,
-   as a CTA of its own taking a free slot (it stands for the CTA that would follow in that
-   steady state; CTAs of one kernel behave alike, sec. 3.1), so nothing is dropped and no slot
-   idles; each part keeps its program order.
-3. **Schedule deviation** (3.2.1): SMs fall out of step, so each SM starts its part of the
-   snapshot at a random alignment point: its issue order (all its bulk sequences, across its
-   back-to-back CTAs) is rotated by a uniform random number of sequences, the skipped head being
-   issued at the end. Nothing is dropped, so access counts are identical in every trial; only
-   the relative order, hence the hits, change. The alignment also sets where the SM's L1
-   starts cold.
+   each join the round robin after a random number of rounds, uniform over the ``m`` rounds of a
+   CTA whose longest warp has ``m`` sequences (one CTA lifetime) times the SM's `lag_share`,
+   holding their slot meanwhile; an SM with no warp ready moves on to the next CTA's joining
+   round. So the CTAs of an SM are out of step as in the steady state of a kernel, where each
+   started when another finished, and each CTA still issues its work from its first sequence, in
+   program order. (The paper is silent on how an alignment point is realised; a point inside a
+   CTA's work would issue its later accesses before its earlier ones, which no hardware does.)
+3. **Schedule deviation between SMs** (3.2.1): SMs fall out of step, so each SM's stream enters
+   the merge after a random number of the other SMs' accesses: ``u`` times the accesses of one
+   resident set (the first ``md`` CTAs) of every other SM, times the SM's `lag_share`, ``u``
+   uniform in [0, 1), less the smallest such delay. One resident set is as far as SMs drift apart
+   in the steady state of a kernel (an SM that started a CTA late is at most one CTA lifetime
+   behind); rotating an SM's whole issue order instead put SMs a whole snapshot apart (stencil7
+   on the H100, recorded whole-grid: L2 read hit ratio 37% rotated, where ncu measured 58%).
+   *The lag share*: drift comes from CTAs finishing out of step, and the CTA scheduler hands out
+   a kernel's first wave at once, so an SM whose snapshot is one resident set runs in step, and
+   one with a fraction ``f`` of a set more lags by at most ``f`` lifetimes (at most one). Without
+   it, a one-wave SpMV snapshot on the Tesla C2050 spread its L2 read hit ratio 0.14 between
+   trials (0.34 with the SMs in step, 0.85 once they barely overlapped): delays that large only
+   say how many SMs run at once, which the first wave does not leave to chance. Nothing is
+   dropped, so access counts are identical in every trial; only the relative order, hence the
+   hits, change.
 4. **Inter-core scheduling** (3.2.2): the SMs' streams of warp accesses are merged by a weighted
-   random pick of an SM, weight = the warp accesses it has still to issue. That is a uniformly
-   random valid interleaving (paper 000 3.2, step 1a: "a valid random ordering") in which every
-   SM progresses through its work at the same expected pace whatever its hit ratio. All the
-   transactions of one warp access travel together (3.2.2).
+   random pick of a started SM, weight = the warp accesses it has still to issue. Among the SMs
+   that have started that is a uniformly random valid interleaving (paper 000 3.2, step 1a: "a
+   valid random ordering") in which every SM progresses through its work at the same expected
+   pace whatever its hit ratio. All the transactions of one warp access travel together (3.2.2).
 """
 
 from __future__ import annotations
@@ -75,36 +87,51 @@ def draw_weights(st, n_warps, skew_max):
     return weight
 
 
+@njit(**INLINE)
+def lag_share(resident, total):
+    """How far, in lifetimes of its first resident set, work can lag that started with
+    `resident` units of `total`: none when the first resident set is all there is (the CTA
+    scheduler hands out a kernel's first wave at once, so it runs in step), at most one lifetime
+    (CTAs that finish out of step put the next ones at most one CTA lifetime apart)."""
+    if resident <= 0 or total <= resident:
+        return 0.0
+    return min(1.0, (total - resident) / resident)
+
+
 @njit(**KERNEL)
-def draw_starts(st, S, md, warp_seq_off, cta_warp_off, cta_warps):
-    """Step 2's alignment points (3.2.1): the first sequence each warp issues. The CTAs scheduled
-    simultaneously (the first `md` with sequences on each SM) each draw a point ``a`` uniform in
-    ``[0, m)``, ``m`` the most sequences one of their warps has; a warp of ``n`` sequences starts at
-    its sequence ``a * n // m``. Every other warp starts at its first sequence."""
+def draw_joins(st, S, md, warp_seq_off, cta_warp_off, cta_warps):
+    """Step 2's alignment points (3.2.1) as delays: the round in which each CTA's warps join its
+    SM's round robin, counted from the SM's first round. The CTAs scheduled simultaneously (the
+    first `md` with sequences on each SM) each draw a delay uniform over ``m`` rounds, ``m`` the
+    most sequences one of their warps has, times `lag_share` of the SM's CTAs; every other CTA
+    joins as soon as it has a slot (0)."""
     n_ctas = cta_warp_off.shape[0] - 1
-    start = warp_seq_off[:-1].copy()
+    join = np.zeros(max(n_ctas, 1), dtype=np.int64)
+    longest = np.zeros(max(n_ctas, 1), dtype=np.int64)
+    for c in range(n_ctas):
+        for i in range(cta_warp_off[c], cta_warp_off[c + 1]):
+            w = cta_warps[i]
+            longest[c] = max(longest[c], warp_seq_off[w + 1] - warp_seq_off[w])
     for s in range(S):
+        live = 0
+        for k in range(s, n_ctas, S):
+            if longest[k] > 0:
+                live += 1
+        share = lag_share(min(md, live), live)
         resident = 0
         k = s
         while resident < md and k < n_ctas:
-            m = 0
-            for i in range(cta_warp_off[k], cta_warp_off[k + 1]):
-                w = cta_warps[i]
-                m = max(m, warp_seq_off[w + 1] - warp_seq_off[w])
-            if m > 0:
-                a = rng_below(st, m)
-                for i in range(cta_warp_off[k], cta_warp_off[k + 1]):
-                    w = cta_warps[i]
-                    start[w] += a * (warp_seq_off[w + 1] - warp_seq_off[w]) // m
+            if longest[k] > 0:
+                join[k] = rng_below(st, max(1, np.int64(longest[k] * share)))
                 resident += 1
             k += S
-    return start
+    return join
 
 
 @njit(**INLINE)
 def _join(st, c, n_act, act, credit, wnext, wend, cta_warp_off, cta_warps, cta_left):
-    """CTA `c`'s warps with sequences left in ``[wnext, wend)`` join `act`, each with a random
-    credit in [0, 1) (its phase in the round robin); returns the new `n_act` and the CTA's live warps."""
+    """CTA `c`'s warps with sequences left join `act`, each with a random credit in [0, 1) (its
+    phase in the round robin); returns the new `n_act` and the CTA's live warps."""
     live = 0
     for i in range(cta_warp_off[c], cta_warp_off[c + 1]):
         w = cta_warps[i]
@@ -120,47 +147,65 @@ def _join(st, c, n_act, act, credit, wnext, wend, cta_warp_off, cta_warps, cta_l
     return n_act, live
 
 
+@njit(**INLINE)
+def _live(c, wnext, wend, cta_warp_off, cta_warps):
+    """Whether CTA `c` has a warp with sequences left."""
+    for i in range(cta_warp_off[c], cta_warp_off[c + 1]):
+        w = cta_warps[i]
+        if wnext[w] < wend[w]:
+            return True
+    return False
+
+
 @njit(**KERNEL)
-def weighted_round_robin(st, S, md, weight, start, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off):
-    """Steps 1-2 with given warp weights and alignment points: the bulk sequences each SM issues,
+def weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off):
+    """Steps 1-2 with given warp weights and joining rounds: the bulk sequences each SM issues,
     in issue order (SM s owns ``issue[sm_seq_off[s]:sm_seq_off[s+1]]``). Every sequence is issued
-    exactly once; a warp issues ``start[w] ..`` its last sequence in program order, then (only if
-    it had skipped a head) its first sequences up to ``start[w]``, in program order too."""
+    exactly once and every warp issues its sequences in program order. A CTA admitted into a slot
+    with ``join[c] > 0`` holds the slot and joins the round robin in round ``join[c]`` of its SM
+    (a round with no warp ready is skipped: the SM moves on to the next joining round)."""
     n_ctas = cta_warp_off.shape[0] - 1
     n_warps = warp_cta.shape[0]
     issue = np.empty(sm_seq_off[S], dtype=np.int64)
-    wnext = start.copy()
+    wnext = warp_seq_off[:-1].copy()
     wend = warp_seq_off[1:].copy()
     credit = np.zeros(n_warps, dtype=np.float64)
     cta_left = np.zeros(max(n_ctas, 1), dtype=np.int64)
-    body_done = np.zeros(max(n_ctas, 1), dtype=np.uint8)
-    heads = np.empty(max(n_ctas, 1), dtype=np.int64)
+    waiting = np.empty(max(md, 1), dtype=np.int64)
     act = np.empty(n_warps + 1, dtype=np.int64)
     for s in range(S):
         pos = sm_seq_off[s]
         k = s
         resident = 0
         n_act = 0
-        h_first = 0
-        h_last = 0
+        n_wait = 0
+        rnd = 0
         while True:
-            # Admit CTAs into the free slots: the SM's own CTAs in order, then the skipped heads.
-            while resident < md:
-                if k < n_ctas:
-                    c = k
-                    k += S
-                elif h_first < h_last:
-                    c = heads[h_first]
-                    h_first += 1
-                    for i in range(cta_warp_off[c], cta_warp_off[c + 1]):
-                        w = cta_warps[i]
-                        wnext[w] = warp_seq_off[w]
-                        wend[w] = start[w]
+            # Admit the SM's own CTAs, in order, into the free slots; a delayed one waits.
+            while resident < md and k < n_ctas:
+                c = k
+                k += S
+                if not _live(c, wnext, wend, cta_warp_off, cta_warps):
+                    continue
+                resident += 1
+                if join[c] > rnd:
+                    waiting[n_wait] = c
+                    n_wait += 1
                 else:
-                    break
-                n_act, live = _join(st, c, n_act, act, credit, wnext, wend, cta_warp_off, cta_warps, cta_left)
-                if live > 0:
-                    resident += 1
+                    n_act, _ = _join(st, c, n_act, act, credit, wnext, wend, cta_warp_off, cta_warps, cta_left)
+            if n_act == 0 and n_wait > 0:  # nothing ready: on to the next joining round
+                rnd = join[waiting[0]]
+                for i in range(1, n_wait):
+                    rnd = min(rnd, join[waiting[i]])
+            m = 0
+            for i in range(n_wait):
+                c = waiting[i]
+                if join[c] <= rnd:
+                    n_act, _ = _join(st, c, n_act, act, credit, wnext, wend, cta_warp_off, cta_warps, cta_left)
+                else:
+                    waiting[m] = c
+                    m += 1
+            n_wait = m
             if n_act == 0:
                 break
             # One round (3.2.2): every warp earns its weight in credit, then the warps are visited
@@ -184,6 +229,7 @@ def weighted_round_robin(st, S, md, weight, start, warp_seq_off, warp_cta, cta_w
                         credit[w] -= 1.0
                         if credit[w] >= 1.0 and wnext[w] < wend[w]:
                             more = True
+            rnd += 1
             # Retire the warps that are done, and the CTAs whose warps all are.
             m = 0
             for i in range(n_act):
@@ -196,43 +242,30 @@ def weighted_round_robin(st, S, md, weight, start, warp_seq_off, warp_cta, cta_w
                 cta_left[c] -= 1
                 if cta_left[c] == 0:
                     resident -= 1
-                    if body_done[c] == 0:  # queue the head it skipped, if any
-                        body_done[c] = 1
-                        for q in range(cta_warp_off[c], cta_warp_off[c + 1]):
-                            if start[cta_warps[q]] > warp_seq_off[cta_warps[q]]:
-                                heads[h_last] = c
-                                h_last += 1
-                                break
             n_act = m
     return issue
 
 
 @njit(**KERNEL)
 def schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off):
-    """Steps 1-2 of one trial: the warp weights and alignment points drawn from `st`, then
+    """Steps 1-2 of one trial: the warp weights and joining rounds drawn from `st`, then
     `weighted_round_robin` (SM s owns ``issue[sm_seq_off[s]:sm_seq_off[s+1]]``)."""
     weight = draw_weights(st, warp_cta.shape[0], SKEW_MAX)
-    start = draw_starts(st, S, md, warp_seq_off, cta_warp_off, cta_warps)
-    return weighted_round_robin(st, S, md, weight, start, warp_seq_off, warp_cta, cta_warp_off, cta_warps,
+    join = draw_joins(st, S, md, warp_seq_off, cta_warp_off, cta_warps)
+    return weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_warp_off, cta_warps,
                                 sm_seq_off)
 
 
 @njit(**KERNEL)
-def align(st, issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off):
-    """Step 3: each SM's cached warp accesses in issue order, after rotating its sequences by a
-    random alignment point (SM s owns ``order[sm_acc_off[s]:sm_acc_off[s+1]]``)."""
+def issue_accesses(issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off):
+    """Each SM's cached warp accesses in issue order (SM s owns
+    ``order[sm_acc_off[s]:sm_acc_off[s+1]]``): the sequences of `issue`, expanded."""
     S = sm_seq_off.shape[0] - 1
     order = np.empty(sm_acc_off[S], dtype=np.int64)
     for s in range(S):
         pos = sm_acc_off[s]
-        first = sm_seq_off[s]
-        n_s = sm_seq_off[s + 1] - first
-        a = rng_below(st, n_s) if n_s > 0 else 0
-        for t in range(n_s):
-            u = a + t
-            if u >= n_s:
-                u -= n_s
-            q = issue[first + u]
+        for t in range(sm_seq_off[s], sm_seq_off[s + 1]):
+            q = issue[t]
             for r in range(seq_off[q], seq_off[q + 1]):
                 if op_cached[acc_op[r]]:
                     order[pos] = r
@@ -241,19 +274,77 @@ def align(st, issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off):
 
 
 @njit(**KERNEL)
-def merge_order(st, sm_acc_off):
-    """Step 4: the SM of each successive warp access of the merged stream: a uniform random
-    shuffle of the SM labels, i.e. a pick of an SM with weight = accesses it has left."""
+def resident_set_accesses(S, md, cta_acc):
+    """The cached warp accesses of each SM's first resident set: its first `md` CTAs with any
+    (`cta_acc`: cached warp accesses per snapshot CTA; CTA k runs on SM ``k % S``)."""
+    lead = np.zeros(S, dtype=np.int64)
+    for s in range(S):
+        resident = 0
+        k = s
+        while resident < md and k < cta_acc.shape[0]:
+            if cta_acc[k] > 0:
+                lead[s] += cta_acc[k]
+                resident += 1
+            k += S
+    return lead
+
+
+@njit(**KERNEL)
+def draw_entries(st, lead, sm_acc_off):
+    """Step 3: the position of the merged stream at which each SM's stream enters: ``u`` times
+    the other SMs' resident-set accesses (`lead`) times the SM's `lag_share` (its accesses beyond
+    its first resident set, over that set's), ``u`` uniform in [0, 1); less the smallest."""
+    S = lead.shape[0]
+    total = 0
+    for s in range(S):
+        total += lead[s]
+    entry = np.empty(S, dtype=np.int64)
+    first = np.int64(0)
+    for s in range(S):
+        share = lag_share(lead[s], sm_acc_off[s + 1] - sm_acc_off[s])
+        entry[s] = np.int64(rng_unit(st) * share * (total - lead[s]))
+        if s == 0 or entry[s] < first:
+            first = entry[s]
+    for s in range(S):
+        entry[s] -= first
+    return entry
+
+
+@njit(**KERNEL)
+def merge_order(st, sm_acc_off, entry):
+    """Step 4: the SM of each successive warp access of the merged stream. From position
+    ``entry[s]`` on (or earlier, when no started SM has accesses left), SM s's accesses join an
+    urn; each position draws one access from the urn, uniformly: a pick of a started SM with
+    weight = the accesses it has left. With every entry at 0 it is a uniform random shuffle of
+    the SM labels. The urn lives in `lab` itself, just after the positions drawn so far."""
     S = sm_acc_off.shape[0] - 1
     n = sm_acc_off[S]
     lab = np.empty(n, dtype=np.int64)
-    for s in range(S):
-        for g in range(sm_acc_off[s], sm_acc_off[s + 1]):
-            lab[g] = s
-    for i in range(n - 1, 0, -1):
-        j = rng_below(st, i + 1)
-        x = lab[i]
-        lab[i] = lab[j]
+    by_entry = np.argsort(entry, kind="mergesort")
+    nxt = 0
+    m = 0
+    for g in range(n):
+        while nxt < S and (entry[by_entry[nxt]] <= g or m == 0):
+            s = by_entry[nxt]
+            nxt += 1
+            for i in range(sm_acc_off[s + 1] - sm_acc_off[s]):
+                lab[g + m] = s
+                m += 1
+        j = g + rng_below(st, m)
+        x = lab[g]
+        lab[g] = lab[j]
         lab[j] = x
+        m -= 1
     return lab
 
+
+@njit(**KERNEL)
+def order_accesses(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, seq_off, acc_op,
+                   op_cached, sm_acc_off, cta_acc):
+    """Steps 1-4 of one trial: ``(order, lab)``, each SM's cached warp accesses in issue order
+    (`issue_accesses`) and the SM of each position of the merged stream (`merge_order`)."""
+    issue = schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
+    order = issue_accesses(issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
+    entry = draw_entries(st, resident_set_accesses(S, md, cta_acc), sm_acc_off)
+    lab = merge_order(st, sm_acc_off, entry)
+    return order, lab

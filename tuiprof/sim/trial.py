@@ -20,7 +20,7 @@ from tuiprof.sim.replay import Geometry, replay_kernel, runtime_params
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  TrialResult)
 from tuiprof.sim.rng import rng_new
-from tuiprof.sim.schedule import align, merge_order, schedule
+from tuiprof.sim.schedule import order_accesses
 
 
 def params_for(prepared: Prepared, arch: Arch | np.ndarray | None) -> np.ndarray:
@@ -71,11 +71,9 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     co = prepared.coalesced
     S = int(params[P_SM])
     st = rng_new(seed)
-    issue = schedule(st, S, md, prepared.warp_seq_off, prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps,
-                     prepared.sm_seq_off)
-    order = align(st, issue, prepared.sm_seq_off, prepared.seq_off, prepared.acc_op, prepared.op_cached,
-                  prepared.sm_acc_off)
-    lab = merge_order(st, prepared.sm_acc_off)
+    order, lab = order_accesses(st, S, md, prepared.warp_seq_off, prepared.warp_cta, prepared.cta_warp_off,
+                                prepared.cta_warps, prepared.sm_seq_off, prepared.seq_off, prepared.acc_op,
+                                prepared.op_cached, prepared.sm_acc_off, prepared.cta_acc)
     if geometry.wide_l2:
         req_id2, lines2 = prepared.line_ids((geometry.l2_chunks // geometry.l1_chunks).bit_length() - 1)
         n_ids2 = lines2.shape[0]
