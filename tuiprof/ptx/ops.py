@@ -11,17 +11,18 @@ innermost location of its chain that lies in the user's file (the ``.file`` entr
 compiled source, else file 1): code inlined from a header (``__ldg``, ``atomicAdd``) lands on its
 call site, code of the user's own device functions on their own lines.
 
-*Label*: the accessed expression, found in the source line: the subscript (``y[ind]``,
-``tile[ty][tx]``) or ``->`` chain on the side of the assignment that matches the op's kind,
-whose base names the array the address comes from (traced back through the registers to a
-kernel parameter or a shared variable). When several remain, the k-th instruction of a line
-takes the k-th candidate; with none, the trimmed line. The StaticOp's column is the label's
-(as the synthetic models give it), or the ``.loc`` column when the label is the whole line.
+*Label*: the accessed expression of the source line, chosen for each instruction from its own
+address computation (`tuiprof.ptx.labels`: side of the assignment, base array, the ``.loc``
+statement, then the address form of `tuiprof.ptx.address` against each candidate's index); with
+none, the statement. The StaticOp's column is the label's (as the synthetic models give it), or
+the ``.loc`` column when the label is the statement. Each StaticOp lists the PTX instructions
+behind it (``ptx``), so that a user can check the attribution.
 
-*Merging*: the copies of one access that unrolling creates (same source location, kind, space,
-width and label) share one StaticOp, as the synthetic models of ``tuiprof.trace.synth`` count
-them; its ``starts_sequence`` is true when any copy starts a sequence. Instructions without line
-information are never merged.
+*Merging*: instructions share one StaticOp only when they are copies of one source access: the
+same candidate expression of one statement (a loop's unrolled copies, the copy a rotated loop
+keeps before its first iteration), or, with no candidate, the same address form; same kind,
+space and width. Its ``starts_sequence`` is true when any copy starts a sequence. Instructions
+without line information are never merged.
 
 *Bulk sequences*: an op starts a new sequence when, on some path reaching it, a loop back-edge
 or a CTA barrier lies between it and the previous op, or its address depends (through registers)
@@ -32,14 +33,16 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tuiprof.ptx.address import AddressForms, instruction_text
 from tuiprof.ptx.cfg import build_cfg
+from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, plain_name, source_params, statement_text
 from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Module,
                                NegPred, Operand, PredDest, PtxError, Reg, ResolvedLoc, SourceLoc,
                                Sym, Vec)
-from tuiprof.trace.model import StaticOp
+from tuiprof.trace.model import MAX_OP_PTX, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
 STORE_OPCODES = frozenset({"st"})
@@ -269,238 +272,6 @@ def resolve_loc(loc: SourceLoc, user: int) -> SourceLoc:
     return loc.outermost
 
 
-_IDENT_RE = re.compile(r"[A-Za-z_]\w*")
-_ASSIGN_RE = re.compile(r"(?<![=!<>+\-*/%&|^])([+\-*/%&|^]|<<|>>)?=(?!=)")
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    text: str
-    base: str
-    start: int
-    end: int
-    side: str
-    """"lhs" (assigned), "rhs" (read), "both" (compound assignment target), "arg" (argument of an
-    atomic* call)."""
-
-
-def _match_bracket(text: str, i: int) -> int:
-    """Index just past the bracket closing the one at `i`, or -1."""
-    pairs = {"[": "]", "(": ")"}
-    close = pairs[text[i]]
-    depth = 0
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == text[i]:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return -1
-
-
-def _strip_comment(line: str) -> str:
-    return line.split("//", 1)[0]
-
-
-_CONTROL_RE = re.compile(r"\b(if|for|while|switch)\s*\(")
-_TYPE_WORDS = frozenset({"unsigned", "signed", "int", "float", "double", "char", "long", "short",
-                         "const", "volatile", "void", "bool", "size_t", "half", "__half",
-                         "uint", "int2", "int4", "float2", "float4", "uint2", "uint4"})
-
-
-def _segments(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the statements and control-flow conditions of a source line."""
-    out: list[tuple[int, int]] = []
-    i, start, depth, n = 0, 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if depth == 0:
-            m = _CONTROL_RE.match(text, i)
-            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-                if text[start:i].strip():
-                    out.append((start, i))
-                close = _match_bracket(text, m.end() - 1)
-                if close < 0:
-                    close = n
-                pos = m.end()
-                for part in text[m.end():close - 1].split(";"):
-                    out.append((pos, pos + len(part)))
-                    pos += len(part) + 1
-                i = start = close
-                continue
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif depth <= 0 and c in ";{}":
-            if text[start:i].strip():
-                out.append((start, i))
-            start = i + 1
-        i += 1
-    if text[start:].strip():
-        out.append((start, n))
-    return out
-
-
-def _assignment(text: str, lo: int, hi: int) -> re.Match[str] | None:
-    """The first assignment operator at bracket depth 0 in ``text[lo:hi]``."""
-    for m in _ASSIGN_RE.finditer(text, lo, hi):
-        pre = text[lo:m.start()]
-        if pre.count("(") - pre.count(")") <= 0 and pre.count("[") - pre.count("]") <= 0:
-            return m
-    return None
-
-
-def _access_end(text: str, j: int) -> int:
-    """End of the subscript / ``->`` chain starting at `j` (just after an identifier); `j` if none."""
-    end = j
-    is_access = False
-    n = len(text)
-    while True:
-        k = end
-        while k < n and text[k] == " ":
-            k += 1
-        if k < n and text[k] == "[":
-            close = _match_bracket(text, k)
-            if close < 0:
-                break
-            end, is_access = close, True
-            continue
-        if text.startswith("->", k):
-            mm = _IDENT_RE.match(text, k + 2)
-            if not mm:
-                break
-            end, is_access = mm.end(), True
-            continue
-        if is_access and k < n and text[k] == ".":
-            mm = _IDENT_RE.match(text, k + 1)
-            if not mm:
-                break
-            end = mm.end()
-            continue
-        break
-    return end if is_access else j
-
-
-def candidates(line: str) -> list[_Candidate]:
-    """Accessed expressions of a source line with their side of the assignment: subscripts and
-    ``->`` chains (``y[ind]``, ``tile[ty][tx]``, ``p->next``), dereferences (``*flag``), and
-    ``atomic*()`` calls whose target has no subscript (``atomicAdd(out, s)``)."""
-    text = _strip_comment(line)
-    out: list[_Candidate] = []
-    for lo, hi in _segments(text):
-        assign = _assignment(text, lo, hi)
-
-        def side_of(start: int, end: int) -> str:
-            before = text[lo:start].rstrip()
-            after = text[end:hi]
-            if re.match(r"\s*(\+\+|--)", after) or before.endswith(("++", "--")):
-                return "both"
-            call = re.search(r"(\w+)\s*\(\s*&?\s*$", before)
-            if call and call.group(1).startswith("atomic"):
-                return "arg"
-            if assign is not None and end <= assign.start():
-                return "both" if assign.group(1) else "lhs"
-            return "rhs"
-
-        for m in _IDENT_RE.finditer(text, lo, hi):
-            start = m.start()
-            if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
-                continue
-            if start > 1 and text[start - 2:start] == "->":
-                continue
-            name = m.group(0)
-            if name.startswith("atomic") and text[m.end():hi].lstrip().startswith("("):
-                k = text.index("(", m.end())
-                close = _match_bracket(text, k)
-                if close > 0:
-                    args = text[k + 1:close - 1]
-                    first = re.split(r",", args, maxsplit=1)[0]
-                    if "[" not in first:
-                        ids = [x for x in _IDENT_RE.findall(first) if x not in _TYPE_WORDS]
-                        out.append(_Candidate(text[start:close], ids[-1] if ids else "",
-                                              start, close, "arg"))
-                continue
-            end = _access_end(text, m.end())
-            if end > m.end():
-                out.append(_Candidate(text[start:end], name, start, end, side_of(start, end)))
-                continue
-            before = text[lo:start].rstrip()
-            if before.endswith("*"):  # unary: `*p`, not `float *p` nor `a * b`
-                prior = before[:-1].rstrip()
-                if not prior or prior[-1] in "(=,!&|+-<>?:*" or re.search(r"\breturn$", prior):
-                    star = lo + len(before) - 1
-                    out.append(_Candidate("*" + name, name, star, m.end(), side_of(star, m.end())))
-    return out
-
-
-def _plain_name(name: str) -> str:
-    """The source-level name inside an Itanium-mangled one (``_ZZ8matmul16E2As`` -> ``As``,
-    ``_Z4axpyIfLi4EEvPT_`` -> ``axpy``); the name itself when not mangled."""
-    if not name.startswith("_Z"):
-        return name
-    m = re.search(r"E(\d+)([A-Za-z_]\w*)$", name)
-    if name.startswith("_ZZ") and m and len(m.group(2)) >= int(m.group(1)):
-        return m.group(2)[:int(m.group(1))]
-    pos = 2
-    if name.startswith("_ZN", 0):
-        pos = 3
-    last = name
-    while pos < len(name):
-        mm = re.match(r"(\d+)", name[pos:])
-        if not mm:
-            break
-        ln = int(mm.group(1))
-        pos += len(mm.group(1))
-        last = name[pos:pos + ln]
-        pos += ln
-        if not name.startswith("_ZN"):
-            break
-    return last
-
-
-def source_params(source: str, function: str) -> list[str]:
-    """Parameter names of `function`'s definition in the CUDA source (empty if not found)."""
-    name = _plain_name(function)
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
-    for m in re.finditer(rf"\b{re.escape(name)}\s*\(", text):
-        head = text[max(0, m.start() - 300):m.start()]
-        head = re.split(r"[;}]", head)[-1]
-        if "__global__" not in head and "__device__" not in head:
-            continue
-        close = _match_bracket(text, m.end() - 1)
-        if close < 0:
-            continue
-        after = text[close:close + 200].lstrip()
-        if after.startswith(";"):
-            continue  # a declaration
-        params = []
-        for p in _split_params(text[m.end():close - 1]):
-            p = p.split("=", 1)[0]
-            p = re.sub(r"\[[^\]]*\]", "", p)
-            ids = _IDENT_RE.findall(p)
-            params.append(ids[-1] if ids else "")
-        return params
-    return []
-
-
-def _split_params(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "(<[":
-            depth += 1
-        elif c in ")>]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    if text[start:].strip():
-        out.append(text[start:])
-    return out
-
-
 class _Origins:
     """Where an address comes from: kernel parameters and variables its registers derive from."""
 
@@ -552,34 +323,6 @@ class _Origins:
         return res
 
 
-def _sides_for(kind: str) -> tuple[tuple[str, ...], ...]:
-    """Candidate sides to try in order for an op kind."""
-    if kind == "store":
-        return (("lhs", "both"), ("lhs", "both", "arg", "rhs"))
-    if kind == "atomic":
-        return (("arg",), ("both",), ("arg", "both", "lhs", "rhs"))
-    return (("rhs", "both"), ("rhs", "both", "arg", "lhs"))
-
-
-@dataclass(frozen=True)
-class _RawOp:
-    function: str
-    index: int
-    kind: str
-    space: str
-    bytes: int
-    file: str
-    line: int
-    column: int
-    ptx_line: int
-    starts: bool
-    bases: frozenset[str]
-    """Source-level names the address may derive from (parameters, variables)."""
-    excluded: frozenset[str]
-    """Names that cannot be this op's base (a pointer parameter for a shared or local op, a
-    shared array for a global op)."""
-
-
 def _read_source(module: Module, file_no: int) -> str | None:
     path = module.files.get(file_no)
     if not path:
@@ -629,17 +372,18 @@ def static_ops(module: Module, kernel: str, source_name: str,
     text = source_text if source_text is not None else _read_source(module, user)
     lines = text.splitlines() if text is not None else []
     display = os.path.basename(source_name) if source_name else module.files.get(user, "")
-    raws: list[_RawOp] = []
-    shared_names = {_plain_name(v.name) for v in module.variables if v.space == "shared"}
+    raws: list[Access] = []
+    shared_names = {plain_name(v.name) for v in module.variables if v.space == "shared"}
     with_barriers = barrier_functions(module)
     for fname in [kernel] + _called(module, fn):
         f = module.functions[fname]
         starts = sequence_starts(f, barrier_calls=with_barriers)
         origins = _Origins(f)
+        forms = AddressForms(f)
         params = source_params(text, fname) if text is not None else []
-        pointer_params = {params[k] for k, p in enumerate(f.params)
-                          if k < len(params) and (p.size_bytes == 8 or p.is_pointer_hint)}
-        f_shared = shared_names | {_plain_name(v.name) for v in f.variables if v.space == "shared"}
+        pointers = {k for k, p in enumerate(f.params) if p.size_bytes == 8 or p.is_pointer_hint}
+        pointer_params = {params[k] for k in pointers if k < len(params)}
+        f_shared = shared_names | {plain_name(v.name) for v in f.variables if v.space == "shared"}
         for i, ins in enumerate(f.instructions):
             for mo in memory_ops(ins, i):
                 bases: set[str] = set()
@@ -650,7 +394,7 @@ def static_ops(module: Module, kernel: str, source_name: str,
                         if k < len(params) and params[k]:
                             bases.add(params[k])
                     elif kind_ == "sym":
-                        bases.add(_plain_name(val))
+                        bases.add(plain_name(val))
                 spaces = {v for k_, v in ori if k_ == "space"}
                 proved = ""
                 if ins.space == "generic" and len(spaces) == 1 and all(k_ != "param" for k_, _ in ori):
@@ -659,30 +403,61 @@ def static_ops(module: Module, kernel: str, source_name: str,
                 file_, line, col = _where(module, f, i, user, display, lines, bases)
                 excluded = f_shared if space == "global" else pointer_params if space in (
                     "shared", "local") else set()
-                raws.append(_RawOp(fname, i, mo.kind, space, mo.bytes, file_, line, col,
-                                   ins.ptx_line, starts.get(i, False), frozenset(bases),
-                                   frozenset(excluded - bases)))
-    labels = _labels(raws, lines, display)
+                form = forms.of_address(mo.address)
+                base_leaves = frozenset(leaf for leaf, _ in form.terms
+                                        if leaf[0] == "sym" or leaf[0] == "param" and int(leaf[1]) in pointers)
+                raws.append(Access(fname, i, mo.kind, space, mo.bytes, file_, line, col, ins.ptx_line,
+                                   starts.get(i, False), frozenset(bases), frozenset(excluded - bases), form,
+                                   base_leaves))
+    chosen = label_accesses(raws, lines, display, text)
     out: list[tuple[str, int, StaticOp]] = []
     ids: dict[tuple[object, ...], int] = {}
     ops: list[StaticOp] = []
-    for raw, (label, label_col) in zip(raws, labels):
-        key = _merge_key(raw, label)
+    keys = []
+    for raw, cand in zip(raws, chosen):
+        label, label_col = _label(raw, cand, lines, display)
+        key = _merge_key(raw, cand, label)
+        keys.append(key)
+        ins = module.functions[raw.function].instructions[raw.index]
         if key not in ids:
             ids[key] = len(ops)
             ops.append(StaticOp(id=len(ops), kernel=kernel, kind=raw.kind, space=raw.space,
                                 bytes=raw.bytes, file=raw.file, line=raw.line,
                                 column=label_col or raw.column,
-                                ptx_line=raw.ptx_line, starts_sequence=raw.starts, label=label))
-        elif raw.starts and not ops[ids[key]].starts_sequence:
-            o = ops[ids[key]]
-            ops[ids[key]] = StaticOp(id=o.id, kernel=o.kernel, kind=o.kind, space=o.space,
-                                     bytes=o.bytes, file=o.file, line=o.line, column=o.column,
-                                     ptx_line=o.ptx_line, starts_sequence=True, label=o.label)
-    for raw, (label, _) in zip(raws, labels):
-        key = _merge_key(raw, label)
+                                ptx_line=raw.ptx_line, starts_sequence=raw.starts, label=label,
+                                ptx=((ins.ptx_line, instruction_text(ins)),)))
+            continue
+        o = ops[ids[key]]
+        entry = (ins.ptx_line, instruction_text(ins))
+        more = entry not in o.ptx and len(o.ptx) < MAX_OP_PTX
+        ops[ids[key]] = replace(o, starts_sequence=o.starts_sequence or raw.starts,
+                                ptx=o.ptx + (entry,) if more else o.ptx)
+    for raw, key in zip(raws, keys):
         out.append((raw.function, raw.index, ops[ids[key]]))
     return tuple(out)
+
+
+def _label(raw: Access, cand: Candidate | None, lines: list[str], display: str) -> tuple[str, int]:
+    """The label of an access and its 1-based column (0 when the label is the whole statement or
+    there is no source)."""
+    if cand is not None:
+        return cand.text, cand.start + 1
+    if raw.file == display and 1 <= raw.line <= len(lines):
+        return statement_text(lines[raw.line - 1]), 0
+    return "", 0
+
+
+def _merge_key(raw: Access, cand: Candidate | None, label: str) -> tuple[object, ...]:
+    """Instructions with equal keys are copies of one source access: they access the same
+    candidate expression of one statement, or, with none, compute the same address (up to the
+    constant and the loop's induction, `tuiprof.ptx.address`). Without line information an
+    instruction is only a copy of itself."""
+    if raw.line == 0:
+        return (raw.function, raw.index, raw.kind)
+    where = (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label)
+    if cand is not None:
+        return where + (cand.start,)
+    return where + (raw.form.terms,)
 
 
 def _where(module: Module, fn: Function, i: int, user: int, display: str, lines: list[str],
@@ -728,54 +503,3 @@ def instruction_location(module: Module, fn: Function, index: int, source_name: 
     display = os.path.basename(source_name)
     file_, line, col = _where(module, fn, index, user, display, [], set())
     return ResolvedLoc(file_, line, col)
-
-
-def _merge_key(raw: _RawOp, label: str) -> tuple[object, ...]:
-    """Ops with equal keys are copies of one source access; without line information an
-    instruction is only a copy of itself."""
-    if raw.line == 0:
-        return (raw.function, raw.index, raw.kind)
-    return (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label)
-
-
-def _labels(raws: list[_RawOp], lines: list[str], display: str) -> list[tuple[str, int]]:
-    """The accessed expression of every raw op and its 1-based column on the line (0 when the
-    label is the whole line or there is no source; see the module docstring)."""
-    out: list[tuple[str, int]] = [("", 0)] * len(raws)
-    groups: dict[tuple[str, int, str, tuple[_Candidate, ...]], list[int]] = {}
-    per_line: dict[int, list[_Candidate]] = {}
-    for n, raw in enumerate(raws):
-        if raw.file != display or not (1 <= raw.line <= len(lines)):
-            continue
-        text = lines[raw.line - 1]
-        cands = per_line.get(raw.line)
-        if cands is None:
-            cands = per_line[raw.line] = candidates(text)
-        chosen: list[_Candidate] = []
-        usable = [c for c in cands if c.base not in raw.excluded]
-        for sides in _sides_for(raw.kind):
-            side_c = [c for c in usable if c.side in sides]
-            named = [c for c in side_c if c.base in raw.bases]
-            if named:
-                chosen = named
-                break
-            if raw.bases and any(c.base in raw.bases for c in usable):
-                continue
-            if side_c:
-                chosen = side_c
-                break
-        if not chosen:
-            out[n] = (_strip_comment(text).strip().rstrip(";").strip(), 0)
-            continue
-        if len(chosen) == 1:
-            out[n] = (chosen[0].text, chosen[0].start + 1)
-            continue
-        key = (raw.function, raw.line, raw.kind, tuple(chosen))
-        groups.setdefault(key, []).append(n)
-    for key, members in groups.items():
-        chosen_c = key[3]
-        # several expressions fit: the k-th such instruction of the line takes the k-th
-        for k, n in enumerate(members):
-            c = chosen_c[k % len(chosen_c)]
-            out[n] = (c.text, c.start + 1)
-    return out

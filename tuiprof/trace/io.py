@@ -47,7 +47,7 @@ from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.output import write_bytes_to
 from tuiprof.resources import human_size, memory_budget
-from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS,
+from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS, MAX_SOURCE_CHARS,
                                  MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance, Snapshot,
                                  SourceFile, StaticOp, Trace)
 from tuiprof.trace.text import printable, shown_path
@@ -179,7 +179,7 @@ def _launch_json(L: Launch) -> dict[str, Any]:
 def _op_json(o: StaticOp) -> dict[str, Any]:
     return {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
             "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
-            "starts_sequence": o.starts_sequence, "label": o.label}
+            "starts_sequence": o.starts_sequence, "label": o.label, "ptx": [list(x) for x in o.ptx]}
 
 
 def trace_arrays(t: Trace) -> tuple[dict[str, np.ndarray], int]:
@@ -557,8 +557,8 @@ class _Fields:
             self.fail(f"{where} must be an object of named fields, not {_show(v)}")
         return v
 
-    def items(self, obj: dict[str, Any], key: str, where: str, max_items: int) -> list[Any]:
-        v = self.get(obj, key, where)
+    def items(self, obj: dict[str, Any], key: str, where: str, max_items: int, default: Any = _MISSING) -> list[Any]:
+        v = self.get(obj, key, where, default)
         if not isinstance(v, list):
             self.fail(f"{where} must be a list, not {_show(v)}")
         if len(v) > max_items:
@@ -581,6 +581,12 @@ class _Fields:
         if len(v) > max_chars:
             self.fail(f"{where} is {len(v):,} characters long, more than the {max_chars:,} this tuiprof accepts")
         return v
+
+    def ptx_entry(self, v: Any, where: str) -> tuple[int, str]:
+        """A ``[PTX line, instruction]`` pair of `StaticOp.ptx`."""
+        if not isinstance(v, list) or len(v) != 2:
+            self.fail(f"{where} must be a [PTX line, instruction] pair, not {_show(v)}")
+        return self.whole(v[0], f"{where}[0]", 0, 2**31 - 1), self.text({"x": v[1]}, "x", f"{where}[1]")
 
     def choice(self, obj: dict[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
         v = self.text(obj, key, where)
@@ -681,7 +687,9 @@ def _parse_header(path: Path, h: dict[str, Any]) -> _Header:
                             column=f.integer(o, "column", f"{w}.column", 0, 2**31 - 1, 0),
                             ptx_line=f.integer(o, "ptx_line", f"{w}.ptx_line", 0, 2**31 - 1, 0),
                             starts_sequence=f.flag(o, "starts_sequence", f"{w}.starts_sequence", False),
-                            label=f.text(o, "label", f"{w}.label", default="")))
+                            label=f.text(o, "label", f"{w}.label", default=""),
+                            ptx=tuple(f.ptx_entry(x, f"{w}.ptx[{k}]")
+                                      for k, x in enumerate(f.items(o, "ptx", f"{w}.ptx", MAX_OP_PTX, default=[])))))
     P = f.table(h, "provenance", "provenance")
     generator = f.table(P, "generator", "provenance.generator", {})
     f.plain(generator, "provenance.generator")

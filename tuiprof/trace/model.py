@@ -37,6 +37,8 @@ MAX_NAME_CHARS = 4096
 """Characters of one name or label: kernel, file, op label, provenance field, snapshot rule."""
 MAX_GRID_CTAS = 1 << 24
 """CTAs in the launch grid (the SM-utilisation model walks the whole grid)."""
+MAX_OP_PTX = 64
+"""PTX instructions listed per op (`StaticOp.ptx`): a loop unrolled further lists its first ones."""
 MAX_LINE_CHARS = 160
 """Characters of one source line shown beside an op (reports, UI); longer ones end in an ellipsis."""
 MAX_LABEL_CHARS = 60
@@ -62,6 +64,10 @@ class StaticOp:
     back-edge or a barrier, or its address depends on an earlier load of the current sequence."""
     label: str = ""
     """The expression accessed, for display (``y[ind]``)."""
+    ptx: tuple[tuple[int, str], ...] = ()
+    """The PTX instructions behind the op, as (PTX line, instruction) pairs (several for a loop's
+    unrolled or rotated copies of one source access), so that a user can check the attribution;
+    empty when unknown."""
 
     @property
     def is_read(self) -> bool:
