@@ -72,6 +72,7 @@ def trace_section(trace: Trace, path: Path | None = None) -> dict[str, Any]:
         "sources": [s.name for s in trace.sources],
         "ops": [{"id": o.id, "kind": o.kind, "space": o.space, "bytes": o.bytes, "file": clip(o.file, MAX_LABEL_CHARS), "line": o.line,
                  "label": clip(o.label, MAX_LABEL_CHARS), "source": source_line(o.file, o.line), "starts_sequence": o.starts_sequence,
+                 "ptx": [{"line": line, "instruction": clip(text, MAX_LINE_CHARS)} for line, text in o.ptx],
                  "warp_accesses": int(counts[o.id]),
                  "mean_active_lanes": round(lane_sum[o.id] / counts[o.id], 2) if counts[o.id] else 0.0}
                 for o in trace.ops],

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis, OpStats
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.session import Session
+    from tuiprof.trace.model import StaticOp
 
 ANALYSING = "address pattern: analysing the op's warp accesses…"
 
@@ -45,6 +46,23 @@ def breakdown(s: "OpStats", width: int) -> Content:
         used += n
     legend = "  ".join(f"{glyph} {name} {fmt.pct(x)}" for name, x, _, glyph in shares)
     return Content("\n").join([Content.assemble(*parts), Content(legend)])
+
+
+PTX_SHOWN = 4
+"""PTX instructions the drill-down lists per op (the JSON report has them all)."""
+
+
+def ptx_lines(op: "StaticOp") -> list[Content]:
+    """The PTX instructions behind an op, so that a user can check which ones it counts."""
+    if not op.ptx:
+        return []
+    copies = f" ({len(op.ptx)} copies of one source access)" if len(op.ptx) > 1 else ""
+    out = [Content.styled("PTX" + copies, "bold")]
+    out += [Content.styled(f"  line {line}: {clean(text, MAX_MESSAGE)}", "$text-muted") for line, text in op.ptx[:PTX_SHOWN]]
+    if len(op.ptx) > PTX_SHOWN:
+        out.append(Content.styled(f"  … {len(op.ptx) - PTX_SHOWN} more (tuiprof report --format json lists them)",
+                                  "$text-muted"))
+    return out
 
 
 def strides(items: tuple[tuple[int, float], ...]) -> str:
@@ -157,6 +175,7 @@ class DrillScreen(Screen[None]):
                 Content(f"L1 requests (lines) per warp access {fmt.num(s.requests_per_access, 2)} (ideal {ideal_lines})"
                         f" · sectors per L1 request {fmt.num(s.sectors_per_request, 2)}"
                         + (f" · active lanes {fmt.num(p.mean_active_lanes, 1)}/32" if p else ""))]
+        coal += ptx_lines(op)
         self.query_one("#drill-coalescing", Static).update(Content("\n").join(coal))
         if p is not None:
             sample = f" (whole warps sampled: {p.examined:,} of {p.warp_accesses:,})" if p.examined < p.warp_accesses else ""
