@@ -324,7 +324,7 @@ class EmuDevice:
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
-                         step_limit=self.step_limit, source_name=self._loc_text)
+                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen)
         self.thread_instructions += result.thread_insts
         if chosen:
             self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)

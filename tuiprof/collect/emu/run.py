@@ -63,10 +63,10 @@ class RunResult:
     """What one launch produced: per-CTA counts for the grid and the snapshot's records."""
 
     insts: np.ndarray
-    """int64 [grid CTAs]: dynamic warp instructions of each CTA (empty when nothing is recorded)."""
+    """int64 [grid CTAs]: dynamic warp instructions of each CTA (empty unless asked for: `execute`)."""
     accesses: np.ndarray
     """int64 [grid CTAs]: warp accesses (recorded ops executed with some lane active) of each CTA
-    (empty when nothing is recorded)."""
+    (empty unless asked for)."""
     key: np.ndarray
     """int64 [R]: snapshot position x warps per CTA + warp index, in program order per warp."""
     op: np.ndarray
@@ -221,8 +221,8 @@ def record_limit() -> int:
 
 
 def _batches(n_ctas: int, threads: int) -> list[tuple[int, int]]:
-    """Consecutive CTA ranges: at least 8 per worker thread, at most 64 CTAs each up to MAX_BATCHES
-    (so that bookkeeping stays small for huge grids)."""
+    """Consecutive CTA ranges: at least 8 per worker thread, otherwise about 64 CTAs each, and
+    never more than MAX_BATCHES of them (so that the bookkeeping of a huge grid stays small)."""
     n_batches = max(1, min(n_ctas, max(8 * threads, min(n_ctas // 64, MAX_BATCHES))))
     edges = np.linspace(0, n_ctas, n_batches + 1).astype(np.int64)
     return [(int(edges[i]), int(edges[i + 1])) for i in range(n_batches) if edges[i + 1] > edges[i]]
@@ -230,9 +230,10 @@ def _batches(n_ctas: int, threads: int) -> list[tuple[int, int]]:
 
 def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
-            source_name: Callable[[SourceLoc | None], str]) -> RunResult:
-    """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids).
-    The first failure (in CTA order) ends the run; memory follows the snapshot, not the grid."""
+            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True) -> RunResult:
+    """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids), and
+    with `per_cta` each CTA's counts (the recorded launch's trace keeps them; other launches need
+    no memory in proportion to their grid). The first failure (in CTA order) ends the run."""
     check_grid(prog.kernel, grid)
     n_ctas = grid[0] * grid[1] * grid[2]
     nthreads = block[0] * block[1] * block[2]
@@ -255,7 +256,6 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     seg_lo, seg_hi, seg_off = heap.segments()
     by_id = np.argsort(snapshot, kind="stable")
     snap_sorted = snapshot[by_id]
-    per_cta = snapshot.size > 0   # the trace keeps per-CTA counts of the recorded launch only
     insts = np.zeros(n_ctas if per_cta else 0, np.int64)
     accesses = np.zeros(n_ctas if per_cta else 0, np.int64)
     op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
