@@ -231,6 +231,7 @@ def _emu_cases() -> dict[str, Case]:
         "spin, default step limit": emu(SPIN),
         "spin, 4 GiB cap": emu(SPIN, cap_gib=4.0),
         "runaway, 4096 CTAs": emu(runaway.format(n=4096)),
+        "runaway, 4096 CTAs, snapshot the last": emu(runaway.format(n=4096), "--snapshot", "1", "--snapshot-start", "4095"),
         "grid 2^31-1": emu(TOUCH.format(grid="2**31 - 1"), "--snapshot", "64"),
         "grid 2^31-1 x 65535 x 65535": emu(TOUCH.format(grid="(2**31 - 1, 65535, 65535)"), "--snapshot", "64"),
         "grid 2^22, not recorded": emu(TOUCH.format(grid="2**22") + "\n" + TOUCH.format(grid=32), "--launch-index", "1"),

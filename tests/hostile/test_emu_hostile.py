@@ -399,12 +399,14 @@ def test_a_full_disk_under_the_numba_cache_runs_uncached(tmp_path: Path, warm_nu
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncate", "remove"])
 @pytest.mark.parametrize("n", [2, 4])
-def test_processes_sharing_a_damaged_cache_agree(tmp_path: Path, warm_numba: None, n: int) -> None:
-    """`n` cold processes at once on one damaged folder: each exits 0 with the same figures as an
-    undamaged run, says at most once that it discarded entries, and the folder is healthy after."""
+def test_processes_sharing_a_damaged_cache_agree(tmp_path: Path, warm_numba: None, n: int, damage: str) -> None:
+    """`n` processes at once on one folder whose entries are damaged (or missing: cold): each
+    exits 0 with the same figures as an undamaged run, says at most once that it discarded
+    entries, and the folder is healthy after."""
     reference = _figures(_report(tmp_path, kernel_cache()).stdout)
-    numba = _copy_cache(tmp_path, "truncate")
+    numba = _copy_cache(tmp_path, damage)
     env = {**os.environ, "PYTHONPATH": str(ROOT), **child_env(tmp_path, numba)}
     procs = [subprocess.Popen([sys.executable, "-m", "tuiprof", "report", "vecadd", *RUN, "--format", "json"],
                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
