@@ -192,6 +192,66 @@ def _cases() -> dict[str, Case]:
     }
 
 
+# ---------------------------------------------------------------- issue 21: the emulator's path
+# Kernel files run by launch scripts in the emulator (items 5, 7, 8, 10, 11, brkpt) and faults of
+# the Numba cache (item 12). The kernels and scripts are tests/hostile/test_emu_hostile.py's.
+
+TREE = ROOT
+"""The checkout under test (--tree): the Numba cache cases copy its compiled kernels."""
+
+
+def _emu_cases() -> dict[str, Case]:
+    from tests.hostile.test_emu_hostile import FULL_DISK, KERNELS, SPIN, TOUCH, script_text
+
+    def emu(body: str, *args: str, top: str = "", cap_gib: float | None = None) -> Case:
+        def build(d: Path) -> Spec:
+            (d / "k.cu").write_text(KERNELS)
+            (d / "s.py").write_text(script_text(body, top))
+            return Spec([str(d / "k.cu"), "--launch", str(d / "s.py"), "--no-sweep", *args], cap_gib=cap_gib)
+        return build
+
+    def numba_copy(d: Path, damage: str) -> dict[str, str]:
+        """The tree's compiled kernels copied into `d`, the trace decoder's entries truncated or removed."""
+        import shutil
+
+        found = subprocess.run([sys.executable, "-c", "from tuiprof.jit import kernel_cache_dir as k; print(k())"],
+                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(TREE)}, cwd=TREE)
+        folder = d / "numba"
+        shutil.copytree(found.stdout.strip(), folder)
+        for p in folder.rglob("*_codec*"):
+            if damage == "truncate":
+                os.truncate(p, p.stat().st_size // 2)
+            else:
+                p.unlink()
+        return {"NUMBA_CACHE_DIR": str(folder)}
+
+    runaway = "a = dev.zeros(33, np.int32)\nout = dev.zeros({n} * 32, np.int32)\ndev.launch('runaway', {n}, 32, (a, out))"
+    bad_str = "class Bad(Exception):\n    def __str__(self):\n        raise RuntimeError('no')"
+    return {
+        "spin, default step limit": emu(SPIN),
+        "spin, 4 GiB cap": emu(SPIN, cap_gib=4.0),
+        "runaway, 4096 CTAs": emu(runaway.format(n=4096)),
+        "runaway, 4096 CTAs, snapshot the last": emu(runaway.format(n=4096), "--snapshot", "1", "--snapshot-start", "4095"),
+        "grid 2^31-1": emu(TOUCH.format(grid="2**31 - 1"), "--snapshot", "64"),
+        "grid 2^31-1 x 65535 x 65535": emu(TOUCH.format(grid="(2**31 - 1, 65535, 65535)"), "--snapshot", "64"),
+        "grid 2^22, not recorded": emu(TOUCH.format(grid="2**22") + "\n" + TOUCH.format(grid=32), "--launch-index", "1"),
+        "sys.exit(0) in setup": emu("sys.exit(0)"),
+        "sys.exit(0) at top level": emu("pass", top="sys.exit(0)"),
+        "sys.exit('msg')": emu("sys.exit('msg')"),
+        "raise GeneratorExit": emu("raise GeneratorExit"),
+        "__str__ raises": emu("raise Bad()", top=bad_str),
+        "print, --format json": emu("print('hello')\n" + TOUCH.format(grid=32), "--format", "json"),
+        "10 MB print": emu("print('x' * (10 << 20))\n" + TOUCH.format(grid=32)),
+        "dev.empty((2**62, 2))": emu("dev.empty((2**62, 2), np.uint8)\n" + TOUCH.format(grid=1)),
+        "dev.empty((2**33, 2**31))": emu("dev.empty((2**33, 2**31), np.uint8)\n" + TOUCH.format(grid=1)),
+        "dev.empty(50 GiB)": emu("dev.empty(50 << 30, np.uint8)\n" + TOUCH.format(grid=1)),
+        "brkpt": emu("out = dev.zeros(32, np.int32)\ndev.launch('breakpoint', 1, 32, (out,))"),
+        "damaged Numba cache": lambda d: Spec(["vecadd", "--no-sweep"], numba_copy(d, "truncate")),
+        "full disk under the Numba cache": lambda d: Spec(["vecadd", "--no-sweep"], numba_copy(d, "remove"),
+                                                          prelude=FULL_DISK),
+    }
+
+
 def _numba_cache() -> dict[str, str]:
     """The compiled kernels' folder of this process (a case with its own XDG_CACHE_HOME must not
     compile every kernel again)."""
@@ -291,7 +351,9 @@ def main() -> None:
             print(f"{name:<32} exit {code:>3}  peak {rss:6.0f} MiB  estimate {est:6.0f} MiB  ({est / rss:.2f}x)  "
                   f"{first[:100]!r}", flush=True)
         return
-    cases = _cases()
+    global TREE
+    TREE = args.tree.resolve()
+    cases = {**_cases(), **_emu_cases()}
     for name in args.cases or cases:
         with tempfile.TemporaryDirectory() as d:
             try:

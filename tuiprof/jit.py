@@ -83,6 +83,56 @@ from numba import njit  # noqa: E402
 from numba.core import cgutils, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
+_said: set[str] = set()
+
+
+def _note_once(kind: str, text: str) -> None:
+    if kind not in _said:
+        _said.add(kind)
+        _note(text)
+
+
+def _harden_cache() -> None:
+    """Make Numba's disk cache a cache: an entry it cannot read is discarded and compiled again, an
+    entry it cannot write is left unwritten, each said once on stderr.
+
+    Numba trusts its files: a truncated index or data file (a disk that filled up under a writer,
+    a cache copied in part) made the first call of a kernel raise EOFError or UnpicklingError, and
+    a failed write (a full disk) raised OSError out of the compilation, on every run, until the
+    folder was removed by hand. Concurrent processes stay safe: Numba replaces files atomically,
+    so a discarded entry only makes another process miss and compile too."""
+    from numba.core.caching import Cache
+
+    load, save = Cache.load_overload, Cache.save_overload
+
+    def load_overload(self, sig, target_context):  # noqa: ANN001, ANN202 (Numba's signature)
+        try:
+            return load(self, sig, target_context)
+        except Exception as exc:  # whatever the damaged bytes raise: a miss
+            index = getattr(getattr(self, "_cache_file", None), "_index_path", None)
+            try:
+                if index:
+                    os.unlink(index)  # its data files are overwritten as the entries are saved again
+            except OSError:
+                pass
+            _note_once("damaged", f"note: discarded damaged compiled kernels in {_CACHE_DIR} ({type(exc).__name__}: "
+                       f"{str(exc)[:80]}); they are compiled again (slow start this once)")
+            return None
+
+    def save_overload(self, sig, data):  # noqa: ANN001, ANN202
+        try:
+            save(self, sig, data)
+        except Exception as exc:  # a full disk, a folder gone read-only: the kernel runs uncached
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+            _note_once("unsaved", f"note: cannot save compiled kernels in {_CACHE_DIR} ({str(reason)[:80]}); "
+                       "they are compiled again at the next run")
+
+    Cache.load_overload, Cache.save_overload = load_overload, save_overload
+
+
+if _CACHE_DIR is not None:
+    _harden_cache()
+
 KERNEL = dict(nogil=True, cache=_CACHE_DIR is not None, error_model="numpy")
 """Options of every kernel: releases the GIL, cached on disk; integer division by zero does not
 raise (no exception path, which would also defeat reference-count pruning, see `INLINE`)."""
@@ -177,6 +227,44 @@ def find_tag(typingctx, arr, base, key, n):
     return types.int64(arr, base, key, n), codegen
 
 
+def _int64_cell(context, builder, sig, args):  # noqa: ANN001, ANN202 (codegen helper)
+    """The address of ``arr[idx]`` for the atomic intrinsics (no bounds check)."""
+    ary = context.make_array(sig.args[0])(context, builder, args[0])
+    return builder.gep(ary.data, [context.cast(builder, args[1], sig.args[1], types.intp)])
+
+
+def _is_int64_vector(arr: object) -> bool:
+    return isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1
+
+
+@intrinsic
+def atomic_add(typingctx, arr, idx, val):
+    """``arr[idx] += val`` as one atomic step on an int64 array that worker threads share; returns
+    the value before. How batches of CTAs running at once count what they share (the snapshot's
+    warp accesses) without losing updates."""
+    if not (_is_int64_vector(arr) and isinstance(idx, types.Integer) and isinstance(val, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = context.cast(builder, args[2], sig.args[2], types.int64)
+        return builder.atomic_rmw("add", _int64_cell(context, builder, sig, args), v, "seq_cst")
+
+    return types.int64(arr, idx, val), codegen
+
+
+@intrinsic
+def atomic_get(typingctx, arr, idx):
+    """``arr[idx]`` of an int64 array another thread may write, read afresh at every call (an
+    acquire load, which the compiler never hoists out of a loop): a stop request between threads."""
+    if not (_is_int64_vector(arr) and isinstance(idx, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(_int64_cell(context, builder, sig, args), "acquire", 8)
+
+    return types.int64(arr, idx), codegen
+
+
 _noted: set[int] = set()
 
 
@@ -206,4 +294,4 @@ def _cached(kernel: object) -> bool:
         return False
 
 
-__all__ = ["INLINE", "KERNEL", "find_tag", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]
+__all__ = ["INLINE", "KERNEL", "atomic_add", "atomic_get", "find_tag", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]

@@ -61,6 +61,35 @@ class Device(Protocol):
         """A host copy of a device buffer, with the shape and dtype it was created with."""
 
 
+MAX_ARRAY_BYTES = (1 << 63) - 1
+"""No device array is larger: a size in bytes must fit the drivers' signed 64-bit arithmetic."""
+
+
+def array_layout(shape: int | Sequence[int], dtype: object, call: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    """The shape, dtype and exact size in bytes of the device array a launch script asks for with
+    `call` (``dev.empty`` ...), checked in its terms: sizes are ints >= 0 and the dtype numeric.
+    The size is a Python int: a NumPy product wraps around ((2**62, 2) bytes came out negative,
+    (2**33, 2**31) as 0 bytes)."""
+    from tuiprof.errors import TuiprofError
+
+    try:
+        dt = np.dtype(dtype)  # type: ignore[call-overload]
+        shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)  # type: ignore[union-attr]
+    except (TypeError, ValueError, OverflowError):
+        raise TuiprofError(f"{call}: cannot make a device array of shape {shape!r:.100} and dtype {dtype!r:.100}",
+                           "give a shape (int or tuple of ints) and a NumPy dtype, e.g. dev.zeros(1024, np.float32)") from None
+    if any(s < 0 for s in shp) or dt.hasobject or dt.itemsize == 0:
+        raise TuiprofError(f"{call}: cannot make a device array of shape {shp} and dtype {dt}",
+                           "sizes must be non-negative and the dtype numeric")
+    nbytes = dt.itemsize
+    for s in shp:
+        nbytes *= s
+    if nbytes > MAX_ARRAY_BYTES:
+        raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} would be {nbytes:,} bytes, more than any "
+                           f"device can address", "check the shape: it is far larger than any GPU's memory")
+    return shp, dt, nbytes
+
+
 def dim3(value: Dim, what: str) -> tuple[int, int, int]:
     """A grid or block size as (x, y, z); raises TuiprofError when it is not 1 to 3 positive ints."""
     from tuiprof.errors import TuiprofError
@@ -80,4 +109,4 @@ def dim3(value: Dim, what: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
-__all__ = ["Device", "DeviceArray", "Dim", "KernelArg", "dim3"]
+__all__ = ["MAX_ARRAY_BYTES", "Device", "DeviceArray", "Dim", "KernelArg", "array_layout", "dim3"]

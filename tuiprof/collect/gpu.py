@@ -28,7 +28,7 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.build.program import Program
-from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
+from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
 from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
 from tuiprof.errors import TuiprofError
@@ -525,30 +525,23 @@ class GpuDevice:
 
     # ---------------------------------------------------------------- memory
 
-    def _new(self, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    def _new(self, shape: int | Sequence[int], dtype: object, call: str) -> DeviceArray:
+        shp, dt, nbytes = array_layout(shape, dtype, call)
         ptr = self.drv.alloc(nbytes)
-        self._buffers[ptr] = _Buffer(ptr, shape, dtype)
-        return DeviceArray(ptr, shape, dtype.str, nbytes)
-
-    @staticmethod
-    def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
-        dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-        if any(d < 0 for d in dims):
-            raise TuiprofError(f"array shape {dims} has a negative size", "sizes must be at least 0")
-        return dims
+        self._buffers[ptr] = _Buffer(ptr, shp, dt)
+        return DeviceArray(ptr, shp, dt.str, nbytes)
 
     def to_device(self, array: np.ndarray) -> DeviceArray:
         a = np.ascontiguousarray(array)
-        buf = self._new(a.shape, a.dtype)
+        buf = self._new(a.shape, a.dtype, "dev.to_device")
         self.drv.htod(buf.address, a)
         return buf
 
     def empty(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
-        return self._new(self._shape(shape), np.dtype(dtype))
+        return self._new(shape, dtype, "dev.empty")
 
     def zeros(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
-        buf = self.empty(shape, dtype)
+        buf = self._new(shape, dtype, "dev.zeros")
         self.drv.htod(buf.address, np.zeros(buf.nbytes, np.uint8))
         return buf
 

@@ -40,7 +40,7 @@ LAUNCH_SPECIALS = ("ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid
 CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "globaltimer": CLK_GLOBALTIMER,
           "globaltimer_lo": CLK_GLOBALTIMER_LO, "globaltimer_hi": CLK_GLOBALTIMER_HI}
 
-NO_EFFECT = frozenset({"membar", "fence", "prefetch", "prefetchu", "pmevent", "brkpt", "griddepcontrol",
+NO_EFFECT = frozenset({"membar", "fence", "prefetch", "prefetchu", "pmevent", "griddepcontrol",
                        "discard", "applypriority", "createpolicy", "elect"})
 """Instructions with no effect on the emulated results (ordering is sequential here)."""
 
@@ -624,8 +624,9 @@ class _Decoder:
             r[F_OP] = OP_EXIT if fn.is_entry else OP_RET
         elif o == "exit":
             r[F_OP] = OP_EXIT
-        elif o == "trap":
+        elif o in ("trap", "brkpt"):   # brkpt outside a debugger stops the kernel as a trap does
             r[F_OP] = OP_TRAP
+            r[F_AUX] = TRAP_BREAKPOINT if o == "brkpt" else 0
         elif o in ("bar", "barrier"):
             self.barrier(fn, inst, r, mods)
         elif o == "shfl":
@@ -912,7 +913,7 @@ class _Decoder:
             return
         if target.name == "__assertfail":
             r[F_OP] = OP_TRAP
-            r[F_AUX] = 1
+            r[F_AUX] = TRAP_ASSERT
             return
         if not callee.has_body or target.name not in entries:
             raise self.unsupported(inst, f"call of {target.name}, which has no body in this module")

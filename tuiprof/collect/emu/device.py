@@ -21,11 +21,12 @@ from typing import Callable, Mapping, Sequence, Union
 
 import numpy as np
 
-from tuiprof.collect import DeviceArray, Dim, KernelArg, dim3
+from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
 from tuiprof.collect.emu.decode import KernelParam, Program, decode, module_globals
 from tuiprof.collect.emu.heap import Heap
-from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
+from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
 from tuiprof.errors import TuiprofError
+from tuiprof.resources import human_size, memory_budget
 from tuiprof.ptx.model import Function, Module, SourceLoc
 from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
 
@@ -144,17 +145,16 @@ class EmuDevice:
             self.heap.place(g.address, g.size, g.init)
 
     # ------------------------------------------------------------------ memory
-    def _alloc(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
-        try:
-            dt = np.dtype(dtype)
-            shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-        except (TypeError, ValueError):
-            raise TuiprofError(f"cannot allocate a device array of shape {shape!r} and dtype {dtype!r}",
-                               "give a shape (int or tuple of ints) and a NumPy dtype, e.g. dev.zeros(1024, np.float32)") from None
-        if any(s < 0 for s in shp) or dt.hasobject:
-            raise TuiprofError(f"cannot allocate a device array of shape {shp} and dtype {dt}",
-                               "sizes must be non-negative and the dtype numeric")
-        nbytes = int(np.prod(shp, dtype=np.int64)) * dt.itemsize
+    def _alloc(self, shape: int | Sequence[int], dtype: np.dtype | type | str, call: str) -> DeviceArray:
+        shp, dt, nbytes = array_layout(shape, dtype, call)
+        budget = memory_budget()
+        if self.heap.top + nbytes > budget.bytes:
+            used = f" ({human_size(self.heap.top)} of it already allocated)" if self.heap.top >= 1 << 20 else ""
+            raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} is {human_size(nbytes)}; the emulator "
+                               f"keeps device memory in this machine's memory, at most {human_size(budget.bytes)}, "
+                               f"half {budget.of} (a tuiprof limit){used}",
+                               "allocate smaller arrays in the launch script (a snapshot needs a few hundred CTAs' "
+                               "data), or run it on a GPU (--backend gpu)")
         address = self.heap.allocate(nbytes)
         return DeviceArray(address, shp, dt.str, nbytes)
 
@@ -164,18 +164,18 @@ class EmuDevice:
             raise TuiprofError(f"to_device takes a NumPy array, not {type(array).__name__}",
                                "for example dev.to_device(np.arange(n, dtype=np.float32))")
         a = np.ascontiguousarray(array)
-        buf = self._alloc(a.shape, a.dtype)
+        buf = self._alloc(a.shape, a.dtype, "dev.to_device")
         if a.nbytes:
             self.heap.write(buf.address, a.view(np.uint8).reshape(-1))
         return buf
 
     def empty(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
         """A new device buffer (zero-filled here; its contents are unspecified on a GPU)."""
-        return self._alloc(shape, dtype)
+        return self._alloc(shape, dtype, "dev.empty")
 
     def zeros(self, shape: int | Sequence[int], dtype: np.dtype | type | str) -> DeviceArray:
         """A new zero-filled device buffer."""
-        return self._alloc(shape, dtype)
+        return self._alloc(shape, dtype, "dev.zeros")
 
     def from_device(self, buf: DeviceArray) -> np.ndarray:
         """A host copy of `buf` with its shape and dtype."""
@@ -299,6 +299,7 @@ class EmuDevice:
         if b[2] > 64 or g[1] > 65535 or g[2] > 65535 or g[0] > 2**31 - 1:
             raise TuiprofError(f"grid {g} / block {b} exceed CUDA's limits",
                                "grid y and z are at most 65535, block z at most 64")
+        check_grid(name, g)   # before anything sized by the grid (a snapshot of the whole grid)
         try:
             dyn = int(shared)
         except (TypeError, ValueError):
@@ -323,7 +324,7 @@ class EmuDevice:
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
-                         step_limit=self.step_limit, source_name=self._loc_text)
+                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen)
         self.thread_instructions += result.thread_insts
         if chosen:
             self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)

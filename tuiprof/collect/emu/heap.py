@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tuiprof.resources import memory_budget
+
 ARRAY_BASE = 0x7F00_0000_0000
 """Where the first allocation starts (the synthetic demos' base: `tuiprof.trace.synth.ARRAY_BASE`)."""
 ARRAY_ALIGN = 2 << 20
@@ -23,6 +25,8 @@ class Heap:
 
     def __init__(self) -> None:
         self.buf = np.zeros(1 << 16, np.uint8)
+        self.growth_limit = memory_budget().bytes
+        """The buffer doubles as it grows, but never past this for the doubling's sake alone."""
         self.top = 0
         self.next_address = ARRAY_BASE
         self._segs: list[tuple[int, int, int]] = []   # (address, size, offset), sorted by address
@@ -32,9 +36,7 @@ class Heap:
         off = -(-self.top // HEAP_ALIGN) * HEAP_ALIGN
         end = off + max(nbytes, 0)
         if end > self.buf.shape[0]:
-            cap = self.buf.shape[0]
-            while cap < end:
-                cap *= 2
+            cap = max(end, min(2 * self.buf.shape[0], self.growth_limit))
             grown = np.zeros(cap, np.uint8)
             grown[:self.top] = self.buf[:self.top]
             self.buf = grown

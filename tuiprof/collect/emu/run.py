@@ -5,10 +5,15 @@ CTAs are independent unless the kernel communicates between them (global atomics
 accesses, fences: `Program.serial`); independent CTAs run in parallel batches on `threads` worker
 threads (the interpreter releases the GIL), serial kernels run CTA 0, 1, 2... in order on one.
 Each CTA's records are kept per CTA, so the snapshot is the same whatever the thread count.
+
+What a launch holds follows its snapshot, not its grid or its steps: per-CTA counts only for the
+recorded launch, the snapshot's records up to `record_limit` (a runaway loop still runs on to
+its step limit, which is the error it gets), and the first failing CTA stops every batch.
 """
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -17,23 +22,36 @@ import numpy as np
 
 from tuiprof.collect.emu.decode import Program
 from tuiprof.collect.emu.heap import Heap
-from tuiprof.collect.emu.kernel.codes import (E_ADDR, E_BYTES, E_CTA, E_INFO, E_PC, E_SPACE, E_STATUS, E_THREAD, N_ERR,
-                                              SP_CONST, SP_FPARAM, SP_GLOBAL, SP_LOCAL, SP_PARAM, SP_SHARED,
-                                              ST_BAD_BARRIER, ST_CALL_DEPTH, ST_CBAR_OVERFLOW, ST_DEADLOCK,
-                                              ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB, ST_SPACE, ST_STEP_LIMIT,
-                                              ST_TRAP, ST_UNSUPPORTED, TS_BAR, TS_CBAR, TS_SYNC)
-from tuiprof.collect.emu.kernel.interp import (C_CONST, C_ENTRY, C_GX, C_GY, C_GZ, C_LOCAL, C_LOCAL_WORDS, C_NSLOTS,
-                                               C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_SHARED, C_SM_BASE, C_SMS,
-                                               C_STEP_LIMIT, C_T, C_W,
+from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_PC, E_SPACE,
+                                              E_STATUS, E_THREAD, N_CTL, N_ERR, SP_CONST, SP_FPARAM, SP_GLOBAL,
+                                              SP_LOCAL, SP_PARAM, SP_SHARED, ST_ABORTED, ST_BAD_BARRIER, ST_CALL_DEPTH,
+                                              ST_CBAR_OVERFLOW, ST_DEADLOCK, ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB,
+                                              ST_SPACE, ST_STEP_LIMIT, ST_TRAP, ST_UNSUPPORTED, TRAP_ASSERT,
+                                              TRAP_BREAKPOINT, TS_BAR, TS_CBAR, TS_SYNC)
+from tuiprof.collect.emu.kernel.interp import (C_BATCH, C_CONST, C_ENTRY, C_GX, C_GY, C_GZ, C_LOCAL, C_LOCAL_WORDS,
+                                               C_NSLOTS, C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_REC_MAX, C_SHARED,
+                                               C_SM_BASE, C_SMS, C_STEP_LIMIT, C_T, C_W,
                                                CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID, N_CFG, run_ctas)
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import note_first_compile
 from tuiprof.ptx.model import SourceLoc
+from tuiprof.resources import human_size, memory_budget
+from tuiprof.trace.model import LANES, MAX_GRID_CTAS
 
 
 _SPACE_NAMES = {SP_GLOBAL: "global", SP_SHARED: "shared", SP_LOCAL: "local", SP_CONST: "const", SP_PARAM: "param",
                 SP_FPARAM: "parameter"}
+
+
+MAX_EMULATED_CTAS = MAX_GRID_CTAS
+"""CTAs one launch may have in the emulator (`check_grid`): what a trace may hold."""
+RECORD_BYTES = 8 + 4 + 4 + 8 * LANES
+"""One kept warp access in the interpreter: key, op, mask and 32 lane addresses."""
+RECORD_PEAK = 4
+"""Copies of the kept records alive at once at worst: the interpreter's arrays (up to twice what
+they hold), their concatenation and its sorted copy."""
+MAX_BATCHES = 4096
 
 
 class EmulationError(TuiprofError):
@@ -45,9 +63,10 @@ class RunResult:
     """What one launch produced: per-CTA counts for the grid and the snapshot's records."""
 
     insts: np.ndarray
-    """int64 [grid CTAs]: dynamic warp instructions of each CTA."""
+    """int64 [grid CTAs]: dynamic warp instructions of each CTA (empty unless asked for: `execute`)."""
     accesses: np.ndarray
-    """int64 [grid CTAs]: warp accesses (recorded ops executed with some lane active) of each CTA."""
+    """int64 [grid CTAs]: warp accesses (recorded ops executed with some lane active) of each CTA
+    (empty unless asked for)."""
     key: np.ndarray
     """int64 [R]: snapshot position x warps per CTA + warp index, in program order per warp."""
     op: np.ndarray
@@ -158,7 +177,12 @@ def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block:
                              "every thread of the CTA must reach the same barriers (a barrier with a thread count, "
                              "or a warp collective whose mask names lanes that never arrive, deadlocks)")
     if status == ST_TRAP:
-        what = "assertion failed" if int(err[E_INFO]) == 1 else "trap"
+        info = int(err[E_INFO])
+        if info == TRAP_BREAKPOINT:
+            raise EmulationError(f"{kernel} stopped: breakpoint (brkpt) in {who}, {where}",
+                                 "brkpt stops a kernel as a trap does on a GPU outside a debugger; remove it (or the asm "
+                                 "that emits it) to profile the kernel")
+        what = "assertion failed" if info == TRAP_ASSERT else "trap"
         raise EmulationError(f"{kernel} stopped: {what} in {who}, {where}",
                              "the kernel executed a trap or a failed assert()")
     if status == ST_NONUNIFORM:
@@ -178,15 +202,45 @@ def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block:
     raise EmulationError(f"the emulator stopped with status {status} in {kernel} at {where}", "please report it")
 
 
+def check_grid(kernel: str, grid: tuple[int, int, int]) -> None:
+    """Refuse a grid the emulator cannot run in a sensible time or hold the records of: every CTA
+    runs (about 10 us for one that exits at once: hours for CUDA's largest grids), and the trace
+    of a recorded launch keeps per-CTA records for the whole grid."""
+    n = grid[0] * grid[1] * grid[2]
+    if n > MAX_EMULATED_CTAS:
+        raise EmulationError(f"the launch of {kernel} on grid {grid} has {n:,} CTAs; the emulator runs at most "
+                             f"{MAX_EMULATED_CTAS:,} CTAs per launch (a tuiprof limit, not CUDA's)",
+                             "launch fewer CTAs in the launch script (the snapshot needs a few hundred; a grid-stride "
+                             "loop keeps the work the same), or run it on a GPU (--backend gpu)")
+
+
+def record_limit() -> int:
+    """Warp accesses one launch's snapshot may keep in the emulator: the memory budget (half the
+    machine's memory or of ulimit -v, as for loading a trace) over what each costs at the peak."""
+    return max(memory_budget().bytes // (RECORD_PEAK * RECORD_BYTES), 1024)
+
+
+def _batches(n_ctas: int, threads: int) -> list[tuple[int, int]]:
+    """Consecutive CTA ranges: at least 8 per worker thread, otherwise about 64 CTAs each, and
+    never more than MAX_BATCHES of them (so that the bookkeeping of a huge grid stays small)."""
+    n_batches = max(1, min(n_ctas, max(8 * threads, min(n_ctas // 64, MAX_BATCHES))))
+    edges = np.linspace(0, n_ctas, n_batches + 1).astype(np.int64)
+    return [(int(edges[i]), int(edges[i + 1])) for i in range(n_batches) if edges[i + 1] > edges[i]]
+
+
 def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
-            source_name: Callable[[SourceLoc | None], str]) -> RunResult:
-    """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids)."""
+            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True) -> RunResult:
+    """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids), and
+    with `per_cta` each CTA's counts (the recorded launch's trace keeps them; other launches need
+    no memory in proportion to their grid). The first failure (in CTA order) ends the run."""
+    check_grid(prog.kernel, grid)
     n_ctas = grid[0] * grid[1] * grid[2]
     nthreads = block[0] * block[1] * block[2]
     warps = -(-nthreads // 32)
     init, cta_spec = register_template(prog, grid, block, dynamic_shared, n_sms)
     shared = prog.dynamic_shared_offset + dynamic_shared if dynamic_shared else prog.shared_static
+    rec_max = record_limit()
     cfg = np.zeros(N_CFG, np.int64)
     cfg[C_T], cfg[C_W], cfg[C_NSLOTS] = nthreads, warps, prog.n_slots
     cfg[C_SHARED], cfg[C_LOCAL], cfg[C_SMS] = shared, prog.local_size, n_sms
@@ -196,52 +250,69 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4) + 4
     cfg[C_LANES] = 32
     cfg[C_SM_BASE] = int(snapshot[0]) if snapshot.size else 0
+    cfg[C_REC_MAX] = rec_max
     const_buf = np.frombuffer(prog.const_image + b"\0" * 16, np.uint8).copy()
     param_buf = np.frombuffer(params + b"\0" * 16, np.uint8).copy()
     seg_lo, seg_hi, seg_off = heap.segments()
-    pos = np.full(n_ctas, -1, np.int64)
-    pos[snapshot] = np.arange(snapshot.shape[0], dtype=np.int64)
-    insts = np.zeros(n_ctas, np.int64)
-    accesses = np.zeros(n_ctas, np.int64)
-    thread_insts = np.zeros(n_ctas, np.int64)
+    by_id = np.argsort(snapshot, kind="stable")
+    snap_sorted = snapshot[by_id]
+    insts = np.zeros(n_ctas if per_cta else 0, np.int64)
+    accesses = np.zeros(n_ctas if per_cta else 0, np.int64)
+    op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
+    ctl = np.zeros(N_CTL, np.int64)
+    ctl[CTL_FAILED] = np.iinfo(np.int64).max
+    lock = threading.Lock()
 
-    def run(first: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        ids = np.arange(first, last, dtype=np.int64)
-        sp = pos[first:last].copy()
+    def run(index: int, first: int, last: int) -> tuple[tuple[np.ndarray, ...] | None, np.ndarray, int]:
+        """One batch: its records (None when it kept none), its status and its thread instructions."""
+        lo, hi = np.searchsorted(snap_sorted, [first, last])
+        sp = np.full(last - first, -1, np.int64)
+        sp[snap_sorted[lo:hi] - first] = by_id[lo:hi]
         c = cfg.copy()
-        c[C_REC_CAP] = 1024 if (sp >= 0).any() else 16
+        c[C_REC_CAP] = 1024 if hi > lo else 16
+        c[C_BATCH] = index
         err = np.zeros(N_ERR, np.int64)
-        op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
+        ops = np.zeros_like(op_space)
         out_i = np.zeros(last - first, np.int64)
         out_a = np.zeros(last - first, np.int64)
         out_t = np.zeros(last - first, np.int64)
-        k, o, m, a = run_ctas(prog.code, c, init, cta_spec, ids, sp, heap.buf, seg_lo, seg_hi, seg_off, const_buf,
-                              param_buf, out_i, out_a, out_t, op_space, err)
-        thread_insts[first:last] = out_t
-        insts[first:last] = out_i
-        accesses[first:last] = out_a
-        return k, o, m, a, op_space, err
+        records = run_ctas(prog.code, c, init, cta_spec, np.arange(first, last, dtype=np.int64), sp, heap.buf, seg_lo,
+                           seg_hi, seg_off, const_buf, param_buf, out_i, out_a, out_t, ops, err, ctl)
+        with lock:
+            if err[E_STATUS] not in (ST_OK, ST_ABORTED):
+                ctl[CTL_FAILED] = min(int(ctl[CTL_FAILED]), index)   # later batches stop at their next check
+            op_space[:] += ops
+        if per_cta:
+            insts[first:last] = out_i
+            accesses[first:last] = out_a
+        return (records if records[0].shape[0] else None), err, int(out_t.sum())
 
     note_first_compile(run_ctas, "the emulator's kernels")
-    if prog.serial or threads <= 1 or n_ctas < 2:
-        batches = [(0, n_ctas)]
-        results = [run(0, n_ctas)]
+    batches = _batches(n_ctas, threads)
+    if prog.serial or threads <= 1 or len(batches) < 2:   # CTA 0, 1, 2... in order, up to the first failure
+        results = []
+        for i, b in enumerate(batches):
+            results.append(run(i, *b))
+            if results[-1][1][E_STATUS] != ST_OK:
+                break
     else:
-        n_batches = min(n_ctas, max(8 * threads, n_ctas // 64))
-        edges = np.linspace(0, n_ctas, n_batches + 1).astype(np.int64)
-        batches = [(int(edges[i]), int(edges[i + 1])) for i in range(n_batches) if edges[i + 1] > edges[i]]
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            results = list(pool.map(lambda b: run(*b), batches))
-    for res in results:
-        err = res[5]
-        if err[E_STATUS] != ST_OK:
+            results = list(pool.map(lambda ib: run(ib[0], *ib[1]), enumerate(batches)))
+    for _, err, _ in results:   # in CTA order: the first CTA that failed, whatever the timing
+        if err[E_STATUS] not in (ST_OK, ST_ABORTED):
             raise_for(err, prog, grid, block, source_name, step_limit)
-    key = np.concatenate([r[0] for r in results])
-    op = np.concatenate([r[1] for r in results])
-    mask = np.concatenate([r[2] for r in results])
-    addr = np.concatenate([r[3] for r in results]) if results else np.zeros((0, 32), np.uint64)
+    if int(ctl[CTL_RECORDS]) > rec_max:
+        budget = memory_budget()
+        raise EmulationError(f"the snapshot of {prog.kernel} ({snapshot.shape[0]:,} CTAs) made {int(ctl[CTL_RECORDS]):,} "
+                             f"warp accesses; the emulator keeps at most {rec_max:,} of them in "
+                             f"{human_size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
+                             "record fewer CTAs (--snapshot N), or give the kernel smaller inputs in the launch script")
+    kept = [r for r, _, _ in results if r is not None]
+    key = np.concatenate([r[0] for r in kept]) if kept else np.zeros(0, np.int64)
     order = np.argsort(key, kind="stable")
-    op_space = sum(r[4] for r in results)
-    return RunResult(insts=insts, accesses=accesses, key=key[order], op=op[order], mask=mask[order],
-                     addr=np.ascontiguousarray(addr[order]), op_space=op_space,
-                     thread_insts=int(thread_insts.sum()))
+    op = np.concatenate([r[1] for r in kept])[order] if kept else np.zeros(0, np.int32)
+    mask = np.concatenate([r[2] for r in kept])[order] if kept else np.zeros(0, np.uint32)
+    addr = np.concatenate([r[3] for r in kept])[order] if kept else np.zeros((0, 32), np.uint64)
+    return RunResult(insts=insts, accesses=accesses, key=key[order], op=op, mask=mask,
+                     addr=np.ascontiguousarray(addr), op_space=op_space,
+                     thread_insts=sum(t for _, _, t in results))

@@ -155,6 +155,8 @@ OP_CALL = 91
 OP_RET = 92
 OP_EXIT = 93
 OP_TRAP = 94
+TRAP_ASSERT, TRAP_BREAKPOINT = 1, 2
+"""F_AUX of OP_TRAP for a failed assert() (__assertfail) and a PTX brkpt; 0 for trap."""
 OP_BAR = 95         # bar.sync / barrier.sync / bar.red / bar.arrive (F_SUB: BAR_*)
 OP_BARWARP = 96
 OP_SHFL = 97
@@ -243,9 +245,17 @@ ST_CBAR_OVERFLOW = 8
 ST_BAD_BARRIER = 9    # barrier id out of range or count not a multiple of 32
 ST_UNSUPPORTED = 10   # an operation reached at run time that the kernel cannot do (err[1] = pc)
 ST_SPACE = 11         # a generic address in no window / a space the op cannot reach
+ST_ABORTED = 12       # stopped unfinished because a batch of earlier CTAs failed (ctl[CTL_FAILED])
 
 E_STATUS, E_PC, E_THREAD, E_CTA, E_ADDR, E_BYTES, E_SPACE, E_INFO = range(8)
 N_ERR = 12
+
+# the int64 array every batch of one launch shares (run_ctas' `ctl`)
+CTL_RECORDS = 0
+"""Warp accesses the snapshot CTAs have made so far (kept or not: see C_REC_MAX)."""
+CTL_FAILED = 1
+"""The lowest index of a batch that failed; later batches stop at their next check."""
+N_CTL = 2
 
 MAX_CALL_DEPTH = 32
 MAX_CBARS = 32

@@ -29,7 +29,7 @@ from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numberi
 from tuiprof.collect.emu.kernel.codes import (AT_ADD, AT_AND, AT_CAS, AT_DEC, AT_EXCH, AT_INC, AT_MAX, AT_MIN, AT_OR,
                                               AT_XOR)
 from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, find_segment, resolve
-from tuiprof.jit import INLINE, KERNEL, njit
+from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, njit
 
 QUANTUM = 4096
 """Warp instructions a warp runs before the next warp of its CTA gets a turn."""
@@ -43,7 +43,11 @@ C_LANES = 16
 """Always 32; read at run time so that LLVM does not unroll every lane loop 32 times."""
 C_SM_BASE = 17
 """The first snapshot CTA: %smid follows the simulator's CTA placement (see `run_ctas`)."""
-N_CFG = 18
+C_REC_MAX = 18
+"""Warp accesses the snapshot may keep, all batches together: past it they are counted, not kept."""
+C_BATCH = 19
+"""This batch's index: it stops (ST_ABORTED) once an earlier batch has failed."""
+N_CFG = 20
 
 # per-CTA special registers (cta_spec[:, 1])
 CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID = 0, 1, 2, 3
@@ -966,10 +970,16 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
 
 @njit(**KERNEL)
 def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, seg_hi, seg_off, const_buf,
-             param_buf, out_insts, out_acc, out_thr, op_space, err):
+             param_buf, out_insts, out_acc, out_thr, op_space, err, ctl):
     """Run the CTAs `cta_list` (linear ids) of one launch to completion, recording the warp
     accesses of those with ``snap_pos >= 0``. Returns the records (key = snapshot position x
-    warps + warp, op, mask, addresses) in execution order; ``err[0]`` is the status."""
+    warps + warp, op, mask, addresses) in execution order; ``err[0]`` is the status.
+
+    `ctl` is shared by the batches of a launch running at once: they count the snapshot's warp
+    accesses in ``ctl[CTL_RECORDS]`` and keep only the first ``cfg[C_REC_MAX]`` (so that a runaway
+    loop's memory is bounded while it runs on to its step limit), and a batch stops between
+    instruction runs once ``ctl[CTL_FAILED]`` names an earlier batch (the first failure ends the
+    launch without running every other CTA to its own)."""
     T = cfg[C_T]
     W = cfg[C_W]
     n_slots = cfg[C_NSLOTS]
@@ -979,6 +989,8 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
     sm_base = cfg[C_SM_BASE]
     step_limit = cfg[C_STEP_LIMIT]
     entry = cfg[C_ENTRY]
+    rec_max = cfg[C_REC_MAX]
+    batch = cfg[C_BATCH]
     const_size = cfg[C_CONST]
     param_size = cfg[C_PARAM]
     local_words = cfg[C_LOCAL_WORDS]
@@ -1024,6 +1036,9 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
 
     for ci in range(cta_list.shape[0]):
         cta = cta_list[ci]
+        if atomic_get(ctl, CTL_FAILED) < batch:
+            _fail(err, ST_ABORTED, -1, 0, cta, 0, 0, 0, 0)
+            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
         spos = snap_pos[ci]
         recording = spos >= 0
         # ---------------------------------------------------------------- CTA set-up
@@ -1325,9 +1340,9 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 if sop >= 0 and act != 0:
                                     accesses += 1
                                     op_space[sop, 1 if sh else 0] += 1
-                                    if recording:
+                                    if recording and atomic_add(ctl, CTL_RECORDS, 1) < rec_max:
                                         if nrec == cap:
-                                            cap2 = cap * 2
+                                            cap2 = min(cap * 2, rec_max + 2)
                                             k2 = np.empty(cap2, np.int64)
                                             k2[:nrec] = rec_key[:nrec]
                                             rec_key = k2
@@ -1378,8 +1393,15 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                             P += 1
                         elif op <= OP_CPASYNC:
-                            if nrec + 2 > cap:
-                                cap2 = cap * 2
+                            keep = recording
+                            if recording and act != 0:
+                                want = 1 if code[P, F_SOP] >= 0 else 0
+                                if op == OP_CPASYNC and code[P, F_SOP2] >= 0:
+                                    want += 1
+                                if want > 0:
+                                    keep = atomic_add(ctl, CTL_RECORDS, want) + want <= rec_max
+                            if keep and nrec + 2 > cap:
+                                cap2 = min(cap * 2, rec_max + 2)
                                 k2 = np.empty(cap2, np.int64)
                                 k2[:nrec] = rec_key[:nrec]
                                 rec_key = k2
@@ -1393,7 +1415,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 a2[:nrec] = rec_addr[:nrec]
                                 rec_addr = a2
                                 cap = cap2
-                            nrec, nacc = mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared,
+                            nrec, nacc = mem_step(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap, shared,
                                                   local, const_buf, param_buf, seg_lo, seg_hi, seg_off, shared_size,
                                                   local_size, const_size, param_size, local_words, rec_key, rec_op,
                                                   rec_mask, rec_addr, nrec, op_space, err)
@@ -1663,6 +1685,9 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                     if insts > step_limit:
                         _fail(err, ST_STEP_LIMIT, P, base + _lowest(live[w]) if live[w] != 0 else base, cta, 0, 0, 0,
                               insts)
+                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                    if atomic_get(ctl, CTL_FAILED) < batch:
+                        _fail(err, ST_ABORTED, P, base, cta, 0, 0, 0, 0)
                         return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
             if not progress and n_exited < Tp:
                 # nothing can run: report a waiting lane
