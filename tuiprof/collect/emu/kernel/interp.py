@@ -30,8 +30,8 @@ from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numberi
 from tuiprof.collect.emu.kernel.codes import (AT_ADD, AT_AND, AT_CAS, AT_DEC, AT_EXCH, AT_INC, AT_MAX, AT_MIN, AT_OR,
                                               AT_XOR)
 from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, find_segment, resolve
-from tuiprof.collect.emu.kernel.sync import (barrier_arrive, barriers_after_exit, exec_sync, member_mask_slot,
-                                             release_syncs)
+from tuiprof.collect.emu.kernel.sync import (B_WMASK, N_BAR_FIELDS, barrier_arrive, barriers_after_exit, exec_sync,
+                                             member_mask_slot, release_syncs, reset_barrier)
 from tuiprof.collect.emu.kernel.sync import lowest_lane as _lowest
 from tuiprof.jit import INLINE, KERNEL, njit
 
@@ -837,13 +837,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
     cb_mask = np.zeros((W, MAX_CBARS), np.int64)
     cb_n = np.zeros(W, np.int64)
     wyield = np.full(W, -1, np.int64)
-    bar_cnt = np.zeros(N_BARRIERS, np.int64)
-    bar_need = np.full(N_BARRIERS, -1, np.int64)
-    bar_kind = np.full(N_BARRIERS, -1, np.int64)     # -1: no warp counted yet; BAR_SYNC (.sync/.arrive) or a BAR_RED_*
-    bar_wmask = np.zeros(N_BARRIERS, np.int64)       # the warps counted
-    red_popc = np.zeros(N_BARRIERS, np.int64)
-    red_and = np.ones(N_BARRIERS, np.int64)
-    red_or = np.zeros(N_BARRIERS, np.int64)
+    bars = np.zeros((N_BARRIERS, N_BAR_FIELDS), np.int64)
     offs = np.zeros(32, np.int64)
     addrs = np.zeros(32, np.int64)
     nseg = seg_lo.shape[0]
@@ -896,13 +890,8 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
         for t in range(Tp):
             st[t] = TS_RUN if t < T else TS_EXIT
             pc[t] = entry
-        bar_cnt[:] = 0
-        bar_need[:] = -1
-        bar_kind[:] = -1
-        bar_wmask[:] = 0
-        red_popc[:] = 0
-        red_and[:] = 1
-        red_or[:] = 0
+        for bid in range(N_BARRIERS):
+            reset_barrier(bars, bid)
         n_exited = Tp - T
         insts = np.int64(0)
         accesses = np.int64(0)
@@ -1342,9 +1331,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 live[w] &= ~act
                                 n_exited += popc64(act)
                                 g &= ~act
-                                reason, t = barriers_after_exit(code, regs, pc, st, barid, w, bar_cnt, bar_need,
-                                                                bar_kind, bar_wmask, red_popc, red_and, red_or, conv,
-                                                                wpc, live, W)
+                                reason, t = barriers_after_exit(code, regs, pc, st, barid, w, bars, conv, wpc, live, W)
                                 if reason != 0:
                                     _refuse(err, reason, pc[t], t, cta, barid[t], 0, 0)
                                     return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
@@ -1375,7 +1362,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                     if bid < 0 or bid >= N_BARRIERS or (s1 >= 0 and (need <= 0 or need % 32 != 0)):
                                         _fail(err, ST_BAD_BARRIER, P, t, cta, bid, need, 0, 0)
                                         return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                    if (bar_wmask[bid] >> w) & 1:
+                                    if (bars[bid, B_WMASK] >> w) & 1:
                                         _refuse(err, UNS_BAR_TWICE, P, t, cta, bid, 0, 0)
                                         return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                                     st[t] = TS_BAR
@@ -1390,8 +1377,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 conv[w] = False
                             for bid in range(N_BARRIERS):
                                 if (bids >> bid) & 1:
-                                    reason = barrier_arrive(code, regs, pc, st, barid, w, bid, bar_cnt, bar_need, bar_kind, bar_wmask,
-                                                            red_popc, red_and, red_or, conv, wpc, live, W)
+                                    reason = barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W)
                                     if reason != 0:
                                         _refuse(err, reason, P, base + _lowest(act), cta, bid, 0, 0)
                                         return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]

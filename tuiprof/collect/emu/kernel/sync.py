@@ -44,6 +44,27 @@ def lowest_lane(m):
     return i
 
 
+# ------------------------------------------------------------------ CTA barrier state
+
+B_WARPS, B_NEED, B_KIND, B_WMASK, B_POPC, B_AND, B_OR = range(7)
+"""Columns of the per-barrier state (int64 [N_BARRIERS, N_BAR_FIELDS]): warps counted, thread
+count (-1: all threads), form (-1: no warp counted yet; BAR_SYNC for .sync and .arrive, or a
+BAR_RED_*), the warps counted as a mask, and bar.red's popc, and, or."""
+N_BAR_FIELDS = 7
+
+
+@njit(**INLINE)
+def reset_barrier(bars, bid):
+    """Barrier `bid` as it starts: no warp counted, the reductions at their identities."""
+    bars[bid, B_WARPS] = 0
+    bars[bid, B_NEED] = -1
+    bars[bid, B_KIND] = -1
+    bars[bid, B_WMASK] = 0
+    bars[bid, B_POPC] = 0
+    bars[bid, B_AND] = 1
+    bars[bid, B_OR] = 0
+
+
 # ------------------------------------------------------------------ warp collectives
 
 @njit(**INLINE)
@@ -231,11 +252,11 @@ def release_syncs(code, regs, pc, st, syncm, w, live):
 # ------------------------------------------------------------------ CTA barriers
 
 @njit(**KERNEL)
-def release_barrier(code, regs, pc, st, barid, bid, bar_wmask, red_popc, red_and, red_or, conv, wpc, live, W):
+def release_barrier(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W):
     """Release the threads of the warps counted at barrier `bid` (bar.red results written, PCs
     past the barrier)."""
     for w in range(W):
-        if not (bar_wmask[bid] >> w) & 1:
+        if not (bars[bid, B_WMASK] >> w) & 1:
             continue
         touched = False
         for l in range(32):
@@ -246,11 +267,11 @@ def release_barrier(code, regs, pc, st, barid, bid, bar_wmask, red_popc, red_and
                 d0 = code[row, F_D0]
                 if d0 >= 0:
                     if sub == BAR_RED_POPC:
-                        regs[d0, t] = red_popc[bid]
+                        regs[d0, t] = bars[bid, B_POPC]
                     elif sub == BAR_RED_AND:
-                        regs[d0, t] = red_and[bid]
+                        regs[d0, t] = bars[bid, B_AND]
                     elif sub == BAR_RED_OR:
-                        regs[d0, t] = red_or[bid]
+                        regs[d0, t] = bars[bid, B_OR]
                 pc[t] = row + 1
                 st[t] = TS_RUN
                 barid[t] = -1
@@ -260,43 +281,36 @@ def release_barrier(code, regs, pc, st, barid, bid, bar_wmask, red_popc, red_and
 
 
 @njit(**KERNEL)
-def barrier_complete(code, regs, pc, st, barid, bid, bar_cnt, bar_need, bar_kind, bar_wmask, red_popc, red_and,
-                     red_or, conv, wpc, live, W):
+def barrier_complete(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W):
     """Complete barrier `bid` if enough warps have arrived: release them and reset the barrier."""
-    if bar_kind[bid] < 0:
+    if bars[bid, B_KIND] < 0:
         return
-    if bar_need[bid] >= 0:
-        done = bar_cnt[bid] * 32 >= bar_need[bid]
+    if bars[bid, B_NEED] >= 0:
+        done = bars[bid, B_WARPS] * 32 >= bars[bid, B_NEED]
     else:
         warps = 0
         for w in range(W):
             if live[w] != 0:
                 warps += 1
-        done = bar_cnt[bid] >= warps
+        done = bars[bid, B_WARPS] >= warps
     if done:
-        release_barrier(code, regs, pc, st, barid, bid, bar_wmask, red_popc, red_and, red_or, conv, wpc, live, W)
-        bar_cnt[bid] = 0
-        bar_need[bid] = -1
-        bar_kind[bid] = -1
-        bar_wmask[bid] = 0
-        red_popc[bid] = 0
-        red_and[bid] = 1
-        red_or[bid] = 0
+        release_barrier(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W)
+        reset_barrier(bars, bid)
 
 
 @njit(**KERNEL)
-def barrier_arrive(code, regs, pc, st, barid, w, bid, bar_cnt, bar_need, bar_kind, bar_wmask, red_popc, red_and,
-                   red_or, conv, wpc, live, W):
+def barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W):
     """Count warp `w` at barrier `bid` if all its non-exited threads wait there: check that they
     and the barrier's other warps use one form (.sync/.arrive, or one .red) and one thread count,
     add their bar.red predicates, let its .arrive threads go on, and complete the barrier if it
     can. Returns 0, or the UNS_* reason for refusing."""
     base = w * 32
     lw = live[w]
-    if lw == 0 or (bar_wmask[bid] >> w) & 1:
+    if lw == 0 or (bars[bid, B_WMASK] >> w) & 1:
         return 0
     kind = -2
     need = -2
+    arrive = False
     for l in range(32):
         if (lw >> l) & 1:
             t = base + l
@@ -312,54 +326,56 @@ def barrier_arrive(code, regs, pc, st, barid, w, bid, bar_cnt, bar_need, bar_kin
                 need = n
             elif k != kind or n != need:
                 return UNS_BAR_MIX
-    if bar_kind[bid] < 0:
-        bar_kind[bid] = kind
-        bar_need[bid] = need
-    elif bar_kind[bid] != kind or bar_need[bid] != need:
+            if sub == BAR_ARRIVE:
+                arrive = True
+    if bars[bid, B_KIND] < 0:
+        bars[bid, B_KIND] = kind
+        bars[bid, B_NEED] = need
+    elif bars[bid, B_KIND] != kind or bars[bid, B_NEED] != need:
         return UNS_BAR_MIX
-    bar_wmask[bid] |= np.int64(1) << w
-    bar_cnt[bid] += 1
-    released = False
-    for l in range(32):
-        if (lw >> l) & 1:
-            t = base + l
-            row = pc[t]
-            sub = code[row, F_SUB]
-            if sub >= BAR_RED_POPC:
+    bars[bid, B_WMASK] |= np.int64(1) << w
+    bars[bid, B_WARPS] += 1
+    if kind >= BAR_RED_POPC:
+        for l in range(32):
+            if (lw >> l) & 1:
+                t = base + l
+                row = pc[t]
                 q = regs[code[row, F_S2], t] != 0
                 if code[row, F_FLAGS] & FL_NEG_S2:
                     q = not q
                 if q:
-                    red_popc[bid] += 1
-                    red_or[bid] = 1
+                    bars[bid, B_POPC] += 1
+                    bars[bid, B_OR] = 1
                 else:
-                    red_and[bid] = 0
-            elif sub == BAR_ARRIVE:
-                pc[t] = row + 1
-                st[t] = TS_RUN
-                barid[t] = -1
-                released = True
+                    bars[bid, B_AND] = 0
+    released = False
+    if arrive:
+        for l in range(32):
+            if (lw >> l) & 1:
+                t = base + l
+                row = pc[t]
+                if code[row, F_SUB] == BAR_ARRIVE:
+                    pc[t] = row + 1
+                    st[t] = TS_RUN
+                    barid[t] = -1
+                    released = True
     if released and conv[w]:
         wpc[w] = pc[base + lowest_lane(lw)]
-    barrier_complete(code, regs, pc, st, barid, bid, bar_cnt, bar_need, bar_kind, bar_wmask, red_popc, red_and,
-                     red_or, conv, wpc, live, W)
+    barrier_complete(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W)
     return 0
 
 
 @njit(**KERNEL)
-def barriers_after_exit(code, regs, pc, st, barid, w, bar_cnt, bar_need, bar_kind, bar_wmask, red_popc, red_and,
-                        red_or, conv, wpc, live, W):
+def barriers_after_exit(code, regs, pc, st, barid, w, bars, conv, wpc, live, W):
     """After threads of warp `w` exit: the warp may now have arrived at a barrier its other
     threads wait at, and a barrier without a thread count may now have all its warps. Returns
     (0, 0), or (an UNS_* reason, a thread waiting at the barrier refused)."""
     for bid in range(N_BARRIERS):
-        reason = barrier_arrive(code, regs, pc, st, barid, w, bid, bar_cnt, bar_need, bar_kind, bar_wmask, red_popc,
-                                red_and, red_or, conv, wpc, live, W)
+        reason = barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W)
         if reason != 0:
             t = w * 32
             while not (st[t] == TS_BAR and barid[t] == bid):
                 t += 1
             return reason, t
-        barrier_complete(code, regs, pc, st, barid, bid, bar_cnt, bar_need, bar_kind, bar_wmask, red_popc, red_and,
-                         red_or, conv, wpc, live, W)
+        barrier_complete(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W)
     return 0, 0
