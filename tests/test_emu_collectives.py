@@ -201,6 +201,13 @@ def test_reduce_over_the_groups_of_match_any(cuda_ptx):
     np.testing.assert_array_equal(out, np.where(np.arange(128) & 1, 256, 240))
 
 
+def test_activemask_leaves_out_predicated_off_threads(cuda_ptx):
+    on = (np.random.default_rng(3).random(64) < 0.5).astype(np.uint32)
+    out = run(cuda_ptx("emu_collectives"), "activemask_predicated", 1, 64, (on, np.zeros(64, np.uint32)))[1]
+    ballot = word_of(on.reshape(2, 32).astype(bool))
+    np.testing.assert_array_equal(out, np.where(on, np.repeat(ballot, 32), 0))
+
+
 # ------------------------------------------------------------------ undefined in PTX: refused
 
 @pytest.mark.parametrize("kernel, block, why", [

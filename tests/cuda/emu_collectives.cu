@@ -60,6 +60,13 @@ extern "C" __global__ void reduce_by_parity(unsigned* out) {
     out[blockIdx.x * blockDim.x + threadIdx.x] = __reduce_add_sync(__match_any_sync(0xffffffff, lane & 1), lane);
 }
 
+// A predicated-off thread is not active (PTX ISA, activemask).
+extern "C" __global__ void activemask_predicated(const unsigned* in, unsigned* out) {
+    unsigned r = 0;
+    asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; @p activemask.b32 %0; }" : "+r"(r) : "r"(in[threadIdx.x]));
+    out[threadIdx.x] = r;
+}
+
 // Cases PTX leaves undefined: each must stop the emulator with the unsupported-instruction error.
 extern "C" __global__ void redux_outside_own_mask(const unsigned* in, unsigned* out) {
     unsigned lane = threadIdx.x & 31;
