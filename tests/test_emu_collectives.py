@@ -233,7 +233,7 @@ def test_undefined_cases_are_refused(cuda_ptx, kernel, block, why):
 
 # ------------------------------------------------------------------ CTA barriers
 
-@settings(max_examples=6, deadline=None, database=None)
+@settings(max_examples=10, deadline=None, database=None)
 @given(seed=st.integers(0, 2**32 - 1), p_exit=st.sampled_from([0.0, 0.3, 0.9]))
 def test_barriers_count_warps_and_reduce_over_arrived_threads(cuda_ptx, seed, p_exit):
     """A warp arrives at bar.sync/bar.red when its non-exited threads have, from wherever in the
@@ -321,7 +321,7 @@ OPS32 = tuple(range(13))
 OPS64 = (0, 2, 3, 4, 5, 6, 9, 10, 11, 12)
 
 
-@settings(max_examples=6, deadline=None, database=None)
+@settings(max_examples=10, deadline=None, database=None)
 @given(seed=st.integers(0, 2**32 - 1), shared=st.booleans(), wide=st.booleans(), nw=st.sampled_from([1, 4]))
 def test_atomics_hand_out_old_values_in_some_serial_order(cuda_ptx, seed, shared, wide, nw):
     """Two warps, 13 (32-bit) or 10 (64-bit) operations on few words: add, sub, exch, min/max
