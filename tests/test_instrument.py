@@ -31,8 +31,8 @@ ALL_DEMO_SOURCES = sorted(DEMO_DIR.glob("*.cu"))
 PLAIN_PTX_INVALID = {"emu_alu.cu": "Arguments mismatch for instruction 'shl'"}
 """Corpus files whose *uninstrumented* PTX ptxas refuses already: emu_alu's inline asm shifts by a
 .b64 register (``shl.b64 %rd, %rd, %rd``), which the emulator accepts on purpose and ptxas does not."""
-OLDEST_TARGET = {"emu_bf16.cu": 80}
-"""Corpus files that need a newer target than sm_75 (bf16 arithmetic is sm_80 and up)."""
+OLDEST_TARGET = {"emu_bf16.cu": 80, "emu_collectives.cu": 80}
+"""Corpus files that need a newer target than sm_75 (bf16 arithmetic and redux.sync are sm_80 and up)."""
 needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas is not installed")
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
 

@@ -41,7 +41,7 @@ CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "globaltimer": CLK_GLOBALT
           "globaltimer_lo": CLK_GLOBALTIMER_LO, "globaltimer_hi": CLK_GLOBALTIMER_HI}
 
 NO_EFFECT = frozenset({"membar", "fence", "prefetch", "prefetchu", "pmevent", "griddepcontrol",
-                       "discard", "applypriority", "createpolicy", "elect"})
+                       "discard", "applypriority", "createpolicy"})
 """Instructions with no effect on the emulated results (ordering is sequential here)."""
 
 FLOAT_OPS = {"add": OP_FADD, "sub": OP_FSUB, "mul": OP_FMUL, "fma": OP_FFMA, "mad": OP_FFMA, "div": OP_FDIV,
@@ -676,6 +676,10 @@ class _Decoder:
             r[F_D0] = D(0)
             r[F_S0] = S(1)
             r[F_S1] = S(2, "b32")
+        elif o == "elect":
+            # PTX ISA, elect.sync: the leader is chosen "deterministically", but which lane is not
+            # said; any choice could differ from the hardware's (cg::invoke_one uses it on sm_90)
+            raise self.unsupported(inst, "PTX does not say which lane elect.sync elects")
         elif o == "activemask":
             r[F_OP] = OP_ACTIVEMASK
             r[F_D0] = D(0)
@@ -858,6 +862,8 @@ class _Decoder:
         r[F_NB] = TYPE_SIZES[ty]
         if aop in (AT_ADD,) and ty.startswith("b"):
             raise self.unsupported(inst)
+        if ty in FLOAT_TYPES and aop != AT_ADD:
+            raise self.unsupported(inst, "only add is emulated on floating-point words")
         if o == "atom":
             if len(ops) < 3:
                 raise self.unsupported(inst, "expected 3 operands")

@@ -20,14 +20,16 @@ from typing import Callable
 
 import numpy as np
 
-from tuiprof.collect.emu.decode import Program
+from tuiprof.collect.emu.decode import Program, UnsupportedPtx
 from tuiprof.collect.emu.heap import Heap
-from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_PC, E_SPACE,
-                                              E_STATUS, E_THREAD, N_CTL, N_ERR, SP_CONST, SP_FPARAM, SP_GLOBAL,
-                                              SP_LOCAL, SP_PARAM, SP_SHARED, ST_ABORTED, ST_BAD_BARRIER, ST_CALL_DEPTH,
-                                              ST_CBAR_OVERFLOW, ST_DEADLOCK, ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB,
-                                              ST_SPACE, ST_STEP_LIMIT, ST_TRAP, ST_UNSUPPORTED, TRAP_ASSERT,
-                                              TRAP_BREAKPOINT, TS_BAR, TS_CBAR, TS_SYNC)
+from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_MASK, E_MASK2,
+                                              E_OTHER, E_PC, E_REASON, E_SPACE, E_STATUS, E_THREAD, N_CTL, N_ERR,
+                                              SP_CONST, SP_FPARAM, SP_GLOBAL, SP_LOCAL, SP_PARAM, SP_SHARED, ST_ABORTED,
+                                              ST_BAD_BARRIER, ST_CALL_DEPTH, ST_CBAR_OVERFLOW, ST_DEADLOCK,
+                                              ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB, ST_SPACE, ST_STEP_LIMIT,
+                                              ST_TRAP, ST_UNSUPPORTED, TRAP_ASSERT, TRAP_BREAKPOINT, TS_BAR, TS_CBAR,
+                                              TS_SYNC, UNS_BAR_MIX, UNS_BAR_TWICE, UNS_MASK_CONFLICT, UNS_NOT_MEMBER,
+                                              UNS_SHFL_SOURCE)
 from tuiprof.collect.emu.kernel.interp import (C_BATCH, C_CONST, C_ENTRY, C_GX, C_GY, C_GZ, C_LOCAL, C_LOCAL_WORDS,
                                                C_NSLOTS, C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_REC_MAX, C_SHARED,
                                                C_SM_BASE, C_SMS, C_STEP_LIMIT, C_T, C_W,
@@ -174,8 +176,10 @@ def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block:
                 TS_CBAR: "a reconvergence point"}.get(state, "a barrier")
         raise EmulationError(f"barrier deadlock in {kernel}, {_cta(int(err[E_CTA]), grid)}: {nbytes} threads wait "
                              f"and none can run; {_thread(int(err[E_THREAD]), block)} waits at {what}, {where}",
-                             "every thread of the CTA must reach the same barriers (a barrier with a thread count, "
-                             "or a warp collective whose mask names lanes that never arrive, deadlocks)")
+                             "every thread of the CTA must reach the same barriers (a barrier whose thread count "
+                             "exceeds 32 x the warps that reach it, a CTA barrier that some threads of a warp never "
+                             "reach, or a warp collective whose mask names lanes that never execute one of its kind "
+                             "with the same mask, deadlocks)")
     if status == ST_TRAP:
         info = int(err[E_INFO])
         if info == TRAP_BREAKPOINT:
@@ -195,10 +199,13 @@ def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block:
         raise EmulationError(f"too many nested divergent branches pending in one warp of {kernel}, {where}",
                              "the emulator tracks at most 32 reconvergence points per warp")
     if status == ST_BAD_BARRIER:
-        raise EmulationError(f"barrier id {addr} out of range in {kernel}, {who}, {where}",
-                             "bar.sync ids are 0 to 15")
+        if not 0 <= addr < 16:
+            raise EmulationError(f"barrier id {addr} out of range in {kernel}, {who}, {where}",
+                                 "bar.sync ids are 0 to 15")
+        raise EmulationError(f"barrier thread count {int(err[E_BYTES])} is not a positive multiple of 32 in {kernel}, "
+                             f"{who}, {where}", "a barrier's thread count counts whole warps (PTX ISA, barrier)")
     if status == ST_UNSUPPORTED:
-        raise EmulationError(f"unsupported PTX instruction {where}", "please report it")
+        raise _refusal(err, prog, block, source_name)
     raise EmulationError(f"the emulator stopped with status {status} in {kernel} at {where}", "please report it")
 
 
@@ -226,6 +233,42 @@ def _batches(n_ctas: int, threads: int) -> list[tuple[int, int]]:
     n_batches = max(1, min(n_ctas, max(8 * threads, min(n_ctas // 64, MAX_BATCHES))))
     edges = np.linspace(0, n_ctas, n_batches + 1).astype(np.int64)
     return [(int(edges[i]), int(edges[i + 1])) for i in range(n_batches) if edges[i + 1] > edges[i]]
+
+
+def _refusal(err: np.ndarray, prog: Program, block: tuple[int, int, int],
+             source_name: Callable[[SourceLoc | None], str]) -> TuiprofError:
+    """The error for a run stopped with ST_UNSUPPORTED: an instruction the interpreter has no case
+    for, or a case that PTX leaves undefined (kernel/sync.py), named as the decoder names the
+    instructions it refuses."""
+    pc = int(err[E_PC])
+    if not 0 <= pc < len(prog.texts):
+        return EmulationError(f"unsupported PTX instruction at an unknown pc {pc} in {prog.kernel}", "please report it")
+    t = int(err[E_THREAD])
+    lane, other, bid = t % 32, int(err[E_OTHER]), int(err[E_OTHER])
+    mask, mask2 = int(err[E_MASK]) & 0xFFFFFFFF, int(err[E_MASK2]) & 0xFFFFFFFF
+    warp = f"warp {t // 32} ({_thread(t, block)})"
+    undefined = ("PTX leaves this undefined, so no emulated result could be trusted; make every lane that executes "
+                 "the collective name itself and the same lanes in its mask, and read only lanes that take part")
+    reason = int(err[E_REASON])
+    if reason == UNS_NOT_MEMBER:
+        what = f"lane {lane} of {warp} executes it but is not in its membermask 0x{mask:08x}"
+    elif reason == UNS_MASK_CONFLICT:
+        what = (f"lanes {lane} and {other} of {warp} execute it together with different membermasks "
+                f"(0x{mask:08x} and 0x{mask2:08x}) that name each other")
+    elif reason == UNS_SHFL_SOURCE:
+        what = (f"lane {lane} reads lane {other}, which does not execute it with membermask 0x{mask:08x} "
+                f"(exited, elsewhere, predicated off or not in the mask), in {warp}")
+    elif reason == UNS_BAR_MIX:
+        what = (f"barrier {bid} is used by different warps with bar.red and another form, or with different thread "
+                f"counts ({_thread(t, block)})")
+        undefined = "PTX leaves such a barrier unpredictable; give bar.red a barrier of its own, and one thread count"
+    elif reason == UNS_BAR_TWICE:
+        what = f"warp {t // 32} arrives again at barrier {bid} before it completes ({_thread(t, block)})"
+        undefined = "PTX leaves this undefined: after bar.arrive, a warp must not use that barrier until it completes"
+    else:
+        return EmulationError(f"unsupported PTX instruction {_where(prog, pc, source_name)}", "please report it")
+    return UnsupportedPtx(f"unsupported PTX instruction {prog.texts[pc]} ({source_name(prog.locs[pc])}, PTX line "
+                          f"{prog.ptx_lines[pc]}) in {prog.kernel}: {what}", undefined)
 
 
 def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,

@@ -248,6 +248,9 @@ ST_SPACE = 11         # a generic address in no window / a space the op cannot r
 ST_ABORTED = 12       # stopped unfinished because a batch of earlier CTAs failed (ctl[CTL_FAILED])
 
 E_STATUS, E_PC, E_THREAD, E_CTA, E_ADDR, E_BYTES, E_SPACE, E_INFO = range(8)
+E_REASON, E_OTHER, E_MASK, E_MASK2 = 8, 9, 10, 11
+"""ST_UNSUPPORTED: why (UNS_*), the other lane involved (UNS_BAR_*: the barrier), the thread's membermask
+and the other lane's."""
 N_ERR = 12
 
 # the int64 array every batch of one launch shares (run_ctas' `ctl`)
@@ -256,6 +259,16 @@ CTL_RECORDS = 0
 CTL_FAILED = 1
 """The lowest index of a batch that failed; later batches stop at their next check."""
 N_CTL = 2
+
+# Why an ST_UNSUPPORTED run stopped (err[E_REASON]): an opcode without a case, or a case that PTX
+# leaves undefined, which the emulator refuses rather than answer with a value the hardware might
+# not give (kernel/sync.py).
+UNS_OPCODE = 0          # no case for the opcode (err[E_INFO] = opcode)
+UNS_NOT_MEMBER = 1      # a lane executes a .sync collective outside its own membermask
+UNS_MASK_CONFLICT = 2   # lanes executing one collective together name each other with different masks
+UNS_SHFL_SOURCE = 3     # shfl.sync reads a lane that does not execute it (E_OTHER: that lane)
+UNS_BAR_MIX = 4         # one barrier mixes bar.red with other forms, reductions or thread counts
+UNS_BAR_TWICE = 5       # a warp arrives again at a barrier that has not completed (after bar.arrive)
 
 MAX_CALL_DEPTH = 32
 MAX_CBARS = 32

@@ -4,11 +4,12 @@ Reconvergence follows Volta's independent thread scheduling (collectors.md sec. 
 has its own PC; a divergent guarded branch registers a *convergence barrier* at its immediate
 post-dominator (IPDOM), where the lanes that took part wait for each other; the group of lanes
 with the lowest PC runs first, except that a group that has just taken a backward branch yields
-to another group of its warp (so that spin-waits make progress). ``bar.sync`` counts threads one
-by one and exited threads release it; ``.sync`` collectives (shfl, vote, match, redux,
-bar.warp.sync) wait until every non-exited lane of their member mask has arrived, wherever in the
-code each lane is. A converged warp (all live lanes at one PC) runs without any per-lane PC
-bookkeeping: that is the fast path.
+to another group of its warp (so that spin-waits make progress). Cross-lane semantics live in
+`sync`: CTA barriers count warps, a warp arriving once its non-exited threads have; ``.sync``
+collectives (shfl, vote, match, redux, bar.warp.sync) run per group of lanes sharing one member
+mask, once every non-exited lane of the mask has arrived, wherever in the code each lane is; what
+PTX leaves undefined stops the run as unsupported. A converged warp (all live lanes at one PC)
+runs without any per-lane PC bookkeeping: that is the fast path.
 
 A warp keeps running until it blocks, diverges, takes a backward branch while diverged, or has
 run `QUANTUM` instructions; then the next warp of the CTA runs. Failures (out-of-bounds or
@@ -29,6 +30,9 @@ from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numberi
 from tuiprof.collect.emu.kernel.codes import (AT_ADD, AT_AND, AT_CAS, AT_DEC, AT_EXCH, AT_INC, AT_MAX, AT_MIN, AT_OR,
                                               AT_XOR)
 from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, find_segment, resolve
+from tuiprof.collect.emu.kernel.sync import (B_WMASK, N_BAR_FIELDS, barrier_arrive, barriers_after_exit, exec_sync,
+                                             member_mask_slot, release_syncs, reset_barrier)
+from tuiprof.collect.emu.kernel.sync import lowest_lane as _lowest
 from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, njit
 
 QUANTUM = 4096
@@ -65,6 +69,17 @@ def _fail(err, status, pc, t, cta, addr, nbytes, space, info):
     err[E_INFO] = info
 
 
+@njit(**KERNEL)
+def _refuse(err, reason, pc, t, cta, other, mask, mask2):
+    """Stop with ST_UNSUPPORTED for a case PTX leaves undefined (`reason`: UNS_*; the other lane
+    and the two membermasks the message names)."""
+    _fail(err, ST_UNSUPPORTED, pc, t, cta, 0, 0, 0, 0)
+    err[E_REASON] = reason
+    err[E_OTHER] = other
+    err[E_MASK] = mask
+    err[E_MASK2] = mask2
+
+
 @njit(**INLINE)
 def _load(kind, off, nb, heap, shared, local, const_buf, param_buf):
     if kind == K_HEAP:
@@ -89,12 +104,15 @@ def _store(kind, off, nb, val, heap, shared, local):
 
 
 @njit(**KERNEL)
-def atom_apply(aop, ty, old, b, c):
-    """The new memory value of an atomic operation on `old` (raw bits)."""
+def atom_apply(aop, ty, old, b, c, on_global):
+    """The new memory value of an atomic operation on `old` (raw bits); `on_global`: the word is
+    in global memory, where atom/red .add.f32 flush subnormal inputs and results to
+    sign-preserving zero (PTX ISA, atom and red: on shared memory they keep them; .f16, .bf16 and
+    their pairs require .noftz and keep them everywhere)."""
     bits = tbits(ty)
     if aop == AT_ADD:
         if ty == T_F32 or ty == T_F64 or ty == T_F16 or ty == T_BF16 or ty == T_F16X2 or ty == T_BF16X2:
-            return float_op(OP_FADD, ty, RND_RN, 0, old, b, 0)
+            return float_op(OP_FADD, ty, RND_RN, FL_FTZ if (on_global and ty == T_F32) else 0, old, b, 0)
         return zext(old + b, bits)
     if aop == AT_MIN:
         return int_op2(True, old, b, ty)
@@ -126,167 +144,6 @@ def atom_apply(aop, ty, old, b, c):
 
 
 @njit(**KERNEL)
-def exec_sync(code, regs, pc, st, lanes, base):
-    """Execute the warp collectives the lanes `lanes` (bits, relative to thread `base`) wait at,
-    each lane at its own PC with its own sources, all sources read before any lane writes; then
-    the lanes run again after their instruction. Returns nothing; writes ``regs``/``pc``/``st``."""
-    a = np.zeros(32, np.int64)
-    b = np.zeros(32, np.int64)
-    c = np.zeros(32, np.int64)
-    for l in range(32):
-        if (lanes >> l) & 1:
-            t = base + l
-            row = pc[t]
-            s0 = code[row, F_S0]
-            s1 = code[row, F_S1]
-            s2 = code[row, F_S2]
-            a[l] = regs[s0, t] if s0 >= 0 else 0
-            b[l] = regs[s1, t] if s1 >= 0 else 0
-            c[l] = regs[s2, t] if s2 >= 0 else 0
-    for l in range(32):
-        if (lanes >> l) & 1:
-            t = base + l
-            row = pc[t]
-            op = code[row, F_OP]
-            d0 = code[row, F_D0]
-            d1 = code[row, F_D1]
-            sub = code[row, F_SUB]
-            ty = code[row, F_TY]
-            if op == OP_SHFL:
-                bval = b[l] & 31
-                cval = c[l] & 31
-                segmask = (c[l] >> 8) & 31
-                max_lane = (l & segmask) | (cval & ~segmask)
-                min_lane = l & segmask
-                if sub == SHFL_UP:
-                    j = l - bval
-                    ok = j >= max_lane
-                elif sub == SHFL_DOWN:
-                    j = l + bval
-                    ok = j <= max_lane
-                elif sub == SHFL_BFLY:
-                    j = l ^ bval
-                    ok = j <= max_lane
-                else:
-                    j = min_lane | (bval & ~segmask)
-                    ok = j <= max_lane
-                if not ok:
-                    j = l
-                v = a[j] if (lanes >> j) & 1 else a[l]
-                if d0 >= 0:
-                    regs[d0, t] = zext(v, 32)
-                if d1 >= 0:
-                    regs[d1, t] = 1 if ok else 0
-            elif op == OP_VOTE:
-                neg = (code[row, F_FLAGS] & FL_NEG_S2) != 0
-                allv = True
-                anyv = False
-                ballot = np.int64(0)
-                for k in range(32):
-                    if (lanes >> k) & 1:
-                        pv = (a[k] != 0) != neg
-                        if pv:
-                            anyv = True
-                            ballot |= np.int64(1) << k
-                        else:
-                            allv = False
-                if d0 >= 0:
-                    if sub == VOTE_ALL:
-                        regs[d0, t] = 1 if allv else 0
-                    elif sub == VOTE_ANY:
-                        regs[d0, t] = 1 if anyv else 0
-                    elif sub == VOTE_UNI:
-                        regs[d0, t] = 1 if (allv or not anyv) else 0
-                    else:
-                        regs[d0, t] = ballot
-            elif op == OP_MATCH:
-                bits = tbits(ty)
-                me = zext(a[l], bits)
-                same = np.int64(0)
-                alleq = True
-                for k in range(32):
-                    if (lanes >> k) & 1:
-                        if zext(a[k], bits) == me:
-                            same |= np.int64(1) << k
-                        else:
-                            alleq = False
-                if sub == MATCH_ANY:
-                    if d0 >= 0:
-                        regs[d0, t] = same
-                else:
-                    if d0 >= 0:
-                        regs[d0, t] = lanes if alleq else 0
-                    if d1 >= 0:
-                        regs[d1, t] = 1 if alleq else 0
-            elif op == OP_REDUX:
-                acc = np.int64(0)
-                first = True
-                for k in range(32):
-                    if (lanes >> k) & 1:
-                        v = rd(a[k], ty)
-                        if first:
-                            acc = v
-                            first = False
-                        elif sub == REDUX_ADD:
-                            acc = acc + v
-                        elif sub == REDUX_MIN:
-                            if v < acc:
-                                acc = v
-                        elif sub == REDUX_MAX:
-                            if v > acc:
-                                acc = v
-                        elif sub == REDUX_AND:
-                            acc = acc & v
-                        elif sub == REDUX_OR:
-                            acc = acc | v
-                        else:
-                            acc = acc ^ v
-                if d0 >= 0:
-                    regs[d0, t] = zext(acc, 32)
-            pc[t] = row + 1
-            st[t] = TS_RUN
-
-
-@njit(**KERNEL)
-def release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or, conv, wpc, live, W):
-    """Release every thread waiting at barrier `bid`: bar.red results written, PCs past the barrier."""
-    for w in range(W):
-        touched = False
-        for l in range(32):
-            t = w * 32 + l
-            if st[t] == TS_BAR and barid[t] == bid:
-                row = pc[t]
-                if code[row, F_OP] == OP_BAR:
-                    sub = code[row, F_SUB]
-                    d0 = code[row, F_D0]
-                    if d0 >= 0:
-                        if sub == BAR_RED_POPC:
-                            regs[d0, t] = red_popc[bid]
-                        elif sub == BAR_RED_AND:
-                            regs[d0, t] = red_and[bid]
-                        elif sub == BAR_RED_OR:
-                            regs[d0, t] = red_or[bid]
-                pc[t] = row + 1
-                st[t] = TS_RUN
-                barid[t] = -1
-                touched = True
-        if touched and conv[w] and live[w] != 0:
-            lw = live[w]
-            first = 0
-            while not (lw >> first) & 1:
-                first += 1
-            wpc[w] = pc[w * 32 + first]
-
-
-@njit(**KERNEL)
-def _lowest(m):
-    i = 0
-    while not (m >> i) & 1:
-        i += 1
-    return i
-
-
-@njit(**KERNEL)
 def release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live):
     """Release the convergence barriers of warp `w` whose members have all arrived or exited.
     Returns True when some lanes were released."""
@@ -315,31 +172,6 @@ def release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live):
             released = True
         else:
             k += 1
-    return released
-
-
-@njit(**KERNEL)
-def release_syncs(code, regs, pc, st, syncm, w, live):
-    """Run the collectives of warp `w` whose member lanes have all arrived (or exited)."""
-    base = w * 32
-    released = False
-    again = True
-    while again:
-        again = False
-        for l in range(32):
-            t = base + l
-            if st[t] == TS_SYNC:
-                need = syncm[t] & live[w]
-                ready = True
-                for k in range(32):
-                    if (need >> k) & 1 and st[base + k] != TS_SYNC:
-                        ready = False
-                        break
-                if ready and need != 0:
-                    exec_sync(code, regs, pc, st, need, base)
-                    released = True
-                    again = True
-                    break
     return released
 
 
@@ -888,7 +720,8 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
                         failed = True
                         break
                     old = _load(kind, off, nb, heap, shared, local, const_buf, param_buf)
-                    new = atom_apply(code[P, F_SUB], ty, old, regs[s0, t], regs[s1, t] if s1 >= 0 else 0)
+                    new = atom_apply(code[P, F_SUB], ty, old, regs[s0, t], regs[s1, t] if s1 >= 0 else 0,
+                                     kind == K_HEAP)
                     _store(kind, off, nb, new, heap, shared, local)
                     if d0 >= 0:
                         regs[d0, t] = old
@@ -1016,11 +849,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
     cb_mask = np.zeros((W, MAX_CBARS), np.int64)
     cb_n = np.zeros(W, np.int64)
     wyield = np.full(W, -1, np.int64)
-    bar_cnt = np.zeros(N_BARRIERS, np.int64)
-    bar_need = np.full(N_BARRIERS, -1, np.int64)
-    red_popc = np.zeros(N_BARRIERS, np.int64)
-    red_and = np.ones(N_BARRIERS, np.int64)
-    red_or = np.zeros(N_BARRIERS, np.int64)
+    bars = np.zeros((N_BARRIERS, N_BAR_FIELDS), np.int64)
     offs = np.zeros(32, np.int64)
     addrs = np.zeros(32, np.int64)
     nseg = seg_lo.shape[0]
@@ -1076,11 +905,8 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
         for t in range(Tp):
             st[t] = TS_RUN if t < T else TS_EXIT
             pc[t] = entry
-        bar_cnt[:] = 0
-        bar_need[:] = -1
-        red_popc[:] = 0
-        red_and[:] = 1
-        red_or[:] = 0
+        for bid in range(N_BARRIERS):
+            reset_barrier(bars, bid)
         n_exited = Tp - T
         insts = np.int64(0)
         accesses = np.int64(0)
@@ -1527,17 +1353,17 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 live[w] &= ~act
                                 n_exited += popc64(act)
                                 g &= ~act
-                                for bid in range(N_BARRIERS):
-                                    if bar_cnt[bid] > 0 and bar_need[bid] < 0 and bar_cnt[bid] + n_exited >= Tp:
-                                        release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or,
-                                                        conv, wpc, live, W)
-                                        bar_cnt[bid] = 0
-                                        red_popc[bid] = 0
-                                        red_and[bid] = 1
-                                        red_or[bid] = 0
+                                reason, t = barriers_after_exit(code, regs, pc, st, barid, w, bars, conv, wpc, live, W)
+                                if reason != 0:
+                                    _refuse(err, reason, pc[t], t, cta, barid[t], 0, 0)
+                                    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                                 if not conv[w]:
                                     release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live)
-                                    release_syncs(code, regs, pc, st, syncm, w, live)
+                                    reason, lane, other = release_syncs(code, regs, pc, st, syncm, w, live)
+                                    if reason != 0:
+                                        _refuse(err, reason, pc[base + lane], base + lane, cta, other,
+                                                syncm[base + lane], syncm[base + other])
+                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                             P += 1
                             if g == 0:
                                 writeback = False
@@ -1545,99 +1371,99 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                             if not conv[w] and act != 0:
                                 break
                         elif op == OP_BAR:
-                            sub = code[P, F_SUB]
-                            bid = regs[s0, base + _lowest(g)] if s0 >= 0 else 0
-                            need = regs[s1, base + _lowest(g)] if s1 >= 0 else -1
-                            if bid < 0 or bid >= N_BARRIERS:
-                                _fail(err, ST_BAD_BARRIER, P, base + _lowest(g), cta, bid, need, 0, 0)
-                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                             if act == 0:
                                 P += 1
                                 continue
-                            bar_need[bid] = need
+                            # each thread waits at its barrier; the warp arrives once all its non-exited threads do
+                            bids = np.int64(0)
                             for l in range(NL):
                                 if (act >> l) & 1:
                                     t = base + l
-                                    if sub >= BAR_RED_POPC:
-                                        q = regs[s2, t] != 0
-                                        if code[P, F_FLAGS] & FL_NEG_S2:
-                                            q = not q
-                                        if q:
-                                            red_popc[bid] += 1
-                                            red_or[bid] = 1
-                                        else:
-                                            red_and[bid] = 0
-                                    if sub != BAR_ARRIVE:
-                                        st[t] = TS_BAR
-                                        barid[t] = bid
-                                        pc[t] = P
-                            bar_cnt[bid] += popc64(act)
+                                    bid = regs[s0, t] if s0 >= 0 else 0
+                                    need = regs[s1, t] if s1 >= 0 else -1
+                                    if bid < 0 or bid >= N_BARRIERS or (s1 >= 0 and (need <= 0 or need % 32 != 0)):
+                                        _fail(err, ST_BAD_BARRIER, P, t, cta, bid, need, 0, 0)
+                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                    if (bars[bid, B_WMASK] >> w) & 1:
+                                        _refuse(err, UNS_BAR_TWICE, P, t, cta, bid, 0, 0)
+                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                    st[t] = TS_BAR
+                                    barid[t] = bid
+                                    pc[t] = P
+                                    bids |= np.int64(1) << bid
                             rest = g & ~act
                             if rest != 0:
                                 for l in range(NL):
                                     if (rest >> l) & 1:
                                         pc[base + l] = P + 1
                                 conv[w] = False
-                            if sub == BAR_ARRIVE and rest == 0:
-                                pass
-                            if (need >= 0 and bar_cnt[bid] >= need) or (need < 0 and bar_cnt[bid] + n_exited >= Tp):
-                                release_barrier(code, regs, pc, st, barid, bid, red_popc, red_and, red_or, conv, wpc,
-                                                live, W)
-                                bar_cnt[bid] = 0
-                                bar_need[bid] = -1
-                                red_popc[bid] = 0
-                                red_and[bid] = 1
-                                red_or[bid] = 0
-                            if sub == BAR_ARRIVE:
-                                P += 1
-                                if rest != 0:
-                                    writeback = False
-                                    break
-                                continue
-                            if conv[w]:
-                                # the whole warp waits (or was just released and continues)
-                                writeback = False
-                                break
+                            for bid in range(N_BARRIERS):
+                                if (bids >> bid) & 1:
+                                    reason = barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W)
+                                    if reason != 0:
+                                        _refuse(err, reason, P, base + _lowest(act), cta, bid, 0, 0)
+                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                             writeback = False
                             break
                         elif op == OP_SHFL or op == OP_VOTE or op == OP_MATCH or op == OP_REDUX or op == OP_BARWARP:
                             if act == 0:
                                 P += 1
                                 continue
-                            ms = code[P, F_S3] if op == OP_SHFL else (s0 if op == OP_BARWARP else s1)
-                            m = zext(regs[ms, base + _lowest(act)], 32) if ms >= 0 else np.int64(0xFFFFFFFF)
-                            need = m & live[w]
+                            # each lane's own membermask (sync.py: a group is one mask less the exited lanes)
+                            ms = member_mask_slot(code, P)
+                            m0 = np.int64(-1)
+                            uniform = True
                             for l in range(NL):
                                 if (act >> l) & 1:
-                                    pc[base + l] = P
-                            if (need & ~act) == 0:
-                                exec_sync(code, regs, pc, st, act, base)
-                                rest = g & ~act
-                                if rest == 0:
-                                    P += 1
-                                    continue
+                                    t = base + l
+                                    ml = zext(regs[ms, t], 32) if ms >= 0 else np.int64(0xFFFFFFFF)
+                                    if not (ml >> l) & 1:
+                                        _refuse(err, UNS_NOT_MEMBER, P, t, cta, l, ml, ml)
+                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                    syncm[t] = ml
+                                    pc[t] = P
+                                    if m0 < 0:
+                                        m0 = ml
+                                    elif ml != m0:
+                                        uniform = False
+                            if uniform and (m0 & live[w]) == act:
+                                # one group, all here: the fast path
+                                reason, lane, other = exec_sync(code, regs, pc, st, act, base)
+                                if reason != 0:
+                                    _refuse(err, reason, P, base + lane, cta, other, m0, m0)
+                                    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                P += 1
+                                continue
+                            if not uniform:
+                                # lanes executing one collective together must give every lane they name the same mask
                                 for l in range(NL):
-                                    if (rest >> l) & 1:
-                                        pc[base + l] = P + 1
-                                writeback = False
-                                break
-                            # some member lanes are elsewhere: wait for them
+                                    if (act >> l) & 1:
+                                        ml = syncm[base + l]
+                                        for q in range(NL):
+                                            if (act >> q) & 1 and (ml >> q) & 1 and syncm[base + q] != ml:
+                                                _refuse(err, UNS_MASK_CONFLICT, P, base + l, cta, q, ml, syncm[base + q])
+                                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                            # groups with members elsewhere wait for them; complete ones run now
                             for l in range(NL):
                                 if (act >> l) & 1:
                                     st[base + l] = TS_SYNC
-                                    syncm[base + l] = m
                             rest = g & ~act
                             for l in range(NL):
                                 if (rest >> l) & 1:
                                     pc[base + l] = P + 1
                             conv[w] = False
-                            release_syncs(code, regs, pc, st, syncm, w, live)
+                            reason, lane, other = release_syncs(code, regs, pc, st, syncm, w, live)
+                            if reason != 0:
+                                _refuse(err, reason, pc[base + lane], base + lane, cta, other, syncm[base + lane],
+                                        syncm[base + other])
+                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                             writeback = False
                             break
                         elif op == OP_ACTIVEMASK:
+                            # the threads executing it (PTX ISA, activemask: inactive and predicated-off threads give 0)
                             for l in range(NL):
                                 if (act >> l) & 1:
-                                    regs[d0, base + l] = g
+                                    regs[d0, base + l] = act
                             P += 1
                         elif op == OP_CLOCK:
                             sub = code[P, F_SUB]

@@ -1,0 +1,101 @@
+"""Shared memory as Nsight Compute measures it: bank conflicts in wavefronts per request.
+
+Shared memory is no cache: what a shared load or store costs is how many *wavefronts* (passes
+through the shared-memory data path) its warp access needs. The SM reads one word of
+``bank_width`` bytes from each of ``banks`` banks per wavefront (32 x 4 B = 128 B per cycle on
+every NVIDIA GPU since Fermi; 16 x 4 B on GT200). Following the CUDA C Programming Guide
+(sections "Shared Memory" of compute capabilities 5.x-9.0):
+
+- a warp access is split into *phases* of lanes that together move at most one wavefront's bytes:
+  32 lanes for accesses of up to 4 B, 16 (half-warps) for 8 B, 8 (quarter-warps) for 16 B;
+- within a phase, lanes that touch the same word share it (a broadcast is free), and distinct
+  words in one bank are served one per wavefront: the phase needs as many wavefronts as the
+  bank holding the most distinct requested words (a lane's element of 8 or 16 B covers 2 or 4
+  consecutive words, hence banks);
+- the access needs the sum over its phases. Its *ideal* is one wavefront per phase that has an
+  active lane (Nsight Compute's ideal wavefronts: 1 for 32 lanes of 4 B, 2 of 8 B, 4 of 16 B).
+
+Nsight Compute counts the same: ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum`` (and
+``_op_st``) against one request per warp instruction (``smsp__inst_executed_op_shared_ld.sum``).
+A ``tile[32][32]`` of floats read down a column is 32 wavefronts per request (32-way), the same
+tile padded to ``[32][33]`` is 1.
+
+The latency a conflict adds: each extra wavefront holds the access one more cycle in the data
+path (one wavefront per cycle per SM), so an access takes ``shared_latency + wavefronts - ideal``
+cycles; the extra wavefronts also take cycles of the SM's shared-memory bandwidth from every
+other warp (paper 001 sec. 4.2 counts them as transactions: `tuiprof.model.decisions.bottleneck_model`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SHARED_BANK_WIDTH = 4
+"""Bytes per shared-memory bank and cycle on every NVIDIA GPU tuiprof models (CUDA C Programming
+Guide: 32-bit banks; Kepler's optional 64-bit mode is not modelled)."""
+MAX_WAVEFRONTS = 128
+"""Histogram range of wavefronts per request: 32 phases of 4 words at most, counted to here."""
+
+
+@dataclass(frozen=True)
+class SharedOpStats:
+    """One shared-memory op's bank conflicts over the snapshot (the same in every trial)."""
+
+    warp_accesses: int
+    """Requests: warp accesses of the op (one per warp instruction, as Nsight Compute counts)."""
+    wavefronts: float
+    """Mean wavefronts per request."""
+    ideal: float
+    """Mean ideal wavefronts per request (one per phase with an active lane)."""
+    worst: int
+    """Most wavefronts of one request (32 for a 32-way conflict of 4 B lanes)."""
+    conflicted: float
+    """Share of the requests that need more wavefronts than their ideal."""
+    latency: float
+    """Mean cycles of one access: the arch's shared latency plus its extra wavefronts."""
+    histogram: tuple[int, ...]
+    """Requests needing k wavefronts, k = 0 .. `MAX_WAVEFRONTS` (the last bin holds more)."""
+
+    @property
+    def ways(self) -> float:
+        """Mean wavefronts over the ideal: the n of an n-way bank conflict (1 when conflict-free)."""
+        return self.wavefronts / self.ideal if self.ideal > 0 else float("nan")
+
+    @property
+    def extra(self) -> float:
+        """Mean wavefronts per request beyond the ideal: the cycles the conflicts add."""
+        return self.wavefronts - self.ideal
+
+    @property
+    def total(self) -> float:
+        """Wavefronts of all its requests (Nsight Compute's ``..._wavefronts_mem_shared_op_*.sum``
+        over the snapshot)."""
+        return self.wavefronts * self.warp_accesses
+
+
+def shared_op_stats(trace, banks: int, width: int, latency: float) -> dict[int, SharedOpStats]:  # noqa: ANN001
+    """`SharedOpStats` of every shared-memory op of `trace` (a `tuiprof.trace.model.Trace`) with
+    ``banks`` banks of ``width`` bytes and a conflict-free latency of ``latency`` cycles."""
+    from tuiprof.model.wavefronts import wavefronts
+
+    ids = np.array([o.id for o in trace.ops if o.space == "shared"], dtype=np.int64)
+    if ids.size == 0:
+        return {}
+    rows = np.flatnonzero(np.isin(trace.op, ids)).astype(np.int64)
+    op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
+    actual, ideal, _ = wavefronts(trace.addr, trace.mask, trace.op, op_bytes, rows, int(banks), int(width))
+    of = trace.op[rows]
+    out = {}
+    for i in ids.tolist():
+        sel = of == i
+        n = int(sel.sum())
+        if n == 0:
+            continue
+        a, d = actual[sel], ideal[sel]
+        hist = np.bincount(np.minimum(a, MAX_WAVEFRONTS), minlength=MAX_WAVEFRONTS + 1)
+        out[i] = SharedOpStats(warp_accesses=n, wavefronts=float(a.mean()), ideal=float(d.mean()),
+                               worst=int(a.max()), conflicted=float((a > d).mean()),
+                               latency=float(latency) + float((a - d).mean()), histogram=tuple(int(x) for x in hist))
+    return out

@@ -1,0 +1,55 @@
+"""The wavefront count of shared-memory warp accesses (`tuiprof.model.shared` says what it
+models): a Numba kernel, kept apart so that importing the model stays light."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tuiprof.jit import KERNEL, njit
+
+
+@njit(**KERNEL)
+def wavefronts(addr, mask, op, op_bytes, rows, banks, width):
+    """Wavefronts of each warp access ``rows[k]`` (``addr`` [R, 32] byte addresses, ``mask`` [R]
+    active lanes, ``op`` [R] op ids, ``op_bytes`` [n_ops] bytes per lane): ``(actual, ideal, worst)``
+    int64 [len(rows)] each, and the most wavefronts of one phase (the n of an n-way conflict); see
+    `tuiprof.model.shared`."""
+    n = rows.shape[0]
+    actual = np.zeros(n, dtype=np.int64)
+    ideal = np.zeros(n, dtype=np.int64)
+    worst = np.zeros(n, dtype=np.int64)
+    words = np.empty((banks, 128), dtype=np.int64)
+    count = np.zeros(banks, dtype=np.int64)
+    wavefront_bytes = banks * width
+    for k in range(n):
+        r = rows[k]
+        b = op_bytes[op[r]]
+        per_lane = max(1, (b + width - 1) // width)
+        lanes = max(1, min(32, wavefront_bytes // max(b, 1)))
+        m = mask[r]
+        for p0 in range(0, 32, lanes):
+            for q in range(banks):
+                count[q] = 0
+            deepest = 0
+            for lane in range(p0, min(32, p0 + lanes)):
+                if (m >> np.uint32(lane)) & np.uint32(1) == 0:
+                    continue
+                w0 = np.int64(addr[r, lane] // np.uint64(width))
+                for j in range(per_lane):
+                    w = w0 + j
+                    q = w % banks
+                    seen = False
+                    for t in range(count[q]):
+                        if words[q, t] == w:
+                            seen = True
+                            break
+                    if not seen and count[q] < 128:
+                        words[q, count[q]] = w
+                        count[q] += 1
+                        if count[q] > deepest:
+                            deepest = count[q]
+            if deepest > 0:
+                actual[k] += deepest
+                ideal[k] += 1
+                worst[k] = max(worst[k], deepest)
+    return actual, ideal, worst
