@@ -174,11 +174,12 @@ def test_decisions_report_sections() -> None:
     assert sec["md"]["recommended_md"] == analysis.decisions.md.recommended_md
     assert [r["md"] for r in sec["md"]["rows"]] == list(range(1, 9))
     assert all(r["simulated"] is not None for r in sec["md"]["rows"])
-    # 8 CTAs of one warp: N = 8 warps; every access misses and moves 128 B from DRAM, so MWP is
+    # 8 CTAs of one warp: N = 8 warps; nearly every access misses and moves 128 B from DRAM (a few
+    # hit while a delayed CTA has not joined yet and fewer CTAs share the L1), so MWP is
     # MWP_peak_BW = 1.97 / (1.4 x 128 / Mem_L) (paper 004) < N: memory bound, limited by bandwidth.
     w, t = sec["mwp_cwp"], sec["timing"]
     assert w["n"] == 8 and w["case"] == MEMORY_BOUND and w["mwp_limiter"] == "bandwidth"
-    assert t["bandwidth_level"] == "DRAM" and t["load_bytes_per_warp"] == pytest.approx(128, rel=0.01)
+    assert t["bandwidth_level"] == "DRAM" and t["load_bytes_per_warp"] == pytest.approx(128, rel=0.05)
     assert w["mwp"] == pytest.approx(1.97 / (1.4 * t["load_bytes_per_warp"] / w["mem_l"]), rel=1e-3)
     assert t["dram_floor_s"] == pytest.approx(sec["bottleneck"]["times_s"]["global memory"], rel=1e-6)
     b = sec["bottleneck"]

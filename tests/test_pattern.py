@@ -118,11 +118,33 @@ def test_streaming_load_is_never_told_to_lower_the_md() -> None:
     rows = [LANE * np.uint64(4) + np.uint64(128 * k) for k in range(64)]
     p = address_pattern(make_trace(rows), 0, 128)
     assert p.reuse == 0.0
-    s = stats(op(), h1=0.02, dram_share=0.9)
+    s = stats(op(), h1=0.02, h2=0.05, dram_share=0.9)
     assert hot_reason(s, p, 400.0) == "streaming"
     tips = " ".join(advice(s, p, 400.0))
     assert "no cache size" in tips and "MD" in tips
     assert "fewer CTAs" not in tips and "lower" not in tips.lower().replace("no cache size and no md helps", "")
+
+
+def test_a_load_other_ctas_reuse_through_the_l2_is_not_streaming() -> None:
+    """Issue 20 part 5: matmul-tile16's ``B[(t + ty) * n + col]`` reads each of its sectors once,
+    yet half of them hit the L2 (other CTAs read them first): reuse across CTAs, so a cache and
+    the schedule do matter, and neither "streaming" nor "no cache size helps" may be said."""
+    rows = [LANE * np.uint64(4) + np.uint64(128 * k) for k in range(64)]
+    p = address_pattern(make_trace(rows), 0, 128)
+    s = stats(op(), h1=0.0, h2=0.5, dram_share=0.77)
+    assert hot_reason(s, p, 400.0) != "streaming"
+    assert not any("no cache size" in t for t in advice(s, p, 400.0))
+
+
+def test_reuse_counts_the_l1_fill_unit_not_the_line() -> None:
+    """A warp that comes back to its line for another sector reuses nothing on a sectored L1
+    (each access fetches only its own sectors): no "thrash" for a load with no data reuse."""
+    rows = [LANE * np.uint64(0) + np.uint64(32 * (k % 4) + 512 * (k // 4)) for k in range(64)]  # 4 sectors per line
+    whole_lines = address_pattern(make_trace(rows), 0, 128)
+    sectors = address_pattern(make_trace(rows), 0, 128, 32)
+    assert whole_lines.reuse > 0.7 and sectors.reuse == 0.0
+    s = stats(op(), h1=0.0, h2=0.0, dram_share=0.9)
+    assert hot_reason(s, whole_lines, 400.0) == "thrash" and hot_reason(s, sectors, 400.0) == "streaming"
 
 
 def test_thrash_advice_follows_the_md_decision() -> None:

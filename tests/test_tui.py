@@ -789,3 +789,29 @@ async def test_recollect_recompiles_an_edited_source_and_keeps_the_line(tmp_path
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen))
         assert "does not compile" in str(app.screen.error) and app.trace is shown and app.is_running
+
+
+async def test_a_shared_op_shows_its_bank_conflicts_not_cache_ratios() -> None:
+    """Issue 20 part 4: cyclic reduction's shared loads conflict (up to 16-way); the gutter says
+    ``shm`` with its wavefronts per request, the histogram draws requests by wavefronts (the same
+    in every trial), and the drill-down speaks of banks, never of H1, H2 or the L2."""
+    session, analysis = fixed("cr")
+    conflicted = next(s for s in analysis.ops if s.shared is not None and s.shared.extra > 1)
+    app = fixed_app("cr")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await patterns_in(pilot)
+        view = app.query_one(SourceView)
+        view.go_to_op(conflicted.op.id)
+        await pilot.pause()
+        row = next(line for line in lines_of(view) if f"{conflicted.shared.wavefronts:>2.0f}" in line and "shm" in line)
+        assert "shm" in row
+        hist = app.query_one("#hist", HistogramView)
+        assert hist.shared is conflicted.shared and "wavefronts per request" in screen_text(app)
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        for needle in ("Shared memory: bank conflicts", "wavefronts per request", "Bank conflicts:", "Pad the array"):
+            assert needle in text, needle
+        for absent in ("H1 (L1 hit ratio)", "Stores go to L2", "L2 hit", "DRAM"):
+            assert absent not in text, absent

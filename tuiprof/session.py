@@ -228,7 +228,7 @@ class Session:
         self.prepared: "Prepared | None" = prepared if prepared is not None else (previous.prepared if same else None)
         """The trace packed for the simulator, once run."""
         self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache()
-        self._patterns: dict[int, dict[int, "AddressPattern"]] = previous._patterns if same else {}
+        self._patterns: dict[tuple[int, int], dict[int, "AddressPattern"]] = previous._patterns if same else {}
         self.analysis: "Analysis | None" = None
         self.stop_reason: str | None = None
         """After the main run: "completed", "converged" or "cancelled"."""
@@ -285,15 +285,17 @@ class Session:
             self._mc = None
 
     def patterns(self) -> dict[int, "AddressPattern"]:
-        """Every op's address pattern in this Arch's L1 lines (computed once per line size and
-        trace; a second of NumPy on a large trace, so callers off the UI thread)."""
+        """Every op's address pattern in this Arch's L1 lines and fill units (computed once per
+        line and fill size and trace; a second of NumPy on a large trace, so callers off the UI
+        thread)."""
         from tuiprof.model.pattern import address_patterns
 
         line = self.arch.l1.line
+        fill = min(self.arch.l1.sector, line) if self.arch.l1.enabled else line
         with _PATTERNS_LOCK:  # the app and an open drill-down may ask at once: compute once
-            found = self._patterns.get(line)
+            found = self._patterns.get((line, fill))
             if found is None:
-                found = self._patterns[line] = address_patterns(self.trace, line)
+                found = self._patterns[(line, fill)] = address_patterns(self.trace, line, fill)
         return found
 
     def compiles(self) -> bool:
@@ -423,9 +425,11 @@ class Session:
     def _prepare(self, mc: "MonteCarlo") -> None:
         """What every analysis of this run reads and no trial changes (once per run)."""
         from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
+        from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
 
         self._op_stats = mc.op_stats()
         self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
+        self._shared = shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency)
         self.prepared = mc.prepared
         self._working_set: float | None = None
         self._planned = mc.trials
@@ -458,7 +462,8 @@ class Session:
             return None
         stats = self._op_stats
         return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, ordered,
-                                                                 stats.accesses, stats.requests_per_access))
+                                                                 stats.accesses, stats.requests_per_access,
+                                                                 sum(st.total for st in self._shared.values())))
 
     @staticmethod
     def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
@@ -544,7 +549,7 @@ class Session:
         stats = self._op_stats
         return analyse(self.trace.ops, self.arch, self.md, results, self._planned, stats.accesses,
                        stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0,
-                       self._ideal)
+                       self._ideal, self._shared)
 
     def sweep_mds(self) -> tuple[int, ...]:
         """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""

@@ -184,6 +184,10 @@ class Arch:
     l1: CacheConfig
     l2: L2Config
     dram: DramConfig
+    shared_latency: int = 30
+    """Cycles of a shared-memory load without bank conflicts (each extra wavefront adds one:
+    `tuiprof.model.shared`). Presets give the microbenchmarked figure; 30 for an Arch file that
+    predates the field."""
 
     def __post_init__(self) -> None:
         validate(self)
@@ -301,6 +305,8 @@ def arch_from_mapping(data: Mapping[str, Any], origin: str = "arch") -> Arch:
     kwargs: dict[str, Any] = {}
     for name, f in _known(Arch).items():
         if name not in data:
+            if f.default is not dataclasses.MISSING:
+                continue
             raise ArchError(f"{origin}: missing setting {name}", "see `tuiprof archs --show h100` for a full example")
         value = data[name]
         if name in _SECTIONS:
@@ -375,7 +381,7 @@ LIMITS: dict[str, int] = {
     "warp_alloc_granularity": 256, "shared_per_sm": 16 * MiB, "shared_per_cta": 16 * MiB,
     "shared_alloc_unit": MiB, "shared_reserved_per_cta": MiB, "cores_per_sm": 4096, "shared_banks": 1024,
     "l1.size": 16 * MiB, "l2.size": GiB, "line": 4096, "sector": 4096, "assoc": 1024, "partitions": 1024,
-    "hit_latency": 100_000,
+    "hit_latency": 100_000, "shared_latency": 100_000,
     "dram.channels": 1024, "dram.banks": 1024, "dram.interleave": MiB, "dram.row_size": MiB,
     "dram.base_latency": 1_000_000, "dram.row_hit_cycles": 1_000_000, "dram.row_miss_cycles": 1_000_000,
     "dram.burst_cycles": 1_000_000, "dram.transaction": 4096,
@@ -410,7 +416,7 @@ def validate(arch: Arch) -> None:
     for name in ("sm_count", "warp_size", "clock_mhz", "max_threads_per_sm", "max_warps_per_sm",
                  "max_ctas_per_sm", "max_threads_per_cta", "registers_per_sm", "max_registers_per_thread",
                  "register_alloc_unit", "register_subpartitions", "warp_alloc_granularity",
-                 "shared_alloc_unit", "cores_per_sm", "shared_banks"):
+                 "shared_alloc_unit", "cores_per_sm", "shared_banks", "shared_latency"):
         _check(getattr(arch, name) > 0, arch, f"{name} must be positive")
     for name in ("shared_per_sm", "shared_per_cta", "shared_reserved_per_cta"):
         _check(getattr(arch, name) >= 0, arch, f"{name} must not be negative")

@@ -10,7 +10,7 @@ convergence of the standard deviation with the number of trials (Fig. 7).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.model.pattern import LANES, ideal_sectors as ideal_sectors_of
+from tuiprof.model.shared import SharedOpStats
 from tuiprof.trace.model import StaticOp
 
 HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
@@ -50,6 +51,9 @@ class OpStats:
     """Shares of mean X spent in L1 hits, L2 hits and DRAM (sum to 1 when X is defined)."""
     l2_share: float
     dram_share: float
+    shared: SharedOpStats | None = None
+    """A shared-memory op's bank conflicts (`tuiprof.model.shared`); its X is their latency and
+    it has no cache figures. None for global and local ops."""
 
 
 @dataclass(frozen=True)
@@ -115,13 +119,20 @@ def running_std(x: np.ndarray) -> np.ndarray:
 
 def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, planned: int,
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
-            elapsed: float, ideal_sectors: np.ndarray | None = None) -> Analysis:
+            elapsed: float, ideal_sectors: np.ndarray | None = None,
+            shared: Mapping[int, SharedOpStats] | None = None) -> Analysis:
     """Aggregate TrialResults (in trial order) into an Analysis. `ideal_sectors` per op (see
-    `tuiprof.model.pattern.ideal_sectors_per_op`) defaults to full warps."""
+    `tuiprof.model.pattern.ideal_sectors_per_op`) defaults to full warps; `shared` holds the
+    shared-memory ops' bank conflicts (`tuiprof.model.shared.shared_op_stats`), whose latency is
+    their X in every trial."""
     T = len(results)
+    shared = shared or {}
     is_load = np.array([o.kind == "load" for o in ops])
     lat = op_latency(results, ops, arch)
     h1, h2, h2_for_x, x, tm = lat.h1, lat.h2, lat.h2_for_x, lat.x, lat.tm
+    for j, st in shared.items():  # no cache figures: its latency is its bank conflicts'
+        h1[:, j] = h2[:, j] = h2_for_x[:, j] = tm[:, j] = np.nan
+        x[:, j] = st.latency
     t1, t2 = float(arch.l1.hit_latency), float(arch.l2.hit_latency)
     l1h, l1a = stack_counter(results, "l1_read_hits", len(ops)), stack_counter(results, "l1_read_accesses", len(ops))
     l2rh, l2ra = stack_counter(results, "l2_read_hits", len(ops)), stack_counter(results, "l2_read_accesses", len(ops))
@@ -170,7 +181,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
         stats.append(OpStats(op=o, warp_accesses=int(acc), requests_per_access=rpa, sectors_per_request=spr,
                              sectors_per_access=spa, ideal_sectors=ideal,
                              h1=e_h1, h2=e_h2, x=e_x, tm=e_tm, cost=c, cost_share=cs,
-                             l1_share=l1_share, l2_share=l2_share, dram_share=dram_share))
+                             l1_share=l1_share, l2_share=l2_share, dram_share=dram_share, shared=shared.get(j)))
     lat = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
     if lat.size:
         edges = np.histogram_bin_edges(lat, bins=min(16, max(1, int(np.unique(lat).size))))

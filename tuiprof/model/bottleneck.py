@@ -143,31 +143,22 @@ def shared_transactions(addresses: np.ndarray, masks: np.ndarray, banks: int = 3
     """Per warp access (rows of `addresses`, R x 32): shared memory transactions after bank
     conflicts, the sum over lane groups of each group's conflict degree (sec. 4.2: "3 threads
     read from different locations in the same bank ... 3 memory transactions"); with
-    ``reduce='max'`` the largest degree instead (`bank_conflict_degree`)."""
-    addr = np.asarray(addresses, dtype=np.uint64)
-    if addr.ndim != 2:
-        raise UsageError("shared_transactions expects an R x lanes array of addresses")
+    ``reduce='max'`` the largest degree instead (`bank_conflict_degree`). The wavefronts of
+    `tuiprof.model.shared` for lanes of ``banks * width / group`` bytes (4 B on 32 banks by warp,
+    or 16 banks by half-warp)."""
+    from tuiprof.model.wavefronts import wavefronts
+
+    addr = np.ascontiguousarray(addresses, dtype=np.uint64)
+    if addr.ndim != 2 or addr.shape[1] != 32:
+        raise UsageError("shared_transactions expects an R x 32 array of lane addresses")
     if banks <= 0 or width <= 0 or group <= 0:
         raise UsageError("banks, width and group must be positive")
-    r, lanes = addr.shape
-    lane = np.arange(lanes, dtype=np.uint64)
-    active = ((np.asarray(masks, dtype=np.uint64).reshape(-1, 1) >> lane) & np.uint64(1)).astype(bool)
-    rows, cols = np.nonzero(active)
-    out = np.zeros(r, dtype=np.int64)
-    if rows.size == 0:
-        return out
-    word = addr[rows, cols] // np.uint64(width)
-    bank = (word % np.uint64(banks)).astype(np.int64)
-    grp = cols // group
-    n_groups = -(-lanes // group)
-    cell = (rows * n_groups + grp) * banks + bank             # (row, group, bank)
-    pairs = np.unique(np.stack([cell.astype(np.uint64), word]), axis=1)   # distinct words per cell
-    cells, per_cell = np.unique(pairs[0].astype(np.int64), return_counts=True)
-    rg = cells // banks                                        # (row, group)
-    degree = np.zeros(r * n_groups, dtype=np.int64)
-    np.maximum.at(degree, rg, per_cell)
-    degree = degree.reshape(r, n_groups)
-    return degree.max(axis=1) if reduce == "max" else degree.sum(axis=1)
+    r = addr.shape[0]
+    mask = np.asarray(masks, dtype=np.uint64).reshape(-1).astype(np.uint32)
+    total, _, worst = wavefronts(addr, mask, np.zeros(r, dtype=np.int32),
+                                 np.array([max(1, banks * width // group)], dtype=np.int64),
+                                 np.arange(r, dtype=np.int64), int(banks), int(width))
+    return worst if reduce == "max" else total
 
 
 # ---------------------------------------------------------------------------------------------

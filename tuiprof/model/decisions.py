@@ -22,18 +22,12 @@ import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.model.latency import memory_latency, op_latency
-from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_throughputs, shared_transactions
+from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_throughputs
 from tuiprof.model.md import MdDecision, MdSample
 from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp
 from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
 from tuiprof.model.timing import KernelShape, KernelTime, kernel_time, mean_traffic
 from tuiprof.trace.model import Trace
-
-SHARED_SAMPLE = 200_000
-"""Shared-memory warp accesses examined for bank conflicts; a larger snapshot is sampled evenly."""
-SHARED_CHUNK = 8192
-"""Warp accesses per call of `shared_transactions` (its temporaries take about 3 KB per access:
-200,000 at once peaked at 640 MB)."""
 
 MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS = range(6)
 """Columns of `trial_table`."""
@@ -215,31 +209,12 @@ def sm_model(trace: Trace, arch: Arch, md: int) -> SmUtilisation:
 # ---------------------------------------------------------------------------------------------
 # Paper 001: the bottleneck.
 
-def shared_work(trace: Trace, arch: Arch) -> float:
-    """Shared memory transactions of the snapshot after bank conflicts (sec. 4.2), on the Arch's
-    banks of 4 B; more than `SHARED_SAMPLE` warp accesses are sampled evenly and scaled."""
-    ids = [o.id for o in trace.ops if o.space == "shared"]
-    if not ids:
-        return 0.0
-    rows = np.flatnonzero(np.isin(trace.op, ids))
-    if rows.size == 0:
-        return 0.0
-    scale = 1.0
-    if rows.size > SHARED_SAMPLE:
-        scale = rows.size / SHARED_SAMPLE
-        rows = rows[np.linspace(0, rows.size - 1, SHARED_SAMPLE).astype(np.int64)]
-    tx = 0
-    for i in range(0, rows.size, SHARED_CHUNK):  # each row counts alone: chunks bound the temporaries
-        part = rows[i:i + SHARED_CHUNK]
-        tx += int(shared_transactions(trace.addr[part], trace.mask[part], banks=arch.shared_banks, width=4).sum())
-    return float(tx) * scale
-
-
-def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence) -> Bottleneck:
+def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence, shared_wavefronts: float = 0.0
+                     ) -> Bottleneck:
     """Paper 001's verdict for the whole grid: warp instructions (the trace's counts, else the
-    paper-004 estimate per memory instruction), shared transactions after bank conflicts, and
-    global memory bytes = simulated DRAM transactions (reads, writes, write-backs, owed ones
-    included) x their size."""
+    paper-004 estimate per memory instruction), shared transactions after bank conflicts (the
+    snapshot's shared wavefronts, `tuiprof.model.shared`), and global memory bytes = simulated
+    DRAM transactions (reads, writes, write-backs, owed ones included) x their size."""
     scale = grid_scale(trace)
     insts = snapshot_insts(trace)
     if not math.isfinite(insts):
@@ -247,7 +222,7 @@ def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence) -> Bo
     dram = [float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed)
             for r in results]
     global_bytes = (float(np.mean(dram)) if dram else 0.0) * arch.dram.transaction
-    work = StageWork(warp_insts=insts * scale, shared_transactions=shared_work(trace, arch) * scale,
+    work = StageWork(warp_insts=insts * scale, shared_transactions=shared_wavefronts * scale,
                      shared_bytes_per_transaction=arch.shared_banks * 4.0, global_bytes=global_bytes * scale)
     thr = scaled_throughputs(arch, md * trace.launch.warps_per_cta,
                              warp_insts_per_cycle=arch.cores_per_sm / arch.warp_size,
@@ -256,13 +231,14 @@ def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence) -> Bo
 
 
 def decisions(trace: Trace, arch: Arch, md: int, results: Sequence, accesses: np.ndarray,
-              requests_per_access: np.ndarray) -> Decisions:
+              requests_per_access: np.ndarray, shared_wavefronts: float = 0.0) -> Decisions:
     """The SM, timing (MWP/CWP) and bottleneck models of a finished (or partial) run at `md`;
-    ``accesses`` and ``requests_per_access`` are the per-op coalescing counts of the run."""
+    ``accesses`` and ``requests_per_access`` are the per-op coalescing counts of the run,
+    ``shared_wavefronts`` the snapshot's shared-memory wavefronts."""
     shape = kernel_shape(trace, arch, accesses, requests_per_access)
     traffic = mean_traffic(trial_table(results, trace, arch, accesses)[:, TRAFFIC])
     return Decisions(sm=sm_model(trace, arch, md), time=kernel_time(arch, shape, traffic, md),
-                     bottleneck=bottleneck_model(trace, arch, md, results))
+                     bottleneck=bottleneck_model(trace, arch, md, results, shared_wavefronts))
 
 
 def sm_list(sms: tuple[int, ...], limit: int = 12) -> str:

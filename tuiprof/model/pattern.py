@@ -47,6 +47,8 @@ CAMPING = 1.25
 """An op's DRAM reads waiting at least this many times the kernel's mean DRAM latency: queued
 behind each other on few channels or banks (camping)."""
 STREAMING_REUSE = 0.05
+STREAMING_HIT = 0.2
+"""A streaming load hits below this in both the L1 and the L2 (whoever brought the data there)."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,14 @@ class AddressPattern:
     thread_strides: tuple[tuple[int, float], ...]
     """Most common byte strides between successive accesses of one lane (same warp, same op)."""
     distinct_lines: int
+    """Distinct fill units touched (sectors on a sectored L1, else lines)."""
     line_touches: int
     reuse: float
-    """Share of line touches that touch a line the same warp touched before with this op."""
+    """Share of touches of the L1's fill units (sectors on a sectored L1, else lines) that touch
+    one the same warp touched before with this op."""
     reuse_distance: float
-    """Median warp accesses (of that warp, any op) between two touches of a line: the longer,
-    the likelier the line is evicted first."""
+    """Median warp accesses (of that warp, any op) between two touches of a fill unit: the
+    longer, the likelier it is evicted first."""
     regular_share: float
     """Share of adjacent active lane pairs at the most common lane stride (1 = perfectly regular;
     NaN with no such pairs)."""
@@ -105,9 +109,12 @@ def _sample(rows: np.ndarray, warp: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep[np.searchsorted(uniq, warp)])
 
 
-def pattern_of(trace: Trace, rows: np.ndarray, line_bytes: int) -> AddressPattern:
+def pattern_of(trace: Trace, rows: np.ndarray, line_bytes: int, fill_bytes: int | None = None) -> AddressPattern:
     """The address pattern of the warp accesses `rows` (ascending, one op's) with L1 lines of
-    `line_bytes`."""
+    `line_bytes` that fill `fill_bytes` at a time (a sectored L1 fetches a 32 B sector, not the
+    line: a warp that comes back to another sector of a line reuses nothing). Reuse is counted
+    in fill units; lines per access in lines."""
+    fill = fill_bytes or line_bytes
     total = int(rows.size)
     if total == 0:
         return EMPTY
@@ -128,12 +135,13 @@ def pattern_of(trace: Trace, rows: np.ndarray, line_bytes: int) -> AddressPatter
     walk = (addr[1:] - addr[:-1])[same]
     walk_ok = (active[1:] & active[:-1])[same]
     thread_strides, _ = _top(walk[walk_ok])
-    # Reuse by the same warp: each (warp, line) touch after the first is a reuse.
+    # Reuse by the same warp: each (warp, fill unit) touch after the first is a reuse.
     n = lines.shape[0]
+    srt = np.sort(np.where(active, addr // fill, -1), axis=1) if fill != line_bytes else srt
     acc_idx = np.repeat(np.arange(n), LANES).reshape(n, LANES)
     first = np.ones_like(srt, dtype=bool)
     first[:, 1:] = srt[:, 1:] != srt[:, :-1]
-    sel = (srt >= 0) & first                                        # one touch per line per access
+    sel = (srt >= 0) & first                                        # one touch per unit per access
     t_line, t_acc = srt[sel], acc_idx[sel]
     t_warp, t_row = warp[t_acc], rows[t_acc]
     order = np.lexsort((t_row, t_line, t_warp))
@@ -147,16 +155,17 @@ def pattern_of(trace: Trace, rows: np.ndarray, line_bytes: int) -> AddressPatter
                           lane_strides, thread_strides, int(np.unique(tl).size), touches, reuse, distance, regular)
 
 
-def address_pattern(trace: Trace, op_id: int, line_bytes: int) -> AddressPattern:
-    """The address pattern of op `op_id` with L1 lines of `line_bytes`."""
-    return pattern_of(trace, np.flatnonzero(trace.op == op_id), line_bytes)
+def address_pattern(trace: Trace, op_id: int, line_bytes: int, fill_bytes: int | None = None) -> AddressPattern:
+    """The address pattern of op `op_id` with L1 lines of `line_bytes` (filled `fill_bytes` at a time)."""
+    return pattern_of(trace, np.flatnonzero(trace.op == op_id), line_bytes, fill_bytes)
 
 
-def address_patterns(trace: Trace, line_bytes: int) -> dict[int, AddressPattern]:
+def address_patterns(trace: Trace, line_bytes: int, fill_bytes: int | None = None) -> dict[int, AddressPattern]:
     """Every op's address pattern (one sort of the access table, not one scan per op)."""
     order = np.argsort(trace.op, kind="stable")
     bounds = np.searchsorted(trace.op[order], np.arange(len(trace.ops) + 1))
-    return {o.id: pattern_of(trace, order[bounds[o.id]:bounds[o.id + 1]], line_bytes) for o in trace.ops}
+    return {o.id: pattern_of(trace, order[bounds[o.id]:bounds[o.id + 1]], line_bytes, fill_bytes)
+            for o in trace.ops}
 
 
 def ideal_sectors(op_bytes: int, active_lanes: float, sector: int = SECTOR) -> float:
@@ -198,8 +207,11 @@ def hot_reason(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: floa
     """One word for why the op costs what it does, from its coalescing, its address pattern and
     its simulated hit ratios and DRAM latency: ``gather``, ``uncoalesced 8x`` (sectors per request
     over the ideal), ``thrash`` (the warp's lines are evicted before it reuses them), ``camping``
-    (its DRAM reads queue on few channels or banks), ``streaming`` (no reuse, DRAM-bound), or ""
-    when nothing stands out."""
+    (its DRAM reads queue on few channels or banks), ``streaming`` (no reuse, DRAM-bound), for a
+    shared-memory op ``32-way conflict`` (wavefronts per request over the ideal), or "" when
+    nothing stands out."""
+    if stats.shared is not None:
+        return f"{stats.shared.ways:.0f}-way conflict" if stats.shared.extra > 0.5 else ""
     over = excess(stats)
     if _uncoalesced(over):
         return "gather" if pattern is not None and pattern.gather else f"uncoalesced {over:.0f}x"
@@ -208,7 +220,7 @@ def hot_reason(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: floa
         return "thrash"
     if _camping(stats, camping(stats, kernel_tm)):
         return "camping"
-    if _streaming(pattern, h1) and math.isfinite(stats.dram_share) and stats.dram_share > 0.5:
+    if _streaming(pattern, h1, _h2(stats)) and math.isfinite(stats.dram_share) and stats.dram_share > 0.5:
         return "streaming"
     return ""
 
@@ -227,10 +239,17 @@ def _camping(stats: "OpStats", late: float) -> bool:
     return math.isfinite(late) and late >= CAMPING and math.isfinite(stats.dram_share) and stats.dram_share >= 0.25
 
 
-def _streaming(pattern: AddressPattern | None, h1: float) -> bool:
-    """The warps almost never touch a line twice and the L1 rarely hits."""
+def _streaming(pattern: AddressPattern | None, h1: float, h2: float = math.nan) -> bool:
+    """No one reuses its data: its warp almost never comes back to a sector, and the simulation
+    finds it rarely in the L1 and rarely in the L2 (the L2 is where other warps' and CTAs'
+    reuse shows: matmul-tile16's ``B[(t + ty) * n + col]`` reads its own sectors once, yet 50% of
+    them hit the L2 because other CTAs read them first)."""
     return (pattern is not None and math.isfinite(pattern.reuse) and pattern.reuse < STREAMING_REUSE
-            and math.isfinite(h1) and h1 < 0.2)
+            and math.isfinite(h1) and h1 < STREAMING_HIT and not (math.isfinite(h2) and h2 >= STREAMING_HIT))
+
+
+def _h2(stats: "OpStats") -> float:
+    return stats.h2.mean if stats.h2.defined and stats.op.kind == "load" else math.nan
 
 
 def _lower_md(decision: "MdDecision | None") -> str:
@@ -247,6 +266,8 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
     """Plain-words advice for one op, strongest first; always at least one line. `decision` (the
     MD decision, when known) keeps the advice in step with the MD pane."""
     op = stats.op
+    if stats.shared is not None:
+        return shared_advice(stats)
     load = op.kind == "load"
     verb = {"load": "read", "store": "write"}.get(op.kind, "update")
     out: list[str] = []
@@ -277,9 +298,10 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
                        f"loaded, but that line is evicted before its reuse (H1 {100 * h1:.0f}%). Vectorize these "
                        f"loads (paper 000 sec. 6.2): read {per_line} elements per lane in one "
                        f"{per_line * op.bytes}-byte vector load (e.g. float{per_line}/int{per_line}).")
-    if load and _streaming(pattern, h1):
-        out.append("Streaming: the warps almost never touch a line twice, so no cache size and no MD helps; only "
-                   "coalescing and DRAM bandwidth matter.")
+    if load and _streaming(pattern, h1, _h2(stats)):
+        out.append("Streaming: no warp or CTA reuses its data (its warps almost never come back to a sector, and it "
+                   "rarely hits the L1 or the L2), so no cache size and no MD helps; only coalescing and DRAM "
+                   "bandwidth matter.")
     elif load and _thrash(pattern, h1) and not walks:
         out.append(f"Thrashing: the warp comes back to its lines ({100 * pattern.reuse:.0f}% of touches, median "
                    f"{pattern.reuse_distance:.0f} warp accesses later) but they are evicted first (H1 {100 * h1:.0f}%). "
@@ -293,8 +315,36 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
                    "banks (camping). Spread them: pad the row pitch, or visit blocks in a diagonal order.")
     if load and math.isfinite(h1) and h1 >= 0.8:
         out.append(f"Served from L1 (H1 {100 * h1:.0f}%): little to gain on this load.")
+    h2 = _h2(stats)
+    if load and math.isfinite(h1) and h1 < STREAMING_HIT and math.isfinite(h2) and h2 >= 0.5 and not out:
+        out.append(f"Reused through the L2 (H2 {100 * h2:.0f}%): other warps or CTAs read the same data, but not "
+                   "while it is still in this SM's L1. Sharing it within a CTA (a tile in shared memory) or "
+                   "scheduling the CTAs that share it together would turn those L2 hits into L1 or shared hits.")
     if not out:
         out.append("No single cause stands out: this load's latency follows the kernel's overall L1/L2 behaviour.")
+    return out
+
+
+def shared_advice(stats: "OpStats") -> list[str]:
+    """What to do about a shared-memory op: its bank conflicts (`tuiprof.model.shared`); shared
+    memory has no hit ratio, no L2 and no DRAM, so nothing else applies."""
+    sh = stats.shared
+    assert sh is not None
+    verb = {"load": "read", "store": "write"}.get(stats.op.kind, "update")
+    if sh.extra <= 0.05:
+        return [f"No bank conflict: {sh.wavefronts:.1f} wavefronts per request, the ideal for its width "
+                f"({stats.op.bytes} B per lane); X {sh.latency:.0f} cycles, the shared latency."]
+    out = [f"Bank conflicts: {sh.wavefronts:.1f} wavefronts per request where {sh.ideal:.0f} would do (up to "
+           f"{sh.worst} in one request; {100 * sh.conflicted:.0f}% of requests conflict): lanes of one warp {verb} "
+           f"different words of the same bank, which are served one per cycle. They add {sh.extra:.1f} cycles to "
+           f"each access and take {sh.extra:.1f} more cycles of the SM's shared-memory bandwidth from every warp."]
+    if stats.op.bytes <= 4:
+        out.append("Pad the array's rows by one word (a [32][33] tile for a 32 x 32 one, as a tiled transpose does) "
+                   "so that a column falls in 32 different banks, or swizzle the index (column ^ row); lanes that "
+                   "read the same word share it at no cost (a broadcast).")
+    else:
+        out.append(f"With {stats.op.bytes} B per lane a warp is served in {32 * stats.op.bytes // 128} parts; within "
+                   "each, pad or swizzle the index so that its lanes' words fall in different banks.")
     return out
 
 

@@ -456,7 +456,12 @@ class TuiprofApp(App[int]):
             running = "waiting for the first trial (compiling the simulator for this GPU first, once)…"
         empty = {"loading": "loading the trace…", "failed": "no result: the run failed",
                  "cancelled": "cancelled before the first trial"}.get(self.phase, running)
-        self.query_one(HistogramView).show(series(self.analysis, self.metric, self.histogram_op(), measured), empty)
+        op = self.histogram_op()
+        shared = self.analysis.ops[op].shared if self.analysis is not None and op is not None else None
+        if shared is not None:  # bank conflicts: the same in every trial, drawn per request
+            self.query_one(HistogramView).show_shared(shared)
+            return
+        self.query_one(HistogramView).show(series(self.analysis, self.metric, op, measured), empty)
 
     def _render_status(self) -> None:
         """Phase first (it changes), then the headline ratios, then what is simulated."""

@@ -16,6 +16,7 @@ from tuiprof.tui import format as fmt
 
 if TYPE_CHECKING:
     from tuiprof.model.latency import Estimate
+    from tuiprof.model.shared import SharedOpStats
 
 MAX_BINS = 24
 
@@ -153,13 +154,54 @@ class HistogramView(Widget):
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.series: Series | None = None
+        self.shared: "SharedOpStats | None" = None
         self.empty = empty
 
     def show(self, series: Series | None, empty: str | None = None) -> None:
-        self.series = series
+        self.series, self.shared = series, None
         if empty is not None:
             self.empty = empty
         self.refresh()
 
+    def show_shared(self, stats: "SharedOpStats") -> None:
+        """A shared-memory op's wavefronts per request instead of a distribution over trials."""
+        self.series, self.shared = None, stats
+        self.refresh()
+
     def render(self) -> Content:
-        return render_histogram(self.series, self.content_size.width, self.content_size.height, self.empty)
+        w, h = self.content_size.width, self.content_size.height
+        if self.shared is not None:
+            return render_wavefronts(self.shared, w, h)
+        return render_histogram(self.series, w, h, self.empty)
+
+
+def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
+    """A shared-memory op's requests by wavefronts needed (bank conflicts, as Nsight Compute counts
+    them): one bar per count from 1 to the most seen, the ideal marked. Deterministic: the same
+    in every trial, so no trials and no spread."""
+    hist = np.asarray(st.histogram, dtype=np.int64)
+    top_k = int(np.flatnonzero(hist)[-1]) if hist.any() else 1
+    counts = hist[1:top_k + 1]
+    title = Content.assemble(("wavefronts per request", "bold"),
+                             (f"  {st.warp_accesses:,} requests · the same in every trial", "$text-muted"))
+    lines = [title.truncate(width, ellipsis=True)]
+    if width < 12 or height < 4 or counts.size == 0:
+        return Content("\n").join(lines)
+    label_w = max(3, len(str(top_k)) + 1)
+    bar_w = max(4, width - label_w - 12)
+    rows = max(1, height - 3)
+    shown = [k for k in range(1, top_k + 1) if hist[k]] or [1]
+    if len(shown) > rows:  # the most frequent counts, in order
+        shown = sorted(sorted(shown, key=lambda k: -hist[k])[:rows])
+    peak = max(1, int(max(hist[k] for k in shown)))
+    ideal = int(round(st.ideal))
+    for k in shown:
+        n = int(hist[k])
+        bar = fmt.hbar(n / peak, bar_w).rstrip()
+        mark = " ideal" if k == ideal else ""
+        lines.append(Content.assemble((f"{k:>{label_w}} ", "$text-muted"),
+                                      (bar, "$success" if k <= ideal else "$error"),
+                                      (f" {fmt.pct(n / max(1, st.warp_accesses), 0)}{mark}", "$text-muted")))
+    lines.append(Content.assemble(("mean ", "$text-muted"), (f"{st.wavefronts:.2f}", "bold"),
+                                  (f" wavefronts per request, ideal {st.ideal:.0f}; X {st.latency:.1f} cyc", "$text-muted")))
+    return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])

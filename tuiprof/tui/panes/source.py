@@ -48,6 +48,9 @@ text is shown plain, so that opening it never stalls the UI."""
 MAX_SOURCE_LINES = 200_000
 """Source lines shown; ops on later lines still get their rows, after the text."""
 LEGENDS = ("▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
+           "s/r sectors per request as ncu counts them (shm: shared memory, wavefronts per request), ✓ at the "
+           "ideal · enter drill-down · ? keys",
+           "▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
            "s/r sectors per request as ncu counts them, ✓ at the ideal · enter drill-down · ? keys",
            "▶1 costliest load (L1), S1 store · H1% L1 hits · cyc latency X · s/r sectors/request (ncu), ✓ ideal",
            "▶1 costliest load · H1% L1 hits · cyc latency X · s/r sectors/req, ✓ ideal")
@@ -98,9 +101,14 @@ def rank_mark(label: str | None) -> str:
 
 def gutter_cells(stats: "OpStats | None", load: bool) -> tuple[str, str, str, str]:
     """H1 (3 cells, percent), X (4 cells, cycles), sectors per request (2 cells) and the ideal
-    mark (1 cell) of an op, as plain text."""
+    mark (1 cell) of an op, as plain text; a shared-memory op has ``shm`` for H1 (no cache) and
+    its wavefronts per request for the sectors (bank conflicts, as ncu counts them)."""
     if stats is None:
         return "   ", "    ", "  ", " "
+    sh = stats.shared
+    if sh is not None:
+        return ("shm", fmt.short(sh.latency, 4), f"{sh.wavefronts:>2.0f}" if sh.wavefronts < 99.5 else "99",
+                "✓" if sh.wavefronts <= sh.ideal * 1.05 else " ")
     h1 = stats.h1.mean if load and stats.h1.defined else None
     x = stats.x.mean if stats.x.defined else None
     spa = stats.sectors_per_access
@@ -467,6 +475,15 @@ class SourceView(Widget, can_focus=True):
             return Content.assemble(head, (" · waiting for the first trial", "$text-muted"))
         why = self.reason(op_id)
         parts: list[tuple[str, str]] = [(f" · {why}", "bold $text-error")] if why else []
+        if s.shared is not None:
+            sh = s.shared
+            parts += [(f" · shared: {sh.wavefronts:.1f} wavefronts/request, ideal {sh.ideal:.0f}", ""),
+                      (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else " (no bank conflict)", ""),
+                      (f" · X {fmt.cyc(sh.latency)}", "bold"),
+                      (f" · {fmt.pct(s.cost_share, 1)} of the cost", "$text-muted")]
+            if self.stale:
+                parts.append((" · previous run", "$text-muted italic"))
+            return Content.assemble(head, *parts)
         if op.kind == "load":
             parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None, 1)}", ""))
         parts += [(f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None, 1)}", ""),

@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tuiprof.model.pattern import insight
+from tuiprof.model.pattern import insight, shared_advice
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
 from tuiprof.tui.metrics import series
@@ -108,6 +108,7 @@ class DrillScreen(Screen[None]):
             yield Static(id="drill-coalescing", classes="section")
             yield Static(Content.styled(ANALYSING, "$text-muted"), id="drill-pattern", classes="section")
             yield Static(id="drill-advice", classes="section")
+            yield Static(id="drill-ptx", classes="section")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -136,11 +137,38 @@ class DrillScreen(Screen[None]):
         self.op_id = loads[(i + step) % len(loads)]
         self.update_analysis(self.analysis)
 
+    def _render_shared(self, op: "StaticOp", s: "OpStats") -> None:
+        """A shared-memory op: its bank conflicts and what they cost; no cache, no L2, no DRAM."""
+        sh = s.shared
+        assert sh is not None
+        ts = self.arch.shared_latency
+        conflict = (f"{sh.ways:.1f}-way on average, up to {sh.worst} wavefronts in one request; "
+                    f"{fmt.pct(sh.conflicted, 0)} of requests conflict") if sh.extra > 0 else "no bank conflict"
+        self.query_one("#drill-latency", Static).update(Content("\n").join([
+            Content.styled("Shared memory: bank conflicts", "bold"),
+            Content.assemble(("wavefronts per request ", ""), (f"{sh.wavefronts:.2f}", "bold"),
+                             (f" (ideal {sh.ideal:.0f}: one per {128 // max(1, 32 * op.bytes // 128 or 1)} B part "
+                              f"of the warp, as Nsight Compute counts them) · {conflict}", "$text-muted")),
+            Content.styled(f"X = shared latency {ts} + {sh.extra:.2f} extra wavefronts = {fmt.cyc(sh.latency)} "
+                           f"(each extra wavefront is one more cycle in the shared-memory pipe, and one cycle "
+                           f"of the SM's shared bandwidth taken from every warp)", "$text-muted")]))
+        self.query_one("#drill-coalescing", Static).update(Content(""))
+        self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
+        self.query_one("#drill-pattern", Static).update(Content(""))
+        self.query_one("#drill-advice", Static).update(Content("\n").join(
+            [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in shared_advice(s)]))
+
     def update_analysis(self, analysis: "Analysis | None") -> None:
         self.analysis = analysis
         measured = self.trace.provenance.measured
-        for which in ("x", "h1", "h2"):
-            self.query_one(f"#hist-{which}", HistogramView).show(series(analysis, which, self.op_id, measured))
+        shared = analysis.ops[self.op_id].shared if analysis is not None else None
+        for which in ("x", "h1", "h2"):  # shared memory: no trials to draw, no cache hit ratios
+            hist = self.query_one(f"#hist-{which}", HistogramView)
+            hist.display = shared is None or which == "x"
+            if shared is not None:
+                hist.show_shared(shared)
+            else:
+                hist.show(series(analysis, which, self.op_id, measured))
         self._render_text()
 
     def _render_text(self) -> None:
@@ -161,6 +189,9 @@ class DrillScreen(Screen[None]):
         if s is None or a is None:
             self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", "$text-muted"))
             return
+        if s.shared is not None:
+            self._render_shared(op, s)
+            return
         t1, t2 = self.arch.l1.hit_latency, self.arch.l2.hit_latency
         eq = (f"X = H1·t1 + (1−H1)·[H2·t2 + (1−H2)·Tm] with t1 {t1}, t2 {t2}, Tm {fmt.cyc(s.tm.mean)}: "
               f"X {fmt.cyc(s.x.mean)} (trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean "
@@ -175,8 +206,8 @@ class DrillScreen(Screen[None]):
                 Content(f"L1 requests (lines) per warp access {fmt.num(s.requests_per_access, 2)} (ideal {ideal_lines})"
                         f" · sectors per L1 request {fmt.num(s.sectors_per_request, 2)}"
                         + (f" · active lanes {fmt.num(p.mean_active_lanes, 1)}/32" if p else ""))]
-        coal += ptx_lines(op)
         self.query_one("#drill-coalescing", Static).update(Content("\n").join(coal))
+        self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
         if p is not None:
             sample = f" (whole warps sampled: {p.examined:,} of {p.warp_accesses:,})" if p.examined < p.warp_accesses else ""
             pat = [Content.styled("Address pattern" + sample, "bold"),
