@@ -386,3 +386,27 @@ def test_instruction_location_resolves_inlining_and_line_zero() -> None:
     assert instruction_location(m, f, 2, "/src/app.cu") == ResolvedLoc("app.cu", 9, 4)
     # compiled from another name: file 1 is still taken as the user's file
     assert instruction_location(m, f, 0, "other.cu") == ResolvedLoc("other.cu", 7, 3)
+
+
+def test_ops_after_a_barrier_are_flagged_on_every_path() -> None:
+    # load; loop { bar; load; store }; bar; store: the loop's load follows a barrier (from the loop
+    # entry and from its back-edge), its store does not; the last store does.
+    body = PROLOGUE + """
+	ld.global.f32 %f1, [%rd6];
+$L_loop:
+	bar.sync 0;
+	ld.global.f32 %f2, [%rd7];
+	st.global.f32 [%rd6], %f2;
+	setp.lt.u32 %p1, %r1, 8;
+	@%p1 bra $L_loop;
+	bar.sync 0;
+	st.global.f32 [%rd7], %f1;
+	ret;
+"""
+    from tuiprof.ptx.ops import sequence_flags
+
+    f = module(body).functions["k"]
+    flags = sequence_flags(f)
+    assert [flags[i] for i in sorted(flags)] == [(True, False), (True, True), (False, False), (True, True)]
+    ops = [o for _, _, o in static_ops(module(body), "k", "k.cu", "")]
+    assert [o.after_barrier for o in ops] == [False, True, False, True]

@@ -170,12 +170,20 @@ def barrier_functions(module: Module) -> frozenset[str]:
 def sequence_starts(fn: Function, entry_starts: bool | None = None,
                     barrier_calls: frozenset[str] = frozenset()) -> dict[int, bool]:
     """For every memory instruction of `fn` (index -> flag): does it start a bulk sequence?
+    (`sequence_flags`' first flag.)"""
+    return {i: starts for i, (starts, _) in sequence_flags(fn, entry_starts, barrier_calls).items()}
+
+
+def sequence_flags(fn: Function, entry_starts: bool | None = None,
+                   barrier_calls: frozenset[str] = frozenset()) -> dict[int, tuple[bool, bool]]:
+    """For every memory instruction of `fn` (index -> (starts, after_barrier)): does it start a
+    bulk sequence, and does a CTA barrier lie between it and the previous op on some path?
 
     A forward data-flow over the CFG whose state is (a back-edge or barrier was crossed since the
-    last op on some path; the registers holding values read by an op of the current sequence),
-    joined by union. `entry_starts` says whether the function's first op starts a sequence
-    (default: for kernels, yes; for device functions, no); a call to one of `barrier_calls`
-    (see `barrier_functions`) counts as a barrier.
+    last op on some path; a barrier was; the registers holding values read by an op of the
+    current sequence), joined by union. `entry_starts` says whether the function's first op
+    starts a sequence (default: for kernels, yes; for device functions, no); a call to one of
+    `barrier_calls` (see `barrier_functions`) counts as a barrier.
     """
     g = build_cfg(fn)
     if not g.blocks:
@@ -191,26 +199,28 @@ def sequence_starts(fn: Function, entry_starts: bool | None = None,
                                    and ins.operands[1].name in barrier_calls) for ins in instrs]
     nb = len(g.blocks)
     in_p = [False] * nb
+    in_b = [False] * nb
     in_t: list[frozenset[str]] = [frozenset()] * nb
     reached = [False] * nb
     in_p[0] = entry_starts
     reached[0] = True
 
-    def run(b: int, record: dict[int, bool] | None) -> tuple[bool, set[str]]:
-        p, t = in_p[b], set(in_t[b])
+    def run(b: int, record: dict[int, tuple[bool, bool]] | None) -> tuple[bool, bool, set[str]]:
+        p, bar, t = in_p[b], in_b[b], set(in_t[b])
         blk = g.blocks[b]
         for i in range(blk.start, blk.end):
             if barrier[i]:
-                p = True
+                p = bar = True
             ops = mem.get(i)
             if ops:
                 addr_regs = {r for m in ops for r in _regs(m.address)}
                 start = p or bool(addr_regs & t)
                 if record is not None:
-                    record[i] = start
+                    record[i] = (start, bar)
                 if start:
                     t = set()
                     p = False
+                bar = False
                 if any(m.kind != "store" for m in ops) and instrs[i].opcode != "cp":
                     t.update(du[i][0])
                 continue
@@ -220,30 +230,29 @@ def sequence_starts(fn: Function, entry_starts: bool | None = None,
                     t.update(defs)
                 elif instrs[i].guard is None:
                     t.difference_update(defs)
-        return p, t
+        return p, bar, t
 
     work = [0]
     queued = {0}
     while work:
         b = work.pop()
         queued.discard(b)
-        p, t = run(b, None)
+        p, bar, t = run(b, None)
         for s in g.blocks[b].succs:
             sp = p or (b, s) in g.back_edges
-            new_p = in_p[s] or sp
-            new_t = in_t[s] | t
-            if not reached[s] or new_p != in_p[s] or new_t != in_t[s]:
+            new_p, new_b, new_t = in_p[s] or sp, in_b[s] or bar, in_t[s] | t
+            if not reached[s] or new_p != in_p[s] or new_b != in_b[s] or new_t != in_t[s]:
                 reached[s] = True
-                in_p[s], in_t[s] = new_p, frozenset(new_t)
+                in_p[s], in_b[s], in_t[s] = new_p, new_b, frozenset(new_t)
                 if s not in queued:
                     queued.add(s)
                     work.append(s)
-    out: dict[int, bool] = {}
+    out: dict[int, tuple[bool, bool]] = {}
     for b in range(nb):
         if reached[b]:
             run(b, out)
     for i in mem:
-        out.setdefault(i, False)  # unreachable code
+        out.setdefault(i, (False, False))  # unreachable code
     return out
 
 
@@ -377,7 +386,7 @@ def static_ops(module: Module, kernel: str, source_name: str,
     with_barriers = barrier_functions(module)
     for fname in [kernel] + _called(module, fn):
         f = module.functions[fname]
-        starts = sequence_starts(f, barrier_calls=with_barriers)
+        flags = sequence_flags(f, barrier_calls=with_barriers)
         origins = _Origins(f)
         forms = AddressForms(f)
         params = source_params(text, fname) if text is not None else []
@@ -406,9 +415,10 @@ def static_ops(module: Module, kernel: str, source_name: str,
                 form = forms.of_address(mo.address)
                 base_leaves = frozenset(leaf for leaf, _ in form.terms
                                         if leaf[0] == "sym" or leaf[0] == "param" and int(leaf[1]) in pointers)
+                start, after_barrier = flags.get(i, (False, False))
                 raws.append(Access(fname, i, mo.kind, space, mo.bytes, file_, line, col, ins.ptx_line,
-                                   starts.get(i, False), frozenset(bases), frozenset(excluded - bases), form,
-                                   base_leaves))
+                                   start, frozenset(bases), frozenset(excluded - bases), form,
+                                   base_leaves, after_barrier))
     chosen = label_accesses(raws, lines, display, text)
     out: list[tuple[str, int, StaticOp]] = []
     ids: dict[tuple[object, ...], int] = {}
@@ -425,12 +435,13 @@ def static_ops(module: Module, kernel: str, source_name: str,
                                 bytes=raw.bytes, file=raw.file, line=raw.line,
                                 column=label_col or raw.column,
                                 ptx_line=raw.ptx_line, starts_sequence=raw.starts, label=label,
-                                ptx=((ins.ptx_line, instruction_text(ins)),)))
+                                ptx=((ins.ptx_line, instruction_text(ins)),), after_barrier=raw.after_barrier))
             continue
         o = ops[ids[key]]
         entry = (ins.ptx_line, instruction_text(ins))
         more = entry not in o.ptx and len(o.ptx) < MAX_OP_PTX
         ops[ids[key]] = replace(o, starts_sequence=o.starts_sequence or raw.starts,
+                                after_barrier=o.after_barrier or raw.after_barrier,
                                 ptx=o.ptx + (entry,) if more else o.ptx)
     for raw, key in zip(raws, keys):
         out.append((raw.function, raw.index, ops[ids[key]]))

@@ -115,6 +115,8 @@ class Prepared:
     - ``sm_acc_off`` int64 [S+1]: slice of a trial's merged access order owned by each SM (its
       cached warp accesses)
     - ``cta_acc`` int64 [C]: cached warp accesses of each CTA (what one resident set weighs)
+    - ``seq_epoch`` int32 [Q]: the barrier interval of each sequence within its warp (the CTA
+      barriers its warp has passed before it: `tuiprof.trace.model.StaticOp.after_barrier`)
     """
 
     arch: Arch
@@ -132,6 +134,7 @@ class Prepared:
     sm_requests: np.ndarray
     sm_acc_off: np.ndarray
     cta_acc: np.ndarray
+    seq_epoch: np.ndarray
     _wide_ids: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
 
     def line_ids(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +201,15 @@ def _distinct_per_cta(cta_warp_off, cta_warps, warp_seq_off, seq_off, acc_op, op
     return count
 
 
+def _epochs(after_barrier: np.ndarray, warp_seq_off: np.ndarray) -> np.ndarray:
+    """Each sequence's barrier interval in its warp: how many of the warp's sequences up to it
+    begin after a CTA barrier (int32 [Q])."""
+    total = np.cumsum(after_barrier, dtype=np.int64)
+    before_warp = np.concatenate([[0], total])[warp_seq_off[:-1]]     # count before each warp's first
+    per_warp = np.repeat(before_warp, np.diff(warp_seq_off))
+    return (total - per_warp).astype(np.int32)
+
+
 def default_md(trace: Trace, arch: Arch) -> int:
     """The launch's CTAs per SM, or the occupancy limit of `arch` when the trace does not say."""
     if trace.launch.ctas_per_sm > 0:
@@ -225,7 +237,9 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     starts[wo[:-1][nonempty]] = True
     seq_starts = np.flatnonzero(starts).astype(np.int64)
     seq_off = np.append(seq_starts, np.int64(n_acc))
+    barrier_op = np.array([o.after_barrier for o in trace.ops], dtype=bool)
     warp_seq_off = np.searchsorted(seq_starts, wo).astype(np.int64)
+    seq_epoch = _epochs(barrier_op[trace.op[seq_starts]] if n_acc else np.zeros(0, bool), warp_seq_off)
     warp_sm = trace.warp_cta.astype(np.int64) % S
     seqs_per_warp = np.diff(warp_seq_off)
     sm_seq = np.bincount(warp_sm, weights=seqs_per_warp, minlength=S).astype(np.int64)
@@ -247,4 +261,4 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
                     op_write=write_op, op_cached=cached_op.astype(np.uint8), coalesced=co,
                     seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=trace.warp_cta,
                     cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,
-                    sm_requests=sm_requests, sm_acc_off=sm_acc_off, cta_acc=cta_acc)
+                    sm_requests=sm_requests, sm_acc_off=sm_acc_off, cta_acc=cta_acc, seq_epoch=seq_epoch)

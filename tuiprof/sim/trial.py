@@ -71,7 +71,8 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     co = prepared.coalesced
     S = int(params[P_SM])
     st = rng_new(seed)
-    order, lab = order_accesses(st, S, md, prepared.warp_seq_off, prepared.warp_cta, prepared.cta_warp_off,
+    order, lab = order_accesses(st, S, md, prepared.seq_epoch, prepared.warp_seq_off, prepared.warp_cta,
+                                prepared.cta_warp_off,
                                 prepared.cta_warps, prepared.sm_seq_off, prepared.seq_off, prepared.acc_op,
                                 prepared.op_cached, prepared.sm_acc_off, prepared.cta_acc)
     if geometry.wide_l2:

@@ -179,7 +179,8 @@ def _launch_json(L: Launch) -> dict[str, Any]:
 def _op_json(o: StaticOp) -> dict[str, Any]:
     return {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
             "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
-            "starts_sequence": o.starts_sequence, "label": o.label, "ptx": [list(x) for x in o.ptx]}
+            "starts_sequence": o.starts_sequence, "after_barrier": o.after_barrier, "label": o.label,
+            "ptx": [list(x) for x in o.ptx]}
 
 
 def trace_arrays(t: Trace) -> tuple[dict[str, np.ndarray], int]:
@@ -687,6 +688,7 @@ def _parse_header(path: Path, h: dict[str, Any]) -> _Header:
                             column=f.integer(o, "column", f"{w}.column", 0, 2**31 - 1, 0),
                             ptx_line=f.integer(o, "ptx_line", f"{w}.ptx_line", 0, 2**31 - 1, 0),
                             starts_sequence=f.flag(o, "starts_sequence", f"{w}.starts_sequence", False),
+                            after_barrier=f.flag(o, "after_barrier", f"{w}.after_barrier", False),
                             label=f.text(o, "label", f"{w}.label", default=""),
                             ptx=tuple(f.ptx_entry(x, f"{w}.ptx[{k}]")
                                       for k, x in enumerate(f.items(o, "ptx", f"{w}.ptx", MAX_OP_PTX, default=[])))))
