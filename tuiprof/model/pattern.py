@@ -41,7 +41,8 @@ below, the lanes follow data (a gather)."""
 UNCOALESCED = 2.0
 """Sectors per request at least this many times the ideal: uncoalesced."""
 THRASH_REUSE = 0.25
-"""Share of line touches that revisit a line the warp touched before: the reuse a cache could keep."""
+"""Share of touches of the L1's fill units (sectors on a sectored L1) that revisit one the warp touched
+before: the reuse a cache could keep."""
 THRASH_H1 = 0.5
 CAMPING = 1.25
 """An op's DRAM reads waiting at least this many times the kernel's mean DRAM latency: queued

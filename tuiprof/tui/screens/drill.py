@@ -210,11 +210,13 @@ class DrillScreen(Screen[None]):
         self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
         if p is not None:
             sample = f" (whole warps sampled: {p.examined:,} of {p.warp_accesses:,})" if p.examined < p.warp_accesses else ""
+            l1 = self.arch.l1
+            unit = "sector" if l1.enabled and l1.sector < l1.line else "line"  # what the L1 fills
             pat = [Content.styled("Address pattern" + sample, "bold"),
                    Content(f"lane-to-lane stride: {strides(p.lane_strides)}"),
                    Content(f"successive accesses of one lane: {strides(p.thread_strides)}"),
-                   Content(f"reuse by the same warp: {fmt.pct(p.reuse)} of {p.line_touches:,} line touches "
-                           f"({p.distinct_lines:,} distinct lines); median reuse distance "
+                   Content(f"reuse by the same warp: {fmt.pct(p.reuse)} of {p.line_touches:,} {unit} touches "
+                           f"({p.distinct_lines:,} distinct {unit}s); median reuse distance "
                            f"{fmt.num(p.reuse_distance, 0)} warp accesses")]
             self.query_one("#drill-pattern", Static).update(Content("\n").join(pat))
             self.query_one("#drill-advice", Static).update(Content("\n").join(
