@@ -12,12 +12,11 @@ from tuiprof.build import cache as build_cache
 from tuiprof.build.compilers import Compiled, compile_nvcc, compile_nvrtc, ptx_entries
 from tuiprof.build.demangle import demangle
 from tuiprof.build.flags import normalize_flags
-from tuiprof.build.headers import local_headers
+from tuiprof.build.headers import local_headers, read_source
 from tuiprof.build.program import KernelInfo, Program, SourceFile
 from tuiprof.build.toolchain import Nvcc, choose_target, find_compiler
 from tuiprof.errors import BuildError
 
-MAX_SOURCE_BYTES = 8 << 20
 DEFAULT_TIMEOUT = 300.0
 
 
@@ -36,7 +35,7 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
         raise BuildError(f"compute capability {compute_capability!r} is not a (major, minor) pair",
                          "for example (8, 0) for an A100")
     path = Path(source).expanduser().resolve()
-    text_bytes = _read_source(path)
+    text_bytes = read_source(path)
     text = text_bytes.decode("utf-8", "replace")
     norm_flags, include_dirs = normalize_flags(flags)
     found = find_compiler(compiler)
@@ -59,21 +58,6 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
     if cache:
         build_cache.store(key, program)
     return program
-
-
-def _read_source(path: Path) -> bytes:
-    if path.is_dir():
-        raise BuildError(f"{path} is a folder, not a CUDA source file", "give a .cu file")
-    try:
-        size = path.stat().st_size
-        if size > MAX_SOURCE_BYTES:
-            raise BuildError(f"{path} is {size >> 20} MiB; tuiprof compiles sources up to "
-                             f"{MAX_SOURCE_BYTES >> 20} MiB", "profile the kernel's own file")
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise BuildError(f"{path} does not exist", "check the path of the .cu file") from None
-    except OSError as exc:
-        raise BuildError(f"cannot read {path}: {exc.strerror}", "check the file's permissions") from None
 
 
 def _program(compiled: Compiled, compiler: str, target: str, requested: tuple[int, int],

@@ -332,10 +332,7 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
         text = program.source.text
         headers = tuple((Path(h.path).name, h.text) for h in program.headers)
     else:
-        try:
-            text = read_text(source)
-        except OSError as exc:
-            raise BuildError(f"cannot read {source}: {exc.strerror}", "check the path of the .cu file") from None
+        text = read_text(source)
         headers = ()
     plans, notes = plan_launches(source.name, text, program, headers)
     if not plans:
