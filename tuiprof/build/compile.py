@@ -4,11 +4,11 @@ private temporary folder (never beside the user's source) and caches the result.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from tuiprof.build import cache as build_cache
+from tuiprof.build.child import temp_folder
 from tuiprof.build.compilers import Compiled, compile_nvcc, compile_nvrtc, ptx_entries
 from tuiprof.build.demangle import demangle
 from tuiprof.build.flags import normalize_flags
@@ -27,9 +27,10 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
     (floored at the oldest target the compiler supports; see `choose_target`).
 
     `flags` pass through to the compiler (``-I``, ``-D``, ``-std=``...; see `normalize_flags`).
-    `compiler` is ``"auto"`` (nvcc when found, else NVRTC), ``"nvcc"`` or ``"nvrtc"``. `timeout`
-    bounds an nvcc run (NVRTC runs in process and is not interruptible). Raises BuildError when
-    the file cannot be read, no compiler is found, or the source does not compile.
+    `compiler` is ``"auto"`` (nvcc when found, else NVRTC), ``"nvcc"`` or ``"nvrtc"``. Either runs
+    in a child bounded in memory and by `timeout` (`tuiprof.build.child`). Raises BuildError when
+    the file cannot be read, no compiler is found, the source does not compile, or the compiler
+    hits one of those limits.
     """
     if (len(compute_capability) != 2 or not all(isinstance(v, int) and v >= 0 for v in compute_capability)):
         raise BuildError(f"compute capability {compute_capability!r} is not a (major, minor) pair",
@@ -49,11 +50,11 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
         hit = build_cache.load(key)
         if hit is not None:
             return hit
-    with tempfile.TemporaryDirectory(prefix="tuiprof-build-", ignore_cleanup_errors=True) as tmp:
+    with temp_folder() as tmp:
         if isinstance(found, Nvcc):
-            compiled = compile_nvcc(found, path, norm_flags, sm, Path(tmp), timeout)
+            compiled = compile_nvcc(found, path, norm_flags, sm, tmp, timeout)
         else:
-            compiled = compile_nvrtc(found, path, text_bytes, norm_flags, sm)
+            compiled = compile_nvrtc(found, path, text_bytes, norm_flags, sm, tmp, timeout)
     program = _program(compiled, found.name, target, compute_capability, norm_flags, src, headers)
     if cache:
         build_cache.store(key, program)
