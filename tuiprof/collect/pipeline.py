@@ -211,7 +211,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
                              f"of shared memory does not fit on an SM of the {arch.name}",
                              "choose another --arch, or a smaller block")
         md.append(occ.ctas_per_sm)
-        probe = Launch("k", grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
+        name = dev.launches[-1][0] if dev.launches else "kernel"  # the launch being recorded
+        probe = Launch(name, grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
         chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start))
         return chosen[-1].cta_ids
 
