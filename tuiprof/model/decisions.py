@@ -159,7 +159,13 @@ def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarra
     n_ctas = max(trace.snapshot.n_ctas, 1)
     if not results:
         return np.zeros((0, 6))
-    mem_ld = memory_latency(op_latency(results, trace.ops, arch).x, trace.ops, accesses)
+    acc = np.asarray(accesses)
+    used = np.flatnonzero(acc > 0)  # the others weigh nothing in Mem_LD: a few ops of many, only those
+    if used.size < len(trace.ops) // 2:
+        mem_ld = memory_latency(op_latency(results, trace.ops, arch, used).x, [trace.ops[int(i)] for i in used],
+                                acc[used])
+    else:
+        mem_ld = memory_latency(op_latency(results, trace.ops, arch).x, trace.ops, acc)
     rows = []
     for r, ld in zip(results, mem_ld):
         acc = float(np.sum(r.l1_read_accesses))

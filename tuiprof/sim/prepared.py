@@ -161,6 +161,14 @@ class Prepared:
     def n_ctas(self) -> int:
         return int(self.cta_warp_off.shape[0] - 1)
 
+    def used_ops(self) -> np.ndarray:
+        """The ids of the ops some access names, in order (computed once)."""
+        used = self._wide_ids.get(-1)
+        if used is None:
+            counts = np.bincount(self.acc_op, minlength=self.n_ops)
+            used = self._wide_ids[-1] = (np.flatnonzero(counts), counts)
+        return used[0]
+
     def op_stats(self) -> "OpCoalescing":
         """Per-op warp accesses and coalescing statistics (the same in every trial)."""
         co = self.coalesced
