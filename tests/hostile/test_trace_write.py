@@ -282,3 +282,13 @@ def test_the_compiled_dispatch_is_the_reference_dispatch(costs: list[float], n: 
     got = dispatch_ctas(cost, n, sm, md)
     assert np.array_equal(got[2], ctas)
     assert np.allclose(got[0], busy) and np.allclose(got[1], span)
+
+
+@pytest.mark.usefixtures("warm_numba")
+def test_the_op_table_cap_costs_what_its_accessed_ops_cost(tmp_path: Path) -> None:
+    """65,536 ops (the cap), 3 of them accessed, the default 64 trials and the MD sweep. Before:
+    984 MB, every trial keeping 65,536 columns of counters and the analysis computing them all."""
+    path = H.many_ops(H.TraceFile(), MAX_OPS).save(tmp_path / "t.tptrace")
+    run = run_cli(["report", str(path)], tmp_path, timeout=300)
+    assert run.code == 0, run.stderr
+    assert run.peak_mib < 600, run.peak_mib
