@@ -660,7 +660,7 @@ def run21(spec: Run21, tree: Path, d: Path, cap: int, timeout: float) -> tuple[s
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=limit,
                              cwd=d, env=env)
         assert p.stdout is not None
-        fds = os.set_blocking(p.stdout.fileno(), False)  # noqa: F841 (read as it comes, never blocking)
+        os.set_blocking(p.stdout.fileno(), False)  # read as it comes, never blocking
         killed = False
         while True:
             try:

@@ -185,5 +185,5 @@ def read_only_mount(folder: Path) -> list[str]:
                            capture_output=True, timeout=30)
     if probe.returncode != 0:
         pytest.skip(f"cannot make a read-only folder here: {probe.stderr.decode(errors='replace')[:200]}")
-    script = f'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
     return ["unshare", "-m", "sh", "-c", script, str(folder)]

@@ -19,7 +19,7 @@ from tests.hostile.conftest import assert_clean_error, kernel_file, run_cli, sna
 from tuiprof.errors import TraceError
 from tuiprof.trace import io as trace_io
 from tuiprof.trace.io import load_trace, save_trace
-from tuiprof.trace.model import MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS, Launch
+from tuiprof.trace.model import MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS, Launch, Trace
 
 RUN = ("--trials", "2", "--no-sweep")
 
@@ -95,7 +95,7 @@ def test_record_then_report_a_streaming_kernel(tmp_path: Path) -> None:
 
 # --- one set of limits --------------------------------------------------------------------------
 
-def at_limits() -> "Trace":  # noqa: F821
+def at_limits() -> Trace:
     """A trace at every cap of the format at once: the most ops, the longest names, the most
     source text, the largest grid."""
     import dataclasses
