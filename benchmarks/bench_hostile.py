@@ -477,8 +477,7 @@ def _issue21_cases() -> dict[str, Callable[[Path], Run21]]:
         return Run21(["record", str(src), "-o", str(d / "t.tptrace"), "--backend", "emu"], check=_loads("t.tptrace"))
 
     def record_ro(d: Path) -> Run21:
-        (d / "k.cu").write_text("this is not CUDA\n")
-        return read_only(d, ["record", str(d / "k.cu"), "-o", str(d / "ro" / "t.tptrace")])
+        return read_only(d, ["record", str(_kernel_file(d)), "-o", str(d / "ro" / "t.tptrace"), "--backend", "emu"])
 
     def fifo_out(d: Path) -> Run21:
         return Run21(["report", "vecadd", *R, "-o", str(_node(d / "out", "fifo"))])
