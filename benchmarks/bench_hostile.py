@@ -296,6 +296,7 @@ class Run21:
     kill: int | None = None
     kill_when: tuple = ("cc1plus", "cicc", "cudafe++")
     keys: tuple = ()
+    """(text or texts to wait for, key) pairs, in order."""
     check: Callable[[Path, Path], str] | None = None
     timeout: float | None = None
     prelude: str | None = None
@@ -425,7 +426,8 @@ def _issue21_cases() -> dict[str, Callable[[Path], Run21]]:
                 else {key: value}
             path = t.save(d / "m.tptrace")
             if key == "op0.x":  # the UI: the histogram pane (key 2) draws the measured latency
-                return Run21([str(path), "--trials", "4", "--no-sweep"], keys=(("Histogram", "2"), ("", "q")))
+                return Run21([str(path), "--trials", "4", "--no-sweep"],
+                             keys=((("Histogram", "cannot open"), "2"), ("", "q")))
             return Run21(["report", str(path), *R])
         return case
 
@@ -483,7 +485,7 @@ def _issue21_cases() -> dict[str, Callable[[Path], Run21]]:
         return Run21(["report", "vecadd", *R, "-o", str(_node(d / "out", "fifo"))])
 
     def head_c(d: Path) -> Run21:
-        src = _kernel_file(d, grid="(1024, 1, 1)", source=(
+        src = _kernel_file(d, grid="(8192, 1, 1)", source=(
             "__global__ void add(float *a, int n)\n{\n    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
             "    a[(i * 2654435761u) & 65535u] += 1.0f;\n    a[(i * 40503u + 7u) & 65535u] += (float)n;\n}\n"))
         (d / "k_launch.py").write_text((d / "k_launch.py").read_text().replace("np.zeros(256,", "np.zeros(65536,"))
@@ -635,7 +637,8 @@ def run21(spec: Run21, tree: Path, d: Path, cap: int, timeout: float) -> tuple[s
                 except OSError:
                     chunk = b""
                 out_text += chunk
-            if keys and keys[0][0].encode() in out_text[-200_000:]:
+            wait_for = keys[0][0] if keys and isinstance(keys[0][0], tuple) else (keys[0][0],) if keys else ()
+            if keys and any(w.encode() in out_text[-200_000:] for w in wait_for):
                 time.sleep(3 if keys[0][1] == "q" else 1)
                 os.write(fd, keys.pop(0)[1].encode())
             done, status, usage = os.wait4(pid, os.WNOHANG)
@@ -663,8 +666,9 @@ def run21(spec: Run21, tree: Path, d: Path, cap: int, timeout: float) -> tuple[s
         killed = False
         while True:
             try:
-                chunk = None if p.stdout.closed else p.stdout.read()
-            except OSError:
+                want = 1 << 20 if spec.read_stdout is None else spec.read_stdout - len(out_text)
+                chunk = None if p.stdout.closed or want <= 0 else os.read(p.stdout.fileno(), want)
+            except OSError:  # nothing to read yet
                 chunk = None
             if chunk:
                 out_text += chunk
