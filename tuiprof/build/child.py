@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -119,6 +118,10 @@ _OUT_OF_MEMORY = re.compile(r"out of memory|bad_alloc|cannot allocate memory|Mem
 
 def memory_limit() -> int:
     """The address space a compiler gets: `COMPILER_MEMORY`, or tuiprof's own limit when lower."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no address-space limit to give
+        return 0
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
     return COMPILER_MEMORY if soft == resource.RLIM_INFINITY else min(COMPILER_MEMORY, soft)
 
@@ -158,10 +161,12 @@ def run_bounded(cmd: Sequence[str], *, cwd: str | os.PathLike[str], timeout: flo
     mem = memory_limit() if memory is None else memory
     folders = [os.fspath(f) for f in cleanup]
     argv = [sys.executable, "-I", "-S", "-c", GUARD, str(os.getpid()), str(mem), str(len(folders)), *folders, *cmd]
+    if os.name != "posix":  # no guard (its process groups and prctl are POSIX): the timeout only
+        argv = list(cmd)
     with temp_file() as out, temp_file() as err:
         try:
             proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
-                                    env=dict(env) if env is not None else None, start_new_session=True)
+                                    env=dict(env) if env is not None else None, start_new_session=os.name == "posix")
         except OSError as exc:
             raise BuildError(f"cannot run {cmd[0]}: {exc.strerror}", "check the CUDA toolkit installation") from None
         with _lock:
@@ -190,8 +195,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=2.0)
     except (OSError, subprocess.TimeoutExpired):
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError, AttributeError):
+            os.killpg(proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=2.0)
 
