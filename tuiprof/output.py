@@ -180,12 +180,11 @@ def _write_through(real: str, name: str, write: Callable[[BinaryIO], None]) -> N
 
 def _open_through(real: str, name: str) -> int:
     """`real` opened for writing through, blocking mode restored once open."""
-    import fcntl
-
+    nonblock = getattr(os, "O_NONBLOCK", 0)
     deadline = time.monotonic() + FIFO_WAIT
     while True:
         try:
-            fd = os.open(real, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(real, os.O_WRONLY | nonblock | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
             break
         except OSError as exc:
             if exc.errno == errno.ENXIO and time.monotonic() < deadline:  # a FIFO with no reader (yet)
@@ -195,7 +194,10 @@ def _open_through(real: str, name: str) -> int:
                 raise OutputError(f"cannot write {name}: no process is reading this FIFO (waited {FIFO_WAIT:g} s)",
                                   "start the reader first (e.g. `cat FIFO > file &`), or write to a file") from None
             raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose another output path") from None
-    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    if nonblock:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~nonblock)
     return fd
 
 
