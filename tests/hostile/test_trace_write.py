@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.factories import make_trace
@@ -41,16 +41,20 @@ def test_a_member_whose_last_output_zlib_still_holds_loads() -> None:
     assert member_round_trip(data, zipfile.ZIP_DEFLATED) == data
 
 
-segments = st.lists(st.one_of(
-    st.builds(bytes, st.integers(0, 70_000)),                                        # runs of zeros
-    st.binary(min_size=0, max_size=5_000),                                            # noise
-    st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=300), st.integers(1, 400)),  # repeats
-), min_size=0, max_size=12)
+segments = st.one_of(
+    st.lists(st.one_of(
+        st.builds(bytes, st.integers(0, 70_000)),                                    # runs of zeros
+        st.binary(min_size=0, max_size=5_000),                                        # noise
+        st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=300), st.integers(1, 400)),  # repeats
+    ), min_size=0, max_size=12),
+    st.builds(lambda n: [bytes(n)], st.integers(0, 300_000)),  # one long run: the old loop lost ~3% of these
+)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=segments, method=st.sampled_from([zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA]),
        level=st.sampled_from([None, 1, 9]))
+@example(parts=[bytes(73_779)], method=zipfile.ZIP_DEFLATED, level=None)  # refused before, with 4 KiB chunks
 def test_every_member_the_writer_can_make_loads(monkeypatch: pytest.MonkeyPatch, parts: list[bytes], method: int,
                                                 level: int | None) -> None:
     """Sizes and contents of every kind through both compressions, with the loader's chunk made
