@@ -13,9 +13,11 @@ a whole-program build; NVRTC, which runs in a child of its own) goes through `ru
   and removes the temporary folders it was given. When tuiprof ends on SIGTERM or SIGHUP,
   `stop_all` (called by the CLI's handler) does the same at once.
 - **Temporaries**: `temp_folder` makes ``tuiprof-build-<pid>-*`` folders that are removed on every
-  exit (and by the guard when tuiprof is killed); folders left by a process that no longer exists
-  (a machine that lost power) are removed by the next compile once they are `STALE_SECONDS` old.
-  A temporary folder that cannot be made names TMPDIR, the real cause, in a BuildError.
+  exit; if tuiprof is killed (SIGKILL included, between two compiler runs too) a janitor process
+  (`JANITOR`, started with the first folder) removes those still there when tuiprof's end closes
+  its pipe. Folders left by a machine that lost power are removed by the next compile once their
+  process is gone and they are `STALE_SECONDS` old. A temporary folder that cannot be made names
+  TMPDIR, the real cause, in a BuildError.
 
 Imports nothing heavy.
 """
@@ -50,18 +52,36 @@ STALE_SECONDS = 600.0
 TEMP_PREFIX = "tuiprof-build-"
 
 GUARD = r"""
-import ctypes, os, resource, shutil, signal, subprocess, sys
+import ctypes, os, resource, shutil, signal, subprocess, sys, time
 parent, memory, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 folders, cmd = sys.argv[4:4 + n], sys.argv[4 + n:]
 child = None
+def gone(group):
+    try:
+        os.killpg(group, 0)
+    except OSError:
+        return True
+    return False
 def stop(signum, frame):
     if child is not None:
         try:
             os.killpg(child.pid, signal.SIGKILL)
         except OSError:
             pass
-    for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.waitpid(child.pid, 0)  # reaped here: the handler may have interrupted child.wait()
+        except OSError:
+            pass
+        for _ in range(100):  # until the group is gone: a dying compiler may still write a file
+            if gone(child.pid):
+                break
+            time.sleep(0.01)
+    for _ in range(3):
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        if not any(os.path.lexists(f) for f in folders):
+            break
+        time.sleep(0.05)
     os._exit(128 + signum)
 for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(s, stop)
@@ -90,6 +110,25 @@ os._exit(code if code >= 0 else 128 - code)
 pid, the memory limit, the number of folders to remove if tuiprof dies, those folders, then
 the command. It exits with the compiler's status (128 + N for a signal N)."""
 
+JANITOR = r"""
+import os, shutil, signal, sys
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+held = set()
+for line in sys.stdin.buffer:
+    path = os.fsdecode(bytes.fromhex(line[1:].decode().strip()))
+    (held.add if line[:1] == b"+" else held.discard)(path)
+for path in held:
+    shutil.rmtree(path, ignore_errors=True)
+"""
+"""The janitor: reads ``+HEX`` (a folder to remove if tuiprof dies) and ``-HEX`` (not any more)
+lines on its standard input, a pipe only tuiprof holds; at its end (tuiprof exited or was
+killed), removes the folders still held."""
+
+_janitor: int | None = None
+"""The write end of the janitor's pipe (None before the first folder, or when it cannot run)."""
+_held: list[subprocess.Popen[bytes]] = []
+"""The janitor itself, referenced for the life of the process (it ends with it)."""
 _running: set[subprocess.Popen[bytes]] = set()
 _folders: set[str] = set()
 _lock = threading.Lock()
@@ -156,10 +195,12 @@ def run_bounded(cmd: Sequence[str], *, cwd: str | os.PathLike[str], timeout: flo
                 cleanup: Sequence[str | os.PathLike[str]] = ()) -> ChildResult:
     """Run `cmd` under the guard (module docstring): its memory limited (`memory`, default
     `memory_limit()`; 0 for none), its output read back bounded. Past `timeout` seconds the
-    compiler's process group is killed and BuildError says which limit it hit; `cleanup` folders
-    are removed by the guard if tuiprof dies first."""
+    compiler's process group is killed and BuildError says which limit it hit; `cleanup` folders,
+    and every folder of `temp_folder` alive now, are removed by the guard if tuiprof dies first."""
     mem = memory_limit() if memory is None else memory
     folders = [os.fspath(f) for f in cleanup]
+    with _lock:  # every temporary folder of this process, whoever made it (a build's staging folder too)
+        folders += sorted(f for f in _folders if f not in folders)
     argv = [sys.executable, "-I", "-S", "-c", GUARD, str(os.getpid()), str(mem), str(len(folders)), *folders, *cmd]
     if os.name != "posix":  # no guard (its process groups and prctl are POSIX): the timeout only
         argv = list(cmd)
@@ -216,6 +257,29 @@ def stop_all() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _tell_janitor(sign: str, folder: str) -> None:
+    """Ask the janitor to hold (``+``) or drop (``-``) `folder`, starting it on first use."""
+    global _janitor
+    if os.name != "posix":
+        return
+    if _janitor is None:
+        r, w = os.pipe()
+        try:
+            _held.append(subprocess.Popen([sys.executable, "-I", "-S", "-c", JANITOR], stdin=r,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True))
+        except OSError:
+            os.close(w)
+            return
+        finally:
+            os.close(r)
+        _janitor = w
+    try:
+        os.write(_janitor, f"{sign}{os.fsencode(folder).hex()}\n".encode())
+    except OSError:
+        pass
+
+
 def _temp_root() -> str:
     """The folder for temporaries, or BuildError naming TMPDIR when none is usable."""
     try:
@@ -261,12 +325,14 @@ def temp_folder(root: str | os.PathLike[str] | None = None, prefix: str = TEMP_P
         raise _temp_error(exc) from None
     with _lock:
         _folders.add(folder)
+        _tell_janitor("+", folder)
     try:
         yield Path(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         with _lock:
             _folders.discard(folder)
+            _tell_janitor("-", folder)
 
 
 __all__ = ["COMPILER_MEMORY", "ChildResult", "limit_words", "memory_limit", "run_bounded", "stop_all",
