@@ -250,7 +250,7 @@ def test_the_cli_shows_a_compile_error_without_traceback(compiler: str, tmp_path
 def test_bad_paths_and_arguments_are_build_errors(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match="does not exist"):
         build_program(tmp_path / "nope.cu", compute_capability=(8, 0))
-    with pytest.raises(BuildError, match="is a folder"):
+    with pytest.raises(BuildError, match="is a directory"):
         build_program(tmp_path, compute_capability=(8, 0))
     with pytest.raises(BuildError, match="compute capability"):
         build_program(CUDA / "build_spmv.cu", compute_capability=(8,))  # type: ignore[arg-type]

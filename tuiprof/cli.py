@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from tuiprof import __version__
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.output import note as _say
-from tuiprof.output import write_output
+from tuiprof.output import shown, write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
@@ -201,7 +201,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     inputs = _checked_output(args.output, target, config, binary=True)
     trace = collect_trace(Path(target), config)
     save_trace(trace, args.output, protect=inputs)
-    where = "standard output" if args.output == "-" else args.output
+    where = "standard output" if args.output == "-" else shown(args.output)
     _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
          f"({trace.snapshot.n_ctas} CTAs) into {where}")
     return 0
@@ -237,7 +237,7 @@ def _checked_output(output: str | None, target: str, config: Any, binary: bool =
 def _target_arg(target: str) -> str:
     """`target` if the file system could hold such a name; one clear error otherwise (a 5000-character
     name made `Path.exists` raise ENAMETOOLONG)."""
-    from tuiprof.output import NAME_MAX, shown
+    from tuiprof.output import NAME_MAX
 
     if any(len(os.fsencode(part)) > NAME_MAX for part in Path(target).parts) or len(os.fsencode(target)) > 4095:
         raise UsageError(f"{shown(target)[:80]}…: the name is too long for a file or a demo",
@@ -327,7 +327,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from tuiprof.build.init_script import write_launch_script
 
     path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler)
-    print(f"wrote {path}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
+    print(f"wrote {shown(path)}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
     return 0
 
 
@@ -420,12 +420,15 @@ def _program_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 
 def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM or SIGHUP (the terminal closed): remove any half-written output, then die of the
-    signal as before."""
+    """SIGTERM or SIGHUP (the terminal closed): stop any compiler tuiprof started and remove its
+    temporary folders, remove any half-written output, then die of the signal as before."""
     import signal
 
     from tuiprof.output import discard_pending
 
+    child = sys.modules.get("tuiprof.build.child")
+    if child is not None:  # compilers running: stop them, remove their temporary folders
+        child.stop_all()
     discard_pending()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
@@ -459,13 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # `tuiprof report x | head`: the reader went away; exit quietly, and keep Python from
         # complaining about the pipe again while it flushes stdout at exit.
-        _quiet_stdout()
+        from tuiprof.output import quiet_stdout
+
+        quiet_stdout()
         return 0
-
-
-def _quiet_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass

@@ -76,9 +76,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     nvcc_args = [a for a in args.nvcc_args if a != "--"]
     if not nvcc_args:
         raise UsageError("tuiprof build needs an nvcc command line", "for example: tuiprof build app.cu -o app.instr")
+    from tuiprof.output import shown
+
     prog = build_instrumented(nvcc_args)
     sites = sum(len(m.sites) for m in prog.modules)
-    print(f"built {prog.binary} ({len(prog.modules)} PTX module(s), {len(prog.kernels)} kernel(s), {sites} probed "
+    print(f"built {shown(prog.binary)} ({len(prog.modules)} PTX module(s), {len(prog.kernels)} kernel(s), {sites} probed "
           f"accesses); it runs as the plain program until tuiprof profiles it")
     return 0
 
@@ -132,12 +134,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tuiprof.cli import run_config
     from tuiprof.collect.gpu import gpu_info, require_gpu
     from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
+    from tuiprof.output import check_output
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
     from tuiprof.validate import (NCU_HINT, ValidateError, compare, find_ncu, measured_values, ncu_command,
                                   parse_ncu_csv, render, run_ncu)
 
     target, opts = _validate_target(args)
+    out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
+    inputs = [p for p in (target, opts.launch if opts is not None else None) if p is not None]
+    check_output(str(out), inputs)  # before the GPU work, not after it
     hint = program_hint("SOURCE.cu") if opts is None else (
         "validation measures the kernel on the GPU with Nsight Compute; without a GPU, `tuiprof report "
         + (f"{args.target} --backend emu` " if args.target.endswith(".cu") else f"{args.target}` ")
@@ -161,8 +167,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ValidateError("ncu profiled no launch", "check --kernel and --launch-index")
     measured = measured_values(launches[0])
     trace = with_provenance(trace, measured={**trace.provenance.measured, **measured})
-    out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
-    save_trace(trace, out)
+    save_trace(trace, out, protect=inputs)
     session = Session(trace, config, out)
     analysis = session.run()
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "

@@ -26,7 +26,7 @@ from tuiprof.build.signature import (ITEMSIZE, EntryParam, KernelParam, KernelSi
                                      demangled_params, entry_params, kernel_signatures, strip_comments,
                                      type_aliases)
 from tuiprof.errors import BuildError, OutputError
-from tuiprof.output import write_bytes_to
+from tuiprof.output import check_output, shown, write_bytes_to
 
 INIT_COMPUTE_CAPABILITY = (9, 0)
 """Target of the compile `tuiprof init` does to read the PTX: recent enough for any kernel."""
@@ -319,8 +319,9 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
 
     source = Path(kernel).expanduser()
     target = Path(output).expanduser() if output is not None else source.with_name(f"{source.stem}_launch.py")
-    if target.exists() and not force:
-        raise OutputError(f"{target} already exists", "use --force to overwrite it, or -o to write elsewhere")
+    if os.path.lexists(target) and not force:
+        raise OutputError(f"{shown(target)} already exists", "use --force to overwrite it, or -o to write elsewhere")
+    check_output(os.fspath(target), [source])  # the rules of every output, before the compile
     program: Program | None
     try:
         program = build_program(source, compute_capability=INIT_COMPUTE_CAPABILITY, flags=flags, compiler=compiler)
@@ -332,10 +333,7 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
         text = program.source.text
         headers = tuple((Path(h.path).name, h.text) for h in program.headers)
     else:
-        try:
-            text = read_text(source)
-        except OSError as exc:
-            raise BuildError(f"cannot read {source}: {exc.strerror}", "check the path of the .cu file") from None
+        text = read_text(source)
         headers = ()
     plans, notes = plan_launches(source.name, text, program, headers)
     if not plans:

@@ -27,7 +27,7 @@ from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.collect.options import DEFAULT_CU_ARCH, CollectOptions
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
-from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.errors import BuildError, TuiprofError, UsageError
 from tuiprof.output import note as _say
 from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
 
@@ -63,10 +63,14 @@ def is_whole_program(source: Path, opts: CollectOptions) -> bool:
         return True
     if opts.launch is not None or opts.backend == "emu" or source.suffix != ".cu":
         return False
+    from tuiprof.build.headers import read_text
+
     try:
-        return defines_main(source.read_text(errors="replace"))
-    except OSError:
-        return False  # the kernel-file path says what is wrong with the file
+        return defines_main(read_text(source))
+    except BuildError as exc:
+        if exc.message.endswith("does not exist"):
+            return False  # the kernel-file path says so, with its own hint
+        raise
 
 
 def program_hint(source: Path | str) -> str:
@@ -100,9 +104,13 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
     """Record the trace of `source` under the collect options of `config`: a whole program on the
     GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the emulator."""
     opts = config.collect
-    if not opts.compile_command and not source.is_file():
-        what = "is not a file" if source.exists() else "does not exist"
-        raise UsageError(f"{source} {what}", "check the path of the CUDA source (a .cu file)")
+    if not opts.compile_command:
+        from tuiprof.build.headers import CUDA_SOURCE
+        from tuiprof.files import regular_file_problem
+
+        problem = regular_file_problem(source, CUDA_SOURCE)
+        if problem is not None:
+            raise problem
     if is_whole_program(source, opts):
         return record_program(source, config)[0]
     if opts.program_args or opts.nvcc_args:
@@ -203,7 +211,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
                              f"of shared memory does not fit on an SM of the {arch.name}",
                              "choose another --arch, or a smaller block")
         md.append(occ.ctas_per_sm)
-        probe = Launch("k", grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
+        name = dev.launches[-1][0] if dev.launches else "kernel"  # the launch being recorded
+        probe = Launch(name, grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
         chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start))
         return chosen[-1].cta_ids
 

@@ -246,9 +246,13 @@ def instrumenter_digest() -> bytes:
 
 
 def _read(path: str) -> str | None:
+    """A module's source text for the trace (None when it cannot be read: a regular file of a
+    trace's size at most, read by the one bounded reader, never a device or a FIFO)."""
+    from tuiprof.build.headers import read_text
+
     try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
+        return read_text(Path(path))
+    except TuiprofError:
         return None
 
 

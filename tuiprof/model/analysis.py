@@ -117,6 +117,28 @@ def running_std(x: np.ndarray) -> np.ndarray:
     return out[1:]
 
 
+def representatives(ops: Sequence[StaticOp], accesses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the ops whose columns are computed, each op's column among them): every op some access
+    names, plus the first unaccessed load and the first unaccessed other op, which stand for all
+    the unaccessed ones (their counters are zero in every trial, so their columns are those of
+    their representative). The per-op work and memory follow the accessed ops, not the op table."""
+    acc = np.asarray(accesses)
+    kind = np.array([o.kind == "load" for o in ops], dtype=bool)
+    used = acc > 0
+    rep = list(np.flatnonzero(used))
+    col_of = np.empty(len(ops), dtype=np.int64)
+    col_of[used] = np.arange(len(rep))
+    for load in (True, False):
+        idle = np.flatnonzero(~used & (kind == load))
+        if idle.size:
+            col_of[idle] = len(rep)
+            rep.append(int(idle[0]))
+    order = np.argsort(rep, kind="stable")  # columns in op order, as before
+    rank = np.empty(len(rep), dtype=np.int64)
+    rank[order] = np.arange(len(rep))
+    return np.asarray(rep, dtype=np.int64)[order], rank[col_of]
+
+
 def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, planned: int,
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
             elapsed: float, ideal_sectors: np.ndarray | None = None,
@@ -127,16 +149,22 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     their X in every trial."""
     T = len(results)
     shared = shared or {}
-    is_load = np.array([o.kind == "load" for o in ops])
-    lat = op_latency(results, ops, arch)
+    rep, col_of = representatives(ops, accesses)
+    is_load = np.array([ops[int(i)].kind == "load" for i in rep])
+    lat = op_latency(results, ops, arch, rep)
     h1, h2, h2_for_x, x, tm = lat.h1, lat.h2, lat.h2_for_x, lat.x, lat.tm
     for j, st in shared.items():  # no cache figures: its latency is its bank conflicts'
-        h1[:, j] = h2[:, j] = h2_for_x[:, j] = tm[:, j] = np.nan
-        x[:, j] = st.latency
+        c = col_of[j]
+        h1[:, c] = h2[:, c] = h2_for_x[:, c] = tm[:, c] = np.nan
+        x[:, c] = st.latency
     t1, t2 = float(arch.l1.hit_latency), float(arch.l2.hit_latency)
-    l1h, l1a = stack_counter(results, "l1_read_hits", len(ops)), stack_counter(results, "l1_read_accesses", len(ops))
-    l2rh, l2ra = stack_counter(results, "l2_read_hits", len(ops)), stack_counter(results, "l2_read_accesses", len(ops))
-    l2wh, l2wa = stack_counter(results, "l2_write_hits", len(ops)), stack_counter(results, "l2_write_accesses", len(ops))
+
+    def stack(name: str) -> np.ndarray:
+        return stack_counter(results, name, len(ops), rep)
+
+    l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
+    l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
+    l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")
     trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
     tm_for_shares = np.where(np.isnan(tm), 0.0, tm)
 
@@ -162,6 +190,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
         per_kind.append((estimate(h1[:, j], 0.0, 1.0), estimate(h2[:, j], 0.0, 1.0), estimate(x[:, j], 0.0),
                          estimate(tm[:, j], 0.0), float(shares[0]), float(shares[1]), float(shares[2])))
     mean_x = np.array([per_kind[u][2].mean if per_kind[u][2].defined else np.nan for u in range(len(per_kind))])[inverse]
+    mean_x = mean_x[col_of]
     cost = np.where(np.isnan(mean_x), np.nan, accesses * mean_x)
     total = np.nansum(cost)
     share = np.zeros_like(cost)
@@ -172,7 +201,9 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     spr_all = np.asarray(sectors_per_request, dtype=np.float64)
     if ideal_sectors is None:
         ideal_sectors = np.array([ideal_sectors_of(o.bytes, LANES) for o in ops])
-    columns = zip(h1.T, h2.T, x.T, inverse.tolist(), np.asarray(accesses).tolist(), rpa_all.tolist(),
+    h1_t, h2_t, x_t = list(h1.T), list(h2.T), list(x.T)
+    columns = zip((h1_t[c] for c in col_of), (h2_t[c] for c in col_of), (x_t[c] for c in col_of),
+                  inverse[col_of].tolist(), np.asarray(accesses).tolist(), rpa_all.tolist(),
                   spr_all.tolist(), (rpa_all * spr_all).tolist(), np.asarray(ideal_sectors, dtype=np.float64).tolist(),
                   cost.tolist(), share.tolist())
     for j, (o, (c1, c2, cx, u, acc, rpa, spr, spa, ideal, c, cs)) in enumerate(zip(ops, columns)):

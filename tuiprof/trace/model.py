@@ -8,6 +8,7 @@ are kept in program order, warps one after another (CSR layout through ``warp_of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +40,43 @@ MAX_GRID_CTAS = 1 << 24
 """CTAs in the launch grid (the SM-utilisation model walks the whole grid)."""
 MAX_OP_PTX = 64
 """PTX instructions listed per op (`StaticOp.ptx`): a loop unrolled further lists its first ones."""
+MAX_MEASURED = 256
+"""Measured (ncu) values one trace carries, and characters of one's key."""
+MAX_MEASURED_CYCLES = 1e7
+"""Largest latency a measured value may claim, in cycles: a few milliseconds of a GPU clock, far
+past any memory access (DRAM under contention takes thousands of cycles)."""
+MAX_SECTORS_PER_REQUEST = 64.0
+"""Largest sectors-per-request a measured value may claim: 32 lanes, each touching two sectors."""
 MAX_LINE_CHARS = 160
 """Characters of one source line shown beside an op (reports, UI); longer ones end in an ellipsis."""
 MAX_LABEL_CHARS = 60
 """Characters of one op label or file name shown in a report row or the UI."""
+
+
+def measured_range(key: str) -> tuple[float, float, str]:
+    """(lowest, highest, meaning) of a measured value by its key: ``op<N>.x`` is a latency in
+    cycles, ``sectors_per_request`` a count, a key ending in ``_rate`` a percentage (ncu's
+    ``*_hit_rate``), any other a ratio in [0, 1]. The loader refuses a value outside its range,
+    so every view can draw any value a trace holds."""
+    if key.endswith(".x"):
+        return 0.0, MAX_MEASURED_CYCLES, "a latency in cycles"
+    if key == "sectors_per_request":
+        return 0.0, MAX_SECTORS_PER_REQUEST, "sectors per request"
+    if key.endswith("_rate"):
+        return 0.0, 100.0, "a percentage"
+    return 0.0, 1.0, "a ratio"
+
+
+def measured_problem(key: object, value: object) -> str | None:
+    """Why `value` cannot be the measured value of `key` (see `measured_range`), or None."""
+    if not isinstance(key, str) or len(key) > MAX_MEASURED:
+        return f"has a key longer than {MAX_MEASURED} characters"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "must be a finite number"
+    lo, hi, what = measured_range(key)
+    if not lo <= value <= hi:
+        return f"is {value:.6g}, outside {lo:g}..{hi:g} ({what})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -249,6 +283,12 @@ def check_trace(t: Trace) -> None:
             _fail(f"op {i}: negative source line")
     if t.provenance.backend not in BACKENDS:
         _fail(f"backend {t.provenance.backend!r} unknown")
+    if len(t.provenance.measured) > MAX_MEASURED:
+        _fail(f"{len(t.provenance.measured)} measured values, more than {MAX_MEASURED}")
+    for key, value in t.provenance.measured.items():
+        problem = measured_problem(key, value)
+        if problem is not None:
+            _fail(f"measured value {str(key)[:40]!r} {problem}")
     L = t.launch
     if min(L.grid) < 1 or min(L.block) < 1 or L.registers_per_thread < 0 or L.ctas_per_sm < 0:
         _fail("launch grid/block must be positive")

@@ -25,14 +25,12 @@ DEFAULT = METRICS[0]
 
 def measured_value(measured: dict[str, float], key: str) -> tuple[float | None, str]:
     """The hardware counter value for `key` if the trace carries one (``l1_read``,
-    ``l1_read_hit``, ``l1_read_hit_ratio``; percentages are read as such)."""
+    ``l1_read_hit``, ``l1_read_hit_ratio``, or ``l1_read_hit_rate`` in percent), in the unit the
+    pane draws; the loader keeps each within its meaning (`trace.model.measured_range`)."""
     for name in (key, f"{key}_hit", f"{key}_hit_ratio", f"{key}_hit_rate"):
         if name in measured and fmt.finite(measured[name]):
             v = float(measured[name])
-            ratio = not key.endswith(".x")
-            if ratio and v > 1.0:
-                v /= 100.0
-            return v, f"({name}, measured on the GPU)"
+            return (v / 100.0 if name.endswith("_rate") else v), f"({name}, measured on the GPU)"
     return None, ""
 
 
