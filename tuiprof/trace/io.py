@@ -176,11 +176,17 @@ def _launch_json(L: Launch) -> dict[str, Any]:
             "dynamic_shared": L.dynamic_shared, "ctas_per_sm": L.ctas_per_sm}
 
 
-def _op_json(o: StaticOp) -> dict[str, Any]:
-    return {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
-            "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
-            "starts_sequence": o.starts_sequence, "after_barrier": o.after_barrier, "label": cut_label(o.label),
-            "ptx": [list(x) for x in o.ptx]}
+def _op_json(o: StaticOp, with_ptx: bool = True) -> dict[str, Any]:
+    """One op as the header keeps it; the fields added since version 1 only when they say
+    something (older readers ignore them, and 65,536 default ops keep the header's size)."""
+    out = {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
+           "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
+           "starts_sequence": o.starts_sequence, "label": cut_label(o.label)}
+    if o.after_barrier:
+        out["after_barrier"] = True
+    if o.ptx and with_ptx:
+        out["ptx"] = [list(x) for x in o.ptx]
+    return out
 
 
 def cut_label(label: str) -> str:
@@ -231,6 +237,8 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
                    for k, v in arrays.items()},
     }
     method = {"deflate": zipfile.ZIP_DEFLATED, "lzma": zipfile.ZIP_LZMA}[compression]
+    if any(o.ptx for o in t.ops) and _header_bytes(header) > MAX_HEADER_BYTES:
+        header["ops"] = [_op_json(o, with_ptx=False) for o in t.ops]  # only shown: the first to go
     header_json = _checked_header(path, header)
 
     def member(name: str) -> zipfile.ZipInfo:
@@ -253,6 +261,17 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
     return path
 
 
+def _header_text(header: dict[str, Any]) -> bytes:
+    return json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _header_bytes(header: dict[str, Any]) -> int:
+    try:
+        return len(_header_text(header))
+    except (TypeError, ValueError):
+        return 0  # _checked_header names the problem
+
+
 def _checked_header(path: Path, header: dict[str, Any]) -> bytes:
     """The header as the file stores it, once the loader's own checks (`_parse_header`, with the
     caps of `trace.model`, and `MAX_HEADER_BYTES`) accept it: the writer and the reader share one
@@ -265,7 +284,7 @@ def _checked_header(path: Path, header: dict[str, Any]) -> bytes:
 
     _parse_header(path, header, refuse)
     try:
-        text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+        text = _header_text(header)
     except (TypeError, ValueError) as exc:
         refuse(f"its provenance holds a value JSON cannot keep ({printable(str(exc), 80)})")
     if len(text) > MAX_HEADER_BYTES:

@@ -39,7 +39,8 @@ MAX_NAME_CHARS = 4096
 MAX_GRID_CTAS = 1 << 24
 """CTAs in the launch grid (the SM-utilisation model walks the whole grid)."""
 MAX_OP_PTX = 64
-"""PTX instructions listed per op (`StaticOp.ptx`): a loop unrolled further lists its first ones."""
+"""PTX instructions listed per op (`StaticOp.ptx`): a loop unrolled further lists its first ones
+(a writer whose header would pass its cap drops these lists, which are only shown)."""
 MAX_MEASURED = 256
 """Measured (ncu) values one trace carries, and characters of one's key."""
 MAX_MEASURED_CYCLES = 1e7
