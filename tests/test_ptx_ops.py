@@ -388,9 +388,10 @@ def test_instruction_location_resolves_inlining_and_line_zero() -> None:
     assert instruction_location(m, f, 0, "other.cu") == ResolvedLoc("other.cu", 7, 3)
 
 
-def test_ops_after_a_barrier_are_flagged_on_every_path() -> None:
-    # load; loop { bar; load; store }; bar; store: the loop's load follows a barrier (from the loop
-    # entry and from its back-edge), its store does not; the last store does.
+def test_barrier_pairs_are_the_ones_every_path_crosses() -> None:
+    # load A; loop { bar; load B; store C }; bar; store D. B follows A and C across a barrier on
+    # every path; C follows B with none; D follows C across the barrier after the loop. A load of
+    # an inner loop reached both from a barrier and from its own back-edge gets no pair.
     body = PROLOGUE + """
 	ld.global.f32 %f1, [%rd6];
 $L_loop:
@@ -401,12 +402,11 @@ $L_loop:
 	@%p1 bra $L_loop;
 	bar.sync 0;
 	st.global.f32 [%rd7], %f1;
+$L_inner:
+	ld.global.f32 %f3, [%rd6];
+	setp.lt.u32 %p2, %r1, 4;
+	@%p2 bra $L_inner;
 	ret;
 """
-    from tuiprof.ptx.ops import sequence_flags
-
-    f = module(body).functions["k"]
-    flags = sequence_flags(f)
-    assert [flags[i] for i in sorted(flags)] == [(True, False), (True, True), (False, False), (True, True)]
     ops = [o for _, _, o in static_ops(module(body), "k", "k.cu", "")]
-    assert [o.after_barrier for o in ops] == [False, True, False, True]
+    assert [o.barrier_after for o in ops] == [(), (0, 2), (), (2,), ()]

@@ -750,8 +750,6 @@ class Access:
     """The address's form (`tuiprof.ptx.address`)."""
     base_leaves: frozenset[tuple[str, ...]] = frozenset()
     """The leaves of `form` that are array bases (pointer parameters, variables)."""
-    after_barrier: bool = False
-    """A CTA barrier lies between it and the previous op on some path (`tuiprof.ptx.ops.sequence_flags`)."""
 
 
 def _sides_for(kind: str) -> tuple[tuple[str, ...], ...]:

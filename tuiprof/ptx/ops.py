@@ -170,20 +170,12 @@ def barrier_functions(module: Module) -> frozenset[str]:
 def sequence_starts(fn: Function, entry_starts: bool | None = None,
                     barrier_calls: frozenset[str] = frozenset()) -> dict[int, bool]:
     """For every memory instruction of `fn` (index -> flag): does it start a bulk sequence?
-    (`sequence_flags`' first flag.)"""
-    return {i: starts for i, (starts, _) in sequence_flags(fn, entry_starts, barrier_calls).items()}
-
-
-def sequence_flags(fn: Function, entry_starts: bool | None = None,
-                   barrier_calls: frozenset[str] = frozenset()) -> dict[int, tuple[bool, bool]]:
-    """For every memory instruction of `fn` (index -> (starts, after_barrier)): does it start a
-    bulk sequence, and does a CTA barrier lie between it and the previous op on some path?
 
     A forward data-flow over the CFG whose state is (a back-edge or barrier was crossed since the
-    last op on some path; a barrier was; the registers holding values read by an op of the
-    current sequence), joined by union. `entry_starts` says whether the function's first op
-    starts a sequence (default: for kernels, yes; for device functions, no); a call to one of
-    `barrier_calls` (see `barrier_functions`) counts as a barrier.
+    last op on some path; the registers holding values read by an op of the current sequence),
+    joined by union. `entry_starts` says whether the function's first op starts a sequence
+    (default: for kernels, yes; for device functions, no); a call to one of `barrier_calls`
+    (see `barrier_functions`) counts as a barrier.
     """
     g = build_cfg(fn)
     if not g.blocks:
@@ -194,33 +186,29 @@ def sequence_flags(fn: Function, entry_starts: bool | None = None,
     mem = {i: memory_ops(ins, i) for i, ins in enumerate(instrs)}
     mem = {i: m for i, m in mem.items() if m}
     du = [defs_uses(ins) for ins in instrs]
-    barrier = [is_barrier(ins) or (ins.opcode == "call" and len(ins.operands) > 1
-                                   and isinstance(ins.operands[1], Sym)
-                                   and ins.operands[1].name in barrier_calls) for ins in instrs]
+    barrier = _barriers(instrs, barrier_calls)
     nb = len(g.blocks)
     in_p = [False] * nb
-    in_b = [False] * nb
     in_t: list[frozenset[str]] = [frozenset()] * nb
     reached = [False] * nb
     in_p[0] = entry_starts
     reached[0] = True
 
-    def run(b: int, record: dict[int, tuple[bool, bool]] | None) -> tuple[bool, bool, set[str]]:
-        p, bar, t = in_p[b], in_b[b], set(in_t[b])
+    def run(b: int, record: dict[int, bool] | None) -> tuple[bool, set[str]]:
+        p, t = in_p[b], set(in_t[b])
         blk = g.blocks[b]
         for i in range(blk.start, blk.end):
             if barrier[i]:
-                p = bar = True
+                p = True
             ops = mem.get(i)
             if ops:
                 addr_regs = {r for m in ops for r in _regs(m.address)}
                 start = p or bool(addr_regs & t)
                 if record is not None:
-                    record[i] = (start, bar)
+                    record[i] = start
                 if start:
                     t = set()
                     p = False
-                bar = False
                 if any(m.kind != "store" for m in ops) and instrs[i].opcode != "cp":
                     t.update(du[i][0])
                 continue
@@ -230,30 +218,76 @@ def sequence_flags(fn: Function, entry_starts: bool | None = None,
                     t.update(defs)
                 elif instrs[i].guard is None:
                     t.difference_update(defs)
-        return p, bar, t
+        return p, t
 
     work = [0]
     queued = {0}
     while work:
         b = work.pop()
         queued.discard(b)
-        p, bar, t = run(b, None)
+        p, t = run(b, None)
         for s in g.blocks[b].succs:
             sp = p or (b, s) in g.back_edges
-            new_p, new_b, new_t = in_p[s] or sp, in_b[s] or bar, in_t[s] | t
-            if not reached[s] or new_p != in_p[s] or new_b != in_b[s] or new_t != in_t[s]:
+            new_p = in_p[s] or sp
+            new_t = in_t[s] | t
+            if not reached[s] or new_p != in_p[s] or new_t != in_t[s]:
                 reached[s] = True
-                in_p[s], in_b[s], in_t[s] = new_p, new_b, frozenset(new_t)
+                in_p[s], in_t[s] = new_p, frozenset(new_t)
                 if s not in queued:
                     queued.add(s)
                     work.append(s)
-    out: dict[int, tuple[bool, bool]] = {}
+    out: dict[int, bool] = {}
     for b in range(nb):
         if reached[b]:
             run(b, out)
     for i in mem:
-        out.setdefault(i, (False, False))  # unreachable code
+        out.setdefault(i, False)  # unreachable code
     return out
+
+
+def _barriers(instrs: tuple[Instruction, ...], barrier_calls: frozenset[str]) -> list[bool]:
+    """Which instructions are CTA barriers (or calls of functions that may execute one)."""
+    return [is_barrier(ins) or (ins.opcode == "call" and len(ins.operands) > 1 and isinstance(ins.operands[1], Sym)
+                                and ins.operands[1].name in barrier_calls) for ins in instrs]
+
+
+def barrier_predecessors(fn: Function, barrier_calls: frozenset[str] = frozenset()
+                         ) -> dict[int, tuple[frozenset[int], frozenset[int]]]:
+    """For every memory instruction i of `fn`: the memory instructions j that can come just before
+    it (no other memory instruction between), as ``(with a CTA barrier on every path from j to
+    i, the rest)``.
+
+    A dynamic access of i right after one of j (same warp) has then crossed a barrier for certain:
+    it begins a new barrier interval (`tuiprof.sim.schedule`). Where only some paths cross one (the
+    first load of an inner loop, reached from a barrier before the loop and, without one, from its
+    own back-edge), the pair is in the rest: an interval counted where none began would hold every
+    warp of the CTA in lock-step at each iteration, while one left uncounted only lets warps drift
+    as they do without barriers."""
+    g = build_cfg(fn)
+    instrs = fn.instructions
+    mem = {i for i, ins in enumerate(instrs) if memory_ops(ins, i)}
+    barrier = _barriers(instrs, barrier_calls)
+    block_of = {i: b for b in g.blocks for i in range(b.start, b.end)}
+    seen: dict[int, dict[int, set[bool]]] = {i: {} for i in mem}
+    for j in mem:
+        stack = [(j + 1, False)]
+        visited: set[tuple[int, bool]] = set()
+        while stack:
+            i, crossed = stack.pop()
+            while (i, crossed) not in visited and i in block_of:
+                visited.add((i, crossed))
+                if i in mem:
+                    seen[i].setdefault(j, set()).add(crossed)
+                    break
+                crossed = crossed or barrier[i]
+                blk = block_of[i]
+                if i + 1 < blk.end:
+                    i += 1
+                    continue
+                stack.extend((g.blocks[succ].start, crossed) for succ in blk.succs)
+                break
+    return {i: (frozenset(j for j, f in by.items() if f == {True}), frozenset(j for j, f in by.items() if False in f))
+            for i, by in seen.items()}
 
 
 # --------------------------------------------------------------------------- source mapping
@@ -384,9 +418,11 @@ def static_ops(module: Module, kernel: str, source_name: str,
     raws: list[Access] = []
     shared_names = {plain_name(v.name) for v in module.variables if v.space == "shared"}
     with_barriers = barrier_functions(module)
+    preds: dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]] = {}
     for fname in [kernel] + _called(module, fn):
         f = module.functions[fname]
-        flags = sequence_flags(f, barrier_calls=with_barriers)
+        starts = sequence_starts(f, barrier_calls=with_barriers)
+        preds.update(((fname, i), p) for i, p in barrier_predecessors(f, with_barriers).items())
         origins = _Origins(f)
         forms = AddressForms(f)
         params = source_params(text, fname) if text is not None else []
@@ -415,10 +451,9 @@ def static_ops(module: Module, kernel: str, source_name: str,
                 form = forms.of_address(mo.address)
                 base_leaves = frozenset(leaf for leaf, _ in form.terms
                                         if leaf[0] == "sym" or leaf[0] == "param" and int(leaf[1]) in pointers)
-                start, after_barrier = flags.get(i, (False, False))
                 raws.append(Access(fname, i, mo.kind, space, mo.bytes, file_, line, col, ins.ptx_line,
-                                   start, frozenset(bases), frozenset(excluded - bases), form,
-                                   base_leaves, after_barrier))
+                                   starts.get(i, False), frozenset(bases), frozenset(excluded - bases), form,
+                                   base_leaves))
     chosen = label_accesses(raws, lines, display, text)
     out: list[tuple[str, int, StaticOp]] = []
     ids: dict[tuple[object, ...], int] = {}
@@ -435,17 +470,35 @@ def static_ops(module: Module, kernel: str, source_name: str,
                                 bytes=raw.bytes, file=raw.file, line=raw.line,
                                 column=label_col or raw.column,
                                 ptx_line=raw.ptx_line, starts_sequence=raw.starts, label=label,
-                                ptx=((ins.ptx_line, instruction_text(ins)),), after_barrier=raw.after_barrier))
+                                ptx=((ins.ptx_line, instruction_text(ins)),)))
             continue
         o = ops[ids[key]]
         entry = (ins.ptx_line, instruction_text(ins))
         more = entry not in o.ptx and len(o.ptx) < MAX_OP_PTX
         ops[ids[key]] = replace(o, starts_sequence=o.starts_sequence or raw.starts,
-                                after_barrier=o.after_barrier or raw.after_barrier,
                                 ptx=o.ptx + (entry,) if more else o.ptx)
+    op_of = {(raw.function, raw.index): ids[key] for raw, key in zip(raws, keys)}
+    for q, after in _barrier_pairs(preds, op_of).items():
+        ops[q] = replace(ops[q], barrier_after=after)
     for raw, key in zip(raws, keys):
         out.append((raw.function, raw.index, ops[ids[key]]))
     return tuple(out)
+
+
+def _barrier_pairs(preds: dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]],
+                   op_of: dict[tuple[str, int], int]) -> dict[int, tuple[int, ...]]:
+    """Op q -> the ops p such that every path from an instruction of p just before one of q
+    crosses a CTA barrier (`barrier_predecessors`, merged over the ops' instructions: a pair seen
+    once without a barrier is left out)."""
+    always: dict[int, set[int]] = {}
+    without: dict[int, set[int]] = {}
+    for (fname, i), (yes, no) in preds.items():
+        q = op_of.get((fname, i))
+        if q is None:
+            continue
+        always.setdefault(q, set()).update(op_of[(fname, j)] for j in yes if (fname, j) in op_of)
+        without.setdefault(q, set()).update(op_of[(fname, j)] for j in no if (fname, j) in op_of)
+    return {q: tuple(sorted(ps - without.get(q, set()))) for q, ps in always.items() if ps - without.get(q, set())}
 
 
 def _label(raw: Access, cand: Candidate | None, lines: list[str], display: str) -> tuple[str, int]:

@@ -182,8 +182,8 @@ def _op_json(o: StaticOp, with_ptx: bool = True) -> dict[str, Any]:
     out = {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
            "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
            "starts_sequence": o.starts_sequence, "label": cut_label(o.label)}
-    if o.after_barrier:
-        out["after_barrier"] = True
+    if o.barrier_after:
+        out["barrier_after"] = list(o.barrier_after)
     if o.ptx and with_ptx:
         out["ptx"] = [list(x) for x in o.ptx]
     return out
@@ -696,10 +696,15 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
                             column=f.integer(o, "column", f"{w}.column", 0, 2**31 - 1, 0),
                             ptx_line=f.integer(o, "ptx_line", f"{w}.ptx_line", 0, 2**31 - 1, 0),
                             starts_sequence=f.flag(o, "starts_sequence", f"{w}.starts_sequence", False),
-                            after_barrier=f.flag(o, "after_barrier", f"{w}.after_barrier", False),
+                            barrier_after=tuple(f.whole(x, f"{w}.barrier_after[{k}]", 0, MAX_OPS - 1) for k, x in
+                                                enumerate(f.items(o, "barrier_after", f"{w}.barrier_after", MAX_OPS,
+                                                                  default=[]))),
                             label=f.text(o, "label", f"{w}.label", default=""),
                             ptx=tuple(f.ptx_entry(x, f"{w}.ptx[{k}]")
                                       for k, x in enumerate(f.items(o, "ptx", f"{w}.ptx", MAX_OP_PTX, default=[])))))
+    for o in ops:
+        if any(p >= len(ops) for p in o.barrier_after):
+            f.fail(f"ops[{o.id}].barrier_after names op {max(o.barrier_after)}; there are {len(ops)} ops")
     P = f.table(h, "provenance", "provenance")
     generator = f.table(P, "generator", "provenance.generator", {})
     f.plain(generator, "provenance.generator")

@@ -99,10 +99,11 @@ class StaticOp:
     back-edge or a barrier, or its address depends on an earlier load of the current sequence."""
     label: str = ""
     """The expression accessed, for display (``y[ind]``)."""
-    after_barrier: bool = False
-    """A CTA barrier (``__syncthreads``) lies between this op and the previous one on some path:
-    each of its executions begins a new barrier interval of its warp, which no warp of the CTA
-    enters before every other warp of the CTA has left the one before (`tuiprof.sim.schedule`)."""
+    barrier_after: tuple[int, ...] = ()
+    """The ops after whose access a CTA barrier (``__syncthreads``) always lies before this op's
+    next access by the same warp: such an access begins a new barrier interval of its warp, which
+    no warp of the CTA enters before every other warp of the CTA has left the one before
+    (`tuiprof.sim.schedule`; `tuiprof.ptx.ops.barrier_predecessors`)."""
     ptx: tuple[tuple[int, str], ...] = ()
     """The PTX instructions behind the op, as (PTX line, instruction) pairs (several for a loop's
     unrolled or rotated copies of one source access), so that a user can check the attribution;
