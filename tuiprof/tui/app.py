@@ -28,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.filter import Monochrome, NoColor
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from tuiprof.errors import TuiprofError
 from tuiprof.model.analysis import HEADLINES
@@ -46,6 +46,7 @@ from tuiprof.tui.panes.sm import SmPane
 from tuiprof.tui.panes.source import CODE_WANT, SourceView
 from tuiprof.tui.screens.drill import DrillScreen
 from tuiprof.tui.screens.modals import ArchScreen, ErrorScreen, ExportScreen, HelpScreen, MdScreen
+from tuiprof.tui.status import MUTED, AppFooter, Field, StatusBar
 from tuiprof.tui.text import MAX_MESSAGE, clean, file_part
 from tuiprof.tui.themes import DEFAULT_THEME, load_themes
 
@@ -100,13 +101,6 @@ def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfi
         return replace(config, tolerance=tol, trials=trials, **pinned)
     trials = min(MAX_TRIALS, config.trials * 2) if more else max(MIN_TRIALS, config.trials // 2)
     return replace(config, trials=trials, **pinned)
-
-
-class StatusBar(Static):
-    """One line: target, the run's phase, the headline ratios, then arch, MD, seed, tolerance,
-    the trace's backend and the kernel."""
-
-    DEFAULT_CSS = "StatusBar { height: 1; background: $panel; color: $foreground; padding: 0 1; }"
 
 
 class TabStrip(Static):
@@ -205,7 +199,7 @@ class TuiprofApp(App[int]):
                 yield SmPane(id="sm")
                 yield MdPane(id="md")
         yield TabStrip(id="tabs")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -223,15 +217,18 @@ class TuiprofApp(App[int]):
         self.query_one(SourceView).focus()
 
     def on_resize(self, event: events.Resize) -> None:
-        self._layout()
+        """Lay out for the size the event carries: this handler runs before Textual's own stores
+        the new size, so `self.size` would still be the previous one (a layout one resize late)."""
+        self._layout(event.size.width)
 
     @property
     def split(self) -> bool:
         """The side panes sit beside the source (else they are tabs)."""
         return bool(self.screen_stack) and self.screen_stack[0].has_class("-split")
 
-    def _layout(self) -> None:
-        """Split or tabs, and the side panes' width: the source gets its lines first."""
+    def _layout(self, width: int | None = None) -> None:
+        """Split or tabs, and the side panes' width at terminal `width` (default: the app's size):
+        the source gets its lines first."""
         if not self.screen_stack:
             return
         main = self.screen_stack[0]
@@ -239,7 +236,7 @@ class TuiprofApp(App[int]):
             view = main.query_one(SourceView)
         except NoMatches:
             return
-        side = side_width(self.size.width, view.gutter_width, view.longest)
+        side = side_width(self.size.width if width is None else width, view.gutter_width, view.longest)
         main.set_class(side > 0, "-split")
         main.set_class(side == 0, "-tabs")
         main.set_class(self.zoom, "-zoom")
@@ -463,45 +460,52 @@ class TuiprofApp(App[int]):
             return
         self.query_one(HistogramView).show(series(self.analysis, self.metric, op, measured), empty)
 
-    def _render_status(self) -> None:
-        """Phase first (it changes), then the headline ratios, then what is simulated."""
-        s = self.session
-        parts: list[tuple[str, str]] = [("tuiprof ", "bold $text-accent"),
-                                         (clean(Path(self.target).name or self.target), "bold"), (" │ ", "$text-muted")]
+    def _phase(self) -> tuple[str, str]:
+        """The run's phase as (text, style): what is happening now, with its progress."""
         spin = SPINNER[self._spin % len(SPINNER)]
         elapsed = f" {self.clock() - self.t_start:.0f}s" if self.show_timing else ""
         if self.cancelling and self.phase in RUNNING:
-            parts.append((f"■ cancelling at {self.trials_done}/{self.planned} (trials in flight end in the "
-                          "background)…", "bold $text-warning"))
-        elif self.phase == "loading":
-            parts.append((f"{spin} loading the trace…{elapsed}", ""))
-        elif self.phase == "preparing":
+            return (f"■ cancelling at {self.trials_done}/{self.planned} (trials in flight end in the background)…",
+                    "bold $text-warning")
+        if self.phase == "loading":
+            return f"{spin} loading the trace…{elapsed}", ""
+        if self.phase == "preparing":
             what = "compiling the simulator (first run on this GPU geometry)" if self.compiles else "preparing the simulator"
-            parts.append((f"{spin} {what}…{elapsed}", ""))
-        elif self.phase == "running":
-            parts.append((f"{spin} trial {self.trials_done}/{self.planned}", "bold"))
-        elif self.phase == "sweep" and self.sweep is not None:
+            return f"{spin} {what}…{elapsed}", ""
+        if self.phase == "running":
+            return f"{spin} trial {self.trials_done}/{self.planned}", "bold"
+        if self.phase == "sweep" and self.sweep is not None:
             sw = self.sweep
-            parts.append((f"{spin} MD sweep {sw.md}/{len(sw.mds)}: {sw.done}/{sw.planned}", "bold"))
-        elif self.phase == "done":
-            timing = (f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else "")
+            return f"{spin} MD sweep {sw.md}/{len(sw.mds)}: {sw.done}/{sw.planned}", "bold"
+        if self.phase == "done":
+            timing = f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else ""
             converged = " (converged)" if self.trials_done < self.planned else ""
-            parts.append((f"✓ {self.trials_done}/{self.planned} trials{converged}{timing}", "bold $text-success"))
-        elif self.phase == "cancelled":
-            parts.append((f"■ cancelled at {self.trials_done}/{self.planned}", "bold $text-warning"))
-        elif self.phase == "failed":
-            parts.append(("✗ failed (r reruns)", "bold $text-error"))
-        a = self.analysis
+            return f"✓ {self.trials_done}/{self.planned} trials{converged}{timing}", "bold $text-success"
+        if self.phase == "cancelled":
+            return f"■ cancelled at {self.trials_done}/{self.planned}", "bold $text-warning"
+        if self.phase == "failed":
+            return "✗ failed (r reruns)", "bold $text-error"
+        return "", ""
+
+    def _render_status(self) -> None:
+        """The status line's fields in display order with their priorities (`tuiprof.tui.status`):
+        the phase is kept longest, then the arch with its what-if `*`, the MD, the kernel, the hit
+        ratios, the seed, the tolerance, the trace's origin and last the target's name."""
+        s, a = self.session, self.analysis
+        fields = [Field((("tuiprof ", "bold $text-accent"), (clean(Path(self.target).name or self.target), "bold")), 8, 0),
+                  Field((self._phase(),), 0, 1)]
         if a is not None:
-            h = a.headline
-            dim = "$text-muted" if self.stale else "bold"
-            parts += [(" │ L1 ", "$text-muted"), (fmt.pct(h["l1_read"].mean, 1), dim),
-                      (" L2 ", "$text-muted"), (fmt.pct(h["l2_read"].mean, 1), dim)]
+            dim = MUTED if self.stale else "bold"
+            fields.append(Field((("L1 ", MUTED), (fmt.pct(a.headline["l1_read"].mean, 1), dim),
+                                 (" L2 ", MUTED), (fmt.pct(a.headline["l2_read"].mean, 1), dim)), 4, 2))
         if s is not None:
-            tol = f" · ±{100 * s.config.tolerance:g} pts" if s.config.tolerance else ""
-            parts.append((f" │ {clean(s.arch.name)} · MD {s.md} · seed {s.config.seed}{tol}"
-                          f" · {clean(s.trace.provenance.backend)} trace · {clean(s.trace.launch.kernel)}", "$text-muted"))
-        self.query_one(StatusBar).update(Content.assemble(*parts))
+            fields += [Field(((clean(s.arch.name), "bold"),), 1, 3), Field(((f"MD {s.md}", "bold"),), 2, 3),
+                       Field(((clean(s.trace.launch.kernel), ""),), 3, 3),
+                       Field(((f"seed {s.config.seed}", MUTED),), 5, 3)]
+            if s.config.tolerance:
+                fields.append(Field(((f"±{100 * s.config.tolerance:g} pts", MUTED),), 6, 3))
+            fields.append(Field(((f"{clean(s.trace.provenance.backend)} trace", MUTED),), 7, 3))
+        self.query_one(StatusBar).show(fields)
 
     def _render_tabs(self) -> None:
         parts: list[Content] = []

@@ -43,17 +43,17 @@ def model_lines(d: "Decisions") -> list[Content]:
     bottleneck: the report's kernel-time and bottleneck sections in two lines."""
     k, w, b = d.time, d.mwp, d.bottleneck
     return [
-        Content.assemble(("time ", "$text-muted"), (seconds(k.time_s), "bold"), (" bound by ", "$text-muted"),
+        Content.assemble(("time ", "$foreground-muted"), (seconds(k.time_s), "bold"), (" bound by ", "$foreground-muted"),
                          (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (paper 004)",
-                                                   "$text-muted")),
-        Content.assemble(("bottleneck ", "$text-muted"), (b.bottleneck, "bold"),
+                                                   "$foreground-muted")),
+        Content.assemble(("bottleneck ", "$foreground-muted"), (b.bottleneck, "bold"),
                          (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (paper 001)",
-                          "$text-muted")),
+                          "$foreground-muted")),
     ]
 
 
 def _title(text: str, note: str, width: int) -> Content:
-    return Content.assemble((text, "bold"), (note, "$text-muted")).truncate(max(1, width), ellipsis=True)
+    return Content.assemble((text, "bold"), (note, "$foreground-muted")).truncate(max(1, width), ellipsis=True)
 
 
 def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None, width: int,
@@ -64,7 +64,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
     lines = [_title("Model", "  kernel time · bottleneck · MD decision", width)]
     if decisions is None:
         waiting = {"failed": "no result: the run failed", "cancelled": "cancelled before the first trial (r reruns)"}
-        lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), "$text-muted"))
+        lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), "$foreground-muted"))
         return Content("\n").join(lines)
     lines += model_lines(decisions)
     lines.append(_title("MD decision", "  (CTAs per SM: timing model, paper 002's rules beside it)", width))
@@ -77,28 +77,28 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             lines.append(Content.styled("MD sweep cancelled (r reruns)", "$text-warning"))
         elif sweep is not None:
             k = sweep.mds.index(sweep.md) if sweep.md in sweep.mds else 0
-            lines.append(Content.assemble(("MD sweep: ", "$text-muted"),
+            lines.append(Content.assemble(("MD sweep: ", "$foreground-muted"),
                                           (f"MD {sweep.md} ({k + 1} of {len(sweep.mds)}), "
                                            f"{sweep.done}/{sweep.planned} trials", "")))
         else:
-            lines.append(Content.styled("waiting for the MD sweep…", "$text-muted"))
+            lines.append(Content.styled("waiting for the MD sweep…", "$foreground-muted"))
         if previous is not None:
             lines.append(Content.styled(f"previous run: recommended {previous.recommended_md} of "
-                                        f"{previous.default_md}, gain {previous.gain_label}", "$text-muted italic"))
+                                        f"{previous.default_md}, gain {previous.gain_label}", "$foreground-muted italic"))
         for s in decisions.md_samples:
             lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate, 1)}, "
-                                        f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", "$text-muted"))
+                                        f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", "$foreground-muted"))
         return Content("\n").join(lines)
     timing = d.timing
     sims = {s.md: s for s in decisions.md_samples}
     lines.append(Content.assemble(
-        ("default ", "$text-muted"), (f"{d.default_md}", "bold"), (f" ({d.limiter}) → ", "$text-muted"),
-        (f"★ {d.recommended_md}", "bold $text-success"), ("  gain ", "$text-muted"),
-        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", "$text-muted")))
+        ("default ", "$foreground-muted"), (f"{d.default_md}", "bold"), (f" ({d.limiter}) → ", "$foreground-muted"),
+        (f"★ {d.recommended_md}", "bold $text-success"), ("  gain ", "$foreground-muted"),
+        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", "$foreground-muted")))
     if decisions.md_note:
-        lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), "$text-muted italic"))
+        lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), "$foreground-muted italic"))
     lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'DRAM/CTA':>8} {'time P':>6} {'rule P':>6}",
-                                "$text-muted"))
+                                "$foreground-muted"))
     perf = [timing.relative_performance(m) for m in range(1, len(timing.times) + 1)] if timing else \
         [r.relative_performance for r in d.thesis.rows]
     best_p = max((x for x in perf if fmt.finite(x)), default=1.0)
@@ -113,10 +113,10 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
              f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
     lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · P throughput vs MD 1",
-                                "$text-muted").truncate(max(1, width), ellipsis=True))
+                                "$foreground-muted").truncate(max(1, width), ellipsis=True))
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
-        lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), "$text-muted"))
+        lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), "$foreground-muted"))
     return Content("\n").join(lines)
 
 

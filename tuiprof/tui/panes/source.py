@@ -32,6 +32,8 @@ from tuiprof.tui import format as fmt
 from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
 
 if TYPE_CHECKING:
+    from textual.style import Style as VisualStyle
+
     from tuiprof.model.analysis import Analysis, OpStats
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.trace.model import StaticOp
@@ -137,12 +139,12 @@ class SourceView(Widget, can_focus=True):
     COMPONENT_CLASSES = {"source-view--cursor", "source-view--header", "source-view--hot", "source-view--echo"}
     DEFAULT_CSS = """
     SourceView { height: 1fr; width: 1fr; }
-    SourceView > .source-view--cursor { background: $block-cursor-blurred-background; text-style: bold; }
+    SourceView > .source-view--cursor { background: $block-cursor-blurred-background;
+        color: $block-cursor-blurred-foreground; text-style: bold; }
     SourceView:focus > .source-view--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     SourceView > .source-view--header { background: $panel; color: $text-muted; }
     SourceView > .source-view--hot { background: $warning 12%; }
     SourceView > .source-view--echo { background: $panel; }
-    App:nocolor SourceView > .source-view--cursor { text-style: reverse bold; }
     """
 
     cursor: reactive[int] = reactive(0, init=False)
@@ -421,17 +423,17 @@ class SourceView(Widget, can_focus=True):
         """Rank, line number, H1, X and sectors per request of `row`'s op (blanks when none)."""
         rank = self.ranks.get(row.op) if row.op is not None else None
         hot = rank is not None and rank[0] == "L" and int(rank[1:]) <= HOT
-        mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else "$text-muted")
-        num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", "$text-muted")
+        mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else "$foreground-muted")
+        num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", "$foreground-muted")
         op = self.ops.get(row.op) if row.op is not None else None
         h1, x, spr, ideal = gutter_cells(self.stats.get(row.op) if op is not None else None,
                                          op is not None and op.kind == "load")
         if op is not None and row.op not in self.stats:
-            figures = Content.styled(f"{op.kind[:12]:<12}", "$text-muted")
+            figures = Content.styled(f"{op.kind[:12]:<12}", "$foreground-muted")
         else:
-            dim = "$text-muted" if self.stale else ""
+            dim = "$foreground-muted" if self.stale else ""
             figures = Content.assemble((h1 + " ", dim), (x, dim or "bold"), (" " + spr, dim), (ideal, "$text-success"))
-        return Content.assemble(mark, num, figures, Content.styled("│", "$text-muted"))
+        return Content.assemble(mark, num, figures, Content.styled("│", "$foreground-muted"))
 
     def _code(self, row: Row) -> Content:
         if not row.first:
@@ -440,10 +442,10 @@ class SourceView(Widget, can_focus=True):
                 text = f"  ↳ {self.labels[op.id] or 'op ' + str(op.id)} ({op.kind}, {op.bytes} B/lane)"
             else:
                 text = f"  ↳ … {row.hidden:,} more ops on this line (the drill-down's n/N steps through every load)"
-            return Content.styled(text, "$text-muted italic")
+            return Content.styled(text, "$foreground-muted italic")
         code = self.code[row.line - 1] if 0 < row.line <= len(self.code) else Content("")
         if row.line in self._shared and row.op is not None:
-            code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", "$text-muted italic"))
+            code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", "$foreground-muted italic"))
         return code
 
     def _strip(self, content: Content, base: Style) -> Strip:
@@ -458,7 +460,7 @@ class SourceView(Widget, can_focus=True):
         if shown.cell_length > room:
             shown = shown.truncate(room, ellipsis=True)
         if left and shown.cell_length:
-            shown = Content.assemble(Content.styled(ELLIPSIS, "$text-muted"), shown[1:])
+            shown = Content.assemble(Content.styled(ELLIPSIS, "$foreground-muted"), shown[1:])
         return shown
 
     def detail(self) -> Content:
@@ -466,13 +468,13 @@ class SourceView(Widget, can_focus=True):
         sectors per request against the ideal, share of the cost."""
         op_id = self.current_op
         if op_id is None:
-            return Content.styled(f"line {self.current_line} · no memory op (n: the costliest load)", "$text-muted")
+            return Content.styled(f"line {self.current_line} · no memory op (n: the costliest load)", "$foreground-muted")
         op, s = self.ops[op_id], self.stats.get(op_id)
         rank = self.ranks.get(op_id)
         head = Content.assemble((f"{rank} " if rank else "", "bold $text-warning"),
                                 (f"op {op_id} {op.kind} ", "bold"), (self.labels[op_id], "bold $text-accent"))
         if s is None:
-            return Content.assemble(head, (" · waiting for the first trial", "$text-muted"))
+            return Content.assemble(head, (" · waiting for the first trial", "$foreground-muted"))
         why = self.reason(op_id)
         parts: list[tuple[str, str]] = [(f" · {why}", "bold $text-error")] if why else []
         if s.shared is not None:
@@ -480,21 +482,21 @@ class SourceView(Widget, can_focus=True):
             parts += [(f" · shared: {sh.wavefronts:.1f} wavefronts/request, ideal {sh.ideal:.0f}", ""),
                       (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else " (no bank conflict)", ""),
                       (f" · X {fmt.cyc(sh.latency)}", "bold"),
-                      (f" · {fmt.pct(s.cost_share, 1)} of the cost", "$text-muted")]
+                      (f" · {fmt.pct(s.cost_share, 1)} of the cost", "$foreground-muted")]
             if self.stale:
-                parts.append((" · previous run", "$text-muted italic"))
+                parts.append((" · previous run", "$foreground-muted italic"))
             return Content.assemble(head, *parts)
         if op.kind == "load":
             parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None, 1)}", ""))
         parts += [(f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None, 1)}", ""),
                   (f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
                   (f" [trials {fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}]" if s.x.defined else "",
-                   "$text-muted")]
+                   "$foreground-muted")]
         if fmt.finite(s.sectors_per_access):
             parts.append((f" · {s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}", ""))
-        parts.append((f" · {fmt.pct(s.cost_share, 1)} of the cost", "$text-muted"))
+        parts.append((f" · {fmt.pct(s.cost_share, 1)} of the cost", "$foreground-muted"))
         if self.stale:
-            parts.append((" · previous run", "$text-muted italic"))
+            parts.append((" · previous run", "$foreground-muted italic"))
         return Content.assemble(head, *parts)
 
     def _bottom(self, k: int, width: int) -> Content:
@@ -512,7 +514,7 @@ class SourceView(Widget, can_focus=True):
         if k > 1:
             return Content("")
         legend = next((text for text in LEGENDS if len(text) <= width), LEGENDS[-1])
-        return Content.styled(legend, "$text-muted")
+        return Content.styled(legend, "$foreground-muted")
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -538,4 +540,18 @@ class SourceView(Widget, can_focus=True):
         left_strip = self._strip(self._gutter(row), base)
         room = max(0, width - left_strip.cell_length)
         code_strip = self._strip(self._fitted(self._code(row), room), base)
-        return Strip.join([left_strip, code_strip]).extend_cell_length(width, base.rich_style).crop(0, width)
+        strip = Strip.join([left_strip, code_strip]).extend_cell_length(width, base.rich_style).crop(0, width)
+        return self._cursor_colours(strip, base) if index == self.cursor else strip
+
+    def _cursor_colours(self, strip: Strip, base: "VisualStyle") -> Strip:
+        """The cursor row in the cursor's own colours: syntax and gutter colours would sit on the
+        cursor's background at contrasts down to 1.0:1, so every cell takes the cursor's
+        foreground and background, keeping only bold, italic and underline; under NO_COLOR it is
+        reverse video (the README's promise: every line already has bold parts)."""
+        b = base.rich_style
+        reverse = self.app.no_color
+        return Strip([Segment(seg.text, Style(color=b.color, bgcolor=b.bgcolor, bold=b.bold or (seg.style and seg.style.bold),
+                                              italic=seg.style.italic if seg.style else None,
+                                              underline=seg.style.underline if seg.style else None,
+                                              reverse=reverse or None))
+                      for seg in strip], strip.cell_length)

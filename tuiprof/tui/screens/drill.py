@@ -12,13 +12,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tuiprof.model.pattern import insight, shared_advice
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
 from tuiprof.tui.metrics import series
 from tuiprof.tui.panes.histogram import HistogramView
+from tuiprof.tui.status import AppFooter
 from tuiprof.tui.text import MAX_LABEL, MAX_MESSAGE, clean
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def breakdown(s: "OpStats", width: int) -> Content:
     shares = [("L1", s.l1_share, "$success", "▓"), ("L2", s.l2_share, "$primary", "▒"),
               ("DRAM", s.dram_share, "$error", "░")]
     if not all(fmt.finite(x) for _, x, _, _ in shares):
-        return Content.styled("latency breakdown: undefined (no accesses reached memory)", "$text-muted")
+        return Content.styled("latency breakdown: undefined (no accesses reached memory)", "$foreground-muted")
     w = max(10, width)
     parts: list[tuple[str, str]] = []
     used = 0
@@ -58,10 +59,10 @@ def ptx_lines(op: "StaticOp") -> list[Content]:
         return []
     copies = f" ({len(op.ptx)} copies of one source access)" if len(op.ptx) > 1 else ""
     out = [Content.styled("PTX" + copies, "bold")]
-    out += [Content.styled(f"  line {line}: {clean(text, MAX_MESSAGE)}", "$text-muted") for line, text in op.ptx[:PTX_SHOWN]]
+    out += [Content.styled(f"  line {line}: {clean(text, MAX_MESSAGE)}", "$foreground-muted") for line, text in op.ptx[:PTX_SHOWN]]
     if len(op.ptx) > PTX_SHOWN:
         out.append(Content.styled(f"  … {len(op.ptx) - PTX_SHOWN} more (tuiprof report --format json lists them)",
-                                  "$text-muted"))
+                                  "$foreground-muted"))
     return out
 
 
@@ -106,10 +107,10 @@ class DrillScreen(Screen[None]):
         with VerticalScroll():
             yield Static(id="drill-latency", classes="section")
             yield Static(id="drill-coalescing", classes="section")
-            yield Static(Content.styled(ANALYSING, "$text-muted"), id="drill-pattern", classes="section")
+            yield Static(Content.styled(ANALYSING, "$foreground-muted"), id="drill-pattern", classes="section")
             yield Static(id="drill-advice", classes="section")
             yield Static(id="drill-ptx", classes="section")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.update_analysis(self.analysis)
@@ -148,10 +149,10 @@ class DrillScreen(Screen[None]):
             Content.styled("Shared memory: bank conflicts", "bold"),
             Content.assemble(("wavefronts per request ", ""), (f"{sh.wavefronts:.2f}", "bold"),
                              (f" (ideal {sh.ideal:.0f}: one per {128 // max(1, 32 * op.bytes // 128 or 1)} B part "
-                              f"of the warp, as Nsight Compute counts them) · {conflict}", "$text-muted")),
+                              f"of the warp, as Nsight Compute counts them) · {conflict}", "$foreground-muted")),
             Content.styled(f"X = shared latency {ts} + {sh.extra:.2f} extra wavefronts = {fmt.cyc(sh.latency)} "
                            f"(each extra wavefront is one more cycle in the shared-memory pipe, and one cycle "
-                           f"of the SM's shared bandwidth taken from every warp)", "$text-muted")]))
+                           f"of the SM's shared bandwidth taken from every warp)", "$foreground-muted")]))
         self.query_one("#drill-coalescing", Static).update(Content(""))
         self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
         self.query_one("#drill-pattern", Static).update(Content(""))
@@ -183,11 +184,11 @@ class DrillScreen(Screen[None]):
             (clean(op.label, MAX_LABEL), "bold $text-accent"), (f" · {why}" if why else "", "bold $text-error"),
             (f" · {clean(op.file)}:{op.line} · {op.space} · {op.bytes} B/lane", ""),
             (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share, 1)} of the cost" if s else "",
-             "$text-muted"))
+             "$foreground-muted"))
         self.query_one("#drill-title", Static).update(title)
         width = max(20, self.size.width - 4)
         if s is None or a is None:
-            self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", "$text-muted"))
+            self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", "$foreground-muted"))
             return
         if s.shared is not None:
             self._render_shared(op, s)
@@ -197,12 +198,12 @@ class DrillScreen(Screen[None]):
               f"X {fmt.cyc(s.x.mean)} (trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean "
               f"±{fmt.num((s.x.ci_hi - s.x.ci_lo) / 2, 1)} cyc 95% CI; the model's randomness only; paper 000 sec. 6.1)")
         self.query_one("#drill-latency", Static).update(Content("\n").join([
-            Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60)), Content.styled(eq, "$text-muted")]))
+            Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60)), Content.styled(eq, "$foreground-muted")]))
         ideal_lines = max(1, -(-self.arch.warp_size * op.bytes // self.arch.l1.line))
         coal = [Content.styled("Coalescing", "bold"),
                 Content.assemble(("sectors per request ", ""), (fmt.num(s.sectors_per_access, 1), "bold"),
                                  (f" (ideal {s.ideal_sectors:.0f}: as Nsight Compute counts them, per warp instruction; "
-                                  "4 for 32 lanes of 4 B, 32 at worst)", "$text-muted")),
+                                  "4 for 32 lanes of 4 B, 32 at worst)", "$foreground-muted")),
                 Content(f"L1 requests (lines) per warp access {fmt.num(s.requests_per_access, 2)} (ideal {ideal_lines})"
                         f" · sectors per L1 request {fmt.num(s.sectors_per_request, 2)}"
                         + (f" · active lanes {fmt.num(p.mean_active_lanes, 1)}/32" if p else ""))]
@@ -222,5 +223,5 @@ class DrillScreen(Screen[None]):
             self.query_one("#drill-advice", Static).update(Content("\n").join(
                 [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in tips]))
         else:
-            self.query_one("#drill-pattern", Static).update(Content.styled(ANALYSING, "$text-muted"))
+            self.query_one("#drill-pattern", Static).update(Content.styled(ANALYSING, "$foreground-muted"))
             self.query_one("#drill-advice", Static).update(Content(""))

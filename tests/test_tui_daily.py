@@ -1,0 +1,153 @@
+"""A UI a GPU developer keeps open all day (issue 25): resizes, a readable cursor line, a status
+bar and a footer that keep what matters, honest phases, the drill-down's search, 80x24, one
+rendering per number, an arch without an L2, and the small things users hit. Pilot tests at
+several sizes on fixed data (`tests.fixed_analysis`); the real-terminal side is in
+`tests/test_tui_tmux.py`."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.fixed_analysis import fixed_app
+from tests.tui_support import screen_text, wait_for
+
+pytest.importorskip("textual")
+
+from rich.color import Color as RichColor  # noqa: E402
+from textual.highlight import highlight  # noqa: E402
+
+from tuiprof.tui.app import TuiprofApp  # noqa: E402
+from tuiprof.tui.panes.source import SourceView  # noqa: E402
+from tuiprof.tui.themes import load_themes  # noqa: E402
+
+SIZES = [(80, 24), (120, 40), (200, 60)]
+
+
+async def patterns_in(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.patterns is not None)
+    await pilot.pause()
+
+
+def layout(app: TuiprofApp) -> tuple[bool, int, int, int]:
+    """What a resize must get right: split or tabs, the source's width and height, the code area."""
+    view = app.query_one(SourceView)
+    return app.split, view.size.width, view.size.height, view.code_width
+
+
+# --- 1. resize ------------------------------------------------------------------------------------
+
+async def test_layout_follows_each_resize_as_a_fresh_start_would() -> None:
+    """Before: one resize late (120x40 -> 200x60 kept the tabs; 100x30 then left a 2-cell code
+    area, 80x24 one cell)."""
+    fresh: dict[tuple[int, int], tuple[bool, int, int, int]] = {}
+    for size in {(200, 60), (198, 60), (100, 30), (80, 24), (120, 40)}:
+        app = fixed_app("bfs")
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            fresh[size] = layout(app)
+    app = fixed_app("bfs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for size in [(200, 60), (198, 60), (100, 30), (200, 60), (80, 24), (120, 40)]:
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            assert layout(app) == fresh[size], size
+    assert fresh[(200, 60)][0] and not fresh[(80, 24)][0]
+
+
+# --- 2. the cursor line ----------------------------------------------------------------------------
+
+def luminance(c: RichColor) -> float:
+    """WCAG 2 relative luminance of a truecolor."""
+    def channel(v: int) -> float:
+        x = v / 255
+        return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
+    r, g, b = c.get_truecolor()
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def contrast(a: RichColor, b: RichColor) -> float:
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+TOKENS = ('#include <x.h>\n__global__ void k(const float *in, int n) { if (n > 0x10) in[n] = 1.5f; '
+          'return; /* c */ "s"; // c\n')
+"""One line of every token class the CUDA lexer gives (preprocessor, keywords, types, names,
+numbers, strings, comments, operators, punctuation) for the cursor row."""
+
+
+@pytest.mark.parametrize("theme", [t.name for t in load_themes()])
+async def test_the_cursor_line_has_its_own_readable_foreground(theme: str) -> None:
+    """Every cell of the cursor row (gutter, rank glyph, every token class) is at least 4.5:1
+    against the cursor's background (WCAG AA), focused and not. Before: identifiers and the rank
+    glyph kept their syntax colours, 1.01-1.76:1."""
+    app = fixed_app("spmv-u", theme=theme)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        view = app.query_one(SourceView)
+        rows = [view.cursor - 1, view.cursor]              # L1's row (rank glyph, figures) and the one above
+        lines = highlight(TOKENS, language="cuda").split("\n")
+        for row, text in zip(rows, lines):
+            view.code[view.rows[row].line - 1] = text
+        for focused in (True, False):
+            if not focused:
+                await pilot.press("slash")          # the search field takes the focus
+            for row in rows:
+                view.cursor = row
+                await pilot.pause()
+                assert view.has_focus is focused
+                segments = [s for s in view.render_line(view.cursor - view.top + 1) if s.text.strip()]
+                assert len(segments) > 3
+                for seg in segments:
+                    ratio = contrast(seg.style.color, seg.style.bgcolor)
+                    assert ratio >= 4.5, (theme, focused, seg.text, ratio)
+
+
+async def test_the_cursor_line_is_reverse_video_under_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    """README: "the cursor is reverse video" under NO_COLOR. Before: only bold, like many parts of
+    every line."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        view = app.query_one(SourceView)
+        cursor = list(view.render_line(view.cursor - view.top + 1))
+        other = list(view.render_line(view.cursor - view.top + 2))
+        assert all(s.style.reverse for s in cursor)
+        assert not any(s.style.reverse for s in other)
+
+
+# --- 3. the status bar and the footer ---------------------------------------------------------------
+
+def test_status_fields_drop_by_priority_and_leave_no_dangling_separator() -> None:
+    from tuiprof.tui.status import Field, fit
+
+    fields = [Field((("tuiprof bfs", ""),), 8, 0), Field((("✓ 64/64 trials", ""),), 0, 1),
+              Field((("L1 43.1% L2 12.0%", ""),), 4, 2), Field((("h100*", ""),), 1, 3),
+              Field((("MD 4", ""),), 2, 3), Field((("bfs_expand", ""),), 3, 3), Field((("seed 0", ""),), 5, 3)]
+    assert fit(fields, 200).plain == "tuiprof bfs │ ✓ 64/64 trials │ L1 43.1% L2 12.0% │ h100* · MD 4 · bfs_expand · seed 0"
+    assert fit(fields, 62).plain == "✓ 64/64 trials │ L1 43.1% L2 12.0% │ h100* · MD 4 · bfs_expand"
+    assert fit(fields, 61).plain == "✓ 64/64 trials │ h100* · MD 4 · bfs_expand"
+    assert fit(fields, 30).plain == "✓ 64/64 trials │ h100* · MD 4"
+    assert fit(fields, 10).plain == "✓ 64/64 t…"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_status_and_footer_keep_what_matters_at_every_width(size: tuple[int, int]) -> None:
+    """Before: at 80 columns the arch, MD and the rest went once a run finished; at 120 the line
+    ended in a dangling "·" without the kernel's name; the footer cut `? Help` and `q Quit`."""
+    app = fixed_app("bfs")
+    async with app.run_test(size=size) as pilot:
+        await patterns_in(pilot)
+        s = app.session
+        lines = screen_text(app).splitlines()
+        status, footer = lines[0].strip(), lines[-1]
+        for needle in ("✓ 8/8 trials", s.arch.name, f"MD {s.md}", s.trace.launch.kernel):
+            assert needle in status, (needle, status)
+        assert not re.search(r"[·│]$", status)
+        assert "? Help" in footer and "q Quit" in footer, footer
+        await pilot.press("n", "enter")
+        footer = screen_text(app).splitlines()[-1]
+        assert "? Help" in footer and "q Quit" in footer, footer
