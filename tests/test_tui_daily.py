@@ -151,3 +151,149 @@ async def test_status_and_footer_keep_what_matters_at_every_width(size: tuple[in
         await pilot.press("n", "enter")
         footer = screen_text(app).splitlines()[-1]
         assert "? Help" in footer and "q Quit" in footer, footer
+
+
+# --- 11. small things users hit ------------------------------------------------------------------------
+
+async def test_the_line_counter_counts_source_lines_not_rows() -> None:
+    """stencil7 has two ops on one line (two rows); before, `8-41/41` for a 39-line file."""
+    app = fixed_app("stencil7")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        view = app.query_one(SourceView)
+        lines = len(view.code)                        # one highlighted line per source line
+        assert len(view.rows) > lines
+        shown = view.rows[view.top: view.top + view.body_height]
+        header = "".join(s.text for s in view.render_line(0))
+        assert f"  {shown[0].line}–{shown[-1].line}/{lines}" in header, header
+
+
+async def test_export_edits_the_name_and_says_where_it_writes() -> None:
+    """Before: the whole name was selected (backspace erased it) and the folder was not shown."""
+    from pathlib import Path
+
+    from textual.widgets import Input
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("e")
+        name = app.export_name()
+        await pilot.press("backspace", "backspace", "backspace", "m", "d")
+        assert app.screen.query_one(Input).value == name[:-3] + "md"
+        assert str(Path.cwd()) in " ".join(screen_text(app).split())
+        await pilot.press("escape")
+
+
+async def test_n_steps_from_the_load_under_the_cursor() -> None:
+    """The first analysis puts the cursor on L1; before, the first n went to L1 again (nothing)."""
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        view = app.query_one(SourceView)
+        ranks = app.analysis.ranks()
+        assert ranks[view.current_op] == "L1"
+        await pilot.press("n")
+        assert ranks[view.current_op] == "L2"
+        await pilot.press("N", "N")
+        loads = view.loads_by_cost()
+        assert view.current_op == loads[-1]
+
+
+async def test_n_in_the_drill_down_moves_the_source_cursor_along() -> None:
+    """Before: esc returned to the op the drill-down was opened on."""
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("enter", "n", "n")
+        shown = app.screen.op_id
+        assert app.analysis.ranks()[shown] == "L3"
+        await pilot.press("escape")
+        assert app.query_one(SourceView).current_op == shown
+
+
+async def test_esc_in_search_puts_the_cursor_back_and_enter_keeps_the_match() -> None:
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        view = app.query_one(SourceView)
+        start = view.cursor
+        await pilot.press("slash", *"x[myi]")
+        assert view.cursor != start
+        await pilot.press("escape")
+        assert view.cursor == start                     # before: left on the match
+        await pilot.press("slash", *"x[myi]", "enter", "escape")
+        assert view.cursor != start and "x[myi]" in view.code[view.current_line - 1].plain
+
+
+async def test_the_palettes_keys_is_the_help_screen_and_esc_closes_it() -> None:
+    """Before: the palette's `Keys` opened Textual's keys panel, which esc did not close."""
+    from tuiprof.tui.screens.modals import HelpScreen
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        assert "Keys" not in [c.title for c in app.get_system_commands(app.screen)]
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"keys")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen) and not app.screen.query("HelpPanel")
+        app.action_show_help_panel()                   # Textual's own way in (F1 in some keymaps)
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+
+
+def test_less_precision_never_goes_below_the_early_stop_minimum() -> None:
+    """Before: `t` twice from 64 trials gave 16, below the 20 a run needs before it can converge."""
+    from tuiprof.session import RunConfig
+    from tuiprof.tui.app import precision_step
+
+    c = RunConfig(trials=64, tolerance=0.005)
+    for _ in range(3):
+        c = precision_step(c, 16, False)
+        assert c.trials >= 20
+
+
+@pytest.mark.parametrize("theme", [t.name for t in load_themes()])
+async def test_stale_figures_are_dimmer_than_fresh_ones(theme: str) -> None:
+    """A rerun shows the previous results dimmed; before, `$text-muted` spans drew the full
+    contrast colour (white, 231) where fresh figures are the foreground (251)."""
+    app = fixed_app("spmv-u", theme=theme)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        view = app.query_one(SourceView)
+
+        def figures() -> float:
+            segments = [s for s in view.render_line(row) if any(c.isdigit() for c in s.text)]
+            return max(contrast(s.style.color, s.style.bgcolor) for s in segments)
+
+        view.cursor = 0
+        row = next(y for y in range(1, view.body_height)
+                   if view.rows[view.top + y - 1].op in view.stats and view.top + y - 1 != view.cursor)
+        fresh = figures()
+        view.set_analysis(app.analysis, stale=True)
+        stale = figures()
+        assert stale < fresh, (theme, stale, fresh)
+
+
+async def test_md_chooser_and_model_pane_name_the_two_predictions_alike() -> None:
+    """Before: the chooser said `thesis P ... timing P`, the pane `time P rule P` (and a "time"
+    column that is a throughput ratio)."""
+    from textual.widgets import OptionList
+
+    from tuiprof.tui.panes.md import MdPane
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await patterns_in(pilot)
+        pane = app.query_one(MdPane).render().plain
+        assert "time P" not in pane and "rule P" not in pane
+        assert pane.index("timing P") < pane.index("thesis P")
+        await pilot.press("m")
+        option = str(app.screen.query_one(OptionList).get_option_at_index(0).prompt)
+        assert option.index("timing P") < option.index("thesis P")

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TOLERANCE = 0.005
+MIN_TRIALS = 20
+"""Trials the main run makes before a tolerance may stop it (paper 000 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
 _PATTERNS_LOCK = threading.Lock()
 """Held while a session looks up or computes its trace's address patterns (shared by reruns)."""
@@ -341,7 +343,7 @@ class Session:
             emit(Cancelled(None))
             return None
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
-                        threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
+                        threads=cfg.threads, tolerance=cfg.tolerance, min_trials=MIN_TRIALS, prepared=self.prepared)
         self._t0 = time.perf_counter()
         self._prepare(mc)
         sweep, self._sweep_note = self._sweep_runs(mc)

@@ -19,19 +19,21 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from textual import events, on
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.filter import Monochrome, NoColor
+from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from tuiprof.errors import TuiprofError
 from tuiprof.model.analysis import HEADLINES
+from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
                              TrialDone)
 from tuiprof.tui import format as fmt
@@ -91,13 +93,13 @@ def side_width(width: int, gutter: int, longest: int) -> int:
 
 def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfig:
     """`T` (more) and `t`: with a tolerance, halve (double) it and allow 4x (a quarter of) the
-    trials, since the confidence interval narrows as 1/sqrt(n); without one, double (halve) the
-    trials. The MD sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
+    trials, since the confidence interval narrows as 1/sqrt(n), never fewer than the early stop's
+    minimum (below it a run could never converge); without one, double (halve) the trials. The MD sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
     pinned = dict(sweep_trials=config.sweep_trials or sweep_trials,
                   sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
     if config.tolerance:
         tol = config.tolerance / 2 if more else min(MAX_TOLERANCE, config.tolerance * 2)
-        trials = min(MAX_TRIALS, config.trials * 4) if more else max(MIN_TRIALS, config.trials // 4)
+        trials = min(MAX_TRIALS, config.trials * 4) if more else max(EARLY_STOP_AFTER, config.trials // 4)
         return replace(config, tolerance=tol, trials=trials, **pinned)
     trials = min(MAX_TRIALS, config.trials * 2) if more else max(MIN_TRIALS, config.trials // 2)
     return replace(config, trials=trials, **pinned)
@@ -185,6 +187,8 @@ class TuiprofApp(App[int]):
         """The source line to return to after a recollect (0: none pending)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self._spin = 0
+        self._search_from: tuple[int, int] | None = None
+        """The source cursor and top row when `/` opened the search (esc goes back there)."""
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -528,6 +532,10 @@ class TuiprofApp(App[int]):
     def on_source_view_drill_requested(self, message: SourceView.DrillRequested) -> None:
         self.open_drill(message.op)
 
+    def on_drill_screen_stepped(self, message: DrillScreen.Stepped) -> None:
+        """`n`/`N` in the drill-down move the source cursor along, so that esc returns to the op shown."""
+        self.query_one(SourceView).go_to_op(message.op)
+
     def open_drill(self, op: int) -> None:
         if self.trace is None or self.session is None:
             return
@@ -535,6 +543,7 @@ class TuiprofApp(App[int]):
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
+        self._search_from = None  # enter accepts the match: esc then leaves the cursor there
         if not self.query_one(SourceView).search(event.value):
             self.notify(f"{clean(event.value)!r} not found", severity="warning", timeout=2, markup=False)
 
@@ -546,10 +555,17 @@ class TuiprofApp(App[int]):
             view.search(event.value)
 
     def on_key(self, event: events.Key) -> None:
+        """Esc closes the search and puts the cursor back where `/` found it, unless enter
+        accepted a match."""
         search = self.query_one("#search", Input)
         if event.key == "escape" and search.has_class("-open"):
             search.remove_class("-open")
-            self.query_one(SourceView).focus()
+            view = self.query_one(SourceView)
+            if self._search_from is not None:
+                view.cursor, view.top = self._search_from
+                view.refresh()
+            self._search_from = None
+            view.focus()
             event.stop()
 
     # --- actions ----------------------------------------------------------------------------
@@ -593,6 +609,16 @@ class TuiprofApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_groups()))
+
+    def action_show_help_panel(self) -> None:
+        """Textual's keys panel, which esc did not close, is tuiprof's help screen instead."""
+        self.action_help()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, less its "Keys" panel (tuiprof's "Keys" is the help screen)."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Keys":
+                yield command
 
     def action_rerun(self) -> None:
         """New seed (seed + 1), same everything else; cancels the run in progress."""
@@ -659,6 +685,9 @@ class TuiprofApp(App[int]):
     def action_search(self) -> None:
         self.action_pane("source")
         search = self.query_one("#search", Input)
+        if not search.has_class("-open"):
+            view = self.query_one(SourceView)
+            self._search_from = (view.cursor, view.top)
         search.add_class("-open")
         search.focus()
 

@@ -177,7 +177,6 @@ class SourceView(Widget, can_focus=True):
         self.pan = 0
         self.moved = False
         """The user has moved the cursor (the first analysis then does not move it to L1)."""
-        self._hot: int | None = None
         self.file = ""
         self.labels: dict[int, str] = {}
         """Each op's label, cleaned and capped for drawing."""
@@ -187,6 +186,8 @@ class SourceView(Widget, can_focus=True):
         """Lines drawn on more than one row."""
         self.longest = 0
         """Cells of the longest source line."""
+        self.n_lines = 0
+        """Lines of the source text (the header counts lines, not the rows ops add)."""
         self._digits = 3
         self._reasons: dict[int, str] = {}
 
@@ -215,6 +216,7 @@ class SourceView(Widget, can_focus=True):
         self.ops = {o.id: o for o in ops}
         self.labels = {o.id: clean(o.label, MAX_LABEL) for o in ops}
         self.rows = build_rows(len(lines), ops)
+        self.n_lines = len(lines)
         self.row_of = {r.op: k for k, r in enumerate(self.rows) if r.op is not None}
         counts: dict[int, int] = {}
         for r in self.rows:
@@ -297,17 +299,18 @@ class SourceView(Widget, can_focus=True):
             self.cursor = self.row_of[op]
 
     def jump_hot(self, step: int) -> int | None:
-        """Move to the next (step 1) or previous (-1) load by cost rank; returns its op id."""
+        """Move to the next (step 1) or previous (-1) load by cost rank from the load under the
+        cursor (the first analysis puts it on L1, so the first `n` goes to L2); from a row with no
+        ranked load, `n` goes to the hottest load and `N` to the coolest. Returns its op id."""
         order = self.loads_by_cost()
         if not order:
             return None
         cur = self.current_op
-        if cur is not None and cur == self._hot and cur in order:
+        if cur is not None and cur in order:
             nxt = order[(order.index(cur) + step) % len(order)]
-        else:  # the first n goes to the hottest load, the first N to the coolest
+        else:
             nxt = order[0] if step > 0 else order[-1]
         self.go_to_op(nxt)
-        self._hot = nxt
         return nxt
 
     def search(self, text: str, forward: bool = True) -> bool:
@@ -414,7 +417,8 @@ class SourceView(Widget, can_focus=True):
 
     def header(self) -> Content:
         cols = f"{'#':>2} {'ln':>{self._digits}} H1% {'cyc':>4} s/r│ "
-        where = f"{self.file}  {self.top + 1}–{min(len(self.rows), self.top + self.body_height)}/{len(self.rows)}"
+        shown = self.rows[self.top: self.top + self.body_height]
+        where = f"{self.file}  {shown[0].line}–{shown[-1].line}/{self.n_lines}" if shown else self.file
         if self.pan:
             where += f"  ←{self.pan}"
         return Content(cols + where)

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -72,6 +73,13 @@ def strides(items: tuple[tuple[int, float], ...]) -> str:
 
 class DrillScreen(Screen[None]):
     """One op in depth; it follows the live run (the app forwards each analysis)."""
+
+    class Stepped(Message):
+        """`n`/`N` moved the drill-down to op `op` (the app moves the source cursor along)."""
+
+        def __init__(self, op: int) -> None:
+            super().__init__()
+            self.op = op
 
     BINDINGS = [
         Binding("escape,backspace", "app.pop_screen", "Back", id="drill.back"),
@@ -137,6 +145,7 @@ class DrillScreen(Screen[None]):
         i = loads.index(self.op_id) if self.op_id in loads else -1
         self.op_id = loads[(i + step) % len(loads)]
         self.update_analysis(self.analysis)
+        self.post_message(self.Stepped(self.op_id))
 
     def _render_shared(self, op: "StaticOp", s: "OpStats") -> None:
         """A shared-memory op: its bank conflicts and what they cost; no cache, no L2, no DRAM."""

@@ -123,9 +123,18 @@ class ExportScreen(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("Export the report", classes="title")
-            yield Input(value=self.default, id="export-path")
+            yield Input(value=self.default, id="export-path", select_on_focus=False)
+            yield Label(Content.assemble(("a relative name is written in ", ""),
+                                         (clean(Path.cwd(), MAX_MESSAGE), "bold")), id="export-folder")
             yield Label("enter writes it (atomically) · .json / .md / .txt choose the format · esc cancels",
                         classes="hint")
+
+    def on_mount(self) -> None:
+        """The name is edited, not replaced: the cursor at its end, nothing selected (backspace
+        changes the suffix instead of erasing the name)."""
+        field = self.query_one(Input)
+        field.focus()
+        field.cursor_position = len(field.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
@@ -150,7 +159,7 @@ class MdScreen(ModalScreen[int | None]):
             if d is not None:
                 t = d.thesis.row(md).relative_performance if md <= d.thesis.max_md else None
                 s = d.timing.relative_performance(md) if d.timing and md <= len(d.timing.times) else None
-                text += f"   thesis P {fmt.num(t, 2, 5)}   timing P {fmt.num(s, 2, 5)}"
+                text += f"   timing P {fmt.num(s, 2, 5)}   thesis P {fmt.num(t, 2, 5)}"
                 text += "   default" * (md == d.default_md) + "   ★ recommended" * (md == d.recommended_md)
             text += "   ▸ now" * (md == self.current)
             options.append(Option(text, id=str(md)))
