@@ -297,3 +297,78 @@ async def test_md_chooser_and_model_pane_name_the_two_predictions_alike() -> Non
         await pilot.press("m")
         option = str(app.screen.query_one(OptionList).get_option_at_index(0).prompt)
         assert option.index("timing P") < option.index("thesis P")
+
+
+# --- 8. 80x24 -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [20, 24, 30, 40, 60])
+def test_histogram_axis_labels_never_run_together(width: int) -> None:
+    """Before: `691.8 cyc700.6 c…` in the drill-down's narrow histograms."""
+    import numpy as np
+
+    from tuiprof.model.latency import estimate
+    from tuiprof.tui.panes.histogram import Series, render_histogram
+
+    v = 691.8 + np.random.default_rng(1).normal(0, 3, 32)
+    for ratio, values in ((False, v), (True, v / 1000)):
+        s = Series("X", values, estimate(values, 0.0, 1e9), ratio, 32)
+        lines = render_histogram(s, width, 12, "").plain.split("\n")
+        axis = lines[lines.index(next(x for x in lines if "└" in x)) + 2]
+        value = r"\d+(\.\d+)?( cyc|%)?"
+        assert re.fullmatch(rf"\s*{value}(\s+{value})?\s*", axis), (width, axis)
+
+
+async def test_help_fits_80x24_with_its_descriptions_in_their_column() -> None:
+    """Before: the help box was wider than the terminal (its CSS matched nothing), cut at the
+    right edge, and wrapped lines restarted at column 0."""
+    from textual.containers import Vertical
+
+    from tuiprof.tui.screens.modals import KEY_COLUMN, HelpScreen
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        box = app.screen.query_one(Vertical).region
+        assert box.x >= 0 and box.right <= 80 and box.y >= 0 and box.bottom <= 24
+        text = screen_text(app)
+        assert "esc closes" in " ".join(text.split())
+        rows = [line for line in text.splitlines() if line.startswith("│ ")]
+        key_rows = [r for r in rows if re.match(r"│   \S", r)]
+        assert key_rows and all(r[2 + KEY_COLUMN:][:1] != " " for r in key_rows)
+        wrapped = [r for r in rows if r.startswith("│" + " " * (KEY_COLUMN + 1)) and r[1:].strip()]
+        assert wrapped                                   # continuation lines, in the description column
+        assert not [r for r in rows if re.match(r"│ [a-z(]", r) and not re.match(r"│ (tuiprof keys|↑↓|esc)", r)]
+
+
+async def test_the_arch_picker_fits_24_rows() -> None:
+    """Before: its hint and its button were cut at 24 rows."""
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Apply and rerun" in text and "esc cancels" in text and "L2 associativity" in text
+
+
+async def test_the_drill_down_leaves_room_for_its_details_at_80x24() -> None:
+    """Before: 15 rows of histograms and 5 for the breakdown, coalescing, pattern and advice."""
+    from textual.containers import VerticalScroll
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+        hists = app.screen.query_one("#drill-hists").region.height
+        details = app.screen.query_one(VerticalScroll).region.height
+        assert 9 <= hists <= 11 and details >= 9, (hists, details)
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 50)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.query_one("#drill-hists").region.height == 15

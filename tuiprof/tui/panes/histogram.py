@@ -41,6 +41,18 @@ def _value(x: float | None, ratio: bool, digits: int = 1) -> str:
     return fmt.pct(x, digits) if ratio else (f"{fmt.num(x, digits)} cyc" if fmt.finite(x) else "—")
 
 
+def axis_labels(lo: float, hi: float, ratio: bool, room: int) -> str:
+    """The axis' two ends in `room` cells, the low one left and the high one right, at least a
+    space apart: with the digits the span needs and the unit when they fit, else with fewer
+    digits and no unit (the title names it), else the low end alone."""
+    for d in range(fmt.decimals_for((hi - lo) / 4, ratio), -1, -1):
+        for unit in (True,) if ratio else (True, False):
+            left, right = (_value(lo, ratio, d), _value(hi, ratio, d)) if unit else (fmt.num(lo, d), fmt.num(hi, d))
+            if len(left) + 1 + len(right) <= room:
+                return left + right.rjust(room - len(left))
+    return _value(lo, ratio, 0)[:room]
+
+
 def axis_range(values: np.ndarray, measured: float | None, ratio: bool) -> tuple[float, float]:
     """The x axis: the data's own span (and the measured value's), widened by 5% of it on each
     side; a span of zero gets a sliver around the value (a ratio's 0.01 points, a cycle count's
@@ -115,9 +127,7 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     if m is not None:
         marks[mcol] = "┊"
     lines.append(Content.assemble((" " * (axis_w + 1), ""), ("".join(marks), "$text-accent")))
-    d_axis = fmt.decimals_for((hi - lo) / 4, s.ratio)
-    left, right = _value(lo, s.ratio, d_axis), _value(hi, s.ratio, d_axis)
-    lines.append(Content.styled(" " * (axis_w + 1) + left + right.rjust(max(1, plot_w - len(left))), "$foreground-muted"))
+    lines.append(Content.styled(" " * (axis_w + 1) + axis_labels(lo, hi, s.ratio, plot_w), "$foreground-muted"))
     d = fmt.decimals_for(e.std if fmt.finite(e.std) and e.std > 0 else (hi - lo), s.ratio)
     half = (e.ci_hi - e.ci_lo) / 2
     lines.append(Content.assemble(

@@ -89,7 +89,7 @@ class DrillScreen(Screen[None]):
     DEFAULT_CSS = """
     DrillScreen { layout: vertical; }
     DrillScreen #drill-title { height: auto; padding: 0 1; background: $panel; }
-    DrillScreen #drill-hists { height: 15; }
+    DrillScreen #drill-hists { height: 45%; min-height: 9; max-height: 15; }
     DrillScreen #drill-hists HistogramView { width: 1fr; border-right: vkey $panel; }
     DrillScreen VerticalScroll { height: 1fr; padding: 0 1; }
     DrillScreen .section { height: auto; margin-bottom: 1; }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
@@ -9,7 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -21,19 +24,59 @@ from tuiprof.tui.text import MAX_MESSAGE, clean
 if TYPE_CHECKING:
     from tuiprof.model.md import MdDecision
 
-MODAL_CSS = """
-ModalScreen { align: center middle; background: $background 60%; }
-ModalScreen > Vertical { width: 76; max-width: 100%; height: auto; max-height: 100%;
-    border: round $primary; background: $surface; padding: 0 1; }
-ModalScreen .title { text-style: bold; color: $text-primary; padding-bottom: 1; }
-ModalScreen .hint { color: $text-muted; }
-ModalScreen .error { color: $text-error; text-style: bold; }
-"""
+def modal_css(screen: str) -> str:
+    """The CSS every modal shares, for the screen class named `screen`: a centred box within the
+    terminal. Written with the class's own name because Textual scopes a widget's DEFAULT_CSS
+    under that name (a rule for `ModalScreen > Vertical` there would match nothing)."""
+    return f"""
+    {screen} {{ align: center middle; background: $background 60%; }}
+    {screen} > Vertical {{ width: 76; max-width: 100%; height: auto; max-height: 100%;
+        border: round $primary; background: $surface; padding: 0 1; }}
+    {screen} .title {{ text-style: bold; color: $text-primary; padding-bottom: 1; }}
+    {screen} .hint {{ color: $text-muted; width: 100%; }}
+    {screen} .error {{ color: $text-error; text-style: bold; }}
+    """
+
+
+KEY_COLUMN = 18
+"""Cells of the help's key column (two of indent, then the key): descriptions wrap beside it."""
+
+
+def key_lines(groups: list[tuple[str, list[tuple[str, str]]]], width: int) -> list[Content]:
+    """The help's lines at `width` cells: each group's title, then its keys, every description
+    wrapped in its own column (a hanging indent: no wrapped line restarts under the keys)."""
+    room = max(12, width - KEY_COLUMN)
+    lines: list[Content] = []
+    for title, keys in groups:
+        lines.append(Content.styled(title, "bold $text-accent"))
+        for key, what in keys:
+            parts = textwrap.wrap(what, room) or [""]
+            lines.append(Content.assemble((f"  {key:<{KEY_COLUMN - 3}} ", "bold"), parts[0]))
+            lines += [Content(" " * KEY_COLUMN + part) for part in parts[1:]]
+        lines.append(Content(""))
+    return lines
+
+
+class KeyTable(Widget):
+    """The keys and what they do, laid out for the width it gets (see `key_lines`)."""
+
+    DEFAULT_CSS = "KeyTable { height: auto; }"
+
+    def __init__(self, groups: list[tuple[str, list[tuple[str, str]]]], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.groups = groups
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(key_lines(self.groups, width))
+
+    def render(self) -> Content:
+        return Content("\n").join(key_lines(self.groups, self.content_size.width or 80))
 
 
 class HelpScreen(ModalScreen[None]):
     """Every key of the app, generated from the action registry so it cannot drift; it scrolls
-    (↑↓, PgUp/PgDn, home/end) when it is taller than the terminal."""
+    (↑↓, PgUp/PgDn, home/end) when it is taller than the terminal, and its descriptions wrap
+    within their column at any width."""
 
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close"),
                 Binding("up,k", "scroll(-1)", "Up", show=False, id="help.up"),
@@ -42,7 +85,10 @@ class HelpScreen(ModalScreen[None]):
                 Binding("pagedown,space", "scroll(10)", "Page down", show=False, id="help.page-down"),
                 Binding("home,g", "scroll(-100000)", "Top", show=False, id="help.top"),
                 Binding("end,G", "scroll(100000)", "Bottom", show=False, id="help.bottom")]
-    DEFAULT_CSS = MODAL_CSS + "HelpScreen > Vertical { width: 96; height: 90%; } HelpScreen VerticalScroll { height: 1fr; }"
+    DEFAULT_CSS = modal_css("HelpScreen") + """
+    HelpScreen > Vertical { width: 96; max-width: 100%; height: 90%; }
+    HelpScreen VerticalScroll { height: 1fr; }
+    """
 
     def __init__(self, groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()
@@ -51,14 +97,8 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("tuiprof keys", classes="title")
-            lines: list[Content] = []
-            for title, keys in self.groups:
-                lines.append(Content.styled(title, "bold $text-accent"))
-                for key, what in keys:
-                    lines.append(Content.assemble((f"  {key:<16}", "bold"), what))
-                lines.append(Content(""))
             with VerticalScroll():
-                yield Static(Content("\n").join(lines), id="help-text")
+                yield KeyTable(self.groups, id="help-text")
             yield Label("↑↓ PgUp PgDn scroll · ctrl+p: command palette (tuiprof commands, themes) · esc closes",
                         classes="hint")
 
@@ -77,7 +117,7 @@ class ErrorScreen(ModalScreen[None]):
                 Binding("q", "app.quit", "Quit", id="error.quit"),
                 Binding("r", "then('rerun')", "Rerun", show=False, id="error.rerun"),
                 Binding("a", "then('arch')", "Arch", show=False, id="error.arch")]
-    DEFAULT_CSS = MODAL_CSS + "ErrorScreen > Vertical { border: round $error; }"
+    DEFAULT_CSS = modal_css("ErrorScreen") + "ErrorScreen > Vertical { border: round $error; }"
 
     def __init__(self, error: TuiprofError, context: str = "", *, fatal: bool = False) -> None:
         super().__init__()
@@ -114,7 +154,7 @@ class ExportScreen(ModalScreen[Path | None]):
     """Ask where to write the report; the suffix picks the format (.txt, .md, .json)."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="export.cancel")]
-    DEFAULT_CSS = MODAL_CSS
+    DEFAULT_CSS = modal_css("ExportScreen")
 
     def __init__(self, default: str) -> None:
         super().__init__()
@@ -145,7 +185,7 @@ class MdScreen(ModalScreen[int | None]):
     """Pick the MD (resident CTAs per SM) to simulate; the predictions are shown when known."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="md.cancel")]
-    DEFAULT_CSS = MODAL_CSS
+    DEFAULT_CSS = modal_css("MdScreen")
 
     def __init__(self, limit: int, current: int, decision: "MdDecision | None") -> None:
         super().__init__()
@@ -185,12 +225,14 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
     exactly as `--arch` / `--set` are before the picker closes."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="arch.cancel")]
-    DEFAULT_CSS = MODAL_CSS + """
+    DEFAULT_CSS = modal_css("ArchScreen") + """
     ArchScreen OptionList { height: auto; max-height: 8; }
-    ArchScreen .field { height: 3; }
-    ArchScreen .field Label { width: 20; padding: 1 1 0 0; }
+    ArchScreen .field { height: 1; }
+    ArchScreen #arch-list { margin-bottom: 1; }
+    ArchScreen .field Label { width: 20; padding: 0 1 0 0; }
     ArchScreen .field Input { width: 1fr; }
-    ArchScreen #arch-buttons { height: 3; align-horizontal: right; }
+    ArchScreen #arch-error { height: auto; }
+    ArchScreen #arch-buttons { height: 1; margin-top: 1; align-horizontal: right; }
     """
 
     def __init__(self, presets: list[tuple[str, str]], current: str, overrides: dict[str, str]) -> None:
@@ -205,10 +247,10 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
                 with Horizontal(classes="field"):
                     yield Label(label)
                     yield Input(value=self.overrides.get(key, ""), placeholder="preset value (e.g. 48KiB, 4)",
-                                id=f"set-{key.replace('.', '-')}")
+                                id=f"set-{key.replace('.', '-')}", compact=True)
             yield Static("", id="arch-error", classes="error")
             with Horizontal(id="arch-buttons"):
-                yield Button("Apply and rerun", variant="primary", id="arch-apply")
+                yield Button("Apply and rerun", variant="primary", id="arch-apply", compact=True)
             yield Label("↑↓ preset · tab to the fields · enter applies · esc cancels", classes="hint")
 
     def on_mount(self) -> None:
