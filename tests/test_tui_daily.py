@@ -372,3 +372,28 @@ async def test_the_drill_down_leaves_room_for_its_details_at_80x24() -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen.query_one("#drill-hists").region.height == 15
+
+
+# --- 7. search from the drill-down ----------------------------------------------------------------------
+
+async def test_slash_in_the_drill_down_searches_the_source() -> None:
+    """Before: `/` was listed in the drill-down's footer and did nothing there, and the letters
+    typed next ran commands (`visited`: t reran at 16 trials, e opened the export dialog)."""
+    from textual.widgets import Input
+
+    from tuiprof.tui.screens.drill import DrillScreen
+
+    app = fixed_app("bfs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        config, generation = app.config, app.generation
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Zoom" not in footer and "Metric" not in footer   # the main screen's views are not here
+        await pilot.press("slash", *"visited")
+        await pilot.pause()
+        search = app.query_one("#search", Input)
+        assert not isinstance(app.screen, DrillScreen) and search.has_focus and search.value == "visited"
+        assert app.config == config and app.generation == generation     # no run started, no dialog
+        assert "visited" in app.query_one(SourceView).code[app.query_one(SourceView).current_line - 1].plain

@@ -73,6 +73,8 @@ MIN_CODE = 40
 MAX_TOLERANCE = 0.05
 """The loosest tolerance `t` goes to (5 points of hit ratio)."""
 MAX_TRIALS, MIN_TRIALS = 4096, 4
+MAIN_SCREEN_ONLY = ("zoom", "pane", "metric")
+"""Actions about the main screen's layout: hidden in the drill-down."""
 
 
 def spawn(name: str, target: Callable[..., None], *args: object) -> threading.Thread:
@@ -571,7 +573,10 @@ class TuiprofApp(App[int]):
     # --- actions ----------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Which actions are available now: True shown, None shown dimmed (not now), False hidden."""
+        """Which actions are available now: True shown, None shown dimmed (not now), False hidden
+        (the main screen's views are hidden in the drill-down, which has its own)."""
+        if action in MAIN_SCREEN_ONLY and isinstance(self.screen, DrillScreen):
+            return False
         if action == "cancel_run":
             return True if self.phase in RUNNING else None
         if action == "export":
@@ -682,7 +687,11 @@ class TuiprofApp(App[int]):
         if op is not None:
             self.open_drill(op)
 
-    def action_search(self) -> None:
+    async def action_search(self) -> None:
+        """`/`: search the source; from the drill-down, back to the source first (the letters
+        typed next are the search's, never commands)."""
+        if isinstance(self.screen, DrillScreen):
+            await self.pop_screen()
         self.action_pane("source")
         search = self.query_one("#search", Input)
         if not search.has_class("-open"):
