@@ -397,3 +397,31 @@ async def test_slash_in_the_drill_down_searches_the_source() -> None:
         assert not isinstance(app.screen, DrillScreen) and search.has_focus and search.value == "visited"
         assert app.config == config and app.generation == generation     # no run started, no dialog
         assert "visited" in app.query_one(SourceView).code[app.query_one(SourceView).current_line - 1].plain
+
+
+# --- 10. an arch without an L2 ---------------------------------------------------------------------------
+
+async def test_no_l2_figures_where_the_arch_has_no_l2() -> None:
+    """gtx480 (paper 002's, L2 disabled): before, the status said `L2 -` yet every op showed
+    `H2 0.000%` on an invented axis and the X formula printed `t2 120`."""
+    from tuiprof.tui.screens.drill import DrillScreen
+
+    app = fixed_app("spmv-u", arch="gtx480")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await patterns_in(pilot)
+        assert not app.session.arch.l2.enabled and app.session.arch.l1.enabled
+        view = app.query_one(SourceView)
+        status = screen_text(app).splitlines()[0]
+        assert "L1 " in status and "L2" not in status
+        assert " H1 " in view.detail().plain and "H2" not in view.detail().plain
+        seen = set()
+        for _ in range(8):                               # ] steps through the metrics there are
+            await pilot.press("right_square_bracket")
+            seen.add(app.metric)
+        assert seen == {"x", "h1", "l1_read"}
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        assert not re.search(r"H2 \(L2|H2 [\d—]|H2·t2|t2 \d|▒ L2", text), text
+        assert "X = H1·t1 + (1−H1)·Tm with t1" in text and "H1 (L1 hit ratio)" in text

@@ -41,7 +41,7 @@ from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
 from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, PatternsReady, RecollectFailed, RunEvent,
                                   TraceLoaded)
-from tuiprof.tui.metrics import DEFAULT, METRICS, OP_PARTS, series
+from tuiprof.tui.metrics import DEFAULT, OP_PARTS, Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
 from tuiprof.tui.panes.sm import SmPane
@@ -163,6 +163,8 @@ class TuiprofApp(App[int]):
         self.planned = analysis.planned if analysis is not None else self.config.trials
         self.sweep: SweepProgress | None = None
         self.metric = DEFAULT
+        self.levels = Levels.of(session.arch) if session else Levels()
+        """The cache levels of the GPU the results shown are for (an absent one's figures are not shown)."""
         self.pane = "source"
         self.zoom = False
         self.stale = False
@@ -412,6 +414,8 @@ class TuiprofApp(App[int]):
     def _apply_pending(self) -> None:
         if self._pending is not None:
             self.analysis, self._pending, self.stale = self._pending, None, False
+            if self.session is not None:
+                self.levels = Levels.of(self.session.arch)
             if self.t_first_update is None:
                 self.t_first_update = self.clock() - self.t_start
             self._update_views()
@@ -425,7 +429,7 @@ class TuiprofApp(App[int]):
     # --- views ------------------------------------------------------------------------------
 
     def _update_views(self) -> None:
-        self.query_one(SourceView).set_analysis(self.analysis, self.stale)
+        self.query_one(SourceView).set_analysis(self.analysis, self.stale, self.levels)
         self._update_hist()
         d = self.analysis.decisions if self.analysis is not None else None
         waiting = "waiting for the main run…" if self.phase != "failed" else "no result: the run failed"
@@ -459,6 +463,8 @@ class TuiprofApp(App[int]):
             running = "waiting for the first trial (compiling the simulator for this GPU first, once)…"
         empty = {"loading": "loading the trace…", "failed": "no result: the run failed",
                  "cancelled": "cancelled before the first trial"}.get(self.phase, running)
+        if not self.levels.has(self.metric):  # the arch changed to one without that cache level
+            self.metric = DEFAULT
         op = self.histogram_op()
         shared = self.analysis.ops[op].shared if self.analysis is not None and op is not None else None
         if shared is not None:  # bank conflicts: the same in every trial, drawn per request
@@ -502,8 +508,10 @@ class TuiprofApp(App[int]):
                   Field((self._phase(),), 0, 1)]
         if a is not None:
             dim = MUTED if self.stale else "bold"
-            fields.append(Field((("L1 ", MUTED), (fmt.pct(a.headline["l1_read"].mean, 1), dim),
-                                 (" L2 ", MUTED), (fmt.pct(a.headline["l2_read"].mean, 1), dim)), 4, 2))
+            ratios = [piece for level, key in (("L1", "l1_read"), ("L2", "l2_read")) if self.levels.has(key)
+                      for piece in ((f" {level} ", MUTED), (fmt.pct(a.headline[key].mean), dim))]
+            if ratios:
+                fields.append(Field(((ratios[0][0].lstrip(), MUTED), *ratios[1:]), 4, 2))
         if s is not None:
             fields += [Field(((clean(s.arch.name), "bold"),), 1, 3), Field(((f"MD {s.md}", "bold"),), 2, 3),
                        Field(((clean(s.trace.launch.kernel), ""),), 3, 3),
@@ -701,8 +709,9 @@ class TuiprofApp(App[int]):
         search.focus()
 
     def action_metric(self, step: int) -> None:
-        i = METRICS.index(self.metric) if self.metric in METRICS else 0
-        self.metric = METRICS[(i + step) % len(METRICS)]
+        metrics = self.levels.metrics()
+        i = metrics.index(self.metric) if self.metric in metrics else 0
+        self.metric = metrics[(i + step) % len(metrics)]
         self._update_hist()
 
     def action_zoom(self) -> None:
@@ -837,7 +846,7 @@ class TuiprofApp(App[int]):
                 continue
             cmds.append((a.palette, f"{a.key_display or a.keys}: {a.help}",
                          partial(self.run_action, a.action)))
-        for key in METRICS:
+        for key in self.levels.metrics():
             title = OP_PARTS.get(key) or f"{HEADLINES[key]} · kernel"
             cmds.append((f"Histogram: {title}", "[ ] cycle the metrics", partial(self._set_metric, key)))
         return cmds

@@ -29,6 +29,7 @@ from textual.widget import Widget
 
 from tuiprof.model.pattern import hot_reason, kernel_tm
 from tuiprof.tui import format as fmt
+from tuiprof.tui.metrics import Levels
 from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
 
 if TYPE_CHECKING:
@@ -101,17 +102,18 @@ def rank_mark(label: str | None) -> str:
     return label if n < 10 else "S+"
 
 
-def gutter_cells(stats: "OpStats | None", load: bool) -> tuple[str, str, str, str]:
+def gutter_cells(stats: "OpStats | None", load: bool, l1: bool = True) -> tuple[str, str, str, str]:
     """H1 (3 cells, percent), X (4 cells, cycles), sectors per request (2 cells) and the ideal
     mark (1 cell) of an op, as plain text; a shared-memory op has ``shm`` for H1 (no cache) and
-    its wavefronts per request for the sectors (bank conflicts, as ncu counts them)."""
+    its wavefronts per request for the sectors (bank conflicts, as ncu counts them); without an
+    L1 (`l1` false) there is no H1."""
     if stats is None:
         return "   ", "    ", "  ", " "
     sh = stats.shared
     if sh is not None:
         return ("shm", fmt.short(sh.latency, 4), f"{sh.wavefronts:>2.0f}" if sh.wavefronts < 99.5 else "99",
                 "✓" if sh.wavefronts <= sh.ideal * 1.05 else " ")
-    h1 = stats.h1.mean if load and stats.h1.defined else None
+    h1 = stats.h1.mean if load and l1 and stats.h1.defined else None
     x = stats.x.mean if stats.x.defined else None
     spa = stats.sectors_per_access
     ideal = fmt.finite(spa) and spa <= stats.ideal_sectors * 1.05
@@ -173,6 +175,8 @@ class SourceView(Widget, can_focus=True):
         self.patterns: dict[int, "AddressPattern"] = {}
         self.stale = False
         """The figures are the previous run's (a rerun is computing): drawn dimmed."""
+        self.levels = Levels()
+        """The cache levels of the GPU the figures are for."""
         self.top = 0
         self.pan = 0
         self.moved = False
@@ -230,12 +234,13 @@ class SourceView(Widget, can_focus=True):
         self._scroll_to_cursor()
         self.refresh()
 
-    def set_analysis(self, analysis: "Analysis | None", stale: bool = False) -> None:
+    def set_analysis(self, analysis: "Analysis | None", stale: bool = False, levels: Levels = Levels()) -> None:
         """Annotate with an Analysis (None clears the figures but keeps the ops); `stale`: it is
-        the previous run's, shown dimmed while a rerun computes. The first analysis puts the
+        the previous run's, shown dimmed while a rerun computes; `levels`: the cache levels of the
+        GPU it simulated (an absent one's figures are not shown). The first analysis puts the
         cursor on L1, the costliest load, unless the user has moved."""
         first = self.analysis is None and analysis is not None
-        self.analysis, self.stale = analysis, stale
+        self.analysis, self.stale, self.levels = analysis, stale, levels
         self._reasons = {}
         if analysis is None:
             self.stats, self.ranks = {}, {}
@@ -431,7 +436,7 @@ class SourceView(Widget, can_focus=True):
         num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", "$foreground-muted")
         op = self.ops.get(row.op) if row.op is not None else None
         h1, x, spr, ideal = gutter_cells(self.stats.get(row.op) if op is not None else None,
-                                         op is not None and op.kind == "load")
+                                         op is not None and op.kind == "load", self.levels.l1)
         if op is not None and row.op not in self.stats:
             figures = Content.styled(f"{op.kind[:12]:<12}", "$foreground-muted")
         else:
@@ -490,10 +495,11 @@ class SourceView(Widget, can_focus=True):
             if self.stale:
                 parts.append((" · previous run", "$foreground-muted italic"))
             return Content.assemble(head, *parts)
-        if op.kind == "load":
-            parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None, 1)}", ""))
-        parts += [(f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None, 1)}", ""),
-                  (f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
+        if op.kind == "load" and self.levels.l1:
+            parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None)}", ""))
+        if self.levels.l2:
+            parts.append((f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None)}", ""))
+        parts += [(f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
                   (f" [trials {fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}]" if s.x.defined else "",
                    "$foreground-muted")]
         if fmt.finite(s.sectors_per_access):

@@ -18,7 +18,7 @@ from textual.widgets import Static
 from tuiprof.model.pattern import insight, shared_advice
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
-from tuiprof.tui.metrics import series
+from tuiprof.tui.metrics import Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.status import AppFooter
 from tuiprof.tui.text import MAX_LABEL, MAX_MESSAGE, clean
@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 ANALYSING = "address pattern: analysing the op's warp accesses…"
 
 
-def breakdown(s: "OpStats", width: int) -> Content:
-    """X split into its L1, L2 and DRAM terms as one labelled stacked bar."""
+def breakdown(s: "OpStats", width: int, levels: Levels = Levels()) -> Content:
+    """X split into its L1, L2 and DRAM terms as one labelled stacked bar (an absent cache level
+    has no term)."""
     shares = [("L1", s.l1_share, "$success", "▓"), ("L2", s.l2_share, "$primary", "▒"),
               ("DRAM", s.dram_share, "$error", "░")]
+    shares = [x for x in shares if x[0] == "DRAM" or levels.has(f"h{x[0][1]}")]
     if not all(fmt.finite(x) for _, x, _, _ in shares):
         return Content.styled("latency breakdown: undefined (no accesses reached memory)", "$foreground-muted")
     w = max(10, width)
@@ -100,6 +102,7 @@ class DrillScreen(Screen[None]):
         super().__init__()
         self.op_id, self.analysis, self.session = op_id, analysis, session
         self.trace, self.arch = session.trace, session.arch
+        self.levels = Levels.of(session.arch)
         self.patterns = patterns
 
     @property
@@ -174,7 +177,7 @@ class DrillScreen(Screen[None]):
         shared = analysis.ops[self.op_id].shared if analysis is not None else None
         for which in ("x", "h1", "h2"):  # shared memory: no trials to draw, no cache hit ratios
             hist = self.query_one(f"#hist-{which}", HistogramView)
-            hist.display = shared is None or which == "x"
+            hist.display = which == "x" or (shared is None and self.levels.has(which))
             if shared is not None:
                 hist.show_shared(shared)
             else:
@@ -202,12 +205,14 @@ class DrillScreen(Screen[None]):
         if s.shared is not None:
             self._render_shared(op, s)
             return
-        t1, t2 = self.arch.l1.hit_latency, self.arch.l2.hit_latency
-        eq = (f"X = H1·t1 + (1−H1)·[H2·t2 + (1−H2)·Tm] with t1 {t1}, t2 {t2}, Tm {fmt.cyc(s.tm.mean)}: "
+        lv = self.levels
+        given = [f"t1 {self.arch.l1.hit_latency}"] * lv.l1 + [f"t2 {self.arch.l2.hit_latency}"] * lv.l2
+        eq = (f"{lv.formula()} with {', '.join([*given, f'Tm {fmt.cyc(s.tm.mean)}'])}: "
               f"X {fmt.cyc(s.x.mean)} (trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean "
               f"±{fmt.num((s.x.ci_hi - s.x.ci_lo) / 2, 1)} cyc 95% CI; the model's randomness only; paper 000 sec. 6.1)")
         self.query_one("#drill-latency", Static).update(Content("\n").join([
-            Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60)), Content.styled(eq, "$foreground-muted")]))
+            Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60), lv),
+            Content.styled(eq, "$foreground-muted")]))
         ideal_lines = max(1, -(-self.arch.warp_size * op.bytes // self.arch.l1.line))
         coal = [Content.styled("Coalescing", "bold"),
                 Content.assemble(("sectors per request ", ""), (fmt.num(s.sectors_per_access, 1), "bold"),
