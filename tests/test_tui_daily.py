@@ -425,3 +425,72 @@ async def test_no_l2_figures_where_the_arch_has_no_l2() -> None:
         text = " ".join(screen_text(app).split())
         assert not re.search(r"H2 \(L2|H2 [\d—]|H2·t2|t2 \d|▒ L2", text), text
         assert "X = H1·t1 + (1−H1)·Tm with t1" in text and "H1 (L1 hit ratio)" in text
+
+
+# --- 9. one number, one rendering ---------------------------------------------------------------------
+
+def test_one_percentage_rule_and_one_cycle_rule() -> None:
+    from tuiprof.tui import format as fmt
+
+    assert [fmt.pct(x) for x in (0.4312, 0.0015, 0.00145, 0.0014999, 0.00015, 0.0, 1.0, None)] == \
+        ["43.1%", "0.15%", "0.15%", "0.15%", "0.015%", "0.0%", "100.0%", "—"]
+    assert fmt.pct(0.87, 0, width=5) == "  87%" and fmt.pct(None, missing="-") == "-"
+    assert [fmt.cycles(x) for x in (982.5, 982.46, 8.63, 0.456, 12.0)] == ["983", "982", "8.6", "0.46", "12"]
+    assert fmt.cyc(982.5) == "983 cyc"
+
+
+def test_one_byte_size_rendering() -> None:
+    """Three formatters gave '48 KiB', '48.0 KiB' and '48 KiB' (and '49153 B' for a byte more)."""
+    from tuiprof import units
+    from tuiprof.arch.model import format_size
+    from tuiprof.resources import human_size
+
+    assert format_size is units.size and human_size is units.size
+    assert [units.size(n) for n in (49152, 52428800, 1536, 100000, 217 * 1024, 512)] == \
+        ["48 KiB", "50 MiB", "1.5 KiB", "97.7 KiB", "217 KiB", "512 B"]
+
+
+@pytest.mark.parametrize("h1", [0.0015, 0.00145, 0.0015234])
+async def test_an_h1_reads_the_same_in_the_op_line_the_drill_down_and_the_report(h1: float) -> None:
+    """Before: H1 = 0.0015 was 0.1% in the text report, 0.2% in the op line and 0.150% in the
+    drill-down."""
+    import dataclasses
+
+    from tests.fixed_analysis import fixed
+    from tuiprof.report import document, render
+    from tuiprof.tui.screens.drill import DrillScreen
+
+    session, analysis = fixed("spmv-u")
+    l1 = next(i for i, r in analysis.ranks().items() if r == "L1")
+    s = analysis.ops[l1]
+    ops = list(analysis.ops)
+    ops[l1] = dataclasses.replace(s, h1=dataclasses.replace(s.h1, mean=h1))
+    changed = dataclasses.replace(analysis, ops=tuple(ops))
+    want = "0.15%"
+    row = next(line for line in render(document(session, changed), "text").splitlines()
+               if line.strip().startswith("L1 ") and f" {l1} " in line)
+    assert f" {want} " in row, row
+    app = TuiprofApp(session=session, analysis=changed, show_timing=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await patterns_in(pilot)
+        assert f"H1 {want} " in app.query_one(SourceView).detail().plain
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        await pilot.pause()
+        assert f"mean {want} " in screen_text(app)
+
+
+def test_the_text_report_never_cuts_advice() -> None:
+    """Before: advice over 320 characters ended in "…" mid-word."""
+    from tests.fixed_analysis import fixed
+    from tuiprof.report import document, render
+
+    session, analysis = fixed("spmv-u")
+    doc = document(session, analysis)
+    tips = [t for o in doc["analysis"]["ops"] for t in (o["advice"] or [])]
+    assert max(len(t) for t in tips) > 320
+    text = " ".join(render(doc, "text").split())
+    for o in doc["analysis"]["ops"]:
+        if o["rank"] and int(o["rank"][1:]) <= 3:
+            for t in o["advice"] or []:
+                assert " ".join(t.split()) in text, t

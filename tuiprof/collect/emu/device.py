@@ -21,12 +21,13 @@ from typing import Callable, Mapping, Sequence, Union
 
 import numpy as np
 
+from tuiprof import units
 from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
 from tuiprof.collect.emu.decode import KernelParam, Program, decode, module_globals
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
 from tuiprof.errors import TuiprofError
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.ptx.model import Function, Module, SourceLoc
 from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
 
@@ -149,9 +150,9 @@ class EmuDevice:
         shp, dt, nbytes = array_layout(shape, dtype, call)
         budget = memory_budget()
         if self.heap.top + nbytes > budget.bytes:
-            used = f" ({human_size(self.heap.top)} of it already allocated)" if self.heap.top >= 1 << 20 else ""
-            raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} is {human_size(nbytes)}; the emulator "
-                               f"keeps device memory in this machine's memory, at most {human_size(budget.bytes)}, "
+            used = f" ({units.size(self.heap.top)} of it already allocated)" if self.heap.top >= 1 << 20 else ""
+            raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} is {units.size(nbytes)}; the emulator "
+                               f"keeps device memory in this machine's memory, at most {units.size(budget.bytes)}, "
                                f"half {budget.of} (a tuiprof limit){used}",
                                "allocate smaller arrays in the launch script (a snapshot needs a few hundred CTAs' "
                                "data), or run it on a GPU (--backend gpu)")

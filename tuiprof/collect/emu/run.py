@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from tuiprof import units
 from tuiprof.collect.emu.decode import Program, UnsupportedPtx
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_MASK, E_MASK2,
@@ -38,7 +39,7 @@ from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import note_first_compile
 from tuiprof.ptx.model import SourceLoc
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.trace.model import LANES, MAX_GRID_CTAS
 
 
@@ -348,7 +349,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
         budget = memory_budget()
         raise EmulationError(f"the snapshot of {prog.kernel} ({snapshot.shape[0]:,} CTAs) made {int(ctl[CTL_RECORDS]):,} "
                              f"warp accesses; the emulator keeps at most {rec_max:,} of them in "
-                             f"{human_size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
+                             f"{units.size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
                              "record fewer CTAs (--snapshot N), or give the kernel smaller inputs in the launch script")
     kept = [r for r, _, _ in results if r is not None]
     key = np.concatenate([r[0] for r in kept]) if kept else np.zeros(0, np.int64)

@@ -37,7 +37,11 @@ class Series:
     measured_label: str = ""
 
 
-def _value(x: float | None, ratio: bool, digits: int = 1) -> str:
+def _value(x: float | None, ratio: bool, digits: int | None = None) -> str:
+    """A value of the series in its unit: the one rendering of ratios and cycles (`digits` only
+    for the axis, whose ends need the span's)."""
+    if digits is None:
+        return fmt.pct(x) if ratio else fmt.cyc(x)
     return fmt.pct(x, digits) if ratio else (f"{fmt.num(x, digits)} cyc" if fmt.finite(x) else "—")
 
 
@@ -128,24 +132,23 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
         marks[mcol] = "┊"
     lines.append(Content.assemble((" " * (axis_w + 1), ""), ("".join(marks), "$text-accent")))
     lines.append(Content.styled(" " * (axis_w + 1) + axis_labels(lo, hi, s.ratio, plot_w), "$foreground-muted"))
-    d = fmt.decimals_for(e.std if fmt.finite(e.std) and e.std > 0 else (hi - lo), s.ratio)
     half = (e.ci_hi - e.ci_lo) / 2
     lines.append(Content.assemble(
-        ("mean ", "$foreground-muted"), (_value(e.mean, s.ratio, d), "bold"),
-        (f" ±{_value(half, s.ratio, fmt.decimals_for(half, s.ratio))} (95% CI)", "$foreground-muted")))
+        ("mean ", "$foreground-muted"), (_value(e.mean, s.ratio), "bold"),
+        (f" ±{_value(half, s.ratio)} (95% CI)", "$foreground-muted")))
     lines.append(Content.assemble(
-        ("σ ", "$foreground-muted"), (_value(e.std, s.ratio, d), ""),
-        ("  trials 95% ", "$foreground-muted"), (f"[{_value(e.spread_lo, s.ratio, d)}, {_value(e.spread_hi, s.ratio, d)}]", ""),
+        ("σ ", "$foreground-muted"), (_value(e.std, s.ratio), ""),
+        ("  trials 95% ", "$foreground-muted"), (f"[{_value(e.spread_lo, s.ratio)}, {_value(e.spread_hi, s.ratio)}]", ""),
     ))
     if m is not None:
-        lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio, 1), "bold"),
+        lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio), "bold"),
                                       (f"  {s.measured_label}", "$foreground-muted")))
     conv = np.asarray(s.convergence, dtype=np.float64)
     if conv.size >= 2:
         spark_w = max(4, width - 32)
         last = conv[np.isfinite(conv)][-1] if np.isfinite(conv).any() else float("nan")
         lines.append(Content.assemble(("σ vs trials ", "$foreground-muted"), (fmt.sparkline(conv, spark_w), "$secondary"),
-                                      (f" {_value(last, s.ratio, fmt.decimals_for(last, s.ratio))} (Fig. 7)",
+                                      (f" {_value(last, s.ratio)} (Fig. 7)",
                                        "$foreground-muted")))
     else:
         lines.append(Content.styled("σ vs trials: after 2 trials (Fig. 7)", "$foreground-muted"))
@@ -213,5 +216,5 @@ def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
                                       (bar, "$success" if k <= ideal else "$error"),
                                       (f" {fmt.pct(n / max(1, st.warp_accesses), 0)}{mark}", "$foreground-muted")))
     lines.append(Content.assemble(("mean ", "$foreground-muted"), (f"{st.wavefronts:.2f}", "bold"),
-                                  (f" wavefronts per request, ideal {st.ideal:.0f}; X {st.latency:.1f} cyc", "$foreground-muted")))
+                                  (f" wavefronts per request, ideal {st.ideal:.0f}; X {fmt.cyc(st.latency)}", "$foreground-muted")))
     return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])

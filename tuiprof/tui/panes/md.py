@@ -86,7 +86,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             lines.append(Content.styled(f"previous run: recommended {previous.recommended_md} of "
                                         f"{previous.default_md}, gain {previous.gain_label}", "$foreground-muted italic"))
         for s in decisions.md_samples:
-            lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate, 1)}, "
+            lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate)}, "
                                         f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", "$foreground-muted"))
         return Content("\n").join(lines)
     timing = d.timing

@@ -51,7 +51,7 @@ def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str)
                 ctas = int(sm.ctas[k])
                 mark = "×" if k in idle else " "
                 cells.append(Content.assemble((f"{k:>3}{mark}", "$foreground-muted"), (fmt.hbar(frac, 8), "$primary"),
-                                              (f"{fmt.pct(frac, width=5)} {ctas:>3} CTAs ", "")))
+                                              (f"{fmt.pct(frac, 0, width=5)} {ctas:>3} CTAs ", "")))
             lines.append(Content("").join(cells))
     else:
         # Compact: one cell per SM, its height the busy fraction; × marks an idle SM.

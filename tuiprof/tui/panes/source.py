@@ -491,7 +491,7 @@ class SourceView(Widget, can_focus=True):
             parts += [(f" · shared: {sh.wavefronts:.1f} wavefronts/request, ideal {sh.ideal:.0f}", ""),
                       (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else " (no bank conflict)", ""),
                       (f" · X {fmt.cyc(sh.latency)}", "bold"),
-                      (f" · {fmt.pct(s.cost_share, 1)} of the cost", "$foreground-muted")]
+                      (f" · {fmt.pct(s.cost_share)} of the cost", "$foreground-muted")]
             if self.stale:
                 parts.append((" · previous run", "$foreground-muted italic"))
             return Content.assemble(head, *parts)
@@ -504,7 +504,7 @@ class SourceView(Widget, can_focus=True):
                    "$foreground-muted")]
         if fmt.finite(s.sectors_per_access):
             parts.append((f" · {s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}", ""))
-        parts.append((f" · {fmt.pct(s.cost_share, 1)} of the cost", "$foreground-muted"))
+        parts.append((f" · {fmt.pct(s.cost_share)} of the cost", "$foreground-muted"))
         if self.stale:
             parts.append((" · previous run", "$foreground-muted italic"))
         return Content.assemble(head, *parts)

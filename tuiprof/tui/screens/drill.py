@@ -195,7 +195,7 @@ class DrillScreen(Screen[None]):
             (f"{rank} " if rank else "", "bold $text-warning"), (f"op {op.id} · {op.kind} ", "bold"),
             (clean(op.label, MAX_LABEL), "bold $text-accent"), (f" · {why}" if why else "", "bold $text-error"),
             (f" · {clean(op.file)}:{op.line} · {op.space} · {op.bytes} B/lane", ""),
-            (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share, 1)} of the cost" if s else "",
+            (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share)} of the cost" if s else "",
              "$foreground-muted"))
         self.query_one("#drill-title", Static).update(title)
         width = max(20, self.size.width - 4)
@@ -209,7 +209,7 @@ class DrillScreen(Screen[None]):
         given = [f"t1 {self.arch.l1.hit_latency}"] * lv.l1 + [f"t2 {self.arch.l2.hit_latency}"] * lv.l2
         eq = (f"{lv.formula()} with {', '.join([*given, f'Tm {fmt.cyc(s.tm.mean)}'])}: "
               f"X {fmt.cyc(s.x.mean)} (trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean "
-              f"±{fmt.num((s.x.ci_hi - s.x.ci_lo) / 2, 1)} cyc 95% CI; the model's randomness only; paper 000 sec. 6.1)")
+              f"±{fmt.cyc((s.x.ci_hi - s.x.ci_lo) / 2)} 95% CI; the model's randomness only; paper 000 sec. 6.1)")
         self.query_one("#drill-latency", Static).update(Content("\n").join([
             Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60), lv),
             Content.styled(eq, "$foreground-muted")]))

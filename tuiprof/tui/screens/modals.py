@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiprof.arch.model import format_size
+from tuiprof import units
 from tuiprof.errors import TuiprofError
 from tuiprof.tui import format as fmt
 from tuiprof.tui.text import MAX_MESSAGE, clean
@@ -297,7 +297,7 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
         values = {"l1.size": arch.l1.size, "l1.assoc": arch.l1.assoc, "l2.size": arch.l2.size,
                   "l2.assoc": arch.l2.assoc}
         for key, value in values.items():
-            text = format_size(value) if key.endswith("size") else str(value)
+            text = units.size(value) if key.endswith("size") else str(value)
             self.query_one(f"#set-{key.replace('.', '-')}", Input).placeholder = f"{self.chosen}: {text}"
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
