@@ -494,3 +494,117 @@ def test_the_text_report_never_cuts_advice() -> None:
         if o["rank"] and int(o["rank"][1:]) <= 3:
             for t in o["advice"] or []:
                 assert " ".join(t.split()) in text, t
+
+
+# --- 5. honest phases; 6. the MD sweep and the arch's MD -------------------------------------------------
+
+KERNEL = 'extern "C" __global__ void k(float *y, const float *x)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n' \
+         '    y[i] = 2.0f * x[i];\n}\n'
+SCRIPT = ("import numpy as np\nARCH = 'v100'\ndef setup(dev):\n    x = dev.to_device(np.ones(256, np.float32))\n"
+          "    y = dev.zeros(256, np.float32)\n    dev.launch('k', 2, 128, (y, x))\n    dev.launch('k', 4, 64, (y, x))\n")
+
+
+async def test_opening_a_kernel_file_says_each_phase_as_it_happens(tmp_path) -> None:
+    """Before: "loading the trace..." for the whole compile and emulation (45 s on stencil.cu),
+    and after R the previous run's "✓ 20/64 ..." for 20-34 s."""
+    from tuiprof.session import RunConfig
+    from tuiprof.tui.messages import LoadProgress
+
+    (tmp_path / "k.cu").write_text(KERNEL)
+    (tmp_path / "k_launch.py").write_text(SCRIPT)
+    said: list[str] = []
+
+    class Spy(TuiprofApp):
+        def on_load_progress(self, message: LoadProgress) -> None:
+            super().on_load_progress(message)
+            said.append(self._phase()[0])
+
+    app = Spy(str(tmp_path / "k.cu"), RunConfig(trials=2, sweep=False, collect=_launch_index(1)), show_timing=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.phase in ("done", "failed"))
+        assert app.phase == "done", app.error
+        text = "\n".join(said)
+        assert re.search(r"compiling k\.cu with (nvcc|NVRTC)", text) or "cache" in text, text
+        assert "emulating launch 1 (k): 2/2 CTAs" in text, text          # a launch before the recorded one
+        assert "emulating launch 2 (k, the recorded one): 4/4 CTAs" in text, text
+        assert "recording the trace" in text
+        said.clear()
+        app.action_recollect()                                            # R
+        status = str(app.query_one("#status").render())
+        assert "recollecting k.cu" in status and "✓" not in status, status   # at once, before any event
+        await wait_for(pilot, lambda: app.phase in ("done", "failed"))
+        assert any("emulating launch 2" in x for x in said)
+
+
+def _launch_index(k: int):
+    from tuiprof.collect.options import CollectOptions
+
+    return CollectOptions(launch_index=k, backend="emu")
+
+
+def test_md_sweep_progress_is_a_fraction_of_the_whole_sweep() -> None:
+    """Before: `MD sweep 5/6: 4/16` then `2/6: 7/16` (the first number was the MD)."""
+    from tests.tui_support import DEMO
+    from tuiprof.session import RunConfig, Session, SweepProgress
+
+    events: list[SweepProgress] = []
+    session = Session.open(DEMO, RunConfig(trials=4, seed=3, sweep_trials=3, tolerance=None))
+    session.run(lambda e: events.append(e) if isinstance(e, SweepProgress) else None)
+    assert events
+    assert [e.sweep_done for e in events] == list(range(1, len(events) + 1))
+    assert events[-1].sweep_done == events[-1].sweep_planned == 3 * (len(session.sweep_mds()) - 1)
+
+
+async def test_the_status_and_model_pane_show_the_sweep_as_a_fraction() -> None:
+    from tuiprof.session import SweepProgress
+    from tuiprof.tui.panes.md import render_md
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        app.phase, app.sweep = "sweep", SweepProgress(5, 4, 16, (1, 2, 3, 4, 5, 6), 20, 80)
+        assert "MD sweep 20/80 trials (MD 5)" in app._phase()[0]
+    d = dataclasses_replace_md_none(app.analysis.decisions)
+    pane = render_md(d, app.sweep, 6, 80, "sweep").plain
+    assert "MD sweep: 20 of 80 trials (25%)" in pane and "MD 5 at 4/16" in pane
+
+
+def dataclasses_replace_md_none(decisions):
+    import dataclasses
+
+    return dataclasses.replace(decisions, md=None, md_note="")
+
+
+async def test_picking_an_arch_says_when_it_resets_the_md() -> None:
+    """Before: picking h100 silently reset the MD (2 to 8 in the issue)."""
+    from textual.widgets import OptionList
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        before = app.session.md
+        await pilot.press("a")
+        ol = app.screen.query_one(OptionList)
+        ol.highlighted = [ol.get_option_at_index(i).id for i in range(ol.option_count)].index("h100")
+        await pilot.press("enter")
+        app.action_cancel_run()
+        after = app.session.md
+        assert after != before
+        said = [str(n.message) for n in app._notifications]
+        assert any(f"rerun on h100 at MD {after}" in n and f"was {before}" in n for n in said), said
+        await wait_for(pilot, lambda: app.phase in ("cancelled", "done", "failed"))
+
+
+def test_the_text_report_says_when_the_simulator_compiles(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a 25.7 s pause without a word while the simulator compiled for a new geometry."""
+    from tuiprof.report import build_report
+    from tuiprof.session import RunConfig, Session
+
+    monkeypatch.setattr(Session, "run", lambda self, on_event=None: None)
+    monkeypatch.setattr(Session, "compiles", lambda self, arch=None: True)
+    build_report("vecadd", RunConfig(trials=2))
+    assert "compiling the simulator" in capsys.readouterr().err
+    monkeypatch.setattr(Session, "compiles", lambda self, arch=None: False)
+    build_report("vecadd", RunConfig(trials=2))
+    assert "compiling" not in capsys.readouterr().err

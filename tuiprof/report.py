@@ -262,8 +262,15 @@ def document(session: Session, analysis: Analysis | None, *, partial: bool = Fal
 
 def build_report(target: str | Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
     """Open `target` (a trace, a demo name or a .cu source), simulate it under `config`, and
-    describe the run."""
+    describe the run; a note on standard error says when the simulator compiles first (a pause of
+    half a minute without a word otherwise)."""
     session = Session.open(target, config)
+    sweep = [session.arch_at(m) for m in session.sweep_mds()] if config.sweep else []
+    if any(session.compiles(arch) for arch in {session.arch, *sweep}):
+        from tuiprof.output import note
+
+        note("note: compiling the simulator for this GPU's cache geometry first (once: later runs load it from the "
+             "cache; about half a minute)...")
     return document(session, session.run(on_event))
 
 

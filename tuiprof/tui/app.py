@@ -32,6 +32,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from tuiprof.errors import TuiprofError
+from tuiprof.progress import Phase
 from tuiprof.model.analysis import HEADLINES
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
@@ -39,8 +40,8 @@ from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunCo
 from tuiprof.tui import format as fmt
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
-from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, PatternsReady, RecollectFailed, RunEvent,
-                                  TraceLoaded)
+from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, LoadProgress, PatternsReady, RecollectFailed,
+                                  RunEvent, TraceLoaded)
 from tuiprof.tui.metrics import DEFAULT, OP_PARTS, Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
@@ -191,6 +192,9 @@ class TuiprofApp(App[int]):
         """The source line to return to after a recollect (0: none pending)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self._spin = 0
+        self.load_phase = Phase("loading the trace")
+        """What opening (or recollecting) the target is doing now."""
+        self._phase_before_recollect = "done"
         self._search_from: tuple[int, int] | None = None
         """The source cursor and top row when `/` opened the search (esc goes back there)."""
 
@@ -254,18 +258,28 @@ class TuiprofApp(App[int]):
     # --- loading and runs -------------------------------------------------------------------
 
     def _load(self, target: str, config: RunConfig) -> None:
-        spawn("load", self._load_thread, target, config)
+        spawn("load", self._open_thread, target, config, False)
 
-    def _load_thread(self, target: str, config: RunConfig) -> None:
+    def _open_thread(self, target: str, config: RunConfig, recollect: bool) -> None:
+        """(On a daemon thread) open `target`, posting each phase, then the session or why not
+        (a failed recollect keeps the results shown; a failed load has nothing to show)."""
         try:
-            session = Session.open(target, config)
-        except TuiprofError as exc:
-            self.post_message(LoadFailed(exc))
-            return
+            session = Session.open(target, config, self._post_phase)
         except Exception as exc:  # an unreadable file must still be one clear message
-            self.post_message(LoadFailed(TuiprofError(f"cannot open {target}: {type(exc).__name__}: {exc}")))
+            error = exc if isinstance(exc, TuiprofError) else TuiprofError(
+                f"cannot open {target}: {type(exc).__name__}: {exc}")
+            self.post_message(RecollectFailed(error) if recollect else LoadFailed(error))
             return
         self.post_message(TraceLoaded(session))
+
+    def _post_phase(self, phase: Phase) -> None:
+        """(On the loading thread, or the emulator's) hand each phase of opening the target on."""
+        self.post_message(LoadProgress(phase))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        """Shown at the next tick (the emulator reports its CTAs many times a second)."""
+        if self.phase == "loading":
+            self.load_phase = message.phase
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         fresh = message.session.trace is not self.trace
@@ -461,7 +475,7 @@ class TuiprofApp(App[int]):
         running = "waiting for the first trial…"
         if self.phase == "preparing" and self.compiles:
             running = "waiting for the first trial (compiling the simulator for this GPU first, once)…"
-        empty = {"loading": "loading the trace…", "failed": "no result: the run failed",
+        empty = {"loading": f"{self.load_phase.text()}…", "failed": "no result: the run failed",
                  "cancelled": "cancelled before the first trial"}.get(self.phase, running)
         if not self.levels.has(self.metric):  # the arch changed to one without that cache level
             self.metric = DEFAULT
@@ -480,7 +494,7 @@ class TuiprofApp(App[int]):
             return (f"■ cancelling at {self.trials_done}/{self.planned} (trials in flight end in the background)…",
                     "bold $text-warning")
         if self.phase == "loading":
-            return f"{spin} loading the trace…{elapsed}", ""
+            return f"{spin} {self.load_phase.text()}…{elapsed}", ""
         if self.phase == "preparing":
             what = "compiling the simulator (first run on this GPU geometry)" if self.compiles else "preparing the simulator"
             return f"{spin} {what}…{elapsed}", ""
@@ -488,7 +502,7 @@ class TuiprofApp(App[int]):
             return f"{spin} trial {self.trials_done}/{self.planned}", "bold"
         if self.phase == "sweep" and self.sweep is not None:
             sw = self.sweep
-            return f"{spin} MD sweep {sw.md}/{len(sw.mds)}: {sw.done}/{sw.planned}", "bold"
+            return f"{spin} MD sweep {sw.sweep_done}/{sw.sweep_planned} trials (MD {sw.md})", "bold"
         if self.phase == "done":
             timing = f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else ""
             converged = " (converged)" if self.trials_done < self.planned else ""
@@ -667,9 +681,13 @@ class TuiprofApp(App[int]):
         def chosen(result: tuple[str, dict[str, str]] | None) -> None:
             if result is not None:
                 name, overrides = result
+                before = self.session.md if self.session is not None else None
                 if self.start_run(replace(self.config, arch=name, overrides=overrides, md=None)):
-                    self.notify(clean(f"rerun on {name}" + "".join(f", {k}={v}" for k, v in overrides.items()), 300),
-                                timeout=3, markup=False)
+                    after = self.session.md if self.session is not None else None
+                    reset = (f" at MD {after}, its occupancy limit for this kernel (the MD resets with the GPU: it "
+                             f"was {before}; m picks another)" if before is not None and after != before else "")
+                    self.notify(clean(f"rerun on {name}" + "".join(f", {k}={v}" for k, v in overrides.items())
+                                      + reset, 400), timeout=6 if reset else 3, markup=False)
 
         self.push_screen(ArchScreen(presets, current, dict(self.config.overrides)), chosen)
 
@@ -739,21 +757,20 @@ class TuiprofApp(App[int]):
         if self.session is not None:
             self.session.cancel()
         self._keep_line = self.query_one(SourceView).current_line
-        self.notify(f"recompiling {clean(self.path.name)} and running its launch script in the emulator…", timeout=3)
-        spawn("recollect", self._recollect_thread, str(self.path), self.config)
-
-    def _recollect_thread(self, target: str, config: RunConfig) -> None:
-        try:
-            session = Session.open(target, config)
-        except TuiprofError as exc:
-            self.post_message(RecollectFailed(exc))
-            return
-        self.post_message(TraceLoaded(session))
+        self._phase_before_recollect = "cancelled" if self.phase in RUNNING else self.phase
+        self.generation += 1  # the cancelled run's late events are dropped
+        self.phase, self.load_phase, self.cancelling = "loading", Phase(f"recollecting {self.path.name}"), False
+        self.stale = self.analysis is not None
+        self.t_start = self.clock()
+        self._update_views()
+        spawn("recollect", self._open_thread, str(self.path), self.config, True)
 
     def on_recollect_failed(self, message: RecollectFailed) -> None:
         """A failed recollect (the edit does not compile, the script raises) is shown; the last
-        results stay."""
+        results stay, no longer dimmed."""
         self._keep_line = 0
+        self.phase, self.stale = self._phase_before_recollect, False
+        self._update_views()
         self.push_screen(ErrorScreen(message.error, "recollecting failed; the results shown are the previous ones"))
 
     def export_name(self) -> str:

@@ -274,10 +274,12 @@ def _refusal(err: np.ndarray, prog: Program, block: tuple[int, int, int],
 
 def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
-            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True) -> RunResult:
+            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True,
+            on_ctas: Callable[[int], None] | None = None) -> RunResult:
     """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids), and
     with `per_cta` each CTA's counts (the recorded launch's trace keeps them; other launches need
-    no memory in proportion to their grid). The first failure (in CTA order) ends the run."""
+    no memory in proportion to their grid). The first failure (in CTA order) ends the run.
+    `on_ctas` hears the CTAs done so far after each batch (from the worker threads)."""
     check_grid(prog.kernel, grid)
     n_ctas = grid[0] * grid[1] * grid[2]
     nthreads = block[0] * block[1] * block[2]
@@ -306,6 +308,8 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     ctl = np.zeros(N_CTL, np.int64)
     ctl[CTL_FAILED] = np.iinfo(np.int64).max
     lock = threading.Lock()
+    done = [0]
+    """CTAs run so far (under `lock`)."""
 
     def run(index: int, first: int, last: int) -> tuple[tuple[np.ndarray, ...] | None, np.ndarray, int]:
         """One batch: its records (None when it kept none), its status and its thread instructions."""
@@ -326,6 +330,9 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
             if err[E_STATUS] not in (ST_OK, ST_ABORTED):
                 ctl[CTL_FAILED] = min(int(ctl[CTL_FAILED]), index)   # later batches stop at their next check
             op_space[:] += ops
+            done[0] += last - first
+            if on_ctas is not None:
+                on_ctas(done[0])
         if per_cta:
             insts[first:last] = out_i
             accesses[first:last] = out_a

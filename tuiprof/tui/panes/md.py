@@ -52,6 +52,13 @@ def model_lines(d: "Decisions") -> list[Content]:
     ]
 
 
+def _mds(mds: tuple[int, ...]) -> str:
+    """(1, 2, 3, 4) -> '1-4'; others listed."""
+    if mds and list(mds) == list(range(mds[0], mds[0] + len(mds))) and len(mds) > 2:
+        return f"{mds[0]}-{mds[-1]}"
+    return ", ".join(map(str, mds))
+
+
 def _title(text: str, note: str, width: int) -> Content:
     return Content.assemble((text, "bold"), (note, "$foreground-muted")).truncate(max(1, width), ellipsis=True)
 
@@ -76,10 +83,11 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         elif phase == "cancelled":
             lines.append(Content.styled("MD sweep cancelled (r reruns)", "$text-warning"))
         elif sweep is not None:
-            k = sweep.mds.index(sweep.md) if sweep.md in sweep.mds else 0
+            whole = f" ({sweep.sweep_done / sweep.sweep_planned:.0%})" if sweep.sweep_planned else ""
             lines.append(Content.assemble(("MD sweep: ", "$foreground-muted"),
-                                          (f"MD {sweep.md} ({k + 1} of {len(sweep.mds)}), "
-                                           f"{sweep.done}/{sweep.planned} trials", "")))
+                                          (f"{sweep.sweep_done} of {sweep.sweep_planned} trials{whole}", "bold"),
+                                          (f" · MDs {_mds(sweep.mds)}, MD {sweep.md} at {sweep.done}/{sweep.planned}",
+                                           "$foreground-muted")))
         else:
             lines.append(Content.styled("waiting for the MD sweep…", "$foreground-muted"))
         if previous is not None:
