@@ -608,3 +608,34 @@ def test_the_text_report_says_when_the_simulator_compiles(monkeypatch: pytest.Mo
     monkeypatch.setattr(Session, "compiles", lambda self, arch=None: False)
     build_report("vecadd", RunConfig(trials=2))
     assert "compiling" not in capsys.readouterr().err
+
+
+# --- 4. keys during runs ----------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="per-thread nice values are Linux's")
+async def test_trials_run_below_the_ui_threads_priority(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trial workers (and the thread that analyses their results) yield the CPU to the UI's
+    thread: before, they ran at its priority on every core and keys took 0.5-2 s to repaint
+    (`benchmarks/bench_tui.py` measures that; tests never time it)."""
+    import os
+
+    from tuiprof.sim.montecarlo import MonteCarlo
+
+    seen: list[int] = []
+    real = MonteCarlo.run_one
+
+    def spy(self: MonteCarlo, index: int):
+        seen.append(os.getpriority(os.PRIO_PROCESS, 0))      # this worker thread's nice value
+        return real(self, index)
+
+    monkeypatch.setattr(MonteCarlo, "run_one", spy)
+    ui = os.getpriority(os.PRIO_PROCESS, 0)
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: len(seen) >= 2)
+        app.action_cancel_run()
+        await wait_for(pilot, lambda: app.phase in ("cancelled", "done"))
+    assert os.getpriority(os.PRIO_PROCESS, 0) == ui
+    assert seen and all(p > ui for p in seen), (ui, seen)

@@ -13,6 +13,8 @@ prepared trace) for as long as the app lives.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -78,9 +80,32 @@ MAIN_SCREEN_ONLY = ("zoom", "pane", "metric")
 """Actions about the main screen's layout: hidden in the drill-down."""
 
 
+BACKGROUND_NICE = 10
+"""How much lower than the UI's thread the work runs (Linux's per-thread nice value): on a machine
+whose cores the trials fill, the key the user presses must not wait for them (issue 25)."""
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's scheduling priority by BACKGROUND_NICE; the threads it starts
+    inherit it (the trial pool's, the emulator's). Linux only: there the nice value belongs to a
+    thread; elsewhere it would be the whole process's, the UI's thread included."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE))
+    except OSError:  # not permitted here: the work runs at the UI's priority
+        pass
+
+
+def _background(target: Callable[..., None], *args: object) -> None:
+    lower_priority()
+    target(*args)
+
+
 def spawn(name: str, target: Callable[..., None], *args: object) -> threading.Thread:
-    """Run `target(*args)` on a daemon thread (see the module docstring for why not a worker)."""
-    thread = threading.Thread(target=target, args=args, name=f"tuiprof-{name}", daemon=True)
+    """Run `target(*args)` on a daemon thread at a lower priority than the UI's (see the module
+    docstring for why not a Textual worker)."""
+    thread = threading.Thread(target=_background, args=(target, *args), name=f"tuiprof-{name}", daemon=True)
     thread.start()
     return thread
 
