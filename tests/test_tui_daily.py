@@ -282,8 +282,8 @@ async def test_stale_figures_are_dimmer_than_fresh_ones(theme: str) -> None:
 
 
 async def test_md_chooser_and_model_pane_name_the_two_predictions_alike() -> None:
-    """Before: the chooser said `thesis P ... timing P`, the pane `time P rule P` (and a "time"
-    column that is a throughput ratio)."""
+    """Before: the chooser said `thesis P ... timing P`, the pane `time P rule P` (its "time" a
+    throughput ratio): both now say timing, then thesis, and that both are throughputs."""
     from textual.widgets import OptionList
 
     from tuiprof.tui.panes.md import MdPane
@@ -293,10 +293,11 @@ async def test_md_chooser_and_model_pane_name_the_two_predictions_alike() -> Non
         await patterns_in(pilot)
         pane = app.query_one(MdPane).render().plain
         assert "time P" not in pane and "rule P" not in pane
-        assert pane.index("timing P") < pane.index("thesis P")
+        assert re.search(r"MD +miss +DRAM/CTA +timing +thesis", pane) and "timing, thesis: throughput vs MD 1" in pane
         await pilot.press("m")
         option = str(app.screen.query_one(OptionList).get_option_at_index(0).prompt)
-        assert option.index("timing P") < option.index("thesis P")
+        assert re.search(r"timing +[\d.]+ +thesis +[\d.]+", option), option
+        assert "timing, thesis: throughput vs MD 1" in " ".join(screen_text(app).split())
 
 
 # --- 8. 80x24 -----------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Snapshot pictures of the UI (pytest-textual-snapshot) on fixed analysis data (made-up trials
 through the run's own analysis, `tests.fixed_analysis`), so that a picture changes only when the
 layout does: the main screen of spmv-u and transpose-naive at 80x24, 120x40, 160x50 and 220x60,
-the histogram tab, the drill-down, the help screen and the arch picker."""
+and of spmv-u on a GPU without an L2, the histogram tab, the drill-down, the help screen and the
+arch picker (and at 80x24 the last three, issue 25)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,25 @@ def test_help_screen(snap_compare) -> None:
 
 def test_arch_picker(snap_compare) -> None:
     assert snap_compare(fixed_app("spmv-u"), terminal_size=(100, 40), press=["a"])
+
+
+def test_main_screen_without_an_l2(snap_compare) -> None:
+    assert snap_compare(fixed_app("spmv-u", arch="gtx480"), terminal_size=(120, 40), run_before=patterns_in)
+
+
+def test_drill_down_at_80x24(snap_compare) -> None:
+    async def drill(pilot) -> None:
+        await patterns_in(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "pattern", None) is not None)
+        await pilot.pause()
+
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(80, 24), run_before=drill)
+
+
+def test_help_screen_at_80x24(snap_compare) -> None:
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(80, 24), press=["question_mark"])
+
+
+def test_arch_picker_at_80x24(snap_compare) -> None:
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(80, 24), press=["a"])

@@ -199,15 +199,16 @@ class MdScreen(ModalScreen[int | None]):
             if d is not None:
                 t = d.thesis.row(md).relative_performance if md <= d.thesis.max_md else None
                 s = d.timing.relative_performance(md) if d.timing and md <= len(d.timing.times) else None
-                text += f"   timing P {fmt.num(s, 2, 5)}   thesis P {fmt.num(t, 2, 5)}"
+                text += f"   timing {fmt.num(s, 2, 5)}   thesis {fmt.num(t, 2, 5)}"
                 text += "   default" * (md == d.default_md) + "   ★ recommended" * (md == d.recommended_md)
             text += "   ▸ now" * (md == self.current)
             options.append(Option(text, id=str(md)))
         with Vertical():
             yield Label("Simulate at which MD (CTAs per SM)?", classes="title")
             yield OptionList(*options, id="md-options")
-            yield Label("enter reruns at that MD · esc cancels"
-                        + ("" if d is not None else " · predictions appear after the MD sweep"), classes="hint")
+            yield Label("timing, thesis: throughput vs MD 1 (timing model, paper 002's rules) · enter reruns at that "
+                        "MD · esc cancels" + ("" if d is not None else " · predictions appear after the MD sweep"),
+                        classes="hint")
 
     def on_mount(self) -> None:
         self.query_one(OptionList).highlighted = self.current - 1
@@ -226,7 +227,8 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="arch.cancel")]
     DEFAULT_CSS = modal_css("ArchScreen") + """
-    ArchScreen OptionList { height: auto; max-height: 8; }
+    ArchScreen > Vertical { width: 100; }
+    ArchScreen OptionList { height: auto; max-height: 10; }
     ArchScreen .field { height: 1; }
     ArchScreen #arch-list { margin-bottom: 1; }
     ArchScreen .field Label { width: 20; padding: 0 1 0 0; }
