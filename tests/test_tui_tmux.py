@@ -72,28 +72,33 @@ def test_resizes_lay_out_as_a_fresh_start_would(tmux: Tmux) -> None:
     args = ("demo", "vecadd", "--trials", "4", "--sweep-trials", "2")
     tmux.start(command(*args))
     tmux.wait_screen("✓ 4/4 trials", 300)
+    settled(tmux)
     for cols, rows in ((200, 60), (100, 30), (80, 24)):
         fresh = Tmux(cols, rows)
         try:
             fresh.start(command(*args))
-            want = body(fresh.wait_screen("✓ 4/4 trials", 300))
+            fresh.wait_screen("✓ 4/4 trials", 300)
+            want = settled(fresh)
         finally:
             fresh.close()
         tmux("resize-window", "-t", tmux.name, "-x", str(cols), "-y", str(rows))
-        got = body(wait_for_screen(tmux, lambda text: body(text) == want, 15))
+        got = settled(tmux)
         assert got == want, (cols, rows, "\n".join(got))
 
 
-def wait_for_screen(tmux: Tmux, ok, timeout: float) -> str:
-    """The screen once `ok(screen)` holds (or the last one after `timeout` seconds)."""
+def settled(tmux: Tmux, quiet: float = 1.0, timeout: float = 30.0) -> list[str]:
+    """The screen's `body` once it has not changed for `quiet` seconds (the reason words land
+    after the last trial)."""
     import time
 
     t0 = time.monotonic()
-    while True:
-        text = tmux.screen()
-        if ok(text) or time.monotonic() - t0 > timeout:
-            return text
+    last, since = body(tmux.screen()), time.monotonic()
+    while time.monotonic() - since < quiet and time.monotonic() - t0 < timeout:
         time.sleep(0.1)
+        now = body(tmux.screen())
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
 
 
 @pytest.mark.slow

@@ -120,8 +120,8 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             (f"  {md_marks(r.md, d, current)}", "bold $text-success" if r.md == d.recommended_md else "$text-accent"),
             (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
              f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
-    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · timing, thesis: throughput vs MD 1 (timing model, paper 002's rules)",
-                                "$foreground-muted").truncate(max(1, width), ellipsis=True))
+    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · timing, thesis: throughput vs MD 1 "
+                                "(timing model, paper 002's rules)", "$foreground-muted"))  # wraps: never cut
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
         lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), "$foreground-muted"))
