@@ -1,7 +1,7 @@
 """UI responsiveness in a real terminal (tmux), measured as a user sees it: first paint from
 process start, the first trial's figures, and key-to-repaint while trials run on every core,
-each key timed until the screen shows the change it makes; then `q` to process exit and `c` to
-the status saying so, both pressed during the MD sweep. Prints figures; run on demand (never in
+each key timed until the screen shows the change it makes; with `--sweep`, `q` to process exit
+and `c` to the status saying so, both pressed during the MD sweep. Prints figures; run on demand (never in
 the tests). `python benchmarks/bench_tui.py --help` explains the arguments.
 
 It measures the `tuiprof` of each `--tree` (a checkout, put first on PYTHONPATH; default: the one
@@ -84,8 +84,10 @@ class Terminal:
 
 def command(tree: str | None, demo: str, args: list[str]) -> str:
     """The shell command that runs `tuiprof demo` of `tree` (None: this interpreter's) from a
-    folder holding no tuiprof (`python -m` puts the working folder first on sys.path)."""
-    env = f"PYTHONPATH={shlex.quote(tree)} " if tree else ""
+    folder holding no tuiprof (`python -m` puts the working folder first on sys.path), its
+    bytecode cached outside the tree (a checkout measured read-only stays untouched)."""
+    cache = os.path.join(tempfile.gettempdir(), "tuiprof-bench-pycache")
+    env = f"PYTHONPYCACHEPREFIX={shlex.quote(cache)} " + (f"PYTHONPATH={shlex.quote(tree)} " if tree else "")
     argv = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "tuiprof", "demo", demo, *args))
     return f"cd {shlex.quote(tempfile.gettempdir())} && exec env {env}{argv}"
 
@@ -205,8 +207,8 @@ def main() -> None:
                     "from process start, the first trial on screen, and key to repaint (the screen change "
                     "the key makes: the drill-down's text for Enter, the source's legend for Escape, each "
                     "dialog's title for m, a, e, ? and ctrl+p, its absence for the Escape that closes it) "
-                    "while the trials run on every core and again once the run is cancelled; then q to "
-                    "exit and c to the status line during the MD sweep.",
+                    "while the trials run on every core and again once the run is cancelled; with --sweep, "
+                    "q to exit and c to the status line during the MD sweep.",
         epilog="Example, before and after on one machine: python benchmarks/bench_tui.py --tree /work/base "
                "--tree . --repeat 3")
     ap.add_argument("demo", nargs="?", default="spmv-u", help="the demo to open (default spmv-u)")
