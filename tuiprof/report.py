@@ -470,8 +470,8 @@ def _cost_tables(doc: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
             rows.append([o["rank"] or "-", str(o["id"]), str(o["line"]), _cell(o["label"]), str(o["warp_accesses"]),
                          _ratio(o["sectors_per_request"], 1), _ratio(o["ideal_sectors"], 0),
                          _pct(o["h1"]["mean"]) if l1 else "-", _pct(o["h2"]["mean"]) if l2 else "-",
-                         "-" if x["mean"] is None else
-                         f"{_num(x['mean'])} [{_num(x['spread_lo'])}, {_num(x['spread_hi'])}] +-{_num((x['ci_hi'] - x['ci_lo']) / 2)}",
+                         "-" if x["mean"] is None else f"{_num(x['mean'])} [{_num(x['spread_lo'])}, "
+                         f"{_num(x['spread_hi'])}] +-{_num((x['ci_hi'] - x['ci_lo']) / 2)}",
                          _pct(o["cost_share"]), o["reason"] or "-", _cell(src[o["id"]]["source"])])
         if len(rows) > 1:
             tables.append((kind, rows))

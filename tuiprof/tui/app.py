@@ -34,8 +34,8 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from tuiprof.errors import TuiprofError
-from tuiprof.progress import Phase
 from tuiprof.model.analysis import HEADLINES
+from tuiprof.progress import Phase
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
                              TrialDone)
@@ -51,9 +51,9 @@ from tuiprof.tui.panes.sm import SmPane
 from tuiprof.tui.panes.source import CODE_WANT, SourceView
 from tuiprof.tui.screens.drill import DrillScreen
 from tuiprof.tui.screens.modals import ArchScreen, ErrorScreen, ExportScreen, HelpScreen, MdScreen
-from tuiprof.tui.status import MUTED, AppFooter, Field, StatusBar
+from tuiprof.tui.status import AppFooter, Field, StatusBar
 from tuiprof.tui.text import MAX_MESSAGE, clean, file_part
-from tuiprof.tui.themes import DEFAULT_THEME, load_themes
+from tuiprof.tui.themes import DEFAULT_THEME, MUTED, load_themes
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis
@@ -122,7 +122,8 @@ def side_width(width: int, gutter: int, longest: int) -> int:
 def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfig:
     """`T` (more) and `t`: with a tolerance, halve (double) it and allow 4x (a quarter of) the
     trials, since the confidence interval narrows as 1/sqrt(n), never fewer than the early stop's
-    minimum (below it a run could never converge); without one, double (halve) the trials. The MD sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
+    minimum (below it a run could never converge); without one, double (halve) the trials. The MD
+    sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
     pinned = dict(sweep_trials=config.sweep_trials or sweep_trials,
                   sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
     if config.tolerance:
@@ -543,14 +544,16 @@ class TuiprofApp(App[int]):
         the phase is kept longest, then the arch with its what-if `*`, the MD, the kernel, the hit
         ratios, the seed, the tolerance, the trace's origin and last the target's name."""
         s, a = self.session, self.analysis
-        fields = [Field((("tuiprof ", "bold $text-accent"), (clean(Path(self.target).name or self.target), "bold")), 8, 0),
-                  Field((self._phase(),), 0, 1)]
+        name = clean(Path(self.target).name or self.target)
+        fields = [Field((("tuiprof ", "bold $text-accent"), (name, "bold")), 8, 0), Field((self._phase(),), 0, 1)]
         if a is not None:
             dim = MUTED if self.stale else "bold"
-            ratios = [piece for level, key in (("L1", "l1_read"), ("L2", "l2_read")) if self.levels.has(key)
-                      for piece in ((f" {level} ", MUTED), (fmt.pct(a.headline[key].mean), dim))]
+            ratios: list[tuple[str, str]] = []
+            for level, key in (("L1", "l1_read"), ("L2", "l2_read")):
+                if self.levels.has(key):  # an absent cache level has no figure
+                    ratios += [(f" {level} " if ratios else f"{level} ", MUTED), (fmt.pct(a.headline[key].mean), dim)]
             if ratios:
-                fields.append(Field(((ratios[0][0].lstrip(), MUTED), *ratios[1:]), 4, 2))
+                fields.append(Field(tuple(ratios), 4, 2))
         if s is not None:
             fields += [Field(((clean(s.arch.name), "bold"),), 1, 3), Field(((f"MD {s.md}", "bold"),), 2, 3),
                        Field(((clean(s.trace.launch.kernel), ""),), 3, 3),

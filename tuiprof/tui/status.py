@@ -18,11 +18,10 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+from tuiprof.tui.themes import MUTED
+
 GROUP_SEP, FIELD_SEP = " │ ", " · "
 """Between fields of different groups, and between fields of one group."""
-MUTED = "$foreground-muted"
-"""Muted text in a Content span. Not `$text-muted`: Textual 8.2.8 loses the 60% of its value
-("auto 60%") in a span's style and draws the full contrast colour, brighter than the normal text."""
 
 
 @dataclass(frozen=True)

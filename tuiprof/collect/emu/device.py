@@ -328,7 +328,8 @@ class EmuDevice:
         res = self.resources.get(kernel)
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
-        what = f"emulating launch {len(self.launches)} ({function_name(kernel)}{', the recorded one' if chosen else ''})"
+        recorded = ", the recorded one" if chosen else ""
+        what = f"emulating launch {len(self.launches)} ({function_name(kernel)}{recorded})"
         self.progress(Phase(what, 0, n_ctas, "CTAs"))
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
                          step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen,

@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.latency import Estimate
@@ -80,14 +81,14 @@ def axis_range(values: np.ndarray, measured: float | None, ratio: bool) -> tuple
 def render_histogram(s: Series | None, width: int, height: int, empty: str) -> Content:
     """The histogram of `s` drawn in `width` x `height` cells (text + theme styles)."""
     if s is None or width < 12 or height < 3:
-        return Content.styled(empty, "$foreground-muted")
+        return Content.styled(empty, MUTED)
     v = np.asarray(s.values, dtype=np.float64)
     v = v[np.isfinite(v)]
     e = s.estimate
-    lines: list[Content] = [Content.assemble((s.title, "bold"), (f"  {v.size}/{s.planned} trials", "$foreground-muted"))
+    lines: list[Content] = [Content.assemble((s.title, "bold"), (f"  {v.size}/{s.planned} trials", MUTED))
                             .truncate(width, ellipsis=True)]
     if v.size == 0:
-        lines.append(Content.styled("no defined values yet (no accesses reached this level)", "$foreground-muted"))
+        lines.append(Content.styled("no defined values yet (no accesses reached this level)", MUTED))
         return Content("\n").join(lines)
     m = s.measured if fmt.finite(s.measured) else None
     lo, hi = axis_range(v, m, s.ratio)
@@ -106,7 +107,7 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     mcol = column(m) if m is not None else -1
     for r in range(chart_h, 0, -1):
         label = f"{top:>{axis_w - 1}} " if r == chart_h else " " * axis_w
-        cells: list[tuple[str, str]] = [(label + "│", "$foreground-muted")]
+        cells: list[tuple[str, str]] = [(label + "│", MUTED)]
         for b, c in enumerate(counts):
             eighths = c / top * chart_h * 8
             level = eighths - (r - 1) * 8
@@ -118,7 +119,7 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
                 else:
                     cells.append((glyph, "$primary"))
         lines.append(Content.assemble(*cells))
-    lines.append(Content.styled(f"{0:>{axis_w - 1}} └" + "─" * plot_w, "$foreground-muted"))
+    lines.append(Content.styled(f"{0:>{axis_w - 1}} └" + "─" * plot_w, MUTED))
     # Spread of trials and mean under the axis: ├───▲───┤ (mean +- 1.96 std, mean).
     marks = [" "] * plot_w
     if fmt.finite(e.spread_lo) and fmt.finite(e.spread_hi):
@@ -131,27 +132,27 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     if m is not None:
         marks[mcol] = "┊"
     lines.append(Content.assemble((" " * (axis_w + 1), ""), ("".join(marks), "$text-accent")))
-    lines.append(Content.styled(" " * (axis_w + 1) + axis_labels(lo, hi, s.ratio, plot_w), "$foreground-muted"))
+    lines.append(Content.styled(" " * (axis_w + 1) + axis_labels(lo, hi, s.ratio, plot_w), MUTED))
     half = (e.ci_hi - e.ci_lo) / 2
     lines.append(Content.assemble(
-        ("mean ", "$foreground-muted"), (_value(e.mean, s.ratio), "bold"),
-        (f" ±{_value(half, s.ratio)} (95% CI)", "$foreground-muted")))
+        ("mean ", MUTED), (_value(e.mean, s.ratio), "bold"),
+        (f" ±{_value(half, s.ratio)} (95% CI)", MUTED)))
     lines.append(Content.assemble(
-        ("σ ", "$foreground-muted"), (_value(e.std, s.ratio), ""),
-        ("  trials 95% ", "$foreground-muted"), (f"[{_value(e.spread_lo, s.ratio)}, {_value(e.spread_hi, s.ratio)}]", ""),
+        ("σ ", MUTED), (_value(e.std, s.ratio), ""),
+        ("  trials 95% ", MUTED), (f"[{_value(e.spread_lo, s.ratio)}, {_value(e.spread_hi, s.ratio)}]", ""),
     ))
     if m is not None:
         lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio), "bold"),
-                                      (f"  {s.measured_label}", "$foreground-muted")))
+                                      (f"  {s.measured_label}", MUTED)))
     conv = np.asarray(s.convergence, dtype=np.float64)
     if conv.size >= 2:
         spark_w = max(4, width - 32)
         last = conv[np.isfinite(conv)][-1] if np.isfinite(conv).any() else float("nan")
-        lines.append(Content.assemble(("σ vs trials ", "$foreground-muted"), (fmt.sparkline(conv, spark_w), "$secondary"),
+        lines.append(Content.assemble(("σ vs trials ", MUTED), (fmt.sparkline(conv, spark_w), "$secondary"),
                                       (f" {_value(last, s.ratio)} (Fig. 7)",
-                                       "$foreground-muted")))
+                                       MUTED)))
     else:
-        lines.append(Content.styled("σ vs trials: after 2 trials (Fig. 7)", "$foreground-muted"))
+        lines.append(Content.styled("σ vs trials: after 2 trials (Fig. 7)", MUTED))
     return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])
 
 
@@ -196,7 +197,7 @@ def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
     top_k = int(np.flatnonzero(hist)[-1]) if hist.any() else 1
     counts = hist[1:top_k + 1]
     title = Content.assemble(("wavefronts per request", "bold"),
-                             (f"  {st.warp_accesses:,} requests · the same in every trial", "$foreground-muted"))
+                             (f"  {st.warp_accesses:,} requests · the same in every trial", MUTED))
     lines = [title.truncate(width, ellipsis=True)]
     if width < 12 or height < 4 or counts.size == 0:
         return Content("\n").join(lines)
@@ -212,9 +213,9 @@ def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
         n = int(hist[k])
         bar = fmt.hbar(n / peak, bar_w).rstrip()
         mark = " ideal" if k == ideal else ""
-        lines.append(Content.assemble((f"{k:>{label_w}} ", "$foreground-muted"),
+        lines.append(Content.assemble((f"{k:>{label_w}} ", MUTED),
                                       (bar, "$success" if k <= ideal else "$error"),
-                                      (f" {fmt.pct(n / max(1, st.warp_accesses), 0)}{mark}", "$foreground-muted")))
-    lines.append(Content.assemble(("mean ", "$foreground-muted"), (f"{st.wavefronts:.2f}", "bold"),
-                                  (f" wavefronts per request, ideal {st.ideal:.0f}; X {fmt.cyc(st.latency)}", "$foreground-muted")))
+                                      (f" {fmt.pct(n / max(1, st.warp_accesses), 0)}{mark}", MUTED)))
+    lines.append(Content.assemble(("mean ", MUTED), (f"{st.wavefronts:.2f}", "bold"),
+                                  (f" wavefronts per request, ideal {st.ideal:.0f}; X {fmt.cyc(st.latency)}", MUTED)))
     return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])

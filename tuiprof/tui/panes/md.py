@@ -13,6 +13,7 @@ from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
 from tuiprof.tui.text import MAX_MESSAGE, clean
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.decisions import Decisions
@@ -43,12 +44,12 @@ def model_lines(d: "Decisions") -> list[Content]:
     bottleneck: the report's kernel-time and bottleneck sections in two lines."""
     k, w, b = d.time, d.mwp, d.bottleneck
     return [
-        Content.assemble(("time ", "$foreground-muted"), (seconds(k.time_s), "bold"), (" bound by ", "$foreground-muted"),
+        Content.assemble(("time ", MUTED), (seconds(k.time_s), "bold"), (" bound by ", MUTED),
                          (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (paper 004)",
-                                                   "$foreground-muted")),
-        Content.assemble(("bottleneck ", "$foreground-muted"), (b.bottleneck, "bold"),
+                                                   MUTED)),
+        Content.assemble(("bottleneck ", MUTED), (b.bottleneck, "bold"),
                          (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (paper 001)",
-                          "$foreground-muted")),
+                          MUTED)),
     ]
 
 
@@ -60,7 +61,7 @@ def _mds(mds: tuple[int, ...]) -> str:
 
 
 def _title(text: str, note: str, width: int) -> Content:
-    return Content.assemble((text, "bold"), (note, "$foreground-muted")).truncate(max(1, width), ellipsis=True)
+    return Content.assemble((text, "bold"), (note, MUTED)).truncate(max(1, width), ellipsis=True)
 
 
 def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None, width: int,
@@ -71,7 +72,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
     lines = [_title("Model", "  kernel time · bottleneck · MD decision", width)]
     if decisions is None:
         waiting = {"failed": "no result: the run failed", "cancelled": "cancelled before the first trial (r reruns)"}
-        lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), "$foreground-muted"))
+        lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), MUTED))
         return Content("\n").join(lines)
     lines += model_lines(decisions)
     lines.append(_title("MD decision", "  (CTAs per SM: timing model, paper 002's rules beside it)", width))
@@ -84,29 +85,29 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             lines.append(Content.styled("MD sweep cancelled (r reruns)", "$text-warning"))
         elif sweep is not None:
             whole = f" ({sweep.sweep_done / sweep.sweep_planned:.0%})" if sweep.sweep_planned else ""
-            lines.append(Content.assemble(("MD sweep: ", "$foreground-muted"),
+            lines.append(Content.assemble(("MD sweep: ", MUTED),
                                           (f"{sweep.sweep_done} of {sweep.sweep_planned} trials{whole}", "bold"),
                                           (f" · MDs {_mds(sweep.mds)}, MD {sweep.md} at {sweep.done}/{sweep.planned}",
-                                           "$foreground-muted")))
+                                           MUTED)))
         else:
-            lines.append(Content.styled("waiting for the MD sweep…", "$foreground-muted"))
+            lines.append(Content.styled("waiting for the MD sweep…", MUTED))
         if previous is not None:
             lines.append(Content.styled(f"previous run: recommended {previous.recommended_md} of "
-                                        f"{previous.default_md}, gain {previous.gain_label}", "$foreground-muted italic"))
+                                        f"{previous.default_md}, gain {previous.gain_label}", f"{MUTED} italic"))
         for s in decisions.md_samples:
             lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate)}, "
-                                        f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", "$foreground-muted"))
+                                        f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", MUTED))
         return Content("\n").join(lines)
     timing = d.timing
     sims = {s.md: s for s in decisions.md_samples}
     lines.append(Content.assemble(
-        ("default ", "$foreground-muted"), (f"{d.default_md}", "bold"), (f" ({d.limiter}) → ", "$foreground-muted"),
-        (f"★ {d.recommended_md}", "bold $text-success"), ("  gain ", "$foreground-muted"),
-        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", "$foreground-muted")))
+        ("default ", MUTED), (f"{d.default_md}", "bold"), (f" ({d.limiter}) → ", MUTED),
+        (f"★ {d.recommended_md}", "bold $text-success"), ("  gain ", MUTED),
+        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", MUTED)))
     if decisions.md_note:
-        lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), "$foreground-muted italic"))
+        lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), f"{MUTED} italic"))
     lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'DRAM/CTA':>8} {'timing':>6} {'thesis':>6}",
-                                "$foreground-muted"))
+                                MUTED))
     perf = [timing.relative_performance(m) for m in range(1, len(timing.times) + 1)] if timing else \
         [r.relative_performance for r in d.thesis.rows]
     best_p = max((x for x in perf if fmt.finite(x)), default=1.0)
@@ -121,10 +122,10 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
              f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
     lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · timing, thesis: throughput vs MD 1 "
-                                "(timing model, paper 002's rules)", "$foreground-muted"))  # wraps: never cut
+                                "(timing model, paper 002's rules)", MUTED))  # wraps: never cut
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
-        lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), "$foreground-muted"))
+        lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), MUTED))
     return Content("\n").join(lines)
 
 

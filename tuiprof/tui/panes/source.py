@@ -31,6 +31,7 @@ from tuiprof.model.pattern import hot_reason, kernel_tm
 from tuiprof.tui import format as fmt
 from tuiprof.tui.metrics import Levels
 from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from textual.style import Style as VisualStyle
@@ -432,17 +433,17 @@ class SourceView(Widget, can_focus=True):
         """Rank, line number, H1, X and sectors per request of `row`'s op (blanks when none)."""
         rank = self.ranks.get(row.op) if row.op is not None else None
         hot = rank is not None and rank[0] == "L" and int(rank[1:]) <= HOT
-        mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else "$foreground-muted")
-        num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", "$foreground-muted")
+        mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else MUTED)
+        num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", MUTED)
         op = self.ops.get(row.op) if row.op is not None else None
         h1, x, spr, ideal = gutter_cells(self.stats.get(row.op) if op is not None else None,
                                          op is not None and op.kind == "load", self.levels.l1)
         if op is not None and row.op not in self.stats:
-            figures = Content.styled(f"{op.kind[:12]:<12}", "$foreground-muted")
+            figures = Content.styled(f"{op.kind[:12]:<12}", MUTED)
         else:
-            dim = "$foreground-muted" if self.stale else ""
+            dim = MUTED if self.stale else ""
             figures = Content.assemble((h1 + " ", dim), (x, dim or "bold"), (" " + spr, dim), (ideal, "$text-success"))
-        return Content.assemble(mark, num, figures, Content.styled("│", "$foreground-muted"))
+        return Content.assemble(mark, num, figures, Content.styled("│", MUTED))
 
     def _code(self, row: Row) -> Content:
         if not row.first:
@@ -451,10 +452,10 @@ class SourceView(Widget, can_focus=True):
                 text = f"  ↳ {self.labels[op.id] or 'op ' + str(op.id)} ({op.kind}, {op.bytes} B/lane)"
             else:
                 text = f"  ↳ … {row.hidden:,} more ops on this line (the drill-down's n/N steps through every load)"
-            return Content.styled(text, "$foreground-muted italic")
+            return Content.styled(text, f"{MUTED} italic")
         code = self.code[row.line - 1] if 0 < row.line <= len(self.code) else Content("")
         if row.line in self._shared and row.op is not None:
-            code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", "$foreground-muted italic"))
+            code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", f"{MUTED} italic"))
         return code
 
     def _strip(self, content: Content, base: Style) -> Strip:
@@ -469,7 +470,7 @@ class SourceView(Widget, can_focus=True):
         if shown.cell_length > room:
             shown = shown.truncate(room, ellipsis=True)
         if left and shown.cell_length:
-            shown = Content.assemble(Content.styled(ELLIPSIS, "$foreground-muted"), shown[1:])
+            shown = Content.assemble(Content.styled(ELLIPSIS, MUTED), shown[1:])
         return shown
 
     def detail(self) -> Content:
@@ -477,13 +478,13 @@ class SourceView(Widget, can_focus=True):
         sectors per request against the ideal, share of the cost."""
         op_id = self.current_op
         if op_id is None:
-            return Content.styled(f"line {self.current_line} · no memory op (n: the costliest load)", "$foreground-muted")
+            return Content.styled(f"line {self.current_line} · no memory op (n: the costliest load)", MUTED)
         op, s = self.ops[op_id], self.stats.get(op_id)
         rank = self.ranks.get(op_id)
         head = Content.assemble((f"{rank} " if rank else "", "bold $text-warning"),
                                 (f"op {op_id} {op.kind} ", "bold"), (self.labels[op_id], "bold $text-accent"))
         if s is None:
-            return Content.assemble(head, (" · waiting for the first trial", "$foreground-muted"))
+            return Content.assemble(head, (" · waiting for the first trial", MUTED))
         why = self.reason(op_id)
         parts: list[tuple[str, str]] = [(f" · {why}", "bold $text-error")] if why else []
         if s.shared is not None:
@@ -491,9 +492,9 @@ class SourceView(Widget, can_focus=True):
             parts += [(f" · shared: {sh.wavefronts:.1f} wavefronts/request, ideal {sh.ideal:.0f}", ""),
                       (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else " (no bank conflict)", ""),
                       (f" · X {fmt.cyc(sh.latency)}", "bold"),
-                      (f" · {fmt.pct(s.cost_share)} of the cost", "$foreground-muted")]
+                      (f" · {fmt.pct(s.cost_share)} of the cost", MUTED)]
             if self.stale:
-                parts.append((" · previous run", "$foreground-muted italic"))
+                parts.append((" · previous run", f"{MUTED} italic"))
             return Content.assemble(head, *parts)
         if op.kind == "load" and self.levels.l1:
             parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None)}", ""))
@@ -501,12 +502,12 @@ class SourceView(Widget, can_focus=True):
             parts.append((f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None)}", ""))
         parts += [(f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
                   (f" [trials {fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}]" if s.x.defined else "",
-                   "$foreground-muted")]
+                   MUTED)]
         if fmt.finite(s.sectors_per_access):
             parts.append((f" · {s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}", ""))
-        parts.append((f" · {fmt.pct(s.cost_share)} of the cost", "$foreground-muted"))
+        parts.append((f" · {fmt.pct(s.cost_share)} of the cost", MUTED))
         if self.stale:
-            parts.append((" · previous run", "$foreground-muted italic"))
+            parts.append((" · previous run", f"{MUTED} italic"))
         return Content.assemble(head, *parts)
 
     def _bottom(self, k: int, width: int) -> Content:
@@ -524,7 +525,7 @@ class SourceView(Widget, can_focus=True):
         if k > 1:
             return Content("")
         legend = next((text for text in LEGENDS if len(text) <= width), LEGENDS[-1])
-        return Content.styled(legend, "$foreground-muted")
+        return Content.styled(legend, MUTED)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -559,9 +560,11 @@ class SourceView(Widget, can_focus=True):
         foreground and background, keeping only bold, italic and underline; under NO_COLOR it is
         reverse video (the README's promise: every line already has bold parts)."""
         b = base.rich_style
-        reverse = self.app.no_color
-        return Strip([Segment(seg.text, Style(color=b.color, bgcolor=b.bgcolor, bold=b.bold or (seg.style and seg.style.bold),
-                                              italic=seg.style.italic if seg.style else None,
-                                              underline=seg.style.underline if seg.style else None,
-                                              reverse=reverse or None))
-                      for seg in strip], strip.cell_length)
+        reverse = self.app.no_color or None
+
+        def own(style: Style | None) -> Style:
+            kept = style or Style()
+            return Style(color=b.color, bgcolor=b.bgcolor, bold=b.bold or kept.bold, italic=kept.italic,
+                         underline=kept.underline, reverse=reverse)
+
+        return Strip([Segment(seg.text, own(seg.style)) for seg in strip], strip.cell_length)

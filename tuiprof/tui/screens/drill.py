@@ -22,6 +22,7 @@ from tuiprof.tui.metrics import Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.status import AppFooter
 from tuiprof.tui.text import MAX_LABEL, MAX_MESSAGE, clean
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis, OpStats
@@ -35,11 +36,11 @@ ANALYSING = "address pattern: analysing the op's warp accesses…"
 def breakdown(s: "OpStats", width: int, levels: Levels = Levels()) -> Content:
     """X split into its L1, L2 and DRAM terms as one labelled stacked bar (an absent cache level
     has no term)."""
-    shares = [("L1", s.l1_share, "$success", "▓"), ("L2", s.l2_share, "$primary", "▒"),
-              ("DRAM", s.dram_share, "$error", "░")]
-    shares = [x for x in shares if x[0] == "DRAM" or levels.has(f"h{x[0][1]}")]
+    terms = [("L1", "h1", s.l1_share, "$success", "▓"), ("L2", "h2", s.l2_share, "$primary", "▒"),
+             ("DRAM", "x", s.dram_share, "$error", "░")]
+    shares = [(name, x, style, glyph) for name, metric, x, style, glyph in terms if levels.has(metric)]
     if not all(fmt.finite(x) for _, x, _, _ in shares):
-        return Content.styled("latency breakdown: undefined (no accesses reached memory)", "$foreground-muted")
+        return Content.styled("latency breakdown: undefined (no accesses reached memory)", MUTED)
     w = max(10, width)
     parts: list[tuple[str, str]] = []
     used = 0
@@ -62,10 +63,10 @@ def ptx_lines(op: "StaticOp") -> list[Content]:
         return []
     copies = f" ({len(op.ptx)} copies of one source access)" if len(op.ptx) > 1 else ""
     out = [Content.styled("PTX" + copies, "bold")]
-    out += [Content.styled(f"  line {line}: {clean(text, MAX_MESSAGE)}", "$foreground-muted") for line, text in op.ptx[:PTX_SHOWN]]
+    out += [Content.styled(f"  line {line}: {clean(text, MAX_MESSAGE)}", MUTED) for line, text in op.ptx[:PTX_SHOWN]]
     if len(op.ptx) > PTX_SHOWN:
         out.append(Content.styled(f"  … {len(op.ptx) - PTX_SHOWN} more (tuiprof report --format json lists them)",
-                                  "$foreground-muted"))
+                                  MUTED))
     return out
 
 
@@ -118,7 +119,7 @@ class DrillScreen(Screen[None]):
         with VerticalScroll():
             yield Static(id="drill-latency", classes="section")
             yield Static(id="drill-coalescing", classes="section")
-            yield Static(Content.styled(ANALYSING, "$foreground-muted"), id="drill-pattern", classes="section")
+            yield Static(Content.styled(ANALYSING, MUTED), id="drill-pattern", classes="section")
             yield Static(id="drill-advice", classes="section")
             yield Static(id="drill-ptx", classes="section")
         yield AppFooter()
@@ -161,10 +162,10 @@ class DrillScreen(Screen[None]):
             Content.styled("Shared memory: bank conflicts", "bold"),
             Content.assemble(("wavefronts per request ", ""), (f"{sh.wavefronts:.2f}", "bold"),
                              (f" (ideal {sh.ideal:.0f}: one per {128 // max(1, 32 * op.bytes // 128 or 1)} B part "
-                              f"of the warp, as Nsight Compute counts them) · {conflict}", "$foreground-muted")),
+                              f"of the warp, as Nsight Compute counts them) · {conflict}", MUTED)),
             Content.styled(f"X = shared latency {ts} + {sh.extra:.2f} extra wavefronts = {fmt.cyc(sh.latency)} "
                            f"(each extra wavefront is one more cycle in the shared-memory pipe, and one cycle "
-                           f"of the SM's shared bandwidth taken from every warp)", "$foreground-muted")]))
+                           f"of the SM's shared bandwidth taken from every warp)", MUTED)]))
         self.query_one("#drill-coalescing", Static).update(Content(""))
         self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
         self.query_one("#drill-pattern", Static).update(Content(""))
@@ -196,11 +197,11 @@ class DrillScreen(Screen[None]):
             (clean(op.label, MAX_LABEL), "bold $text-accent"), (f" · {why}" if why else "", "bold $text-error"),
             (f" · {clean(op.file)}:{op.line} · {op.space} · {op.bytes} B/lane", ""),
             (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share)} of the cost" if s else "",
-             "$foreground-muted"))
+             MUTED))
         self.query_one("#drill-title", Static).update(title)
         width = max(20, self.size.width - 4)
         if s is None or a is None:
-            self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", "$foreground-muted"))
+            self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", MUTED))
             return
         if s.shared is not None:
             self._render_shared(op, s)
@@ -212,12 +213,12 @@ class DrillScreen(Screen[None]):
               f"±{fmt.cyc((s.x.ci_hi - s.x.ci_lo) / 2)} 95% CI; the model's randomness only; paper 000 sec. 6.1)")
         self.query_one("#drill-latency", Static).update(Content("\n").join([
             Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60), lv),
-            Content.styled(eq, "$foreground-muted")]))
+            Content.styled(eq, MUTED)]))
         ideal_lines = max(1, -(-self.arch.warp_size * op.bytes // self.arch.l1.line))
         coal = [Content.styled("Coalescing", "bold"),
                 Content.assemble(("sectors per request ", ""), (fmt.num(s.sectors_per_access, 1), "bold"),
                                  (f" (ideal {s.ideal_sectors:.0f}: as Nsight Compute counts them, per warp instruction; "
-                                  "4 for 32 lanes of 4 B, 32 at worst)", "$foreground-muted")),
+                                  "4 for 32 lanes of 4 B, 32 at worst)", MUTED)),
                 Content(f"L1 requests (lines) per warp access {fmt.num(s.requests_per_access, 2)} (ideal {ideal_lines})"
                         f" · sectors per L1 request {fmt.num(s.sectors_per_request, 2)}"
                         + (f" · active lanes {fmt.num(p.mean_active_lanes, 1)}/32" if p else ""))]
@@ -237,5 +238,5 @@ class DrillScreen(Screen[None]):
             self.query_one("#drill-advice", Static).update(Content("\n").join(
                 [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in tips]))
         else:
-            self.query_one("#drill-pattern", Static).update(Content.styled(ANALYSING, "$foreground-muted"))
+            self.query_one("#drill-pattern", Static).update(Content.styled(ANALYSING, MUTED))
             self.query_one("#drill-advice", Static).update(Content(""))

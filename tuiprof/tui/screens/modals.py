@@ -40,9 +40,11 @@ def modal_css(screen: str) -> str:
 
 KEY_COLUMN = 18
 """Cells of the help's key column (two of indent, then the key): descriptions wrap beside it."""
+KeyGroups = list[tuple[str, list[tuple[str, str]]]]
+"""The help's groups: (title, [(key, what it does)])."""
 
 
-def key_lines(groups: list[tuple[str, list[tuple[str, str]]]], width: int) -> list[Content]:
+def key_lines(groups: KeyGroups, width: int) -> list[Content]:
     """The help's lines at `width` cells: each group's title, then its keys, every description
     wrapped in its own column (a hanging indent: no wrapped line restarts under the keys)."""
     room = max(12, width - KEY_COLUMN)
@@ -62,7 +64,7 @@ class KeyTable(Widget):
 
     DEFAULT_CSS = "KeyTable { height: auto; }"
 
-    def __init__(self, groups: list[tuple[str, list[tuple[str, str]]]], *, id: str | None = None) -> None:
+    def __init__(self, groups: KeyGroups, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.groups = groups
 
@@ -150,6 +152,14 @@ class ErrorScreen(ModalScreen[None]):
         await self.app.run_action(action)
 
 
+def working_folder() -> str:
+    """The folder a relative export name is written in, as the export dialog shows it."""
+    try:
+        return clean(Path.cwd(), MAX_MESSAGE)
+    except OSError:  # removed from under the process
+        return "the current folder (which no longer exists)"
+
+
 class ExportScreen(ModalScreen[Path | None]):
     """Ask where to write the report; the suffix picks the format (.txt, .md, .json)."""
 
@@ -164,8 +174,8 @@ class ExportScreen(ModalScreen[Path | None]):
         with Vertical():
             yield Label("Export the report", classes="title")
             yield Input(value=self.default, id="export-path", select_on_focus=False)
-            yield Label(Content.assemble(("a relative name is written in ", ""),
-                                         (clean(Path.cwd(), MAX_MESSAGE), "bold")), id="export-folder")
+            yield Label(Content.assemble(("a relative name is written in ", ""), (working_folder(), "bold")),
+                        id="export-folder")
             yield Label("enter writes it (atomically) · .json / .md / .txt choose the format · esc cancels",
                         classes="hint")
 
