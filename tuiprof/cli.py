@@ -332,12 +332,10 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _size(n: int) -> str:
-    if n == 0:
-        return "off"
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n % div == 0:
-            return f"{n // div}{unit}"
-    return f"{n}B"
+    """A cache size in the `archs` table: the one byte-size rendering, or 'off' for an absent level."""
+    from tuiprof import units
+
+    return units.size(n) if n else "off"
 
 
 def _arch_text(d: dict[str, Any]) -> str:

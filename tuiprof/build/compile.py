@@ -16,13 +16,14 @@ from tuiprof.build.headers import local_headers, read_source
 from tuiprof.build.program import KernelInfo, Program, SourceFile
 from tuiprof.build.toolchain import Nvcc, choose_target, find_compiler
 from tuiprof.errors import BuildError
+from tuiprof.progress import Phase, Progress, ignore
 
 DEFAULT_TIMEOUT = 300.0
 
 
 def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[int, int],
                   flags: Sequence[str] = (), compiler: str = "auto", cache: bool = True,
-                  timeout: float = DEFAULT_TIMEOUT) -> Program:
+                  timeout: float = DEFAULT_TIMEOUT, progress: Progress = ignore) -> Program:
     """Compile the CUDA file `source` to PTX with line info, for the GPU of `compute_capability`
     (floored at the oldest target the compiler supports; see `choose_target`).
 
@@ -31,6 +32,7 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
     in a child bounded in memory and by `timeout` (`tuiprof.build.child`). Raises BuildError when
     the file cannot be read, no compiler is found, the source does not compile, or the compiler
     hits one of those limits.
+       `progress` hears which compiler runs (not when the build cache has the program).
     """
     if (len(compute_capability) != 2 or not all(isinstance(v, int) and v >= 0 for v in compute_capability)):
         raise BuildError(f"compute capability {compute_capability!r} is not a (major, minor) pair",
@@ -50,6 +52,7 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
         hit = build_cache.load(key)
         if hit is not None:
             return hit
+    progress(Phase(f"compiling {path.name} with {'nvcc' if isinstance(found, Nvcc) else 'NVRTC'}"))
     with temp_folder() as tmp:
         if isinstance(found, Nvcc):
             compiled = compile_nvcc(found, path, norm_flags, sm, tmp, timeout)

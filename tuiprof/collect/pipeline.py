@@ -29,6 +29,7 @@ from tuiprof.collect.options import DEFAULT_CU_ARCH, CollectOptions
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
 from tuiprof.errors import BuildError, TuiprofError, UsageError
 from tuiprof.output import note as _say
+from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
 
 if TYPE_CHECKING:
@@ -100,9 +101,10 @@ def with_provenance(trace: Trace, **changes: object) -> Trace:
     return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, **changes))  # type: ignore[arg-type]
 
 
-def collect_trace(source: Path, config: "RunConfig") -> Trace:
+def collect_trace(source: Path, config: "RunConfig", progress: Progress = ignore) -> Trace:
     """Record the trace of `source` under the collect options of `config`: a whole program on the
-    GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the emulator."""
+    GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the
+    emulator; `progress` hears each phase (compiling, each launch and its CTAs, recording)."""
     opts = config.collect
     if not opts.compile_command:
         from tuiprof.build.headers import CUDA_SOURCE
@@ -112,6 +114,7 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
         if problem is not None:
             raise problem
     if is_whole_program(source, opts):
+        progress(Phase(f"building {source.name} with tuiprof's probes (cached), then running it twice on the GPU"))
         return record_program(source, config)[0]
     if opts.program_args or opts.nvcc_args:
         what = "program arguments (after --)" if opts.program_args else "nvcc arguments " + " ".join(opts.nvcc_args)
@@ -125,8 +128,10 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
                                 f"write one with `tuiprof init {source}` (it becomes {source.stem}_launch.py beside "
                                 "the source), or pass --launch SCRIPT")
     if backend == "gpu":
+        progress(Phase(f"compiling {source.name} and running {script_path.name} on the GPU (a counting pass, then a "
+                       "recording pass)"))
         return _collect_on_gpu(source, script_path, config)
-    trace = _collect_in_emulator(source, script_path, config)
+    trace = _collect_in_emulator(source, script_path, config, progress)
     if why is None:
         return trace
     return with_provenance(trace, generator={**trace.provenance.generator, "backend_choice": why})
@@ -182,8 +187,8 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
     return (*command, f"-arch=sm_{cc[0]}{cc[1]}")
 
 
-def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -> Trace:
-    """The kernel file's chosen launch recorded by the emulator."""
+def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig", progress: Progress = ignore) -> Trace:
+    """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build.compile import build_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
@@ -194,7 +199,9 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
     opts = config.collect
     script = read_launch_script(script_path).load()
     arch, arch_name = target_arch(config, script.arch, origin=f"launch script {script_path}")
-    program = build_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler)
+    program = build_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler,
+                            progress=progress)
+    progress(Phase("reading the PTX"))
     module = parse_module(program.ptx)
     kernel = program.kernel(opts.kernel).name if opts.kernel else None
     chosen: list[Snapshot] = []
@@ -219,11 +226,13 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
     dev = EmuDevice(module, source.name, program.source.text,
                     resources={k.name: k.resources for k in program.kernels},
                     record=RecordChoice(kernel, opts.launch_index, snapshot),
-                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit)
+                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit, progress=progress)
+    progress(Phase(f"running {script_path.name} in the emulator"))
     script.run(dev)
     rec = dev.recorded
     if rec is None:
         raise _nothing_recorded(dev.launches, kernel, opts.launch_index, script_path)
+    progress(Phase("recording the trace"))
     return Trace(
         launch=rec.launch_record(ctas_per_sm=md[-1]), ops=rec.ops,
         snapshot=Snapshot(cta_ids=rec.cta_ids, rule=chosen[-1].rule),

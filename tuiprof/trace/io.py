@@ -41,12 +41,12 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVa
 
 import numpy as np
 
-from tuiprof import __version__
+from tuiprof import __version__, units
 from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.files import FileRole, cannot_read, open_regular
 from tuiprof.output import write_bytes_to
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
                                  MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance,
                                  Snapshot, SourceFile, StaticOp, Trace, measured_problem)
@@ -288,8 +288,8 @@ def _checked_header(path: Path, header: dict[str, Any]) -> bytes:
     except (TypeError, ValueError) as exc:
         refuse(f"its provenance holds a value JSON cannot keep ({printable(str(exc), 80)})")
     if len(text) > MAX_HEADER_BYTES:
-        refuse(f"its header (op table and source text) is {human_size(len(text))}, more than the "
-               f"{human_size(MAX_HEADER_BYTES)} a reader accepts")
+        refuse(f"its header (op table and source text) is {units.size(len(text))}, more than the "
+               f"{units.size(MAX_HEADER_BYTES)} a reader accepts")
     return text
 
 
@@ -804,7 +804,7 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
         need, budget = _load_bytes(hd), memory_budget()
         if need > budget.bytes:
             raise TraceError(f"{shown_path(path)} is too large to load: its {hd.accesses:,} warp accesses need about "
-                             f"{human_size(need)} of memory, more than the {human_size(budget.bytes)} allowed here "
+                             f"{units.size(need)} of memory, more than the {units.size(budget.bytes)} allowed here "
                              f"(half {budget.of})", "profile a smaller snapshot (fewer CTAs), or use a machine with more memory")
         arrays: dict[str, np.ndarray] = {}
         for name, spec in hd.arrays.items():

@@ -21,12 +21,14 @@ from typing import Callable, Mapping, Sequence, Union
 
 import numpy as np
 
+from tuiprof import units
 from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
 from tuiprof.collect.emu.decode import KernelParam, Program, decode, module_globals
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
 from tuiprof.errors import TuiprofError
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.progress import Phase, Progress, ignore
+from tuiprof.resources import memory_budget
 from tuiprof.ptx.model import Function, Module, SourceLoc
 from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
 
@@ -122,8 +124,11 @@ class EmuDevice:
 
     def __init__(self, module: Module, source_name: str, source_text: str | None = None, *,
                  resources: Mapping[str, ResourcesLike | None] | None = None, record: RecordChoice | None = None,
-                 n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT) -> None:
+                 n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT,
+                 progress: Progress = ignore) -> None:
         self.module = module
+        self.progress = progress
+        """Hears each launch as it starts and its CTAs as they are run."""
         self.source_name = source_name
         self.source_text = source_text
         self.resources = dict(resources or {})
@@ -149,9 +154,9 @@ class EmuDevice:
         shp, dt, nbytes = array_layout(shape, dtype, call)
         budget = memory_budget()
         if self.heap.top + nbytes > budget.bytes:
-            used = f" ({human_size(self.heap.top)} of it already allocated)" if self.heap.top >= 1 << 20 else ""
-            raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} is {human_size(nbytes)}; the emulator "
-                               f"keeps device memory in this machine's memory, at most {human_size(budget.bytes)}, "
+            used = f" ({units.size(self.heap.top)} of it already allocated)" if self.heap.top >= 1 << 20 else ""
+            raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} is {units.size(nbytes)}; the emulator "
+                               f"keeps device memory in this machine's memory, at most {units.size(budget.bytes)}, "
                                f"half {budget.of} (a tuiprof limit){used}",
                                "allocate smaller arrays in the launch script (a snapshot needs a few hundred CTAs' "
                                "data), or run it on a GPU (--backend gpu)")
@@ -323,8 +328,12 @@ class EmuDevice:
         res = self.resources.get(kernel)
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
+        recorded = ", the recorded one" if chosen else ""
+        what = f"emulating launch {len(self.launches)} ({function_name(kernel)}{recorded})"
+        self.progress(Phase(what, 0, n_ctas, "CTAs"))
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
-                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen)
+                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen,
+                         on_ctas=lambda done: self.progress(Phase(what, done, n_ctas, "CTAs")))
         self.thread_instructions += result.thread_insts
         if chosen:
             self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)

@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from tuiprof import units
 from tuiprof.collect.emu.decode import Program, UnsupportedPtx
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_MASK, E_MASK2,
@@ -38,7 +39,7 @@ from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import note_first_compile
 from tuiprof.ptx.model import SourceLoc
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.trace.model import LANES, MAX_GRID_CTAS
 
 
@@ -273,10 +274,12 @@ def _refusal(err: np.ndarray, prog: Program, block: tuple[int, int, int],
 
 def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
-            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True) -> RunResult:
+            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True,
+            on_ctas: Callable[[int], None] | None = None) -> RunResult:
     """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids), and
     with `per_cta` each CTA's counts (the recorded launch's trace keeps them; other launches need
-    no memory in proportion to their grid). The first failure (in CTA order) ends the run."""
+    no memory in proportion to their grid). The first failure (in CTA order) ends the run.
+    `on_ctas` hears the CTAs done so far after each batch (from the worker threads)."""
     check_grid(prog.kernel, grid)
     n_ctas = grid[0] * grid[1] * grid[2]
     nthreads = block[0] * block[1] * block[2]
@@ -305,6 +308,8 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     ctl = np.zeros(N_CTL, np.int64)
     ctl[CTL_FAILED] = np.iinfo(np.int64).max
     lock = threading.Lock()
+    done = [0]
+    """CTAs run so far (under `lock`)."""
 
     def run(index: int, first: int, last: int) -> tuple[tuple[np.ndarray, ...] | None, np.ndarray, int]:
         """One batch: its records (None when it kept none), its status and its thread instructions."""
@@ -325,6 +330,9 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
             if err[E_STATUS] not in (ST_OK, ST_ABORTED):
                 ctl[CTL_FAILED] = min(int(ctl[CTL_FAILED]), index)   # later batches stop at their next check
             op_space[:] += ops
+            done[0] += last - first
+            if on_ctas is not None:
+                on_ctas(done[0])
         if per_cta:
             insts[first:last] = out_i
             accesses[first:last] = out_a
@@ -348,7 +356,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
         budget = memory_budget()
         raise EmulationError(f"the snapshot of {prog.kernel} ({snapshot.shape[0]:,} CTAs) made {int(ctl[CTL_RECORDS]):,} "
                              f"warp accesses; the emulator keeps at most {rec_max:,} of them in "
-                             f"{human_size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
+                             f"{units.size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
                              "record fewer CTAs (--snapshot N), or give the kernel smaller inputs in the launch script")
     kept = [r for r, _, _ in results if r is not None]
     key = np.concatenate([r[0] for r in kept]) if kept else np.zeros(0, np.int64)
