@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kernel", metavar="KERNEL.cu", help="the CUDA source file")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: <name>_launch.py beside the source)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it already exists")
+    p.add_argument("--arch", metavar="NAME", help="GPU model to compile for and write as the script's ARCH (default: "
+                   "the one `tuiprof report` profiles for, a100)")
     _add_compiler_options(p)
 
     p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script (emulator or GPU), and save the trace")
@@ -326,7 +328,8 @@ def cmd_gpu(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from tuiprof.build.init_script import write_launch_script
 
-    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler)
+    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler,
+                               arch=args.arch)
     print(f"wrote {path}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
     return 0
 

@@ -28,8 +28,6 @@ from tuiprof.build.signature import (ITEMSIZE, EntryParam, KernelParam, KernelSi
 from tuiprof.errors import BuildError, OutputError
 from tuiprof.output import write_bytes_to
 
-INIT_COMPUTE_CAPABILITY = (9, 0)
-"""Target of the compile `tuiprof init` does to read the PTX: recent enough for any kernel."""
 
 _RESERVED_NAMES = {"dev", "np", "rng", "n", "size", "block", "grid", "shared", "setup"}
 _PTX_SCALAR = {"f32": "float32", "f64": "float64", "f16": "float16", "u8": "uint8", "s8": "int8",
@@ -277,8 +275,9 @@ def _docstring_safe(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', "'''")
 
 
-def launch_script(source_name: str, plans: Sequence[LaunchPlan], notes: Sequence[str], compiled_by: str | None) -> str:
-    """The text of the launch script for `plans` (see `plan_launches`)."""
+def launch_script(source_name: str, plans: Sequence[LaunchPlan], notes: Sequence[str], compiled_by: str | None,
+                  arch: str | None = None) -> str:
+    """The text of the launch script for `plans` (see `plan_launches`); `arch` its ``ARCH``."""
     from tuiprof import __version__
 
     how = (f"kernel signatures read from the source and checked against the PTX ({compiled_by})"
@@ -298,6 +297,8 @@ def launch_script(source_name: str, plans: Sequence[LaunchPlan], notes: Sequence
         "",
         "rng = np.random.default_rng(0)  # fixed seed: the same inputs, hence the same trace, on every run",
     ]
+    if arch and not arch.endswith(".toml"):
+        lines += [f"ARCH = {arch!r}  # the GPU model profiled (and compiled for) unless --arch names another"]
     if notes:
         lines += ["", *(f"# note: {n}" for n in notes)]
     taken: set[str] = {"setup"}
@@ -310,12 +311,17 @@ def launch_script(source_name: str, plans: Sequence[LaunchPlan], notes: Sequence
 
 
 def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLike[str] | None = None, *,
-                        force: bool = False, flags: Sequence[str] = (), compiler: str = "auto") -> Path:
+                        force: bool = False, flags: Sequence[str] = (), compiler: str = "auto",
+                        arch: str | None = None) -> Path:
     """Write the starting launch script of the CUDA file `kernel` to `output` (default
     ``<stem>_launch.py`` beside it), atomically, refusing to overwrite unless `force`. The file is
-    compiled to check the signatures; with no compiler at all, the source alone is used."""
+    compiled to check the signatures, for the GPU model `arch` (a preset; default the one `tuiprof
+    report` profiles for, so that both read the same PTX), which the script then names as its
+    ``ARCH`` when given; with no compiler at all, the source alone is used."""
+    from tuiprof.arch.presets import load_arch
     from tuiprof.build.compile import build_program
     from tuiprof.build.headers import read_text
+    from tuiprof.collect.options import DEFAULT_CU_ARCH
 
     source = Path(kernel).expanduser()
     target = Path(output).expanduser() if output is not None else source.with_name(f"{source.stem}_launch.py")
@@ -323,7 +329,8 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
         raise OutputError(f"{target} already exists", "use --force to overwrite it, or -o to write elsewhere")
     program: Program | None
     try:
-        program = build_program(source, compute_capability=INIT_COMPUTE_CAPABILITY, flags=flags, compiler=compiler)
+        cc = load_arch(arch or DEFAULT_CU_ARCH).cc
+        program = build_program(source, compute_capability=cc, flags=flags, compiler=compiler)
     except BuildError as exc:
         if not exc.message.startswith("no CUDA compiler found"):
             raise
@@ -341,7 +348,7 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
     if not plans:
         raise BuildError(f"found no kernel to launch in {source.name}" + ("".join(f"\n  {n}" for n in notes)),
                          "a kernel is a `__global__ void name(...)` function definition")
-    script = launch_script(source.name, plans, notes, program.compiler if program is not None else None)
+    script = launch_script(source.name, plans, notes, program.compiler if program is not None else None, arch)
     data = script.encode("utf-8")
     write_bytes_to(os.fspath(target), lambda fh: fh.write(data), protect=[source])
     return target

@@ -210,7 +210,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
     dev = EmuDevice(module, source.name, program.source.text,
                     resources={k.name: k.resources for k in program.kernels},
                     record=RecordChoice(kernel, opts.launch_index, snapshot),
-                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit)
+                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit,
+                    headers={h.path: h.text for h in program.headers})
     script.run(dev)
     rec = dev.recorded
     if rec is None:

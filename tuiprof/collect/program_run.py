@@ -26,8 +26,6 @@ from typing import Sequence
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.build.demangle import demangle
-from tuiprof.build.program import base_name
 from tuiprof.build.wholeprog import WholeProgram
 from tuiprof.collect.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
@@ -51,23 +49,13 @@ class ProgramRun:
 
 
 def resolve_kernel(prog: WholeProgram, name: str | None) -> str | None:
-    """The PTX symbol of the kernel `name` names (symbol, demangled signature, or unique plain
-    name); None for "the first kernel launched"."""
+    """The PTX symbol of the kernel `name` names (symbol, demangled signature, or the C++ name as
+    written, `tuiprof.build.names`); None for "the first kernel launched"."""
+    from tuiprof.build.names import find_symbol
+
     if name is None:
         return None
-    kernels = prog.kernels
-    if name in kernels:
-        return name
-    by_sig = [k for k in kernels if demangle(k) == name]
-    by_base = [k for k in kernels if base_name(demangle(k)) == name]
-    for found in (by_sig, by_base):
-        if len(found) == 1:
-            return found[0]
-    listing = ", ".join(demangle(k) for k in kernels) or "none"
-    if len(by_base) > 1:
-        raise TuiprofError(f"kernel name {name!r} is ambiguous: it names " + ", ".join(by_base),
-                           "give the mangled name of the one you mean")
-    raise TuiprofError(f"the program has no kernel {name!r}", f"its kernels: {listing}")
+    return find_symbol(name, tuple(prog.kernels), where="the program")
 
 
 def _describe_exit(code: int) -> str:

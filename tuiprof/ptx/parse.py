@@ -13,9 +13,9 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
+from tuiprof.ptx.model import (NEWEST_PTX_ISA, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
                                NegPred, Operand, Param, PredDest, PtxError, Reg, Sink, SourceLoc,
-                               Special, Sym, Variable, Vec)
+                               Special, Sym, Variable, Vec, is_system_path)
 
 # --------------------------------------------------------------------------- lexical pieces
 
@@ -70,6 +70,8 @@ SPECIAL_SCALAR = frozenset({
     *(f"envreg{i}" for i in range(32)),
 })
 """Special registers read whole."""
+PREDEFINED_CONSTANTS = {"WARP_SZ": 32}
+"""The PTX ISA's predefined constants (``warpSize`` compiles to ``WARP_SZ``)."""
 
 PTX_OPCODES = frozenset("""
 abs activemask add addc alloca and applypriority atom bar barrier bfe bfi bfind bmsk bra brev brkpt
@@ -397,6 +399,35 @@ class _Parser:
     # ---------------------------------------------------------------- driver
 
     def run(self) -> Module:
+        try:
+            return self._run()
+        except PtxError as exc:
+            raise self._located(exc) from None
+
+    def _located(self, exc: PtxError) -> PtxError:
+        """`exc` with the source line of the function being read (its latest ``.loc``) and a hint
+        that says whether the PTX's version is one tuiprof reads."""
+        f = self.func
+        source = exc.source
+        if not source and f is not None and f.loc is not None and exc.line:
+            files = {int(m.group(1)): m.group(2) for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', self.text, re.M)}
+            chain = f.loc.chain
+            loc = next((at for at in chain if not is_system_path(files.get(at.file, ""))), chain[-1])
+            path = files.get(loc.file, "")
+            if path:
+                source = f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{loc.line}"
+        hint = exc.hint
+        if hint == PtxError("").hint and re.match(r"^\d+\.\d+$", self.version):
+            version = tuple(int(v) for v in self.version.split("."))
+            if version > NEWEST_PTX_ISA:
+                hint = (f"this is PTX ISA {self.version}, newer than tuiprof reads (up to "
+                        f"{NEWEST_PTX_ISA[0]}.x): compile for an older PTX version, or report it")
+            else:
+                hint = (f"PTX ISA {self.version} is a version tuiprof reads, but not this construct yet; "
+                        "please report it with the PTX line shown")
+        return PtxError(exc.detail, exc.line, hint, source)
+
+    def _run(self) -> Module:
         text = self.text
         if not re.search(r"^\s*\.version\b", text, re.M):
             raise PtxError("not a PTX module: no .version directive", 1,
@@ -725,6 +756,8 @@ class _Parser:
                 return PredDest(first, second)
             if text == "_":
                 return Sink()
+            if text in PREDEFINED_CONSTANTS:
+                return Imm(PREDEFINED_CONSTANTS[text], text)
             if c == "%" and "." in text:
                 name, comp = text[1:].split(".", 1)
                 if name in SPECIAL_VECTOR and comp in ("x", "y", "z"):

@@ -17,7 +17,7 @@ parameter's (``np.int32(n)`` for an ``int``); anything else is refused with a cl
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from tuiprof.errors import TuiprofError
 from tuiprof.resources import human_size, memory_budget
 from tuiprof.ptx.model import Function, Module, SourceLoc
 from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
+
+if TYPE_CHECKING:
+    from tuiprof.build.names import Enums
 
 MAX_THREADS_PER_CTA = 1024
 MAX_SHARED_PER_CTA = 227 << 10
@@ -96,36 +99,20 @@ def first_ctas(n: int, start: int = 0) -> SnapshotChooser:
     return choose
 
 
-def function_name(symbol: str) -> str:
-    """The unqualified function name a C++ symbol mangles (``_Z3fooPf`` and ``_ZN2ns3fooEPf``
-    -> ``foo``, ``_Z4axpyIfLi4EEvPT_i`` -> ``axpy``); the symbol itself when it is not mangled."""
-    if not symbol.startswith("_Z"):
-        return symbol
-    i = 2
-    nested = symbol[i:i + 1] == "N"
-    i += nested
-    last = symbol
-    while i < len(symbol) and symbol[i].isdigit():
-        j = i
-        while j < len(symbol) and symbol[j].isdigit():
-            j += 1
-        n = int(symbol[i:j])
-        last = symbol[j:j + n]
-        i = j + n
-        if not nested:
-            break
-    return last
-
-
 class EmuDevice:
     """The launch-script Device on the emulator (see the module docstring)."""
 
     def __init__(self, module: Module, source_name: str, source_text: str | None = None, *,
                  resources: Mapping[str, ResourcesLike | None] | None = None, record: RecordChoice | None = None,
-                 n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT) -> None:
+                 n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT,
+                 headers: Mapping[str, str] | None = None) -> None:
         self.module = module
         self.source_name = source_name
         self.source_text = source_text
+        self.headers = dict(headers or {})
+        """The texts of the source's local headers by path (kernels and device functions there)."""
+        self._names: dict[str, str] = {}
+        self._enum_table: Enums | None = None
         self.resources = dict(resources or {})
         self.record = record if record is not None else RecordChoice()
         self.n_sms = max(int(n_sms), 1)
@@ -199,20 +186,21 @@ class EmuDevice:
         return f"{name}:{r.line}"
 
     def kernel_name(self, name: str) -> str:
-        """The PTX entry `name` refers to: itself, or the one C++ kernel whose mangled symbol
-        names a function `name`."""
-        kernels = self.module.kernels
-        if name in kernels:
-            return name
-        matches = [k for k in kernels if function_name(k) == name]
-        if len(matches) == 1:
-            return matches[0]
-        listing = ", ".join(kernels) or "none"
-        if matches:
-            raise TuiprofError(f"kernel name {name!r} is ambiguous: {', '.join(matches)}",
-                               "launch it by its full PTX (mangled) name")
-        raise TuiprofError(f"no kernel named {name!r} in {self.source_name or 'the module'}",
-                           f"kernels are: {listing}")
+        """The PTX entry `name` refers to: itself, its demangled signature, or the C++ name as
+        written (``axpy<float, 4>``, ``ns::kern``; `tuiprof.build.names.find_symbol`)."""
+        from tuiprof.build.names import find_symbol
+
+        if name not in self._names:
+            self._names[name] = find_symbol(name, tuple(self.module.kernels), where=self.source_name or "the module",
+                                            enums=self._enums())
+        return self._names[name]
+
+    def _enums(self) -> Enums:
+        from tuiprof.build.names import source_enums
+
+        if self._enum_table is None:
+            self._enum_table = source_enums([t for t in (self.source_text, *self.headers.values()) if t])
+        return self._enum_table
 
     def _program(self, kernel: str) -> tuple[Program, tuple[StaticOp, ...]]:
         if kernel not in self._programs:
@@ -373,4 +361,4 @@ class EmuDevice:
             ctas=CtaRecords(insts=result.insts, accesses=result.accesses))
 
 
-__all__ = ["EmuDevice", "RecordChoice", "RecordedLaunch", "SnapshotChooser", "first_ctas", "function_name"]
+__all__ = ["EmuDevice", "RecordChoice", "RecordedLaunch", "SnapshotChooser", "first_ctas"]
