@@ -425,11 +425,13 @@ class Session:
     def _prepare(self, mc: "MonteCarlo") -> None:
         """What every analysis of this run reads and no trial changes (once per run)."""
         from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
+        from tuiprof.model.constant import const_op_stats
         from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
 
         self._op_stats = mc.op_stats()
         self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
-        self._shared = shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency)
+        self._passes = {**shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency),
+                        **const_op_stats(self.trace, self.arch.l1.hit_latency)}
         self.prepared = mc.prepared
         self._working_set: float | None = None
         self._planned = mc.trials
@@ -463,7 +465,8 @@ class Session:
         stats = self._op_stats
         return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, ordered,
                                                                  stats.accesses, stats.requests_per_access,
-                                                                 sum(st.total for st in self._shared.values())))
+                                                                 sum(st.total for st in self._passes.values()
+                                                                     if st.space == "shared")))
 
     @staticmethod
     def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
@@ -549,7 +552,7 @@ class Session:
         stats = self._op_stats
         return analyse(self.trace.ops, self.arch, self.md, results, self._planned, stats.accesses,
                        stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0,
-                       self._ideal, self._shared)
+                       self._ideal, self._passes)
 
     def sweep_mds(self) -> tuple[int, ...]:
         """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""

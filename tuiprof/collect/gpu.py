@@ -31,6 +31,7 @@ from tuiprof.build.program import Program
 from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
 from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
+from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
 from tuiprof.ptx.model import Function, Module, Param, param_layout
@@ -522,6 +523,8 @@ class GpuDevice:
         self._launches: dict[str | None, int] = {}
         self.recorded: RecordedLaunch | None = None
         self.times_ms: list[tuple[str, float]] = []
+        self._symbols: dict[str, Symbol] | None = None
+        self._written: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
 
     # ---------------------------------------------------------------- memory
 
@@ -553,6 +556,32 @@ class GpuDevice:
         out = np.empty(meta.shape, meta.dtype)
         self.drv.dtoh(out, buf.address)
         return out
+
+    # ---------------------------------------------------------------- variables
+
+    def _symbol(self, name: str) -> Symbol:
+        if self._symbols is None:
+            self._symbols = module_symbols(self.module)
+        return find_variable(self._symbols, name, self.program.source.path, self.program.enums)
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic, offset: int = 0) -> None:
+        """``cudaMemcpyToSymbol``: `value` into the ``__constant__`` or ``__device__`` variable
+        `name` from byte `offset` (the driver's cuModuleGetGlobal address of it)."""
+        sym = self._symbol(name)
+        data = symbol_bytes(sym, value, offset, f"dev.set_symbol({name!r})")
+        ptr, _ = self.drv.get_global(self._module, sym.name)
+        self.drv.htod(ptr + int(offset), np.frombuffer(data, np.uint8))
+        arr = np.asarray(value)
+        self._written[sym.name] = (arr.dtype, arr.shape)
+
+    def get_symbol(self, name: str, dtype: np.dtype | type | str | None = None) -> np.ndarray:
+        """``cudaMemcpyFromSymbol``: the variable `name` (as `dtype`, else as last written, else
+        as its PTX type)."""
+        sym = self._symbol(name)
+        ptr, _ = self.drv.get_global(self._module, sym.name)
+        raw = np.empty(sym.size, np.uint8)
+        self.drv.dtoh(raw, ptr)
+        return symbol_view(sym, raw, self._written.get(sym.name), dtype)
 
     # ---------------------------------------------------------------- launches
 

@@ -57,7 +57,8 @@ three active lanes (below that the full form is no larger), so no record is ever
 1 + n words the counting pass reserved for it. Addresses carry
 their space in the top bits: shared addresses (explicit ``.shared``, or generic ones that
 ``isspacep.shared`` finds in the shared window, converted with ``cvta.to.shared``) are tagged
-`SHARED_TAG`, local ones `LOCAL_TAG` (per-thread local addresses); global addresses are as the
+`SHARED_TAG`, local ones `LOCAL_TAG` (per-thread local addresses), constant ones `CONST_TAG`
+(offsets in the constant bank, as ``ld.const`` addresses them); global addresses are as the
 kernel uses them. Site ids count every probed access of the module (`Site`); ``cp.async`` has two
 sites, its global source and its shared destination, recorded in that order as two records.
 """
@@ -86,6 +87,8 @@ COMPRESSED_BIT = 1 << 31
 
 SHARED_TAG = 1 << 62
 LOCAL_TAG = 1 << 63
+CONST_TAG = SHARED_TAG | LOCAL_TAG
+"""A constant-memory address (its offset in the constant bank) carries both tag bits."""
 SPACE_TAGS = SHARED_TAG | LOCAL_TAG
 MARKER = "// tuiprof instrumentation v1"
 """First line of the inserted declarations; a module carrying it is not instrumented twice."""
@@ -357,6 +360,8 @@ class _Emitter:
             out.append(f"or.b64 %tp_a, %tp_a, {SHARED_TAG};")
         elif space == "local":
             out.append(f"or.b64 %tp_a, %tp_a, {LOCAL_TAG};")
+        elif space == "const":
+            out.append(f"or.b64 %tp_a, %tp_a, {CONST_TAG};")
         elif space == "generic":
             out += ["isspacep.shared %tp_p, %tp_a;",
                     "@%tp_p cvta.to.shared.u64 %tp_a, %tp_a;",
@@ -551,7 +556,7 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
                 sites.append(Site(fn.name, i, part))
                 space = "shared" if ins.opcode == "cp" and part == 1 else \
                     "global" if ins.opcode == "cp" else ins.space
-                if space not in ("global", "shared", "local", "generic"):
+                if space not in ("global", "shared", "local", "const", "generic"):
                     raise PtxError(f"{ins.opcode} in space .{space} cannot be probed", line)
                 lines += emit.probe(site, _address(fn, mo.address, line), space, ins.guard, fn.is_entry)
             if _branch_target(fn, ins) in joins:

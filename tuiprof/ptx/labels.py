@@ -240,9 +240,10 @@ def _unary_star(text: str, lo: int, start: int) -> int:
     return -1
 
 
-def candidates(line: str) -> list[Candidate]:
+def candidates(line: str, scalars: frozenset[str] = frozenset()) -> list[Candidate]:
     """Accessed expressions of a source line with their side of the assignment (see the module
-    docstring)."""
+    docstring); `scalars` names the module's variables, whose bare use (``x * g_scale``) reads or
+    writes them."""
     text = strip_comment(line)
     out: list[Candidate] = []
     for lo, hi in _segments(text):
@@ -321,6 +322,11 @@ def candidates(line: str) -> list[Candidate]:
             star = _unary_star(text, lo, start)
             if star >= 0:
                 add(star, m.end(), name, "")
+            elif name in scalars and not re.match(r"\s*(\(|\.|->)", text[m.end():hi]):
+                add(start, m.end(), name, "")
+        # a variable used bare is a candidate only when nothing else on the line accesses it
+        found = [c for c in found if c.index or c.text.startswith("*") or c.base not in scalars
+                 or c.text != c.base or not any(o.base == c.base and o is not c for o in found)]
         # A subscript inside another candidate's brackets is read, whichever side its host is on.
         for c in found:
             host = any(o is not c and o.start < c.start and c.end <= o.end for o in found)
@@ -831,9 +837,10 @@ def _assign(members: list[Access], chosen: list[Candidate], scope: SourceScope, 
     return out
 
 
-def label_accesses(accesses: Sequence[Access], lines: list[str], display: str, source: str | None
-                   ) -> list[Candidate | None]:
-    """The candidate each access reads or writes (None: its label is the whole statement)."""
+def label_accesses(accesses: Sequence[Access], lines: list[str], display: str, source: str | None,
+                   scalars: frozenset[str] = frozenset()) -> list[Candidate | None]:
+    """The candidate each access reads or writes (None: its label is the whole statement);
+    `scalars` names the module's variables (see `candidates`)."""
     out: list[Candidate | None] = [None] * len(accesses)
     per_line: dict[int, list[Candidate]] = {}
     scopes: dict[str, SourceScope] = {}
@@ -844,7 +851,7 @@ def label_accesses(accesses: Sequence[Access], lines: list[str], display: str, s
         text = lines[a.line - 1]
         cands = per_line.get(a.line)
         if cands is None:
-            cands = per_line[a.line] = candidates(text)
+            cands = per_line[a.line] = candidates(text, scalars)
         usable = [c for c in cands if c.base not in a.excluded]
         chosen: list[Candidate] = []
         for sides in _sides_for(a.kind):

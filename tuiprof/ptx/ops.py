@@ -1,9 +1,10 @@
 """Memory instructions of a kernel as `StaticOp`s: kind, space, width, source location, label,
 and the bulk-sequence starts of paper 000 sec. 2.
 
-*Which instructions*: global, shared, local and generic ``ld``/``ldu``/``st``/``atom``/``red``,
-and ``cp.async`` (a global load plus a shared store). ``ld.param`` and ``ld.const`` are not ops:
-they are not in the cache model.
+*Which instructions*: global, shared, local, constant and generic ``ld``/``ldu``/``st``/``atom``/``red``,
+and ``cp.async`` (a global load plus a shared store). ``ld.param`` is not an op. Constant loads
+(``__constant__`` variables) are ops of space ``const``: the constant cache, kept out of the L1/L2
+model like shared memory (`tuiprof.model.constant`).
 
 *Source location*: nvcc's ``.loc`` column is the start of the statement, not of the accessed
 expression, and inlined code carries an ``inlined_at`` chain. An op is attributed to the
@@ -47,7 +48,7 @@ from tuiprof.trace.model import MAX_OP_PTX, StaticOp
 LOAD_OPCODES = frozenset({"ld", "ldu"})
 STORE_OPCODES = frozenset({"st"})
 ATOMIC_OPCODES = frozenset({"atom", "red"})
-OP_SPACES = frozenset({"global", "shared", "local", "generic"})
+OP_SPACES = frozenset({"global", "shared", "local", "const", "generic"})
 NO_DEST_OPCODES = frozenset({
     "st", "red", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",
     "prefetch", "prefetchu", "cp", "nanosleep", "pmevent", "brkpt", "griddepcontrol", "setmaxnreg",
@@ -74,7 +75,8 @@ def is_barrier(ins: Instruction) -> bool:
 
 
 def memory_ops(ins: Instruction, index: int) -> tuple[MemOp, ...]:
-    """The cache-model accesses an instruction makes (empty for non-memory and param/const)."""
+    """The memory accesses an instruction makes that tuiprof records (empty for non-memory
+    instructions and ``.param`` accesses)."""
     op = ins.opcode
     if op in LOAD_OPCODES or op in STORE_OPCODES or op in ATOMIC_OPCODES:
         space = ins.space
@@ -402,14 +404,15 @@ def static_ops(module: Module, kernel: str, source_name: str,
                 space = proved or mo.space
                 file_, line, col = _where(module, f, i, user, display, lines, bases)
                 excluded = f_shared if space == "global" else pointer_params if space in (
-                    "shared", "local") else set()
+                    "shared", "local", "const") else set()
                 form = forms.of_address(mo.address)
                 base_leaves = frozenset(leaf for leaf, _ in form.terms
                                         if leaf[0] == "sym" or leaf[0] == "param" and int(leaf[1]) in pointers)
                 raws.append(Access(fname, i, mo.kind, space, mo.bytes, file_, line, col, ins.ptx_line,
                                    starts.get(i, False), frozenset(bases), frozenset(excluded - bases), form,
                                    base_leaves))
-    chosen = label_accesses(raws, lines, display, text)
+    scalars = frozenset(plain_name(v.name) for v in module.variables if v.space in ("global", "const"))
+    chosen = label_accesses(raws, lines, display, text, scalars)
     out: list[tuple[str, int, StaticOp]] = []
     ids: dict[tuple[object, ...], int] = {}
     ops: list[StaticOp] = []

@@ -457,8 +457,8 @@ class TuiprofApp(App[int]):
         empty = {"loading": "loading the trace…", "failed": "no result: the run failed",
                  "cancelled": "cancelled before the first trial"}.get(self.phase, running)
         op = self.histogram_op()
-        shared = self.analysis.ops[op].shared if self.analysis is not None and op is not None else None
-        if shared is not None:  # bank conflicts: the same in every trial, drawn per request
+        shared = self.analysis.ops[op].passes if self.analysis is not None and op is not None else None
+        if shared is not None:  # bank conflicts, constant serialisation: the same in every trial, drawn per request
             self.query_one(HistogramView).show_shared(shared)
             return
         self.query_one(HistogramView).show(series(self.analysis, self.metric, op, measured), empty)

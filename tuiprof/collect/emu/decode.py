@@ -36,8 +36,8 @@ LAUNCH_SPECIALS = ("ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid
                    "cluster_nctaid.x", "cluster_nctaid.y", "cluster_nctaid.z", "cluster_ctaid.x", "cluster_ctaid.y",
                    "cluster_ctaid.z", "cluster_ctarank", "cluster_nctarank", "is_explicit_cluster",
                    "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap",
-                   "reserved_smem_offset_0", "reserved_smem_offset_1", "aggr_smem_size")
-CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "globaltimer": CLK_GLOBALTIMER,
+                   "reserved_smem_offset_0", "reserved_smem_offset_1", "aggr_smem_size", "current_graph_exec")
+CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "clock_hi": CLK_GLOBALTIMER_HI, "globaltimer": CLK_GLOBALTIMER,
           "globaltimer_lo": CLK_GLOBALTIMER_LO, "globaltimer_hi": CLK_GLOBALTIMER_HI}
 
 NO_EFFECT = frozenset({"membar", "fence", "prefetch", "prefetchu", "pmevent", "griddepcontrol",
@@ -226,7 +226,9 @@ class _Decoder:
     def special(self, sp: Special, inst: Instruction) -> int:
         name = sp.name + (f".{sp.component}" if sp.component else "")
         if name not in THREAD_SPECIALS and name not in CTA_SPECIALS and name not in LAUNCH_SPECIALS:
-            raise self.unsupported(inst, f"special register %{name}")
+            why = (" (a performance-monitor counter: no emulated value)" if name.startswith("pm") else
+                   " (set by the driver: no emulated value)" if name.startswith("envreg") else "")
+            raise self.unsupported(inst, f"special register %{name}{why}")
         if name not in self.specials:
             self.specials[name] = self.new_slot()
         return self.specials[name]
@@ -259,15 +261,9 @@ class _Decoder:
         for name in extern_shared:
             self.sym_shared[name] = self.dyn_offset
         # const bank
-        image = bytearray()
-        for v in self.module.variables:
-            if v.space == "const":
-                off = _align(len(image), v.align)
-                image.extend(b"\0" * (off - len(image)))
-                self.sym_const[v.name] = off
-                init = (v.init or b"")[:v.size_bytes]
-                image.extend(init + b"\0" * (v.size_bytes - len(init)))
-        self.const_image = bytes(image)
+        constants = module_constants(self.module)
+        self.sym_const = {c.name: c.address for c in constants}
+        self.const_image = const_image(constants)
         # module globals
         self.globals_ = module_globals(self.module)
         self.sym_global = {g.name: g.address for g in self.globals_}
@@ -842,7 +838,7 @@ class _Decoder:
                     r[F_AUX2] = self.reg_bits(fn, it)
             else:
                 r[F_S0 + k] = self.src(fn, it, ty, inst)
-        if r[F_SPACE] in (SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_GENERIC):
+        if r[F_SPACE] in (SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_CONST, SP_GENERIC):
             r[F_SOP] = self.op_id(fn, idx)[0]
 
     def atomic(self, fn: Function, idx: int, inst: Instruction, r: list[int], o: str, mods: Sequence[str],
@@ -972,6 +968,28 @@ def module_globals(module: Module) -> tuple[GlobalVar, ...]:
             out.append(GlobalVar(v.name, at, max(v.size_bytes, 1), init + b"\0" * (v.size_bytes - len(init))))
             at += max(v.size_bytes, 1)
     return tuple(out)
+
+
+def module_constants(module: Module) -> tuple[GlobalVar, ...]:
+    """The module's ``.const`` variables at their offsets in the constant bank (declaration order,
+    each at its alignment), with their initial bytes."""
+    at = 0
+    out = []
+    for v in module.variables:
+        if v.space == "const":
+            at = _align(at, v.align)
+            init = (v.init or b"")[:v.size_bytes]
+            out.append(GlobalVar(v.name, at, v.size_bytes, init + b"\0" * (v.size_bytes - len(init))))
+            at += v.size_bytes
+    return tuple(out)
+
+
+def const_image(constants: Sequence[GlobalVar]) -> bytes:
+    """The constant bank holding `constants` (`module_constants`) at their initial values."""
+    image = bytearray(max((c.address + c.size for c in constants), default=0))
+    for c in constants:
+        image[c.address:c.address + c.size] = c.init
+    return bytes(image)
 
 
 def call_tree(module: Module, kernel: str) -> list[Function]:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 import numpy as np
 
 from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
-from tuiprof.collect.emu.decode import KernelParam, Program, decode, module_globals
+from tuiprof.collect.emu.decode import KernelParam, Program, const_image, decode, module_constants, module_globals
+from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
 from tuiprof.errors import TuiprofError
@@ -128,8 +129,14 @@ class EmuDevice:
         """Thread instructions executed by every launch so far (for throughput figures)."""
         if self.record.kernel is not None:
             self.kernel_name(self.record.kernel)
-        for g in module_globals(module):
+        self._globals = {g.name: g for g in module_globals(module)}
+        for g in self._globals.values():
             self.heap.place(g.address, g.size, g.init)
+        self._constants = {c.name: c for c in module_constants(module)}
+        self.constants = bytearray(const_image(tuple(self._constants.values())))
+        """The constant bank as the launch script set it (``dev.set_symbol``)."""
+        self._symbols: dict[str, Symbol] | None = None
+        self._written: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
 
     # ------------------------------------------------------------------ memory
     def _alloc(self, shape: int | Sequence[int], dtype: np.dtype | type | str, call: str) -> DeviceArray:
@@ -171,6 +178,36 @@ class EmuDevice:
                                "pass what to_device, empty or zeros returned")
         raw = self.heap.read(buf.address, buf.nbytes) if buf.nbytes else np.zeros(0, np.uint8)
         return raw.view(np.dtype(buf.dtype)).reshape(buf.shape)
+
+    # ------------------------------------------------------------------ variables
+    def _symbol(self, name: str) -> Symbol:
+        if self._symbols is None:
+            self._symbols = module_symbols(self.module)
+        return find_variable(self._symbols, name, self.source_name or "the module", self._enums())
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic, offset: int = 0) -> None:
+        """Write `value` into the ``__constant__`` or ``__device__`` variable `name` from byte
+        `offset` (``cudaMemcpyToSymbol``)."""
+        sym = self._symbol(name)
+        data = symbol_bytes(sym, value, offset, f"dev.set_symbol({name!r})")
+        if sym.space == "const":
+            at = self._constants[sym.name].address + int(offset)
+            self.constants[at:at + len(data)] = data
+        else:
+            self.heap.write(self._globals[sym.name].address + int(offset), np.frombuffer(data, np.uint8))
+        arr = np.asarray(value)
+        self._written[sym.name] = (arr.dtype, arr.shape)
+
+    def get_symbol(self, name: str, dtype: np.dtype | type | str | None = None) -> np.ndarray:
+        """The value of the ``__constant__`` or ``__device__`` variable `name` (``cudaMemcpyFromSymbol``):
+        as `dtype` when given, else as last written by the script, else as the PTX declares it."""
+        sym = self._symbol(name)
+        if sym.space == "const":
+            at = self._constants[sym.name].address
+            raw = np.frombuffer(bytes(self.constants[at:at + sym.size]), np.uint8)
+        else:
+            raw = self.heap.read(self._globals[sym.name].address, sym.size)
+        return symbol_view(sym, np.ascontiguousarray(raw), self._written.get(sym.name), dtype)
 
     # ------------------------------------------------------------------ kernels
     def _loc_text(self, loc: SourceLoc | None) -> str:
@@ -312,7 +349,8 @@ class EmuDevice:
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
-                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen)
+                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen,
+                         constants=bytes(self.constants))
         self.thread_instructions += result.thread_insts
         if chosen:
             self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)
