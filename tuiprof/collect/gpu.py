@@ -791,7 +791,7 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     """Run the launch script (`run_script(device)`) twice on the GPU, counting then recording the
     chosen launch, and build its Trace (provenance ``gpu``, per-CTA SM and times measured)."""
     from tuiprof.ptx import parse_module
-    from tuiprof.ptx.ops import static_ops
+    from tuiprof.ptx.ops import op_sources, static_ops
 
     mod = module if module is not None else parse_module(program.ptx)
     own_driver = driver is None
@@ -822,7 +822,8 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     launch = Launch(kernel=launch.kernel, grid=launch.grid, block=launch.block,
                     registers_per_thread=launch.registers_per_thread, static_shared=launch.static_shared,
                     dynamic_shared=launch.dynamic_shared, ctas_per_sm=ctas_per_sm(launch))
-    table = ops if ops is not None else static_ops(mod, rec.kernel, program.source.path, program.source.text)
+    headers = {h.path: h.text for h in program.headers}
+    table = ops if ops is not None else static_ops(mod, rec.kernel, program.source.path, program.source.text, headers)
     provenance = Provenance(
         backend="gpu", arch=arch_name, gpu=info.name, tool_version=__version__,
         date=datetime.date.today().isoformat(),
@@ -832,7 +833,9 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
                    **({"probe_occupancy": probe_occupancy(info, launch, probe_registers)} if probe_registers else {})})
     trace = build_trace(launch=launch, table=table, sites=inst.sites, tag=inst.tag, snapshot=rec.snapshot,
                         words=rec.words, woff=rec.woff, used=rec.used, cta=rec.cta, local_bytes=local_bytes,
-                        sources=tuple(SourceFile(f.path, f.text) for f in program.files), provenance=provenance)
+                        sources=op_sources(mod, program.source.path, program.source.text, headers,
+                                           tuple({o.id: o for _, _, o in table}.values())),
+                        provenance=provenance)
     return GpuRun(trace, counted.elapsed_ms, rec.elapsed_ms, info, timings)
 
 

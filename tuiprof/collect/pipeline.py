@@ -179,6 +179,7 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build.compile import build_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+    from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
     from tuiprof.trace.model import Launch
     from tuiprof.trace.snapshot import choose_snapshot
@@ -221,7 +222,7 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
         snapshot=Snapshot(cta_ids=rec.cta_ids, rule=chosen[-1].rule),
         warp_offsets=rec.warp_offsets, warp_cta=rec.warp_cta, warp_index=rec.warp_index,
         op=rec.op, mask=rec.mask, addr=rec.addr,
-        sources=(SourceFile(source.name, program.source.text),),
+        sources=op_sources(module, source.name, program.source.text, {h.path: h.text for h in program.headers}, rec.ops),
         provenance=Provenance(
             backend="emulator", arch=arch_name, tool_version=__version__, date=datetime.date.today().isoformat(),
             generator={"compiler": program.compiler, "target": program.target, "flags": list(program.flags),

@@ -113,7 +113,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program."""
     from tuiprof.build.wholeprog import linked_module
     from tuiprof.collect.gpu import _open_driver, device_generator, probe_occupancy, require_gpu
-    from tuiprof.ptx.ops import static_ops
+    from tuiprof.ptx.ops import op_sources, static_ops
 
     require_gpu(f"profiling {prog.binary.name}", hint="whole programs run on the GPU; a kernel file with a launch "
                 "script runs in the emulator (--backend emu)")
@@ -175,7 +175,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     provenance = Provenance(backend="gpu", arch=arch.name, gpu=gpu_name, tool_version=__version__,
                             date=datetime.date.today().isoformat(), generator=gen)
     local = res.local_bytes_per_thread if res else 0
-    sources = [SourceFile(module.source, source_text or "")]
+    sources = list(op_sources(mod, module.source, source_text, None, tuple({o.id: o for _, _, o in table}.values())))
     sources += [SourceFile(prog.module_by_tag(t).source, _read(prog.module_by_tag(t).source) or "")
                 for t in sorted(lent) if prog.module_by_tag(t).source != module.source]
     trace = build_trace(launch=launch, table=table, sites=module.sites, tag=module.tag, snapshot=snapshot,

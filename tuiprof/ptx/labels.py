@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tuiprof.ptx.address import AddressForm
 
@@ -755,6 +755,9 @@ class Access:
     form: AddressForm
     """The address's form (`tuiprof.ptx.address`)."""
     base_leaves: frozenset[tuple[str, ...]] = frozenset()
+    call_site: tuple[tuple[int, int, int], ...] = ()
+    """Where the code of the access was inlined: the (file, line, column) of each call site
+    above its location (empty when it is in the function compiled)."""
     """The leaves of `form` that are array bases (pointer parameters, variables)."""
 
 
@@ -837,21 +840,23 @@ def _assign(members: list[Access], chosen: list[Candidate], scope: SourceScope, 
     return out
 
 
-def label_accesses(accesses: Sequence[Access], lines: list[str], display: str, source: str | None,
+def label_accesses(accesses: Sequence[Access], lines_of: Mapping[str, list[str]], texts: Mapping[str, str],
                    scalars: frozenset[str] = frozenset()) -> list[Candidate | None]:
-    """The candidate each access reads or writes (None: its label is the whole statement);
+    """The candidate each access reads or writes (None: its label is the whole statement), from
+    the line of its own file (`lines_of`: file name -> lines, `texts`: file name -> text);
     `scalars` names the module's variables (see `candidates`)."""
     out: list[Candidate | None] = [None] * len(accesses)
-    per_line: dict[int, list[Candidate]] = {}
-    scopes: dict[str, SourceScope] = {}
-    groups: dict[tuple[str, int, str, tuple[Candidate, ...]], list[int]] = {}
+    per_line: dict[tuple[str, int], list[Candidate]] = {}
+    scopes: dict[tuple[str, str], SourceScope] = {}
+    groups: dict[tuple[str, str, int, str, tuple[Candidate, ...]], list[int]] = {}
     for n, a in enumerate(accesses):
-        if a.file != display or not (1 <= a.line <= len(lines)):
+        lines = lines_of.get(a.file, [])
+        if not (1 <= a.line <= len(lines)):
             continue
         text = lines[a.line - 1]
-        cands = per_line.get(a.line)
+        cands = per_line.get((a.file, a.line))
         if cands is None:
-            cands = per_line[a.line] = candidates(text, scalars)
+            cands = per_line[(a.file, a.line)] = candidates(text, scalars)
         usable = [c for c in cands if c.base not in a.excluded]
         chosen: list[Candidate] = []
         for sides in _sides_for(a.kind):
@@ -868,12 +873,12 @@ def label_accesses(accesses: Sequence[Access], lines: list[str], display: str, s
         if len(chosen) == 1:
             out[n] = chosen[0]
         elif chosen:
-            groups.setdefault((a.function, a.line, a.kind, tuple(chosen)), []).append(n)
-    for (function, line, _, chosen_c), members in groups.items():
-        scope = scopes.get(function)
+            groups.setdefault((a.file, a.function, a.line, a.kind, tuple(chosen)), []).append(n)
+    for (file_, function, line, _, chosen_c), members in groups.items():
+        scope = scopes.get((file_, function))
         if scope is None:
-            scope = scopes[function] = source_scope(source or "", function)
-        text = strip_comment(lines[line - 1])
+            scope = scopes[(file_, function)] = source_scope(texts.get(file_, ""), function)
+        text = strip_comment(lines_of[file_][line - 1])
         for n, c in zip(members, _assign([accesses[n] for n in members], list(chosen_c), scope, text)):
             out[n] = c
     return out

@@ -33,6 +33,7 @@ from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
 
 if TYPE_CHECKING:
     from tuiprof.build.names import Enums
+    from tuiprof.ptx.ops import SourceMap
 
 MAX_THREADS_PER_CTA = 1024
 MAX_SHARED_PER_CTA = 227 << 10
@@ -113,6 +114,7 @@ class EmuDevice:
         self.headers = dict(headers or {})
         """The texts of the source's local headers by path (kernels and device functions there)."""
         self._names: dict[str, str] = {}
+        self._smap: SourceMap | None = None
         self._enum_table: Enums | None = None
         self.resources = dict(resources or {})
         self.record = record if record is not None else RecordChoice()
@@ -213,14 +215,11 @@ class EmuDevice:
     def _loc_text(self, loc: SourceLoc | None) -> str:
         if loc is None:
             return f"{self.source_name or 'the kernel'}: no line information"
-        from tuiprof.ptx.ops import resolve_loc, user_file
-        user = user_file(self.module, self.source_name)
-        r = resolve_loc(loc, user)
-        if r.file == user:
-            name = self.source_name.rsplit("/", 1)[-1] or self.module.files.get(r.file, "?")
-        else:
-            name = self.module.files.get(r.file, "?").rsplit("/", 1)[-1]
-        return f"{name}:{r.line}"
+        from tuiprof.ptx.ops import resolve_loc, source_map
+        if self._smap is None:
+            self._smap = source_map(self.module, self.source_name, self.source_text or "", self.headers)
+        r = resolve_loc(loc, self._smap.names)
+        return f"{self._smap.name_of(self.module, r.file) or '?'}:{r.line}"
 
     def kernel_name(self, name: str) -> str:
         """The PTX entry `name` refers to: itself, its demangled signature, or the C++ name as
@@ -244,7 +243,7 @@ class EmuDevice:
             from tuiprof.ptx.cfg import ipdom
             from tuiprof.ptx.ops import static_ops
 
-            table = static_ops(self.module, kernel, self.source_name, self.source_text)
+            table = static_ops(self.module, kernel, self.source_name, self.source_text, self.headers)
             ids: dict[tuple[str, int], int | tuple[int, int]] = {}
             ops: dict[int, StaticOp] = {}
             for fname, index, sop in table:
