@@ -28,7 +28,7 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.build.program import Program
-from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
+from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
 from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
 from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
@@ -548,13 +548,21 @@ class GpuDevice:
         self.drv.htod(buf.address, np.zeros(buf.nbytes, np.uint8))
         return buf
 
+    null = NULL
+    """The null pointer, as a kernel argument."""
+
     def from_device(self, buf: DeviceArray) -> np.ndarray:
         meta = self._buffers.get(buf.address)
+        if meta is None and isinstance(buf, DeviceArray) and buf.nbytes >= 0:  # a part of a buffer (buf + k, buf[k:])
+            inside = any(b.ptr <= buf.address and buf.address + buf.nbytes <= b.ptr + int(np.prod(b.shape)) * b.dtype.itemsize
+                         for b in self._buffers.values())
+            meta = _Buffer(buf.address, tuple(buf.shape), np.dtype(buf.dtype)) if inside else None
         if meta is None:
             raise TuiprofError("from_device: that array does not belong to this device",
-                               "pass an array returned by to_device, empty or zeros")
+                               "pass an array returned by to_device, empty or zeros (or a part of one)")
         out = np.empty(meta.shape, meta.dtype)
-        self.drv.dtoh(out, buf.address)
+        if out.nbytes:
+            self.drv.dtoh(out, buf.address)
         return out
 
     # ---------------------------------------------------------------- variables
@@ -605,6 +613,7 @@ class GpuDevice:
         info = self.program.kernel(name)
         fn = self.module.functions[info.name]
         g, b = dim3(grid, "grid"), dim3(block, "block")
+        check_launch_bounds(fn, b, name)
         if not isinstance(shared, (int, np.integer)) or shared < 0:
             raise TuiprofError(f"shared={shared!r} is not a byte count", "dynamic shared memory in bytes, e.g. shared=4096")
         params = pack_params(fn, args, info.demangled)

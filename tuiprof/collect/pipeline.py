@@ -32,6 +32,8 @@ from tuiprof.output import note as _say
 from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
 
 if TYPE_CHECKING:
+    from tuiprof.build.program import KernelResources
+    from tuiprof.ptx.model import Function
     from tuiprof.session import RunConfig
 
 def target_arch(config: "RunConfig", script_arch: str | None, origin: str,
@@ -209,7 +211,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
         return chosen[-1].cta_ids
 
     dev = EmuDevice(module, source.name, program.source.text,
-                    resources={k.name: k.resources for k in program.kernels},
+                    resources={k.name: bounded_resources(k.resources, module.functions[k.name], arch)
+                               for k in program.kernels},
                     record=RecordChoice(kernel, opts.launch_index, snapshot),
                     n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit,
                     headers={h.path: h.text for h in program.headers})
@@ -229,6 +232,26 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
                        "launch_script": script_path.name, "launch_index": opts.launch_index,
                        "launches": len(dev.launches)}),
         ctas=rec.ctas)
+
+
+def bounded_resources(res: "KernelResources | None", fn: "Function", arch: Arch) -> "KernelResources | None":
+    """A kernel's resources, with the registers its launch bounds imply (`bounded_registers`) when
+    no assembler measured them (PTX without ptxas): occupancy then counts what the compiler would
+    leave it, not an unlimited register file."""
+    from tuiprof.arch.occupancy import bounded_registers
+    from tuiprof.build.program import KernelResources
+
+    if res is not None and res.registers_per_thread > 0:
+        return res
+    if not fn.maxntid and fn.maxnreg is None:
+        return res
+    threads = 1
+    for d in fn.maxntid or (0,):
+        threads *= d
+    regs = bounded_registers(arch, threads, fn.minnctapersm or 1, fn.maxnreg)
+    if res is None:
+        return KernelResources(regs, 0, 0, 0)
+    return dataclasses.replace(res, registers_per_thread=regs)
 
 
 def _nothing_recorded(launches: list[tuple[str, tuple[int, int, int], tuple[int, int, int]]], kernel: str | None,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
-from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
+from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
 from tuiprof.collect.emu.decode import KernelParam, Program, const_image, decode, module_constants, module_globals
 from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.collect.emu.heap import Heap
@@ -104,6 +104,9 @@ def first_ctas(n: int, start: int = 0) -> SnapshotChooser:
 class EmuDevice:
     """The launch-script Device on the emulator (see the module docstring)."""
 
+    null = NULL
+    """The null pointer, as a kernel argument."""
+
     def __init__(self, module: Module, source_name: str, source_text: str | None = None, *,
                  resources: Mapping[str, ResourcesLike | None] | None = None, record: RecordChoice | None = None,
                  n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT,
@@ -178,7 +181,11 @@ class EmuDevice:
         if not isinstance(buf, DeviceArray):
             raise TuiprofError(f"from_device takes a device array, not {type(buf).__name__}",
                                "pass what to_device, empty or zeros returned")
-        raw = self.heap.read(buf.address, buf.nbytes) if buf.nbytes else np.zeros(0, np.uint8)
+        try:
+            raw = self.heap.read(buf.address, buf.nbytes) if buf.nbytes else np.zeros(0, np.uint8)
+        except KeyError:
+            raise TuiprofError("from_device: that array is not in this device's memory",
+                               "pass an array returned by to_device, empty or zeros (or a part of one)") from None
         return raw.view(np.dtype(buf.dtype)).reshape(buf.shape)
 
     # ------------------------------------------------------------------ variables
@@ -324,6 +331,7 @@ class EmuDevice:
             raise TuiprofError(f"grid {g} / block {b} exceed CUDA's limits",
                                "grid y and z are at most 65535, block z at most 64")
         check_grid(name, g)   # before anything sized by the grid (a snapshot of the whole grid)
+        check_launch_bounds(self.module.functions[kernel], b, name)
         try:
             dyn = int(shared)
         except (TypeError, ValueError):
