@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compiler_options(p)
 
     p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script (emulator or GPU), and save the trace")
-    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file (one that defines main() runs as a program)")
+    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file (one that defines main() runs as a program), "
+                   "or a PTX file (.ptx) another compiler wrote")
     p.add_argument("-o", "--output", metavar="FILE", required=True,
                    help="the .tptrace file to write (- writes it to standard output, which must not be a terminal)")
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
@@ -195,10 +196,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     from tuiprof.session import RunConfig
     from tuiprof.trace.io import save_trace
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     target = _target_arg(args.target)
-    if not target.endswith(".cu"):
-        raise UsageError(f"{target} is not a CUDA source (.cu)", "record compiles and runs a .cu file; "
-                         "a .tptrace is already a recording")
+    if Path(target).suffix not in KERNEL_FILE_SUFFIXES:
+        raise UsageError(f"{target} is not a CUDA source (.cu) or a PTX file (.ptx)", "record compiles and runs a .cu "
+                         "file (or a .ptx file's kernels); a .tptrace is already a recording")
     config = RunConfig(arch=args.arch, collect=collect_options(args))
     inputs = _checked_output(args.output, target, config, binary=True)
     trace = collect_trace(Path(target), config)
@@ -252,8 +255,10 @@ def _ui_target(target: str) -> Path:
     refused here, before any UI starts, like an unknown command."""
     from tuiprof.trace.demos import demo_names, resolve_target
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     path = Path(_target_arg(target))
-    if path.suffix == ".cu":
+    if path.suffix in KERNEL_FILE_SUFFIXES:
         return path
     if not path.exists() and not target.endswith(".tptrace") and os.sep not in target and target not in demo_names():
         raise UsageError(f"invalid choice: {target!r} is not a command, a file or a demo name",

@@ -80,10 +80,13 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     from tuiprof.collect.script import find_launch_script
     from tuiprof.trace.demos import resolve_target
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     path = Path(target)
-    files = [path] if path.suffix == ".cu" else [resolve_target(str(target))]
+    kernel_file = path.suffix in KERNEL_FILE_SUFFIXES
+    files = [path] if kernel_file else [resolve_target(str(target))]
     files += [Path(a) for a in config.collect.compile_command if a.endswith(".cu")]
-    script = config.collect.launch or (find_launch_script(path) if path.suffix == ".cu" else None)
+    script = config.collect.launch or (find_launch_script(path) if kernel_file else None)
     if script is not None:
         files.append(script)
     if config.arch and config.arch not in preset_names() and config.arch != "calibrated":
@@ -238,7 +241,9 @@ class Session:
         """A session on a .tptrace path, a demo name, or a CUDA source (recorded first: a kernel
         file under its launch script, on the GPU or in the emulator; a whole program on the GPU;
         `tuiprof.collect.pipeline.collect_trace`)."""
-        if Path(target).suffix == ".cu":
+        from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
+        if Path(target).suffix in KERNEL_FILE_SUFFIXES:
             from tuiprof.collect.pipeline import collect_trace
 
             source = Path(target)

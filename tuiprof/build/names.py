@@ -229,7 +229,7 @@ def _canon(tokens: list[str], enums: Enums) -> str:
 def read_name(text: str, enums: Enums = NO_ENUMS) -> CxxName:
     """A C++ name or signature as written (``void ns::kern<float, 4>(float*, int)``,
     ``kern<float>``, ``ns::kern``), read into scopes, template arguments and parameters."""
-    toks = _tokens(text.strip())
+    toks = _tokens(re.sub(r"\[abi:[^\]]*\]", "", text).strip())  # ABI tags are no part of a written name
     while toks and toks[-1] in ("const", "volatile", "&", "&&"):
         toks.pop()
     params: tuple[str, ...] | None = None

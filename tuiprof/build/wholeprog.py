@@ -302,7 +302,7 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
 
         def report(ptx: str, arch: str) -> dict[str, tuple[int, int, int]]:
             if (ptx, arch) not in reports:  # the last capped compile is the build's PTX
-                reports[(ptx, arch)] = _ptxas_report(ptx, arch, folder, nvcc_path, workdir, timeout)
+                reports[(ptx, arch)] = ptxas_report(ptx, arch, folder, nvcc_path, workdir, timeout)
             return reports[(ptx, arch)]
 
         modules: list[ModuleMeta] = []
@@ -366,8 +366,8 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
                       {k: built[k][0] for k in result.kernels if k in built})
 
 
-def _ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
-                  timeout: float) -> dict[str, tuple[int, int, int]]:
+def ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
+                 timeout: float) -> dict[str, tuple[int, int, int]]:
     """Kernel -> (registers, static shared, local bytes per thread) of `ptx` compiled for `arch`
     (``ptxas -v``); empty when ptxas refuses it (the build's own ptxas step then says why)."""
     ptxas = Path(nvcc_path).with_name("ptxas")

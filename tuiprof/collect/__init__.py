@@ -78,6 +78,19 @@ NULL = DeviceArray(0, (0,), "|u1", 0)
 """The null pointer, as a kernel argument (``dev.null``)."""
 
 
+def numba_array(buf: DeviceArray) -> tuple[KernelArg, ...]:
+    """The kernel parameters a Numba CUDA kernel's array argument becomes in its PTX (Numba's data
+    model of a C-contiguous array: meminfo, parent, nitems, itemsize, data, shape..., strides...),
+    for launching a kernel of ``numba.cuda.compile_ptx``'s PTX: ``args=(*numba_array(x), np.int32(n))``."""
+    item = np.dtype(buf.dtype).itemsize
+    strides, step = [], item
+    for extent in reversed(buf.shape):
+        strides.insert(0, step)
+        step *= extent
+    return (NULL, NULL, np.int64(buf.size), np.int64(item), buf, *(np.int64(d) for d in buf.shape),
+            *(np.int64(s) for s in strides))
+
+
 def check_launch_bounds(fn: "Function", block: tuple[int, int, int], kernel: str) -> None:
     """Refuse a launch that breaks the kernel's ``__launch_bounds__`` (PTX ``.maxntid``) or its
     required block size (``.reqntid``), as the CUDA driver refuses it."""
@@ -181,4 +194,4 @@ def dim3(value: Dim, what: str) -> tuple[int, int, int]:
 
 
 __all__ = ["MAX_ARRAY_BYTES", "NULL", "Device", "DeviceArray", "Dim", "KernelArg", "array_layout",
-           "check_launch_bounds", "dim3"]
+           "check_launch_bounds", "dim3", "numba_array"]

@@ -857,15 +857,15 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
     the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
     (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build import build_program
+    from tuiprof.build.compile import load_program
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 
     require_gpu(f"recording {Path(source).name} on the GPU", cuda)
     drv = _open_driver(cuda)
     try:
-        program = build_program(source, compute_capability=drv.info.compute_capability, flags=flags,
-                                compiler=compiler)
+        program = load_program(source, compute_capability=drv.info.compute_capability, flags=flags,
+                               compiler=compiler)
         module = parse_module(program.ptx)
         symbol = program.kernel(kernel).name if kernel else None
 

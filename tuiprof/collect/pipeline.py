@@ -179,7 +179,7 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
 def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -> Trace:
     """The kernel file's chosen launch recorded by the emulator."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build.compile import build_program
+    from tuiprof.build.compile import load_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
     from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
@@ -189,7 +189,7 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
     opts = config.collect
     script = read_launch_script(script_path).load()
     arch, arch_name = target_arch(config, script.arch, origin=f"launch script {script_path}")
-    program = build_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler)
+    program = load_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler)
     module = parse_module(program.ptx)
     kernel = program.kernel(opts.kernel).name if opts.kernel else None
     chosen: list[Snapshot] = []
@@ -210,7 +210,7 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
         chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start))
         return chosen[-1].cta_ids
 
-    dev = EmuDevice(module, source.name, program.source.text,
+    dev = EmuDevice(module, source.name, program.source.text or None,
                     resources={k.name: bounded_resources(k.resources, module.functions[k.name], arch)
                                for k in program.kernels},
                     record=RecordChoice(kernel, opts.launch_index, snapshot),
@@ -225,7 +225,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
         snapshot=Snapshot(cta_ids=rec.cta_ids, rule=chosen[-1].rule),
         warp_offsets=rec.warp_offsets, warp_cta=rec.warp_cta, warp_index=rec.warp_index,
         op=rec.op, mask=rec.mask, addr=rec.addr,
-        sources=op_sources(module, source.name, program.source.text, {h.path: h.text for h in program.headers}, rec.ops),
+        sources=op_sources(module, source.name, program.source.text or None,
+                           {h.path: h.text for h in program.headers}, rec.ops),
         provenance=Provenance(
             backend="emulator", arch=arch_name, tool_version=__version__, date=datetime.date.today().isoformat(),
             generator={"compiler": program.compiler, "target": program.target, "flags": list(program.flags),

@@ -349,8 +349,9 @@ def op_sources(module: Module, source_name: str, source_text: str | None, header
     """The files a trace of `ops` embeds, named as the ops name them: the compiled source first
     (empty when its text is unknown), then every other user file an op names, in op order."""
     smap = source_map(module, source_name, source_text, headers)
-    main = smap.main or (ops[0].file if ops else "")
-    names = [main] + [n for n in dict.fromkeys(o.file for o in ops) if n and n != main]
+    named = [n for n in dict.fromkeys(o.file for o in ops) if n]
+    main = smap.main if smap.main in smap.texts or not named else named[0]  # a PTX file: its .loc files
+    names = [main] + [n for n in named if n != main]
     return tuple(SourceFile(n, smap.texts.get(n, "")) for n in names if n == main or n in smap.texts)
 
 

@@ -680,8 +680,8 @@ class TuiprofApp(App[int]):
     def action_recollect(self) -> None:
         """Recompile the .cu target, re-run its launch script in the emulator and rerun, keeping
         the cursor's source line (after the user edited the source)."""
-        if self.path is None or self.path.suffix != ".cu":
-            self.notify("R recollects from a .cu source; this target is a recorded trace "
+        if self.path is None or self.path.suffix not in (".cu", ".ptx"):
+            self.notify("R recollects from a .cu source (or a .ptx file); this target is a recorded trace "
                         f"({self.path.name if self.path else self.target}), so there is nothing to recollect.",
                         severity="warning", timeout=4)
             return

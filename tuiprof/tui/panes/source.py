@@ -100,6 +100,13 @@ def rank_mark(label: str | None) -> str:
     return label if n < 10 else "S+"
 
 
+def source_language(name: str) -> str:
+    """The lexer a source file is highlighted with: Python for the ``.py`` files Triton's and
+    Numba's PTX name, C++ for headers, CUDA otherwise."""
+    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return {"py": "python", "h": "cpp", "hpp": "cpp", "hh": "cpp", "cpp": "cpp", "cc": "cpp", "c": "c"}.get(suffix, "cuda")
+
+
 def gutter_cells(stats: "OpStats | None", load: bool) -> tuple[str, str, str, str]:
     """H1 (3 cells, percent), X (4 cells, cycles), sectors per request (2 cells) and the ideal
     mark (1 cell) of an op, as plain text; a shared-memory op has ``shm`` for H1 (no cache) and
@@ -203,7 +210,7 @@ class SourceView(Widget, can_focus=True):
         code: list[Content] = []
         if len(shown) <= MAX_HIGHLIGHT:
             try:
-                code = highlight(shown, language="cuda", path=self.file).split("\n")
+                code = highlight(shown, language=source_language(self.file), path=self.file).split("\n")
             except Exception:  # an unknown lexer must not hide the source
                 code = []
         if len(lines) - 1 <= len(code) <= len(lines):  # pygments drops a final empty line
