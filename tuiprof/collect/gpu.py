@@ -565,6 +565,14 @@ class GpuDevice:
             self.drv.dtoh(out, buf.address)
         return out
 
+    # ---------------------------------------------------------------- textures
+
+    def texture(self, data: object, **options: object) -> np.uint64:
+        raise TuiprofError("texture objects are emulated only, for now: a launch script that makes one runs in the "
+                           "emulator", "profile this kernel with --backend emu")
+
+    surface = texture
+
     # ---------------------------------------------------------------- variables
 
     def _symbol(self, name: str) -> Symbol:

@@ -550,6 +550,8 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
             if i + 1 in joins and _falls_through(ins):  # at the end of the code that falls into an exit join
                 inserts.append((blank.index(";", offset) + 1, 1, _block(emit.epilogue(None))))
             for part, mo in enumerate(memory_ops(ins, i)):
+                if mo.space == "texture":  # a texture object's texels are where the driver put them: not probed
+                    continue
                 if len(sites) >= MAX_SITES:
                     raise PtxError(f"more than {MAX_SITES} memory accesses in one module", line)
                 site = len(sites)

@@ -46,6 +46,10 @@ _IDENT_RE = re.compile(r"[A-Za-z_]\w*")
 _ASSIGN_RE = re.compile(r"(?<![=!<>+\-*/%&|^])([+\-*/%&|^]|<<|>>)?=(?!=)")
 _CONTROL_RE = re.compile(r"\b(if|for|while|switch)\s*\(")
 _CASTS = ("reinterpret_cast", "static_cast", "const_cast")
+_TEXTURE_CALL = re.compile(r"(?:tex(?:1D|2D|3D|1Dfetch|2Dgather|1DLayered|2DLayered|Cubemap)\w*|surf[123]D(?:read|write)"
+                           r"|surf[12]DLayered(?:read|write))\s*(?:<[^<>()]*>)?\s*\(")
+"""Texture fetches and surface accesses of the CUDA API (their object is the first argument, a
+surface read's second when it reads into a pointer)."""
 _LOAD_CALLS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
 """Intrinsics that read through the address they are given (``__ldg(&in[i])``)."""
 _STORE_CALLS = frozenset({"__stwb", "__stcg", "__stcs", "__stwt"})
@@ -291,6 +295,18 @@ def candidates(line: str, scalars: frozenset[str] = frozenset()) -> list[Candida
                         ids = [x for x in _IDENT_RE.findall(first) if x not in _TYPE_WORDS]
                         found.append(Candidate(text[start:close], ids[-1] if ids else "", start, close, "arg",
                                                first.strip()))
+                continue
+            fetch = _TEXTURE_CALL.match(text, start)
+            if fetch and fetch.end() <= hi:
+                close = match_bracket(text, fetch.end() - 1)
+                if close > 0:
+                    args = _split_params(text[fetch.end():close - 1])
+                    handle = 1 if name.startswith("surf") and name.endswith("write") or name.startswith("surf") and \
+                        name.endswith("read") and args and args[0].lstrip().startswith("&") else 0
+                    ids = _IDENT_RE.findall(args[handle]) if len(args) > handle else []
+                    found.append(Candidate(text[start:close], ids[-1] if ids else "", start, close,
+                                           "lhs" if name.endswith("write") else "rhs", ""))
+                    covered = close
                 continue
             if name in _CASTS:
                 cast_end = _cast_end(text, start)

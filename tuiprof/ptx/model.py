@@ -63,6 +63,8 @@ STATE_SPACES = ("global", "shared", "local", "const", "param", "generic")
 
 MEMORY_OPCODES = frozenset({"ld", "st", "atom", "red", "cp", "prefetch", "prefetchu", "ldu",
                             "cvta", "isspacep"})
+TEXTURE_OPCODES = frozenset({"tex", "tld4", "suld", "sust", "sured", "txq", "suq"})
+"""Texture and surface instructions (texture fetches go through the L1/texture path)."""
 """Opcodes whose modifiers may carry a state space."""
 
 
@@ -116,6 +118,15 @@ class Addr:
 
 
 @dataclass(frozen=True)
+class TexAddr:
+    """A texture or surface operand ``[handle, {c0, c1}]``: the texture (surface) object, a
+    register holding its handle or a ``.texref`` name, and the coordinates."""
+
+    base: Reg | Sym
+    coords: tuple[Operand, ...]
+
+
+@dataclass(frozen=True)
 class Sink:
     """The ``_`` placeholder of a vector destination whose element is discarded."""
 
@@ -156,7 +167,7 @@ class Args:
     items: tuple[Operand, ...]
 
 
-Operand = Union[Reg, Special, Imm, Sym, Addr, Sink, Vec, Label, PredDest, NegPred, Args]
+Operand = Union[Reg, Special, Imm, Sym, Addr, TexAddr, Sink, Vec, Label, PredDest, NegPred, Args]
 
 
 # --------------------------------------------------------------------------- locations

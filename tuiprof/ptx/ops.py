@@ -45,7 +45,7 @@ from tuiprof.ptx.cfg import build_cfg
 from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, plain_name, source_params, statement_text
 from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Module,
                                NegPred, Operand, PredDest, PtxError, Reg, ResolvedLoc, SourceLoc,
-                               Sym, Vec, is_system_path)
+                               Sym, TexAddr, Vec, is_system_path)
 from tuiprof.trace.model import MAX_OP_PTX, SourceFile, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
@@ -53,7 +53,7 @@ STORE_OPCODES = frozenset({"st"})
 ATOMIC_OPCODES = frozenset({"atom", "red"})
 OP_SPACES = frozenset({"global", "shared", "local", "const", "generic"})
 NO_DEST_OPCODES = frozenset({
-    "st", "red", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",
+    "st", "red", "sust", "sured", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",
     "prefetch", "prefetchu", "cp", "nanosleep", "pmevent", "brkpt", "griddepcontrol", "setmaxnreg",
     "stmatrix", "discard", "applypriority",
 })
@@ -77,10 +77,42 @@ def is_barrier(ins: Instruction) -> bool:
     return ins.opcode in ("bar", "barrier") and "warp" not in ins.mods and "arrive" not in ins.mods
 
 
+TEXTURE_GEOMETRIES = ("1d", "2d", "3d")
+
+
+def texture_problem(ins: Instruction) -> str:
+    """Why a texture or surface instruction is one the emulator does not run ("" when it does:
+    ``tex.1d/2d/3d`` with float or integer coordinates, ``tld4.2d``, ``suld.b``/``sust.b`` on 1-3
+    dimensions)."""
+    mods = set(ins.mods)
+    geo = [m for m in ins.mods if m in TEXTURE_GEOMETRIES]
+    if ins.opcode in ("txq", "suq", "sured"):
+        return "texture and surface queries and reductions"
+    if not geo or len(geo) != 1:
+        return "texture arrays, cube maps and multisample textures"
+    if mods & {"level", "grad", "base"}:
+        return "mipmapped fetches (tex.level, tex.grad)"
+    if ins.opcode == "tld4" and geo[0] != "2d":
+        return "tld4 on other than 2-D textures"
+    if ins.opcode in ("suld", "sust") and "b" not in mods:
+        return "formatted surface access (.p)"
+    if not any(isinstance(o, TexAddr) for o in ins.operands):
+        return "texture references (bindless texture objects only)"
+    return ""
+
+
 def memory_ops(ins: Instruction, index: int) -> tuple[MemOp, ...]:
     """The memory accesses an instruction makes that tuiprof records (empty for non-memory
-    instructions and ``.param`` accesses)."""
+    instructions and ``.param`` accesses). A texture fetch or surface access is one of space
+    ``texture`` (its bytes: 4 per component fetched, the element for a surface), addressed through
+    its texture object (where the texels are is known only when it runs)."""
     op = ins.opcode
+    if op in ("tex", "tld4", "suld", "sust"):
+        tex = next((o for o in ins.operands if isinstance(o, TexAddr)), None)
+        if tex is None or texture_problem(ins):
+            return ()
+        size = 4 if op in ("tex", "tld4") else TYPE_SIZES.get(ins.type, 4) * ins.vector
+        return (MemOp(index, "store" if op == "sust" else "load", "texture", size, Addr(tex.base, 0)),)
     if op in LOAD_OPCODES or op in STORE_OPCODES or op in ATOMIC_OPCODES:
         space = ins.space
         if space not in OP_SPACES:
@@ -127,6 +159,8 @@ def _regs(o: Operand) -> list[str]:
         return _regs(o.reg) + [o.pred.name]
     if isinstance(o, Args):
         return [r for it in o.items for r in _regs(it)]
+    if isinstance(o, TexAddr):
+        return _regs(o.base) + [r for it in o.coords for r in _regs(it)]
     return []
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tuiprof.ptx.model import (NEWEST_PTX_ISA, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
                                NegPred, Operand, Param, PredDest, PtxError, Reg, Sink, SourceLoc,
-                               Special, Sym, Variable, Vec, is_system_path)
+                               Special, Sym, TexAddr, Variable, Vec, is_system_path)
 
 # --------------------------------------------------------------------------- lexical pieces
 
@@ -151,7 +151,18 @@ _TOP_COMMA = re.compile(r",(?![^{\[(]*[}\])])")
 def _split_top(text: str) -> list[str]:
     """`text` split at the commas outside (), [] and {} (one level of nesting, as PTX operands
     have); items stripped; empty text -> []."""
-    if "(" in text or "[" in text or "{" in text:
+    if "[" in text and "{" in text:  # a texture operand [tex, {x, y}]: braces inside brackets
+        parts, depth, start = [], 0, 0
+        for i, ch in enumerate(text):
+            if ch in "{[(":
+                depth += 1
+            elif ch in "}])":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                parts.append(text[start:i])
+                start = i + 1
+        parts.append(text[start:])
+    elif "(" in text or "[" in text or "{" in text:
         parts = _TOP_COMMA.split(text)
     else:
         parts = text.split(",")
@@ -793,9 +804,11 @@ class _Parser:
             return imm
         raise PtxError(f"cannot parse operand {text!r}", line)
 
-    def address(self, text: str, line: int) -> Addr:
+    def address(self, text: str, line: int) -> Addr | TexAddr:
         f = self.func
         assert f is not None
+        if "," in text:
+            return self.texture_address(text, line)
         m = _ADDR_RE.match(text)
         if not m:
             raise PtxError(f"unsupported address operand {text!r}", line)
@@ -818,6 +831,21 @@ class _Parser:
             raise PtxError(f"undeclared register {base_text} in an address", line)
         f.sym_uses.append((name, line))
         return Addr(Sym(name), offset)
+
+
+def _texture_address(self: _Parser, text: str, line: int) -> TexAddr:
+    """``[%rd1, {%f1, %f2}]``: a texture or surface object and its coordinates."""
+    parts = _split_top(text[1:-1] if text.endswith("]") else text[1:])
+    if not text.endswith("]") or len(parts) != 2 or not parts[1].startswith("{"):
+        raise PtxError(f"unsupported address operand {text!r} (a texture with a separate sampler?)", line)
+    base = self.operand(parts[0], line)
+    coords = self.operand(parts[1], line)
+    if not isinstance(base, (Reg, Sym)) or not isinstance(coords, Vec):
+        raise PtxError(f"malformed texture operand {text!r}", line)
+    return TexAddr(base, coords.items)
+
+
+_Parser.texture_address = _texture_address  # type: ignore[attr-defined]
 
 
 def parse_module(text: str) -> Module:

@@ -218,6 +218,38 @@ class EmuDevice:
             raw = self.heap.read(self._globals[sym.name].address, sym.size)
         return symbol_view(sym, np.ascontiguousarray(raw), self._written.get(sym.name), dtype)
 
+    # ------------------------------------------------------------------ textures and surfaces
+    def texture(self, data: np.ndarray | DeviceArray, *, filter: str = "point", address_mode: str | tuple[str, ...] = "clamp",
+                normalized: bool = False, read_mode: str = "element", channels: int = 1) -> np.uint64:
+        """A texture object over a copy of `data` (a NumPy array, or a device buffer it reads in
+        place), sampled as the options say (`tuiprof.collect.textures`): the value to pass for a
+        ``cudaTextureObject_t`` parameter."""
+        return self._texture_object(data, dict(filter=filter, address_mode=address_mode, normalized=normalized,
+                                               read_mode=read_mode, channels=channels), surface=False)
+
+    def surface(self, buf: DeviceArray, *, channels: int = 1) -> np.uint64:
+        """A surface object over device buffer `buf` (read and written in place, ``from_device(buf)``
+        reads it back): the value to pass for a ``cudaSurfaceObject_t`` parameter."""
+        if not isinstance(buf, DeviceArray):
+            raise TuiprofError("dev.surface takes a device buffer", "make one with dev.to_device(array) or dev.zeros")
+        return self._texture_object(buf, {"channels": channels}, surface=True)
+
+    def _texture_object(self, data: object, options: dict[str, object], surface: bool) -> np.uint64:
+        from tuiprof.collect.textures import descriptor_words, texture_layout
+
+        if isinstance(data, DeviceArray):
+            buf = data
+        elif isinstance(data, np.ndarray):
+            buf = self.to_device(data)
+        else:
+            raise TuiprofError(f"dev.texture takes a NumPy array or a device buffer, not {type(data).__name__}",
+                               "for example dev.texture(np.zeros((64, 64), np.float32))")
+        layout = texture_layout(tuple(buf.shape), np.dtype(buf.dtype), surface=surface, **options)  # type: ignore[arg-type]
+        words = descriptor_words(layout, buf.address)
+        handle = self._alloc(words.shape, words.dtype, "dev.texture")
+        self.heap.write(handle.address, words.view(np.uint8))
+        return np.uint64(handle.address)
+
     # ------------------------------------------------------------------ kernels
     def _loc_text(self, loc: SourceLoc | None) -> str:
         if loc is None:

@@ -27,6 +27,7 @@ from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E
                                               SP_CONST, SP_FPARAM, SP_GLOBAL, SP_LOCAL, SP_PARAM, SP_SHARED, ST_ABORTED,
                                               ST_BAD_BARRIER, ST_CALL_DEPTH, ST_CBAR_OVERFLOW, ST_DEADLOCK,
                                               ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB, ST_SPACE, ST_STEP_LIMIT,
+                                              ST_TEXTURE,
                                               ST_TRAP, ST_UNSUPPORTED, TRAP_ASSERT, TRAP_BREAKPOINT, TS_BAR, TS_CBAR,
                                               TS_SYNC, UNS_BAR_MIX, UNS_BAR_TWICE, UNS_MASK_CONFLICT, UNS_NOT_MEMBER,
                                               UNS_SHFL_SOURCE)
@@ -162,6 +163,15 @@ def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block:
     if status == ST_MISALIGNED:
         raise EmulationError(f"misaligned {space} access in {kernel}: {nbytes} bytes at 0x{addr:x} by {who}, {where}",
                              f"an access of {nbytes} bytes must be {nbytes}-byte aligned")
+    if status == ST_TEXTURE:
+        if int(err[E_INFO]) == 1:
+            raise EmulationError(f"surface access out of range in {kernel}: {nbytes} bytes at byte x {addr} by {who}, "
+                                 f"{where} (.trap)", "check the coordinates (a surface's x is in bytes), or use "
+                                 "cudaBoundaryModeClamp/Zero")
+        raise EmulationError(f"texture or surface fetch through 0x{addr:x}, which is no texture object of this "
+                             f"device, in {kernel} by {who}, {where}",
+                             "pass what dev.texture(...) returns for a cudaTextureObject_t parameter (dev.surface(...) "
+                             "for a cudaSurfaceObject_t)")
     if status == ST_SPACE:
         raise EmulationError(f"write to read-only {space} memory in {kernel} by {who}, {where}",
                              "const and kernel parameter memory cannot be written")
