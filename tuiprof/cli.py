@@ -394,9 +394,35 @@ def _split_program(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
 def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """The parsed command line, with a program's compiler command line, nvcc arguments and own
     arguments (`compile_command`, `program_nvcc_args`, `program_args`) for the commands that take one."""
-    words, command, program_args = _split_program(_with_command(argv))
+    words = _with_command(argv)
+    if words[:1] == ["build"] and not any(w in ("-h", "--help") for w in words[1:2]):
+        return _build_arguments(parser, words[1:])
+    words, command, program_args = _split_program(words)
     args, extras = parser.parse_known_args(words)
     _program_arguments(parser, args, extras, command, program_args)
+    return args
+
+
+def _build_arguments(parser: argparse.ArgumentParser, rest: list[str]) -> argparse.Namespace:
+    """``tuiprof build [--kernel NAME] NVCC ARGS``: everything but tuiprof's own options is the nvcc
+    command line, flags first or sources first, as nvcc is called (``tuiprof build -I inc -o app
+    a.cu``; a ``--`` is accepted and dropped)."""
+    args = parser.parse_args(["build"])
+    kernels: list[str] = []
+    nvcc: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word == "--kernel" and i + 1 < len(rest):
+            kernels.append(rest[i + 1])
+            i += 2
+            continue
+        if word.startswith("--kernel="):
+            kernels.append(word.split("=", 1)[1])
+        elif word != "--":
+            nvcc.append(word)
+        i += 1
+    args.nvcc_args, args.kernels = nvcc, kernels
     return args
 
 

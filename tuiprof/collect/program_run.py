@@ -151,6 +151,12 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
             (counted.kernel, counted.grid, counted.block, counted.dynamic_shared, lo, hi):
         raise ProgramError("the two runs made different launches (kernel, grid or snapshot differ)",
                            "the program must make the same launches every time it runs")
+    if rec.kernel not in set(prog.kernels):
+        from tuiprof.build.demangle import demangle
+
+        raise ProgramError(f"the launch recorded is of {demangle(rec.kernel)[:200]}, which the build left without probes "
+                           "(a library kernel: Thrust's, CUB's)", "profile it by name, --kernel NAME, so that the "
+                           "build probes it (or choose one of the program's own kernels)")
     records = rec.records()
     tags = set(records.tag.tolist())
     owners = [t for t in tags if rec.kernel in prog.module_by_tag(t).kernels]
@@ -205,6 +211,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
     folder = Path(cwd) if cwd is not None else Path.cwd()
     h = hashlib.sha256("\0".join(args).encode() + str(folder.resolve()).encode())
     h.update(instrumenter_digest())  # a build by other probes is not reused
+    h.update(f"\0kernel={kernel or ''}".encode())  # --kernel probes that kernel alone
     for a in args:
         p = folder / a
         if p.suffix in (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc") and p.is_file():
@@ -216,7 +223,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
         prog = None
     if prog is None:
         binary.parent.mkdir(parents=True, exist_ok=True)
-        prog = build_instrumented(args, binary, cwd=folder)
+        prog = build_instrumented(args, binary, cwd=folder, kernels=(kernel,) if kernel else ())
     return collect_program(prog, program_args, arch=arch, kernel=kernel, launch_index=launch_index,
                            snapshot_ctas=snapshot_ctas, snapshot_start=snapshot_start, timeout=timeout, cwd=folder)
 
