@@ -192,16 +192,10 @@ def written_name(kernel: KernelInfo, kernels: Sequence[KernelInfo], enums: "Enum
 
 def _without_params(signature: str) -> str:
     """``void ns::k<float, 4>(float*, int)`` -> ``ns::k<float, 4>``."""
-    depth, cut = 0, len(signature)
-    for i, ch in enumerate(signature):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0:
-            cut = i
-            break
-    head = signature[:cut].strip()
+    from tuiprof.build.program import top_level_paren
+
+    cut = top_level_paren(signature)
+    head = signature[:cut if cut >= 0 else len(signature)].strip()
     depth, start = 0, 0
     for i, ch in enumerate(head):  # a return type before the name: the last top-level word is the name
         if ch == "<":

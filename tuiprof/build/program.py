@@ -111,7 +111,7 @@ class Program:
 def base_name(signature: str) -> str:
     """The unqualified name of a demangled C++ function signature (or a plain C name)."""
     text = signature.replace("(anonymous namespace)::", "")
-    paren = _top_level_paren(text)
+    paren = top_level_paren(text)
     if paren >= 0:
         text = text[:paren]
     # drop template arguments at the end of the name: name<...>
@@ -128,7 +128,7 @@ def base_name(signature: str) -> str:
     return text.split("::")[-1].strip()
 
 
-def _top_level_paren(text: str) -> int:
+def top_level_paren(text: str) -> int:
     """Index of the '(' opening the parameter list (outside any template brackets), or -1."""
     depth = 0
     for i, ch in enumerate(text):

@@ -379,16 +379,9 @@ def kernel_signatures(text: str) -> tuple[KernelSignature, ...]:
 def demangled_params(signature: str, aliases: dict[str, str] | None = None) -> tuple[KernelParam, ...] | None:
     """The parameter types of a demangled signature (``void axpy<float, 4>(float, float const*,
     float*, int)``), unnamed; None when it has no parameter list."""
-    depth = 0
-    open_at = -1
-    for i, ch in enumerate(signature.replace("(anonymous namespace)", " " * 21)):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0:
-            open_at = i
-            break
+    from tuiprof.build.program import top_level_paren
+
+    open_at = top_level_paren(signature.replace("(anonymous namespace)", " " * 21))
     if open_at < 0:
         return None
     close = _match(signature, open_at, "(", ")")

@@ -426,18 +426,10 @@ def source_params(source: str, function: str) -> list[str]:
 
 
 def _split_params(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "(<[":
-            depth += 1
-        elif c in ")>]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    if text[start:].strip():
-        out.append(text[start:])
-    return out
+    from tuiprof.ptx.parse import split_nested
+
+    out = split_nested(text, "(<[", ")>]")
+    return out if out[-1].strip() else out[:-1]
 
 
 # --------------------------------------------------------------------------- index expressions

@@ -152,16 +152,7 @@ def _split_top(text: str) -> list[str]:
     """`text` split at the commas outside (), [] and {} (one level of nesting, as PTX operands
     have); items stripped; empty text -> []."""
     if "[" in text and "{" in text:  # a texture operand [tex, {x, y}]: braces inside brackets
-        parts, depth, start = [], 0, 0
-        for i, ch in enumerate(text):
-            if ch in "{[(":
-                depth += 1
-            elif ch in "}])":
-                depth -= 1
-            elif ch == "," and depth == 0:
-                parts.append(text[start:i])
-                start = i + 1
-        parts.append(text[start:])
+        parts = split_nested(text, "{[(", "}])")
     elif "(" in text or "[" in text or "{" in text:
         parts = _TOP_COMMA.split(text)
     else:
@@ -170,6 +161,21 @@ def _split_top(text: str) -> list[str]:
     if out == [""]:
         return []
     return out
+
+
+def split_nested(text: str, opens: str, closes: str) -> list[str]:
+    """`text` split at the commas outside any bracket pair of `opens`/`closes`, at any depth."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in opens:
+            depth += 1
+        elif ch in closes:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 # --------------------------------------------------------------------------- declarations

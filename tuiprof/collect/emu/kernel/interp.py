@@ -646,6 +646,16 @@ def alu_step(P, act, code, regs, base, NL):
     return True
 
 
+@njit(**INLINE)
+def _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, key, sop, act, NL):
+    """Start record `nrec`: the warp's key, the op, the active lanes, no addresses yet."""
+    rec_key[nrec] = key
+    rec_op[nrec] = sop
+    rec_mask[nrec] = np.uint32(act)
+    for l in range(NL):
+        rec_addr[nrec, l] = 0
+
+
 @njit(**KERNEL)
 def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
              seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
@@ -672,11 +682,7 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
         total = nb * vec
         rec = recording and sop >= 0 and act != 0
         if rec:
-            rec_key[nrec] = spos * W + w
-            rec_op[nrec] = sop
-            rec_mask[nrec] = np.uint32(act)
-            for l in range(NL):
-                rec_addr[nrec, l] = 0
+            _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, spos * W + w, sop, act, NL)
         if sop >= 0 and act != 0:
             accesses += 1
         sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
@@ -753,11 +759,7 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
         sop = code[P, F_SOP]
         rec = recording and sop >= 0 and act != 0
         if rec:
-            rec_key[nrec] = spos * W + w
-            rec_op[nrec] = sop
-            rec_mask[nrec] = np.uint32(act)
-            for l in range(NL):
-                rec_addr[nrec, l] = 0
+            _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, spos * W + w, sop, act, NL)
         if sop >= 0 and act != 0:
             accesses += 1
         desc = np.empty(TX_WORDS, np.int64)
@@ -821,11 +823,7 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
             so = sop if part == 0 else sop2
             rec = recording and so >= 0 and act != 0
             if rec:
-                rec_key[nrec] = spos * W + w
-                rec_op[nrec] = so
-                rec_mask[nrec] = np.uint32(act)
-                for l in range(NL):
-                    rec_addr[nrec, l] = 0
+                _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, spos * W + w, so, act, NL)
             if so >= 0 and act != 0:
                 accesses += 1
             for l in range(NL):
