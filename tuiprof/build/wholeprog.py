@@ -399,11 +399,11 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     found = re.search(r"^\.target\s+(\S+)", text, re.M)
     target = found.group(1).rstrip(",") if found else ""
     sm = target if re.fullmatch(r"sm_\d+[a-z]?", target) else "sm_75"
-    only = _chosen(text, kernels) if kernels else _user_kernels(text)
+    only = _chosen(text, kernels) | _user_functions(text, exported_only=True) if kernels else _user_functions(text)
     from tuiprof.build.compilers import ptx_entries
 
     every = ptx_entries(text)
-    if not only:  # none of the chosen kernels here (or only library kernels): the module runs as it is
+    if not only:  # no chosen kernel and none of the user's functions here: the module runs as it is
         name = f"m{tag}.ptx"
         (folder / name).write_text(text)
         return ModuleMeta(tag, source, name, target, (), (), {}, {}, every)
@@ -425,15 +425,19 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
                       {k: built[k][0] for k in result.kernels if k in built}, every)
 
 
-def _user_kernels(ptx: str) -> set[str]:
-    """The kernels of a module defined in the user's own files, not in a library's headers (Thrust's
-    and CUB's kernels, whose probes would cost ptxas minutes; `--kernel` probes one of them)."""
+def _user_functions(ptx: str, exported_only: bool = False) -> set[str]:
+    """The kernels and device functions of a module defined in the user's own files, not in a
+    library's headers (Thrust's and CUB's kernels, whose probes would cost ptxas minutes;
+    `--kernel` probes one of them); with `exported_only`, the device functions another translation
+    unit may call (``-rdc``)."""
     from tuiprof.ptx.model import is_system_path
     from tuiprof.ptx.parse import parse_module
 
     module = parse_module(ptx)
     out = set()
-    for name, fn in module.kernels.items():
+    for name, fn in module.functions.items():
+        if not fn.has_body or exported_only and (fn.is_entry or fn.linkage not in ("visible", "weak")):
+            continue
         loc = next((i.loc for i in fn.instructions if i.loc is not None), None)
         path = module.files.get(loc.outermost.file, "") if loc is not None else ""
         if not path or not is_system_path(path):
