@@ -182,7 +182,7 @@ class ModuleMeta:
     probe_registers: dict[str, int] = dataclasses.field(default_factory=dict)
     """Registers per thread of each instrumented kernel (``ptxas -v`` of the built PTX)."""
     plain_kernels: tuple[str, ...] = ()
-    """Every kernel of the module, probed or not (known while building)."""
+    """Every kernel of the module, probed or not (library kernels are probed only when chosen)."""
 
 
 @dataclass(frozen=True)
@@ -481,7 +481,7 @@ def _module_json(m: ModuleMeta) -> dict[str, object]:
             "sites": [[s.function, s.index, s.part] for s in m.sites], "kernels": list(m.kernels),
             "resources": {k: [r.registers_per_thread, r.static_shared, r.local_bytes_per_thread, r.const_bytes]
                           for k, r in m.resources.items()},
-            "probe_registers": m.probe_registers}
+            "probe_registers": m.probe_registers, "plain_kernels": list(m.plain_kernels)}
 
 
 def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
@@ -497,7 +497,8 @@ def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
             sites=tuple(Site(str(f), int(i), int(p)) for f, i, p in m["sites"]),
             kernels=tuple(str(k) for k in m["kernels"]),
             resources={str(k): KernelResources(*(int(x) for x in v)) for k, v in m["resources"].items()},
-            probe_registers={str(k): int(v) for k, v in m.get("probe_registers", {}).items()})
+            probe_registers={str(k): int(v) for k, v in m.get("probe_registers", {}).items()},
+            plain_kernels=tuple(str(k) for k in m.get("plain_kernels", ())))
             for m in data["modules"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BuildError(f"{path} has no readable tuiprof metadata ({folder}/meta.json: {exc})",

@@ -144,6 +144,12 @@ class Device(Protocol):
     def null(self) -> DeviceArray:
         """The null pointer, as a kernel argument."""
 
+    def texture(self, data: np.ndarray | DeviceArray, **options: object) -> np.uint64:
+        """A texture object over `data` for a ``cudaTextureObject_t`` parameter (`tuiprof.collect.textures`)."""
+
+    def surface(self, buf: DeviceArray, *, channels: int = 1) -> np.uint64:
+        """A surface object reading and writing `buf` in place, for a ``cudaSurfaceObject_t`` parameter."""
+
 
 MAX_ARRAY_BYTES = (1 << 63) - 1
 """No device array is larger: a size in bytes must fit the drivers' signed 64-bit arithmetic."""
