@@ -46,7 +46,7 @@ from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, pl
 from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Module,
                                NegPred, Operand, PredDest, PtxError, Reg, ResolvedLoc, SourceLoc,
                                Sym, TexAddr, Vec, is_system_path)
-from tuiprof.trace.model import MAX_OP_PTX, SourceFile, StaticOp
+from tuiprof.trace.model import MAX_OP_PTX, MAX_SOURCE_CHARS, SourceFile, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
 STORE_OPCODES = frozenset({"st"})
@@ -314,9 +314,10 @@ def resolve_loc(loc: SourceLoc, users: int | Collection[int] | None) -> SourceLo
     return loc.outermost
 
 
-MAX_SOURCE_BYTES = 4 << 20
-"""A user file tuiprof reads for labels and for the trace (a header of a few MiB is generated
-code, not something to label)."""
+MAX_SOURCE_BYTES = MAX_SOURCE_CHARS
+"""What tuiprof reads of the user's files a module names, all together (what a trace may embed):
+a header of a few MiB is generated code, not something to label, and a hostile ``.file`` table
+costs no more than this."""
 
 
 @dataclass(frozen=True)
@@ -364,6 +365,7 @@ def source_map(module: Module, source_name: str, source_text: str | None = None,
     texts: dict[str, str] = {}
     if main and source_text is not None:
         texts[main] = source_text
+    budget = MAX_SOURCE_BYTES
     for n, p in users.items():
         name = names[n]
         if name in texts:
@@ -371,8 +373,9 @@ def source_map(module: Module, source_name: str, source_text: str | None = None,
         text = by_path.get(os.path.normpath(p))
         if text is None and len(by_base.get(os.path.basename(p), [])) == 1:
             text = by_base[os.path.basename(p)][0]
-        if text is None:
-            text = _read_text(p)
+        if text is None and budget > 0:
+            text = _read_text(p, budget)
+            budget -= len(text or "")
         if text is not None:
             texts[name] = text
     return SourceMap(names, texts, main)
@@ -389,13 +392,20 @@ def op_sources(module: Module, source_name: str, source_text: str | None, header
     return tuple(SourceFile(n, smap.texts.get(n, "")) for n in names if n == main or n in smap.texts)
 
 
-def _read_text(path: str) -> str | None:
+def _read_text(path: str, limit: int) -> str | None:
+    """A regular file's text, when it holds at most `limit` bytes (never a device or a FIFO a
+    ``.file`` entry names: it could block)."""
+    import stat
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SOURCE_BYTES + 1)
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
         return None
-    return data.decode("utf-8", "replace") if len(data) <= MAX_SOURCE_BYTES else None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        data = fh.read(limit + 1)
+    return data.decode("utf-8", "replace") if len(data) <= limit else None
 
 
 class _Origins:
