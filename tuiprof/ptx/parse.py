@@ -810,6 +810,17 @@ class _Parser:
             return imm
         raise PtxError(f"cannot parse operand {text!r}", line)
 
+    def texture_address(self, text: str, line: int) -> TexAddr:
+        """``[%rd1, {%f1, %f2}]``: a texture or surface object and its coordinates."""
+        parts = _split_top(text[1:-1] if text.endswith("]") else text[1:])
+        if not text.endswith("]") or len(parts) != 2 or not parts[1].startswith("{"):
+            raise PtxError(f"unsupported address operand {text!r} (a texture with a separate sampler?)", line)
+        base = self.operand(parts[0], line)
+        coords = self.operand(parts[1], line)
+        if not isinstance(base, (Reg, Sym)) or not isinstance(coords, Vec):
+            raise PtxError(f"malformed texture operand {text!r}", line)
+        return TexAddr(base, coords.items)
+
     def address(self, text: str, line: int) -> Addr | TexAddr:
         f = self.func
         assert f is not None
@@ -837,21 +848,6 @@ class _Parser:
             raise PtxError(f"undeclared register {base_text} in an address", line)
         f.sym_uses.append((name, line))
         return Addr(Sym(name), offset)
-
-
-def _texture_address(self: _Parser, text: str, line: int) -> TexAddr:
-    """``[%rd1, {%f1, %f2}]``: a texture or surface object and its coordinates."""
-    parts = _split_top(text[1:-1] if text.endswith("]") else text[1:])
-    if not text.endswith("]") or len(parts) != 2 or not parts[1].startswith("{"):
-        raise PtxError(f"unsupported address operand {text!r} (a texture with a separate sampler?)", line)
-    base = self.operand(parts[0], line)
-    coords = self.operand(parts[1], line)
-    if not isinstance(base, (Reg, Sym)) or not isinstance(coords, Vec):
-        raise PtxError(f"malformed texture operand {text!r}", line)
-    return TexAddr(base, coords.items)
-
-
-_Parser.texture_address = _texture_address  # type: ignore[attr-defined]
 
 
 def parse_module(text: str) -> Module:
