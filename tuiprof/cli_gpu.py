@@ -40,10 +40,13 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
     p = sub.add_parser("build", help="build a CUDA program instrumented for tuiprof (needs nvcc, not a GPU)",
                        description="Build the program an nvcc command line describes, with tuiprof's probes and host "
                        "runtime: `tuiprof build app.cu -o app.instr -arch=sm_80` (any nvcc arguments). The "
-                       "binary runs as the plain one until tuiprof profiles it.")
+                       "binary runs as the plain one until tuiprof profiles it. Flags may come first, as nvcc is "
+                       "usually called: `tuiprof build -I inc -o app a.cu`.", usage="tuiprof build [--kernel NAME] NVCC_ARGS")
+    p.add_argument("--kernel", dest="kernels", action="append", default=[], metavar="NAME",
+                   help="probe only this kernel (and the device functions it calls): a faster build of a program "
+                   "with many library kernels (Thrust, CUB); repeatable")
     p.add_argument("nvcc_args", nargs=argparse.REMAINDER, metavar="NVCC_ARGS",
-                   help="the nvcc command line without `nvcc`: sources, flags, -o OUTPUT (put `--` first when it "
-                   "starts with a flag)")
+                   help="the nvcc command line without `nvcc`: sources, flags, -o OUTPUT")
 
     p = sub.add_parser("calibrate", help="measure the GPU at hand (latencies, cache sizes) into --arch calibrated")
     _add_cuda_option(p)
@@ -78,7 +81,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise UsageError("tuiprof build needs an nvcc command line", "for example: tuiprof build app.cu -o app.instr")
     from tuiprof.output import shown
 
-    prog = build_instrumented(nvcc_args)
+    prog = build_instrumented(nvcc_args, kernels=tuple(getattr(args, "kernels", ())))
     sites = sum(len(m.sites) for m in prog.modules)
     print(f"built {shown(prog.binary)} ({len(prog.modules)} PTX module(s), {len(prog.kernels)} kernel(s), {sites} probed "
           f"accesses); it runs as the plain program until tuiprof profiles it")

@@ -18,7 +18,7 @@ from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
 from tuiprof.model.md import LOW_CONFIDENCE_RATIO
 from tuiprof.model.pattern import AddressPattern, insight
-from tuiprof.model.shared import SharedOpStats
+from tuiprof.model.shared import PassStats
 from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
@@ -148,7 +148,8 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
                     "h1": as_dict(s.h1), "h2": as_dict(s.h2), "x": as_dict(s.x, 3), "tm": as_dict(s.tm, 3),
                     "cost": _finite(s.cost, 1), "cost_share": _finite(s.cost_share),
                     "latency_shares": {"l1": _finite(s.l1_share), "l2": _finite(s.l2_share), "dram": _finite(s.dram_share)},
-                    "shared": shared_section(s.shared) if s.shared is not None else None,
+                    "shared": shared_section(s.passes) if s.passes is not None and s.passes.space == "shared" else None,
+                    "constant": const_section(s.passes) if s.passes is not None and s.passes.space == "const" else None,
                     "reason": reason, "advice": tips})
     return {
         "trials": a.trials, "planned": a.planned, "md": a.md, "elapsed_s": round(a.elapsed, 3),
@@ -163,11 +164,19 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
     }
 
 
-def shared_section(sh: SharedOpStats) -> dict[str, Any]:
+def shared_section(sh: PassStats) -> dict[str, Any]:
     """A shared-memory op's bank conflicts as Nsight Compute counts them (`tuiprof.model.shared`)."""
-    return {"wavefronts_per_request": _finite(sh.wavefronts, 3), "ideal_wavefronts": _finite(sh.ideal, 3),
+    return {"wavefronts_per_request": _finite(sh.passes, 3), "ideal_wavefronts": _finite(sh.ideal, 3),
             "worst_wavefronts": sh.worst, "conflicted_share": _finite(sh.conflicted), "latency": _finite(sh.latency, 1),
             "wavefronts": round(sh.total, 1)}
+
+
+def const_section(c: PassStats) -> dict[str, Any]:
+    """A constant op's constant-cache requests per warp access (distinct addresses: a broadcast is
+    one; `tuiprof.model.constant`)."""
+    return {"requests_per_access": _finite(c.passes, 3), "ideal_requests": _finite(c.ideal, 3),
+            "worst_requests": c.worst, "serialised_share": _finite(c.conflicted), "latency": _finite(c.latency, 1),
+            "requests": round(c.total, 1)}
 
 
 def _row(r: Any) -> dict[str, Any]:
@@ -464,7 +473,7 @@ def _cost_tables(doc: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
     for kind, loads in (("loads", True), ("stores and atomics", False)):
         rows = [head]
         for o in doc["analysis"]["ops"]:
-            if (o["kind"] == "load") != loads or o["shared"] is not None:
+            if (o["kind"] == "load") != loads or o["shared"] is not None or o["constant"] is not None:
                 continue
             x = o["x"]
             rows.append([o["rank"] or "-", str(o["id"]), str(o["line"]), _cell(o["label"]), str(o["warp_accesses"]),
@@ -475,18 +484,25 @@ def _cost_tables(doc: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
                          _pct(o["cost_share"]), o["reason"] or "-", _cell(src[o["id"]]["source"])])
         if len(rows) > 1:
             tables.append((kind, rows))
-    rows = [["rank", "op", "kind", "line", "label", "requests", "wavefronts/req", "ideal", "worst", "conflicted",
-             "X cyc", "share", "why", "source"]]
-    for o in doc["analysis"]["ops"]:
-        sh = o["shared"]
-        if sh is None:
-            continue
-        rows.append([o["rank"] or "-", str(o["id"]), o["kind"], str(o["line"]), _cell(o["label"]), str(o["warp_accesses"]),
-                     _ratio(sh["wavefronts_per_request"], 2), _ratio(sh["ideal_wavefronts"], 0), str(sh["worst_wavefronts"]),
-                     _pct(sh["conflicted_share"]), _num(sh["latency"]), _pct(o["cost_share"]), o["reason"] or "-",
-                     _cell(src[o["id"]]["source"])])
-    if len(rows) > 1:
-        tables.append(("shared memory: bank conflicts (wavefronts per request, as Nsight Compute counts them)", rows))
+    for key, count, per_head, conflicted, title in (
+            ("shared", "requests", "wavefronts/req", "conflicted", "shared memory: bank conflicts (wavefronts per request, as Nsight "
+             "Compute counts them)"),
+            ("constant", "accesses", "requests/acc", "serialised", "constant memory: constant-cache requests per warp access (one per "
+             "distinct address: 1 is a broadcast)")):
+        rows = [["rank", "op", "kind", "line", "label", count, per_head, "ideal", "worst", conflicted,
+                 "X cyc", "share", "why", "source"]]
+        for o in doc["analysis"]["ops"]:
+            p = o[key]
+            if p is None:
+                continue
+            per, ideal, worst, share = (("wavefronts_per_request", "ideal_wavefronts", "worst_wavefronts", "conflicted_share")
+                                        if key == "shared" else
+                                        ("requests_per_access", "ideal_requests", "worst_requests", "serialised_share"))
+            rows.append([o["rank"] or "-", str(o["id"]), o["kind"], str(o["line"]), _cell(o["label"]),
+                         str(o["warp_accesses"]), _ratio(p[per], 2), _ratio(p[ideal], 0), str(p[worst]), _pct(p[share]),
+                         _num(p["latency"]), _pct(o["cost_share"]), o["reason"] or "-", _cell(src[o["id"]]["source"])])
+        if len(rows) > 1:
+            tables.append((title, rows))
     return tables
 
 

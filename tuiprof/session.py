@@ -83,10 +83,13 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     from tuiprof.collect.script import find_launch_script
     from tuiprof.trace.demos import resolve_target
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     path = Path(target)
-    files = [path] if path.suffix == ".cu" else [resolve_target(str(target))]
+    kernel_file = path.suffix in KERNEL_FILE_SUFFIXES
+    files = [path] if kernel_file else [resolve_target(str(target))]
     files += [Path(a) for a in config.collect.compile_command if a.endswith(".cu")]
-    script = config.collect.launch or (find_launch_script(path) if path.suffix == ".cu" else None)
+    script = config.collect.launch or (find_launch_script(path) if kernel_file else None)
     if script is not None:
         files.append(script)
     if config.arch and config.arch not in preset_names() and config.arch != "calibrated":
@@ -245,7 +248,9 @@ class Session:
         """A session on a .tptrace path, a demo name, or a CUDA source (recorded first: a kernel
         file under its launch script, on the GPU or in the emulator; a whole program on the GPU;
         `tuiprof.collect.pipeline.collect_trace`); `progress` hears each phase as it starts."""
-        if Path(target).suffix == ".cu":
+        from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
+        if Path(target).suffix in KERNEL_FILE_SUFFIXES:
             from tuiprof.collect.pipeline import collect_trace
 
             source = Path(target)
@@ -436,11 +441,13 @@ class Session:
     def _prepare(self, mc: "MonteCarlo") -> None:
         """What every analysis of this run reads and no trial changes (once per run)."""
         from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
+        from tuiprof.model.constant import const_op_stats
         from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
 
         self._op_stats = mc.op_stats()
         self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
-        self._shared = shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency)
+        self._passes = {**shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency),
+                        **const_op_stats(self.trace, self.arch.l1.hit_latency)}
         self.prepared = mc.prepared
         self._working_set: float | None = None
         self._planned = mc.trials
@@ -474,7 +481,8 @@ class Session:
         stats = self._op_stats
         return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, ordered,
                                                                  stats.accesses, stats.requests_per_access,
-                                                                 sum(st.total for st in self._shared.values())))
+                                                                 sum(st.total for st in self._passes.values()
+                                                                     if st.space == "shared")))
 
     @staticmethod
     def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
@@ -560,7 +568,7 @@ class Session:
         stats = self._op_stats
         return analyse(self.trace.ops, self.arch, self.md, results, self._planned, stats.accesses,
                        stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0,
-                       self._ideal, self._shared)
+                       self._ideal, self._passes)
 
     def sweep_mds(self) -> tuple[int, ...]:
         """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""

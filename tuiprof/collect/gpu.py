@@ -28,9 +28,10 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.build.program import Program
-from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
+from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
 from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
+from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
 from tuiprof.ptx.model import Function, Module, Param, param_layout
@@ -522,6 +523,8 @@ class GpuDevice:
         self._launches: dict[str | None, int] = {}
         self.recorded: RecordedLaunch | None = None
         self.times_ms: list[tuple[str, float]] = []
+        self._symbols: dict[str, Symbol] | None = None
+        self._written: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
 
     # ---------------------------------------------------------------- memory
 
@@ -545,14 +548,56 @@ class GpuDevice:
         self.drv.htod(buf.address, np.zeros(buf.nbytes, np.uint8))
         return buf
 
+    null = NULL
+    """The null pointer, as a kernel argument."""
+
     def from_device(self, buf: DeviceArray) -> np.ndarray:
         meta = self._buffers.get(buf.address)
+        if meta is None and isinstance(buf, DeviceArray) and buf.nbytes >= 0:  # a part of a buffer (buf + k, buf[k:])
+            inside = any(b.ptr <= buf.address and buf.address + buf.nbytes <= b.ptr + int(np.prod(b.shape)) * b.dtype.itemsize
+                         for b in self._buffers.values())
+            meta = _Buffer(buf.address, tuple(buf.shape), np.dtype(buf.dtype)) if inside else None
         if meta is None:
             raise TuiprofError("from_device: that array does not belong to this device",
-                               "pass an array returned by to_device, empty or zeros")
+                               "pass an array returned by to_device, empty or zeros (or a part of one)")
         out = np.empty(meta.shape, meta.dtype)
-        self.drv.dtoh(out, buf.address)
+        if out.nbytes:
+            self.drv.dtoh(out, buf.address)
         return out
+
+    # ---------------------------------------------------------------- textures
+
+    def texture(self, data: object, **options: object) -> np.uint64:
+        raise TuiprofError("texture objects are emulated only, for now: a launch script that makes one runs in the "
+                           "emulator", "profile this kernel with --backend emu")
+
+    surface = texture
+
+    # ---------------------------------------------------------------- variables
+
+    def _symbol(self, name: str) -> Symbol:
+        if self._symbols is None:
+            self._symbols = module_symbols(self.module)
+        return find_variable(self._symbols, name, self.program.source.path, self.program.enums)
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic, offset: int = 0) -> None:
+        """``cudaMemcpyToSymbol``: `value` into the ``__constant__`` or ``__device__`` variable
+        `name` from byte `offset` (the driver's cuModuleGetGlobal address of it)."""
+        sym = self._symbol(name)
+        data = symbol_bytes(sym, value, offset, f"dev.set_symbol({name!r})")
+        ptr, _ = self.drv.get_global(self._module, sym.name)
+        self.drv.htod(ptr + int(offset), np.frombuffer(data, np.uint8))
+        arr = np.asarray(value)
+        self._written[sym.name] = (arr.dtype, arr.shape)
+
+    def get_symbol(self, name: str, dtype: np.dtype | type | str | None = None) -> np.ndarray:
+        """``cudaMemcpyFromSymbol``: the variable `name` (as `dtype`, else as last written, else
+        as its PTX type)."""
+        sym = self._symbol(name)
+        ptr, _ = self.drv.get_global(self._module, sym.name)
+        raw = np.empty(sym.size, np.uint8)
+        self.drv.dtoh(raw, ptr)
+        return symbol_view(sym, raw, self._written.get(sym.name), dtype)
 
     # ---------------------------------------------------------------- launches
 
@@ -576,6 +621,7 @@ class GpuDevice:
         info = self.program.kernel(name)
         fn = self.module.functions[info.name]
         g, b = dim3(grid, "grid"), dim3(block, "block")
+        check_launch_bounds(fn, b, name)
         if not isinstance(shared, (int, np.integer)) or shared < 0:
             raise TuiprofError(f"shared={shared!r} is not a byte count", "dynamic shared memory in bytes, e.g. shared=4096")
         params = pack_params(fn, args, info.demangled)
@@ -762,7 +808,7 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     """Run the launch script (`run_script(device)`) twice on the GPU, counting then recording the
     chosen launch, and build its Trace (provenance ``gpu``, per-CTA SM and times measured)."""
     from tuiprof.ptx import parse_module
-    from tuiprof.ptx.ops import static_ops
+    from tuiprof.ptx.ops import op_sources, static_ops
 
     mod = module if module is not None else parse_module(program.ptx)
     own_driver = driver is None
@@ -793,7 +839,8 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     launch = Launch(kernel=launch.kernel, grid=launch.grid, block=launch.block,
                     registers_per_thread=launch.registers_per_thread, static_shared=launch.static_shared,
                     dynamic_shared=launch.dynamic_shared, ctas_per_sm=ctas_per_sm(launch))
-    table = ops if ops is not None else static_ops(mod, rec.kernel, program.source.path, program.source.text)
+    headers = {h.path: h.text for h in program.headers}
+    table = ops if ops is not None else static_ops(mod, rec.kernel, program.source.path, program.source.text, headers)
     provenance = Provenance(
         backend="gpu", arch=arch_name, gpu=info.name, tool_version=__version__,
         date=datetime.date.today().isoformat(),
@@ -803,7 +850,9 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
                    **({"probe_occupancy": probe_occupancy(info, launch, probe_registers)} if probe_registers else {})})
     trace = build_trace(launch=launch, table=table, sites=inst.sites, tag=inst.tag, snapshot=rec.snapshot,
                         words=rec.words, woff=rec.woff, used=rec.used, cta=rec.cta, local_bytes=local_bytes,
-                        sources=tuple(SourceFile(f.path, f.text) for f in program.files), provenance=provenance)
+                        sources=op_sources(mod, program.source.path, program.source.text, headers,
+                                           tuple({o.id: o for _, _, o in table}.values())),
+                        provenance=provenance)
     return GpuRun(trace, counted.elapsed_ms, rec.elapsed_ms, info, timings)
 
 
@@ -816,15 +865,15 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
     the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
     (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build import build_program
+    from tuiprof.build.compile import load_program
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 
     require_gpu(f"recording {Path(source).name} on the GPU", cuda)
     drv = _open_driver(cuda)
     try:
-        program = build_program(source, compute_capability=drv.info.compute_capability, flags=flags,
-                                compiler=compiler)
+        program = load_program(source, compute_capability=drv.info.compute_capability, flags=flags,
+                               compiler=compiler)
         module = parse_module(program.ptx)
         symbol = program.kernel(kernel).name if kernel else None
 

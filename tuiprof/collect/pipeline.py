@@ -33,6 +33,8 @@ from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
 
 if TYPE_CHECKING:
+    from tuiprof.build.program import KernelResources
+    from tuiprof.ptx.model import Function
     from tuiprof.session import RunConfig
 
 def target_arch(config: "RunConfig", script_arch: str | None, origin: str,
@@ -190,8 +192,9 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
 def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig", progress: Progress = ignore) -> Trace:
     """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build.compile import build_program
+    from tuiprof.build.compile import load_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+    from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
     from tuiprof.trace.model import Launch
     from tuiprof.trace.snapshot import choose_snapshot
@@ -199,8 +202,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig", p
     opts = config.collect
     script = read_launch_script(script_path).load()
     arch, arch_name = target_arch(config, script.arch, origin=f"launch script {script_path}")
-    program = build_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler,
-                            progress=progress)
+    program = load_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler,
+                           progress=progress)
     progress(Phase("reading the PTX"))
     module = parse_module(program.ptx)
     kernel = program.kernel(opts.kernel).name if opts.kernel else None
@@ -223,10 +226,12 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig", p
         chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start))
         return chosen[-1].cta_ids
 
-    dev = EmuDevice(module, source.name, program.source.text,
-                    resources={k.name: k.resources for k in program.kernels},
+    dev = EmuDevice(module, source.name, program.source.text or None,
+                    resources={k.name: bounded_resources(k.resources, module.functions[k.name], arch)
+                               for k in program.kernels},
                     record=RecordChoice(kernel, opts.launch_index, snapshot),
-                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit, progress=progress)
+                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit, progress=progress,
+                    headers={h.path: h.text for h in program.headers})
     progress(Phase(f"running {script_path.name} in the emulator"))
     script.run(dev)
     rec = dev.recorded
@@ -238,13 +243,34 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig", p
         snapshot=Snapshot(cta_ids=rec.cta_ids, rule=chosen[-1].rule),
         warp_offsets=rec.warp_offsets, warp_cta=rec.warp_cta, warp_index=rec.warp_index,
         op=rec.op, mask=rec.mask, addr=rec.addr,
-        sources=(SourceFile(source.name, program.source.text),),
+        sources=op_sources(module, source.name, program.source.text or None,
+                           {h.path: h.text for h in program.headers}, rec.ops),
         provenance=Provenance(
             backend="emulator", arch=arch_name, tool_version=__version__, date=datetime.date.today().isoformat(),
             generator={"compiler": program.compiler, "target": program.target, "flags": list(program.flags),
                        "launch_script": script_path.name, "launch_index": opts.launch_index,
                        "launches": len(dev.launches)}),
         ctas=rec.ctas)
+
+
+def bounded_resources(res: "KernelResources | None", fn: "Function", arch: Arch) -> "KernelResources | None":
+    """A kernel's resources, with the registers its launch bounds imply (`bounded_registers`) when
+    no assembler measured them (PTX without ptxas): occupancy then counts what the compiler would
+    leave it, not an unlimited register file."""
+    from tuiprof.arch.occupancy import bounded_registers
+    from tuiprof.build.program import KernelResources
+
+    if res is not None and res.registers_per_thread > 0:
+        return res
+    if not fn.maxntid and fn.maxnreg is None:
+        return res
+    threads = 1
+    for d in fn.maxntid or (0,):
+        threads *= d
+    regs = bounded_registers(arch, threads, fn.minnctapersm or 1, fn.maxnreg)
+    if res is None:
+        return KernelResources(regs, 0, 0, 0)
+    return dataclasses.replace(res, registers_per_thread=regs)
 
 
 def _nothing_recorded(launches: list[tuple[str, tuple[int, int, int], tuple[int, int, int]]], kernel: str | None,

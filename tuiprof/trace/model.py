@@ -17,13 +17,17 @@ import numpy as np
 from tuiprof.errors import TraceError
 
 OP_KINDS = ("load", "store", "atomic")
-SPACES = ("global", "shared", "local")
+SPACES = ("global", "shared", "local", "const", "texture")
+"""Memory spaces of an op: ``const`` (``__constant__`` memory, through the constant cache) and
+``texture`` (texture and surface fetches, through the L1/texture path) came with issue 22; a
+trace written before them reads as it always did."""
 BACKENDS = ("gpu", "emulator", "synthetic")
 LANES = 32
 
 
-CACHED_SPACES = ("global", "local")
-"""Memory spaces served by the L1/L2 hierarchy."""
+CACHED_SPACES = ("global", "local", "texture")
+"""Memory spaces served by the L1/L2 hierarchy (texture fetches go through the unified L1/texture
+cache); shared and constant memory are modelled apart (`tuiprof.model.shared`, `tuiprof.model.constant`)."""
 
 # Caps on what a trace may hold (checked when a .tptrace file is loaded, so that a hostile or
 # damaged file fails with a clear message instead of exhausting memory or time) and on what a
@@ -115,7 +119,7 @@ class StaticOp:
 
     @property
     def is_cached(self) -> bool:
-        """Goes through L1 and L2 (global or local memory); shared memory does not."""
+        """Goes through L1 and L2 (global, local or texture memory); shared and constant memory do not."""
         return self.space in CACHED_SPACES
 
 

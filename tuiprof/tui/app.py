@@ -325,19 +325,44 @@ class TuiprofApp(App[int]):
         self._render_status()
         self.push_screen(ErrorScreen(message.error, f"cannot open {clean(self.target)}", fatal=True))
 
-    def _show_trace(self) -> None:
-        """Put the trace's kernel source (the file with most ops) in the source pane."""
+    def source_files(self) -> list[str]:
+        """The trace's source files that hold ops (a kernel and the headers its device code is
+        in), most ops first; the first source when none does."""
+        trace = self.trace
+        if trace is None:
+            return []
+        per_file = Counter(o.file for o in trace.ops)
+        names = [s.name for s in trace.sources if per_file.get(s.name)]
+        return sorted(names, key=lambda n: -per_file[n]) or [trace.sources[0].name]
+
+    def _show_trace(self, name: str | None = None) -> None:
+        """Put a source file of the trace in the source pane: `name`, else the file with most ops."""
         trace = self.trace
         if trace is None:
             return
-        per_file = Counter(o.file for o in trace.ops)
-        counts = {s.name: per_file.get(s.name, 0) for s in trace.sources}
-        name = max(counts, key=lambda n: counts[n]) if counts else trace.sources[0].name
-        ops = list(trace.ops) if not any(counts.values()) else [o for o in trace.ops if o.file == name]
-        self.query_one(SourceView).set_source(name, trace.source_text(name), ops)
+        files = self.source_files()
+        name = name if name in files else files[0]
+        ops = [o for o in trace.ops if o.file == name] or (list(trace.ops) if len(files) == 1 else [])
+        view = self.query_one(SourceView)
+        view.set_source(name, trace.source_text(name), ops)
+        if self.analysis is not None:
+            view.set_analysis(self.analysis, self.stale)
+            if self.patterns is not None:
+                view.set_patterns(self.patterns)
         self._layout()
         if self.analysis is not None:
             self._start_patterns()
+
+    def action_next_file(self) -> None:
+        """Show the next source file that holds ops (a header's kernel or device functions)."""
+        files = self.source_files()
+        if len(files) < 2:
+            self.notify("the trace's ops are all in one file", timeout=2)
+            return
+        current = self.query_one(SourceView).file
+        self._show_trace(files[(files.index(current) + 1) % len(files)] if current in files else files[0])
+        if self.pane != "source":
+            self.action_pane("source")
 
     def _start_patterns(self) -> None:
         """The ops' address patterns (for the reason words), on a thread, once per trace: after the
@@ -506,8 +531,8 @@ class TuiprofApp(App[int]):
         if not self.levels.has(self.metric):  # the arch changed to one without that cache level
             self.metric = DEFAULT
         op = self.histogram_op()
-        shared = self.analysis.ops[op].shared if self.analysis is not None and op is not None else None
-        if shared is not None:  # bank conflicts: the same in every trial, drawn per request
+        shared = self.analysis.ops[op].passes if self.analysis is not None and op is not None else None
+        if shared is not None:  # bank conflicts, constant serialisation: the same in every trial, drawn per request
             self.query_one(HistogramView).show_shared(shared)
             return
         self.query_one(HistogramView).show(series(self.analysis, self.metric, op, measured), empty)
@@ -635,6 +660,8 @@ class TuiprofApp(App[int]):
             return True if self.trace is not None and self.session is not None else None
         if action == "zoom":
             return True if self.split or self.zoom else None
+        if action == "next_file":
+            return True if len(self.source_files()) > 1 else False
         return True
 
     async def action_quit(self) -> None:
@@ -731,7 +758,12 @@ class TuiprofApp(App[int]):
         self.push_screen(MdScreen(self.session.occupancy.ctas_per_sm, self.session.md, d), chosen)
 
     def action_hot(self, step: int) -> None:
-        if self.query_one(SourceView).jump_hot(step) is None:
+        view = self.query_one(SourceView)
+        ranks = self.analysis.ranks() if self.analysis is not None and self.trace is not None else {}
+        hottest = min((i for i, r in ranks.items() if r[0] == "L"), key=lambda i: int(ranks[i][1:]), default=None)
+        if not view.loads_by_cost() and hottest is not None:  # the loads are in another file: go there
+            self._show_trace(self.trace.ops[hottest].file)  # type: ignore[union-attr]
+        if view.jump_hot(step) is None:
             self.notify("no ranked load yet (waiting for the first trial)", severity="warning", timeout=2)
         elif self.pane != "source":
             self.action_pane("source")
@@ -777,8 +809,8 @@ class TuiprofApp(App[int]):
     def action_recollect(self) -> None:
         """Recompile the .cu target, re-run its launch script in the emulator and rerun, keeping
         the cursor's source line (after the user edited the source)."""
-        if self.path is None or self.path.suffix != ".cu":
-            self.notify("R recollects from a .cu source; this target is a recorded trace "
+        if self.path is None or self.path.suffix not in (".cu", ".ptx"):
+            self.notify("R recollects from a .cu source (or a .ptx file); this target is a recorded trace "
                         f"({self.path.name if self.path else self.target}), so there is nothing to recollect.",
                         severity="warning", timeout=4)
             return

@@ -17,7 +17,7 @@ from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.latency import Estimate
-    from tuiprof.model.shared import SharedOpStats
+    from tuiprof.model.shared import PassStats
 
 MAX_BINS = 24
 
@@ -168,7 +168,7 @@ class HistogramView(Widget):
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.series: Series | None = None
-        self.shared: "SharedOpStats | None" = None
+        self.shared: "PassStats | None" = None
         self.empty = empty
 
     def show(self, series: Series | None, empty: str | None = None) -> None:
@@ -177,8 +177,9 @@ class HistogramView(Widget):
             self.empty = empty
         self.refresh()
 
-    def show_shared(self, stats: "SharedOpStats") -> None:
-        """A shared-memory op's wavefronts per request instead of a distribution over trials."""
+    def show_shared(self, stats: "PassStats") -> None:
+        """A shared-memory op's wavefronts (a constant op's requests) per warp access instead of a
+        distribution over trials."""
         self.series, self.shared = None, stats
         self.refresh()
 
@@ -189,15 +190,17 @@ class HistogramView(Widget):
         return render_histogram(self.series, w, h, self.empty)
 
 
-def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
+def render_wavefronts(st: "PassStats", width: int, height: int) -> Content:
     """A shared-memory op's requests by wavefronts needed (bank conflicts, as Nsight Compute counts
-    them): one bar per count from 1 to the most seen, the ideal marked. Deterministic: the same
-    in every trial, so no trials and no spread."""
+    them), or a constant op's warp accesses by constant-cache requests (distinct addresses): one
+    bar per count from 1 to the most seen, the ideal marked. Deterministic: the same in every
+    trial, so no trials and no spread."""
     hist = np.asarray(st.histogram, dtype=np.int64)
     top_k = int(np.flatnonzero(hist)[-1]) if hist.any() else 1
     counts = hist[1:top_k + 1]
-    title = Content.assemble(("wavefronts per request", "bold"),
-                             (f"  {st.warp_accesses:,} requests · the same in every trial", MUTED))
+    per = "wavefronts per request" if st.space == "shared" else "constant-cache requests per warp access"
+    count = "requests" if st.space == "shared" else "warp accesses"
+    title = Content.assemble((per, "bold"), (f"  {st.warp_accesses:,} {count} · the same in every trial", MUTED))
     lines = [title.truncate(width, ellipsis=True)]
     if width < 12 or height < 4 or counts.size == 0:
         return Content("\n").join(lines)
@@ -216,6 +219,6 @@ def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
         lines.append(Content.assemble((f"{k:>{label_w}} ", MUTED),
                                       (bar, "$success" if k <= ideal else "$error"),
                                       (f" {fmt.pct(n / max(1, st.warp_accesses), 0)}{mark}", MUTED)))
-    lines.append(Content.assemble(("mean ", MUTED), (f"{st.wavefronts:.2f}", "bold"),
-                                  (f" wavefronts per request, ideal {st.ideal:.0f}; X {fmt.cyc(st.latency)}", MUTED)))
+    lines.append(Content.assemble(("mean ", MUTED), (f"{st.passes:.2f}", "bold"),
+                                  (f" {per}, ideal {st.ideal:.0f}; X {fmt.cyc(st.latency)}", MUTED)))
     return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])

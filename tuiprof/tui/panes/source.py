@@ -52,7 +52,8 @@ text is shown plain, so that opening it never stalls the UI."""
 MAX_SOURCE_LINES = 200_000
 """Source lines shown; ops on later lines still get their rows, after the text."""
 LEGENDS = ("▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
-           "s/r sectors per request as ncu counts them (shm: shared memory, wavefronts per request), ✓ at the "
+           "s/r sectors per request as ncu counts them (shm: shared memory, wavefronts per request; cst: constant memory, "
+           "requests per warp access), ✓ at the "
            "ideal · enter drill-down · ? keys",
            "▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
            "s/r sectors per request as ncu counts them, ✓ at the ideal · enter drill-down · ? keys",
@@ -103,17 +104,25 @@ def rank_mark(label: str | None) -> str:
     return label if n < 10 else "S+"
 
 
+def source_language(name: str) -> str:
+    """The lexer a source file is highlighted with: Python for the ``.py`` files Triton's and
+    Numba's PTX name, C++ for headers, CUDA otherwise."""
+    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return {"py": "python", "h": "cpp", "hpp": "cpp", "hh": "cpp", "cpp": "cpp", "cc": "cpp", "c": "c"}.get(suffix, "cuda")
+
+
 def gutter_cells(stats: "OpStats | None", load: bool, l1: bool = True) -> tuple[str, str, str, str]:
     """H1 (3 cells, percent), X (4 cells, cycles), sectors per request (2 cells) and the ideal
     mark (1 cell) of an op, as plain text; a shared-memory op has ``shm`` for H1 (no cache) and
-    its wavefronts per request for the sectors (bank conflicts, as ncu counts them); without an
-    L1 (`l1` false) there is no H1."""
+    its wavefronts per request for the sectors (bank conflicts, as ncu counts them), a constant op
+    ``cst`` and its constant-cache requests per warp access; without an L1 (`l1` false) there is
+    no H1."""
     if stats is None:
         return "   ", "    ", "  ", " "
-    sh = stats.shared
+    sh = stats.passes
     if sh is not None:
-        return ("shm", fmt.short(sh.latency, 4), f"{sh.wavefronts:>2.0f}" if sh.wavefronts < 99.5 else "99",
-                "✓" if sh.wavefronts <= sh.ideal * 1.05 else " ")
+        return ("shm" if sh.space == "shared" else "cst", fmt.short(sh.latency, 4),
+                f"{sh.passes:>2.0f}" if sh.passes < 99.5 else "99", "✓" if sh.passes <= sh.ideal * 1.05 else " ")
     h1 = stats.h1.mean if load and l1 and stats.h1.defined else None
     x = stats.x.mean if stats.x.defined else None
     spa = stats.sectors_per_access
@@ -209,7 +218,7 @@ class SourceView(Widget, can_focus=True):
         code: list[Content] = []
         if len(shown) <= MAX_HIGHLIGHT:
             try:
-                code = highlight(shown, language="cuda", path=self.file).split("\n")
+                code = highlight(shown, language=source_language(self.file), path=self.file).split("\n")
             except Exception:  # an unknown lexer must not hide the source
                 code = []
         if len(lines) - 1 <= len(code) <= len(lines):  # pygments drops a final empty line
@@ -487,10 +496,12 @@ class SourceView(Widget, can_focus=True):
             return Content.assemble(head, (" · waiting for the first trial", MUTED))
         why = self.reason(op_id)
         parts: list[tuple[str, str]] = [(f" · {why}", "bold $text-error")] if why else []
-        if s.shared is not None:
-            sh = s.shared
-            parts += [(f" · shared: {sh.wavefronts:.1f} wavefronts/request, ideal {sh.ideal:.0f}", ""),
-                      (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else " (no bank conflict)", ""),
+        if s.passes is not None:
+            sh = s.passes
+            parts += [(f" · shared: {sh.passes:.1f} wavefronts/request, ideal {sh.ideal:.0f}", "")
+                      if sh.space == "shared" else (f" · constant: {sh.passes:.1f} requests/warp access", ""),
+                      (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else
+                       " (no bank conflict)" if sh.space == "shared" else " (a broadcast)", ""),
                       (f" · X {fmt.cyc(sh.latency)}", "bold"),
                       (f" · {fmt.pct(s.cost_share)} of the cost", MUTED)]
             if self.stale:

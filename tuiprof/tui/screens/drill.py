@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tuiprof.model.pattern import insight, shared_advice
+from tuiprof.model.pattern import advice, insight
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
 from tuiprof.tui.metrics import Levels, series
@@ -152,31 +152,40 @@ class DrillScreen(Screen[None]):
         self.post_message(self.Stepped(self.op_id))
 
     def _render_shared(self, op: "StaticOp", s: "OpStats") -> None:
-        """A shared-memory op: its bank conflicts and what they cost; no cache, no L2, no DRAM."""
-        sh = s.shared
+        """A shared-memory op (its bank conflicts) or a constant op (its serialisation) and what
+        they cost; no cache, no L2, no DRAM."""
+        sh = s.passes
         assert sh is not None
-        ts = self.arch.shared_latency
-        conflict = (f"{sh.ways:.1f}-way on average, up to {sh.worst} wavefronts in one request; "
-                    f"{fmt.pct(sh.conflicted, 0)} of requests conflict") if sh.extra > 0 else "no bank conflict"
-        self.query_one("#drill-latency", Static).update(Content("\n").join([
-            Content.styled("Shared memory: bank conflicts", "bold"),
-            Content.assemble(("wavefronts per request ", ""), (f"{sh.wavefronts:.2f}", "bold"),
-                             (f" (ideal {sh.ideal:.0f}: one per {128 // max(1, 32 * op.bytes // 128 or 1)} B part "
-                              f"of the warp, as Nsight Compute counts them) · {conflict}", MUTED)),
-            Content.styled(f"X = shared latency {ts} + {sh.extra:.2f} extra wavefronts = {fmt.cyc(sh.latency)} "
-                           f"(each extra wavefront is one more cycle in the shared-memory pipe, and one cycle "
-                           f"of the SM's shared bandwidth taken from every warp)", MUTED)]))
+        if sh.space == "shared":
+            conflict = (f"{sh.ways:.1f}-way on average, up to {sh.worst} wavefronts in one request; "
+                        f"{fmt.pct(sh.conflicted, 0)} of requests conflict") if sh.extra > 0 else "no bank conflict"
+            lines = [Content.styled("Shared memory: bank conflicts", "bold"),
+                     Content.assemble(("wavefronts per request ", ""), (f"{sh.passes:.2f}", "bold"),
+                                      (f" (ideal {sh.ideal:.0f}: one per {128 // max(1, 32 * op.bytes // 128 or 1)} B "
+                                       f"part of the warp, as Nsight Compute counts them) · {conflict}", MUTED)),
+                     Content.styled(f"X = shared latency {self.arch.shared_latency} + {sh.extra:.2f} extra wavefronts = "
+                                    f"{fmt.cyc(sh.latency)} (each extra wavefront is one more cycle in the shared-memory "
+                                    f"pipe, and one cycle of the SM's shared bandwidth taken from every warp)", MUTED)]
+        else:
+            serial = (f"{sh.ways:.1f} addresses per warp access on average, up to {sh.worst}; "
+                      f"{fmt.pct(sh.conflicted, 0)} of accesses serialised") if sh.extra > 0 else "a broadcast"
+            lines = [Content.styled("Constant memory: the constant cache", "bold"),
+                     Content.assemble(("requests per warp access ", ""), (f"{sh.passes:.2f}", "bold"),
+                                      (f" (one per distinct address; ideal 1) · {serial}", MUTED)),
+                     Content.styled(f"X = constant cache hit {self.arch.l1.hit_latency} + {sh.extra:.2f} extra requests "
+                                    f"= {fmt.cyc(sh.latency)} (the cache serves one address per cycle)", MUTED)]
+        self.query_one("#drill-latency", Static).update(Content("\n").join(lines))
         self.query_one("#drill-coalescing", Static).update(Content(""))
         self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
         self.query_one("#drill-pattern", Static).update(Content(""))
         self.query_one("#drill-advice", Static).update(Content("\n").join(
-            [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in shared_advice(s)]))
+            [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in advice(s, None)]))
 
     def update_analysis(self, analysis: "Analysis | None") -> None:
         self.analysis = analysis
         measured = self.trace.provenance.measured
-        shared = analysis.ops[self.op_id].shared if analysis is not None else None
-        for which in ("x", "h1", "h2"):  # shared memory: no trials to draw, no cache hit ratios
+        shared = analysis.ops[self.op_id].passes if analysis is not None else None
+        for which in ("x", "h1", "h2"):  # shared and constant memory: no trials to draw, no cache hit ratios
             hist = self.query_one(f"#hist-{which}", HistogramView)
             hist.display = which == "x" or (shared is None and self.levels.has(which))
             if shared is not None:
@@ -203,7 +212,7 @@ class DrillScreen(Screen[None]):
         if s is None or a is None:
             self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", MUTED))
             return
-        if s.shared is not None:
+        if s.passes is not None:
             self._render_shared(op, s)
             return
         lv = self.levels
