@@ -149,6 +149,8 @@ async def test_status_and_footer_keep_what_matters_at_every_width(size: tuple[in
         assert not re.search(r"[·│]$", status)
         assert "? Help" in footer and "q Quit" in footer, footer
         await pilot.press("n", "enter")
+        # the footer recomposes when the bindings change: wait for it rather than read it mid-way
+        await wait_for(pilot, lambda: "? Help" in screen_text(app).splitlines()[-1])
         footer = screen_text(app).splitlines()[-1]
         assert "? Help" in footer and "q Quit" in footer, footer
 

@@ -10,6 +10,7 @@ needs no GPU (only nvcc).
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -61,6 +62,10 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
     p.add_argument("target", metavar="TARGET", help="a kernel file (.cu, with a launch script), a demo name, or a "
                    "program built by `tuiprof build` (its arguments after --)")
     _add_cuda_option(p)
+    p.add_argument("--l2-fetch-granularity", type=int, metavar="BYTES", choices=range(0, 129),
+                   help="set cudaLimitMaxL2FetchGranularity (0-128 B: how much the L2 may fetch from DRAM on a "
+                   "sector miss) for the recording and the run ncu measures (default: the driver's; the trace "
+                   "records the value in force)")
     p.add_argument("--trace", metavar="FILE", help="where to save the trace with the measurements "
                    "(default: TARGET's name with .tptrace, in the current folder)")
     add_run_options(p)
@@ -140,8 +145,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tuiprof.output import check_output
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
-    from tuiprof.validate import (NCU_HINT, ValidateError, compare, find_ncu, measured_values, ncu_command,
-                                  parse_ncu_csv, render, run_ncu)
+    from tuiprof.collect.gpu import L2_FETCH_ENV
+    from tuiprof.validate import NCU_HINT, ValidateError, compare, counters, find_ncu, measure, measured_values, \
+        ncu_command, render
 
     target, opts = _validate_target(args)
     out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
@@ -151,6 +157,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         "validation measures the kernel on the GPU with Nsight Compute; without a GPU, `tuiprof report "
         + (f"{args.target} --backend emu` " if args.target.endswith(".cu") else f"{args.target}` ")
         + "still predicts (with nothing to compare against)")
+    if args.l2_fetch_granularity is not None:  # the recording, and the plain run ncu launches
+        os.environ[L2_FETCH_ENV] = str(args.l2_fetch_granularity)
     require_gpu("tuiprof validate", args.cuda, hint=hint)
     ncu = find_ncu()
     if ncu is None:
@@ -164,12 +172,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         trace, program_cmd, kernel = _record_program(args, target, arch, arch_name)
     index = args.launch_index if opts is None else opts.launch_index
     with tempfile.TemporaryDirectory(prefix="tuiprof-ncu-") as tmp:
-        text = run_ncu(ncu_command(ncu, program_cmd, kernel=kernel, launch_index=index, log=Path(tmp) / "ncu.csv"))
-    launches = parse_ncu_csv(text)
+        launches = measure(ncu, lambda metrics: ncu_command(ncu, program_cmd, kernel=kernel, launch_index=index,
+                                                            log=Path(tmp) / "ncu.csv", metrics=metrics))
     if not launches:
         raise ValidateError("ncu profiled no launch", "check --kernel and --launch-index")
     measured = measured_values(launches[0])
-    trace = with_provenance(trace, measured={**trace.provenance.measured, **measured})
+    generator = {**trace.provenance.generator, "ncu_counters": counters(launches[0])}
+    trace = with_provenance(trace, measured={**trace.provenance.measured, **measured}, generator=generator)
     save_trace(trace, out, protect=inputs)
     session = Session(trace, config, out)
     analysis = session.run()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,15 @@ class DeviceInfo:
     l2_bytes: int = 0
     shared_per_sm: int = 0
     max_threads_per_sm: int = 0
+    l2_fetch_granularity: int = 0
+    """Bytes the L2 fetches from DRAM on a sector miss at most (``cudaLimitMaxL2FetchGranularity``,
+    a hint the driver may round: 0 when not queried). Set through `L2_FETCH_ENV` for experiments."""
+
+
+L2_FETCH_ENV = "TUIPROF_L2_FETCH_GRANULARITY"
+"""Bytes to set ``cudaLimitMaxL2FetchGranularity`` to (0-128) in every context tuiprof opens on a
+GPU (`tuiprof validate --l2-fetch-granularity`: accuracy experiments, issue 24); unset leaves the
+driver's default."""
 
 
 class Driver(Protocol):
@@ -159,6 +169,10 @@ class _CudaBindings:
         self.dev = self._ok(drv.cuDeviceGet(0))
         self.ctx = self._ok(drv.cuDevicePrimaryCtxRetain(self.dev))
         self._ok(drv.cuCtxSetCurrent(self.ctx))
+        fetch_limit = drv.CUlimit.CU_LIMIT_MAX_L2_FETCH_GRANULARITY
+        wanted = os.environ.get(L2_FETCH_ENV)
+        if wanted:
+            self._ok(drv.cuCtxSetLimit(fetch_limit, _fetch_bytes(wanted)))
         A = drv.CUdevice_attribute
 
         def attr(a: object) -> int:
@@ -179,7 +193,8 @@ class _CudaBindings:
             library=f"cuda-bindings {getattr(cuda.bindings, '__version__', '?')}",
             l2_bytes=attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
             shared_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
-            max_threads_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR))
+            max_threads_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+            l2_fetch_granularity=int(self._ok(drv.cuCtxGetLimit(fetch_limit))))
         self._events = (self._ok(drv.cuEventCreate(0)), self._ok(drv.cuEventCreate(0)))
 
     def _ok(self, res: object) -> object:
@@ -895,9 +910,25 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
 
 def device_generator(info: DeviceInfo) -> dict[str, object]:
     """The GPU's facts as a trace's provenance records them."""
-    return {"device": info.name, "compute_capability": f"{info.compute_capability[0]}.{info.compute_capability[1]}",
-            "driver": info.driver, "library": info.library, "sm_clock_mhz": info.clock_mhz,
-            "memory_clock_mhz": info.memory_clock_mhz, "sm_count": info.sm_count}
+    out: dict[str, object] = {
+        "device": info.name, "compute_capability": f"{info.compute_capability[0]}.{info.compute_capability[1]}",
+        "driver": info.driver, "library": info.library, "sm_clock_mhz": info.clock_mhz,
+        "memory_clock_mhz": info.memory_clock_mhz, "sm_count": info.sm_count}
+    if info.l2_fetch_granularity:
+        out["l2_fetch_granularity"] = info.l2_fetch_granularity
+    return out
+
+
+def _fetch_bytes(text: str) -> int:
+    """`L2_FETCH_ENV`'s value: 0 to 128 bytes."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= 128:
+        raise TuiprofError(f"{L2_FETCH_ENV}={text!r} is not an L2 fetch granularity",
+                           "give 0 to 128 bytes (cudaLimitMaxL2FetchGranularity), e.g. 32, 64 or 128")
+    return n
 
 
 def _missing_launch(program: Program, choice: LaunchChoice) -> str:

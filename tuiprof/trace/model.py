@@ -50,6 +50,9 @@ MAX_MEASURED = 256
 MAX_MEASURED_CYCLES = 1e7
 """Largest latency a measured value may claim, in cycles: a few milliseconds of a GPU clock, far
 past any memory access (DRAM under contention takes thousands of cycles)."""
+MAX_WAVEFRONTS_PER_REQUEST = 128.0
+"""Largest shared-memory wavefronts-per-request a measured value may claim: 32 lanes of 16 B in
+quarter-warps, each lane's four words in one bank."""
 MAX_SECTORS_PER_REQUEST = 64.0
 """Largest sectors-per-request a measured value may claim: 32 lanes, each touching two sectors."""
 MAX_LINE_CHARS = 160
@@ -60,13 +63,15 @@ MAX_LABEL_CHARS = 60
 
 def measured_range(key: str) -> tuple[float, float, str]:
     """(lowest, highest, meaning) of a measured value by its key: ``op<N>.x`` is a latency in
-    cycles, ``sectors_per_request`` a count, a key ending in ``_rate`` a percentage (ncu's
-    ``*_hit_rate``), any other a ratio in [0, 1]. The loader refuses a value outside its range,
+    cycles, ``sectors_per_request`` and ``*_wavefronts_per_request`` counts, a key ending in
+    ``_rate`` a percentage (ncu's ``*_hit_rate``), any other a ratio in [0, 1]. The loader refuses a value outside its range,
     so every view can draw any value a trace holds."""
     if key.endswith(".x"):
         return 0.0, MAX_MEASURED_CYCLES, "a latency in cycles"
     if key == "sectors_per_request":
         return 0.0, MAX_SECTORS_PER_REQUEST, "sectors per request"
+    if key.endswith("_wavefronts_per_request"):
+        return 0.0, MAX_WAVEFRONTS_PER_REQUEST, "wavefronts per request"
     if key.endswith("_rate"):
         return 0.0, 100.0, "a percentage"
     return 0.0, 1.0, "a ratio"

@@ -88,8 +88,8 @@ class AppFooter(Footer):
     that a narrow terminal cuts the other keys, never these."""
 
     DEFAULT_CSS = """
-    AppFooter #pinned { dock: right; width: auto; height: 1; background: $footer-background; }
-    AppFooter #pinned FooterKey.-command-palette { dock: none; }
+    AppFooter .pinned { dock: right; width: auto; height: 1; background: $footer-background; }
+    AppFooter .pinned FooterKey.-command-palette { dock: none; }
     """
 
     def compose(self) -> ComposeResult:
@@ -100,5 +100,5 @@ class AppFooter(Footer):
             else:
                 yield widget
         if pinned:
-            with HorizontalGroup(id="pinned"):
+            with HorizontalGroup(classes="pinned"):  # a class: Footer recomposes on every bindings change, and two recomposes in flight would clash on an id
                 yield from pinned
