@@ -1,6 +1,6 @@
 """The decision models wired into a run: the MD sweep through the simulator (the timing model and
-paper 002's thesis rules), the inputs the trace and the trials give the timing model (MWP/CWP,
-paper 004), the bottleneck (paper 001) and SM utilisation (paper 003), and their report sections."""
+Yen14's thesis rules), the inputs the trace and the trials give the timing model (MWP/CWP,
+HongKim09), the bottleneck (Zhang11) and SM utilisation (Farooqui11), and their report sections."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_coalescing_split_by_hand() -> None:
 
 
 def test_md_sample_from_trials() -> None:
-    """Paper 002's per-MD inputs from a trial table made by hand (before, this test ran with the
+    """Yen14's per-MD inputs from a trial table made by hand (before, this test ran with the
     sweep off and checked only that there was no sample at all): the miss rate and DRAM reads per
     CTA averaged over trials, Tm over the trials that have one, the snapshot's CTAs and warp
     instructions."""
@@ -103,7 +103,7 @@ def test_sm_model_without_records_repeats_the_snapshot_over_the_grid() -> None:
 
 
 def test_sweep_streams_every_md_and_recommends_below_the_thrashing_point() -> None:
-    """Paper 002's motivating case on its GTX480 (no L2, Table 8): 64 reused lines per CTA, a
+    """Yen14's motivating case on its GTX480 (no L2, Table 8): 64 reused lines per CTA, a
     128-line L1 (32 sets x 4 ways x 128 B, two lines of a CTA per set): two CTAs fit, three
     evict each other's lines (LRU, cyclic) before their reuse. With a thin DRAM share, MD 8's 4x
     DRAM traffic binds (128 B per access at 1.97 / 1.4 = 1.4 B per cycle: ~90 cycles per access,
@@ -122,7 +122,7 @@ def test_sweep_streams_every_md_and_recommends_below_the_thrashing_point() -> No
     assert d.md_samples[2].dram_reads_per_cta > 3 * first
     # Every pass misses: 4 passes x 64 lines x 4 DRAM transactions of 32 B.
     assert d.md_samples[-1].dram_reads_per_cta == pytest.approx(4 * 64 * 4, rel=0.05)
-    # 1 miss in 4 passes, plus the few the random alignment point adds (paper 000 3.2.1: an SM
+    # 1 miss in 4 passes, plus the few the random alignment point adds (Baghsorkhi12 3.2.1: an SM
     # may start inside a CTA, whose head then runs last, after other CTAs evicted its lines).
     assert 0.25 <= d.md_samples[0].miss_rate < 0.3
     m = d.md
@@ -176,7 +176,7 @@ def test_decisions_report_sections() -> None:
     assert all(r["simulated"] is not None for r in sec["md"]["rows"])
     # 8 CTAs of one warp: N = 8 warps; nearly every access misses and moves 128 B from DRAM (a few
     # hit while a delayed CTA has not joined yet and fewer CTAs share the L1), so MWP is
-    # MWP_peak_BW = 1.97 / (1.4 x 128 / Mem_L) (paper 004) < N: memory bound, limited by bandwidth.
+    # MWP_peak_BW = 1.97 / (1.4 x 128 / Mem_L) (HongKim09) < N: memory bound, limited by bandwidth.
     w, t = sec["mwp_cwp"], sec["timing"]
     assert w["n"] == 8 and w["case"] == MEMORY_BOUND and w["mwp_limiter"] == "bandwidth"
     assert t["bandwidth_level"] == "DRAM" and t["load_bytes_per_warp"] == pytest.approx(128, rel=0.05)
@@ -224,7 +224,7 @@ def test_trial_table_by_hand() -> None:
 
 
 def test_bottleneck_and_timing_model_agree_on_the_same_run() -> None:
-    """Paper 001's global memory time and the timing model's DRAM floor are the same bytes over the
+    """Zhang11's global memory time and the timing model's DRAM floor are the same bytes over the
     same bandwidth, and the timing model's kernel time is never below the bottleneck's."""
     analysis, _ = run(thrash_trace(), sweep=False)
     d = analysis.decisions

@@ -194,9 +194,9 @@ async def test_n_steps_from_the_load_under_the_cursor() -> None:
         await patterns_in(pilot)
         view = app.query_one(SourceView)
         ranks = app.analysis.ranks()
-        assert ranks[view.current_op] == "L1"
+        assert ranks[view.current_op] == "#1"
         await pilot.press("n")
-        assert ranks[view.current_op] == "L2"
+        assert ranks[view.current_op] == "#2"
         await pilot.press("N", "N")
         loads = view.loads_by_cost()
         assert view.current_op == loads[-1]
@@ -209,7 +209,7 @@ async def test_n_in_the_drill_down_moves_the_source_cursor_along() -> None:
         await patterns_in(pilot)
         await pilot.press("enter", "n", "n")
         shown = app.screen.op_id
-        assert app.analysis.ranks()[shown] == "L3"
+        assert app.analysis.ranks()[shown] == "#3"
         await pilot.press("escape")
         assert app.query_one(SourceView).current_op == shown
 
@@ -405,7 +405,7 @@ async def test_slash_in_the_drill_down_searches_the_source() -> None:
 # --- 10. an arch without an L2 ---------------------------------------------------------------------------
 
 async def test_no_l2_figures_where_the_arch_has_no_l2() -> None:
-    """gtx480 (paper 002's, L2 disabled): before, the status said `L2 -` yet every op showed
+    """gtx480 (Yen14's, L2 disabled): before, the status said `L2 -` yet every op showed
     `H2 0.000%` on an invented axis and the X formula printed `t2 120`."""
     from tuiprof.tui.screens.drill import DrillScreen
 

@@ -61,7 +61,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE", default=[],
                    help="what-if override of an arch value, e.g. --set l1.size=48KiB (repeatable)")
     p.add_argument("--trials", type=_int_in("--trials", 1, MAX_TRIALS), default=64, metavar="N",
-                   help="Monte Carlo trials (default 64, as paper 000)")
+                   help="Monte Carlo trials (default 64, as Baghsorkhi12)")
     p.add_argument("--seed", type=_int_in("--seed", 0, 2**63 - 1), default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--md", type=_int_in("--md", 1), default=None, metavar="N",
                    help="resident CTAs per SM to simulate (default: the occupancy limit)")
@@ -146,7 +146,7 @@ def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> No
     g.add_argument("--launch-index", type=_int_in("--launch-index", 0), default=0, metavar="K",
                    help="profile the K-th launch of that kernel (default 0, the first)")
     g.add_argument("--snapshot", type=_int_in("--snapshot", 1), default=None, metavar="N",
-                   help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
+                   help="CTAs to record (default: 4 x the CTAs resident at once on the arch, Baghsorkhi12 sec. 3.1)")
     g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
                    help="first CTA of the snapshot (default 0)")
     g.add_argument("--step-limit", type=_int_in("--step-limit", 1), default=None, metavar="N",

@@ -29,7 +29,7 @@ HIST_BINS = 20
 UNCERTAINTY_NOTE = ("trials 95% = spread of trials, mean +- 1.96 std (where one run may fall);",
                     "CI 95% = confidence interval of the mean, mean +- 1.96 std/sqrt(n) (where the mean is);",
                     "both cover only the model's randomness, not the error of its assumptions")
-"""What the two uncertainties of every estimate are (paper 000 sec. 5.2), one line each."""
+"""What the two uncertainties of every estimate are (Baghsorkhi12 sec. 5.2), one line each."""
 
 
 class _SourceLines:
@@ -200,7 +200,7 @@ def _time_row(k: Any) -> dict[str, Any]:
 
 
 def md_section(d: Decisions) -> dict[str, Any] | None:
-    """The MD decision: the timing model per MD (headline), paper 002's thesis rules beside it, and
+    """The MD decision: the timing model per MD (headline), Yen14's thesis rules beside it, and
     the recommendation."""
     m = d.md
     if m is None:
@@ -232,7 +232,7 @@ def md_section(d: Decisions) -> dict[str, Any] | None:
 
 
 def decisions_section(d: Decisions) -> dict[str, Any]:
-    """The decision models (papers 001-004 and the timing model) as plain data."""
+    """The decision models (Zhang11, Yen14, Farooqui11, HongKim09 and the timing model) as plain data."""
     w, b, u = d.mwp, d.bottleneck, d.sm
     return {
         "advice": summary(d),
@@ -369,15 +369,15 @@ def _render_text(doc: dict[str, Any]) -> str:
     if a is None:
         lines += ["", "analysis: no trial finished"]
         return "\n".join(lines) + "\n"
-    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (paper 000 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
+    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (Baghsorkhi12 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
     for key, h in a["headline"].items():
         m = _measured(doc, key, h)
         lines.append(f"  {HEADLINES[key]:<20} {_est(h, pct=True)}" + (f"  measured (ncu) {m}" if m else ""))
         lines += ["    " + x for x in _bars(h["histogram"], pct=True)]
     tm = a["dram_latency"]
-    lines += ["", f"DRAM batch latency Tm (cycles, paper 000 sec. 3.2.3): {_est(tm['tm'], pct=False)}"]
+    lines += ["", f"DRAM batch latency Tm (cycles, Baghsorkhi12 sec. 3.2.3): {_est(tm['tm'], pct=False)}"]
     lines += ["    " + x for x in _bars({"counts": tm["counts"], "edges": tm["edges"]}, pct=False)]
-    lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), paper 000 sec. 6.1;",
+    lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), Baghsorkhi12 sec. 6.1;",
               f"  {COST_NOTE}):"]
     for kind, rows in _cost_tables(doc):
         lines += [f"  {kind}:"] + ["    " + x for x in _table(rows, md=False)]
@@ -456,7 +456,7 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
             for i, c in enumerate(counts) if c or (0 < i < len(counts) - 1 and not single)]
 
 
-COST_NOTE = ("rank L1, L2, ... = loads by cost, S1, ... = stores and atomics (ranked apart: their latency is mostly "
+COST_NOTE = ("rank #1, #2, ... = loads by cost, w1, w2, ... = stores and atomics (writes, ranked apart: their latency is mostly "
              "hidden from the warp); sect/req = sectors per request as Nsight Compute counts them, per warp "
              "instruction (4 ideal for 32 lanes of 4 B, 32 worst)")
 HOT_ADVICE = 3
@@ -507,7 +507,7 @@ def _cost_tables(doc: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
 
 
 def _op_advice(doc: dict[str, Any]) -> list[str]:
-    """The advice of the hottest loads and stores (rank L1..L3, S1..S3), as the drill-down gives it."""
+    """The advice of the hottest loads and stores (rank #1..#3, w1..w3), as the drill-down gives it."""
     out = []
     for o in doc["analysis"]["ops"]:
         rank = o["rank"]
@@ -556,7 +556,7 @@ def _md_rows(m: dict[str, Any]) -> list[list[str]]:
 
 
 def _sm_bars(u: dict[str, Any], width: int = 30) -> list[str]:
-    """One bar per SM (paper 003 Fig. 6); a compact strip of block glyphs when there are many."""
+    """One bar per SM (Farooqui11 Fig. 6); a compact strip of block glyphs when there are many."""
     frac = [f or 0.0 for f in u["busy_fraction"]]
     if len(frac) <= 32:
         return [f"SM{i:<3} {'#' * round(width * f):<{width}} {f:4.0%}  {c} CTAs"
@@ -570,14 +570,14 @@ def _sm_bars(u: dict[str, Any], width: int = 30) -> list[str]:
 
 
 def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
-    """The decision sections (papers 001-004 and the timing model), as text or Markdown."""
+    """The decision sections (Zhang11, Yen14, Farooqui11, HongKim09 and the timing model), as text or Markdown."""
     if d is None:
         return []
     head = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
     ind = "" if md else "  "
     out = head("Advice") + [f"{ind}- {a}" for a in d["advice"]]
     m = d["md"]
-    out += head("MD decision (CTAs per SM: timing model, paper 002's thesis rules beside it)")
+    out += head("MD decision (CTAs per SM: timing model, Yen14's thesis rules beside it)")
     if m is None:
         out.append(f"{ind}{d['md_note'] or 'the MD sweep has not run'}")
     else:
@@ -601,14 +601,14 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     out += [f"{ind}T {_us(k['time_s'])} us, bound by {k['bound_label']}: MWP/CWP {_us(k['mwp_s'])} us, DRAM floor "
             f"{_us(k['dram_floor_s'])} us ({units.size(k['dram_bytes'])}), L2 floor {_us(k['l2_floor_s'])} us "
             f"({units.size(k['l2_bytes'])}), issue floor {_us(k['issue_floor_s'])} us",
-            f"{ind}MWP/CWP (paper 004, Hong & Kim): case {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP "
+            f"{ind}MWP/CWP (HongKim09): case {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP "
             f"{_ratio(w['mwp'])} (limited by {w['mwp_limiter']}), CWP {_ratio(w['cwp'])}; Mem_LD {_num(k['mem_ld'])} "
             f"cycles (simulated X), Load_bytes_per_warp {_num(k['load_bytes_per_warp'])} B moved at {k['bandwidth_level']}",
             f"{ind}Mem_L {_num(w['mem_l'])} cycles, departure delay {_ratio(w['departure_delay'])}, Mem_cycles "
             f"{_num(w['mem_cycles'])}, Comp_cycles {_num(w['comp_cycles'])} per warp; Exec_cycles_app "
             f"{_num(w['exec_cycles_app'])}, CPI {_ratio(w['cpi'])} (instructions {w['insts_source']})"]
     b = d["bottleneck"]
-    out += head("Bottleneck (paper 001, Zhang & Owens)")
+    out += head("Bottleneck (Zhang11)")
     t = b["throughputs"]
     out += [f"{ind}{k}: {1e6 * v:.2f} us" + ("  <- bottleneck" if k == b["bottleneck"] else "")
             for k, v in b["times_s"].items() if v is not None]
@@ -616,7 +616,7 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
             f"{ind}throughputs: {t['instruction_gips']} Ginst/s, shared {t['shared_gbs']} GB/s, global "
             f"{t['global_gbs']} GB/s ({t['source']})"]
     u = d["sm_utilisation"]
-    out += head(f"SM utilisation ({u['source']}, paper 003 Fig. 6)")
+    out += head(f"SM utilisation ({u['source']}, Farooqui11 Fig. 6)")
     out += [f"{ind}mean busy {_pct(u['utilisation'])}, imbalance (max/mean busy) {_ratio(u['imbalance'])}, "
             f"idle SMs: {sm_list(tuple(u['idle_sms'])) if u['idle_sms'] else 'none'}"]
     if u.get("caveat"):

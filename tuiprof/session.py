@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TOLERANCE = 0.005
 MIN_TRIALS = 20
-"""Trials the main run makes before a tolerance may stop it (paper 000 Fig. 7)."""
+"""Trials the main run makes before a tolerance may stop it (Baghsorkhi12 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
 _PATTERNS_LOCK = threading.Lock()
 """Held while a session looks up or computes its trace's address patterns (shared by reruns)."""
@@ -51,11 +51,11 @@ class RunConfig:
     """Resident CTAs per SM; None = the occupancy limit."""
     tolerance: float | None = DEFAULT_TOLERANCE
     """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
-    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
+    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (Baghsorkhi12 Fig. 7; the MD
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
-    """Run the MD sweep (paper 002) for the MD decision: its trials share the main run's workers
+    """Run the MD sweep (Yen14) for the MD decision: its trials share the main run's workers
     from the main run's last trials on."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
@@ -495,7 +495,7 @@ class Session:
 
     def _samples(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]],
                  landed_only: bool = False) -> tuple["MdSample", ...]:
-        """Paper 002's per-MD statistics (`md_sample`), MD by MD (`landed_only`: of the MDs with
+        """Yen14's per-MD statistics (`md_sample`), MD by MD (`landed_only`: of the MDs with
         trials)."""
         from tuiprof.model.decisions import md_sample
 
@@ -511,12 +511,12 @@ class Session:
                 for m in self.sweep_mds() if runs.get(m)}
 
     def _sweep_runs(self, mc: "MonteCarlo") -> tuple[dict[int, "MonteCarlo"], str]:
-        """The sweep's runs (paper 002: MD = 1 .. the occupancy limit, the main run's MD reusing
+        """The sweep's runs (Yen14: MD = 1 .. the occupancy limit, the main run's MD reusing
         the main run), sharing the main run's preparation; or none and why."""
         if not self.config.sweep:
             return {}, "MD sweep not run"
         if not self.arch.l1.enabled:
-            return {}, f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention"
+            return {}, f"{self.arch.name} has no L1: Yen14's MD decision is about L1 contention"
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg, n = self.config, self.sweep_trial_count()
@@ -528,7 +528,7 @@ class Session:
 
     def _with_md(self, analysis: "Analysis | None", main: list["TrialResult"], per_md: dict[int, list["TrialResult"]], *,
                  final: bool) -> "Analysis | None":
-        """`analysis` with paper 002's MD decision from the trials landed so far at every MD
+        """`analysis` with Yen14's MD decision from the trials landed so far at every MD
         (`final`: each run's whole result set), or with the reason there is none."""
         from tuiprof.model.decisions import TRAFFIC, kernel_shape
         from tuiprof.model.md import decide_md
@@ -571,7 +571,7 @@ class Session:
                        self._ideal, self._passes)
 
     def sweep_mds(self) -> tuple[int, ...]:
-        """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""
+        """MDs the sweep simulates: 1 .. the occupancy limit (Yen14 sec. 5.2)."""
         return tuple(range(1, self.occupancy.ctas_per_sm + 1))
 
     def sweep_trial_count(self) -> int:

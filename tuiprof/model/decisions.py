@@ -3,12 +3,12 @@ utilisation.
 
 `Decisions` is what the report's decision sections and the UI's MD and SM panes show. It joins
 the Analysis (as ``analysis.decisions``) once the main run's trials are in; the MD decision
-needs the MD sweep (one simulation per MD, paper 002) and stays None until the sweep ends.
+needs the MD sweep (one simulation per MD, Yen14) and stays None until the sweep ends.
 
 The functions here turn a trace, its simulated trials and the Arch into the inputs each paper's
 model asks for; the models themselves live in `md`, `timing` (with `mwp_cwp`), `bottleneck` and
 `sm_util`. Figures of the snapshot are scaled to the whole grid by ``grid CTAs / snapshot CTAs``
-where a model wants whole-kernel work (paper 000 sec. 3.1: the snapshot stands for the grid).
+where a model wants whole-kernel work (Baghsorkhi12 sec. 3.1: the snapshot stands for the grid).
 """
 
 from __future__ import annotations
@@ -40,16 +40,16 @@ class Decisions:
     """The models' results for one run."""
 
     sm: SmUtilisation
-    """Paper 003 Fig. 6: per-SM busy fraction, measured or modeled."""
+    """Farooqui11 Fig. 6: per-SM busy fraction, measured or modeled."""
     time: KernelTime
-    """The timing model at the run's MD: MWP/CWP (paper 004) on the simulated latency and bytes,
+    """The timing model at the run's MD: MWP/CWP (HongKim09) on the simulated latency and bytes,
     floored by DRAM and L2 bandwidth: the headline kernel time."""
     bottleneck: Bottleneck
-    """Paper 001: component times, the bottleneck and the next one."""
+    """Zhang11: component times, the bottleneck and the next one."""
     md_samples: tuple[MdSample, ...] = ()
     """What each simulated MD gave (MD = 1 .. limit as the sweep lands them)."""
     md: MdDecision | None = None
-    """Paper 002 and the timing model: both predictions and the recommendation; None until the
+    """Yen14 and the timing model: both predictions and the recommendation; None until the
     MD sweep is done."""
     sweep_trials: int = 0
     """Most trials the sweep ran at one MD (fewer where it converged early; 0 before it ran)."""
@@ -60,7 +60,7 @@ class Decisions:
 
     @property
     def mwp(self) -> MwpCwp:
-        """Paper 004's MWP, CWP, case and cycles at the run's MD (inside the timing model)."""
+        """HongKim09's MWP, CWP, case and cycles at the run's MD (inside the timing model)."""
         return self.time.mwp
 
 
@@ -84,7 +84,7 @@ def snapshot_insts(trace: Trace) -> float:
 
 
 def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -> float:
-    """Mean distinct L1 lines one snapshot CTA touches (paper 002's working set per CTA), from
+    """Mean distinct L1 lines one snapshot CTA touches (Yen14's working set per CTA), from
     the coalesced requests (``req_off`` [R+1] / ``req_line`` per warp access)."""
     per_acc = np.diff(req_off)
     acc_cta = np.repeat(trace.warp_cta.astype(np.int64), np.diff(trace.warp_offsets))
@@ -133,7 +133,7 @@ def coalescing_split(trace: Trace, arch: Arch, accesses: np.ndarray, requests_pe
 
 
 def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_access: np.ndarray) -> KernelShape:
-    """The timing model's view of the kernel: launch, snapshot and paper 004's coalescing counts."""
+    """The timing model's view of the kernel: launch, snapshot and HongKim09's coalescing counts."""
     coal, uncoal, per_mw, _ = coalescing_split(trace, arch, accesses, requests_per_access)
     L = trace.launch
     return KernelShape(threads_per_cta=L.threads_per_cta, grid_ctas=L.grid_ctas, snapshot_ctas=trace.snapshot.n_ctas,
@@ -142,7 +142,7 @@ def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_ac
 
 
 # ---------------------------------------------------------------------------------------------
-# One MD's statistics from its trials (paper 002's inputs and the timing model's).
+# One MD's statistics from its trials (Yen14's inputs and the timing model's).
 
 def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarray) -> np.ndarray:
     """Per trial: L1 read miss rate, DRAM reads per CTA, Tm (columns MISS, DRAM_READS_PER_CTA, TM:
@@ -181,7 +181,7 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
 
 
 # ---------------------------------------------------------------------------------------------
-# Paper 003: SM utilisation.
+# Farooqui11: SM utilisation.
 
 def probe_caveat(trace: Trace) -> str:
     """When the GPU ran the probes at fewer resident CTAs per SM than the plain kernel gets (their
@@ -223,11 +223,11 @@ def snapshot_cta_accesses(trace: Trace) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Paper 001: the bottleneck.
+# Zhang11: the bottleneck.
 
 def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence, shared_wavefronts: float = 0.0
                      ) -> Bottleneck:
-    """Paper 001's verdict for the whole grid: warp instructions (the trace's counts, else the
+    """Zhang11's verdict for the whole grid: warp instructions (the trace's counts, else the
     paper-004 estimate per memory instruction), shared transactions after bank conflicts (the
     snapshot's shared wavefronts, `tuiprof.model.shared`), and global memory bytes = simulated
     DRAM transactions (reads, writes, write-backs, owed ones included) x their size."""
@@ -264,8 +264,8 @@ def sm_list(sms: tuple[int, ...], limit: int = 12) -> str:
 
 def summary(d: Decisions) -> list[str]:
     """The decisions in plain words, most actionable first: the MD decision, the kernel time
-    and what bounds it (paper 004's MWP/CWP inside the timing model), paper 001's bottleneck and
-    paper 003's SM utilisation. The report's advice and the UI's model lines are these."""
+    and what bounds it (HongKim09's MWP/CWP inside the timing model), Zhang11's bottleneck and
+    Farooqui11's SM utilisation. The report's advice and the UI's model lines are these."""
     out = []
     if d.md is not None:
         rng = (f" (range {d.md.gain_range[0]:+.0%} to {d.md.gain_range[1]:+.0%} over the sweep's trials and the "
@@ -275,9 +275,9 @@ def summary(d: Decisions) -> list[str]:
     out.append(f"kernel time (timing model): {1e6 * k.time_s:.1f} us, bound by {k.bound_label} (MWP "
                f"{k.mwp.mwp:.1f}, CWP {k.mwp.cwp:.1f}, N {k.mwp.n:.0f} warps/SM)")
     b = d.bottleneck
-    out.append(f"bottleneck: {b.bottleneck} (paper 001); removing it would leave {b.next_bottleneck}, "
+    out.append(f"bottleneck: {b.bottleneck} (Zhang11); removing it would leave {b.next_bottleneck}, "
                f"{b.speedup_if_removed:.2f}x faster")
     u = d.sm
     idle = f", idle SMs {sm_list(u.idle_sms)}" if u.idle_sms else ""
-    out.append(f"SM utilisation ({u.source}, paper 003): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
+    out.append(f"SM utilisation ({u.source}, Farooqui11): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
     return out

@@ -45,6 +45,7 @@ from tuiprof import __version__, units
 from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.files import FileRole, cannot_read, open_regular
+from tuiprof.glossary import retag
 from tuiprof.output import write_bytes_to
 from tuiprof.resources import memory_budget
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
@@ -764,7 +765,7 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
         if name not in arrays:
             f.fail(f"array {name} missing")
     return _Header(launch=launch, ops=tuple(ops), provenance=prov, sources=tuple(sources),
-                   rule=f.text(h, "snapshot_rule", "snapshot_rule", default=""), accesses=n, warps=n_w, unit=unit,
+                   rule=retag(f.text(h, "snapshot_rule", "snapshot_rule", default="")), accesses=n, warps=n_w, unit=unit,
                    arrays=arrays)
 
 

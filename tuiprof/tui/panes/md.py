@@ -1,6 +1,6 @@
 """The model pane: the kernel time and what bounds it (the timing model: Hong & Kim's MWP/CWP,
-paper 004, floored by bandwidth), paper 001's bottleneck, and the MD decision: both predictions
-per MD (the timing model, paper 002's thesis rules), the default and the recommended MD, the gain
+HongKim09, floored by bandwidth), Zhang11's bottleneck, and the MD decision: both predictions
+per MD (the timing model, Yen14's thesis rules), the default and the recommended MD, the gain
 with its range and confidence, and how to apply it. While the MD sweep runs the pane shows its
 progress; after a cancel it says so; `m` picks an MD to rerun at."""
 
@@ -40,15 +40,15 @@ def seconds(t: float) -> str:
 
 
 def model_lines(d: "Decisions") -> list[Content]:
-    """The kernel time with what bounds it (MWP/CWP inside the timing model) and paper 001's
+    """The kernel time with what bounds it (MWP/CWP inside the timing model) and Zhang11's
     bottleneck: the report's kernel-time and bottleneck sections in two lines."""
     k, w, b = d.time, d.mwp, d.bottleneck
     return [
         Content.assemble(("time ", MUTED), (seconds(k.time_s), "bold"), (" bound by ", MUTED),
-                         (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (paper 004)",
+                         (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (HongKim09)",
                                                    MUTED)),
         Content.assemble(("bottleneck ", MUTED), (b.bottleneck, "bold"),
-                         (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (paper 001)",
+                         (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (Zhang11)",
                           MUTED)),
     ]
 
@@ -75,7 +75,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), MUTED))
         return Content("\n").join(lines)
     lines += model_lines(decisions)
-    lines.append(_title("MD decision", "  (CTAs per SM: timing model, paper 002's rules beside it)", width))
+    lines.append(_title("MD decision", "  (CTAs per SM: timing model, Yen14's rules beside it)", width))
     d = decisions.md
     if d is None:
         if decisions.md_note and not (phase in RUNNING and decisions.md_note.endswith("still running")):
@@ -122,7 +122,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
              f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
     lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · timing, thesis: throughput vs MD 1 "
-                                "(timing model, paper 002's rules)", MUTED))  # wraps: never cut
+                                "(timing model, Yen14's rules)", MUTED))  # wraps: never cut
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
         lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), MUTED))
