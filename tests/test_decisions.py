@@ -79,13 +79,14 @@ def test_md_sample_from_trials() -> None:
     CTA averaged over trials, Tm over the trials that have one, the snapshot's CTAs and warp
     instructions."""
     t = thrash_trace(ctas=4, lines=8, passes=2, insts=100)
-    table = np.array([[0.25, 10.0, 400.0, 0, 0, 0],
-                      [0.75, 30.0, np.nan, 0, 0, 0],
-                      [0.50, 20.0, 500.0, 0, 0, 0]])
+    table = np.array([[0.25, 10.0, 400.0, 0, 0, 0, 0.5],
+                      [0.75, 30.0, np.nan, 0, 0, 0, np.nan],
+                      [0.50, 20.0, 500.0, 0, 0, 0, 0.7]])
     s = md_sample(3, table, t)
     assert (s.md, s.miss_rate, s.dram_reads_per_cta, s.mf_latency) == (3, 0.5, 20.0, 450.0)
+    assert s.l2_hit_rate == pytest.approx(0.6)            # over the trials that read the L2
     assert (s.cta_count, s.warp_insts) == (4, 400.0)
-    empty = md_sample(1, np.zeros((0, 6)), t)
+    empty = md_sample(1, np.zeros((0, 7)), t)
     assert (empty.miss_rate, empty.dram_reads_per_cta, empty.mf_latency) == (0.0, 0.0, 0.0)
     analysis, _ = run(t, sweep=False, trials=2)
     assert analysis.decisions.md is None and analysis.decisions.md_note == "MD sweep not run"
@@ -213,7 +214,7 @@ def test_trial_table_by_hand() -> None:
     results = []
     s.run(lambda e: results.append(e.result) if hasattr(e, "result") and hasattr(e.result, "l1_read_hits") else None)
     table = trial_table(sorted(results, key=lambda r: r.index), t, arch, s._op_stats.accesses)
-    assert table.shape == (3, 6)
+    assert table.shape == (3, 7)
     for row, r in zip(table, sorted(results, key=lambda r: r.index)):
         assert row[DRAM_TX] == np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed
         assert row[L2_SECTORS] == np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses)
@@ -231,3 +232,25 @@ def test_bottleneck_and_timing_model_agree_on_the_same_run() -> None:
     assert d.time.dram_floor_s == pytest.approx(d.bottleneck.times["global memory"], rel=1e-12)
     assert d.time.time_s >= d.bottleneck.time * (1 - 1e-12)
     assert d.mwp is d.time.mwp
+
+
+def test_dram_reads_per_cta_by_hand_with_an_l2() -> None:
+    """The MD table's "sim DRAM/CTA" in its unit at every MD (issue 27 asked whether a 10x jump
+    from MD 1 to MD 2 on spmv-u was a units defect: it is the L2 read hit ratio falling, 90% to
+    46%, as more warps share the L2). By hand: 8 one-warp CTAs each read their own 16 lines of
+    128 B twice on one Tesla C2050 SM; the 768 KiB L2 holds all 128 lines, so only first touches
+    miss it: 16 lines x 4 DRAM transactions of 32 B = 64 reads per CTA at every MD, whatever the
+    L1 keeps; and it is the L2's read misses over the snapshot's CTAs. The L2 sees 4 sectors per
+    L1 line miss (32 reads per CTA x the miss rate), 64 of them first touches: its hit ratio is
+    1 - 0.5 / miss rate (0 at MD 1, where the L1 keeps the second pass)."""
+    t = thrash_trace(ctas=8, lines=16, passes=2)
+    analysis, _ = run(t, arch="tesla-c2050", overrides={"sm_count": "1"}, trials=2, sweep_trials=2)
+    samples = analysis.decisions.md_samples
+    assert [s.md for s in samples] == list(range(1, 9))
+    for s in samples:
+        assert s.dram_reads_per_cta == 64
+        assert s.l2_hit_rate == pytest.approx(1 - 0.5 / s.miss_rate, abs=0.02)
+    assert samples[0].miss_rate == 0.5 and samples[0].l2_hit_rate == 0
+    rows = decisions_section(analysis.decisions)["md"]["rows"]
+    assert all(r["simulated"]["dram_reads_per_cta"] == 64 for r in rows)
+    assert [r["simulated"]["l2_read_hit_ratio"] for r in rows] == [pytest.approx(s.l2_hit_rate, abs=1e-4) for s in samples]

@@ -124,7 +124,8 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
         Term("Mem_LD", "the access-weighted X of the global loads, cycles"),
         Term("bound", "what limits the predicted time: MWP/CWP, DRAM bandwidth, L2 bandwidth or instruction issue"),
         Term("bottleneck", "the slowest of instruction pipeline, shared memory and global memory (Zhang11); "
-                           "'Nx if removed': the kernel time divided by the next slowest component's time"),
+                           "'at most Nx faster': the kernel time over the next slowest component's, the most that "
+                           "improving the bottleneck alone can gain"),
         Term("thesis rules", "Yen14's MD rules, which predict MD > 1 from the MD 1 simulation alone "
                              "(L1 miss rate, DRAM reads, latency growth); shown beside the timing model"),
         Term("timing, thesis (columns)", "throughput relative to MD 1 predicted by the timing model and by the "

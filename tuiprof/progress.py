@@ -34,3 +34,57 @@ Progress = Callable[[Phase], None]
 
 def ignore(phase: Phase) -> None:
     """The default listener: nobody shows the phases."""
+
+
+class SlowPhases:
+    """Says on standard error what a command is doing once a phase has lasted `after` seconds
+    (issue 27: `tuiprof report` on fresh caches was silent for minutes), then again every `every`
+    seconds while it goes on, with its progress; quick phases print nothing. `set` may be called
+    from any thread; a daemon thread does the printing, `close` stops it."""
+
+    def __init__(self, write: Callable[[str], None], *, after: float = 2.0, every: float = 10.0,
+                 clock: Callable[[], float] | None = None, tick: float = 0.25) -> None:
+        import threading
+        import time
+
+        self._write, self._after, self._every, self._tick = write, after, every, tick
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._what, self._detail = "", ""
+        self._since = self._said = self._clock()
+        self._told = False
+        self._thread = threading.Thread(target=self._loop, name="tuiprof-progress", daemon=True)
+        self._thread.start()
+
+    def set(self, what: str, detail: str = "") -> None:
+        """The phase now running (`what`) and its progress (`detail`, updated without restarting
+        the phase's clock)."""
+        with self._lock:
+            if what != self._what:
+                self._what, self._since, self._told = what, self._clock(), False
+            self._detail = detail
+
+    def phase(self, p: Phase) -> None:
+        """A `Progress` listener: the phase's words and its progress."""
+        self.set(p.what, p.text()[len(p.what):].lstrip(": "))
+
+    def poll(self) -> None:
+        """Print the phase if it is due (the thread calls this; tests call it with their clock)."""
+        with self._lock:
+            now, what = self._clock(), self._what
+            due = what and now - self._since >= self._after and (not self._told or now - self._said >= self._every)
+            if not due:
+                return
+            text = f"tuiprof: {what}" + (f": {self._detail}" if self._detail else "") + (
+                "..." if not self._told else f" ({now - self._since:.0f} s)")
+            self._told, self._said = True, now
+        self._write(text)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._tick):
+            self.poll()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)

@@ -209,7 +209,8 @@ def md_section(d: Decisions) -> dict[str, Any] | None:
 
     def simulated(md: int) -> dict[str, Any] | None:
         s = sims.get(md)
-        return None if s is None else {"miss_rate": _finite(s.miss_rate), "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
+        return None if s is None else {"miss_rate": _finite(s.miss_rate), "l2_read_hit_ratio": _finite(s.l2_hit_rate),
+                                       "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
                                        "mf_latency": _finite(s.mf_latency, 1)}
 
     def timing(md: int) -> dict[str, Any] | None:
@@ -273,14 +274,34 @@ def build_report(target: str | Path, config: RunConfig, on_event: Any = None) ->
     """Open `target` (a trace, a demo name or a .cu source), simulate it under `config`, and
     describe the run; a note on standard error says when the simulator compiles first (a pause of
     half a minute without a word otherwise)."""
-    session = Session.open(target, config)
-    sweep = [session.arch_at(m) for m in session.sweep_mds()] if config.sweep else []
-    if any(session.compiles(arch) for arch in {session.arch, *sweep}):
-        from tuiprof.output import note
+    from tuiprof.output import note
+    from tuiprof.progress import SlowPhases
+    from tuiprof.session import SweepProgress, TrialDone
 
-        note("note: compiling the simulator for this GPU's cache geometry first (once: later runs load it from the "
-             "cache; about half a minute)...")
-    return document(session, session.run(on_event))
+    slow = SlowPhases(note)
+    try:
+        slow.set("opening the target")
+        session = Session.open(target, config, progress=slow.phase)
+        sweep = [session.arch_at(m) for m in session.sweep_mds()] if config.sweep else []
+        compiles = any(session.compiles(arch) for arch in {session.arch, *sweep})
+        if compiles:
+            note("note: compiling the simulator for this GPU's cache geometry first (once: later runs load it from the "
+                 "cache; about half a minute)...")
+        slow.set("compiling the simulator, then the trials" if compiles else "simulating", f"0/{config.trials} trials")
+
+        def listen(ev: Any) -> None:
+            if isinstance(ev, TrialDone):
+                slow.set("simulating", f"{ev.done}/{ev.planned} trials")
+            elif isinstance(ev, SweepProgress):
+                slow.set("MD sweep (one simulation per MD)", f"{ev.sweep_done}/{ev.sweep_planned} trials, MD {ev.md}")
+            if on_event is not None:
+                on_event(ev)
+
+        analysis = session.run(listen)
+        slow.set("writing the report")
+        return document(session, analysis)
+    finally:
+        slow.close()
 
 
 def render(doc: dict[str, Any], fmt: str) -> str:
@@ -383,8 +404,9 @@ def _render_text(doc: dict[str, Any]) -> str:
         lines += [f"  {kind}:"] + ["    " + x for x in _table(rows, md=False)]
     lines += ["", "advice for the hottest ops:"] + [f"  {x}" for x in _op_advice(doc)]
     lines += _decision_lines(a["decisions"], md=False)
-    lines += ["", f"run: {a['trials']}/{a['planned']} trials{_stopped(doc['run'])} in {a['elapsed_s']:.2f} s, "
-              f"{a['l1_requests_per_second'] / 1e6:.1f}M L1 requests/s per worker"]
+    lines += ["", f"run: {a['trials']}/{a['planned']} trials{_stopped(doc['run'])}, simulated in {a['elapsed_s']:.2f} s "
+              "(wall time from the first trial's start to the last's end: the simulator's compile included when it "
+              f"ran); median trial {_rate(a['l1_requests_per_second'])} L1 requests/s per worker"]
     return "\n".join(lines) + "\n"
 
 
@@ -519,6 +541,14 @@ def _op_advice(doc: dict[str, Any]) -> list[str]:
     return out or ["(no ranked op)"]
 
 
+def _rate(per_s: float) -> str:
+    """A rate with the unit prefix that keeps two significant digits (4.4M, 850k, 12)."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if per_s >= scale:
+            return f"{per_s / scale:.2g}{unit}" if per_s < 10 * scale else f"{per_s / scale:.0f}{unit}"
+    return f"{per_s:.2g}"
+
+
 def _ratio(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -537,7 +567,7 @@ def _short_bound(k: dict[str, Any]) -> str:
 
 
 def _md_rows(m: dict[str, Any]) -> list[list[str]]:
-    rows = [["MD", "sim L1 miss", "sim DRAM/CTA", "Mem_LD", "MWP", "bound", "T us", "perf", "thesis L1 miss",
+    rows = [["MD", "sim L1 miss", "sim L2 hit", "sim DRAM/CTA", "Mem_LD", "MWP", "bound", "T us", "perf", "thesis L1 miss",
              "thesis DRAM/CTA", "thesis perf", ""]]
     for r in m["rows"]:
         s, k, t = r["simulated"] or {}, r["timing"] or {}, r["thesis"]
@@ -548,7 +578,8 @@ def _md_rows(m: dict[str, Any]) -> list[list[str]]:
             mark.append("recommended")
         if r["md"] == m["thesis_md"] and m["thesis_md"] != m["recommended_md"]:
             mark.append("thesis pick")
-        rows.append([str(r["md"]), _pct(s.get("miss_rate")), _ratio(s.get("dram_reads_per_cta"), 1),
+        rows.append([str(r["md"]), _pct(s.get("miss_rate")), _pct(s.get("l2_read_hit_ratio")),
+                     _ratio(s.get("dram_reads_per_cta"), 1),
                      _num(k.get("mem_ld")), _ratio(k.get("mwp"), 1), _short_bound(k),
                      _us(k.get("time_s")), _ratio(k.get("relative_performance")), _pct(t["miss_rate"]),
                      _ratio(t["dram_reads_per_cta"], 1), _ratio(t["relative_performance"]), ", ".join(mark)])
@@ -594,7 +625,9 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
                        f"{LOW_CONFIDENCE_RATIO:g}x apart")
         out += [f"{ind}sweep: up to {m['sweep_trials']} trials per MD in {m['sweep_elapsed_s']:.2f} s; T = timing "
                 "model (MWP/CWP on each MD's simulated Mem_LD and bytes, floored by DRAM and L2 bandwidth); perf = "
-                "throughput relative to MD 1; thesis columns predict MD > 1 from MD 1 alone", ""]
+                "throughput relative to MD 1; sim DRAM/CTA = DRAM read transactions (32 B) per snapshot CTA, the L2's "
+                "read misses, so it moves with sim L2 hit; thesis columns predict MD > 1 from MD 1 alone with Yen14's "
+                "rules, which assume no L2 (its GTX480 has it disabled) and scale DRAM reads with the L1 miss rate", ""]
         out += [ind + x for x in _table(_md_rows(m), md=md)]
     k, w = d["timing"], d["mwp_cwp"]
     out += head("Kernel time (timing model: MWP/CWP on the simulated latency and bytes, floored by bandwidth and issue)")
@@ -612,7 +645,8 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     t = b["throughputs"]
     out += [f"{ind}{k}: {1e6 * v:.2f} us" + ("  <- bottleneck" if k == b["bottleneck"] else "")
             for k, v in b["times_s"].items() if v is not None]
-    out += [f"{ind}next bottleneck once removed: {b['next_bottleneck']} ({_ratio(b['speedup_if_removed'])}x faster)",
+    out += [f"{ind}if {b['bottleneck']} took no time: {b['next_bottleneck']} would bound the kernel, "
+            f"{_ratio(b['speedup_if_removed'])}x less time (the most that improving {b['bottleneck']} alone can gain)",
             f"{ind}throughputs: {t['instruction_gips']} Ginst/s, shared {t['shared_gbs']} GB/s, global "
             f"{t['global_gbs']} GB/s ({t['source']})"]
     u = d["sm_utilisation"]

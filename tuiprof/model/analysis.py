@@ -19,6 +19,7 @@ from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.model.pattern import LANES, ideal_sectors as ideal_sectors_of
 from tuiprof.model.shared import PassStats
+from tuiprof.sim.results import TrialResult
 from tuiprof.trace.model import StaticOp
 
 HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
@@ -99,6 +100,14 @@ class Analysis:
             seen[k] += 1
             out[s.op.id] = f"{k}{seen[k]}"
         return out
+
+
+def trial_rate(results: Sequence[TrialResult]) -> float:
+    """L1 requests per second of one worker: the median over the trials of each trial's requests
+    over its wall time, so that the trials that compiled the simulator first (one per worker) do
+    not count their compile as simulation. 0 when no trial took measurable time."""
+    rates = [float(np.sum(r.l1_requests)) / r.elapsed for r in results if r.elapsed > 0]
+    return float(np.median(rates)) if rates else 0.0
 
 
 LOAD_RANK = "#"
@@ -232,9 +241,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     else:
         counts, edges = np.zeros(0, np.int64), np.zeros(1)
     sm = np.mean([np.asarray(r.sm_requests, dtype=np.float64) for r in results], axis=0) if T else np.zeros(arch.sm_count)
-    reqs = float(sum(int(np.sum(r.l1_requests)) for r in results))
-    busy = float(sum(r.elapsed for r in results))
     return Analysis(trials=T, planned=planned, md=md, arch=arch.name, ops=tuple(stats), headline=headline,
                     samples=samples, tm=estimate(trial_tm, 0.0), dram_hist=(counts, edges),
                     convergence={k: running_std(samples[k]) for k in HEADLINES},
-                    sm_requests=sm, elapsed=elapsed, requests_per_second=reqs / busy if busy > 0 else 0.0)
+                    sm_requests=sm, elapsed=elapsed, requests_per_second=trial_rate(results))

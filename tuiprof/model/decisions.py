@@ -29,7 +29,7 @@ from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
 from tuiprof.model.timing import KernelShape, KernelTime, kernel_time, mean_traffic
 from tuiprof.trace.model import Trace
 
-MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS = range(6)
+MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS, L2_READ_HIT = range(7)
 """Columns of `trial_table`."""
 TRAFFIC = [MEM_LD, DRAM_TX, L2_SECTORS]
 """The `trial_table` columns the timing model reads (`tuiprof.model.timing.Traffic`'s order)."""
@@ -149,10 +149,12 @@ def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarra
     the thesis' Table 7 inputs), Mem_LD = the access-weighted expected latency of the global
     loads, DRAM transactions (reads, writes, write-backs, including those owed at the end) and L2
     sectors read and written
-    (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's). NaN where a trial has none."""
+    (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's), and the L2 read hit ratio (L2_READ_HIT: what
+    makes DRAM reads per CTA move when the L1 miss rate does not). DRAM reads are 32 B transactions
+    (the L2's read misses, in its 32 B sectors) over the snapshot's CTAs. NaN where a trial has none."""
     n_ctas = max(trace.snapshot.n_ctas, 1)
     if not results:
-        return np.zeros((0, 6))
+        return np.zeros((0, 7))
     acc = np.asarray(accesses)
     used = np.flatnonzero(acc > 0)  # the others weigh nothing in Mem_LD: a few ops of many, only those
     if used.size < len(trace.ops) // 2:
@@ -166,8 +168,9 @@ def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarra
         miss = 1.0 - float(np.sum(r.l1_read_hits)) / acc if acc > 0 else 0.0
         dram = float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed)
         l2 = float(np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses))
-        rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency, ld, dram, l2))
-    return np.array(rows, dtype=np.float64).reshape(-1, 6)
+        rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency, ld, dram, l2,
+                     r.l2_read_hit_ratio))
+    return np.array(rows, dtype=np.float64).reshape(-1, 7)
 
 
 def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
@@ -177,6 +180,8 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
     return MdSample(md=md, miss_rate=float(table[:, MISS].mean()) if len(table) else 0.0,
                     dram_reads_per_cta=float(table[:, DRAM_READS_PER_CTA].mean()) if len(table) else 0.0,
                     mf_latency=float(lat.mean()) if lat.size else 0.0,
+                    l2_hit_rate=float(np.nanmean(table[:, L2_READ_HIT])) if np.isfinite(table[:, L2_READ_HIT]).any()
+                    else math.nan,
                     cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace))
 
 
@@ -275,8 +280,9 @@ def summary(d: Decisions) -> list[str]:
     out.append(f"kernel time (timing model): {1e6 * k.time_s:.1f} us, bound by {k.bound_label} (MWP "
                f"{k.mwp.mwp:.1f}, CWP {k.mwp.cwp:.1f}, N {k.mwp.n:.0f} warps/SM)")
     b = d.bottleneck
-    out.append(f"bottleneck: {b.bottleneck} (Zhang11); removing it would leave {b.next_bottleneck}, "
-               f"{b.speedup_if_removed:.2f}x faster")
+    out.append(f"bottleneck: {b.bottleneck} (Zhang11); if it took no time, {b.next_bottleneck} would bound the "
+               f"kernel at {1e6 * b.time_without_bottleneck:.1f} us, {b.speedup_if_removed:.3g}x less time: the most "
+               f"that improving {b.bottleneck} alone can gain")
     u = d.sm
     idle = f", idle SMs {sm_list(u.idle_sms)}" if u.idle_sms else ""
     out.append(f"SM utilisation ({u.source}, Farooqui11): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")

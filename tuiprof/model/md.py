@@ -80,6 +80,9 @@ class MdSample:
     warp_insts: float = math.nan
     cta_exe_time: float = math.nan
     """Cycles one CTA took at this MD, when measured (Table 6); only displayed."""
+    l2_hit_rate: float = math.nan
+    """The simulated L2 read hit ratio at this MD: the thesis' rules assume no L2 (its GTX480 has it
+    disabled), so DRAM reads per CTA can move with it while the L1 miss rate stays; only displayed."""
 
     @property
     def dram_per_inst(self) -> float:

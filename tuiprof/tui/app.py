@@ -555,7 +555,7 @@ class TuiprofApp(App[int]):
             sw = self.sweep
             return f"{spin} MD sweep {sw.sweep_done}/{sw.sweep_planned} trials (MD {sw.md})", "bold"
         if self.phase == "done":
-            timing = f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else ""
+            timing = f" · simulated in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else ""
             converged = " (converged)" if self.trials_done < self.planned else ""
             return f"✓ {self.trials_done}/{self.planned} trials{converged}{timing}", "bold $text-success"
         if self.phase == "cancelled":

@@ -48,7 +48,7 @@ def model_lines(d: "Decisions") -> list[Content]:
                          (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (HongKim09)",
                                                    MUTED)),
         Content.assemble(("bottleneck ", MUTED), (b.bottleneck, "bold"),
-                         (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (Zhang11)",
+                         (f" · without it {b.next_bottleneck} binds: at most {fmt.num(b.speedup_if_removed, 2)}x faster (Zhang11)",
                           MUTED)),
     ]
 
