@@ -204,8 +204,16 @@ def cmd_record(args: argparse.Namespace) -> int:
                          "file (or a .ptx file's kernels); a .tptrace is already a recording")
     config = RunConfig(arch=args.arch, collect=collect_options(args))
     inputs = _checked_output(args.output, target, config, binary=True)
-    trace = collect_trace(Path(target), config)
-    save_trace(trace, args.output, protect=inputs)
+    from tuiprof.output import note
+    from tuiprof.progress import SlowPhases
+
+    slow = SlowPhases(note)  # compiling and emulating can take minutes: say so past 2 s
+    try:
+        trace = collect_trace(Path(target), config, slow.phase)
+        slow.set("writing the trace")
+        save_trace(trace, args.output, protect=inputs)
+    finally:
+        slow.close()
     where = "standard output" if args.output == "-" else shown(args.output)
     _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
          f"({trace.snapshot.n_ctas} CTAs) into {where}")

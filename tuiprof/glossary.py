@@ -67,6 +67,9 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
         Term("snapshot", "the consecutive CTAs the trace records (by default 4 x the CTAs resident at once, "
                          "Baghsorkhi12 sec. 3.1); it stands for the whole grid"),
         Term("CTA", "cooperative thread array: a thread block"),
+        Term("L1, L2", "the first-level cache of each SM and the second-level cache all SMs share"),
+        Term("DRAM", "the GPU's device memory, behind the L2"),
+        Term("GPU", "the graphics processor the arch describes"),
         Term("SM", "streaming multiprocessor; each has its own L1"),
         Term("warp access", "one warp instruction's memory access: an op, an active-lane mask, 32 lane addresses"),
         Term("op", "one static memory instruction of the program (a load, store or atomic on a source line)"),
@@ -90,6 +93,7 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
         Term("t1, t2", "L1 and L2 hit latencies of the arch, cycles"),
         Term("Tm", "mean latency of a DRAM batch (requests issued together), cycles, from the model"),
         Term("cyc", "cycles of the SM clock"),
+        Term("ms, us", "milliseconds, microseconds"),
         Term("s/r", "sectors per request as Nsight Compute counts them: 32-byte sectors per warp instruction "
                     "(4 for 32 lanes of 4 B, 32 at worst)"),
         Term("✓ / ideal", "the fewest sectors (or wavefronts) the active lanes' bytes need; ✓ marks an op at it"),
@@ -106,6 +110,7 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
     ("Uncertainty (histogram, status bar)", (
         Term("mean ± CI", "the 95% confidence interval of the mean: mean ± 1.96 σ/√n over n trials"),
         Term("σ", "standard deviation of the trials"),
+        Term("σ vs trials", "how σ settles as trials are added (Baghsorkhi12 Fig. 7): flat means enough trials"),
         Term("spread ├─▲─┤", "where one run may fall: mean ± 1.96 σ over the trials; both this and the CI "
                              "cover only the model's randomness, never its assumptions"),
         Term("pts", "percentage points: ±0.5 pts on 40% means 39.5%-40.5%"),
@@ -130,7 +135,10 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
                              "(L1 miss rate, DRAM reads, latency growth); shown beside the timing model"),
         Term("timing, thesis (columns)", "throughput relative to MD 1 predicted by the timing model and by the "
                                          "thesis rules"),
-        Term("DRAM/CTA", "DRAM read transactions (32 B each) per snapshot CTA, simulated at that MD"),
+        Term("DRAM/CTA", "DRAM read transactions (32 B each) per snapshot CTA, simulated at that MD: the L2's "
+                         "read misses, so it follows the L2 column more than the L1 miss column"),
+        Term("miss, L2 (MD columns)", "the simulated L1 read miss ratio and L2 read hit ratio at that MD"),
+        Term("D, ★, ▸ (MD rows)", "the default MD, the recommended MD, the MD simulated now"),
         Term("default MD", "the MD the launch gets as written: its occupancy limit (the limiter in brackets: "
                            "warps, registers, shared memory or CTAs)"),
         Term("recommended MD", "the MD the timing model predicts fastest; gain = T(default)/T(recommended) - 1 "

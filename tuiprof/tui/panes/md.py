@@ -106,7 +106,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", MUTED)))
     if decisions.md_note:
         lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), f"{MUTED} italic"))
-    lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'DRAM/CTA':>8} {'timing':>6} {'thesis':>6}",
+    lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'L2':>4} {'DRAM/CTA':>8} {'timing':>6} {'thesis':>6}",
                                 MUTED))
     perf = [timing.relative_performance(m) for m in range(1, len(timing.times) + 1)] if timing else \
         [r.relative_performance for r in d.thesis.rows]
@@ -115,14 +115,16 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         src = sims.get(r.md) or r
         p = timing.relative_performance(r.md) if timing is not None and r.md <= len(timing.times) else None
         bar = fmt.hbar((p if p is not None else r.relative_performance) / best_p if best_p else None,
-                       max(0, min(12, width - 37)))
+                       max(0, min(12, width - 42)))
         style = "bold" if r.md == d.recommended_md else ""
         lines.append(Content.assemble(
             (f"  {md_marks(r.md, d, current)}", "bold $text-success" if r.md == d.recommended_md else "$text-accent"),
-            (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
+            (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.pct(getattr(src, 'l2_hit_rate', None), 0, 4)}"
+             f" {fmt.num(src.dram_reads_per_cta, 1, 8)}"
              f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
-    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · timing, thesis: throughput vs MD 1 "
-                                "(timing model, Yen14's rules)", MUTED))  # wraps: never cut
+    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · miss: L1 read misses, L2: L2 read "
+                                "hits, DRAM/CTA: 32 B DRAM reads per CTA (simulated) · timing, thesis: throughput vs "
+                                "MD 1 (timing model, Yen14's rules)", MUTED))  # wraps: never cut
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
         lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), MUTED))
