@@ -94,6 +94,9 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
         Term("Tm", "mean latency of a DRAM batch (requests issued together), cycles, from the model"),
         Term("cyc", "cycles of the SM clock"),
         Term("ms, us", "milliseconds, microseconds"),
+        Term("B, KiB, MiB", "bytes; 1,024 bytes; 1,048,576 bytes"),
+        Term("PTX", "the virtual instruction set nvcc emits and tuiprof reads: each op is one or more PTX "
+                    "instructions, mapped to its source line"),
         Term("s/r", "sectors per request as Nsight Compute counts them: 32-byte sectors per warp instruction "
                     "(4 for 32 lanes of 4 B, 32 at worst)"),
         Term("✓ / ideal", "the fewest sectors (or wavefronts) the active lanes' bytes need; ✓ marks an op at it"),
@@ -105,6 +108,7 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
         Term("thrash", "the warp comes back to its lines but they were evicted first"),
         Term("camping", "many accesses fall on one L2 slice or DRAM channel"),
         Term("streaming", "each line is touched once: no reuse for a cache to catch"),
+        Term("CSR", "compressed sparse row: a sparse matrix stored row by row (the SpMV demos' format)"),
         Term("N-way conflict", "shared memory: N lanes hit one bank, N wavefronts"),
     )),
     ("Uncertainty (histogram, status bar)", (
