@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 12, for a session that is lent a GPU (first run on an H100, 2026-11-26: README "On a GPU").
+# The GPU checks of issue 12, for a session that is lent a GPU (first run on an H100, 2026-11-26: docs/gpu.md).
 # About 8 minutes; results under $OUT (8 files). How to run it, from the repository root:
 #
 #   here:     bash benchmarks/gpu_wheels.sh          # fills the git-ignored .whl/ (textual, pycuda's sdist...)
