@@ -74,6 +74,12 @@ def test_readme_cites_every_reference_by_its_tag() -> None:
 
 def test_old_paper_numbers_become_tags() -> None:
     assert retag("84 CTAs (paper 000 sec. 3.1), paper 002's rules") == "84 CTAs (Baghsorkhi12 sec. 3.1), Yen14's rules"
+    from tuiprof.trace.io import _reworded
+
+    old = "16 consecutive CTAs from CTA 0 (paper 000 sec. 3.1): 0.0185 x the 864 CTAs (110592 threads) that run"
+    assert _reworded(old) == ("16 consecutive CTAs from CTA 0 (Baghsorkhi12 sec. 3.1): 1.9% of the 864 CTAs "
+                              "(110592 threads) that run")
+    assert _reworded("336 consecutive CTAs: 4 x the 84 CTAs") == "336 consecutive CTAs: 4 x the 84 CTAs"
 
 
 def test_the_matcher_finds_what_it_should() -> None:

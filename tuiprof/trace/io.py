@@ -31,6 +31,7 @@ import json
 import lzma
 import math
 import os
+import re
 import struct
 import warnings
 import zipfile
@@ -62,6 +63,22 @@ MAX_HEADER_BYTES = 16 << 20
 _NPY_HEADER_SLACK = 4096
 _CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
 _ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
+
+
+_SHARE_OF_A_WAVE = re.compile(r"\b(0\.\d+|\d(?:\.\d+)?e-\d+) x the (\d+) CTAs")
+
+
+def _reworded(rule: str) -> str:
+    """A snapshot rule as this version words it: papers by their tags (`tuiprof.glossary.retag`), and
+    a snapshot smaller than one wave as a share ("1.9% of the 864 CTAs", not "0.0185 x the 864 CTAs")."""
+    count = re.match(r"(\d+) consecutive CTAs", rule)
+
+    def share(m: re.Match[str]) -> str:
+        resident = int(m.group(2))
+        x = int(count.group(1)) / resident if count and resident else float(m.group(1))
+        return f"{x:.1%} of the {resident} CTAs"
+
+    return _SHARE_OF_A_WAVE.sub(share, retag(rule))
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
@@ -765,7 +782,7 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
         if name not in arrays:
             f.fail(f"array {name} missing")
     return _Header(launch=launch, ops=tuple(ops), provenance=prov, sources=tuple(sources),
-                   rule=retag(f.text(h, "snapshot_rule", "snapshot_rule", default="")), accesses=n, warps=n_w, unit=unit,
+                   rule=_reworded(f.text(h, "snapshot_rule", "snapshot_rule", default="")), accesses=n, warps=n_w, unit=unit,
                    arrays=arrays)
 
 
