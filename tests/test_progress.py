@@ -33,3 +33,16 @@ def test_slow_phases_speak_after_two_seconds_then_every_ten() -> None:
         assert said[-1] == "tuiprof: emulating launch 1: 3/8 CTAs..." and len(said) == 3
     finally:
         slow.close()
+
+
+def test_slow_phases_say_nothing_to_a_pipe(capsys) -> None:
+    """Standard error that is not a terminal (a script, a test) gets no progress lines: a failure
+    stays one `error:` line and one `hint:` line."""
+    slow = SlowPhases.on_stderr()
+    try:
+        slow.set("simulating")
+        slow._since -= 60
+        slow.poll()
+    finally:
+        slow.close()
+    assert capsys.readouterr().err == ""

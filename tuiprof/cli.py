@@ -204,10 +204,9 @@ def cmd_record(args: argparse.Namespace) -> int:
                          "file (or a .ptx file's kernels); a .tptrace is already a recording")
     config = RunConfig(arch=args.arch, collect=collect_options(args))
     inputs = _checked_output(args.output, target, config, binary=True)
-    from tuiprof.output import note
     from tuiprof.progress import SlowPhases
 
-    slow = SlowPhases(note)  # compiling and emulating can take minutes: say so past 2 s
+    slow = SlowPhases.on_stderr()  # compiling and emulating can take minutes: say so past 2 s
     try:
         trace = collect_trace(Path(target), config, slow.phase)
         slow.set("writing the trace")
@@ -340,9 +339,15 @@ def cmd_gpu(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from tuiprof.build.init_script import write_launch_script
+    from tuiprof.progress import SlowPhases
 
-    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler,
-                               arch=args.arch)
+    slow = SlowPhases.on_stderr()  # the compile that names the kernels can take a while: say so past 2 s
+    try:
+        slow.set(f"compiling {shown(args.kernel)} to read its kernels and parameters")
+        path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags,
+                                   compiler=args.compiler, arch=args.arch)
+    finally:
+        slow.close()
     print(f"wrote {shown(path)}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
     return 0
 

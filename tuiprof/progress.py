@@ -36,11 +36,17 @@ def ignore(phase: Phase) -> None:
     """The default listener: nobody shows the phases."""
 
 
+def _silent(text: str) -> None:
+    """A writer that drops the text (standard error is not a terminal)."""
+
+
 class SlowPhases:
     """Says on standard error what a command is doing once a phase has lasted `after` seconds
     (issue 27: `tuiprof report` on fresh caches was silent for minutes), then again every `every`
     seconds while it goes on, with its progress; quick phases print nothing. `set` may be called
-    from any thread; a daemon thread does the printing, `close` stops it."""
+    from any thread; a daemon thread does the printing, `close` stops it. `on_stderr` makes one
+    that speaks only to a terminal: a script or a test reading standard error gets the one
+    `error:` and `hint:` lines of a failure and nothing before them."""
 
     def __init__(self, write: Callable[[str], None], *, after: float = 2.0, every: float = 10.0,
                  clock: Callable[[], float] | None = None, tick: float = 0.25) -> None:
@@ -55,7 +61,18 @@ class SlowPhases:
         self._since = self._said = self._clock()
         self._told = False
         self._thread = threading.Thread(target=self._loop, name="tuiprof-progress", daemon=True)
-        self._thread.start()
+        if write is not _silent:  # nothing to say: no thread
+            self._thread.start()
+
+    @classmethod
+    def on_stderr(cls) -> "SlowPhases":
+        """Phases said on standard error when it is a terminal; silent otherwise."""
+        import sys
+
+        from tuiprof.output import note
+
+        tty = sys.stderr is not None and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+        return cls(note if tty else _silent)
 
     def set(self, what: str, detail: str = "") -> None:
         """The phase now running (`what`) and its progress (`detail`, updated without restarting
@@ -87,4 +104,5 @@ class SlowPhases:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=1.0)
+        if self._thread.is_alive():
+            self._thread.join(timeout=1.0)

@@ -278,7 +278,7 @@ def build_report(target: str | Path, config: RunConfig, on_event: Any = None) ->
     from tuiprof.progress import SlowPhases
     from tuiprof.session import SweepProgress, TrialDone
 
-    slow = SlowPhases(note)
+    slow = SlowPhases.on_stderr()
     try:
         slow.set("opening the target")
         session = Session.open(target, config, progress=slow.phase)
