@@ -405,7 +405,7 @@ def _render_text(doc: dict[str, Any]) -> str:
     lines += ["", "advice for the hottest ops:"] + [f"  {x}" for x in _op_advice(doc)]
     lines += _decision_lines(a["decisions"], md=False)
     lines += ["", f"run: {a['trials']}/{a['planned']} trials{_stopped(doc['run'])}, simulated in {a['elapsed_s']:.2f} s "
-              "(wall time from the first trial's start to the last's end: the simulator's compile included when it "
+              "(wall time from the simulation's start, its preparation and the simulator's compile included when it "
               f"ran); median trial {_rate(a['l1_requests_per_second'])} L1 requests/s per worker"]
     return "\n".join(lines) + "\n"
 
