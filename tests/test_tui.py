@@ -238,7 +238,7 @@ async def test_drill_down_shares_the_numbering_and_advice_of_the_report() -> Non
         await wait_for(pilot, lambda: app.screen.pattern is not None)
         text = screen_text(app)
         for needle in ("Latency breakdown", "Coalescing", "Address pattern", "Advice", "H1 (L1 hit ratio)",
-                       "sectors per request 4.0", f"L1 op {hottest}"):
+                       "sectors per request 4.0", f"#1 op {hottest}"):
             assert needle in text, needle
         await pilot.press("n")                      # the only other ranked op is a store: n stays on loads
         assert app.screen.op_id == hottest
@@ -297,7 +297,7 @@ async def test_metrics_default_to_the_hottest_loads_latency() -> None:
         hist = app.query_one(HistogramView)
         analysis = app.analysis
         l1 = [i for i, r in analysis.ranks().items() if r == "#1"][0]
-        assert app.metric == "x" and hist.series.title.startswith("X expected latency") and f"L1 op {l1}" in hist.series.title
+        assert app.metric == "x" and hist.series.title.startswith("X expected latency") and f"#1 op {l1}" in hist.series.title
         await pilot.press("right_square_bracket")
         assert app.metric == "h1" and hist.series.title.startswith("H1")
         await pilot.press("n", "n")                 # the op metric follows the cursor
@@ -404,7 +404,7 @@ async def test_legend_and_the_cursor_op_in_full() -> None:
         l1 = [i for i, r in analysis.ranks().items() if r == "#1"][0]
         s = analysis.ops[l1]
         detail = view.detail().plain
-        assert detail.startswith(f"L1 op {l1} load") and "gather" in detail
+        assert detail.startswith(f"#1 op {l1} load") and "gather" in detail
         assert f"{s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}" in detail
 
 

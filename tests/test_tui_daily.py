@@ -295,7 +295,7 @@ async def test_md_chooser_and_model_pane_name_the_two_predictions_alike() -> Non
         await patterns_in(pilot)
         pane = app.query_one(MdPane).render().plain
         assert "time P" not in pane and "rule P" not in pane
-        assert re.search(r"MD +miss +DRAM/CTA +timing +thesis", pane) and "timing, thesis: throughput vs MD 1" in pane
+        assert re.search(r"MD +miss +L2 +DRAM/CTA +timing +thesis", pane) and "timing, thesis: throughput vs MD 1" in pane
         await pilot.press("m")
         option = str(app.screen.query_one(OptionList).get_option_at_index(0).prompt)
         assert re.search(r"timing +[\d.]+ +thesis +[\d.]+", option), option
@@ -464,14 +464,14 @@ async def test_an_h1_reads_the_same_in_the_op_line_the_drill_down_and_the_report
     from tuiprof.tui.screens.drill import DrillScreen
 
     session, analysis = fixed("spmv-u")
-    l1 = next(i for i, r in analysis.ranks().items() if r == "L1")
+    l1 = next(i for i, r in analysis.ranks().items() if r == "#1")
     s = analysis.ops[l1]
     ops = list(analysis.ops)
     ops[l1] = dataclasses.replace(s, h1=dataclasses.replace(s.h1, mean=h1))
     changed = dataclasses.replace(analysis, ops=tuple(ops))
     want = "0.15%"
     row = next(line for line in render(document(session, changed), "text").splitlines()
-               if line.strip().startswith("L1 ") and f" {l1} " in line)
+               if line.strip().startswith("#1 ") and f" {l1} " in line)
     assert f" {want} " in row, row
     app = TuiprofApp(session=session, analysis=changed, show_timing=False)
     async with app.run_test(size=(160, 50)) as pilot:
