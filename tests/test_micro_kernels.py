@@ -1,0 +1,143 @@
+"""The micro-kernels of issue 24's GPU session (benchmarks/micro/), each isolating one effect of
+the memory system, recorded here by the emulator and simulated as the `h100`: each test's oracle
+is what today's model must predict, counted by hand from the kernel's addresses (the comments
+say how). On a GPU, benchmarks/gpu_accuracy.sh measures the same kernels with ncu; the gap
+between these hand counts and ncu's is the effect each kernel isolates.
+
+The model's rules the counts rest on (arch/presets/h100.toml): 128 B lines of four 32 B
+sectors; the L1 and the L2 fill only the sectors a request misses (32 B); the L1 allocates
+stored sectors (write-allocate); every store is an L2 write hit; the L1 holds 217 KiB as 4 sets
+of 434 ways, LRU; the L2 holds 50 MiB. Each launch here is small enough that the snapshot is the
+whole grid."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.ptx_support import needs_compiler
+
+MICRO = Path(__file__).resolve().parent.parent / "benchmarks" / "micro"
+pytestmark = needs_compiler
+
+
+def simulate(name: str, kernel: str | None = None, launch_index: int = 0, **env: str):
+    """Record micro-kernel `name` in the emulator (its default, emulator-sized launch unless `env`
+    sets its MICRO_* variables) and simulate it as the h100: (trace, analysis)."""
+    from tuiprof.collect.options import CollectOptions
+    from tuiprof.collect.pipeline import collect_trace
+    from tuiprof.session import RunConfig, Session
+
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        opts = CollectOptions(launch=MICRO / f"{name}_launch.py", kernel=kernel, launch_index=launch_index)
+        trace = collect_trace(MICRO / f"{name}.cu", RunConfig(arch="h100", collect=opts))
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    analysis = Session(trace, RunConfig(arch="h100", trials=4, sweep=False, tolerance=None)).run()
+    return trace, analysis
+
+
+def ratio(analysis, key: str) -> float:
+    return float(analysis.headline[key].mean)
+
+
+def global_ops(analysis, kind: str):
+    return [s for s in analysis.ops if s.op.space == "global" and s.op.kind == kind and s.warp_accesses]
+
+
+def test_neighbour_sector() -> None:
+    """4096 threads, lane stride 64 B: a warp's first load touches sectors 0 and 2 of 16 lines
+    (32 sectors, 32 per request), its second load sectors 1 and 3 of the same lines (32 more).
+    No sector is read twice, so with sector fills nothing hits: L1 read 0, L2 read 0. The store
+    of out[i] is 4 sectors per warp, an L2 write hit each."""
+    trace, a = simulate("neighbour_sector")
+    assert trace.snapshot.n_ctas == trace.launch.grid_ctas == 16
+    loads = global_ops(a, "load")
+    assert len(loads) == 2 and all(s.warp_accesses == 128 for s in loads)  # 4096 threads / 32
+    assert [s.sectors_per_access for s in loads] == [32.0, 32.0]
+    assert [s.requests_per_access for s in loads] == [16.0, 16.0]
+    assert ratio(a, "l1_read") == 0.0 and ratio(a, "l2_read") == 0.0
+    assert ratio(a, "l2_write") == 1.0
+    (store,) = global_ops(a, "store")
+    assert store.sectors_per_access == 4.0
+
+
+def test_chase_second_pass_hits_in_the_l2_only() -> None:
+    """One thread walks 8192 lines (1 MiB) twice, one sector per step: 16384 loads of one
+    sector. The first pass misses everywhere. The second finds nothing in the L1 (each of its 4
+    sets sees about 2048 lines cycle through 434 LRU ways: a cyclic walk longer than the ways
+    evicts every line before its reuse) and everything in the L2 (1 MiB of 50): L1 read 0, L2
+    read 8192 / 16384 = 0.5."""
+    trace, a = simulate("chase")
+    (load,) = global_ops(a, "load")
+    assert load.warp_accesses == 16384 and load.sectors_per_access == 1.0
+    assert ratio(a, "l1_read") == 0.0
+    assert ratio(a, "l2_read") == pytest.approx(0.5, abs=1e-12)
+
+
+def test_chase_inside_the_l1() -> None:
+    """The same walk over 64 KiB (512 lines, 128 per L1 set, fewer than its 434 ways): the
+    second pass hits in the L1 every time: L1 read 512 / 1024 = 0.5; the L2 sees only the first
+    pass, all misses: L2 read 0."""
+    trace, a = simulate("chase", MICRO_FOOTPRINT_KIB="64")
+    (load,) = global_ops(a, "load")
+    assert load.warp_accesses == 1024
+    assert ratio(a, "l1_read") == pytest.approx(0.5, abs=1e-12)
+    assert ratio(a, "l2_read") == 0.0
+
+
+@pytest.mark.parametrize("kernel", ["read_twice", "read_twice_cs"])
+def test_streaming_read(kernel: str) -> None:
+    """8192 elements, 256 warps: each warp's first load brings its line's 4 sectors (all L1 and
+    L2 misses), its second load (in[i ^ 1], the same line) hits all 4 in the L1: L1 read 4 / 8 =
+    0.5, L2 read 0. The model does not act on the `.cs` hint (evict-first), so `read_twice_cs`
+    predicts the same; ncu's figures for the two kernels say whether the hardware does."""
+    trace, a = simulate("streaming", kernel=kernel)
+    assert trace.launch.kernel == kernel
+    loads = global_ops(a, "load")
+    assert len(loads) == 2 and all(s.warp_accesses == 256 and s.sectors_per_access == 4.0 for s in loads)
+    h1 = sorted(float(s.h1.mean) for s in loads)
+    assert h1 == [0.0, 1.0]
+    assert ratio(a, "l1_read") == pytest.approx(0.5, abs=1e-12)
+    assert ratio(a, "l2_read") == 0.0
+
+
+def test_partial_store_then_read_of_the_rest_of_the_sector() -> None:
+    """4096 threads, lane stride 32 B: each warp stores 4 B into each of 32 sectors (8 lines),
+    then reads the next 4 B of the same 32 sectors. The model's L1 allocates stored sectors
+    whole, so every read sector hits in the L1: L1 read 32 / 32 = 1.0, and no read reaches the
+    L2 (no L2 read ratio). Every store (buf and out) is an L2 write hit: L2 write 1.0. Hardware
+    that cannot serve the unwritten bytes of a partly written sector shows L1 read misses here."""
+    trace, a = simulate("partial_store")
+    (load,) = global_ops(a, "load")
+    assert load.warp_accesses == 128 and load.sectors_per_access == 32.0
+    assert float(load.h1.mean) == 1.0
+    assert ratio(a, "l1_read") == 1.0
+    assert ratio(a, "l2_write") == 1.0
+    l2_read = a.headline.get("l2_read")
+    assert l2_read is None or l2_read.mean != l2_read.mean  # no L2 read at all: undefined
+    stores = global_ops(a, "store")
+    assert sorted(s.sectors_per_access for s in stores) == [4.0, 32.0]
+
+
+@pytest.mark.parametrize("launch_index, l1, l2", [
+    (0, 0.5, 0.0),  # 8 KiB window: 64 lines, 16 per L1 set; the second pass hits every sector
+    (1, 0.0, 0.5),  # 256 KiB: 2048 lines, 512 per set past 434 LRU ways: every sector misses the L1, hits the L2
+])
+def test_l1_sweep(launch_index: int, l1: float, l2: float) -> None:
+    """One CTA of 256 threads (SpMV's CTA) reads its window twice, one 128 B line (4 sectors)
+    per warp load: the first pass misses the L1 and the L2; the second hits the L1 while the
+    window fits its ways, else misses it and hits the L2."""
+    trace, a = simulate("l1_sweep", launch_index=launch_index)
+    (load,) = global_ops(a, "load")
+    assert load.sectors_per_access == 4.0
+    assert ratio(a, "l1_read") == pytest.approx(l1, abs=1e-12)
+    assert ratio(a, "l2_read") == pytest.approx(l2, abs=1e-12)
