@@ -283,8 +283,8 @@ def render_ops(rows: list[OpRow]) -> str:
     if only_us:
         lines.append("in tuiprof only (no SASS on that line: inlined elsewhere, or not executed): "
                      + ", ".join(f"{r.file}:{r.line} {r.kind}" for r in only_us))
-    lines.append("ncu's source page counts no hits per instruction: the hit columns are tuiprof's; the kernel's "
-                 "hit ratios are compared above")
+    lines.append("ncu's source page counts no hits per instruction: the hit columns are tuiprof's prediction (ncu's "
+                 "hits are per kernel: the headline comparison)")
     return "\n".join(lines) + "\n"
 
 
