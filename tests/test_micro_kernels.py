@@ -77,7 +77,7 @@ def test_chase_second_pass_hits_in_the_l2_only() -> None:
     sets sees about 2048 lines cycle through 434 LRU ways: a cyclic walk longer than the ways
     evicts every line before its reuse) and everything in the L2 (1 MiB of 50): L1 read 0, L2
     read 8192 / 16384 = 0.5."""
-    trace, a = simulate("chase")
+    _, a = simulate("chase")
     (load,) = global_ops(a, "load")
     assert load.warp_accesses == 16384 and load.sectors_per_access == 1.0
     assert ratio(a, "l1_read") == 0.0
@@ -88,7 +88,7 @@ def test_chase_inside_the_l1() -> None:
     """The same walk over 64 KiB (512 lines, 128 per L1 set, fewer than its 434 ways): the
     second pass hits in the L1 every time: L1 read 512 / 1024 = 0.5; the L2 sees only the first
     pass, all misses: L2 read 0."""
-    trace, a = simulate("chase", MICRO_FOOTPRINT_KIB="64")
+    _, a = simulate("chase", MICRO_FOOTPRINT_KIB="64")
     (load,) = global_ops(a, "load")
     assert load.warp_accesses == 1024
     assert ratio(a, "l1_read") == pytest.approx(0.5, abs=1e-12)
@@ -118,7 +118,7 @@ def test_partial_store_then_read_of_the_rest_of_the_sector() -> None:
     read 0 of 32, L2 read 0 of 32. Every store (buf and out) is an L2 write hit: L2 write 1.0.
     ncu shows whether the hardware serves these reads from the L1 or the L2 (byte masks) or, as
     the model does, from DRAM (dram__sectors_read against the L2's read misses)."""
-    trace, a = simulate("partial_store")
+    _, a = simulate("partial_store")
     (load,) = global_ops(a, "load")
     assert load.warp_accesses == 128 and load.sectors_per_access == 32.0
     assert float(load.h1.mean) == 0.0 and float(load.h2.mean) == 0.0 and load.dram_share == 1.0
@@ -136,7 +136,7 @@ def test_l1_sweep(launch_index: int, l1: float, l2: float) -> None:
     """One CTA of 256 threads (SpMV's CTA) reads its window twice, one 128 B line (4 sectors)
     per warp load: the first pass misses the L1 and the L2; the second hits the L1 while the
     window fits its ways, else misses it and hits the L2."""
-    trace, a = simulate("l1_sweep", launch_index=launch_index)
+    _, a = simulate("l1_sweep", launch_index=launch_index)
     (load,) = global_ops(a, "load")
     assert load.sectors_per_access == 4.0
     assert ratio(a, "l1_read") == pytest.approx(l1, abs=1e-12)

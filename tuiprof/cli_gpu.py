@@ -260,6 +260,8 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
         raise ValidateError(f"{args.source_csv} is not UTF-8 text", "save ncu's CSV output as it prints it") from None
     rows = parse_source_page(text)  # before the simulation: bad input fails at once
     analysis = Session(trace, run_config(args)).run()
+    if analysis is None:
+        raise ValidateError("the simulation finished no trial", "run it again with more --trials")
     print(f"{trace.launch.kernel}: {analysis.trials} trials as {analysis.arch}, against {args.source_csv}")
     print(render_ops(compare_ops(analysis, rows)), end="")
     return 0

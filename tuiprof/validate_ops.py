@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -88,9 +89,15 @@ def _count(text: str, where: str) -> float:
         value = float(t)
     except ValueError:
         raise ValidateError(f"ncu's source page has {text!r} where a count belongs ({where})", SOURCE_HINT) from None
-    if value != value or value < 0 or value == float("inf"):
+    if not math.isfinite(value) or value < 0:
         raise ValidateError(f"ncu's source page has {text!r} where a count belongs ({where})", SOURCE_HINT)
     return value
+
+
+def _cell(row: list[str], header: dict[str, int], name: str, where: str) -> float:
+    """Column `name` of `row` as a count (0 where the page has no such column)."""
+    i = header.get(name)
+    return 0.0 if i is None else _count(row[i], where)
 
 
 def parse_source_page(text: str) -> list[SassRow]:
@@ -155,14 +162,8 @@ def parse_source_page(text: str) -> list[SassRow]:
         if line is None:
             raise ValidateError(f"row {number} of ncu's source page is an instruction under no source line",
                                 SOURCE_HINT)
-        where = f"row {number}"
-
-        def cell(name: str) -> float:
-            i = header.get(name) if header is not None else None
-            return 0.0 if i is None else _count(row[i], where)
-
-        out.append(SassRow(file, line, address, row[sass_source] if sass_source < len(row) else "",
-                           cell(EXECUTED), cell(REQUESTS), cell(SECTORS), cell(IDEAL), cell(EXCESSIVE)))
+        counts = [_cell(row, header, name, f"row {number}") for name in (EXECUTED, REQUESTS, SECTORS, IDEAL, EXCESSIVE)]
+        out.append(SassRow(file, line, address, row[sass_source] if sass_source < len(row) else "", *counts))
     if not saw_header:
         if saw_sass_header:
             raise ValidateError("ncu's source page has SASS only, no source lines to match tuiprof's ops with",
@@ -204,7 +205,7 @@ def _key(file: str, line: int, kind: str) -> tuple[str, int, str]:
     return PurePath(file.replace("\\", "/")).name, line, kind
 
 
-def compare_ops(analysis: "Analysis", rows: list[SassRow]) -> list[OpRow]:
+def compare_ops(analysis: Analysis, rows: list[SassRow]) -> list[OpRow]:
     """Group ncu's global instructions and tuiprof's global ops by (file name, line, kind) and
     set their per-request figures and shares of the kernel side by side."""
     measured: dict[tuple[str, int, str], list[SassRow]] = {}
