@@ -141,3 +141,17 @@ def test_l1_sweep(launch_index: int, l1: float, l2: float) -> None:
     assert load.sectors_per_access == 4.0
     assert ratio(a, "l1_read") == pytest.approx(l1, abs=1e-12)
     assert ratio(a, "l2_read") == pytest.approx(l2, abs=1e-12)
+
+
+def test_through_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """`tuiprof report` on a micro-kernel (the emulator path a user runs): the streaming kernel
+    with the hint, selected by --kernel, predicts L1 read 0.5 and L2 read 0 as counted above."""
+    import json
+
+    from tuiprof.cli import main
+
+    assert main(["report", str(MICRO / "streaming.cu"), "--backend", "emu", "--arch", "h100", "--kernel",
+                 "read_twice_cs", "--format", "json", "--trials", "4", "--no-sweep"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    headline = report["analysis"]["headline"]
+    assert headline["l1_read"]["mean"] == pytest.approx(0.5, abs=1e-12) and headline["l2_read"]["mean"] == 0.0

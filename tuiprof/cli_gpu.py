@@ -191,6 +191,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     save_trace(trace, out, protect=inputs)
     session = Session(trace, config, out)
     analysis = session.run()
+    if analysis is None:
+        raise ValidateError("the simulation finished no trial", "run it again with more --trials")
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
           f"({analysis.trials} trials); trace with the measurements: {out}")
     print(render(compare(analysis, measured)), end="")
