@@ -12,6 +12,8 @@ seconds left is skipped and recorded so): a slow step cannot eat the rest. Steps
 first (names as ``--skip`` takes them; a prefix skips a group, ``ncu-demo`` all the demos):
 
   metrics              ``ncu --query-metrics``: every metric name checked against the ncu at hand
+                       (``launch__`` attributes are kept: they are not counters; one refused later
+                       is dropped at its first step and never asked again)
   fetch-granularity    cudaLimitMaxL2FetchGranularity: the default, then set to 32, 64, 128 B
   ncu-micro:NAME       ncu on each micro-kernel at GPU size (one effect each)
   ncu-gran:NAME:BYTES  the neighbour-sector kernel with the granularity set to 32, 64, 128 B
@@ -253,8 +255,9 @@ def run(steps: list[Step], out: Path, budget: int, skip: list[str]) -> dict[str,
         elif s.kind == "metrics":
             code, text = run_capped(list(s.argv), {}, cap, log)
             record["rc"] = code
-            if code == 0:
-                metrics = list(usable_metrics(WANTED, text))
+            if code == 0:  # launch__ attributes are not counters: a listing may leave them out, ncu still gives them
+                listed = set(usable_metrics(WANTED, text))
+                metrics = [m for m in WANTED if m in listed or m.startswith("launch__")]
             results["metrics"] = {"asked": list(WANTED), "usable": metrics,  # type: ignore[index]
                                   "missing": [m for m in WANTED if m not in metrics], "listing_ok": code == 0}
         elif s.kind == "ncu":

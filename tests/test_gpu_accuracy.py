@@ -121,10 +121,12 @@ open(log, "w").write("\n".join(rows) + "\n")
 
 
 def test_the_driver_against_a_stand_in_ncu(tmp_path: Path) -> None:
-    """The listing lacks gpu__time_duration: it is never asked. The stand-in refuses the
+    """The listing lacks gpu__time_duration: it is never asked; it lacks the launch__
+    attributes too, which are asked all the same (not counters). The stand-in refuses the
     fabric's write counter at run time: the first step drops it and runs again, and no later
     step asks for it; every step's CSV is kept."""
-    known = sorted({metric_base(m) for m in gpu_accuracy.WANTED} - {"gpu__time_duration"})
+    known = sorted({metric_base(m) for m in gpu_accuracy.WANTED if not m.startswith("launch__")}
+                   - {"gpu__time_duration"})
     calls = tmp_path / "calls.txt"
     ncu = tmp_path / "ncu"
     ncu.write_text(FAKE_NCU.format(python=sys.executable, known=known, calls=calls))
@@ -134,8 +136,9 @@ def test_the_driver_against_a_stand_in_ncu(tmp_path: Path) -> None:
     assert gpu_accuracy.main(["--out", str(out), "--ncu", str(ncu), "--budget", "200",
                               *[a for s in skip for a in ("--skip", s)]]) == 0
     results = json.loads((out / "results.json").read_text())
-    assert "gpu__time_duration.sum" in results["metrics"]["missing"]
+    assert results["metrics"]["missing"] == ["gpu__time_duration.sum"]
     asked = calls.read_text().splitlines()
+    assert all("launch__shared_mem_config_size" in a for a in asked)
     assert len(asked) == len(gpu_accuracy.MICRO_RUNS) + 1  # the first step: refused once, then run again
     assert all("gpu__time_duration.sum" not in a for a in asked)
     assert "lts__t_sectors_srcunit_ltcfabric_op_write.sum" in asked[0]

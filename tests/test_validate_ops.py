@@ -32,6 +32,13 @@ def test_the_fixture_parses_into_its_instructions_under_their_lines() -> None:
     assert mem[0].address == "0x7f3a2c000140"
 
 
+def test_header_spellings() -> None:
+    """A header written "# Line","Source","# Address",... (the spelling some ncu versions use for
+    their first columns) reads the same."""
+    text = FIXTURE.read_text().replace('"Line No","Source","Address"', '"# Line","Source","# Address"', 1)
+    assert parse_source_page(text) == parse_source_page(FIXTURE.read_text())
+
+
 @pytest.mark.parametrize("text, kind", [
     ("LDG.E.128.CONSTANT R4, desc[UR6][R2.64]", "load"), ("@P0 LDG.E R2, [R2.64]", "load"),
     ("@!P1 STG.E.64 [R4.64], R6", "store"), ("LD.E R3, [R4.64]", "load"), ("ST.E [R4.64], R3", "store"),

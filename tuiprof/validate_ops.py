@@ -51,6 +51,8 @@ EXCESSIVE = "L2 Theoretical Sectors Global Excessive"
 SOURCE_HINT = ("export the page with `ncu --import REPORT.ncu-rep --csv --page source --print-source cuda,sass` "
                "from a report with the SourceCounters section, of a kernel built with -lineinfo")
 
+_LINE_HEADERS = {"Line No": "Line No", "Line": "Line No", "Line Number": "Line No"}
+"""The first header cell of the source view, as ncu versions spell it (a leading "#" dropped)."""
 _GLOBAL = {"load": re.compile(r"^(LDG|LD|LDGSTS)\b"), "store": re.compile(r"^(STG|ST)\b"),
            "atomic": re.compile(r"^(ATOMG|ATOM|RED|REDG)\b")}
 
@@ -129,8 +131,8 @@ def parse_source_page(text: str) -> list[SassRow]:
         if first == "Address" and "Source" in row:
             saw_sass_header = True
             continue
-        if first == "Line No":
-            names = [c.strip() for c in row]
+        if first in _LINE_HEADERS:
+            names = [_LINE_HEADERS.get(n, n) for n in (c.strip().lstrip("#").strip() for c in row)]
             missing = [c for c in (SECTORS, REQUESTS, EXECUTED) if c not in names]
             if "Address" not in names or missing:
                 raise ValidateError("ncu's source page lacks the columns " + ", ".join(missing or ["Address"]),
