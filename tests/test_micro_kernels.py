@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.ptx_support import needs_compiler
@@ -24,24 +25,32 @@ MICRO = Path(__file__).resolve().parent.parent / "benchmarks" / "micro"
 pytestmark = needs_compiler
 
 
-def simulate(name: str, kernel: str | None = None, launch_index: int = 0, **env: str):
-    """Record micro-kernel `name` in the emulator (its default, emulator-sized launch unless `env`
-    sets its MICRO_* variables) and simulate it as the h100: (trace, analysis)."""
+def record(name: str, kernel: str | None = None, launch_index: int = 0, backend: str = "emu", **env: str):
+    """Micro-kernel `name` recorded (its default, emulator-sized launch unless `env` sets its
+    MICRO_* variables) in the emulator or on the GPU, with the h100's snapshot rule."""
     from tuiprof.collect.options import CollectOptions
     from tuiprof.collect.pipeline import collect_trace
-    from tuiprof.session import RunConfig, Session
+    from tuiprof.session import RunConfig
 
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        opts = CollectOptions(launch=MICRO / f"{name}_launch.py", kernel=kernel, launch_index=launch_index)
-        trace = collect_trace(MICRO / f"{name}.cu", RunConfig(arch="h100", collect=opts))
+        opts = CollectOptions(launch=MICRO / f"{name}_launch.py", kernel=kernel, launch_index=launch_index,
+                              backend=backend)
+        return collect_trace(MICRO / f"{name}.cu", RunConfig(arch="h100", collect=opts))
     finally:
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def simulate(name: str, kernel: str | None = None, launch_index: int = 0, **env: str):
+    """`record` in the emulator, simulated as the h100: (trace, analysis)."""
+    from tuiprof.session import RunConfig, Session
+
+    trace = record(name, kernel, launch_index, **env)
     analysis = Session(trace, RunConfig(arch="h100", trials=4, sweep=False, tolerance=None)).run()
     return trace, analysis
 
@@ -155,3 +164,63 @@ def test_through_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(capsys.readouterr().out)
     headline = report["analysis"]["headline"]
     assert headline["l1_read"]["mean"] == pytest.approx(0.5, abs=1e-12) and headline["l2_read"]["mean"] == 0.0
+
+
+@pytest.mark.parametrize("name", ["neighbour_sector", "chase", "streaming", "partial_store", "l1_sweep"])
+def test_the_emulator_computes_what_each_launch_script_checks(name: str, tmp_path: Path) -> None:
+    """Each launch script's setup run in the emulator (its default sizes) passes its own check:
+    the kernels compute what their NumPy references say, so the accesses above are the real ones."""
+    import runpy
+
+    from tests.emu_support import Compiler
+    from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+
+    module, src, text = Compiler(tmp_path).file(MICRO / f"{name}.cu")
+    ns = runpy.run_path(str(MICRO / f"{name}_launch.py"), run_name="__tuiprof_test__")
+    out = ns["setup"](EmuDevice(module, src, text, record=RecordChoice(snapshot=())))
+    ns["check"](out)
+    bad = {k: v + 1 for k, v in out.items()}
+    with pytest.raises(AssertionError):  # the check can fail
+        ns["check"](bad)
+
+
+GPU_CASES = [("neighbour_sector", None, 0), ("chase", None, 0), ("streaming", "read_twice", 0),
+             ("streaming", "read_twice_cs", 0), ("partial_store", None, 0), ("l1_sweep", None, 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, kernel, launch_index", GPU_CASES)
+def test_recorded_on_the_gpu_as_in_the_emulator(name: str, kernel: str | None, launch_index: int) -> None:
+    """On a GPU: each micro-kernel's GPU recording holds the emulator's accesses, warp by warp
+    (same ops, masks and per-warp counts), so the hand counts above are what the GPU session's
+    traces predict."""
+    gpu = record(name, kernel, launch_index, backend="gpu")
+    emu = record(name, kernel, launch_index)
+    assert gpu.provenance.backend == "gpu"
+    assert np.array_equal(gpu.warp_offsets, emu.warp_offsets)
+    assert np.array_equal(gpu.op, emu.op) and np.array_equal(gpu.mask, emu.mask)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("run", range(6))
+def test_the_gpu_size_launches_pass_their_checks(run: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU: each launch benchmarks/gpu_accuracy.sh profiles (its MICRO_* sizes), run plain
+    as ncu runs it, computes what its launch script's check expects."""
+    import runpy
+    import sys
+
+    from tuiprof.build import build_program
+    from tuiprof.collect.gpu import GpuDevice, gpu_info
+    from tuiprof.ptx import parse_module
+
+    sys.path.insert(0, str(MICRO.parent))
+    from gpu_accuracy import MICRO_RUNS
+
+    _, stem, env, _, _ = MICRO_RUNS[run]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    ns = runpy.run_path(str(MICRO / f"{stem}_launch.py"), run_name="__tuiprof_test__")
+    program = build_program(MICRO / f"{stem}.cu", compute_capability=gpu_info().compute_capability)
+    with GpuDevice(program, parse_module(program.ptx), mode="plain") as dev:
+        out = ns["setup"](dev)
+    ns["check"](out)
