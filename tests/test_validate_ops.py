@@ -1,7 +1,8 @@
 """`tuiprof validate --per-op`: ncu's source page (per SASS instruction, under its source line)
 parsed and matched to tuiprof's ops. The fixture tests/ncu/vecadd_source_page.csv is written by
-hand to the layout Nsight Compute documents for ``--page source --print-source cuda,sass --csv``
-(tests/ncu/README.md), NOT recorded from a real ncu; its counters are demo vecadd's, counted by
+hand to the layout of ``--page source --print-source cuda,sass --csv`` exports that public
+scripts rely on, with the source-counter names NVIDIA documents (tests/ncu/README.md), NOT
+recorded from a real ncu; its counters are demo vecadd's, counted by
 hand (640 warps; two loads and one store of 4 sectors each per warp). Hostile or malformed pages
 give one error and one hint, exit 2, through the command line (``--source-csv``, which needs no
 GPU). The GPU path (ncu run by validate itself) is marked gpu."""

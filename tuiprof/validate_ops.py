@@ -2,9 +2,11 @@
 
 ncu's source page (``ncu --import REPORT --csv --page source --print-source cuda,sass``, from a
 report collected with the ``SourceCounters`` section) gives counters per SASS instruction, each
-listed under the CUDA source line it was compiled from (a build with ``-lineinfo``). The CSV, as
-Nsight Compute's documentation and the public scripts that read it describe it, is a sequence of
-blocks: a ``"File Path","<file>"`` row (and ``"Function Name"``/``"Kernel Name"`` rows), one
+listed under the CUDA source line it was compiled from (a build with ``-lineinfo``). NVIDIA's
+documentation names the page, its ``--print-source`` views and its metrics (the source counters,
+e.g. "L2 Theoretical Sectors Global Excessive"); the CSV layout below is the one public scripts
+that read these exports rely on, not yet checked against a real export here (no GPU): a
+sequence of blocks: a ``"File Path","<file>"`` row (and ``"Function Name"``/``"Kernel Name"`` rows), one
 header row whose first cells are ``"Line No","Source","Address","Source"``, then for each source
 line a row with its line number (the line's totals) followed by its SASS instructions (line number
 empty, ``Address`` and the instruction text filled). The columns read here, by name (others, and
