@@ -100,6 +100,13 @@ if args == ["--query-metrics"]:
     for m in KNOWN:
         print(f"{{m:<60}} Counter  sector  some words")
     sys.exit(0)
+if "--export" in args:  # the source counters' collection run: a report file
+    open(args[args.index("--export") + 1] + ".ncu-rep", "w").write("report")
+    sys.exit(0)
+if "--import" in args:  # the source page printed from it
+    assert args[args.index("--print-source") + 1] == "cuda,sass" and open(args[args.index("--import") + 1]).read()
+    sys.stdout.write(open("{page}").read())
+    sys.exit(0)
 metrics = args[args.index("--metrics") + 1].split(",")
 log = args[args.index("--log-file") + 1]
 with open("{calls}", "a") as fh:
@@ -121,7 +128,8 @@ open(log, "w").write("\n".join(rows) + "\n")
 
 
 def test_the_driver_against_a_stand_in_ncu(tmp_path: Path) -> None:
-    """The listing lacks gpu__time_duration: it is never asked; it lacks the launch__
+    """The whole plan but the last step against a stand-in ncu (the granularity query fails here:
+    no GPU). The listing lacks gpu__time_duration: it is never asked; it lacks the launch__
     attributes too, which are asked all the same (not counters). The stand-in refuses the
     fabric's write counter at run time: the first step drops it and runs again, and no later
     step asks for it; every step's CSV is kept."""
@@ -129,26 +137,36 @@ def test_the_driver_against_a_stand_in_ncu(tmp_path: Path) -> None:
                    - {"gpu__time_duration"})
     calls = tmp_path / "calls.txt"
     ncu = tmp_path / "ncu"
-    ncu.write_text(FAKE_NCU.format(python=sys.executable, known=known, calls=calls))
+    fixture = ROOT / "tests" / "ncu" / "vecadd_source_page.csv"
+    ncu.write_text(FAKE_NCU.format(python=sys.executable, known=known, calls=calls, page=fixture))
     ncu.chmod(ncu.stat().st_mode | stat.S_IXUSR)
     out = tmp_path / "out"
-    skip = ["fetch-granularity", "ncu-gran", "source", "ncu-demo", "per-op"]
-    assert gpu_accuracy.main(["--out", str(out), "--ncu", str(ncu), "--budget", "200",
-                              *[a for s in skip for a in ("--skip", s)]]) == 0
+    assert gpu_accuracy.main(["--out", str(out), "--ncu", str(ncu), "--budget", "400", "--skip", "per-op"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["metrics"]["missing"] == ["gpu__time_duration.sum"]
     asked = calls.read_text().splitlines()
     assert all("launch__shared_mem_config_size" in a for a in asked)
-    assert len(asked) == len(gpu_accuracy.MICRO_RUNS) + 1  # the first step: refused once, then run again
+    ncu_steps = [s for s in results["steps"] if s["name"].startswith("ncu-")]
+    assert len(asked) == len(ncu_steps) + 1  # the first step: refused once, then run again
     assert all("gpu__time_duration.sum" not in a for a in asked)
     assert "lts__t_sectors_srcunit_ltcfabric_op_write.sum" in asked[0]
     assert all("lts__t_sectors_srcunit_ltcfabric_op_write.sum" not in a for a in asked[1:])
-    micro = {m["name"]: m for m in results["measurements"]}
+    micro = {m["name"]: m for m in results["measurements"] if m["subject"] == "micro" and m["granularity"] is None}
     assert set(micro) == {s for s, *_ in gpu_accuracy.MICRO_RUNS}
+    demos = {m["name"] for m in results["measurements"] if m["subject"] == "demo" and m["granularity"] is None}
+    assert demos == set(CATALOGUE)
+    grans = {(m["name"], m["granularity"]) for m in results["measurements"] if m["granularity"]}
+    assert grans == {(n, g) for n in ("neighbour_sector", *gpu_accuracy.GRANULARITY_DEMOS) for g in (32, 64, 128)}
+    # no GPU here: the granularity query fails and says so; the source pages are saved as printed
+    assert results["l2_fetch_granularity"] == {"default": None, "32": None, "64": None, "128": None}
+    assert next(s for s in results["steps"] if s["name"] == "fetch-granularity")["rc"] == 1
+    assert results["source_pages"] == {n: f"ncu/source_{n}.csv" for n in gpu_accuracy.SOURCE_DEMOS}
+    assert (out / "ncu" / "source_vecadd.csv").read_text() == fixture.read_text()
     first = next(s for s in results["steps"] if s["name"] == "ncu-micro:neighbour_sector")
     assert first["rc"] == 0 and first["dropped"] == ["lts__t_sectors_srcunit_ltcfabric_op_write.sum"]
     folded, notes = fold_measured.fold(results, out, {}, gpu="GPU X")
     assert notes == []
+    assert set(folded["GPU X"]["demos"]) == set(CATALOGUE) and folded["GPU X"]["demos"]["bfs"]["l2_read"] == 0.5
     sweep = folded["GPU X"]["micro"]["l1_sweep"]
     assert len(sweep["launches"]) == 8 and sweep["env"]["MICRO_CTAS"] == "512"
     assert sweep["launches"][3]["values"]["l1_read"] == 0.5
