@@ -137,6 +137,46 @@ def test_not_a_trace_or_not_a_file(tmp_path: Path, capsys: pytest.CaptureFixture
     assert err[0].startswith("error: --source-csv compares a recorded trace") and err[1].startswith("hint: ")
 
 
+STAND_IN = """#!{python}
+import os, sys
+args = sys.argv[1:]
+if "--export" in args:
+    assert os.environ.get("TUIPROF_JIT_LINEINFO") == "1", "the plain run must keep line information"
+    if {fail_collect}:
+        print("==ERROR== Failed to profile: ERR_NVGPUCTRPERM-like trouble")
+        sys.exit(1)
+    open(args[args.index("--export") + 1] + ".ncu-rep", "w").write("report")
+    sys.exit(0)
+sys.stdout.write(open({page!r}).read())
+"""
+
+
+@pytest.mark.parametrize("fail_collect, page, error", [
+    (False, FIXTURE, None),
+    (True, FIXTURE, "ncu could not collect the source counters (status 1)"),
+    (False, Path(__file__), "no \"Line No\" header row"),
+])
+def test_the_source_page_run_with_a_stand_in_ncu(tmp_path: Path, fail_collect: bool, page: Path,
+                                                 error: str | None) -> None:
+    """validate --per-op's ncu runs (`tuiprof.cli_gpu._source_page`) against a stand-in: the
+    plain run is asked for line information, the printed page is parsed; a failed collection or a
+    page that is not one is one ValidateError."""
+    import sys
+
+    from tuiprof.cli_gpu import _source_page
+
+    ncu = tmp_path / "ncu"
+    ncu.write_text(STAND_IN.format(python=sys.executable, fail_collect=fail_collect, page=str(page)))
+    ncu.chmod(0o755)
+    if error is None:
+        rows = _source_page(str(ncu), ["prog"], "kernel_vec_add", 0)
+        assert rows == parse_source_page(FIXTURE.read_text())
+    else:
+        with pytest.raises(ValidateError) as info:
+            _source_page(str(ncu), ["prog"], None, 0)
+        assert error in info.value.message and info.value.hint
+
+
 @pytest.mark.gpu
 def test_per_op_on_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """On a GPU with ncu: validate vecadd --per-op prints a row for line 6's loads with ncu's

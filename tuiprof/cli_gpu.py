@@ -213,20 +213,27 @@ def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -
     import subprocess
     import tempfile
 
+    from tuiprof.collect.gpu import JIT_LINEINFO_ENV
     from tuiprof.validate import ValidateError
     from tuiprof.validate_ops import parse_source_page, source_page_commands
 
-    from tuiprof.collect.gpu import JIT_LINEINFO_ENV
-
-    os.environ[JIT_LINEINFO_ENV] = "1"
+    env = {**os.environ, JIT_LINEINFO_ENV: "1"}  # for the plain run ncu launches
     with tempfile.TemporaryDirectory(prefix="tuiprof-ncu-src-") as tmp:
         collect, page = source_page_commands(ncu, program, kernel=kernel, launch_index=index, report=f"{tmp}/source")
-        done = subprocess.run(collect, capture_output=True, text=True)
+        try:
+            done = subprocess.run(collect, capture_output=True, text=True, timeout=900, env=env, check=False)
+        except subprocess.TimeoutExpired:
+            raise ValidateError("ncu took more than 15 minutes to collect the source counters",
+                                "profile a smaller input, or drop --per-op") from None
         if done.returncode != 0 or not Path(f"{tmp}/source.ncu-rep").is_file():
             raise ValidateError(f"ncu could not collect the source counters (status {done.returncode}):\n"
                                 + (done.stdout + done.stderr)[-1500:].strip(), "run the same ncu command by hand: "
                                 + " ".join(collect))
-        printed = subprocess.run(page, capture_output=True, text=True)
+        try:
+            printed = subprocess.run(page, capture_output=True, text=True, timeout=300, check=False)
+        except subprocess.TimeoutExpired:
+            raise ValidateError("ncu took more than 5 minutes to print the source page", "run it by hand: "
+                                + " ".join(page)) from None
     if printed.returncode != 0:
         raise ValidateError(f"ncu could not print the source page (status {printed.returncode}):\n"
                             + printed.stderr[-1500:].strip(), "run the same ncu command by hand: " + " ".join(page))
