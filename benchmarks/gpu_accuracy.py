@@ -192,8 +192,13 @@ def render_plan(steps: list[Step], budget: int) -> str:
 def run_capped(argv: list[str], env: dict[str, str], cap: float, log: Path) -> tuple[int, str]:
     """Run `argv` in its own process group under `cap` seconds (the whole group killed past it):
     its status (124 on timeout) and its output, also appended to `log`."""
-    proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    try:
+        proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+    except OSError as exc:  # no ncu on PATH, say
+        with log.open("a") as fh:
+            fh.write(f"### {' '.join(argv)}\ncannot run it: {exc}\n### status 127\n")
+        return 127, str(exc)
     try:
         text, _ = proc.communicate(timeout=cap)
         code = proc.returncode

@@ -7,8 +7,10 @@
 #   device:   run(command="bash benchmarks/gpu_accuracy.sh", carry=[".whl"], timeout_s=600), then give_back
 #   here:     python benchmarks/fold_measured.py OUT/results.json   # folds ncu's values into demo_traces/measured.json
 #
-# GA_BUDGET (seconds for the steps, default 540: with the machine's start that is about 11 minutes of the 15),
-# GA_SKIP (step names or prefixes, space-separated: "ncu-demo per-op"), GA_ARGS (more arguments for the driver,
+# GA_BUDGET (seconds for the steps, default 540: with the machine's start that is about 11 minutes of the 15;
+# GA_TOTAL, default 580, caps the whole script so that it ends inside run's 600 s: setup time comes off the steps),
+# GA_SKIP (step names or prefixes, space-separated: "ncu-demo per-op"), GA_GPU (the GPU's name for the fold
+# when the session could not read it), GA_ARGS (more arguments for the driver,
 # e.g. --all-spmv). Steps, in priority order, each under its own cap and the time left (benchmarks/gpu_accuracy.py):
 #   1. every metric name checked against `ncu --query-metrics` (a missing one is left out, never fatal)
 #   2. cudaLimitMaxL2FetchGranularity: the default, then set to 32, 64 and 128 B and read back
@@ -49,11 +51,13 @@ mkdir -p "$W/cfg" "$W/cache" "$O"
 CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' '); CC=${CC:-9.0}
 ls .whl/*.whl >/dev/null 2>&1 && timeout 60 python3 -m pip install -q --no-index --no-deps --no-compile \
   --target "$W/site" .whl/*.whl >>"$S" 2>&1
+LEFT=$(( ${GA_TOTAL:-580} - SECONDS - 20 )); [ "$LEFT" -lt "$BUDGET" ] && BUDGET=$LEFT  # setup time comes off it
+echo "steps budget ${BUDGET}s after ${SECONDS}s of setup" >>"$S"
 timeout -k 5 $((BUDGET + 20)) python3 benchmarks/gpu_accuracy.py --out "$O" --budget "$BUDGET" --cc "$CC" $SKIP \
   ${GA_ARGS:-} >>"$S" 2>&1
 echo "driver rc=$? at ${SECONDS}s" >>"$S"
 timeout 30 python3 benchmarks/fold_measured.py "$O/results.json" --into demo_traces/measured.json \
-  --out "$O/measured.json" >>"$S" 2>&1
+  --out "$O/measured.json" ${GA_GPU:+--gpu "$GA_GPU"} >>"$S" 2>&1
 echo "fold rc=$? total ${SECONDS}s" >>"$S"
 tar -czf "$O/rest.tgz" -C "$O" --exclude=rest.tgz $(cd "$O" && ls -d ncu/*.ncu-rep *.tptrace *.log 2>/dev/null) 2>>"$S"
 [ -f "$O/rest.tgz" ] && [ "$(stat -c %s "$O/rest.tgz")" -gt 15000000 ] && rm -f "$O"/ncu/*.ncu-rep "$O/rest.tgz"

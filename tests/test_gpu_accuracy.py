@@ -274,3 +274,32 @@ def test_the_chase_at_gpu_size_is_one_cycle(monkeypatch: pytest.MonkeyPatch) -> 
         if j == 0:
             break
     assert seen == lines and j == 0
+
+
+def test_the_script_end_to_end_with_a_stand_in_ncu(tmp_path: Path) -> None:
+    """The script itself, not dry (no nvidia-smi here: compute capability 9.0 assumed), with the
+    stand-in ncu first on PATH and the last step skipped: summary.txt with each stage's status,
+    results.json, ncu's CSVs, and the fold into OUT/measured.json, the shipped file untouched."""
+    known = sorted({metric_base(m) for m in gpu_accuracy.WANTED})
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ncu = bin_dir / "ncu"
+    fixture = ROOT / "tests" / "ncu" / "vecadd_source_page.csv"
+    ncu.write_text(FAKE_NCU.format(python=sys.executable, known=known, calls=tmp_path / "calls", page=fixture))
+    ncu.chmod(0o755)
+    out = tmp_path / "out"
+    shipped = (ROOT / "demo_traces" / "measured.json").read_text()
+    env = dict(os.environ, OUT=str(out), GA_WORK=str(tmp_path / "w"), GA_SKIP="per-op ncu-gran", GA_GPU="GPU X",
+               PATH=f"{bin_dir}:{os.environ['PATH']}")
+    r = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_accuracy.sh")], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr
+    summary = (out / "summary.txt").read_text()
+    assert "driver rc=0" in summary and "fold rc=0" in summary, summary
+    results = json.loads((out / "results.json").read_text())
+    assert {m["name"] for m in results["measurements"] if m["subject"] == "demo"} == set(CATALOGUE)
+    folded = json.loads((out / "measured.json").read_text())
+    assert set(folded["GPU X"]["demos"]) == set(CATALOGUE) and set(folded["GPU X"]["micro"]) == {
+        s for s, *_ in gpu_accuracy.MICRO_RUNS}
+    assert "NVIDIA H100 80GB HBM3" in folded  # the shipped entries stay
+    assert (ROOT / "demo_traces" / "measured.json").read_text() == shipped
