@@ -8,8 +8,9 @@ A run is keyed by everything its results depend on and nothing else:
   preset or arch file is a new key);
 - the settings that change results: trials, seed, MD, early-stop tolerance, the MD sweep's
   settings (the thread count does not: a run gives the same trials on any number of threads);
-- the model itself: a digest of the modules that simulate and analyse (`MODEL_SOURCES`) and of
-  the record's format, so that a changed model never reuses a stale result.
+- the model itself: a digest of the modules that simulate and analyse (`MODEL_SOURCES`), and the
+  version of the record (`RECORD_VERSION`, raised when what a record holds changes), so that a
+  changed model never reuses a stale result.
 
 Entries live in ``<user cache>/runs/`` (``XDG_CACHE_HOME``), one ``.npz`` per run, written
 atomically through `tuiprof.output`. An entry that cannot be read back is ignored (and replaced
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from tuiprof.trace.model import Trace
 
 MODEL_SOURCES = ("jit.py", "session.py", "sim/*.py", "model/*.py", "arch/*.py", "arch/presets/*.toml",
-                 "trace/model.py", "compare/record.py")
+                 "trace/model.py")
 """The files, relative to the package, whose change may change a run's results (globs)."""
 LIMIT_BYTES = 256 << 20
 LIMIT_ENTRIES = 256
@@ -90,7 +91,9 @@ def run_key(trace: str, arch: "Arch", config: "RunConfig") -> str:
     under `config`."""
     settings = {"trials": config.trials, "seed": config.seed, "md": config.md, "tolerance": config.tolerance,
                 "sweep": config.sweep, "sweep_trials": config.sweep_trials, "sweep_tolerance": config.sweep_tolerance}
-    text = json.dumps({"model": model_digest(), "trace": trace, "arch": arch.to_dict(), "settings": settings},
+    from tuiprof.compare.record import RECORD_VERSION
+
+    text = json.dumps({"model": model_digest(), "record": RECORD_VERSION, "trace": trace, "arch": arch.to_dict(), "settings": settings},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 

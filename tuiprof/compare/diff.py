@@ -122,7 +122,7 @@ def _delta(a: np.ndarray, b: np.ndarray, digits: int = 4) -> tuple[dict[str, Any
 
 
 def _load_cost(r: RunRecord) -> np.ndarray:
-    """Per trial: the cost (warp accesses x X) of all the cached loads together."""
+    """Per trial: the cost (warp accesses in the grid x X) of all the cached loads together."""
     total = np.zeros(r.time.size)
     for o in r.ops:
         if o["kind"] == "load" and o["space"] != "shared" and o["warp_accesses"]:
@@ -139,7 +139,7 @@ def _run_info(r: RunRecord, cached: bool) -> dict[str, Any]:
             "backend": r.meta["trace"]["provenance"]["backend"]}
 
 
-KERNEL_ROWS = {**HEADLINES, "tm": "DRAM latency Tm (cyc)", "load_cost": "loads' cost (accesses x X)",
+KERNEL_ROWS = {**HEADLINES, "tm": "DRAM latency Tm (cyc)", "load_cost": "loads' cost (cyc, grid)",
                "time_s": "kernel time (timing model)"}
 
 
@@ -166,10 +166,12 @@ def _kernel_rows(a: RunRecord, b: RunRecord) -> list[tuple[dict[str, Any], Welch
 def _op_brief(r: RunRecord, op_id: int) -> dict[str, Any]:
     o = r.ops[op_id]
     return {"id": op_id, "kind": o["kind"], "space": o["space"], "line": o["line"], "label": o["label"],
-            "source": o["source"], "warp_accesses": o["warp_accesses"]}
+            "source": o["source"], "warp_accesses": o["warp_accesses"], "grid_accesses": round(r.grid_accesses(op_id))}
 
 
 OP_METRICS = ("h1", "h2", "x", "cost")
+COST_NOTE = ("accesses = warp accesses in the whole grid (the snapshot's x grid CTAs / snapshot CTAs: two versions may "
+             "record snapshots of different sizes); cost = accesses x X, cycles")
 
 
 def _op_rows(a: RunRecord, b: RunRecord, m: Matching) -> list[tuple[dict[str, Any], list[Welch]]]:
@@ -312,7 +314,7 @@ def _kernel_cells(r: dict[str, Any]) -> list[str]:
         if s:
             d += f" ({s:.2f}x faster)" if s >= 1 else f" ({1 / s:.2f}x slower)"
     else:
-        f = (lambda x: f"{x:.0f}") if k == "tm" else _count
+        f = (lambda x: f"{x:.1f}") if k == "tm" else _count
         a, b = ("-" if r["a"] is None else f(r["a"])), ("-" if r["b"] is None else f(r["b"]))
         d = _signed(r["delta"], f)
         if r["a"] and r["b"] is not None:
@@ -338,7 +340,7 @@ def _op_table(doc: dict[str, Any]) -> list[list[str]]:
         a, b = r["a"], r["b"]
         label = _cell(a["label"], 40) + ("" if a["label"] == b["label"] else f" -> {_cell(b['label'], 40)}")
         rows.append([str(i), f"{a['id']}->{b['id']}", f"{a['line']}->{b['line']}", label, a["kind"],
-                     f"{_count(a['warp_accesses'])}->{_count(b['warp_accesses'])}",
+                     f"{_count(a['grid_accesses'])}->{_count(b['grid_accesses'])}",
                      _op_delta(r["h1"], "h1"), _op_delta(r["h2"], "h2"), _op_delta(r["x"], "x"),
                      _op_delta(r["cost"], "cost"), _p(r["cost"]["p"]), r["match"]])
     return rows
@@ -347,7 +349,7 @@ def _op_table(doc: dict[str, Any]) -> list[list[str]]:
 def _unmatched_table(ops: list[dict[str, Any]]) -> list[list[str]]:
     rows = [["op", "line", "label", "kind", "accesses", "X cyc", "cost", "source"]]
     for o in ops:
-        rows.append([str(o["id"]), str(o["line"]), _cell(o["label"], 40), o["kind"], _count(o["warp_accesses"]),
+        rows.append([str(o["id"]), str(o["line"]), _cell(o["label"], 40), o["kind"], _count(o["grid_accesses"]),
                      "-" if o["x"] is None else f"{o['x']:.0f}", _count(o["cost"]), _cell(o["source"], 60)])
     return rows
 
@@ -378,7 +380,8 @@ def _render(doc: dict[str, Any], md: bool) -> str:
     lines += [ind + x for x in _table(rows, md)]
     time = next(r for r in doc["kernel"] if r["metric"] == "time_s")
     lines += ([""] if md else []) + [f"{ind}bound: A {_cell(time['bound'][0], 80)}; B {_cell(time['bound'][1], 80)}"]
-    lines += head("Ops in both versions, by |Δcost|" if md else "ops in both versions, by |cost change| (cost = warp accesses x X)")
+    lines += head("Ops in both versions, by |Δcost|" if md else "ops in both versions, by |cost change|")
+    lines += [ind + COST_NOTE]
     lines += [ind + x for x in _table(_op_table(doc), md)] if doc["ops"] else [ind + "(none)"]
     for key, title in (("removed", "Removed (only in A)"), ("added", "Added (only in B)")):
         if doc[key]:

@@ -60,13 +60,25 @@ class RunRecord:
     def sources(self) -> dict[str, str]:
         return self.meta["sources"]
 
+    @property
+    def grid_scale(self) -> float:
+        """Grid CTAs per snapshot CTA: two versions may record snapshots of different sizes (4 x
+        the CTAs resident at once, which the occupancy sets), so counts are compared per grid."""
+        launch, ctas = self.meta["trace"]["launch"], self.meta["trace"]["snapshot"]["ctas"]
+        return math.prod(launch["grid"]) / max(ctas, 1)
+
+    def grid_accesses(self, op_id: int) -> float:
+        """Op `op_id`'s warp accesses in the whole grid (the snapshot's, scaled)."""
+        return float(self.ops[op_id]["warp_accesses"]) * self.grid_scale
+
     def samples(self, op_id: int, metric: str) -> np.ndarray:
-        """Per-trial `metric` (h1, h2, x or cost) of op `op_id`; all NaN for an op never reached."""
+        """Per-trial `metric` of op `op_id`: h1, h2, x, or cost (its warp accesses in the whole
+        grid x X, cycles); all NaN for an op never reached."""
         row = np.searchsorted(self.op_ids, op_id)
         if row >= self.op_ids.size or self.op_ids[row] != op_id:
             return np.full(self.time.size, np.nan)
         if metric == "cost":
-            return self.op_samples[OP_METRICS.index("x"), row] * float(self.ops[op_id]["warp_accesses"])
+            return self.op_samples[OP_METRICS.index("x"), row] * self.grid_accesses(op_id)
         return self.op_samples[OP_METRICS.index(metric), row]
 
     def to_bytes(self) -> bytes:
