@@ -5,6 +5,8 @@ because the simulator changed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tuiprof.session import RunConfig, Session
@@ -45,16 +47,18 @@ def made_up_trial(session: Session, md: int, index: int, rng: np.random.Generato
                        dram_writebacks=int(rng.integers(0, 50)), dram_writebacks_owed=0, sm_requests=sm, elapsed=0.25)
 
 
-def fixed(demo: str) -> tuple[Session, object]:
-    """A Session of `demo` and its fixed Analysis (made once per test process)."""
-    if demo not in _CACHE:
-        session = Session.open(demo, CONFIG)
+def fixed(demo: str, md: int | None = None) -> tuple[Session, object]:
+    """A Session of `demo` (at MD `md`, default the occupancy limit) and its fixed Analysis (made
+    once per test process)."""
+    key = f"{demo}@{md}"
+    if key not in _CACHE:
+        session = Session.open(demo, replace(CONFIG, md=md))
         rng = np.random.default_rng(2024)
         main = [made_up_trial(session, session.md, i, rng) for i in range(TRIALS)]
         per_md = {m: [made_up_trial(session, m, i, rng) for i in range(session.sweep_trial_count())]
                   for m in session.sweep_mds() if m != session.md}
-        _CACHE[demo] = (session, session.analysis_of(main, per_md, elapsed=1.5))
-    return _CACHE[demo]
+        _CACHE[key] = (session, session.analysis_of(main, per_md, elapsed=1.5))
+    return _CACHE[key]
 
 
 def fixed_app(demo: str, **kwargs: object):

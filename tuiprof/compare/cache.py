@@ -25,6 +25,8 @@ import functools
 import hashlib
 import json
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -34,7 +36,8 @@ from tuiprof.resources import user_cache_dir
 if TYPE_CHECKING:
     from tuiprof.arch.model import Arch
     from tuiprof.compare.record import RunRecord
-    from tuiprof.session import RunConfig
+    from tuiprof.model.analysis import Analysis
+    from tuiprof.session import RunConfig, Session
     from tuiprof.trace.model import Trace
 
 MODEL_SOURCES = ("jit.py", "session.py", "sim/*.py", "model/*.py", "arch/*.py", "arch/presets/*.toml",
@@ -178,3 +181,33 @@ class RunCache:
     def describe(self) -> dict[str, Any]:
         entries = list(self._entries())
         return {"folder": str(self.folder), "entries": len(entries), "bytes": sum(e[1] for e in entries)}
+
+
+class SessionRuns:
+    """The finished runs of this process (the UI's session) by run key, kept whole (Session and
+    Analysis) so that going back to settings seen before (an arch, an MD, a seed) shows that run
+    again at once instead of simulating it: the same keys as the run cache, in memory."""
+
+    LIMIT = 8
+    """Runs kept (the least recently used go first): each may hold a packing of the trace."""
+
+    def __init__(self) -> None:
+        self._runs: OrderedDict[str, tuple["Session", "Analysis"]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple["Session", "Analysis"] | None:
+        with self._lock:
+            found = self._runs.get(key)
+            if found is not None:
+                self._runs.move_to_end(key)
+            return found
+
+    def put(self, key: str, session: "Session", analysis: "Analysis") -> None:
+        with self._lock:
+            self._runs[key] = (session, analysis)
+            self._runs.move_to_end(key)
+            while len(self._runs) > self.LIMIT:
+                self._runs.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._runs)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from tuiprof import __version__
-from tuiprof.compare.match import Matching, OpRef, match_ops
+from tuiprof.compare.match import Matching, match_ops, refs_of_ops
 from tuiprof.compare.record import HEADLINE_KEYS, RunRecord
 from tuiprof.errors import UsageError
 from tuiprof.model.analysis import HEADLINES
@@ -102,10 +102,6 @@ def _named(record: RunRecord, side: Side) -> RunRecord:
 
 
 # --- the document ----------------------------------------------------------------------------
-
-def _refs(r: RunRecord) -> list[OpRef]:
-    return [OpRef(o["id"], o["kernel"], o["kind"], o["file"], o["line"], o["label"], o["column"]) for o in r.ops]
-
 
 def _est(x: np.ndarray, lo: float = -math.inf, hi: float = math.inf, digits: int = 4) -> dict[str, Any]:
     return estimate(x, lo, hi).to_dict(digits)
@@ -233,7 +229,7 @@ def _checks(doc: dict[str, Any], a: RunRecord, b: RunRecord, pct: float, names: 
 def diff_document(a: RunRecord, b: RunRecord, *, cached: tuple[bool, bool] = (False, False),
                   fail_if_worse: float | None = None, ops: Sequence[str] = ()) -> dict[str, Any]:
     """The comparison of run B against run A as plain data (see the module docstring)."""
-    matching = match_ops(_refs(a), a.sources, _refs(b), b.sources)
+    matching = match_ops(refs_of_ops(a.ops), a.sources, refs_of_ops(b.ops), b.sources)
     kernel = _kernel_rows(a, b)
     op_rows = _op_rows(a, b, matching)
     tests = [w for _, w in kernel] + [w for _, ws in op_rows for w in ws]

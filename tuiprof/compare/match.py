@@ -23,7 +23,10 @@ from __future__ import annotations
 import difflib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from tuiprof.trace.model import Trace
 
 SAME, EDITED, MOVED = "same line", "edited line", "moved"
 
@@ -39,6 +42,16 @@ class OpRef:
     line: int
     label: str
     column: int = 0
+
+
+def refs_of_trace(trace: "Trace") -> list[OpRef]:
+    """The ops of a trace, as matching sees them."""
+    return [OpRef(o.id, o.kernel, o.kind, o.file, o.line, o.label, o.column) for o in trace.ops]
+
+
+def refs_of_ops(ops: Sequence[Mapping[str, Any]]) -> list[OpRef]:
+    """The ops of a run record (plain data: `tuiprof.compare.record.RunRecord.ops`)."""
+    return [OpRef(o["id"], o["kernel"], o["kind"], o["file"], o["line"], o["label"], o["column"]) for o in ops]
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class Series:
     convergence: np.ndarray = field(default_factory=lambda: np.zeros(0))
     measured: float | None = None
     measured_label: str = ""
+    baseline: np.ndarray | None = None
+    """The pinned baseline's trials of the same quantity, drawn behind (`tuiprof.tui.delta`)."""
 
 
 def _value(x: float | None, ratio: bool, digits: int = 1) -> str:
@@ -74,7 +76,9 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
         lines.append(Content.styled("no defined values yet (no accesses reached this level)", "$text-muted"))
         return Content("\n").join(lines)
     m = s.measured if fmt.finite(s.measured) else None
-    lo, hi = axis_range(v, m, s.ratio)
+    base = np.asarray(s.baseline, dtype=np.float64) if s.baseline is not None else np.zeros(0)
+    base = base[np.isfinite(base)]
+    lo, hi = axis_range(np.concatenate([v, base]), m, s.ratio)
     axis_w = 5
     plot_w = max(8, width - axis_w - 1)
     bins = max(4, min(MAX_BINS, plot_w))
@@ -85,8 +89,9 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     def column(x: float) -> int:
         return int(min(plot_w - 1, max(0, (x - lo) / (hi - lo) * plot_w)))
 
-    chart_h = max(1, height - 7 - (1 if m is not None else 0))
-    top = max(1, int(counts.max()))
+    counts_b = np.histogram(base, bins=bins, range=(lo, hi))[0] if base.size else np.zeros(bins, np.int64)
+    chart_h = max(1, height - 7 - (1 if m is not None else 0) - (1 if base.size else 0))
+    top = max(1, int(counts.max()), int(counts_b.max()))
     mcol = column(m) if m is not None else -1
     for r in range(chart_h, 0, -1):
         label = f"{top:>{axis_w - 1}} " if r == chart_h else " " * axis_w
@@ -95,10 +100,13 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
             eighths = c / top * chart_h * 8
             level = eighths - (r - 1) * 8
             glyph = "█" if level >= 8 else (fmt.EIGHTHS_V[int(round(level))] if level > 0 else " ")
+            behind = glyph == " " and counts_b[b] / top * chart_h * 8 - (r - 1) * 8 >= 4  # the baseline's bar
             for k in range(col):
                 x = b * col + k
                 if x == mcol and glyph in " ▁▂▃":
                     cells.append(("┊", "bold $text-error"))
+                elif behind:
+                    cells.append(("░", "$text-muted"))
                 else:
                     cells.append((glyph, "$primary"))
         lines.append(Content.assemble(*cells))
@@ -110,6 +118,8 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
         for x in range(a, b + 1):
             marks[x] = "─"
         marks[a], marks[b] = "├", "┤"
+    if base.size:
+        marks[column(float(base.mean()))] = "△"
     if fmt.finite(e.mean):
         marks[column(e.mean)] = "▲"
     if m is not None:
@@ -130,6 +140,16 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     if m is not None:
         lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio, 1), "bold"),
                                       (f"  {s.measured_label}", "$text-muted")))
+    if base.size:
+        from tuiprof.compare.baseline import delta_of
+
+        dd = delta_of(base, v)
+        mark = "*" if dd.significant else ""
+        change = "—" if dd.delta is None else (f"{100 * dd.delta:+.{d}f} pts" if s.ratio else f"{dd.delta:+.{d}f} cyc")
+        p = "p n/a" if dd.p is None else "p<0.001" if dd.p < 0.001 else f"p {dd.p:.3f}"
+        lines.append(Content.assemble(("░△ baseline ", "$text-muted"), (_value(dd.base, s.ratio, d), ""),
+                                      (" · Δ ", "$text-muted"), (change + mark, "bold" if mark else ""),
+                                      (f"  {p}", "$text-muted")))
     conv = np.asarray(s.convergence, dtype=np.float64)
     if conv.size >= 2:
         spark_w = max(4, width - 32)

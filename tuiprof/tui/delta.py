@@ -1,0 +1,175 @@
+"""The baseline in the UI: `b` pins the run shown as the baseline, and every view then shows its
+figures against it (`tuiprof.compare.baseline`): a ΔX column in the source gutter, the cursor op's
+changes under the code, the baseline's histogram behind the current one, a section of the
+drill-down and lines of the model pane. `B` clears it. This module holds the baseline's state for
+one analysis (computed lazily, op by op, and kept until the analysis changes) and the text of each
+view; the panes only place it.
+
+A change is marked `*` when Welch's test over the two runs' trials finds it significant at 5%
+(`tuiprof.model.significance`); better is green, worse red, and the sign and the mark say the same
+without colour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from textual.content import Content
+
+from tuiprof.compare.baseline import Delta, baseline_values, kernel_deltas, op_deltas, op_map
+from tuiprof.tui import format as fmt
+from tuiprof.tui.panes.md import seconds
+
+if TYPE_CHECKING:
+    from tuiprof.compare.record import RunRecord
+    from tuiprof.model.analysis import Analysis
+    from tuiprof.trace.model import Trace
+
+GUTTER = 6
+"""Cells the ΔX column adds to the source gutter (a space and five)."""
+LOWER_IS_BETTER = {"x": True, "time_s": True, "h1": False, "h2": False, "l1_read": False, "l2_read": False,
+                   "l2_write": False}
+
+
+@dataclass(frozen=True, eq=False)
+class Baseline:
+    """The pinned run: its record (trials, ops, sources) and how the UI names it."""
+
+    record: "RunRecord"
+    label: str
+    """Kernel, arch, MD, seed and trials (the drill-down and the model pane)."""
+    short: str = ""
+    """Arch, MD and seed (the status bar)."""
+
+
+@dataclass(eq=False)
+class Against:
+    """The run shown now against the baseline: deltas per op (as they are asked for) and kernel-wide."""
+
+    baseline: Baseline
+    trace: "Trace"
+    analysis: "Analysis"
+    mapping: dict[int, int]
+    _ops: dict[int, dict[str, Delta] | None] = field(default_factory=dict)
+    _kernel: dict[str, Delta] | None = None
+
+    def op(self, op_id: int) -> dict[str, Delta] | None:
+        """H1, H2, X of op `op_id` against its baseline op; None when the baseline has none."""
+        if op_id not in self._ops:
+            one = {op_id: self.mapping[op_id]} if op_id in self.mapping else {}
+            self._ops[op_id] = op_deltas(self.baseline.record, one, self.analysis).get(op_id)
+        return self._ops[op_id]
+
+    def kernel(self) -> dict[str, Delta]:
+        if self._kernel is None:
+            self._kernel = kernel_deltas(self.baseline.record, self.analysis)
+        return self._kernel
+
+    def values(self, metric: str, op: int | None) -> np.ndarray | None:
+        """The baseline's trials of a histogram metric, to draw behind the current ones."""
+        return baseline_values(self.baseline.record, self.mapping, metric, op)
+
+
+def against(baseline: Baseline | None, trace: "Trace | None", analysis: "Analysis | None",
+            previous: Against | None = None) -> Against | None:
+    """The comparison of `analysis` (of `trace`) with `baseline`, reusing `previous`'s op matching
+    when the trace and the baseline are the same."""
+    if baseline is None or trace is None or analysis is None:
+        return None
+    if previous is not None and previous.analysis is analysis and previous.baseline is baseline:
+        return previous
+    same = previous is not None and previous.trace is trace and previous.baseline is baseline
+    return Against(baseline, trace, analysis, previous.mapping if same else op_map(baseline.record, trace))
+
+
+def _style(d: Delta, metric: str) -> str:
+    if not d.significant or not d.delta:
+        return "$text-muted"
+    worse = (d.delta > 0) == LOWER_IS_BETTER.get(metric, True)
+    return "bold $text-error" if worse else "bold $text-success"
+
+
+def change(d: Delta | None, metric: str) -> str:
+    """A change as text: '+3.2 pts*' for a ratio, '-48 cyc*' for cycles; '*' when significant."""
+    if d is None or d.delta is None:
+        return "—"
+    mark = "*" if d.significant else ""
+    if metric in ("x", "tm"):
+        return f"{d.delta:+.0f} cyc{mark}"
+    if metric == "time_s":
+        if not d.base:
+            return "—"
+        rel = 100 * d.delta / d.base
+        return (f"{rel:+.1f}%" if abs(rel) >= 0.1 or rel == 0 else f"{rel:+.2g}%") + mark
+    return f"{100 * d.delta:+.1f} pts{mark}"
+
+
+def p_value(d: Delta) -> str:
+    return "p n/a" if d.p is None else ("p<0.001" if d.p < 0.001 else f"p {d.p:.3f}")
+
+
+def gutter_cell(d: dict[str, Delta] | None, has_row: bool) -> Content:
+    """The gutter's ΔX column for one op (5 cells after a space): '  -48*', ' +1.2k*', '   new'."""
+    if not has_row:
+        return Content(" " * GUTTER)
+    if d is None:
+        return Content.styled(f"{'new':>{GUTTER}}", "$text-muted italic")
+    x = d["x"]
+    if x.delta is None:
+        return Content.styled(f"{'-':>{GUTTER}}", "$text-muted")
+    text = f"{x.delta:+.0f}"
+    if len(text) > 4:
+        text = ("+" if x.delta > 0 else "-") + fmt.short(abs(x.delta), 3).strip()
+    return Content.styled(f"{text + ('*' if x.significant else ' '):>{GUTTER}}", _style(x, "x"))
+
+
+def op_summary(d: dict[str, Delta] | None, load: bool) -> list[tuple[str, str]]:
+    """The cursor op against the baseline, for the line under the code."""
+    if d is None:
+        return [(" · not in the baseline", "$text-muted italic")]
+    parts = [(" · vs baseline ", "$text-muted"), (f"X {change(d['x'], 'x')}", _style(d["x"], "x"))]
+    if load:
+        parts.append((f" H1 {change(d['h1'], 'h1')}", _style(d["h1"], "h1")))
+    return parts
+
+
+def drill_lines(baseline: Baseline, d: dict[str, Delta] | None) -> list[Content]:
+    """The drill-down's section: each figure baseline -> now, the change and its p-value."""
+    title = Content.assemble(("Against the baseline", "bold"), (f"  {baseline.label}", "$text-muted"))
+    if d is None:
+        return [title, Content.styled("this op has no counterpart in the baseline (new, or its line changed "
+                                      "beyond matching)", "$text-muted")]
+    out = [title]
+    for metric, name in (("h1", "H1"), ("h2", "H2"), ("x", "X")):
+        x = d[metric]
+        show = fmt.cyc if metric == "x" else (lambda v: fmt.pct(v, 1))
+        out.append(Content.assemble((f"{name:<3}", "$text-muted"), (f"{show(x.base)} → {show(x.now)}  ", ""),
+                                    (change(x, metric), _style(x, metric)), (f"  {p_value(x)}", "$text-muted")))
+    out.append(Content.styled("* significant at 5% (Welch's t-test over the trials; the model's randomness only)",
+                              "$text-muted"))
+    return out
+
+
+def model_lines(a: Against) -> list[Content]:
+    """The model pane's lines: the kernel time and the headline hit ratios against the baseline."""
+    k = a.kernel()
+    out = [Content.assemble(("vs baseline ", "bold"), (a.baseline.label, "$text-muted"))]
+    t = k.get("time_s")
+    if t is not None and t.base is not None and t.now is not None:
+        speed = t.base / t.now if t.now else None
+        out.append(Content.assemble(("time ", "$text-muted"), (f"{seconds(t.base)} → {seconds(t.now)} ", ""),
+                                    (change(t, "time_s"), _style(t, "time_s")),
+                                    (f" ({speed:.2f}x) {p_value(t)}" if speed else f" {p_value(t)}", "$text-muted")))
+    parts: list[tuple[str, str]] = []
+    for key, name in (("l1_read", "L1"), ("l2_read", "L2")):
+        d = k[key]
+        parts += [(f"{name} {fmt.pct(d.base, 1)} → {fmt.pct(d.now, 1)} ", ""), (change(d, key), _style(d, key)),
+                  ("  ", "")]
+    out.append(Content.assemble(*parts))
+    return out
+
+
+def status_part(baseline: Baseline | None) -> list[tuple[str, str]]:
+    return [] if baseline is None else [(" │ Δ vs ", "$text-muted"), (baseline.short or baseline.label, "bold $text-accent")]
