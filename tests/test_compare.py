@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tuiprof.jit  # noqa: F401  (the compiled kernels' folder is chosen before a test moves XDG_CACHE_HOME)
 from tests.emu_support import cuda_ptx  # noqa: F401  (fixture)
 from tests.test_sim_support import FULL, lanes, op, trace_of
 from tuiprof.cli import main

@@ -153,7 +153,7 @@ def _kernel_rows(a: RunRecord, b: RunRecord) -> list[tuple[dict[str, Any], Welch
     d.update(a=ta, b=tb, delta=_finite(tb - ta, 12) if ta is not None and tb is not None else None,
              change=_finite(tb / ta - 1.0, 4) if ta and tb is not None else None,
              speedup=_finite(ta / tb, 3) if ta is not None and tb else None,
-             trial_means=[_finite(float(np.nanmean(x)), 12) if np.isfinite(x).any() else None for x in (a.time, b.time)],
+             per_trial=[_est(a.time, digits=12), _est(b.time, digits=12)],
              bound=[a.meta["time"]["bound_label"], b.meta["time"]["bound_label"]])
     rows.append(({"metric": "time_s", "name": KERNEL_ROWS["time_s"], **d}, w))
     return rows
