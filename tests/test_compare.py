@@ -326,3 +326,31 @@ def test_readme_documents_every_diff_json_key(trace) -> None:
     data = set(doc["a"]["overrides"]) | set(doc["b"]["overrides"])  # the what-if settings: data, not schema
     missing = sorted(_keys(doc, set()) - data - set(re.findall(r"`([a-z0-9_]+)`", section)))
     assert not missing, f"README's diff section does not mention {missing}"
+
+
+def test_diff_of_an_edited_demo_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """vecadd.cu against a copy with lines inserted, `id` renamed to `i` and one load added,
+    each recorded from its .cu source by the emulator: the three accesses are matched across the
+    rename and the new load is added; a second diff records again but simulates nothing."""
+    from tests.ptx_support import require_compiler
+
+    require_compiler()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    demo = Path(__file__).resolve().parents[1] / "demo_traces"
+    before = tmp_path / "vecadd.cu"
+    before.write_text((demo / "vecadd.cu").read_text())
+    after = tmp_path / "vecadd_v2.cu"
+    after.write_text("// version 2\n//\n" + before.read_text().replace("int id =", "int i =")
+                     .replace("C[id] = A[id] + B[id];", "C[i] = A[i] + B[i] + A[i ^ 1];"))
+    for name in ("vecadd_launch.py", "vecadd_v2_launch.py"):
+        (tmp_path / name).write_text((demo / "vecadd_launch.py").read_text())
+    argv = ["diff", str(before), str(after), "--trials", "4", "--no-sweep", "--format", "json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    pairs = {(r["a"]["label"], r["b"]["label"], r["match"]) for r in doc["ops"]}
+    assert pairs == {("A[id]", "A[i]", EDITED), ("B[id]", "B[i]", EDITED), ("C[id]", "C[i]", EDITED)}
+    assert [o["label"] for o in doc["added"]] == ["A[i ^ 1]"] and doc["removed"] == []
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["a"]["cached"] and again["b"]["cached"] and again["ops"] == doc["ops"]

@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from tuiprof import __version__
+from tuiprof.compare.baseline import Delta, delta_of
 from tuiprof.compare.match import Matching, match_ops, refs_of_ops
 from tuiprof.compare.record import HEADLINE_KEYS, RunRecord
 from tuiprof.errors import UsageError
 from tuiprof.model.analysis import HEADLINES
 from tuiprof.model.latency import estimate
-from tuiprof.model.significance import ALPHA, TEST_NAME, Welch, holm, welch
+from tuiprof.model.significance import ALPHA, TEST_NAME, holm
 from tuiprof.report import UNCERTAINTY_NOTE, _cell, _pct, _table, _us
 from tuiprof.trace.text import printable
 
@@ -111,10 +112,11 @@ def _finite(x: float | None, digits: int = 6) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), digits)
 
 
-def _delta(a: np.ndarray, b: np.ndarray, digits: int = 4) -> tuple[dict[str, Any], Welch]:
-    w = welch(a, b)
-    return {"a": _est(a, digits=digits)["mean"], "b": _est(b, digits=digits)["mean"], "delta": _finite(w.delta, digits),
-            "p": _finite(w.p, 6) if w.p is not None else None, "significant": w.significant()}, w
+def _delta(a: np.ndarray, b: np.ndarray, digits: int = 4) -> tuple[dict[str, Any], Delta]:
+    """B's trials against A's as a row's cell (means rounded to `digits`), and the change itself."""
+    d = delta_of(a, b)
+    return {"a": _finite(d.base, digits), "b": _finite(d.now, digits), "delta": _finite(d.delta, digits),
+            "p": _finite(d.p, 6), "significant": d.significant}, d
 
 
 def _load_cost(r: RunRecord) -> np.ndarray:
@@ -139,7 +141,7 @@ KERNEL_ROWS = {**HEADLINES, "tm": "DRAM latency Tm (cyc)", "load_cost": "loads' 
                "time_s": "kernel time (timing model)"}
 
 
-def _kernel_rows(a: RunRecord, b: RunRecord) -> list[tuple[dict[str, Any], Welch]]:
+def _kernel_rows(a: RunRecord, b: RunRecord) -> list[tuple[dict[str, Any], Delta]]:
     rows = []
     for i, key in enumerate(HEADLINE_KEYS):
         d, w = _delta(a.headline[i], b.headline[i])
@@ -170,7 +172,7 @@ COST_NOTE = ("accesses = warp accesses in the whole grid (the snapshot's x grid 
              "record snapshots of different sizes); cost = accesses x X, cycles")
 
 
-def _op_rows(a: RunRecord, b: RunRecord, m: Matching) -> list[tuple[dict[str, Any], list[Welch]]]:
+def _op_rows(a: RunRecord, b: RunRecord, m: Matching) -> list[tuple[dict[str, Any], list[Delta]]]:
     rows = []
     for p in m.pairs:
         row: dict[str, Any] = {"a": _op_brief(a, p.a), "b": _op_brief(b, p.b), "match": p.how}
@@ -245,7 +247,7 @@ def diff_document(a: RunRecord, b: RunRecord, *, cached: tuple[bool, bool] = (Fa
         "tuiprof": __version__, "kind": "diff",
         "a": {**_run_info(a, cached[0]), "md_decision": a.meta["md"]},
         "b": {**_run_info(b, cached[1]), "md_decision": b.meta["md"]},
-        "test": {"name": TEST_NAME, "alpha": ALPHA, "tests": tested, "significant": sum(w.significant() for w in tests),
+        "test": {"name": TEST_NAME, "alpha": ALPHA, "tests": tested, "significant": sum(w.significant for w in tests),
                  "significant_holm": sum(family), "expected_by_chance": round(ALPHA * tested, 1)},
         "kernel": [row for row, _ in kernel],
         "ops": [row for row, _ in op_rows],
