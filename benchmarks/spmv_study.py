@@ -106,6 +106,14 @@ def section(docs: dict[str, dict[str, Any]]) -> str:
                  "sees the vector kernel's fewer and cheaper memory instructions, not what else the hardware gained "
                  "(fewer instructions and address computations per nonzero, the loop overhead the scalar kernel "
                  "pays per element), and its L1 and L2 are the model's caches, not measured ones.")
+    flat = [(m, side) for m, d in docs.items() for side in (0, 1) if ci_us(d, side) < 0.05]
+    if flat:
+        named = ", ".join(f"{m} {'scalar' if side == 0 else 'vector'}" for m, side in flat)
+        latency = all(time_row(docs[m])["bound"][side].endswith("limited by latency") for m, side in flat)
+        text += (f" ± is half the 95% confidence interval of the mean of the per-trial kernel times; it is 0.0 for {named}"
+                 + (": there MWP is limited by latency, and Hong & Kim's memory-bound time (Mem_cycles x N / MWP, "
+                    "with MWP = Mem_L / departure delay) then does not depend on the simulated latency, and the "
+                    "trials hardly differ." if latency else "."))
     marks = [_mark(time_row(d)) for d in docs.values()]
     text += (" `**`: significant after Holm's correction over every test of the diff (Welch's t-test over the "
              "trials)" + ("; every speed-up here is." if all(x == "**" for x in marks) else "."))
