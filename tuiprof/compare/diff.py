@@ -66,26 +66,25 @@ def run_side(side: Side, cache: "RunCache | None", note: Callable[[str], None] =
     from tuiprof.compare.cache import file_digest, run_key, trace_digest
     from tuiprof.compare.record import record_of
     from tuiprof.session import Session, arch_for
+    from tuiprof.trace.demos import load, resolve_target
+    from tuiprof.trace.io import read_header
 
     shown = printable(side.target, 80)
+    session: Session | None = None
+    path: Path | None = None
     if Path(side.target).suffix == ".cu":
         note(f"{side.name}: recording {shown}...")
         session = Session.open(side.target, side.config)
         key = run_key(trace_digest(session.trace), session.requested_arch, side.config)
     else:
-        from tuiprof.trace.demos import load, resolve_target
-        from tuiprof.trace.io import read_header
-
         path = resolve_target(side.target)
-        header = read_header(path)
-        key = run_key(file_digest(path), arch_for(header["provenance"]["arch"], side.config), side.config)
-        found = cache.get(key) if cache is not None else None
-        if found is not None:
-            return _named(found, side), True
-        session = Session(load(path), side.config, path)
+        key = run_key(file_digest(path), arch_for(read_header(path)["provenance"]["arch"], side.config), side.config)
     found = cache.get(key) if cache is not None else None
     if found is not None:
         return _named(found, side), True
+    if session is None:
+        assert path is not None
+        session = Session(load(path), side.config, path)
     note(f"{side.name}: simulating {shown} on {session.arch.name} (MD {session.md}, seed {side.config.seed}, "
          f"up to {side.config.trials} trials)...")
     analysis = session.run()
