@@ -18,7 +18,7 @@ from tests.emu_support import cuda_ptx  # noqa: F401  (fixture)
 from tests.test_sim_support import FULL, lanes, op, trace_of
 from tuiprof.cli import main
 from tuiprof.compare.cache import RunCache, file_digest, run_key, trace_digest
-from tuiprof.compare.diff import diff_document, render
+from tuiprof.compare.diff import diff_document
 from tuiprof.compare.match import EDITED, MOVED, SAME, OpRef, match_ops
 from tuiprof.compare.record import RunRecord, record_of
 from tuiprof.model.significance import betainc, holm, t_cdf, t_two_sided, welch

@@ -269,17 +269,20 @@ def test_no_warp_passes_a_barrier_before_its_cta_reaches_it(case) -> None:
 
 
 def test_barrier_intervals_count_the_sequences_after_a_barrier() -> None:
+    import dataclasses
+
     from tests.test_sim_support import lanes, op, trace_of
     from tuiprof.arch import load_arch
     from tuiprof.sim.prepared import prepare
 
-    kinds = (op("load", starts=True), op("load"), ("load", "global", 4, True))
-    after = (False, False, True)
+    # op 2 follows op 1 across a barrier on every path; op 0 follows op 2 across another.
+    kinds = (op("load", starts=True), op("load"), op("load", starts=True))
     warps = [[(0, lanes(0), 0xFFFFFFFF), (1, lanes(128), 0xFFFFFFFF), (2, lanes(256), 0xFFFFFFFF),
               (0, lanes(384), 0xFFFFFFFF), (2, lanes(512), 0xFFFFFFFF)]] * 2
     t = trace_of(warps, ops=kinds, warps_per_cta=2)
-    import dataclasses
-    t = dataclasses.replace(t, ops=tuple(dataclasses.replace(o, after_barrier=a) for o, a in zip(t.ops, after)))
+    after = ((2,), (), (1,))
+    t = dataclasses.replace(t, ops=tuple(dataclasses.replace(o, barrier_after=a) for o, a in zip(t.ops, after)))
     p = prepare(t, load_arch("v100"))
-    # sequences per warp: [op0 op1] [op2] [op0] [op2]: intervals 0, 1, 1, 2
-    assert p.seq_epoch.tolist() == [0, 1, 1, 2] * 2
+    # sequences per warp: [op0 op1] [op2] [op0] [op2]: op2 after op1 crosses, op0 after op2
+    # crosses, op2 after op0 does not: intervals 0, 1, 2, 2
+    assert p.seq_epoch.tolist() == [0, 1, 2, 2] * 2

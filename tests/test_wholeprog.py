@@ -365,7 +365,7 @@ def test_instrumented_units_keep_the_plain_occupancy(tmp_path: Path) -> None:
 
     from tuiprof.arch import load_arch
     from tuiprof.arch.occupancy import register_cap
-    from tuiprof.build.wholeprog import _instrument_file, _ptxas_report
+    from tuiprof.build.wholeprog import _instrument_file, ptxas_report as _ptxas_report
 
     fixture = Path(__file__).parent / "ptx" / "nvcc" / "demo_matmul_tiles.sm75.ptx"
     ptx = tmp_path / "unit.ptx"

@@ -140,10 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kernel", metavar="KERNEL.cu", help="the CUDA source file")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: <name>_launch.py beside the source)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it already exists")
+    p.add_argument("--arch", metavar="NAME", help="GPU model to compile for and write as the script's ARCH (default: "
+                   "the one `tuiprof report` profiles for, a100)")
     _add_compiler_options(p)
 
     p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script (emulator or GPU), and save the trace")
-    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file (one that defines main() runs as a program)")
+    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file (one that defines main() runs as a program), "
+                   "or a PTX file (.ptx) another compiler wrote")
     p.add_argument("-o", "--output", metavar="FILE", required=True,
                    help="the .tptrace file to write (- writes it to standard output, which must not be a terminal)")
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
@@ -231,10 +234,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     from tuiprof.session import RunConfig
     from tuiprof.trace.io import save_trace
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     target = _target_arg(args.target)
-    if not target.endswith(".cu"):
-        raise UsageError(f"{target} is not a CUDA source (.cu)", "record compiles and runs a .cu file; "
-                         "a .tptrace is already a recording")
+    if Path(target).suffix not in KERNEL_FILE_SUFFIXES:
+        raise UsageError(f"{target} is not a CUDA source (.cu) or a PTX file (.ptx)", "record compiles and runs a .cu "
+                         "file (or a .ptx file's kernels); a .tptrace is already a recording")
     config = RunConfig(arch=args.arch, collect=collect_options(args))
     inputs = _checked_output(args.output, target, config, binary=True)
     trace = collect_trace(Path(target), config)
@@ -317,8 +322,10 @@ def _ui_target(target: str) -> Path:
     refused here, before any UI starts, like an unknown command."""
     from tuiprof.trace.demos import demo_names, resolve_target
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     path = Path(_target_arg(target))
-    if path.suffix == ".cu":
+    if path.suffix in KERNEL_FILE_SUFFIXES:
         return path
     if not path.exists() and not target.endswith(".tptrace") and os.sep not in target and target not in demo_names():
         raise UsageError(f"invalid choice: {target!r} is not a command, a file or a demo name",
@@ -393,18 +400,17 @@ def cmd_gpu(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from tuiprof.build.init_script import write_launch_script
 
-    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler)
+    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler,
+                               arch=args.arch)
     print(f"wrote {shown(path)}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
     return 0
 
 
 def _size(n: int) -> str:
-    if n == 0:
-        return "off"
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n % div == 0:
-            return f"{n // div}{unit}"
-    return f"{n}B"
+    """A cache size in the `archs` table: the one byte-size rendering, or 'off' for an absent level."""
+    from tuiprof import units
+
+    return units.size(n) if n else "off"
 
 
 def _arch_text(d: dict[str, Any]) -> str:
@@ -453,9 +459,35 @@ def _split_program(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
 def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """The parsed command line, with a program's compiler command line, nvcc arguments and own
     arguments (`compile_command`, `program_nvcc_args`, `program_args`) for the commands that take one."""
-    words, command, program_args = _split_program(_with_command(argv))
+    words = _with_command(argv)
+    if words[:1] == ["build"] and not any(w in ("-h", "--help") for w in words[1:2]):
+        return _build_arguments(parser, words[1:])
+    words, command, program_args = _split_program(words)
     args, extras = parser.parse_known_args(words)
     _program_arguments(parser, args, extras, command, program_args)
+    return args
+
+
+def _build_arguments(parser: argparse.ArgumentParser, rest: list[str]) -> argparse.Namespace:
+    """``tuiprof build [--kernel NAME] NVCC ARGS``: everything but tuiprof's own options is the nvcc
+    command line, flags first or sources first, as nvcc is called (``tuiprof build -I inc -o app
+    a.cu``; a ``--`` is accepted and dropped)."""
+    args = parser.parse_args(["build"])
+    kernels: list[str] = []
+    nvcc: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word == "--kernel" and i + 1 < len(rest):
+            kernels.append(rest[i + 1])
+            i += 2
+            continue
+        if word.startswith("--kernel="):
+            kernels.append(word.split("=", 1)[1])
+        elif word != "--":
+            nvcc.append(word)
+        i += 1
+    args.nvcc_args, args.kernels = nvcc, kernels
     return args
 
 

@@ -15,6 +15,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
 from tuiprof.collect.options import CollectOptions
 from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.sim.budget import check_run_memory
 from tuiprof.trace.model import Trace
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TOLERANCE = 0.005
+MIN_TRIALS = 20
+"""Trials the main run makes before a tolerance may stop it (paper 000 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
 _PATTERNS_LOCK = threading.Lock()
 """Held while a session looks up or computes its trace's address patterns (shared by reruns)."""
@@ -86,10 +89,13 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     from tuiprof.collect.script import find_launch_script
     from tuiprof.trace.demos import resolve_target
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     path = Path(target)
-    files = [path] if path.suffix == ".cu" else [resolve_target(str(target))]
+    kernel_file = path.suffix in KERNEL_FILE_SUFFIXES
+    files = [path] if kernel_file else [resolve_target(str(target))]
     files += [Path(a) for a in config.collect.compile_command if a.endswith(".cu")]
-    script = config.collect.launch or (find_launch_script(path) if path.suffix == ".cu" else None)
+    script = config.collect.launch or (find_launch_script(path) if kernel_file else None)
     if script is not None:
         files.append(script)
     if config.arch and config.arch not in preset_names() and config.arch != "calibrated":
@@ -141,13 +147,17 @@ class AnalysisUpdated:
 @dataclass(frozen=True)
 class SweepProgress:
     """The MD sweep: `done` of `planned` trials at MD `md`; `mds` are all the MDs the sweep
-    simulates, in order. Sent once the main run has ended (progress that lands earlier waits for
-    it), MD by MD as their trials land."""
+    simulates, in order; `sweep_done` of `sweep_planned` trials of the whole sweep still to
+    simulate (its cached MDs left out; a run that stops early no longer counts what it will not
+    run). Sent once the main run has ended (progress that lands earlier waits for it), MD by MD as
+    their trials land."""
 
     md: int
     done: int
     planned: int
     mds: tuple[int, ...]
+    sweep_done: int = 0
+    sweep_planned: int = 0
 
 
 @dataclass(frozen=True)
@@ -240,18 +250,21 @@ class Session:
         """After the main run: "completed", "converged" or "cancelled"."""
 
     @classmethod
-    def open(cls, target: str | Path, config: RunConfig) -> "Session":
+    def open(cls, target: str | Path, config: RunConfig, progress: Progress = ignore) -> "Session":
         """A session on a .tptrace path, a demo name, or a CUDA source (recorded first: a kernel
         file under its launch script, on the GPU or in the emulator; a whole program on the GPU;
-        `tuiprof.collect.pipeline.collect_trace`)."""
-        if Path(target).suffix == ".cu":
+        `tuiprof.collect.pipeline.collect_trace`); `progress` hears each phase as it starts."""
+        from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
+        if Path(target).suffix in KERNEL_FILE_SUFFIXES:
             from tuiprof.collect.pipeline import collect_trace
 
             source = Path(target)
-            return cls(collect_trace(source, config), config, source)
+            return cls(collect_trace(source, config, progress), config, source)
         from tuiprof.trace.demos import load, resolve_target
 
         path = resolve_target(str(target))
+        progress(Phase(f"loading {path.name}"))
         return cls(load(path), config, path)
 
     @property
@@ -304,14 +317,14 @@ class Session:
                 found = self._patterns[(line, fill)] = address_patterns(self.trace, line, fill)
         return found
 
-    def compiles(self) -> bool:
-        """Whether the first trial will compile the simulator's kernel for this Arch's cache and
-        DRAM geometry: neither loaded in this process nor in the on-disk kernel cache. Imports
-        Numba: call it off the UI thread."""
+    def compiles(self, arch: Arch | None = None) -> bool:
+        """Whether the first trial on `arch` (default: the main run's) will compile the simulator's
+        kernel for its cache and DRAM geometry: neither loaded in this process nor in the on-disk
+        kernel cache. Imports Numba: call it off the UI thread."""
         from tuiprof.sim.prepared import pack_arch
         from tuiprof.sim.replay import Geometry, replay_kernel
 
-        geometry = Geometry.of(pack_arch(self.arch))
+        geometry = Geometry.of(pack_arch(arch or self.arch))
         if replay_kernel(geometry).signatures:
             return False
         folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
@@ -347,7 +360,7 @@ class Session:
             emit(Cancelled(None))
             return None
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
-                        threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
+                        threads=cfg.threads, tolerance=cfg.tolerance, min_trials=MIN_TRIALS, prepared=self.prepared)
         self._t0 = time.perf_counter()
         self._prepare(mc)
         sweep, self._sweep_note = self._sweep_runs(mc)
@@ -359,6 +372,7 @@ class Session:
                 per_md[m] = list(found[0])
                 del sweep[m]
         per_md.update({m: [] for m in sweep})
+        sweep_planned = sum(run.trials for run in sweep.values())
         pool = TrialPool([mc, *sweep.values()], mc.threads)
         with self._lock:
             self._mc = pool
@@ -398,12 +412,14 @@ class Session:
             elif ev.result is not None:
                 m = ev.run.md
                 per_md[m].append(ev.result)
-                progress = SweepProgress(m, len(per_md[m]), ev.run.trials, self.sweep_mds())
+                progress = SweepProgress(m, len(per_md[m]), ev.run.trials, self.sweep_mds(),
+                                         sum(len(per_md[k]) for k in sweep), sweep_planned)
                 if main_done:
                     emit(progress)
                 else:
                     queued.append(progress)
             elif ev.run.stop_reason in ("completed", "converged"):  # a sweep run ended: keep it
+                sweep_planned -= ev.run.trials - len(per_md[ev.run.md])
                 self.sweep_cache.put(keys[ev.run.md], sorted(per_md[ev.run.md], key=lambda r: r.index),
                                      ev.run.stop_reason)
             if (self._listening and main_done and sweep and (ev.result is None or not decided)
@@ -431,11 +447,13 @@ class Session:
     def _prepare(self, mc: "MonteCarlo") -> None:
         """What every analysis of this run reads and no trial changes (once per run)."""
         from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
+        from tuiprof.model.constant import const_op_stats
         from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
 
         self._op_stats = mc.op_stats()
         self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
-        self._shared = shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency)
+        self._passes = {**shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency),
+                        **const_op_stats(self.trace, self.arch.l1.hit_latency)}
         self.prepared = mc.prepared
         self._working_set: float | None = None
         self._planned = mc.trials
@@ -469,7 +487,8 @@ class Session:
         stats = self._op_stats
         return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, ordered,
                                                                  stats.accesses, stats.requests_per_access,
-                                                                 sum(st.total for st in self._shared.values())))
+                                                                 sum(st.total for st in self._passes.values()
+                                                                     if st.space == "shared")))
 
     @staticmethod
     def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
@@ -555,7 +574,7 @@ class Session:
         stats = self._op_stats
         return analyse(self.trace.ops, self.arch, self.md, results, self._planned, stats.accesses,
                        stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0,
-                       self._ideal, self._shared)
+                       self._ideal, self._passes)
 
     def sweep_mds(self) -> tuple[int, ...]:
         """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""

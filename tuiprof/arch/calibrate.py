@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from tuiprof.arch.model import Arch, arch_from_mapping, arch_to_mapping, format_size
+from tuiprof import units
+from tuiprof.arch.model import Arch, arch_from_mapping, arch_to_mapping
 from tuiprof.errors import ArchError, TuiprofError
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class Measurements:
         """How the measured L2 compares with the driver's figure, where they differ by over 10%."""
         if not self.l2_reported or abs(self.l2_size - self.l2_reported) <= self.l2_reported // 10:
             return ""
-        return f"the driver reports {format_size(self.l2_reported)}"
+        return f"the driver reports {units.size(self.l2_reported)}"
 
 
 def capacity(footprints: np.ndarray, cycles: np.ndarray, tolerance: float = 0.3, t_hit: float | None = None) -> int:
@@ -258,7 +259,7 @@ def arch_toml(arch: Arch, m: Measurements, base_name: str, date: str | None = No
             for k, v in values.items():
                 extra = ""
                 if f"{section}.{k}" == "l1.assoc":
-                    extra = f" ({format_size(m.l1_size)} measured, ways fitted to the preset's sets)"
+                    extra = f" ({units.size(m.l1_size)} measured, ways fitted to the preset's sets)"
                 elif f"{section}.{k}" == "l2.size" and m.l2_note():
                     extra = f" ({m.l2_note()})"
                 lines.append(f"{k} = {value(v)}  # {note(f'{section}.{k}')}{extra}")

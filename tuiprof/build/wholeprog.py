@@ -187,6 +187,8 @@ class ModuleMeta:
     resources: dict[str, KernelResources]
     probe_registers: dict[str, int] = dataclasses.field(default_factory=dict)
     """Registers per thread of each instrumented kernel (``ptxas -v`` of the built PTX)."""
+    plain_kernels: tuple[str, ...] = ()
+    """Every kernel of the module, probed or not (library kernels are probed only when chosen)."""
 
 
 @dataclass(frozen=True)
@@ -266,13 +268,39 @@ def _output_of(args: list[str]) -> tuple[list[str], Path | None]:
     return rest, out
 
 
+PROGRESS_AFTER = 2.0
+"""Seconds a build runs before its steps are said on stderr."""
+
+
+class _Progress:
+    """Says each step of a build on stderr once it has run `PROGRESS_AFTER` seconds."""
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.clock = time.monotonic
+        self.start = self.clock()
+        self.total = total
+        self.done = 0
+
+    def step(self, what: str) -> None:
+        from tuiprof.output import note
+
+        self.done += 1
+        if self.clock() - self.start >= PROGRESS_AFTER:
+            note(f"tuiprof build: step {self.done}/{self.total} ({self.clock() - self.start:.0f} s): {what}")
+
+
 def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | None = None, *,
                        cwd: str | os.PathLike[str] | None = None, nvcc: str | None = None,
-                       timeout: float = DEFAULT_TIMEOUT) -> WholeProgram:
+                       timeout: float = DEFAULT_TIMEOUT, kernels: Sequence[str] = ()) -> WholeProgram:
     """Build the program nvcc `args` describe (sources, flags, optionally ``-o``), instrumented;
     `output` overrides ``-o`` (default ``a.out`` as nvcc's). ``-lineinfo`` is added when missing.
-    The output is checked first and renamed into place last (module docstring). Raises
-    BuildError naming the failing step with its output, OutputError for an output it refuses."""
+    `kernels` (C++ names as written, `tuiprof.build.names`) limits the probes to those kernels and
+    the functions they call (a program's other kernels, Thrust's and CUB's, run as they are).
+    Steps are said on stderr once the build has run two seconds. The output is checked first and
+    renamed into place last (module docstring). Raises BuildError naming the failing step with its
+    output, OutputError for an output it refuses."""
     args = list(args)
     check_args(args)
     rest, out = _output_of(args)
@@ -309,12 +337,14 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
 
         def report(ptx: str, arch: str) -> dict[str, tuple[int, int, int]]:
             if (ptx, arch) not in reports:  # the last capped compile is the build's PTX
-                reports[(ptx, arch)] = _ptxas_report(ptx, arch, meta_folder, nvcc_path, workdir, timeout, stage)
+                reports[(ptx, arch)] = ptxas_report(ptx, arch, meta_folder, nvcc_path, workdir, timeout, stage)
             return reports[(ptx, arch)]
 
         modules: list[ModuleMeta] = []
+        progress = _Progress(len(dry.steps))
         for step in dry.steps:
             command = step.command
+            progress.step(_describe(command, step))
             if command.startswith("rm "):
                 command = "rm -f " + command[3:]
             if step.final_link:
@@ -327,7 +357,18 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
                                  f"{_tail(output)}", _failure_hint(step, output))
             if step.ptx:
                 modules.append(_instrument_file(Path(step.ptx) if Path(step.ptx).is_absolute() else workdir / step.ptx,
-                                                len(modules), step.source or "", meta_folder, report))
+                                                len(modules), step.source or "", meta_folder, report, kernels))
+        if kernels and not any(m.kernels for m in modules):
+            raise BuildError(f"no kernel of the program is named {', '.join(kernels)}",
+                             "give --kernel the name of one of its kernels (without --kernel, `tuiprof build` probes "
+                             "the kernels of the program's own files)")
+        left = sorted({k for m in modules for k in m.plain_kernels} - {k for m in modules for k in m.kernels})
+        if left and not kernels:
+            from tuiprof.build.demangle import demangle
+            from tuiprof.output import note
+
+            note(f"tuiprof build: {len(left)} library kernel(s) (Thrust, CUB...) run without probes, e.g. "
+                 f"{demangle(left[0])[:100]}; `tuiprof build --kernel NAME ...` probes one of them")
         meta = [_module_json(m) for m in modules]
         (meta_folder / "meta.json").write_text(json.dumps({"version": META_VERSION, "binary": binary.name,
                                                            "nvcc_args": rest, "modules": meta}, indent=1))
@@ -415,8 +456,18 @@ def _failure_hint(step: Step, output: str) -> str:
     return "the same command line builds with plain nvcc? then please report it with the output"
 
 
+def _describe(command: str, step: Step) -> str:
+    """A step of nvcc's plan in a few words (``cicc app.cu``, ``ptxas``, ``link``)."""
+    words = shlex.split(command) if command else ["?"]
+    tool = os.path.basename(words[0].strip('"')) if words else "?"
+    if step.ptx:
+        return f"{tool} {os.path.basename(step.source or '')}, then tuiprof's probes"
+    return "final link with tuiprof's runtime" if step.final_link else tool
+
+
 def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
-                     report: Callable[[str, str], dict[str, tuple[int, int, int]]]) -> ModuleMeta:
+                     report: Callable[[str, str], dict[str, tuple[int, int, int]]],
+                     kernels: Sequence[str] = ()) -> ModuleMeta:
     """Instrument one translation unit's PTX in place (the plain text kept in `folder`), its
     kernels capped at the registers that keep their plain occupancy where ptxas need not spill
     for it (`tuiprof.collect.gpu.instrument_for` on the GPU path); the plain kernels' resources
@@ -425,13 +476,21 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     found = re.search(r"^\.target\s+(\S+)", text, re.M)
     target = found.group(1).rstrip(",") if found else ""
     sm = target if re.fullmatch(r"sm_\d+[a-z]?", target) else "sm_75"
+    only = _chosen(text, kernels) | _user_functions(text, exported_only=True) if kernels else _user_functions(text)
+    from tuiprof.build.compilers import ptx_entries
+
+    every = ptx_entries(text)
+    if not only:  # no chosen kernel and none of the user's functions here: the module runs as it is
+        name = f"m{tag}.ptx"
+        (folder / name).write_text(text)
+        return ModuleMeta(tag, source, name, target, (), (), {}, {}, every)
     plain = report(text, sm)
     number = int(re.sub(r"\D", "", sm))
     arch = load_arch(base_preset((number // 10, number % 10)))
     try:
         result = instrument_capped(text, tag=tag, plain=plain, cap=functools.partial(register_cap, arch),
                                    next_cap=functools.partial(next_register_cap, arch),
-                                   compiler=functools.partial(report, arch=sm))
+                                   compiler=functools.partial(report, arch=sm), only=only)
     except PtxError as exc:
         raise BuildError(f"cannot instrument the PTX of {source or ptx_path.name}: {exc.message}", exc.hint) from None
     name = f"m{tag}.ptx"
@@ -440,11 +499,49 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     resources = {k: KernelResources(*plain[k], 0) for k in result.kernels if k in plain}
     built = report(result.ptx, sm)
     return ModuleMeta(tag, source, name, target, result.sites, result.kernels, resources,
-                      {k: built[k][0] for k in result.kernels if k in built})
+                      {k: built[k][0] for k in result.kernels if k in built}, every)
 
 
-def _ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
-                  timeout: float, stage: Path) -> dict[str, tuple[int, int, int]]:
+def _user_functions(ptx: str, exported_only: bool = False) -> set[str]:
+    """The kernels and device functions of a module defined in the user's own files, not in a
+    library's headers (Thrust's and CUB's kernels, whose probes would cost ptxas minutes;
+    `--kernel` probes one of them); with `exported_only`, the device functions another translation
+    unit may call (``-rdc``)."""
+    from tuiprof.ptx.model import is_system_path
+    from tuiprof.ptx.parse import parse_module
+
+    module = parse_module(ptx)
+    out = set()
+    for name, fn in module.functions.items():
+        if not fn.has_body or exported_only and (fn.is_entry or fn.linkage not in ("visible", "weak")):
+            continue
+        loc = next((i.loc for i in fn.instructions if i.loc is not None), None)
+        path = module.files.get(loc.outermost.file, "") if loc is not None else ""
+        if not path or not is_system_path(path):
+            out.add(name)
+    return out
+
+
+def _chosen(ptx: str, kernels: Sequence[str]) -> set[str]:
+    """The kernels of a module's PTX that the written names `kernels` name (none when it has none
+    of them)."""
+    from tuiprof.build.compilers import ptx_entries
+    from tuiprof.build.names import find_symbol
+    from tuiprof.errors import TuiprofError
+
+    entries = ptx_entries(ptx)
+    out = set()
+    for name in kernels:
+        try:
+            out.add(find_symbol(name, entries))
+        except TuiprofError as exc:
+            if "ambiguous" in exc.message:
+                raise BuildError(exc.message, exc.hint) from None
+    return out
+
+
+def ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
+                 timeout: float, stage: Path) -> dict[str, tuple[int, int, int]]:
     """Kernel -> (registers, static shared, local bytes per thread) of `ptx` compiled for `arch`
     (``ptxas -v``); empty when ptxas refuses it (the build's own ptxas step then says why)."""
     ptxas = Path(nvcc_path).with_name("ptxas")
@@ -461,7 +558,7 @@ def _module_json(m: ModuleMeta) -> dict[str, object]:
             "sites": [[s.function, s.index, s.part] for s in m.sites], "kernels": list(m.kernels),
             "resources": {k: [r.registers_per_thread, r.static_shared, r.local_bytes_per_thread, r.const_bytes]
                           for k, r in m.resources.items()},
-            "probe_registers": m.probe_registers}
+            "probe_registers": m.probe_registers, "plain_kernels": list(m.plain_kernels)}
 
 
 META_FILE = FileRole(noun="", expected="a regular file", error=BuildError,
@@ -484,7 +581,8 @@ def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
             sites=tuple(Site(str(f), int(i), int(p)) for f, i, p in m["sites"]),
             kernels=tuple(str(k) for k in m["kernels"]),
             resources={str(k): KernelResources(*(int(x) for x in v)) for k, v in m["resources"].items()},
-            probe_registers={str(k): int(v) for k, v in m.get("probe_registers", {}).items()})
+            probe_registers={str(k): int(v) for k, v in m.get("probe_registers", {}).items()},
+            plain_kernels=tuple(str(k) for k in m.get("plain_kernels", ())))
             for m in data["modules"])
     except (OSError, ValueError, KeyError, TypeError, BuildError) as exc:
         raise BuildError(f"{path} has no readable tuiprof metadata ({folder}/meta.json: {exc})",

@@ -28,7 +28,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable
 
 from tuiprof import __version__
 from tuiprof.resources import user_cache_dir
@@ -150,7 +150,10 @@ class RunCache:
             return False
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            write_bytes_to(str(self._path(key)), lambda fh: fh.write(data))
+            def write(fh: BinaryIO) -> None:
+                fh.write(data)
+
+            write_bytes_to(str(self._path(key)), write)
         except (OSError, OutputError) as exc:
             self.problem = getattr(exc, "message", None) or str(exc)
             return False

@@ -31,6 +31,7 @@ from tuiprof.model.analysis import HEADLINES
 from tuiprof.model.latency import estimate
 from tuiprof.model.significance import ALPHA, TEST_NAME, holm
 from tuiprof.report import UNCERTAINTY_NOTE, _cell, _pct, _table, _us
+from tuiprof.trace.model import CACHED_SPACES
 from tuiprof.trace.text import printable
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def _load_cost(r: RunRecord) -> np.ndarray:
     """Per trial: the cost (warp accesses in the grid x X) of all the cached loads together."""
     total = np.zeros(r.time.size)
     for o in r.ops:
-        if o["kind"] == "load" and o["space"] != "shared" and o["warp_accesses"]:
+        if o["kind"] == "load" and o["space"] in CACHED_SPACES and o["warp_accesses"]:
             total += np.nan_to_num(r.samples(o["id"], "cost"))
     return total
 

@@ -18,7 +18,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.model.pattern import LANES, ideal_sectors as ideal_sectors_of
-from tuiprof.model.shared import SharedOpStats
+from tuiprof.model.shared import PassStats
 from tuiprof.trace.model import StaticOp
 
 HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
@@ -51,9 +51,10 @@ class OpStats:
     """Shares of mean X spent in L1 hits, L2 hits and DRAM (sum to 1 when X is defined)."""
     l2_share: float
     dram_share: float
-    shared: SharedOpStats | None = None
-    """A shared-memory op's bank conflicts (`tuiprof.model.shared`); its X is their latency and
-    it has no cache figures. None for global and local ops."""
+    passes: PassStats | None = None
+    """A shared-memory op's bank conflicts (`tuiprof.model.shared`) or a constant op's
+    serialisation (`tuiprof.model.constant`); its X is their latency and it has no cache figures.
+    None for the ops of the cache model (global, local, texture)."""
 
 
 @dataclass(frozen=True)
@@ -142,18 +143,18 @@ def representatives(ops: Sequence[StaticOp], accesses: np.ndarray) -> tuple[np.n
 def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, planned: int,
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
             elapsed: float, ideal_sectors: np.ndarray | None = None,
-            shared: Mapping[int, SharedOpStats] | None = None) -> Analysis:
+            passes: Mapping[int, PassStats] | None = None) -> Analysis:
     """Aggregate TrialResults (in trial order) into an Analysis. `ideal_sectors` per op (see
-    `tuiprof.model.pattern.ideal_sectors_per_op`) defaults to full warps; `shared` holds the
-    shared-memory ops' bank conflicts (`tuiprof.model.shared.shared_op_stats`), whose latency is
-    their X in every trial."""
+    `tuiprof.model.pattern.ideal_sectors_per_op`) defaults to full warps; `passes` holds the
+    shared-memory ops' bank conflicts and the constant ops' serialisation (`PassStats`), whose
+    latency is their X in every trial."""
     T = len(results)
-    shared = shared or {}
+    shared = passes or {}
     rep, col_of = representatives(ops, accesses)
     is_load = np.array([ops[int(i)].kind == "load" for i in rep])
     lat = op_latency(results, ops, arch, rep)
     h1, h2, h2_for_x, x, tm = lat.h1, lat.h2, lat.h2_for_x, lat.x, lat.tm
-    for j, st in shared.items():  # no cache figures: its latency is its bank conflicts'
+    for j, st in shared.items():  # no cache figures: its latency is its passes' (bank conflicts, serialisation)
         c = col_of[j]
         h1[:, c] = h2[:, c] = h2_for_x[:, c] = tm[:, c] = np.nan
         x[:, c] = st.latency
@@ -213,7 +214,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
         stats.append(OpStats(op=o, warp_accesses=int(acc), requests_per_access=rpa, sectors_per_request=spr,
                              sectors_per_access=spa, ideal_sectors=ideal,
                              h1=e_h1, h2=e_h2, x=e_x, tm=e_tm, cost=c, cost_share=cs,
-                             l1_share=l1_share, l2_share=l2_share, dram_share=dram_share, shared=shared.get(j)))
+                             l1_share=l1_share, l2_share=l2_share, dram_share=dram_share, passes=shared.get(j)))
     lat = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
     if lat.size:
         edges = np.histogram_bin_edges(lat, bins=min(16, max(1, int(np.unique(lat).size))))

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ALPHA = 0.05
 """The significance level of every test tuiprof reports (two-sided)."""
@@ -98,7 +101,7 @@ a figure that is the same in every trial (an op that always hits) differs betwee
 the order of its sums (1e-16), which a test against a zero variance would call significant."""
 
 
-def _mean_var(x: Sequence[float]) -> tuple[float, float, int]:
+def _mean_var(x: "Sequence[float] | np.ndarray") -> tuple[float, float, int]:
     v = [float(s) for s in x if not math.isnan(float(s))]
     n = len(v)
     if n == 0:
@@ -110,7 +113,7 @@ def _mean_var(x: Sequence[float]) -> tuple[float, float, int]:
     return m, var, n
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> Welch:
+def welch(a: "Sequence[float] | np.ndarray", b: "Sequence[float] | np.ndarray") -> Welch:
     """Welch's t-test of the trials `b` against the trials `a` (NaN trials left out).
 
     Both samples constant (to `NOISE`): the difference is exact (p = 0 when the means differ by

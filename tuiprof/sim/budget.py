@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tuiprof import units
 from tuiprof.arch.model import Arch, CacheConfig
 from tuiprof.errors import UsageError
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.trace.model import Trace
 
 PROCESS_BYTES = 192 << 20
@@ -100,7 +101,7 @@ def check_run_memory(arch: Arch, trace: Trace, threads: int) -> None:
     if need > budget.bytes:
         grid = f", {grid_ctas:,} CTAs" if grid_ctas * BYTES_PER_GRID_CTA > need // 4 else ""
         raise UsageError(
-            f"simulating {arch.name} would need about {human_size(need)} ({n_accesses:,} warp accesses{grid}, "
-            f"{threads} trial thread(s)), more than the {human_size(budget.bytes)} budget (half {budget.of})",
+            f"simulating {arch.name} would need about {units.size(need)} ({n_accesses:,} warp accesses{grid}, "
+            f"{threads} trial thread(s)), more than the {units.size(budget.bytes)} budget (half {budget.of})",
             "use smaller what-if cache sizes or SM counts (--set), a smaller snapshot or grid, or a machine with "
             "more memory")

@@ -120,7 +120,7 @@ class Prepared:
       cached warp accesses)
     - ``cta_acc`` int64 [C]: cached warp accesses of each CTA (what one resident set weighs)
     - ``seq_epoch`` int32 [Q]: the barrier interval of each sequence within its warp (the CTA
-      barriers its warp has passed before it: `tuiprof.trace.model.StaticOp.after_barrier`)
+      barriers its warp has passed before it: `tuiprof.trace.model.StaticOp.barrier_after`)
     """
 
     arch: Arch
@@ -214,13 +214,21 @@ def _distinct_per_cta(cta_warp_off, cta_warps, warp_seq_off, seq_off, acc_op, op
     return count
 
 
-def _epochs(after_barrier: np.ndarray, warp_seq_off: np.ndarray) -> np.ndarray:
-    """Each sequence's barrier interval in its warp: how many of the warp's sequences up to it
-    begin after a CTA barrier (int32 [Q])."""
-    total = np.cumsum(after_barrier, dtype=np.int64)
-    before_warp = np.concatenate([[0], total])[warp_seq_off[:-1]]     # count before each warp's first
-    per_warp = np.repeat(before_warp, np.diff(warp_seq_off))
-    return (total - per_warp).astype(np.int32)
+def _epochs(trace: Trace, seq_starts: np.ndarray, warp_seq_off: np.ndarray) -> np.ndarray:
+    """Each sequence's barrier interval in its warp (int32 [Q]): how many of the warp's accesses up
+    to its first follow an access of an op after which a CTA barrier always lies
+    (`StaticOp.barrier_after`). A barrier starts a sequence, so intervals change only there."""
+    n_ops = len(trace.ops)
+    pairs = np.array([p * n_ops + q for q, o in enumerate(trace.ops) for p in o.barrier_after], dtype=np.int64)
+    op = trace.op.astype(np.int64)
+    crossed = np.zeros(op.size, dtype=np.int64)
+    if pairs.size and op.size > 1:
+        crossed[1:] = np.isin(op[:-1] * n_ops + op[1:], pairs)
+        crossed[trace.warp_offsets[:-1][trace.warp_offsets[:-1] < op.size]] = 0  # a warp's first access
+    total = np.cumsum(crossed)
+    before_warp = np.concatenate([[0], total])[trace.warp_offsets[:-1]]
+    per_access = total - np.repeat(before_warp, np.diff(trace.warp_offsets))
+    return per_access[seq_starts].astype(np.int32)
 
 
 def default_md(trace: Trace, arch: Arch) -> int:
@@ -250,9 +258,8 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     starts[wo[:-1][nonempty]] = True
     seq_starts = np.flatnonzero(starts).astype(np.int64)
     seq_off = np.append(seq_starts, np.int64(n_acc))
-    barrier_op = np.array([o.after_barrier for o in trace.ops], dtype=bool)
     warp_seq_off = np.searchsorted(seq_starts, wo).astype(np.int64)
-    seq_epoch = _epochs(barrier_op[trace.op[seq_starts]] if n_acc else np.zeros(0, bool), warp_seq_off)
+    seq_epoch = _epochs(trace, seq_starts, warp_seq_off)
     warp_cta, cta_warp_off = cta_layout(trace.warp_cta, n_ctas, S)
     warp_sm = warp_cta.astype(np.int64) % S
     seqs_per_warp = np.diff(warp_seq_off)

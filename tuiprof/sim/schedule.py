@@ -230,7 +230,7 @@ def weighted_round_robin(st, S, md, weight, join, seq_epoch, warp_seq_off, warp_
                 break
             # One round (3.2.2): every warp earns its weight in credit, then the warps are visited
             # in residency order from a random warp, each visit issuing the warp's next bulk
-            # sequence for one unit of credit, until a pass issues nothing.
+            # sequence for one unit of credit, until no warp that may go on has a unit left.
             r0 = rng_below(st, n_act)
             for i in range(n_act):
                 credit[act[i]] += weight[act[i]]
@@ -252,9 +252,13 @@ def weighted_round_robin(st, S, md, weight, join, seq_epoch, warp_seq_off, warp_
                     pos += 1
                     wnext[w] += 1
                     credit[w] -= 1.0
-                    more = True
+                    if credit[w] >= 1.0 and wnext[w] < wend[w]:
+                        more = True
                     if wnext[w] >= wend[w] or seq_epoch[wnext[w]] != e:
+                        before = cta_epoch[c]
                         cta_epoch[c] = _cta_epoch(c, wnext, wend, seq_epoch, cta_warp_off, cta_warps)
+                        if cta_epoch[c] != before:
+                            more = True  # the CTA left a barrier interval: its waiting warps may go on
             rnd += 1
             # Retire the warps that are done, and the CTAs whose warps all are; a warp that
             # waited at a barrier keeps at most one sequence's credit.

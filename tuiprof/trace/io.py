@@ -41,12 +41,12 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVa
 
 import numpy as np
 
-from tuiprof import __version__
+from tuiprof import __version__, units
 from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.files import FileRole, cannot_read, open_regular
 from tuiprof.output import write_bytes_to
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
                                  MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance,
                                  Snapshot, SourceFile, StaticOp, Trace, measured_problem)
@@ -182,8 +182,8 @@ def _op_json(o: StaticOp, with_ptx: bool = True) -> dict[str, Any]:
     out = {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
            "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
            "starts_sequence": o.starts_sequence, "label": cut_label(o.label)}
-    if o.after_barrier:
-        out["after_barrier"] = True
+    if o.barrier_after:
+        out["barrier_after"] = list(o.barrier_after)
     if o.ptx and with_ptx:
         out["ptx"] = [list(x) for x in o.ptx]
     return out
@@ -288,8 +288,8 @@ def _checked_header(path: Path, header: dict[str, Any]) -> bytes:
     except (TypeError, ValueError) as exc:
         refuse(f"its provenance holds a value JSON cannot keep ({printable(str(exc), 80)})")
     if len(text) > MAX_HEADER_BYTES:
-        refuse(f"its header (op table and source text) is {human_size(len(text))}, more than the "
-               f"{human_size(MAX_HEADER_BYTES)} a reader accepts")
+        refuse(f"its header (op table and source text) is {units.size(len(text))}, more than the "
+               f"{units.size(MAX_HEADER_BYTES)} a reader accepts")
     return text
 
 
@@ -696,10 +696,15 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
                             column=f.integer(o, "column", f"{w}.column", 0, 2**31 - 1, 0),
                             ptx_line=f.integer(o, "ptx_line", f"{w}.ptx_line", 0, 2**31 - 1, 0),
                             starts_sequence=f.flag(o, "starts_sequence", f"{w}.starts_sequence", False),
-                            after_barrier=f.flag(o, "after_barrier", f"{w}.after_barrier", False),
+                            barrier_after=tuple(f.whole(x, f"{w}.barrier_after[{k}]", 0, MAX_OPS - 1) for k, x in
+                                                enumerate(f.items(o, "barrier_after", f"{w}.barrier_after", MAX_OPS,
+                                                                  default=[]))),
                             label=f.text(o, "label", f"{w}.label", default=""),
                             ptx=tuple(f.ptx_entry(x, f"{w}.ptx[{k}]")
                                       for k, x in enumerate(f.items(o, "ptx", f"{w}.ptx", MAX_OP_PTX, default=[])))))
+    for o in ops:
+        if any(p >= len(ops) for p in o.barrier_after):
+            f.fail(f"ops[{o.id}].barrier_after names op {max(o.barrier_after)}; there are {len(ops)} ops")
     P = f.table(h, "provenance", "provenance")
     generator = f.table(P, "generator", "provenance.generator", {})
     f.plain(generator, "provenance.generator")
@@ -799,7 +804,7 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
         need, budget = _load_bytes(hd), memory_budget()
         if need > budget.bytes:
             raise TraceError(f"{shown_path(path)} is too large to load: its {hd.accesses:,} warp accesses need about "
-                             f"{human_size(need)} of memory, more than the {human_size(budget.bytes)} allowed here "
+                             f"{units.size(need)} of memory, more than the {units.size(budget.bytes)} allowed here "
                              f"(half {budget.of})", "profile a smaller snapshot (fewer CTAs), or use a machine with more memory")
         arrays: dict[str, np.ndarray] = {}
         for name, spec in hd.arrays.items():

@@ -20,6 +20,8 @@ from textual.content import Content
 
 from tuiprof.compare.baseline import Delta, baseline_values, kernel_deltas, op_deltas, op_map
 from tuiprof.tui import format as fmt
+from tuiprof.tui.metrics import Levels
+from tuiprof.tui.themes import MUTED
 from tuiprof.tui.panes.md import seconds
 
 if TYPE_CHECKING:
@@ -80,13 +82,14 @@ def against(baseline: Baseline | None, trace: "Trace | None", analysis: "Analysi
         return None
     if previous is not None and previous.analysis is analysis and previous.baseline is baseline:
         return previous
-    same = previous is not None and previous.trace is trace and previous.baseline is baseline
-    return Against(baseline, trace, analysis, previous.mapping if same else op_map(baseline.record, trace))
+    if previous is not None and previous.trace is trace and previous.baseline is baseline:
+        return Against(baseline, trace, analysis, previous.mapping)
+    return Against(baseline, trace, analysis, op_map(baseline.record, trace))
 
 
 def _style(d: Delta, metric: str) -> str:
     if not d.significant or not d.delta:
-        return "$text-muted"
+        return MUTED
     worse = (d.delta > 0) == LOWER_IS_BETTER.get(metric, True)
     return "bold $text-error" if worse else "bold $text-success"
 
@@ -96,14 +99,19 @@ def change(d: Delta | None, metric: str) -> str:
     if d is None or d.delta is None:
         return "—"
     mark = "*" if d.significant else ""
-    if metric in ("x", "tm"):
-        return f"{d.delta:+.0f} cyc{mark}"
     if metric == "time_s":
         if not d.base:
             return "—"
         rel = 100 * d.delta / d.base
         return (f"{rel:+.1f}%" if abs(rel) >= 0.1 or rel == 0 else f"{rel:+.2g}%") + mark
-    return f"{100 * d.delta:+.1f} pts{mark}"
+    return amount(d.delta, ratio=metric not in ("x", "tm")) + mark
+
+
+def amount(delta: float, ratio: bool) -> str:
+    """A change, signed, in the one rendering of its unit (`tuiprof.tui.format`): '+3.2 pts',
+    '+0.15 pts' for ratios (percentage points), '-48 cyc', '+8.6 cyc' for cycles."""
+    sign = "-" if delta < 0 else "+"
+    return f"{sign}{fmt.pct(abs(delta))[:-1]} pts" if ratio else f"{sign}{fmt.cycles(abs(delta))} cyc"
 
 
 def p_value(d: Delta) -> str:
@@ -115,61 +123,70 @@ def gutter_cell(d: dict[str, Delta] | None, has_row: bool) -> Content:
     if not has_row:
         return Content(" " * GUTTER)
     if d is None:
-        return Content.styled(f"{'new':>{GUTTER}}", "$text-muted italic")
+        return Content.styled(f"{'new':>{GUTTER}}", f"{MUTED} italic")
     x = d["x"]
     if x.delta is None:
-        return Content.styled(f"{'-':>{GUTTER}}", "$text-muted")
+        return Content.styled(f"{'-':>{GUTTER}}", MUTED)
     text = f"{x.delta:+.0f}"
     if len(text) > 4:
         text = ("+" if x.delta > 0 else "-") + fmt.short(abs(x.delta), 3).strip()
     return Content.styled(f"{text + ('*' if x.significant else ' '):>{GUTTER}}", _style(x, "x"))
 
 
-def op_summary(d: dict[str, Delta] | None, load: bool) -> list[tuple[str, str]]:
-    """The cursor op against the baseline, for the line under the code."""
+def op_summary(d: dict[str, Delta] | None, h1: bool) -> list[tuple[str, str]]:
+    """The cursor op against the baseline, for the line under the code (H1's change when `h1`:
+    a load on a GPU with an L1)."""
     if d is None:
-        return [(" · not in the baseline", "$text-muted italic")]
-    parts = [(" · vs baseline ", "$text-muted"), (f"X {change(d['x'], 'x')}", _style(d["x"], "x"))]
-    if load:
+        return [(" · not in the baseline", f"{MUTED} italic")]
+    parts = [(" · vs baseline ", MUTED), (f"X {change(d['x'], 'x')}", _style(d["x"], "x"))]
+    if h1:
         parts.append((f" H1 {change(d['h1'], 'h1')}", _style(d["h1"], "h1")))
     return parts
 
 
-def drill_lines(baseline: Baseline, d: dict[str, Delta] | None) -> list[Content]:
-    """The drill-down's section: each figure baseline -> now, the change and its p-value."""
-    title = Content.assemble(("Against the baseline", "bold"), (f"  {baseline.label}", "$text-muted"))
+def drill_lines(baseline: Baseline, d: dict[str, Delta] | None, levels: Levels = Levels()) -> list[Content]:
+    """The drill-down's section: each figure baseline -> now, the change and its p-value (no
+    figures of a cache level the GPU shown lacks)."""
+    title = Content.assemble(("Against the baseline", "bold"), (f"  {baseline.label}", MUTED))
     if d is None:
         return [title, Content.styled("this op has no counterpart in the baseline (new, or its line changed "
-                                      "beyond matching)", "$text-muted")]
+                                      "beyond matching)", MUTED)]
     out = [title]
     for metric, name in (("h1", "H1"), ("h2", "H2"), ("x", "X")):
+        if not levels.has(metric):
+            continue
         x = d[metric]
-        show = fmt.cyc if metric == "x" else (lambda v: fmt.pct(v, 1))
-        out.append(Content.assemble((f"{name:<3}", "$text-muted"), (f"{show(x.base)} → {show(x.now)}  ", ""),
-                                    (change(x, metric), _style(x, metric)), (f"  {p_value(x)}", "$text-muted")))
+        show = fmt.cyc if metric == "x" else fmt.pct
+        out.append(Content.assemble((f"{name:<3}", MUTED), (f"{show(x.base)} → {show(x.now)}  ", ""),
+                                    (change(x, metric), _style(x, metric)), (f"  {p_value(x)}", MUTED)))
     out.append(Content.styled("* significant at 5% (Welch's t-test over the trials; the model's randomness only)",
-                              "$text-muted"))
+                              MUTED))
     return out
 
 
-def model_lines(a: Against) -> list[Content]:
-    """The model pane's lines: the kernel time and the headline hit ratios against the baseline."""
+def model_lines(a: Against, levels: Levels = Levels()) -> list[Content]:
+    """The model pane's lines: the kernel time and the headline hit ratios against the baseline
+    (those of the cache levels the GPU shown has)."""
     k = a.kernel()
-    out = [Content.assemble(("vs baseline ", "bold"), (a.baseline.label, "$text-muted"))]
+    out = [Content.assemble(("vs baseline ", "bold"), (a.baseline.label, MUTED))]
     t = k.get("time_s")
     if t is not None and t.base is not None and t.now is not None:
         speed = t.base / t.now if t.now else None
-        out.append(Content.assemble(("time ", "$text-muted"), (f"{seconds(t.base)} → {seconds(t.now)} ", ""),
+        out.append(Content.assemble(("time ", MUTED), (f"{seconds(t.base)} → {seconds(t.now)} ", ""),
                                     (change(t, "time_s"), _style(t, "time_s")),
-                                    (f" ({speed:.2f}x) {p_value(t)}" if speed else f" {p_value(t)}", "$text-muted")))
+                                    (f" ({speed:.2f}x) {p_value(t)}" if speed else f" {p_value(t)}", MUTED)))
     parts: list[tuple[str, str]] = []
-    for key, name in (("l1_read", "L1"), ("l2_read", "L2")):
+    for key, name, level in (("l1_read", "L1", levels.l1), ("l2_read", "L2", levels.l2)):
+        if not level:
+            continue
         d = k[key]
-        parts += [(f"{name} {fmt.pct(d.base, 1)} → {fmt.pct(d.now, 1)} ", ""), (change(d, key), _style(d, key)),
+        parts += [(f"{name} {fmt.pct(d.base)} → {fmt.pct(d.now)} ", ""), (change(d, key), _style(d, key)),
                   ("  ", "")]
-    out.append(Content.assemble(*parts))
+    if parts:
+        out.append(Content.assemble(*parts))
     return out
 
 
-def status_part(baseline: Baseline | None) -> list[tuple[str, str]]:
-    return [] if baseline is None else [(" │ Δ vs ", "$text-muted"), (baseline.short or baseline.label, "bold $text-accent")]
+def status_part(baseline: Baseline) -> tuple[tuple[str, str], ...]:
+    """The status line's field naming the baseline: 'Δ vs tesla-c2050 · MD 2 · seed 0'."""
+    return (("Δ vs ", MUTED), (baseline.short or baseline.label, "bold $text-accent"))

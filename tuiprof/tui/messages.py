@@ -15,6 +15,7 @@ from tuiprof.errors import TuiprofError
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis
     from tuiprof.model.pattern import AddressPattern
+    from tuiprof.progress import Phase
     from tuiprof.session import Event, Session
 
 
@@ -32,6 +33,15 @@ class RecollectFailed(Message):
     def __init__(self, error: TuiprofError) -> None:
         super().__init__()
         self.error = error
+
+
+class LoadProgress(Message):
+    """The target being opened (or recollected) is in `phase`: compiling, emulating launch k with
+    its CTAs done, recording, loading a trace file."""
+
+    def __init__(self, phase: "Phase") -> None:
+        super().__init__()
+        self.phase = phase
 
 
 class LoadFailed(Message):
