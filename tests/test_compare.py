@@ -290,6 +290,12 @@ def test_diff_command_fail_if_worse_and_the_cache(reuse_file: Path, tmp_path: Pa
     assert "FAIL: op 1->1 mine[k % 4] X" in text.out and "(cached run)" in text.out
     assert "fail-if-worse: op 1->1 mine[k % 4] X more than 5% worse" in text.err
     assert main(["diff", str(reuse_file), *halve, *RUN, "--fail-if-worse", "50", "--op", "1"]) == 0
+    # the kernel time alone (no --op): about 2.4% slower, significantly: fails at 1%, not at 10%
+    capsys.readouterr()
+    assert main(["diff", str(reuse_file), *halve, *RUN, "--fail-if-worse", "1"]) == 1
+    text = capsys.readouterr()
+    assert "FAIL: kernel time +" in text.out and "fail-if-worse: kernel time more than 1% worse" in text.err
+    assert main(["diff", str(reuse_file), *halve, *RUN, "--fail-if-worse", "10"]) == 0
     # the other way round is an improvement: never a failure
     assert main(["diff", str(reuse_file), *RUN, "--set", "l1.size=2KiB", "--vs-set", "l1.size=4KiB",
                  "--fail-if-worse", "0", "--op", "1"]) == 0
