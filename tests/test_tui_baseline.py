@@ -134,3 +134,21 @@ async def test_baseline_survives_a_recollect_after_an_edit(tmp_path: Path) -> No
             assert (found is None) == (label == "x[t + 256]"), label
         new = next(op for op, label in labels.items() if label == "x[t + 256]")
         assert gutter(view, new).rstrip("│").endswith("new")
+
+
+async def test_no_baseline_figures_for_an_absent_cache_level() -> None:
+    """On a gtx480 (no L2, issue 25) the baseline's views leave H2 and the L2 out, as the rest of
+    the UI does; the L1's figures stay."""
+    from tuiprof.tui import delta
+
+    app = fixed_app("spmv-u", arch="gtx480")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.patterns is not None)
+        app.pin_baseline(*fixed("spmv-u", arch="gtx480", md=2))
+        await pilot.pause()
+        hot = app.query_one(SourceView).loads_by_cost()[0]
+        drill = " ".join(c.plain for c in delta.drill_lines(app.baseline, app._against.op(hot), app.levels))
+        assert "H1 " in drill and "X " in drill and "H2 " not in drill
+        ratios = [line for line in app.query_one(MdPane).render().plain.splitlines() if line.startswith("L1 ")]
+        assert len(ratios) == 1 and "→" in ratios[0] and "L2 " not in ratios[0], ratios
+        assert "vs baseline X" in app.query_one(SourceView).detail().plain

@@ -552,7 +552,7 @@ class TuiprofApp(App[int]):
     def _update_md(self) -> None:
         d = self.analysis.decisions if self.analysis is not None else None
         previous = self.previous_md if d is None or d.md is None else None
-        lines = delta.model_lines(self._against) if self._against is not None else ()
+        lines = delta.model_lines(self._against, self.levels) if self._against is not None else ()
         self.query_one(MdPane).show(d, self.sweep, self.session.md if self.session else None, self.phase, previous, lines)
 
     def histogram_op(self) -> int | None:
