@@ -102,8 +102,8 @@ def change(d: Delta | None, metric: str) -> str:
     if metric == "time_s":
         if not d.base:
             return "—"
-        rel = 100 * d.delta / d.base
-        return (f"{rel:+.1f}%" if abs(rel) >= 0.1 or rel == 0 else f"{rel:+.2g}%") + mark
+        rel = d.delta / d.base
+        return f"{'-' if rel < 0 else '+'}{fmt.pct(abs(rel))}{mark}"  # '+2.4%', '-0.000026%'; never an exponent
     return amount(d.delta, ratio=metric not in ("x", "tm")) + mark
 
 
