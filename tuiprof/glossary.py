@@ -124,6 +124,14 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
         Term("L1 read, L2 read, L2 write", "kernel-wide hit ratios: of the L1 read sectors, of the L2 read "
                                            "sectors, of the L2 write sectors"),
     )),
+    ("Comparing (b in the UI, tuiprof diff)", (
+        Term("baseline", "a run pinned with b: every view then shows the run on screen against it"),
+        Term("Δ, ΔX", "the change from the baseline (or from A to B in tuiprof diff): ΔX in cycles"),
+        Term("*, **", "significant at 5% by Welch's t-test over the two runs' trials; ** also after Holm's "
+                      "correction over every test shown"),
+        Term("p", "the test's p-value: the chance of a change this large from the model's randomness alone"),
+        Term("new", "an op the baseline does not have"),
+    )),
     ("Model pane", (
         Term("timing model", "the kernel time predicted per MD: MWP/CWP (HongKim09) fed with the simulated "
                              "latency and bytes, floored by DRAM and L2 bandwidth and instruction issue"),
