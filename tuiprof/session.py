@@ -299,17 +299,17 @@ class Session:
         return found
 
     def compiles(self) -> bool:
-        """Whether the first trial will compile the simulator's kernel for this Arch's cache and
-        DRAM geometry: neither loaded in this process nor in the on-disk kernel cache. Imports
+        """Whether the first trial will compile the simulator's kernel for this Arch's family of cache
+        and DRAM geometries: neither loaded in this process nor in the on-disk kernel cache. Imports
         Numba: call it off the UI thread."""
         from tuiprof.sim.prepared import pack_arch
         from tuiprof.sim.replay import Geometry, replay_kernel
 
-        geometry = Geometry.of(pack_arch(self.arch))
-        if replay_kernel(geometry).signatures:
+        family = Geometry.of(pack_arch(self.arch)).family
+        if replay_kernel(family).signatures:
             return False
         folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
-        return not folder or not any(Path(folder).rglob(f"*replay_{geometry.digest}-*.nbi"))
+        return not folder or not any(Path(folder).rglob(f"*replay_{family.digest}-*.nbi"))
 
     def run(self, on_event: Callable[[Event], None] | None = None) -> "Analysis | None":
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
