@@ -117,6 +117,15 @@ def test_precision_step_tightens_the_tolerance_and_pins_the_sweep() -> None:
     assert (every.tolerance, every.trials) == (None, 128)
 
 
+def test_precision_step_keeps_the_sweep_adaptive_or_not() -> None:
+    """Pinning the sweep's trial count must not turn its adaptive trials off (nor on): the sweep
+    is then found in the SweepCache instead of run again."""
+    up = precision_step(RunConfig(trials=64, tolerance=0.002), 16, True)
+    assert up.sweep_trials == 16 and up.adaptive_sweep
+    fixed = precision_step(RunConfig(trials=64, tolerance=0.002, sweep_trials=8), 16, True)
+    assert fixed.sweep_trials == 8 and not fixed.adaptive_sweep
+
+
 async def test_more_precision_reruns_to_a_narrower_interval() -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -69,7 +69,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="stop early once every headline hit ratio's 95%% confidence interval (of the mean) is within +-T (default "
                    "0.005, after at least 20 trials; 0 runs every trial)")
     p.add_argument("--sweep-trials", type=_int_in("--sweep-trials", 1, MAX_TRIALS), default=None, metavar="N",
-                   help="trials per MD in the MD sweep (default: a quarter of --trials, at least 8)")
+                   help="trials per MD in the MD sweep (default: adaptive, up to a quarter of --trials and at "
+                   "least 8, fewer for the MDs that cannot change the decision)")
     p.add_argument("--no-sweep", dest="sweep", action="store_false",
                    help="skip the MD sweep (no MD decision; the other models still run)")
 

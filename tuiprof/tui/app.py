@@ -92,7 +92,7 @@ def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfi
     """`T` (more) and `t`: with a tolerance, halve (double) it and allow 4x (a quarter of) the
     trials, since the confidence interval narrows as 1/sqrt(n); without one, double (halve) the
     trials. The MD sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
-    pinned = dict(sweep_trials=config.sweep_trials or sweep_trials,
+    pinned = dict(sweep_trials=config.sweep_trials or sweep_trials, sweep_adaptive=config.adaptive_sweep,
                   sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
     if config.tolerance:
         tol = config.tolerance / 2 if more else min(MAX_TOLERANCE, config.tolerance * 2)
