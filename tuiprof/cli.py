@@ -113,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "launch script's ARCH, else a100)")
     _add_collect_options(p)
 
+    p = sub.add_parser("warmup", help="compile the simulator's kernels for the GPU presets (and the emulator's) "
+                       "into your kernel cache now, so that no later run waits for them")
+    p.add_argument("--arch", dest="archs", action="append", metavar="NAME", default=[],
+                   help="only this preset (repeatable; default: every preset)")
+    p.add_argument("--no-emulator", dest="emulator", action="store_false",
+                   help="skip the emulator's kernels (about a minute; needed for .cu targets without a GPU)")
+    p.add_argument("--progress", action="store_true",
+                   help="as the UI starts it in the background: niced, one line per step, ends with its parent")
+
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
     p.add_argument("target", metavar="TARGET", help="a .cu source, a .tptrace file or a demo name (see `tuiprof demos`)")
     _add_ui_options(p)
@@ -310,6 +319,32 @@ def cmd_archs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """Compile what is not in the kernel cache yet (`tuiprof.warmup`)."""
+    from tuiprof.arch.presets import preset_names
+
+    unknown = [a for a in args.archs if a not in preset_names()]
+    if unknown:
+        raise UsageError(f"--arch {unknown[0]!r} is not a preset", "see `tuiprof archs`")
+    if args.progress:
+        os.nice(10)
+    from tuiprof import warmup
+    from tuiprof.jit import kernel_cache_dir
+
+    if args.progress:
+        warmup.exit_with_parent()
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    ran = warmup.warm_up(warmup.plan(args.archs or None, args.emulator), say)
+    if not args.progress:
+        where = kernel_cache_dir()
+        say(f"warmup: {'nothing to compile' if not ran else 'done'}; kernels cached in {where}" if where else
+            "warmup: no writable folder for compiled kernels: every run compiles them again")
+    return 0
+
+
 def cmd_demos(args: argparse.Namespace) -> int:
     from tuiprof.trace.demos import demo_table
 
@@ -350,6 +385,7 @@ def _arch_text(d: dict[str, Any]) -> str:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
     "init": cmd_init, "record": cmd_record, "build": cmd_gpu, "calibrate": cmd_gpu, "validate": cmd_gpu,
+    "warmup": cmd_warmup,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")
 PROGRAM_COMMANDS = ("open", "report", "record", "validate")

@@ -307,7 +307,13 @@ def note_first_compile(kernel: object, what: str) -> None:
     _noted.add(id(kernel))
     if not _cached(kernel):
         _note(f"note: compiling {what} (first run after an install or upgrade: about a minute; "
-              "cached afterwards)...")
+              "cached afterwards; `tuiprof warmup` compiles every preset's ahead)...")
+
+
+def is_cached(kernel: object) -> bool:
+    """Whether `kernel`'s first call will not compile it: loaded in this process, or fresh machine
+    code for it in Numba's disk cache (or that cannot be told)."""
+    return bool(getattr(kernel, "signatures", None)) or _cached(kernel)
 
 
 def _cached(kernel: object) -> bool:
@@ -324,4 +330,4 @@ def _cached(kernel: object) -> bool:
         return False
 
 
-__all__ = ["INLINE", "KERNEL", "atomic_add", "atomic_get", "find_tag", "keep", "kernel_cache_dir", "mulhi", "njit", "note_first_compile", "popcount", "prefetch"]
+__all__ = ["INLINE", "KERNEL", "atomic_add", "atomic_get", "find_tag", "is_cached", "keep", "kernel_cache_dir", "mulhi", "njit", "note_first_compile", "popcount", "prefetch"]

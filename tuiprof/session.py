@@ -319,13 +319,9 @@ class Session:
         and DRAM geometries: neither loaded in this process nor in the on-disk kernel cache. Imports
         Numba: call it off the UI thread."""
         from tuiprof.sim.prepared import pack_arch
-        from tuiprof.sim.replay import Geometry, replay_kernel
+        from tuiprof.sim.replay import Geometry, replay_cached
 
-        family = Geometry.of(pack_arch(self.arch)).family
-        if replay_kernel(family).signatures:
-            return False
-        folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
-        return not folder or not any(Path(folder).rglob(f"*replay_{family.digest}-*.nbi"))
+        return not replay_cached(Geometry.of(pack_arch(self.arch)).family)
 
     def run(self, on_event: Callable[[Event], None] | None = None) -> "Analysis | None":
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""

@@ -50,8 +50,10 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from dataclasses import astuple, dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -1042,6 +1044,15 @@ _KERNELS: dict[Family, Callable] = {}
 _LOCK = threading.Lock()
 
 
+def replay_cached(family: Family) -> bool:
+    """Whether `family`'s kernel will not compile at its first call: loaded in this process, or
+    in the on-disk kernel cache (`tuiprof.jit`'s folder)."""
+    if replay_kernel(family).signatures:
+        return True
+    folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
+    return bool(folder) and any(Path(folder).rglob(f"*replay_{family.digest}-*.nbi"))
+
+
 def replay_kernel(geometry: Geometry | Family) -> Callable:
     """The replay kernel of `geometry`'s family, built on first use (compiled, or loaded from the
     disk cache, at its first call)."""
@@ -1053,4 +1064,4 @@ def replay_kernel(geometry: Geometry | Family) -> Callable:
         return kernel
 
 
-__all__ = ["Family", "Geometry", "WRITEBACK", "replay_kernel", "runtime_params"]
+__all__ = ["Family", "Geometry", "WRITEBACK", "replay_cached", "replay_kernel", "runtime_params"]
