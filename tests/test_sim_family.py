@@ -28,7 +28,7 @@ def test_every_carve_out_of_a_gpu_runs_on_one_kernel() -> None:
     v100 = load_arch("v100")
     archs = [carveout_arch(v100, shared) for shared in (0, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 96 << 10)]
     assert sorted({a.l1.assoc for a in archs}) == [64, 128, 192, 224, 240, 256]
-    assert len({family(a) for a in archs}) == 1 and family(archs[0]).l1_scan == 0
+    assert len({family(a) for a in archs}) == 1 and family(archs[0]).l1_hashed
     assert len({replay_kernel(Geometry.of(pack_arch(a))) for a in archs}) == 1
 
 
@@ -37,7 +37,8 @@ def test_size_and_way_what_ifs_run_on_one_kernel() -> None:
     what_ifs = [c2050.with_overrides(o) for o in ({"l1.size": "32KiB"}, {"l2.size": "1536KiB"}, {"l2.assoc": "32"},
                                                   {"l2.size": "384KiB", "l1.size": "8KiB"})]
     assert {family(a) for a in what_ifs} == {family(c2050)}
-    assert family(c2050).l1_scan == 64 <= SCAN_MAX_ASSOC  # a scanned L1's ways are compiled in (the scan's width)
+    f = family(c2050)  # a scanned L1's ways are compiled in (the scan's width)
+    assert not f.l1_hashed and f.l1_ways == 64 <= SCAN_MAX_ASSOC
     assert family(c2050.with_overrides({"l1.assoc": "32"})) != family(c2050)
 
 

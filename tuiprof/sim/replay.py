@@ -113,10 +113,12 @@ class Family:
     l1_sector_chunks: int
     l1_lru: bool
     l1_store: int
-    l1_scan: int
-    """The ways of an L1 whose sets are scanned (compiled in: the scan's width); 0 when each SM's
-    L1 keeps a hash table of line id -> way instead (more than `SCAN_MAX_ASSOC` ways at most),
-    whose ways are a run-time value."""
+    l1_hashed: bool
+    """Each SM's L1 keeps a hash table of line id -> way (it may take more than `SCAN_MAX_ASSOC`
+    ways); else its sets are scanned."""
+    l1_ways: int
+    """Ways a set's arrays hold: a scanned L1's own (the scan's width), a hashed L1's most (its
+    ways beside a carve-out are a run-time value; the arrays keep this stride)."""
     l1_index: str
     """The dtype of the L1's recency lists (way numbers)."""
     l2_on: bool
@@ -221,7 +223,7 @@ class Geometry:
         hashed = self.l1_on and ways > SCAN_MAX_ASSOC
         return Family(l1_on=self.l1_on, l1_chunks=self.l1_chunks, l1_sector_chunks=self.l1_sector_chunks,
                       l1_lru=self.l1_lru, l1_store=self.l1_store,
-                      l1_scan=0 if hashed else self.l1_assoc,
+                      l1_hashed=hashed, l1_ways=ways if hashed else self.l1_assoc,
                       l1_index=np.dtype(_index_dtype(max(ways, 255) if hashed else ways)).name,
                       l2_on=self.l2_on, l2_chunks=self.l2_chunks, l2_sector_chunks=self.l2_sector_chunks,
                       l2_lru=self.l2_lru, l2_write_back=self.l2_write_back,
@@ -284,10 +286,11 @@ def runtime_params(params: np.ndarray, geometry: Geometry | None = None) -> np.n
 # --- helpers: straight-line calls (LLVM inlines them; no reference counting in the hot loop) ----
 
 @njit(**KERNEL)
-def lists_init(nxt, prv, n_sets, assoc):
-    """Every set's recency list: sentinel, way 0 (front) .. way assoc-1 (back)."""
+def lists_init(nxt, prv, n_sets, assoc, stride):
+    """Every set's recency list (`stride` entries apart, at least assoc + 1): sentinel, way 0
+    (front) .. way assoc-1 (back)."""
     for s in range(n_sets):
-        L = s * (assoc + 1)
+        L = s * stride
         for k in range(assoc):
             nxt[L + k] = k + 1
             prv[L + k] = k - 1 if k > 0 else assoc
@@ -495,8 +498,9 @@ def _build(g: Family) -> Callable:
     LRU1 = g.l1_lru
     EVICT1 = g.l1_store == STORE_EVICT
     STORES1 = ON1 and g.l1_store != STORE_NO_ALLOCATE  # stores update the L1
-    HASH1 = ON1 and g.l1_scan == 0
-    W1 = max(g.l1_scan, 1)  # the ways of a scanned L1
+    HASH1 = ON1 and g.l1_hashed
+    W1 = g.l1_ways  # a set's tags (compiled in: the scan's width, the sets' stride)
+    AW1 = W1 + 1  # a set's recency list, sentinel included
     P1, P2, PC = g.pow2_sets
     LT1 = np.dtype(g.l1_index).type
     VT1 = _mask_dtype(CPL1)
@@ -550,8 +554,7 @@ def _build(g: Family) -> Callable:
         BURST = rt[R_BURST]
         GROUP = rt[R_GROUP]
         NSETS1 = rt[R_L1_SETS]
-        A1 = rt[R_L1_ASSOC] if HASH1 else W1
-        AA1 = A1 + 1
+        A1 = rt[R_L1_ASSOC] if HASH1 else W1  # the ways in use (a hashed L1's sentinel at A1)
         HB1 = rt[R_L1_BITS]  # the hash table's bits: load factor at most 1/2
         HT1 = np.int64(1) << HB1
         NSETS2 = rt[R_L2_SETS]
@@ -566,11 +569,11 @@ def _build(g: Family) -> Callable:
         tabch = xor_table(CH, POLYCH)
         # L1: every SM's (one SM's when they run SM by SM), a hash table per SM when hashed
         n_l1 = (NSETS1 if BY_SM else S * NSETS1) if ON1 else 1
-        tag1 = np.full(n_l1 * A1, -1, dtype=np.int32)
-        val1 = np.zeros(n_l1 * A1, dtype=VT1)
-        nxt1 = np.empty(n_l1 * AA1, dtype=LT1)
-        prv1 = np.empty(n_l1 * AA1, dtype=LT1)
-        lists_init(nxt1, prv1, n_l1, A1)
+        tag1 = np.full(n_l1 * W1, -1, dtype=np.int32)
+        val1 = np.zeros(n_l1 * W1, dtype=VT1)
+        nxt1 = np.empty(n_l1 * AW1, dtype=LT1)
+        prv1 = np.empty(n_l1 * AW1, dtype=LT1)
+        lists_init(nxt1, prv1, n_l1, A1, AW1)
         htab1 = np.full((HT1 if BY_SM else S * HT1) if HASH1 else 1, -1, dtype=np.int64)
         sends = np.empty(req_id.shape[0] if BY_SM else 1, dtype=VT1)
         # L2: per set, and per class super-set while in lockstep
@@ -579,7 +582,7 @@ def _build(g: Family) -> Callable:
         dty2 = np.zeros(NSETS2 * A2, dtype=VT2)
         nxt2 = np.empty(NSETS2 * AA2, dtype=LT2)
         prv2 = np.empty(NSETS2 * AA2, dtype=LT2)
-        lists_init(nxt2, prv2, NSETS2, A2)
+        lists_init(nxt2, prv2, NSETS2, A2, AA2)
         way2 = np.full(n_ids2 if ON2 else 1, NONE2, dtype=LT2)
         n_lock = NCLS if LOCK else 1
         tagS = np.full(n_lock * A2, -1, dtype=np.int32)
@@ -587,7 +590,7 @@ def _build(g: Family) -> Callable:
         dtyS = np.zeros(n_lock * A2, dtype=VTS)
         nxtS = np.empty(n_lock * AA2, dtype=LT2)
         prvS = np.empty(n_lock * AA2, dtype=LT2)
-        lists_init(nxtS, prvS, n_lock, A2)
+        lists_init(nxtS, prvS, n_lock, A2, AA2)
         wayS = np.full(lines.shape[0] if LOCK else 1, NONE2, dtype=LT2)
         split = np.zeros(n_lock, dtype=np.uint8)
         # DRAM
@@ -661,7 +664,7 @@ def _build(g: Family) -> Callable:
                         sm_end = sm_acc_off[s + 1]
                         tag1[:] = -1
                         val1[:] = 0
-                        lists_init(nxt1, prv1, n_l1, A1)
+                        lists_init(nxt1, prv1, n_l1, A1, AW1)
                         if HASH1:
                             htab1[:] = -1
                     g = i
@@ -702,8 +705,8 @@ def _build(g: Family) -> Callable:
                             c_l1ra += nsec
                         if ON1 and (STORES1 or not wr):
                             sg = sl * NSETS1 + np.int64(udivmod(line1, NSETS1, DM1, DA1, DB1, P1)[1])
-                            b1 = sg * A1
-                            L1 = sg * AA1
+                            b1 = sg * W1
+                            L1 = sg * AW1
                             t1 = np.int32(id1)
                             if HASH1:
                                 w = hfind(htab1, hb, HB1, id1)
