@@ -56,7 +56,7 @@ def bench_trial(demo: str, arch_name: str, seeds: int) -> dict:
     """One trial of `demo` on `arch_name`, product against reference, interleaved per seed."""
     from tuiprof.arch import load_arch
     from tuiprof.sim.prepared import default_md, pack_arch, prepare
-    from tuiprof.sim.reference import trial_kernel
+    from tuiprof.sim.reference import reference_arrays
     from tuiprof.sim.trial import trial_arrays
     from tuiprof.trace.demos import resolve_target
     from tuiprof.trace.io import load_trace
@@ -67,9 +67,7 @@ def bench_trial(demo: str, arch_name: str, seeds: int) -> dict:
     co, md, params = p.coalesced, default_md(trace, arch), pack_arch(arch)
 
     def reference(seed: int):
-        return trial_kernel(params, md, seed, p.n_ops, p.acc_op, p.op_write, p.op_cached, co.req_off, co.req_line,
-                            co.req_mask, co.req_full, p.seq_off, p.warp_seq_off, p.warp_cta, p.cta_warp_off, p.cta_warps,
-                            p.sm_seq_off, p.sm_acc_off)
+        return reference_arrays(p, params, md, seed)
 
     def product(seed: int):
         return trial_arrays(p, params, md, seed)

@@ -61,7 +61,7 @@ def part2_figures(seeds: int = 3) -> None:
     import numpy as np
 
     from tuiprof.arch.presets import preset_arch
-    from tuiprof.arch.model import format_size
+    from tuiprof import units
     from tuiprof.session import RunConfig, Session
     from tuiprof.sim.prepared import default_md, prepare
     from tuiprof.sim.trial import run_trial
@@ -99,7 +99,7 @@ def part2_figures(seeds: int = 3) -> None:
     s = Session(tiled, RunConfig(arch="v100"))
     L = tiled.launch
     print(f"transpose-tiled on v100, MD {s.md}: {s.md} x {L.static_shared + L.dynamic_shared} B shared per SM; "
-          f"L1 simulated {format_size(s.arch.l1.size)} ({s.arch.l1.assoc} ways)")
+          f"L1 simulated {units.size(s.arch.l1.size)} ({s.arch.l1.assoc} ways)")
 
 
 def main() -> None:

@@ -12,13 +12,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tuiprof.collect.emu.decode import Program, decode
+from tuiprof.collect.emu.decode import Program, decode, module_constants
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
 from tuiprof.collect.gpu import DeviceInfo, KernelParams
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.cfg import ipdom
 from tuiprof.ptx.model import Function, Module, SourceLoc
+
+
+CONST_BANK = 0x7E40_0000_0000
+"""Where this driver keeps a module's constant bank in device memory (as a GPU backs it), so that
+cuModuleGetGlobal of a ``__constant__`` variable gives an address the host can write."""
 
 
 class _EmuModule:
@@ -84,7 +89,9 @@ class EmuDriver:
         m = _EmuModule(parse_module(ptx))
         kernels = list(m.module.kernels)
         if kernels:  # module variables sit at fixed addresses: a module loaded again shares them
-            for g in m.program(kernels[0]).globals_:
+            bank = tuple(g.__class__(g.name, CONST_BANK + g.address, max(g.size, 1), g.init)
+                         for g in module_constants(m.module))
+            for g in m.program(kernels[0]).globals_ + bank:
                 if g.address not in self._placed:
                     self._placed.add(g.address)
                     self._globals.append((g.address, g.size, g.init))
@@ -94,7 +101,10 @@ class EmuDriver:
     def get_global(self, module: object, name: str) -> tuple[int, int]:
         assert isinstance(module, _EmuModule)
         prog = module.program(next(iter(module.module.kernels)))
-        g = next(g for g in prog.globals_ if g.name == name)
+        g = next((g for g in prog.globals_ if g.name == name), None)
+        if g is None:
+            c = next(c for c in module_constants(module.module) if c.name == name)
+            return CONST_BANK + c.address, c.size
         return g.address, g.size
 
     def get_function(self, module: object, name: str) -> object:
@@ -113,8 +123,12 @@ class EmuDriver:
         buf = params.buffer()  # the .param space as pycuda hands it to the driver
         assert len(buf) == prog.param_size
         execute(prog, self.heap, grid, block, buf, shared, np.zeros(0, np.int64), n_sms=self.n_sms,
-                threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where)
+                threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where, constants=self.constants(prog))
         return 0.0
+
+    def constants(self, prog: Program) -> bytes:
+        """The constant bank of `prog`'s module as the host last wrote it."""
+        return self.heap.read(CONST_BANK, len(prog.const_image)).tobytes() if prog.const_image else b""
 
     def close(self) -> None:
         pass

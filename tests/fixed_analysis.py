@@ -5,6 +5,8 @@ because the simulator changed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from tuiprof.session import RunConfig, Session
@@ -32,6 +34,8 @@ def made_up_trial(session: Session, md: int, index: int, rng: np.random.Generato
     writes = np.where(load, 0, req)
     l1h = np.round(reads * h1).astype(np.int64) if arch.l1.enabled else np.zeros(n, np.int64)
     l2ra = reads - l1h
+    if not arch.l2.enabled:  # as the simulator counts it: every access misses an absent L2
+        h2 = np.zeros(n)
     l2rh = np.round(l2ra * h2).astype(np.int64)
     l2wh = np.round(writes * h2).astype(np.int64)
     dram_r = l2ra - l2rh
@@ -45,21 +49,23 @@ def made_up_trial(session: Session, md: int, index: int, rng: np.random.Generato
                        dram_writebacks=int(rng.integers(0, 50)), dram_writebacks_owed=0, sm_requests=sm, elapsed=0.25)
 
 
-def fixed(demo: str) -> tuple[Session, object]:
-    """A Session of `demo` and its fixed Analysis (made once per test process)."""
-    if demo not in _CACHE:
-        session = Session.open(demo, CONFIG)
+def fixed(demo: str, arch: str | None = None) -> tuple[Session, object]:
+    """A Session of `demo` (on `arch`, default the trace's) and its fixed Analysis (made once per
+    test process)."""
+    key = f"{demo}:{arch}"
+    if key not in _CACHE:
+        session = Session.open(demo, replace(CONFIG, arch=arch))
         rng = np.random.default_rng(2024)
         main = [made_up_trial(session, session.md, i, rng) for i in range(TRIALS)]
         per_md = {m: [made_up_trial(session, m, i, rng) for i in range(session.sweep_trial_count())]
                   for m in session.sweep_mds() if m != session.md}
-        _CACHE[demo] = (session, session.analysis_of(main, per_md, elapsed=1.5))
-    return _CACHE[demo]
+        _CACHE[key] = (session, session.analysis_of(main, per_md, elapsed=1.5))
+    return _CACHE[key]
 
 
-def fixed_app(demo: str, **kwargs: object):
-    """The app showing `demo`'s fixed analysis, without timings."""
+def fixed_app(demo: str, arch: str | None = None, **kwargs: object):
+    """The app showing `demo`'s fixed analysis (on `arch`), without timings."""
     from tuiprof.tui.app import TuiprofApp
 
-    session, analysis = fixed(demo)
+    session, analysis = fixed(demo, arch)
     return TuiprofApp(session=session, analysis=analysis, show_timing=False, **kwargs)

@@ -83,7 +83,7 @@ def test_the_readme_what_if_runs(trace_file: Path, capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("args,needle", [
     (["report", "/no/such/file.tptrace"], "does not exist"),
     (["report", "/no/such/kernel.cu"], "kernel.cu does not exist"),
-    (["report", "{tmp}/folder.cu"], "folder.cu is not a file"),
+    (["report", "{tmp}/folder.cu"], "folder.cu is a directory"),
     (["report", "{tmp}"], "is a directory"),
     (["report", "{bad}"], "not a valid .tptrace"),
     (["report", "not-a-demo"], "neither a file nor a demo"),

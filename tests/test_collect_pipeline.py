@@ -137,11 +137,13 @@ def test_init_then_record_then_report(tmp_path: Path) -> None:
 
 def cli_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     """Run ``tuiprof ARGV`` in this process; it must exit with 2 and print exactly an ``error:``
-    line and a ``hint:`` line (after the note of a first Numba compile, if any). Returns them."""
+    line and a ``hint:`` (after the note of a first Numba compile, if any; a hint listing names
+    continues on indented lines, a few names each). Returns them."""
     assert main(argv) == 2
     err = "".join(line for line in capsys.readouterr().err.splitlines(True) if not line.startswith("note: "))
     lines = err.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("hint: "), err
+    assert len(lines) >= 2 and lines[0].startswith("error: ") and lines[1].startswith("hint: "), err
+    assert all(line.startswith("  ") for line in lines[2:]), err
     return err
 
 

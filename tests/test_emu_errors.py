@@ -107,7 +107,7 @@ def test_wrong_launch_arguments(cuda_ptx, args, message):
 def test_unknown_kernel_and_bad_geometry(cuda_ptx):
     module, src, text = bad(cuda_ptx)
     dev = EmuDevice(module, src, text)
-    with pytest.raises(TuiprofError, match=r"no kernel named 'nope'") as e:
+    with pytest.raises(TuiprofError, match=r"no kernel 'nope'") as e:
         dev.launch("nope", 1, 1, ())
     assert "takes_three" in e.value.hint
     args = (dev.zeros(8, np.float32), dev.zeros(8, np.float32), np.int32(8))

@@ -9,6 +9,7 @@ compared with a prediction."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -392,10 +393,10 @@ def _op(i: int, kind: str, space: str) -> StaticOp:
 
 
 def test_compare_and_render() -> None:
-    ops = (SimpleNamespace(op=_op(0, "load", "global"), warp_accesses=100, sectors_per_access=8.0),
-           SimpleNamespace(op=_op(1, "load", "global"), warp_accesses=50, sectors_per_access=4.0),
-           SimpleNamespace(op=_op(2, "store", "global"), warp_accesses=80, sectors_per_access=4.0),
-           SimpleNamespace(op=_op(3, "load", "shared"), warp_accesses=80, sectors_per_access=8.0))
+    ops = (SimpleNamespace(op=_op(0, "load", "global"), warp_accesses=100, sectors_per_access=8.0, passes=None),
+           SimpleNamespace(op=_op(1, "load", "global"), warp_accesses=50, sectors_per_access=4.0, passes=None),
+           SimpleNamespace(op=_op(2, "store", "global"), warp_accesses=80, sectors_per_access=4.0, passes=None),
+           SimpleNamespace(op=_op(3, "load", "shared"), warp_accesses=80, sectors_per_access=8.0, passes=None))
     analysis = SimpleNamespace(headline={"l1_read": _est(0.45, 0.43, 0.47), "l2_read": _est(0.80, 0.78, 0.82),
                                          "l2_write": _est(float("nan"), float("nan"), float("nan"))}, ops=ops)
     # ncu's sectors per request are per warp instruction: (100 x 8 + 50 x 4) sectors / 150 accesses
@@ -512,3 +513,77 @@ async def test_the_ui_records_a_kernel_file_on_the_gpu_when_one_is_usable(app: P
     emulator_as_gpu(monkeypatch)
     trace = await assert_ui_records_on_the_gpu("k.cu")
     assert trace.provenance.gpu == "tuiprof emulator"
+
+
+# --- the measurements of issue 24: optional metrics, counters, shared wavefronts -----------------
+
+def test_optional_metrics_follow_what_the_ncu_at_hand_lists() -> None:
+    from tuiprof.validate import RESEARCH, metric_base, missing_metrics, usable_metrics
+
+    listing = "Device NVIDIA H100\n" + "\n".join(f"{metric_base(m)}   some description" for m in RESEARCH[:3])
+    assert usable_metrics(RESEARCH, listing) == RESEARCH[:3]
+    assert usable_metrics(RESEARCH, None) == RESEARCH and usable_metrics(RESEARCH, "no metrics here") == RESEARCH
+    err = "==ERROR== Failed to find metric regex:^lts__t_sectors_srcunit_ltcfabric_op_read.sum$\n"
+    assert missing_metrics(err, RESEARCH) == {"lts__t_sectors_srcunit_ltcfabric_op_read.sum"}
+
+
+def test_measure_drops_a_metric_this_ncu_refuses_and_keeps_the_headline(tmp_path: Path) -> None:
+    # A stand-in ncu: lists every metric but one it then refuses by name, and writes the CSV of
+    # whatever it is asked for (each metric 1.0, hit rates 50%).
+    from tuiprof.validate import METRICS, RESEARCH, SHARED_WAVEFRONTS, counters, measure
+
+    refused = RESEARCH[5]
+    listed = list(METRICS) + [m for _, w, n in SHARED_WAVEFRONTS for m in (w, n)] + list(RESEARCH)
+    fake = tmp_path / "ncu"
+    fake.write_text(f"""#!{sys.executable}
+import sys
+args = sys.argv[1:]
+if args == ["--query-metrics"]:
+    print("\\n".join(m.split(".")[0] for m in {listed!r}))
+    sys.exit(0)
+metrics = args[args.index("--metrics") + 1].split(",")
+log = args[args.index("--log-file") + 1]
+if {refused!r} in metrics:
+    open(log, "w").write("==ERROR== Failed to find metric {refused}\\n")
+    sys.exit(1)
+rows = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+rows += [f'"0","k","{{m}}","{{"%" if m.endswith(".pct") else ""}}","{{50 if m.endswith(".pct") else 1}}"' for m in metrics]
+open(log, "w").write("\\n".join(rows) + "\\n")
+""")
+    fake.chmod(0o755)
+    asked: list[tuple[str, ...]] = []
+
+    def command(metrics):
+        asked.append(tuple(metrics))
+        return ncu_command(str(fake), ["./app"], kernel=None, launch_index=0, log=tmp_path / "l.csv", metrics=metrics)
+
+    [launch] = measure(str(fake), command)
+    assert len(asked) == 2 and refused in asked[0] and refused not in asked[1]
+    assert measured_values(launch)["l1_read"] == 0.5
+    got = counters(launch)
+    assert refused not in got and set(got) == set(RESEARCH) - {refused}
+    assert measured_values(launch)["shared_ld_wavefronts_per_request"] == 1.0
+
+
+def test_shared_wavefronts_are_compared_with_the_prediction() -> None:
+    from tuiprof.model.shared import PassStats
+    from tuiprof.trace.model import measured_problem
+    from tuiprof.validate import predicted_wavefronts_per_request
+
+    def passes(n: int, per: float) -> PassStats:
+        return PassStats("shared", n, per, 1.0, int(per), 1.0, 19.0 + per - 1, ())
+
+    ops = (SimpleNamespace(op=_op(0, "load", "shared"), warp_accesses=100, sectors_per_access=float("nan"),
+                           passes=passes(100, 32.0)),
+           SimpleNamespace(op=_op(1, "load", "shared"), warp_accesses=300, sectors_per_access=float("nan"),
+                           passes=passes(300, 1.0)),
+           SimpleNamespace(op=_op(2, "store", "shared"), warp_accesses=50, sectors_per_access=float("nan"),
+                           passes=passes(50, 1.0)))
+    analysis = SimpleNamespace(headline={}, ops=ops)
+    assert predicted_wavefronts_per_request(analysis, "load") == pytest.approx((100 * 32 + 300) / 400)
+    rows = compare(analysis, {"shared_ld_wavefronts_per_request": 8.0, "shared_st_wavefronts_per_request": 1.0})
+    assert [(c.key, c.predicted, c.abs_error) for c in rows] == [
+        ("shared_ld_wavefronts_per_request", 8.75, 0.75), ("shared_st_wavefronts_per_request", 1.0, 0.0)]
+    assert re.search(r"wavefronts / request \(shared loads\) +8\.75", render(rows))
+    assert measured_problem("shared_ld_wavefronts_per_request", 32.0) is None
+    assert "outside" in measured_problem("shared_ld_wavefronts_per_request", 500.0)

@@ -53,7 +53,8 @@ class NativeEmuDriver(EmuDriver):
 
         prog = decode(module.module, name, ipdoms, ids, len({op.id for _, _, op in self.table}), _where)
         self.result = execute(prog, self.heap, grid, block, params.buffer(), shared, self.snapshot, n_sms=self.n_sms,
-                              threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where)
+                              threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where,
+                              constants=self.constants(prog))
         return 0.0
 
 

@@ -74,8 +74,8 @@ def test_a_tile_column_is_32_way_unless_padded(cuda_ptx, kernel: str, column_wav
     st, dev, dargs = stats_by_label(cuda_ptx("shared_banks"), kernel, (32, 32, 1), [data, np.zeros_like(data)])
     np.testing.assert_array_equal(dev.from_device(dargs[1]), data.reshape(32, 32).T.reshape(-1))
     row, column = st[("store", "tile[y][x]")], st[("load", "tile[x][y]")]
-    assert (row.wavefronts, row.ideal, row.conflicted) == (1, 1, 0)
-    assert (column.wavefronts, column.ideal, column.worst) == (column_wavefronts, 1, column_wavefronts)
+    assert (row.passes, row.ideal, row.conflicted) == (1, 1, 0)
+    assert (column.passes, column.ideal, column.worst) == (column_wavefronts, 1, column_wavefronts)
     assert column.warp_accesses == 32 and column.latency == 19 + column_wavefronts - 1
     assert column.histogram[column_wavefronts] == 32 and len(column.histogram) == MAX_WAVEFRONTS + 1
 
@@ -85,9 +85,9 @@ def test_broadcast_stride_and_vectors(cuda_ptx) -> None:
     st, dev, dargs = stats_by_label(cuda_ptx("shared_banks"), "broadcast_and_stride", (32, 1, 1),
                                     [data, np.zeros(32, np.float32)])
     np.testing.assert_array_equal(dev.from_device(dargs[1]), data[0] + data[2 * np.arange(32)])
-    assert st[("load", "s[0]")].wavefronts == 1
-    assert st[("load", "s[2 * t]")].wavefronts == 2 and st[("load", "s[2 * t]")].ways == 2
+    assert st[("load", "s[0]")].passes == 1
+    assert st[("load", "s[2 * t]")].passes == 2 and st[("load", "s[2 * t]")].ways == 2
     vec = np.arange(32 * 4, dtype=np.float32)
     st, dev, dargs = stats_by_label(cuda_ptx("shared_banks"), "vector_rows", (32, 1, 1), [vec, np.zeros_like(vec)])
-    assert (st[("store", "v[t]")].wavefronts, st[("store", "v[t]")].ideal) == (4, 4)
+    assert (st[("store", "v[t]")].passes, st[("store", "v[t]")].ideal) == (4, 4)
     assert st[("load", "v[31 - t]")].extra == 0

@@ -89,7 +89,7 @@ def test_fixture_ops_point_at_their_source_lines(path: Path) -> None:
             line = lines[op.line - 1]
             # the column is the expression's, or the statement's when the label is the whole line
             assert line[op.column - 1:].startswith(op.label) or op.label == line.split("//")[0].strip().rstrip(";").strip(), op
-            assert op.kind in ("load", "store", "atomic") and op.space in ("global", "shared", "local")
+            assert op.kind in ("load", "store", "atomic") and op.space in ("global", "shared", "local", "const")
             ins = m.functions[fname].instructions[index]
             assert ins.opcode in ("ld", "ldu", "st", "atom", "red", "cp")
             assert op.ptx_line == ins.ptx_line or op.ptx_line < ins.ptx_line  # first copy's line

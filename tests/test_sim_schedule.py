@@ -27,6 +27,11 @@ def layout(seqs_per_warp, warps_per_cta, S):
     return warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off
 
 
+def no_barriers(L) -> np.ndarray:
+    """`seq_epoch` of a layout with no CTA barrier: every sequence in interval 0."""
+    return np.zeros(int(L[0][-1]), dtype=np.int32)
+
+
 def owner(warp_seq_off, q):
     """The warp of each sequence in `q`."""
     return np.searchsorted(warp_seq_off, q, side="right") - 1
@@ -37,14 +42,14 @@ def test_issue_shares_approach_the_weights() -> None:
     # robin gives warp w w / sum(w) of the issues, to within a sequence or two at any point.
     weight = np.array([0.6, 1.0, 1.3, 0.8])
     L = layout([3000] * 4, 4, 1)
-    issue = weighted_round_robin(rng_new(5), 1, 1, weight, np.zeros(1, dtype=np.int64), *L)
+    issue = weighted_round_robin(rng_new(5), 1, 1, weight, np.zeros(1, dtype=np.int64), no_barriers(L), *L)
     who = owner(L[0], issue)
     first_done = min(np.flatnonzero(who == w)[-1] for w in range(4))
     for t in (100, 1000, first_done):
         counts = np.bincount(who[:t], minlength=4)
         assert np.all(np.abs(counts - t * weight / weight.sum()) <= 2.5), (t, counts)
     # Equal weights: rounds in residency order from a random warp, one sequence per warp each.
-    issue = weighted_round_robin(rng_new(5), 1, 1, np.ones(4), np.zeros(1, dtype=np.int64), *L)
+    issue = weighted_round_robin(rng_new(5), 1, 1, np.ones(4), np.zeros(1, dtype=np.int64), no_barriers(L), *L)
     rounds = owner(L[0], issue).reshape(-1, 4)
     starts = rounds[:, 0]
     assert np.array_equal(rounds, (starts[:, None] + np.arange(4)) % 4)
@@ -99,13 +104,13 @@ def test_a_delayed_cta_holds_its_slot_and_joins_in_its_round() -> None:
     # One SM, MD 2, three CTAs of one warp (6 sequences each), equal weights: CTA 1 joins in round
     # 3, after CTA 0 has issued 3 sequences; CTA 2 waits for a free slot, not for CTA 1's round.
     L = layout([6, 6, 6], 1, 1)
-    issue = weighted_round_robin(rng_new(1), 1, 2, np.ones(3), np.array([0, 3, 0]), *L)
+    issue = weighted_round_robin(rng_new(1), 1, 2, np.ones(3), np.array([0, 3, 0]), no_barriers(L), *L)
     who = owner(L[0], issue).tolist()
     assert who[:3] == [0, 0, 0]
     assert who.index(2) > who.index(1)
     assert who[who.index(2):].count(0) == 0  # CTA 2 took CTA 0's slot
     # Nothing ready in round 0 (both CTAs delayed): the SM starts with the earliest joiner.
-    issue = weighted_round_robin(rng_new(1), 1, 2, np.ones(3), np.array([5, 2, 0]), *L)
+    issue = weighted_round_robin(rng_new(1), 1, 2, np.ones(3), np.array([5, 2, 0]), no_barriers(L), *L)
     who = owner(L[0], issue).tolist()
     assert who[:3] == [1, 1, 1]
 
@@ -124,7 +129,7 @@ def test_every_sequence_once_in_program_order_with_md_ctas_at_most(case) -> None
     warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off = L
     weight = draw_weights(rng_new(case), warp_cta.size, SKEW_MAX)
     join = draw_joins(rng_new(case), S, md, warp_seq_off, cta_warp_off, cta_warps)
-    issue = weighted_round_robin(rng_new(case), S, md, weight, join, *L)
+    issue = weighted_round_robin(rng_new(case), S, md, weight, join, no_barriers(L), *L)
     assert np.array_equal(np.sort(issue), np.arange(warp_seq_off[-1]))
     for s in range(S):
         mine = issue[sm_seq_off[s]:sm_seq_off[s + 1]]
@@ -155,6 +160,15 @@ def merged_stream(order, lab, sm_acc_off):
     return out
 
 
+def random_epochs(rng, warp_seq_off) -> np.ndarray:
+    """Barrier intervals of random layouts: each warp's sequences in nondecreasing intervals."""
+    out = np.zeros(int(warp_seq_off[-1]), dtype=np.int32)
+    for w in range(warp_seq_off.size - 1):
+        lo, hi = warp_seq_off[w], warp_seq_off[w + 1]
+        out[lo:hi] = np.cumsum(rng.random(hi - lo) < 0.3)
+    return out
+
+
 @pytest.mark.parametrize("case", range(8))
 def test_every_warp_keeps_program_order_in_the_merged_stream(case) -> None:
     # Steps 1-4 together, on random layouts where every sequence holds 1-3 accesses: the merged
@@ -171,8 +185,10 @@ def test_every_warp_keeps_program_order_in_the_merged_stream(case) -> None:
     acc_warp = owner(warp_seq_off, owner(seq_off, np.arange(n_acc)))
     sm_acc_off = np.concatenate([[0], np.cumsum(np.bincount(warp_cta[acc_warp] % S, minlength=S))]).astype(np.int64)
     cta_acc = np.bincount(warp_cta[acc_warp], minlength=cta_warp_off.size - 1).astype(np.int64)
+    epoch = random_epochs(rng, warp_seq_off)
     for seed in range(5):
-        order, lab = order_accesses(rng_new(seed), S, md, *L, seq_off, acc_op, op_cached, sm_acc_off, cta_acc)
+        order, lab = order_accesses(rng_new(seed), S, md, epoch, *L, seq_off, acc_op, op_cached, sm_acc_off,
+                                    cta_acc)
         stream = merged_stream(order, lab, sm_acc_off)
         assert np.array_equal(np.sort(stream), np.arange(n_acc))
         for w in range(warp_cta.size):
@@ -215,6 +231,58 @@ def test_an_sm_enters_the_merge_at_its_entry() -> None:
 
 def test_same_seed_same_order_other_seeds_other_orders() -> None:
     L = random_layout(np.random.default_rng(99), 2)
-    a, b = schedule(rng_new(3), 2, 2, *L), schedule(rng_new(3), 2, 2, *L)
+    E = no_barriers(L)
+    a, b = schedule(rng_new(3), 2, 2, E, *L), schedule(rng_new(3), 2, 2, E, *L)
     assert np.array_equal(a, b)
-    assert any(not np.array_equal(schedule(rng_new(s), 2, 2, *L), a) for s in range(4, 8))
+    assert any(not np.array_equal(schedule(rng_new(s), 2, 2, E, *L), a) for s in range(4, 8))
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_no_warp_passes_a_barrier_before_its_cta_reaches_it(case) -> None:
+    # Random layouts with CTA barriers (the same number in every warp of a CTA, as __syncthreads
+    # requires) and unequal weights (up to 3:1): in every SM's issue order, no sequence of
+    # interval e+1 of a CTA comes before the last sequence of interval e of any of its warps.
+    rng = np.random.default_rng(300 + case)
+    S, md, wpc = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(2, 5))
+    n_ctas = int(rng.integers(2, 7))
+    barriers = rng.integers(0, 4, n_ctas)
+    seqs, epochs = [], []
+    for c in range(n_ctas):
+        for _ in range(wpc):
+            per = rng.integers(1, 4, barriers[c] + 1)  # sequences in each interval
+            seqs.append(int(per.sum()))
+            epochs.append(np.repeat(np.arange(barriers[c] + 1), per))
+    L = layout(seqs, wpc, S)
+    epoch = np.concatenate(epochs).astype(np.int32)
+    warp_seq_off, warp_cta = L[0], L[1]
+    for seed in range(4):
+        weight = np.array([0.5 if w % 2 else 1.5 for w in range(warp_cta.size)])
+        join = draw_joins(rng_new(seed), S, md, warp_seq_off, L[2], L[3])
+        issue = weighted_round_robin(rng_new(seed), S, md, weight, join, epoch, *L)
+        assert np.array_equal(np.sort(issue), np.arange(warp_seq_off[-1]))
+        who = owner(warp_seq_off, issue)
+        for c in range(n_ctas):
+            mine = np.flatnonzero(warp_cta[who] == c)
+            e = epoch[issue[mine]]
+            for k in range(int(e.max(initial=0))):
+                assert mine[e == k].max() < mine[e == k + 1].min(), (seed, c, k)
+
+
+def test_barrier_intervals_count_the_sequences_after_a_barrier() -> None:
+    import dataclasses
+
+    from tests.test_sim_support import lanes, op, trace_of
+    from tuiprof.arch import load_arch
+    from tuiprof.sim.prepared import prepare
+
+    # op 2 follows op 1 across a barrier on every path; op 0 follows op 2 across another.
+    kinds = (op("load", starts=True), op("load"), op("load", starts=True))
+    warps = [[(0, lanes(0), 0xFFFFFFFF), (1, lanes(128), 0xFFFFFFFF), (2, lanes(256), 0xFFFFFFFF),
+              (0, lanes(384), 0xFFFFFFFF), (2, lanes(512), 0xFFFFFFFF)]] * 2
+    t = trace_of(warps, ops=kinds, warps_per_cta=2)
+    after = ((2,), (), (1,))
+    t = dataclasses.replace(t, ops=tuple(dataclasses.replace(o, barrier_after=a) for o, a in zip(t.ops, after)))
+    p = prepare(t, load_arch("v100"))
+    # sequences per warp: [op0 op1] [op2] [op0] [op2]: op2 after op1 crosses, op0 after op2
+    # crosses, op2 after op0 does not: intervals 0, 1, 2, 2
+    assert p.seq_epoch.tolist() == [0, 1, 2, 2] * 2

@@ -193,3 +193,23 @@ def test_saving_the_same_trace_twice_gives_the_same_bytes(tmp_path: Path) -> Non
     first = save_trace(t, tmp_path / "a.tptrace").read_bytes()
     os.utime(tmp_path / "a.tptrace", (0, 0))
     assert save_trace(t, tmp_path / "b.tptrace").read_bytes() == first
+
+
+def test_ptx_lists_and_barrier_pairs_round_trip_and_give_way_to_the_header_cap(tmp_path) -> None:
+    """Ops keep their PTX instructions and barrier flag through a file; a trace whose PTX lists
+    alone would pass the header's cap is written without them (they are only shown), not refused."""
+    import dataclasses
+
+    from tests.factories import make_trace
+    from tuiprof.trace.io import load_trace, save_trace
+    from tuiprof.trace.model import MAX_OP_PTX
+
+    t = make_trace([[4 * i for i in range(32)]] * 2, ops=[0, 1], kinds=("load", "store"))
+    ops = (dataclasses.replace(t.ops[0], ptx=((12, "ld.global.f32 %f1, [%rd4];"),), barrier_after=(1,)), t.ops[1])
+    back = load_trace(save_trace(dataclasses.replace(t, ops=ops), tmp_path / "a.tptrace"))
+    assert back.ops[0].ptx == ((12, "ld.global.f32 %f1, [%rd4];"),) and back.ops[0].barrier_after == (1,)
+    assert back.ops[1].ptx == () and back.ops[1].barrier_after == ()
+    long = tuple((k, "ld.global.f32 %f1, [%rd4+" + "9" * 4000 + "];") for k in range(MAX_OP_PTX))
+    many = tuple(dataclasses.replace(t.ops[0], id=i, ptx=long) for i in range(80))
+    big = load_trace(save_trace(dataclasses.replace(t, ops=many), tmp_path / "b.tptrace"))
+    assert len(big.ops) == 80 and all(o.ptx == () for o in big.ops)

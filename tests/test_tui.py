@@ -805,17 +805,17 @@ async def test_a_shared_op_shows_its_bank_conflicts_not_cache_ratios() -> None:
     ``shm`` with its wavefronts per request, the histogram draws requests by wavefronts (the same
     in every trial), and the drill-down speaks of banks, never of H1, H2 or the L2."""
     session, analysis = fixed("cr")
-    conflicted = next(s for s in analysis.ops if s.shared is not None and s.shared.extra > 1)
+    conflicted = next(s for s in analysis.ops if s.passes is not None and s.passes.extra > 1)
     app = fixed_app("cr")
     async with app.run_test(size=(160, 48)) as pilot:
         await patterns_in(pilot)
         view = app.query_one(SourceView)
         view.go_to_op(conflicted.op.id)
         await pilot.pause()
-        row = next(line for line in lines_of(view) if f"{conflicted.shared.wavefronts:>2.0f}" in line and "shm" in line)
+        row = next(line for line in lines_of(view) if f"{conflicted.passes.passes:>2.0f}" in line and "shm" in line)
         assert "shm" in row
         hist = app.query_one("#hist", HistogramView)
-        assert hist.shared is conflicted.shared and "wavefronts per request" in screen_text(app)
+        assert hist.shared is conflicted.passes and "wavefronts per request" in screen_text(app)
         await pilot.press("enter")
         assert isinstance(app.screen, DrillScreen)
         await pilot.pause()

@@ -1,7 +1,8 @@
 """Snapshot pictures of the UI (pytest-textual-snapshot) on fixed analysis data (made-up trials
 through the run's own analysis, `tests.fixed_analysis`), so that a picture changes only when the
 layout does: the main screen of spmv-u and transpose-naive at 80x24, 120x40, 160x50 and 220x60,
-the histogram tab, the drill-down, the help screen and the arch picker."""
+and of spmv-u on a GPU without an L2, the histogram tab, the drill-down, the help screen and the
+arch picker (and at 80x24 the last three, issue 25)."""
 
 from __future__ import annotations
 
@@ -43,19 +44,28 @@ def test_model_tab_at_120x40(snap_compare) -> None:
     assert snap_compare(fixed_app("spmv-u"), terminal_size=(120, 40), run_before=tab)
 
 
-def test_drill_down(snap_compare) -> None:
+@pytest.mark.parametrize("demo,size,keys", [("transpose-naive", (120, 40), ("n", "enter")),
+                                             ("spmv-u", (80, 24), ("enter",))],
+                         ids=["transpose-naive-120x40", "spmv-u-80x24"])
+def test_drill_down(snap_compare, demo: str, size: tuple[int, int], keys: tuple[str, ...]) -> None:
     async def drill(pilot) -> None:
         await patterns_in(pilot)
-        await pilot.press("n", "enter")
+        await pilot.press(*keys)
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "pattern", None) is not None)
         await pilot.pause()
 
-    assert snap_compare(fixed_app("transpose-naive"), terminal_size=(120, 40), run_before=drill)
+    assert snap_compare(fixed_app(demo), terminal_size=size, run_before=drill)
 
 
-def test_help_screen(snap_compare) -> None:
-    assert snap_compare(fixed_app("spmv-u"), terminal_size=(100, 50), press=["question_mark"])
+@pytest.mark.parametrize("size", [(100, 50), (80, 24)], ids=["100x50", "80x24"])
+def test_help_screen(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=size, press=["question_mark"])
 
 
-def test_arch_picker(snap_compare) -> None:
-    assert snap_compare(fixed_app("spmv-u"), terminal_size=(100, 40), press=["a"])
+@pytest.mark.parametrize("size", [(100, 40), (80, 24)], ids=["100x40", "80x24"])
+def test_arch_picker(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=size, press=["a"])
+
+
+def test_main_screen_without_an_l2(snap_compare) -> None:
+    assert snap_compare(fixed_app("spmv-u", arch="gtx480"), terminal_size=(120, 40), run_before=patterns_in)

@@ -1,8 +1,10 @@
 """The UI in a real terminal: tmux runs `tuiprof demo`, the test waits for what the screen shows
 (never for a fixed time: every step waits on the screen it expects), presses keys and reads the
-screen with capture-pane; NO_COLOR sends no colour escape; closing the terminal ends the process.
+screen with capture-pane; NO_COLOR sends no colour escape and draws the cursor in reverse video;
+each resize lays the screen out as a fresh start at that size does; closing the terminal ends
+the process.
 
-The first test runs in CI (a small demo, a few seconds); the others are slow."""
+The first two tests run in CI (a small demo, a few seconds each); the others are slow."""
 
 from __future__ import annotations
 
@@ -40,6 +42,12 @@ def test_demo_in_a_real_terminal(tmux: Tmux) -> None:
     assert "▶1" in text and "vecadd.cu" in text and MAIN in text and "emulator trace" in text
     coloured = tmux("capture-pane", "-p", "-e", "-t", tmux.name)
     assert not re.search(r"\x1b\[[0-9;]*(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]", coloured), "NO_COLOR sent a colour"
+    # The cursor (on L1, the costliest load) is reverse video; the other source lines are not.
+    rows = coloured.splitlines()
+    cursor = next(r for r in rows if "▶1" in r)
+    assert re.search(r"\x1b\[([0-9;]*;)?7[;m]", cursor), repr(cursor)
+    others = [r for r in rows[2:] if "│" in r and "▶1" not in r and "Source" not in r]
+    assert others and not any(re.search(r"\x1b\[([0-9;]*;)?7[;m]", r) for r in others)
     tmux("send-keys", "-t", tmux.name, "n", "Enter")
     text = tmux.wait_screen("Latency breakdown", 30)
     assert "Advice" in text and "sectors per request" in text
@@ -51,6 +59,46 @@ def test_demo_in_a_real_terminal(tmux: Tmux) -> None:
     tmux.wait_screen_without("tuiprof keys", 30)                   # the lone ESC was taken: q is q
     tmux("send-keys", "-t", tmux.name, "q")
     assert wait_gone(pid, 10) < 10
+
+
+def body(screen: str) -> list[str]:
+    """The screen without its status line (which holds the run's time)."""
+    return [line.rstrip() for line in screen.splitlines()[1:]]
+
+
+def test_resizes_lay_out_as_a_fresh_start_would(tmux: Tmux) -> None:
+    """Issue 25: the layout followed a resize one step late (120x40 -> 200x60 kept the tabs;
+    then 100x30 left the code 2 cells). After each resize the screen is a fresh start's."""
+    args = ("demo", "vecadd", "--trials", "4", "--sweep-trials", "2")
+    tmux.start(command(*args))
+    tmux.wait_screen("✓ 4/4 trials", 300)
+    settled(tmux)
+    for cols, rows in ((200, 60), (100, 30), (80, 24)):
+        fresh = Tmux(cols, rows)
+        try:
+            fresh.start(command(*args))
+            fresh.wait_screen("✓ 4/4 trials", 300)
+            want = settled(fresh)
+        finally:
+            fresh.close()
+        tmux("resize-window", "-t", tmux.name, "-x", str(cols), "-y", str(rows))
+        got = settled(tmux)
+        assert got == want, (cols, rows, "\n".join(got))
+
+
+def settled(tmux: Tmux, quiet: float = 1.0, timeout: float = 30.0) -> list[str]:
+    """The screen's `body` once it has not changed for `quiet` seconds (the reason words land
+    after the last trial)."""
+    import time
+
+    t0 = time.monotonic()
+    last, since = body(tmux.screen()), time.monotonic()
+    while time.monotonic() - since < quiet and time.monotonic() - t0 < timeout:
+        time.sleep(0.1)
+        now = body(tmux.screen())
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
 
 
 @pytest.mark.slow

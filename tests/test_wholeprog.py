@@ -365,14 +365,15 @@ def test_instrumented_units_keep_the_plain_occupancy(tmp_path: Path) -> None:
 
     from tuiprof.arch import load_arch
     from tuiprof.arch.occupancy import register_cap
-    from tuiprof.build.wholeprog import _instrument_file, _ptxas_report
+    from tuiprof.build.wholeprog import _instrument_file, ptxas_report as _ptxas_report
 
     fixture = Path(__file__).parent / "ptx" / "nvcc" / "demo_matmul_tiles.sm75.ptx"
     ptx = tmp_path / "unit.ptx"
     shutil.copy(fixture, ptx)
     folder = tmp_path / "meta"
     folder.mkdir()
-    report = functools.partial(_ptxas_report, folder=folder, nvcc_path=str(find_nvcc()), cwd=tmp_path, timeout=300)
+    report = functools.partial(_ptxas_report, folder=folder, nvcc_path=str(find_nvcc()), cwd=tmp_path, timeout=300,
+                               stage=tmp_path)
     plain = report(fixture.read_text(), "sm_75")
     meta = _instrument_file(ptx, 3, "tiles.cu", folder, report)
     assert meta.tag == 3 and meta.target == "sm_75" and (folder / meta.ptx).read_text() == fixture.read_text()

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from tuiprof import __version__
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.output import note as _say
-from tuiprof.output import write_output
+from tuiprof.output import shown, write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
@@ -103,10 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kernel", metavar="KERNEL.cu", help="the CUDA source file")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: <name>_launch.py beside the source)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it already exists")
+    p.add_argument("--arch", metavar="NAME", help="GPU model to compile for and write as the script's ARCH (default: "
+                   "the one `tuiprof report` profiles for, a100)")
     _add_compiler_options(p)
 
     p = sub.add_parser("record", help="compile KERNEL.cu, run its launch script (emulator or GPU), and save the trace")
-    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file (one that defines main() runs as a program)")
+    p.add_argument("target", metavar="KERNEL.cu", help="the CUDA source file (one that defines main() runs as a program), "
+                   "or a PTX file (.ptx) another compiler wrote")
     p.add_argument("-o", "--output", metavar="FILE", required=True,
                    help="the .tptrace file to write (- writes it to standard output, which must not be a terminal)")
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
@@ -203,15 +206,17 @@ def cmd_record(args: argparse.Namespace) -> int:
     from tuiprof.session import RunConfig
     from tuiprof.trace.io import save_trace
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     target = _target_arg(args.target)
-    if not target.endswith(".cu"):
-        raise UsageError(f"{target} is not a CUDA source (.cu)", "record compiles and runs a .cu file; "
-                         "a .tptrace is already a recording")
+    if Path(target).suffix not in KERNEL_FILE_SUFFIXES:
+        raise UsageError(f"{target} is not a CUDA source (.cu) or a PTX file (.ptx)", "record compiles and runs a .cu "
+                         "file (or a .ptx file's kernels); a .tptrace is already a recording")
     config = RunConfig(arch=args.arch, collect=collect_options(args))
     inputs = _checked_output(args.output, target, config, binary=True)
     trace = collect_trace(Path(target), config)
     save_trace(trace, args.output, protect=inputs)
-    where = "standard output" if args.output == "-" else args.output
+    where = "standard output" if args.output == "-" else shown(args.output)
     _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
          f"({trace.snapshot.n_ctas} CTAs) into {where}")
     return 0
@@ -247,7 +252,7 @@ def _checked_output(output: str | None, target: str, config: Any, binary: bool =
 def _target_arg(target: str) -> str:
     """`target` if the file system could hold such a name; one clear error otherwise (a 5000-character
     name made `Path.exists` raise ENAMETOOLONG)."""
-    from tuiprof.output import NAME_MAX, shown
+    from tuiprof.output import NAME_MAX
 
     if any(len(os.fsencode(part)) > NAME_MAX for part in Path(target).parts) or len(os.fsencode(target)) > 4095:
         raise UsageError(f"{shown(target)[:80]}…: the name is too long for a file or a demo",
@@ -260,8 +265,10 @@ def _ui_target(target: str) -> Path:
     refused here, before any UI starts, like an unknown command."""
     from tuiprof.trace.demos import demo_names, resolve_target
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     path = Path(_target_arg(target))
-    if path.suffix == ".cu":
+    if path.suffix in KERNEL_FILE_SUFFIXES:
         return path
     if not path.exists() and not target.endswith(".tptrace") and os.sep not in target and target not in demo_names():
         raise UsageError(f"invalid choice: {target!r} is not a command, a file or a demo name",
@@ -362,18 +369,17 @@ def cmd_gpu(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from tuiprof.build.init_script import write_launch_script
 
-    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler)
-    print(f"wrote {path}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
+    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler,
+                               arch=args.arch)
+    print(f"wrote {shown(path)}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
     return 0
 
 
 def _size(n: int) -> str:
-    if n == 0:
-        return "off"
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n % div == 0:
-            return f"{n // div}{unit}"
-    return f"{n}B"
+    """A cache size in the `archs` table: the one byte-size rendering, or 'off' for an absent level."""
+    from tuiprof import units
+
+    return units.size(n) if n else "off"
 
 
 def _arch_text(d: dict[str, Any]) -> str:
@@ -423,9 +429,35 @@ def _split_program(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
 def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """The parsed command line, with a program's compiler command line, nvcc arguments and own
     arguments (`compile_command`, `program_nvcc_args`, `program_args`) for the commands that take one."""
-    words, command, program_args = _split_program(_with_command(argv))
+    words = _with_command(argv)
+    if words[:1] == ["build"] and not any(w in ("-h", "--help") for w in words[1:2]):
+        return _build_arguments(parser, words[1:])
+    words, command, program_args = _split_program(words)
     args, extras = parser.parse_known_args(words)
     _program_arguments(parser, args, extras, command, program_args)
+    return args
+
+
+def _build_arguments(parser: argparse.ArgumentParser, rest: list[str]) -> argparse.Namespace:
+    """``tuiprof build [--kernel NAME] NVCC ARGS``: everything but tuiprof's own options is the nvcc
+    command line, flags first or sources first, as nvcc is called (``tuiprof build -I inc -o app
+    a.cu``; a ``--`` is accepted and dropped)."""
+    args = parser.parse_args(["build"])
+    kernels: list[str] = []
+    nvcc: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word == "--kernel" and i + 1 < len(rest):
+            kernels.append(rest[i + 1])
+            i += 2
+            continue
+        if word.startswith("--kernel="):
+            kernels.append(word.split("=", 1)[1])
+        elif word != "--":
+            nvcc.append(word)
+        i += 1
+    args.nvcc_args, args.kernels = nvcc, kernels
     return args
 
 
@@ -457,12 +489,15 @@ def _program_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 
 def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM or SIGHUP (the terminal closed): remove any half-written output, then die of the
-    signal as before."""
+    """SIGTERM or SIGHUP (the terminal closed): stop any compiler tuiprof started and remove its
+    temporary folders, remove any half-written output, then die of the signal as before."""
     import signal
 
     from tuiprof.output import discard_pending
 
+    child = sys.modules.get("tuiprof.build.child")
+    if child is not None:  # compilers running: stop them, remove their temporary folders
+        child.stop_all()
     discard_pending()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
@@ -496,13 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # `tuiprof report x | head`: the reader went away; exit quietly, and keep Python from
         # complaining about the pipe again while it flushes stdout at exit.
-        _quiet_stdout()
+        from tuiprof.output import quiet_stdout
+
+        quiet_stdout()
         return 0
-
-
-def _quiet_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass

@@ -10,6 +10,7 @@ needs no GPU (only nvcc).
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,10 +41,13 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
     p = sub.add_parser("build", help="build a CUDA program instrumented for tuiprof (needs nvcc, not a GPU)",
                        description="Build the program an nvcc command line describes, with tuiprof's probes and host "
                        "runtime: `tuiprof build app.cu -o app.instr -arch=sm_80` (any nvcc arguments). The "
-                       "binary runs as the plain one until tuiprof profiles it.")
+                       "binary runs as the plain one until tuiprof profiles it. Flags may come first, as nvcc is "
+                       "usually called: `tuiprof build -I inc -o app a.cu`.", usage="tuiprof build [--kernel NAME] NVCC_ARGS")
+    p.add_argument("--kernel", dest="kernels", action="append", default=[], metavar="NAME",
+                   help="probe only this kernel (and the device functions it calls): a faster build of a program "
+                   "with many library kernels (Thrust, CUB); repeatable")
     p.add_argument("nvcc_args", nargs=argparse.REMAINDER, metavar="NVCC_ARGS",
-                   help="the nvcc command line without `nvcc`: sources, flags, -o OUTPUT (put `--` first when it "
-                   "starts with a flag)")
+                   help="the nvcc command line without `nvcc`: sources, flags, -o OUTPUT")
 
     p = sub.add_parser("calibrate", help="measure the GPU at hand (latencies, cache sizes) into --arch calibrated")
     _add_cuda_option(p)
@@ -58,6 +62,10 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
     p.add_argument("target", metavar="TARGET", help="a kernel file (.cu, with a launch script), a demo name, or a "
                    "program built by `tuiprof build` (its arguments after --)")
     _add_cuda_option(p)
+    p.add_argument("--l2-fetch-granularity", type=int, metavar="BYTES", choices=range(0, 129),
+                   help="set cudaLimitMaxL2FetchGranularity (0-128 B: how much the L2 may fetch from DRAM on a "
+                   "sector miss) for the recording and the run ncu measures (default: the driver's; the trace "
+                   "records the value in force)")
     p.add_argument("--trace", metavar="FILE", help="where to save the trace with the measurements "
                    "(default: TARGET's name with .tptrace, in the current folder)")
     add_run_options(p)
@@ -76,9 +84,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     nvcc_args = [a for a in args.nvcc_args if a != "--"]
     if not nvcc_args:
         raise UsageError("tuiprof build needs an nvcc command line", "for example: tuiprof build app.cu -o app.instr")
-    prog = build_instrumented(nvcc_args)
+    from tuiprof.output import shown
+
+    prog = build_instrumented(nvcc_args, kernels=tuple(getattr(args, "kernels", ())))
     sites = sum(len(m.sites) for m in prog.modules)
-    print(f"built {prog.binary} ({len(prog.modules)} PTX module(s), {len(prog.kernels)} kernel(s), {sites} probed "
+    print(f"built {shown(prog.binary)} ({len(prog.modules)} PTX module(s), {len(prog.kernels)} kernel(s), {sites} probed "
           f"accesses); it runs as the plain program until tuiprof profiles it")
     return 0
 
@@ -132,16 +142,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tuiprof.cli import run_config
     from tuiprof.collect.gpu import gpu_info, require_gpu
     from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
+    from tuiprof.output import check_output
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
-    from tuiprof.validate import (NCU_HINT, ValidateError, compare, find_ncu, measured_values, ncu_command,
-                                  parse_ncu_csv, render, run_ncu)
+    from tuiprof.collect.gpu import L2_FETCH_ENV
+    from tuiprof.validate import NCU_HINT, ValidateError, compare, counters, find_ncu, measure, measured_values, \
+        ncu_command, render
 
     target, opts = _validate_target(args)
+    out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
+    inputs = [p for p in (target, opts.launch if opts is not None else None) if p is not None]
+    check_output(str(out), inputs)  # before the GPU work, not after it
     hint = program_hint("SOURCE.cu") if opts is None else (
         "validation measures the kernel on the GPU with Nsight Compute; without a GPU, `tuiprof report "
         + (f"{args.target} --backend emu` " if args.target.endswith(".cu") else f"{args.target}` ")
         + "still predicts (with nothing to compare against)")
+    if args.l2_fetch_granularity is not None:  # the recording, and the plain run ncu launches
+        os.environ[L2_FETCH_ENV] = str(args.l2_fetch_granularity)
     require_gpu("tuiprof validate", args.cuda, hint=hint)
     ncu = find_ncu()
     if ncu is None:
@@ -155,14 +172,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         trace, program_cmd, kernel = _record_program(args, target, arch, arch_name)
     index = args.launch_index if opts is None else opts.launch_index
     with tempfile.TemporaryDirectory(prefix="tuiprof-ncu-") as tmp:
-        text = run_ncu(ncu_command(ncu, program_cmd, kernel=kernel, launch_index=index, log=Path(tmp) / "ncu.csv"))
-    launches = parse_ncu_csv(text)
+        launches = measure(ncu, lambda metrics: ncu_command(ncu, program_cmd, kernel=kernel, launch_index=index,
+                                                            log=Path(tmp) / "ncu.csv", metrics=metrics))
     if not launches:
         raise ValidateError("ncu profiled no launch", "check --kernel and --launch-index")
     measured = measured_values(launches[0])
-    trace = with_provenance(trace, measured={**trace.provenance.measured, **measured})
-    out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
-    save_trace(trace, out)
+    generator = {**trace.provenance.generator, "ncu_counters": counters(launches[0])}
+    trace = with_provenance(trace, measured={**trace.provenance.measured, **measured}, generator=generator)
+    save_trace(trace, out, protect=inputs)
     session = Session(trace, config, out)
     analysis = session.run()
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "

@@ -7,10 +7,16 @@ Rules (issue 9 item 3; a shared machine once lost its /dev/null to ``-o /dev/nul
   then a rename; the file gets the mode the umask gives a new file, or keeps the mode of the file it
   replaces. A symlink is followed: its target is written, the link stays.
 - Anything else that exists (a character device such as /dev/null or /dev/full, a FIFO, a socket)
-  is written through, never replaced; a directory is refused.
-- A read-only file, a folder that does not exist, the input being read (``protect``), or a name
-  the file system cannot hold is refused before anything is written.
-- The temp file is removed on every exit path, exceptions and interrupts included.
+  is written through, never replaced; a directory is refused. A FIFO that no process reads is
+  refused after `FIFO_WAIT` seconds instead of blocking forever.
+- A read-only file, a folder that does not exist or cannot be written, the input being read
+  (``protect``), or a name the file system cannot hold is refused before anything is written
+  (`check_output`, which the commands call before their work).
+- The temp file (``.tuiprof-<pid>-*.tmp``) is removed on every exit path, exceptions and
+  interrupts included; one left by a process killed with SIGKILL is removed by the next write to
+  its folder once that process is gone and the file is `STALE_SECONDS` old (`sweep_stale`).
+- Standard output that closes before a binary file is all written (``record -o - | head -c
+  100``) is an error, never a cut file reported as success.
 
 The UI's export and the CLI both call this module; it imports nothing heavy.
 """
@@ -20,8 +26,10 @@ from __future__ import annotations
 import atexit
 import errno
 import os
+import re
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable
 
@@ -33,6 +41,13 @@ the process exits while a daemon thread, such as the UI's export, is still writi
 
 NAME_MAX = 255
 """Longest file name (one path component, in bytes) on the file systems we write to."""
+FIFO_WAIT = 5.0
+"""Seconds a FIFO output waits for a reader before the write is refused."""
+STALE_SECONDS = 600.0
+"""A temp file left by a dead process is removed once it is this old."""
+TMP_PREFIX = ".tuiprof-"
+_OUR_TMP = re.compile(r"^\.tuiprof-(\d+)-[A-Za-z0-9_]+\.tmp$")
+"""Our temp files: the pid of the writer, then mkstemp's letters."""
 
 
 def _umask() -> int:
@@ -81,6 +96,7 @@ def check_output(output: str, protect: Iterable[str | os.PathLike[str]] = ()) ->
         if not os.path.isdir(folder):
             raise OutputError(f"cannot write {name}: the folder {shown(folder)} does not exist",
                               "create the folder first, or choose another output path") from None
+        _check_folder(name, folder)
         return None
     except OSError as exc:
         raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose another output path") from None
@@ -92,7 +108,17 @@ def check_output(output: str, protect: Iterable[str | os.PathLike[str]] = ()) ->
     if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222:
         raise OutputError(f"{name} is read-only; tuiprof does not replace it",
                           "choose another output path, or make the file writable first")
+    if stat.S_ISREG(st.st_mode):
+        _check_folder(name, os.path.dirname(real) or ".")
     return st
+
+
+def _check_folder(name: str, folder: str) -> None:
+    """Refuse an output whose folder cannot take the temp file and the rename (a read-only
+    folder or file system), before any work rather than after it."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {name}: the folder {shown(folder)} is not writable",
+                          "choose another output path, or make the folder writable first")
 
 
 def check_binary_stdout() -> None:
@@ -117,7 +143,9 @@ def _write_stdout_binary(write: Callable[[BinaryIO], None]) -> None:
         write(sys.stdout.buffer)
         sys.stdout.buffer.flush()
     except BrokenPipeError:
-        raise
+        quiet_stdout()
+        raise OutputError("standard output was closed before the whole file was written: what its reader got is cut",
+                          "write to a file with -o FILE, or let the reader take the whole output") from None
     except OSError as exc:
         raise OutputError(f"cannot write to standard output: {_reason(exc)}", "give a file name with -o FILE") from None
 
@@ -140,11 +168,9 @@ def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
 
 
 def _write_through(real: str, name: str, write: Callable[[BinaryIO], None]) -> None:
-    """A device, FIFO or socket: write into it, never replace it."""
-    try:
-        fd = os.open(real, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose another output path") from None
+    """A device, FIFO or socket: write into it, never replace it. Opened without blocking (a FIFO
+    without a reader would block forever): a FIFO waits `FIFO_WAIT` seconds for a reader."""
+    fd = _open_through(real, name)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -152,11 +178,35 @@ def _write_through(real: str, name: str, write: Callable[[BinaryIO], None]) -> N
         raise OutputError(f"cannot write {name}: {_reason(exc)}", "check the device or choose another output path") from None
 
 
+def _open_through(real: str, name: str) -> int:
+    """`real` opened for writing through, blocking mode restored once open."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    deadline = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            fd = os.open(real, os.O_WRONLY | nonblock | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+            break
+        except OSError as exc:
+            if exc.errno == errno.ENXIO and time.monotonic() < deadline:  # a FIFO with no reader (yet)
+                time.sleep(0.05)
+                continue
+            if exc.errno == errno.ENXIO:
+                raise OutputError(f"cannot write {name}: no process is reading this FIFO (waited {FIFO_WAIT:g} s)",
+                                  "start the reader first (e.g. `cat FIFO > file &`), or write to a file") from None
+            raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose another output path") from None
+    if nonblock:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~nonblock)
+    return fd
+
+
 def _replace_atomically(real: str, name: str, folder: str, mode: int, write: Callable[[BinaryIO], None]) -> None:
     import tempfile
 
+    sweep_stale(Path(folder), _OUR_TMP, STALE_SECONDS)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".tuiprof-", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise OutputError(f"cannot write {name}: {_reason(exc)}", "choose a writable folder") from None
     _pending.add(tmp)
@@ -179,6 +229,57 @@ def _unlink(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:
+        pass
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists on this machine (one that exists but is not ours counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def sweep_stale(folder: Path, pattern: "re.Pattern[str]", min_age: float) -> None:
+    """Remove what a killed tuiprof left in `folder`: only entries whose name matches our own
+    `pattern` (the writer's pid in its first group), whose process is gone and which nothing has
+    touched for `min_age` seconds. Never follows a symlink; never raises."""
+    import shutil
+
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    now = time.time()
+    for entry in names:
+        m = pattern.match(entry)
+        if m is None or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
+            continue
+        path = folder / entry
+        try:
+            st = os.lstat(path)
+            if now - st.st_mtime < min_age:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(path, ignore_errors=True)
+            elif stat.S_ISREG(st.st_mode):
+                os.unlink(path)
+        except OSError:
+            continue
+
+
+def quiet_stdout() -> None:
+    """Standard output to /dev/null: its reader went away, and Python must not complain about
+    the pipe again while it flushes at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
         pass
 
 

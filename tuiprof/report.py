@@ -13,17 +13,17 @@ from typing import Any
 import numpy as np
 
 from tuiprof import __version__, units
-from tuiprof.arch.model import format_size
 from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
 from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
 from tuiprof.model.md import LOW_CONFIDENCE_RATIO
 from tuiprof.model.pattern import AddressPattern, insight
-from tuiprof.model.shared import SharedOpStats
+from tuiprof.model.shared import PassStats
 from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
 from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
+from tuiprof.tui.format import cycles, pct
 
 HIST_BINS = 20
 UNCERTAINTY_NOTE = ("trials 95% = spread of trials, mean +- 1.96 std (where one run may fall);",
@@ -100,7 +100,13 @@ def run_section(session: Session) -> dict[str, Any]:
     }
 
 
-def _finite(x: float, digits: int = 4) -> float | None:
+RATIO_DIGITS = 6
+"""Decimals a ratio keeps in the document: enough that the text report, which renders from it,
+writes the same figure as the UI, which renders the unrounded value (`tuiprof.tui.format.pct`
+shows two significant digits down to 0.001%)."""
+
+
+def _finite(x: float, digits: int = RATIO_DIGITS) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), digits)
 
 
@@ -117,7 +123,7 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
 
     shared: dict[tuple[int, int], dict[str, Any]] = {}
 
-    def as_dict(e: Estimate, digits: int = 4) -> dict[str, Any]:
+    def as_dict(e: Estimate, digits: int = RATIO_DIGITS) -> dict[str, Any]:
         """`e.to_dict`, once per Estimate object (ops the snapshot never reaches share theirs)."""
         key = (id(e), digits)
         if key not in shared:
@@ -139,15 +145,16 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
                     "requests_per_access": _finite(s.requests_per_access, 3),
                     "sectors_per_request": _finite(s.sectors_per_access, 3), "ideal_sectors": _finite(s.ideal_sectors, 1),
                     "sectors_per_l1_request": _finite(s.sectors_per_request, 3),
-                    "h1": as_dict(s.h1), "h2": as_dict(s.h2), "x": as_dict(s.x, 1), "tm": as_dict(s.tm, 1),
+                    "h1": as_dict(s.h1), "h2": as_dict(s.h2), "x": as_dict(s.x, 3), "tm": as_dict(s.tm, 3),
                     "cost": _finite(s.cost, 1), "cost_share": _finite(s.cost_share),
                     "latency_shares": {"l1": _finite(s.l1_share), "l2": _finite(s.l2_share), "dram": _finite(s.dram_share)},
-                    "shared": shared_section(s.shared) if s.shared is not None else None,
+                    "shared": shared_section(s.passes) if s.passes is not None and s.passes.space == "shared" else None,
+                    "constant": const_section(s.passes) if s.passes is not None and s.passes.space == "const" else None,
                     "reason": reason, "advice": tips})
     return {
         "trials": a.trials, "planned": a.planned, "md": a.md, "elapsed_s": round(a.elapsed, 3),
         "l1_requests_per_second": round(a.requests_per_second),
-        "headline": {k: {**e.to_dict(), "histogram": hist(a.samples[k])} for k, e in a.headline.items()},
+        "headline": {k: {**e.to_dict(RATIO_DIGITS), "histogram": hist(a.samples[k])} for k, e in a.headline.items()},
         "dram_latency": {"tm": a.tm.to_dict(1), "counts": a.dram_hist[0].tolist(),
                          "edges": [round(float(e), 1) for e in a.dram_hist[1]]},
         "convergence": {k: [_finite(x) for x in v] for k, v in a.convergence.items()},
@@ -157,11 +164,19 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
     }
 
 
-def shared_section(sh: SharedOpStats) -> dict[str, Any]:
+def shared_section(sh: PassStats) -> dict[str, Any]:
     """A shared-memory op's bank conflicts as Nsight Compute counts them (`tuiprof.model.shared`)."""
-    return {"wavefronts_per_request": _finite(sh.wavefronts, 3), "ideal_wavefronts": _finite(sh.ideal, 3),
+    return {"wavefronts_per_request": _finite(sh.passes, 3), "ideal_wavefronts": _finite(sh.ideal, 3),
             "worst_wavefronts": sh.worst, "conflicted_share": _finite(sh.conflicted), "latency": _finite(sh.latency, 1),
             "wavefronts": round(sh.total, 1)}
+
+
+def const_section(c: PassStats) -> dict[str, Any]:
+    """A constant op's constant-cache requests per warp access (distinct addresses: a broadcast is
+    one; `tuiprof.model.constant`)."""
+    return {"requests_per_access": _finite(c.passes, 3), "ideal_requests": _finite(c.ideal, 3),
+            "worst_requests": c.worst, "serialised_share": _finite(c.conflicted), "latency": _finite(c.latency, 1),
+            "requests": round(c.total, 1)}
 
 
 def _row(r: Any) -> dict[str, Any]:
@@ -256,8 +271,15 @@ def document(session: Session, analysis: Analysis | None, *, partial: bool = Fal
 
 def build_report(target: str | Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
     """Open `target` (a trace, a demo name or a .cu source), simulate it under `config`, and
-    describe the run."""
+    describe the run; a note on standard error says when the simulator compiles first (a pause of
+    half a minute without a word otherwise)."""
     session = Session.open(target, config)
+    sweep = [session.arch_at(m) for m in session.sweep_mds()] if config.sweep else []
+    if any(session.compiles(arch) for arch in {session.arch, *sweep}):
+        from tuiprof.output import note
+
+        note("note: compiling the simulator for this GPU's cache geometry first (once: later runs load it from the "
+             "cache; about half a minute)...")
     return document(session, session.run(on_event))
 
 
@@ -293,10 +315,10 @@ def _table(rows: list[list[str]], md: bool) -> list[str]:
 def _caches_line(a: dict[str, Any]) -> str:
     """The simulated L1 (and the carve-out that sized it), the L2's store policy, the hash."""
     l1, l2, carve = a["l1"]["size"], a["l2"]["size"], a["shared_carveout"]
-    out = f"L1 {format_size(l1) if l1 else 'none'}"
+    out = f"L1 {units.size(l1) if l1 else 'none'}"
     if carve is not None:
-        out += f" (beside a {format_size(carve) if carve else '0 KiB'} shared-memory carve-out)"
-    out += f", L2 {format_size(l2) + ' ' + _cell(a['l2_write_policy']) if l2 else 'none'}"
+        out += f" (beside a {units.size(carve) if carve else '0 KiB'} shared-memory carve-out)"
+    out += f", L2 {units.size(l2) + ' ' + _cell(a['l2_write_policy']) if l2 else 'none'}"
     return out + f", {_cell(a['address_hash'])} slice/channel mapping"
 
 
@@ -397,11 +419,13 @@ def _stopped(run: dict[str, Any]) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
+    """A ratio as every view writes it (`tuiprof.tui.format.pct`), "-" when undefined."""
+    return pct(x, missing="-")
 
 
 def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0f}"
+    """Cycles as every view writes them (`tuiprof.tui.format.cycles`), "-" when undefined."""
+    return cycles(x, missing="-")
 
 
 def _measured(doc: dict[str, Any], key: str, h: dict[str, Any]) -> str:
@@ -442,35 +466,43 @@ HOT_ADVICE = 3
 def _cost_tables(doc: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
     """The ops by cost as two tables, loads and then stores and atomics (those with any)."""
     src = {o["id"]: o for o in doc["trace"]["ops"]}
+    l1, l2 = doc["arch"]["l1"]["size"], doc["arch"]["l2"]["size"]  # no figures for an absent level
     head = ["rank", "op", "line", "label", "accesses", "sect/req", "ideal", "H1", "H2", "X cyc [trials 95%] +-CI",
             "share", "why", "source"]
     tables = []
     for kind, loads in (("loads", True), ("stores and atomics", False)):
         rows = [head]
         for o in doc["analysis"]["ops"]:
-            if (o["kind"] == "load") != loads or o["shared"] is not None:
+            if (o["kind"] == "load") != loads or o["shared"] is not None or o["constant"] is not None:
                 continue
             x = o["x"]
             rows.append([o["rank"] or "-", str(o["id"]), str(o["line"]), _cell(o["label"]), str(o["warp_accesses"]),
                          _ratio(o["sectors_per_request"], 1), _ratio(o["ideal_sectors"], 0),
-                         _pct(o["h1"]["mean"]), _pct(o["h2"]["mean"]),
-                         "-" if x["mean"] is None else
-                         f"{x['mean']:.0f} [{x['spread_lo']:.0f}, {x['spread_hi']:.0f}] +-{(x['ci_hi'] - x['ci_lo']) / 2:.0f}",
+                         _pct(o["h1"]["mean"]) if l1 else "-", _pct(o["h2"]["mean"]) if l2 else "-",
+                         "-" if x["mean"] is None else f"{_num(x['mean'])} [{_num(x['spread_lo'])}, "
+                         f"{_num(x['spread_hi'])}] +-{_num((x['ci_hi'] - x['ci_lo']) / 2)}",
                          _pct(o["cost_share"]), o["reason"] or "-", _cell(src[o["id"]]["source"])])
         if len(rows) > 1:
             tables.append((kind, rows))
-    rows = [["rank", "op", "kind", "line", "label", "requests", "wavefronts/req", "ideal", "worst", "conflicted",
-             "X cyc", "share", "why", "source"]]
-    for o in doc["analysis"]["ops"]:
-        sh = o["shared"]
-        if sh is None:
-            continue
-        rows.append([o["rank"] or "-", str(o["id"]), o["kind"], str(o["line"]), _cell(o["label"]), str(o["warp_accesses"]),
-                     _ratio(sh["wavefronts_per_request"], 2), _ratio(sh["ideal_wavefronts"], 0), str(sh["worst_wavefronts"]),
-                     _pct(sh["conflicted_share"]), _ratio(sh["latency"], 1), _pct(o["cost_share"]), o["reason"] or "-",
-                     _cell(src[o["id"]]["source"])])
-    if len(rows) > 1:
-        tables.append(("shared memory: bank conflicts (wavefronts per request, as Nsight Compute counts them)", rows))
+    for key, count, per_head, conflicted, title in (
+            ("shared", "requests", "wavefronts/req", "conflicted", "shared memory: bank conflicts (wavefronts per request, as Nsight "
+             "Compute counts them)"),
+            ("constant", "accesses", "requests/acc", "serialised", "constant memory: constant-cache requests per warp access (one per "
+             "distinct address: 1 is a broadcast)")):
+        rows = [["rank", "op", "kind", "line", "label", count, per_head, "ideal", "worst", conflicted,
+                 "X cyc", "share", "why", "source"]]
+        for o in doc["analysis"]["ops"]:
+            p = o[key]
+            if p is None:
+                continue
+            per, ideal, worst, share = (("wavefronts_per_request", "ideal_wavefronts", "worst_wavefronts", "conflicted_share")
+                                        if key == "shared" else
+                                        ("requests_per_access", "ideal_requests", "worst_requests", "serialised_share"))
+            rows.append([o["rank"] or "-", str(o["id"]), o["kind"], str(o["line"]), _cell(o["label"]),
+                         str(o["warp_accesses"]), _ratio(p[per], 2), _ratio(p[ideal], 0), str(p[worst]), _pct(p[share]),
+                         _num(p["latency"]), _pct(o["cost_share"]), o["reason"] or "-", _cell(src[o["id"]]["source"])])
+        if len(rows) > 1:
+            tables.append((title, rows))
     return tables
 
 
@@ -483,7 +515,7 @@ def _op_advice(doc: dict[str, Any]) -> list[str]:
             continue
         why = f" ({o['reason']})" if o["reason"] else ""
         out.append(f"{rank} op {o['id']} line {o['line']} {_cell(o['label'])}{why}:")
-        out += [f"  - {_cell(t, _WIDE)}" for t in o["advice"]]
+        out += [f"  - {one_line(t)}" for t in o["advice"]]  # whole: a sentence is never cut
     return out or ["(no ranked op)"]
 
 

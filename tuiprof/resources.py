@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuiprof.units import size
+
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -51,10 +53,5 @@ def memory_budget() -> MemoryBudget:
     return budget
 
 
-def human_size(n: float) -> str:
-    """A byte count as people read it: 512 B, 12 KiB, 3.4 MiB, 1.2 GiB."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            v = n / (1 << shift)
-            return f"{v:.1f} {unit}" if v < 10 else f"{v:,.0f} {unit}"
-    return f"{int(n)} B"
+human_size = size
+"""The one byte-size rendering (`tuiprof.units.size`), under the name callers elsewhere import."""

@@ -15,6 +15,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
 from tuiprof.collect.options import CollectOptions
 from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.sim.budget import check_run_memory
 from tuiprof.trace.model import Trace
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TOLERANCE = 0.005
+MIN_TRIALS = 20
+"""Trials the main run makes before a tolerance may stop it (paper 000 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
 SWEEP_FIRST_TRIALS = 4
 """Trials of every MD at the adaptive sweep's first checkpoint (`Session.sweep_adaptive`); the
@@ -91,10 +94,13 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     from tuiprof.collect.script import find_launch_script
     from tuiprof.trace.demos import resolve_target
 
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
     path = Path(target)
-    files = [path] if path.suffix == ".cu" else [resolve_target(str(target))]
+    kernel_file = path.suffix in KERNEL_FILE_SUFFIXES
+    files = [path] if kernel_file else [resolve_target(str(target))]
     files += [Path(a) for a in config.collect.compile_command if a.endswith(".cu")]
-    script = config.collect.launch or (find_launch_script(path) if path.suffix == ".cu" else None)
+    script = config.collect.launch or (find_launch_script(path) if kernel_file else None)
     if script is not None:
         files.append(script)
     if config.arch and config.arch not in preset_names() and config.arch != "calibrated":
@@ -109,6 +115,16 @@ L1_SETTINGS = ("l1.size", "l1.assoc")
 def _has_prefix(results: list["TrialResult"], n: int) -> bool:
     """Whether trials 0 .. n-1 are all among `results`."""
     return len({r.index for r in results if r.index < n}) >= n
+
+
+def _budget(run: "MonteCarlo") -> int:
+    """The trials a sweep run is to make now: its adaptive budget, else all it plans."""
+    return min(run.budget or run.trials, run.trials)
+
+
+def _sweep_planned(sweep: Mapping[int, "MonteCarlo"], per_md: Mapping[int, list["TrialResult"]]) -> int:
+    """The sweep's trials planned now: an ended run's landed trials, a running one's budget."""
+    return sum(len(per_md[m]) if run.stop_reason else _budget(run) for m, run in sweep.items())
 
 
 def kernel_occupancy(trace: Trace, arch: Arch) -> Occupancy:
@@ -151,13 +167,17 @@ class AnalysisUpdated:
 @dataclass(frozen=True)
 class SweepProgress:
     """The MD sweep: `done` of `planned` trials at MD `md`; `mds` are all the MDs the sweep
-    simulates, in order. Sent once the main run has ended (progress that lands earlier waits for
-    it), MD by MD as their trials land."""
+    simulates, in order; `sweep_done` of `sweep_planned` trials of the whole sweep still to
+    simulate (its cached MDs left out; a run that stops early no longer counts what it will not
+    run). Sent once the main run has ended (progress that lands earlier waits for it), MD by MD as
+    their trials land."""
 
     md: int
     done: int
     planned: int
     mds: tuple[int, ...]
+    sweep_done: int = 0
+    sweep_planned: int = 0
 
 
 @dataclass(frozen=True)
@@ -250,18 +270,21 @@ class Session:
         """After the main run: "completed", "converged" or "cancelled"."""
 
     @classmethod
-    def open(cls, target: str | Path, config: RunConfig) -> "Session":
+    def open(cls, target: str | Path, config: RunConfig, progress: Progress = ignore) -> "Session":
         """A session on a .tptrace path, a demo name, or a CUDA source (recorded first: a kernel
         file under its launch script, on the GPU or in the emulator; a whole program on the GPU;
-        `tuiprof.collect.pipeline.collect_trace`)."""
-        if Path(target).suffix == ".cu":
+        `tuiprof.collect.pipeline.collect_trace`); `progress` hears each phase as it starts."""
+        from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+
+        if Path(target).suffix in KERNEL_FILE_SUFFIXES:
             from tuiprof.collect.pipeline import collect_trace
 
             source = Path(target)
-            return cls(collect_trace(source, config), config, source)
+            return cls(collect_trace(source, config, progress), config, source)
         from tuiprof.trace.demos import load, resolve_target
 
         path = resolve_target(str(target))
+        progress(Phase(f"loading {path.name}"))
         return cls(load(path), config, path)
 
     @property
@@ -314,14 +337,14 @@ class Session:
                 found = self._patterns[(line, fill)] = address_patterns(self.trace, line, fill)
         return found
 
-    def compiles(self) -> bool:
-        """Whether the first trial will compile the simulator's kernel for this Arch's family of cache
-        and DRAM geometries: neither loaded in this process nor in the on-disk kernel cache. Imports
-        Numba: call it off the UI thread."""
+    def compiles(self, arch: Arch | None = None) -> bool:
+        """Whether the first trial on `arch` (default: the main run's) will compile the simulator's
+        kernel for its family of cache and DRAM geometries: neither loaded in this process nor in
+        the on-disk kernel cache. Imports Numba: call it off the UI thread."""
         from tuiprof.sim.prepared import pack_arch
         from tuiprof.sim.replay import Geometry, replay_cached
 
-        return not replay_cached(Geometry.of(pack_arch(self.arch)).family)
+        return not replay_cached(Geometry.of(pack_arch(arch or self.arch)).family)
 
     def run(self, on_event: Callable[[Event], None] | None = None) -> "Analysis | None":
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
@@ -353,7 +376,7 @@ class Session:
             emit(Cancelled(None))
             return None
         mc = MonteCarlo(self.trace, self.arch, trials=cfg.trials, seed=cfg.seed, md=self.md,
-                        threads=cfg.threads, tolerance=cfg.tolerance, prepared=self.prepared)
+                        threads=cfg.threads, tolerance=cfg.tolerance, min_trials=MIN_TRIALS, prepared=self.prepared)
         self._t0 = time.perf_counter()
         self._prepare(mc)
         sweep, self._sweep_note = self._sweep_runs(mc)
@@ -408,8 +431,8 @@ class Session:
             elif ev.result is not None:
                 m = ev.run.md
                 per_md[m].append(ev.result)
-                progress = SweepProgress(m, len(per_md[m]), min(ev.run.budget or ev.run.trials, ev.run.trials),
-                                         self.sweep_mds())
+                progress = SweepProgress(m, len(per_md[m]), _budget(ev.run), self.sweep_mds(),
+                                         sum(len(per_md[k]) for k in sweep), _sweep_planned(sweep, per_md))
                 if main_done:
                     emit(progress)
                 else:
@@ -444,11 +467,13 @@ class Session:
     def _prepare(self, mc: "MonteCarlo") -> None:
         """What every analysis of this run reads and no trial changes (once per run)."""
         from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
+        from tuiprof.model.constant import const_op_stats
         from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
 
         self._op_stats = mc.op_stats()
         self._ideal = ideal_sectors_per_op(self.trace, SECTOR)
-        self._shared = shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency)
+        self._passes = {**shared_op_stats(self.trace, self.arch.shared_banks, SHARED_BANK_WIDTH, self.arch.shared_latency),
+                        **const_op_stats(self.trace, self.arch.l1.hit_latency)}
         self.prepared = mc.prepared
         self._working_set: float | None = None
         self._planned = mc.trials
@@ -482,7 +507,8 @@ class Session:
         stats = self._op_stats
         return dataclasses.replace(analysis, decisions=decisions(self.trace, self.arch, self.md, ordered,
                                                                  stats.accesses, stats.requests_per_access,
-                                                                 sum(st.total for st in self._shared.values())))
+                                                                 sum(st.total for st in self._passes.values()
+                                                                     if st.space == "shared")))
 
     @staticmethod
     def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
@@ -510,7 +536,7 @@ class Session:
         if not held:
             self._checkpoint = 0
             return
-        if not all(_has_prefix(per_md[m], min(run.budget or run.trials, run.trials)) for m, run in held.items()):
+        if not all(_has_prefix(per_md[m], _budget(run)) for m, run in held.items()):
             return
         if not (main_done or _has_prefix(main, k)):
             return
@@ -609,7 +635,7 @@ class Session:
         stats = self._op_stats
         return analyse(self.trace.ops, self.arch, self.md, results, self._planned, stats.accesses,
                        stats.requests_per_access, stats.sectors_per_request, time.perf_counter() - self._t0,
-                       self._ideal, self._shared)
+                       self._ideal, self._passes)
 
     def sweep_mds(self) -> tuple[int, ...]:
         """MDs the sweep covers: 1 .. the occupancy limit (paper 002 sec. 5.2)."""

@@ -9,7 +9,9 @@ _BINARY = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
 
 def size(n: float | None) -> str:
-    """Bytes in the largest binary unit below them: 52428800 -> '50 MiB', 1536 -> '1.5 KiB'."""
+    """Bytes in the largest binary unit below them, the one byte-size rendering of every view:
+    exact when the unit divides them (49152 -> '48 KiB', 52428800 -> '50 MiB', 1536 -> '1.5 KiB'),
+    else three significant digits (100000 -> '97.7 KiB'); a count under 1 KiB in bytes."""
     if n is None or not math.isfinite(n):
         return "-"
     for unit, div in _BINARY:
@@ -19,6 +21,5 @@ def size(n: float | None) -> str:
     return f"{n:.0f} B"
 
 
-def cyc(x: float | None) -> str:
-    """Cycles: '812 cyc' ('-' when undefined)."""
-    return "-" if x is None or not math.isfinite(x) else f"{x:.0f} cyc"
+CYC = "cyc"
+"""The unit of cycles."""

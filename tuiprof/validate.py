@@ -26,12 +26,13 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from tuiprof.errors import TuiprofError
 
@@ -44,6 +45,29 @@ HIT_RATES = (("l1_read", "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct
 SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 METRICS = tuple(m for _, m in HIT_RATES) + (SECTORS, REQUESTS)
+SHARED_WAVEFRONTS = (("shared_ld_wavefronts_per_request", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                      "smsp__sass_inst_executed_op_shared_ld.sum"),
+                     ("shared_st_wavefronts_per_request", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                      "smsp__sass_inst_executed_op_shared_st.sum"))
+"""Shared-memory bank conflicts as Nsight Compute counts them: wavefronts over warp instructions
+(`tuiprof.model.shared`)."""
+RESEARCH = (
+    "dram__sectors_read.sum", "dram__sectors_write.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+    "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+    "lts__t_sectors_srcunit_ltcfabric_op_read.sum", "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_hit.sum",
+    "lts__t_sectors_srcunit_ltcfabric_op_read_lookup_miss.sum",
+    "lts__t_requests_srcunit_tex_op_read.sum", "lts__t_sectors_op_write.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum",
+    "l1tex__m_xbar2l1tex_read_sectors_mem_lg_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_lg_cmd_read.sum",
+    "launch__shared_mem_config_size", "launch__registers_per_thread", "launch__occupancy_limit_shared_mem",
+)
+"""Raw counters for the accuracy work (issue 24): how many sectors DRAM delivers against the L2's
+read misses (the L2's fetch granularity), the reads between the two L2 partitions (ltcfabric),
+the L1's lookups, the carve-out the driver chose. Kept as counters, never compared: each metric
+the ncu at hand lacks is left out (`usable_metrics`), so one missing name cannot fail the run."""
 NCU_HINT = ("install Nsight Compute (it comes with the CUDA toolkit, or from developer.nvidia.com/nsight-compute) "
             "and put ncu on PATH")
 
@@ -103,8 +127,8 @@ def parse_ncu_csv(text: str) -> list[NcuLaunch]:
 
 
 def measured_values(launch: NcuLaunch) -> dict[str, float]:
-    """The validation keys of one launch: hit ratios in 0..1 and global-load sectors per request
-    (keys whose metric ncu could not give are left out)."""
+    """The validation keys of one launch: hit ratios in 0..1, global-load sectors per request and
+    shared-memory wavefronts per request (keys whose metric ncu could not give are left out)."""
     out: dict[str, float] = {}
     for key, metric in HIT_RATES:
         v = launch.metrics.get(metric)
@@ -113,7 +137,52 @@ def measured_values(launch: NcuLaunch) -> dict[str, float]:
     sectors, requests = launch.metrics.get(SECTORS), launch.metrics.get(REQUESTS)
     if sectors is not None and requests:
         out["sectors_per_request"] = sectors / requests
+    for key, wavefronts, instructions in SHARED_WAVEFRONTS:
+        w, n = launch.metrics.get(wavefronts), launch.metrics.get(instructions)
+        if w is not None and n:
+            out[key] = w / n
     return out
+
+
+def counters(launch: NcuLaunch) -> dict[str, float]:
+    """The `RESEARCH` counters of one launch that ncu gave (raw values, ncu's units)."""
+    return {m: float(v) for m in RESEARCH if (v := launch.metrics.get(m)) is not None}
+
+
+_METRIC_NAME = re.compile(r"\b[a-z0-9]+__[a-z0-9_]+\b")
+
+
+def metric_base(metric: str) -> str:
+    """A metric's base name, without its roll-up or sub-metric (``dram__sectors_read.sum`` ->
+    ``dram__sectors_read``), as ``ncu --query-metrics`` lists them."""
+    return metric.split(".", 1)[0]
+
+
+def usable_metrics(wanted: Sequence[str], listing: str | None) -> tuple[str, ...]:
+    """The metrics of `wanted` that ``ncu --query-metrics`` (its output `listing`) knows; all of
+    them when the listing names no metric at all (an ncu that printed something else)."""
+    if not listing:
+        return tuple(wanted)
+    known = set(_METRIC_NAME.findall(listing))
+    if not known:
+        return tuple(wanted)
+    return tuple(m for m in wanted if metric_base(m) in known)
+
+
+def query_metrics(ncu: str, timeout: float = 60) -> str | None:
+    """``ncu --query-metrics``'s output (the base metrics of the GPU at hand), None if it fails."""
+    try:
+        r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def missing_metrics(text: str, asked: Sequence[str]) -> set[str]:
+    """The metrics of `asked` that ncu's output `text` says it cannot find (``==ERROR== Failed to
+    find metric ...``, in whatever words a version uses: each asked name on an error line)."""
+    errors = [ln for ln in text.splitlines() if "ERROR" in ln or "rror:" in ln]
+    return {m for m in asked for ln in errors if metric_base(m) in ln}
 
 
 # --------------------------------------------------------------------------- running ncu
@@ -136,10 +205,11 @@ def find_ncu() -> str | None:
     return None
 
 
-def ncu_command(ncu: str, program: Sequence[str], *, kernel: str | None, launch_index: int, log: Path) -> list[str]:
+def ncu_command(ncu: str, program: Sequence[str], *, kernel: str | None, launch_index: int, log: Path,
+                metrics: Sequence[str] = METRICS) -> list[str]:
     """ncu on `program` (a command line): the chosen launch only (`launch_index` counts launches
     of `kernel`, a mangled name, or of every kernel when None), caches flushed, CSV to `log`."""
-    cmd = [ncu, "--csv", "--cache-control", "all", "--metrics", ",".join(METRICS), "--launch-skip",
+    cmd = [ncu, "--csv", "--cache-control", "all", "--metrics", ",".join(metrics), "--launch-skip",
            str(launch_index), "--launch-count", "1", "--log-file", str(log)]
     if kernel:
         cmd += ["--kernel-name-base", "mangled", "--kernel-name", kernel]
@@ -164,6 +234,27 @@ def run_ncu(cmd: list[str], timeout: float | None = None) -> str:
         raise ValidateError(f"ncu exited with status {code}:\n" + text[-1500:].strip(),
                             "run the same ncu command by hand to see why")
     return text
+
+
+def measure(ncu: str, command: Callable[[Sequence[str]], list[str]], timeout: float | None = None
+            ) -> list[NcuLaunch]:
+    """Run ncu with the headline `METRICS` and whatever of `SHARED_WAVEFRONTS` and `RESEARCH` the
+    ncu at hand lists; a metric it still refuses is dropped and the run repeated (at most twice),
+    so that an optional metric never costs the headline figures."""
+    optional = [m for _, w, n in SHARED_WAVEFRONTS for m in (w, n)] + list(RESEARCH)
+    extra = list(usable_metrics(optional, query_metrics(ncu)))
+    for _ in range(3):
+        cmd = command(tuple(METRICS) + tuple(extra))
+        try:
+            return parse_ncu_csv(run_ncu(cmd, timeout))
+        except ValidateError as exc:
+            gone = missing_metrics(exc.message, extra)
+            if not extra or not gone and not any(m in exc.message for m in METRICS):
+                if not extra:
+                    raise
+                gone = set(extra)  # an error that names none of them: retry with the headline only
+            extra = [m for m in extra if m not in gone]
+    return parse_ncu_csv(run_ncu(command(METRICS), timeout))
 
 
 # --------------------------------------------------------------------------- comparing
@@ -200,22 +291,42 @@ def predicted_sectors_per_request(analysis: "Analysis") -> float | None:
     return sectors / accesses if accesses else None
 
 
+def predicted_wavefronts_per_request(analysis: "Analysis", kind: str) -> float | None:
+    """Shared-memory wavefronts per warp instruction of the snapshot's shared loads (``kind``
+    "load") or stores, as Nsight Compute counts them (`tuiprof.model.shared`)."""
+    total = requests = 0.0
+    for s in analysis.ops:
+        p = s.passes
+        if p is not None and p.space == "shared" and (s.op.kind == "load") == (kind == "load"):
+            total += p.passes * p.warp_accesses
+            requests += p.warp_accesses
+    return total / requests if requests else None
+
+
 def compare(analysis: "Analysis", measured: dict[str, float]) -> list[Comparison]:
-    """Each measured key against the analysis's headline estimate (sectors per request has no
-    spread: the snapshot's coalescing is exact, its interval is the value itself)."""
+    """Each measured key against the analysis's headline estimate (sectors and wavefronts per
+    request have no spread: the snapshot's coalescing and banks are exact, the interval is the
+    value itself)."""
     out: list[Comparison] = []
     for key, _ in HIT_RATES:
         est = analysis.headline.get(key)
         if key in measured and est is not None and est.mean == est.mean:
             out.append(Comparison(key, float(est.mean), float(est.spread_lo), float(est.spread_hi), measured[key]))
-    spr = predicted_sectors_per_request(analysis)
-    if "sectors_per_request" in measured and spr is not None:
-        out.append(Comparison("sectors_per_request", spr, spr, spr, measured["sectors_per_request"]))
+    exact = {"sectors_per_request": predicted_sectors_per_request(analysis),
+             "shared_ld_wavefronts_per_request": predicted_wavefronts_per_request(analysis, "load"),
+             "shared_st_wavefronts_per_request": predicted_wavefronts_per_request(analysis, "store")}
+    for key, value in exact.items():
+        if key in measured and value is not None:
+            out.append(Comparison(key, value, value, value, measured[key]))
     return out
 
 
 LABELS = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio",
-          "sectors_per_request": "sectors / request (global loads)"}
+          "sectors_per_request": "sectors / request (global loads)",
+          "shared_ld_wavefronts_per_request": "wavefronts / request (shared loads)",
+          "shared_st_wavefronts_per_request": "wavefronts / request (shared stores)"}
+COUNTS = frozenset({"sectors_per_request", "shared_ld_wavefronts_per_request", "shared_st_wavefronts_per_request"})
+"""Keys that are counts per request, not ratios (no interval, errors in their own units)."""
 
 
 def render(rows: list[Comparison]) -> str:
@@ -223,7 +334,7 @@ def render(rows: list[Comparison]) -> str:
     ratios)."""
     table = [["metric", "predicted", "95% interval", "measured (ncu)", "abs. error", ""]]
     for c in rows:
-        if c.key == "sectors_per_request":
+        if c.key in COUNTS:
             table.append([LABELS[c.key], f"{c.predicted:.2f}", "-", f"{c.measured:.2f}", f"{c.abs_error:.2f}", ""])
         else:
             table.append([LABELS[c.key], f"{100 * c.predicted:.1f}%", f"{100 * c.low:.1f}-{100 * c.high:.1f}%",
@@ -231,7 +342,7 @@ def render(rows: list[Comparison]) -> str:
                           "inside" if c.inside else "outside"])
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in table]
-    ratios = [c.abs_error for c in rows if c.key != "sectors_per_request"]
+    ratios = [c.abs_error for c in rows if c.key not in COUNTS]
     if ratios:
         lines.append(f"mean absolute error of the hit ratios: {100 * sum(ratios) / len(ratios):.1f} percentage points")
     return "\n".join(lines) + "\n"
@@ -297,6 +408,7 @@ if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
 
 
-__all__ = ["Comparison", "HIT_RATES", "METRICS", "NcuLaunch", "ValidateError", "compare", "find_ncu",
-           "measured_values", "ncu_command", "parse_ncu_csv", "plain_binary", "plain_command", "plain_run",
-           "predicted_sectors_per_request", "render", "run_ncu"]
+__all__ = ["Comparison", "HIT_RATES", "METRICS", "NcuLaunch", "RESEARCH", "SHARED_WAVEFRONTS", "ValidateError",
+           "compare", "counters", "find_ncu", "measure", "measured_values", "missing_metrics", "ncu_command",
+           "parse_ncu_csv", "plain_binary", "plain_command", "plain_run", "predicted_sectors_per_request",
+           "predicted_wavefronts_per_request", "query_metrics", "render", "run_ncu", "usable_metrics"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import resource
+import shutil
 import stat
 import subprocess
 import sys
@@ -64,19 +65,21 @@ class Run:
 
 
 def run_cli(args: list[str], cwd: Path, cap: int = CAP, timeout: float = TIMEOUT, close_fds: tuple[int, ...] = (),
-            env: dict[str, str] | None = None, stdin: Any = subprocess.DEVNULL, prelude: str | None = None) -> Run:
+            env: dict[str, str] | None = None, stdin: Any = subprocess.DEVNULL, prelude: str | None = None,
+            wrap: list[str] | None = None) -> Run:
     """`python -m tuiprof ARGS` from this tree, in `cwd`, under an address-space cap (and with the
     descriptors `close_fds` closed); a run past `timeout` is killed and fails the test (a hang is
     a failure). `prelude` is Python run before tuiprof's main in the same process (to simulate a
-    fault of the machine)."""
+    fault of the machine); `wrap` a command that runs it (`read_only_mount`)."""
     out, err = cwd / ".run.stdout", cwd / ".run.stderr"
     start = ["-m", "tuiprof"] if prelude is None else ["-c", prelude + PRELUDE_THEN_MAIN]
     r, w = os.pipe()
     t0 = time.perf_counter()
     try:
         with open(out, "wb") as fo, open(err, "wb") as fe:
+            head = [shutil.which(wrap[0]) or wrap[0], *wrap[1:]] if wrap else []
             p = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(cap), str(w), ",".join(map(str, close_fds)),
-                                  sys.executable, *start, *args], cwd=cwd, stdin=stdin, stdout=fo, stderr=fe,
+                                  *head, sys.executable, *start, *args], cwd=cwd, stdin=stdin, stdout=fo, stderr=fe,
                                  pass_fds=(w,), process_group=0,
                                  env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
             os.close(w)
@@ -141,3 +144,64 @@ def warm_numba(tmp_path_factory: pytest.TempPathFactory) -> None:
     d = tmp_path_factory.mktemp("warm")
     run = run_cli(["report", "vecadd", "--trials", "2", "--no-sweep"], d, cap=resource.RLIM_INFINITY, timeout=900)
     assert run.code == 0, run.stderr
+
+
+KERNEL = "__global__ void add(float *a, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) a[i] += 1.0f;\n}\n"
+"""A small kernel file for the commands that compile: one global load and one store."""
+LAUNCH = ("import numpy as np\n\n\ndef setup(dev):\n    a = dev.to_device(np.zeros(256, np.float32))\n"
+          "    dev.launch(\"_Z3addPfi\", {grid}, (32, 1, 1), [a, np.int32(256)])\n")
+"""Its launch script; ``{grid}`` is the launch's grid."""
+PROGRAM = KERNEL + "int main()\n{\n    float *d;\n    cudaMalloc(&d, 1024);\n    add<<<1, 256>>>(d, 256);\n" \
+                   "    return cudaDeviceSynchronize() != cudaSuccess;\n}\n"
+"""A whole program (it defines main) for `tuiprof build`."""
+
+
+def kernel_file(folder: Path, name: str = "k", grid: str = "(8, 1, 1)", source: str = KERNEL) -> Path:
+    """`folder/name.cu` with its launch script beside it (`name_launch.py`)."""
+    (folder / f"{name}_launch.py").write_text(LAUNCH.format(grid=grid))
+    path = folder / f"{name}.cu"
+    path.write_text(source)
+    return path
+
+
+@pytest.fixture(scope="session")
+def warm_emulator(tmp_path_factory: pytest.TempPathFactory, warm_numba: None) -> None:
+    """One uncapped `record` in the emulator, so that capped runs find its kernels compiled."""
+    d = tmp_path_factory.mktemp("warm-emu")
+    run = run_cli(["record", str(kernel_file(d)), "-o", str(d / "k.tptrace"), "--backend", "emu"], d,
+                  cap=resource.RLIM_INFINITY, timeout=900)
+    assert run.code == 0, run.stderr
+
+
+def read_only_mount(folder: Path) -> list[str]:
+    """A command prefix that runs its command with `folder` read-only for it (a bind mount in a
+    mount namespace of its own: as root, a chmod'ed folder is still writable). Skips the test
+    where that is not possible."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return []
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {folder} {folder} && "
+                            f"mount -o remount,bind,ro {folder} {folder} && ! touch {folder}/.probe"],
+                           capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a read-only folder here: {probe.stderr.decode(errors='replace')[:200]}")
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, str(folder)]
+
+
+# A prelude that makes the next report write stop half-way (after "writing" on stdout) for a signal.
+SLOW_WRITE = """
+import time, tuiprof.output as _output
+
+_replace = _output._replace_atomically
+
+def _slowly(real, name, folder, mode, write):
+    def half_then_wait(fh):
+        fh.write(b"half a report")
+        fh.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+    _replace(real, name, folder, mode, half_then_wait)
+
+_output._replace_atomically = _slowly
+"""

@@ -177,7 +177,7 @@ def many_ops(tf: TraceFile, n_ops: int, line_text: str | None = None) -> TraceFi
     every op sits on line 1 of a source whose line 1 is `line_text`."""
     t = tf.copy()
     h = t.header
-    template = h["ops"][0]
+    template = {k: v for k, v in h["ops"][0].items() if k != "ptx"}  # the count at stake, not the header's size
     h["ops"] = h["ops"] + [{**template, "id": i, "starts_sequence": False, "label": f"x{i}"}
                            for i in range(len(h["ops"]), n_ops)]
     if line_text is not None:

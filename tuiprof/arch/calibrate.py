@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from tuiprof.arch.model import Arch, arch_from_mapping, arch_to_mapping, format_size
+from tuiprof import units
+from tuiprof.arch.model import Arch, arch_from_mapping, arch_to_mapping
 from tuiprof.errors import ArchError, TuiprofError
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class Measurements:
         """How the measured L2 compares with the driver's figure, where they differ by over 10%."""
         if not self.l2_reported or abs(self.l2_size - self.l2_reported) <= self.l2_reported // 10:
             return ""
-        return f"the driver reports {format_size(self.l2_reported)}"
+        return f"the driver reports {units.size(self.l2_reported)}"
 
 
 def capacity(footprints: np.ndarray, cycles: np.ndarray, tolerance: float = 0.3, t_hit: float | None = None) -> int:
@@ -258,7 +259,7 @@ def arch_toml(arch: Arch, m: Measurements, base_name: str, date: str | None = No
             for k, v in values.items():
                 extra = ""
                 if f"{section}.{k}" == "l1.assoc":
-                    extra = f" ({format_size(m.l1_size)} measured, ways fitted to the preset's sets)"
+                    extra = f" ({units.size(m.l1_size)} measured, ways fitted to the preset's sets)"
                 elif f"{section}.{k}" == "l2.size" and m.l2_note():
                     extra = f" ({m.l2_note()})"
                 lines.append(f"{k} = {value(v)}  # {note(f'{section}.{k}')}{extra}")
@@ -266,17 +267,14 @@ def arch_toml(arch: Arch, m: Measurements, base_name: str, date: str | None = No
 
 
 def write_calibrated(text: str, path: Path | None = None) -> Path:
-    """Write the TOML atomically (temporary file, then rename)."""
+    """Write the TOML as every output is written (`tuiprof.output`: atomically for a file, a
+    device or FIFO written through, never replaced; a read-only file refused)."""
+    from tuiprof.output import write_output
+
     target = path or calibrated_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".calibrated-", suffix=".toml")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    if path is None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    write_output(text, str(target))
     return target
 
 
@@ -463,15 +461,20 @@ def calibrate(cuda: str = "cuda-bindings", quick: bool = False, output: Path | N
     import json
 
     from tuiprof.arch.presets import load_arch
+    from tuiprof.output import check_output, write_output
 
+    if output is not None:
+        check_output(str(output))  # before minutes of measuring
     m = measure(cuda, quick, progress)
     base_name = base_preset(m.compute_capability)
     arch = calibrated_arch(m, load_arch(base_name))
     path = write_calibrated(arch_toml(arch, m, base_name), output)
-    raw = path.with_suffix(".json")
-    raw.write_text(json.dumps({"gpu": m.gpu, "t1": m.t1, "t2": m.t2, "dram": m.dram, "l1_size": m.l1_size,
+    raw = path.with_suffix(".json") if path.suffix != ".json" else path.with_name(path.name + ".sweeps.json")
+    if not path.is_file():  # a device or FIFO took the TOML: the sweeps have no file to sit beside
+        return path, arch, m
+    write_output(json.dumps({"gpu": m.gpu, "t1": m.t1, "t2": m.t2, "dram": m.dram, "l1_size": m.l1_size,
                                "l2_size": m.l2_size, "sector": m.sector, "line": m.line,
-                               "dram_batches": m.dram_batches, "sweeps": m.sweeps}, indent=1))
+                               "dram_batches": m.dram_batches, "sweeps": m.sweeps}, indent=1), str(raw))
     return path, arch, m
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from tuiprof.errors import ArchError
+from tuiprof.units import size
 
 STORE_POLICIES = ("write-evict", "write-no-allocate", "write-allocate")
 """L1 store policies. All are write-through to L2 (paper 000 sec. 2.1: stores go to L2):
@@ -62,12 +63,8 @@ def parse_size(value: Any, key: str) -> int:
     raise ArchError(f"{key}: {value!r} is not a size", "write a byte count or e.g. 48KiB, 6MiB")
 
 
-def format_size(n: int) -> str:
-    """Bytes in the largest binary unit that divides them: 49152 -> '48 KiB'."""
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n and n % div == 0:
-            return f"{n // div} {unit}"
-    return f"{n} B"
+format_size = size
+"""The one byte-size rendering (`tuiprof.units.size`), under the name callers elsewhere import."""
 
 
 @dataclass(frozen=True)
@@ -455,8 +452,8 @@ def validate(arch: Arch) -> None:
     _check(all(a < b for a, b in zip(c, c[1:])) and c[0] >= 0, arch,
            "shared_carveouts must be distinct sizes in ascending order", "write e.g. 0,8KiB,16KiB,32KiB,64KiB,96KiB")
     _check(arch.shared_per_sm <= c[-1], arch,
-           f"shared_per_sm ({format_size(arch.shared_per_sm)}) exceeds the largest shared_carveouts step ({format_size(c[-1])})",
+           f"shared_per_sm ({size(arch.shared_per_sm)}) exceeds the largest shared_carveouts step ({size(c[-1])})",
            "add a carve-out step that holds it to shared_carveouts, or lower shared_per_sm")
     _check(arch.unified_l1_shared == 0 or c[-1] <= arch.unified_l1_shared, arch,
-           f"the largest shared_carveouts step ({format_size(c[-1])}) exceeds unified_l1_shared "
-           f"({format_size(arch.unified_l1_shared)})", "raise unified_l1_shared or lower the carve-out steps")
+           f"the largest shared_carveouts step ({size(c[-1])}) exceeds unified_l1_shared "
+           f"({size(arch.unified_l1_shared)})", "raise unified_l1_shared or lower the carve-out steps")

@@ -84,6 +84,21 @@ def register_cap(arch: Arch, registers_per_thread: int) -> int:
     return cap
 
 
+def bounded_registers(arch: Arch, max_threads: int, min_ctas: int = 1, maxnreg: int | None = None) -> int:
+    """The registers per thread a kernel's launch bounds leave it (``__launch_bounds__(T, M)``,
+    PTX ``.maxntid T .minnctapersm M``, or ``.maxnreg N``): the most for which M CTAs of T threads
+    fit an SM's register file, as the compiler caps them. What tuiprof assumes for occupancy when
+    no assembler measured the kernel."""
+    top = arch.max_registers_per_thread if maxnreg is None else min(maxnreg, arch.max_registers_per_thread)
+    if max_threads <= 0:
+        return top
+    warps = -(-max_threads // arch.warp_size)
+    regs = top
+    while regs > 1 and _registers_limit(arch, regs, warps) < max(min_ctas, 1):
+        regs -= 1
+    return regs
+
+
 def next_register_cap(arch: Arch, cap: int) -> int:
     """The cap one occupancy step below `cap` (`register_cap` of one more register); 0 past the
     most registers a thread may have."""

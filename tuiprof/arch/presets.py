@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -11,6 +9,7 @@ from typing import Any, Mapping
 
 from tuiprof.arch.model import Arch, arch_from_mapping
 from tuiprof.errors import ArchError
+from tuiprof.files import FileRole, read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,35 +28,23 @@ MAX_ARCH_FILE_BYTES = 1 << 20
 """An arch TOML is a few KiB; anything past 1 MiB is not one (and /dev/zero never ends)."""
 
 
+ARCH_FILE = FileRole(noun="arch file ", expected="a regular file", error=ArchError,
+                     missing_hint="give a preset name (see `tuiprof archs`) or a .toml path",
+                     other_hint="save the arch as a .toml file and pass its path", folder_hint="give a .toml file",
+                     too_large=": not an arch description (an arch TOML is a few KiB; compare with "
+                     "`tuiprof archs --show h100`)")
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     """Parse an arch TOML file: a regular file of at most MAX_ARCH_FILE_BYTES, never a device or FIFO."""
     from tuiprof.output import shown
 
-    name = shown(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise ArchError(f"arch file {name} does not exist", "give a preset name (see `tuiprof archs`) or a .toml path") from None
-    except OSError as exc:
-        raise ArchError(f"cannot read arch file {name}: {exc.strerror}", "check the path and its permissions") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if stat.S_ISDIR(st.st_mode):
-            raise ArchError(f"arch file {name} is a directory", "give a .toml file")
-        if not stat.S_ISREG(st.st_mode):
-            raise ArchError(f"arch file {name} is not a regular file (a device, FIFO or socket)",
-                            "save the arch as a .toml file and pass its path")
-        try:
-            data = fh.read(MAX_ARCH_FILE_BYTES + 1)
-        except OSError as exc:
-            raise ArchError(f"cannot read arch file {name}: {exc.strerror}", "check the file") from None
-    if len(data) > MAX_ARCH_FILE_BYTES:
-        raise ArchError(f"arch file {name} is larger than {MAX_ARCH_FILE_BYTES >> 20} MiB: not an arch description",
-                        "an arch TOML is a few KiB; compare with `tuiprof archs --show h100`")
+    data = read_regular(path, ARCH_FILE, MAX_ARCH_FILE_BYTES)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ArchError(f"arch file {name} is not valid TOML: {exc}", "compare with a preset: `tuiprof archs --show h100`") from None
+        raise ArchError(f"arch file {shown(path)} is not valid TOML: {exc}",
+                        "compare with a preset: `tuiprof archs --show h100`") from None
 
 
 @lru_cache(maxsize=None)

@@ -1,20 +1,24 @@
-"""The two ways to compile a CUDA source to PTX and a cubin: nvcc (a subprocess) and NVRTC (in
-process, through cuda-bindings).
+"""The two ways to compile a CUDA source to PTX and a cubin: nvcc and NVRTC (through
+cuda-bindings), each in a child process bounded in memory and time that dies with tuiprof
+(`tuiprof.build.child`).
 
 Each returns a `Compiled`: the PTX text, the kernel resources and where they came from, and the
 compiler's warnings. Both run with line info on and write only into the private `workdir` they
-are given. A failure is a BuildError carrying the compiler's own first errors.
+are given. A failure is a BuildError carrying the compiler's own first errors, or saying which of
+tuiprof's limits stopped the compiler.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import signal
-import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuiprof.build import nvrtc_child
+from tuiprof.build.child import limit_words, run_bounded
 from tuiprof.build.cubin import kernel_resources
 from tuiprof.build.diagnostics import missing_include, summarize_errors, warnings_of
 from tuiprof.build.program import KernelResources
@@ -22,7 +26,7 @@ from tuiprof.build.toolchain import Nvcc, Nvrtc
 from tuiprof.errors import BuildError
 
 MAX_OUTPUT_BYTES = 1 << 20
-"""How much of a compiler's stdout/stderr is read back."""
+"""How much of a compiler's log is read back."""
 MAX_PTX_BYTES = 256 << 20
 
 _ENTRY = re.compile(r"^\s*(?:\.(?:visible|weak)\s+)*\.entry\s+([\w$.]+)", re.M)
@@ -41,9 +45,14 @@ def ptx_entries(ptx: str) -> tuple[str, ...]:
     return tuple(_ENTRY.findall(ptx))
 
 
-def _failure(compiler: str, source: Path, target: str, output: str, flags: tuple[str, ...]) -> BuildError:
+def _failure(compiler: str, source: Path, target: str, output: str, flags: tuple[str, ...],
+             archs_error: str = "") -> BuildError:
     header = f"{source.name} does not compile ({compiler}, {target}):\n"
     missing = missing_include(output)
+    if archs_error and re.search(r"Unsupported gpu architecture", output, re.I):
+        return BuildError(header + summarize_errors(output),
+                          f"{target} was a guess: asking nvcc which targets it supports failed ({archs_error}); "
+                          "fix that first (is TMPDIR a writable folder?)")
     if missing is not None:
         hint = (f"the header {missing!r} was not found: add its folder with --cflag=-I<folder>"
                 + (", or install the CUDA headers (`pip install nvidia-cuda-runtime nvidia-cuda-cccl`)"
@@ -58,45 +67,6 @@ def _failure(compiler: str, source: Path, target: str, output: str, flags: tuple
 
 
 # --------------------------------------------------------------------------- nvcc
-
-
-def _read_bounded(path: Path) -> str:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_OUTPUT_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _run_bounded(cmd: list[str], cwd: Path, env: dict[str, str], stdout_path: Path, stderr_path: Path,
-                 timeout: float, what: str) -> int:
-    """Run `cmd` with its output in files, in its own process group so that a timeout (or an
-    interrupt) ends the compiler's children too. Returns the exit status."""
-    try:
-        with open(stdout_path, "wb") as so, open(stderr_path, "wb") as se:
-            proc = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
-                                    start_new_session=True)
-    except OSError as exc:
-        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror}", "check the CUDA toolkit installation") from None
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise BuildError(f"{what} took longer than {timeout:g} s",
-                         "simplify the source, or check that the compiler is not stuck") from None
-    finally:
-        if proc.poll() is None:
-            _kill_group(proc)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:
-        pass
-    proc.wait()
 
 
 def compile_nvcc(nvcc: Nvcc, source: Path, flags: tuple[str, ...], sm: int, workdir: Path,
@@ -114,11 +84,13 @@ def compile_nvcc(nvcc: Nvcc, source: Path, flags: tuple[str, ...], sm: int, work
         cmd = [nvcc.path, "-ptx", f"-arch={target}", "-lineinfo", *flags, str(source),
                "-o", str(out_dir / f"{source.stem}.ptx")]
     env = dict(os.environ, TMPDIR=str(workdir))
-    stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
-    returncode = _run_bounded(cmd, workdir, env, stdout_path, stderr_path, timeout, f"{nvcc.name} on {source.name}")
-    output = _read_bounded(stdout_path) + _read_bounded(stderr_path)
-    if returncode != 0:
-        raise _failure(nvcc.name, source, target, output, flags)
+    what = f"{nvcc.name} on {source.name}"
+    run = run_bounded(cmd, cwd=workdir, env=env, timeout=timeout, what=what, cleanup=[workdir])
+    output = run.output
+    if run.limit is not None:
+        raise limit_words(run.limit, what, timeout)
+    if run.returncode != 0:
+        raise _failure(nvcc.name, source, target, output, flags, nvcc.archs_error)
     ptx_path = out_dir / f"{source.stem}.ptx"
     if not ptx_path.is_file():
         candidates = sorted(out_dir.glob("*.ptx"))
@@ -184,44 +156,56 @@ def parse_ptxas_report(output: str) -> dict[str, tuple[int, int, int]]:
 # --------------------------------------------------------------------------- NVRTC
 
 
-def compile_nvrtc(nvrtc_info: Nvrtc, source: Path, text: bytes, flags: tuple[str, ...], sm: int) -> Compiled:
-    """NVRTC in process: the PTX and the cubin of ``-arch=sm_XX --generate-line-info``; the
-    kernel resources from the cubin. The program is named by the source's absolute path, so
-    quoted includes resolve beside it and the PTX ``.file`` table names it."""
-    from cuda.bindings import nvrtc
-
+def compile_nvrtc(nvrtc_info: Nvrtc, source: Path, text: bytes, flags: tuple[str, ...], sm: int, workdir: Path,
+                  timeout: float) -> Compiled:
+    """NVRTC in a child process (`tuiprof.build.nvrtc_child`, bounded like nvcc): the PTX and the
+    cubin of ``-arch=sm_XX --generate-line-info``; the kernel resources from the cubin. The
+    program is named by the source's absolute path, so quoted includes resolve beside it and the
+    PTX ``.file`` table names it."""
     target = f"sm_{sm}"
     options = [f"-arch={target}", "--generate-line-info", *nvrtc_flags(flags),
                *(f"-I{d}" for d in nvrtc_info.include_dirs)]
-    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
-    err, prog = nvrtc.nvrtcCreateProgram(text, str(source).encode(), 0, [], [])
-    if err != ok:
-        raise BuildError(f"NVRTC cannot create a program for {source.name}: {err.name}",
-                         "this is a tuiprof bug or a broken NVRTC installation; please report it")
+    (workdir / "source.cu").write_bytes(text)
+    (workdir / nvrtc_child.REQUEST).write_text(json.dumps({
+        "name": str(source), "options": options, "source": "source.cu", "max_log": MAX_OUTPUT_BYTES,
+        "max_ptx": MAX_PTX_BYTES}), encoding="utf-8")
+    what = f"{nvrtc_info.name} on {source.name}"
+    run = run_bounded([sys.executable, nvrtc_child.__file__, str(workdir)], cwd=workdir, timeout=timeout, what=what,
+                      env=dict(os.environ, TMPDIR=str(workdir)), cleanup=[workdir])
+    log = _read_limited(workdir / nvrtc_child.LOG, MAX_OUTPUT_BYTES)
+    if run.limit is not None:
+        raise limit_words(run.limit, what, timeout)
     try:
-        encoded = [o.encode() for o in options]
-        err, = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
-        log = _nvrtc_log(nvrtc, prog)
-        if err != ok:
-            raise _failure(nvrtc_info.name, source, target, log or err.name, flags)
-        err, size = nvrtc.nvrtcGetPTXSize(prog)
-        if err != ok or size > MAX_PTX_BYTES:
-            raise BuildError(f"NVRTC returned no usable PTX for {source.name} ({err.name}, {size} bytes)",
-                             "profile a smaller source file, or report it")
-        buf = b" " * size
-        nvrtc.nvrtcGetPTX(prog, buf)
-        ptx = buf.rstrip(b"\0").decode("utf-8", "replace")
-        err, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b""
-        if err == ok and size > 0:
-            cubin = b" " * size
-            nvrtc.nvrtcGetCUBIN(prog, cubin)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+        result = json.loads((workdir / nvrtc_child.RESULT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        signal_note = f" (ended by signal {-run.returncode})" if run.returncode < 0 else ""
+        raise BuildError(f"{what} ended without a result{signal_note}:\n{summarize_errors(run.output) or run.output[-2000:]}",
+                         "check the NVRTC installation (cuda-bindings, nvidia-cuda-nvrtc)") from None
+    stage, err = result.get("stage"), result.get("error", "")
+    if stage == "create":
+        raise BuildError(f"NVRTC cannot create a program for {source.name}: {err}",
+                         "this is a tuiprof bug or a broken NVRTC installation; please report it")
+    if stage == "compile":
+        raise _failure(nvrtc_info.name, source, target, log or err, flags)
+    if stage == "ptx":
+        raise BuildError(f"NVRTC returned no usable PTX for {source.name} ({err}, {result.get('size', 0)} bytes)",
+                         "profile a smaller source file, or report it")
+    ptx = (workdir / nvrtc_child.PTX).read_bytes().decode("utf-8", "replace")
+    cubin_path = workdir / nvrtc_child.CUBIN
+    cubin = cubin_path.read_bytes() if cubin_path.is_file() else b""
     entries = ptx_entries(ptx)
     if not cubin:
         return Compiled(ptx, {}, "none", warnings_of(log))
     return Compiled(ptx, kernel_resources(cubin, entries, sm), "cubin", warnings_of(log))
+
+
+def _read_limited(path: Path, limit: int) -> str:
+    """The first `limit` bytes of a file the child wrote, as text ("" when it wrote none)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 _HOST_ONLY = re.compile(r"^(?:-O[0-3s]?|--optimize(?:=\d)?)$")
@@ -246,13 +230,3 @@ def nvrtc_flags(flags: tuple[str, ...]) -> list[str]:
             continue
         out.append(flag)
     return out
-
-
-def _nvrtc_log(nvrtc: object, prog: object) -> str:
-    """The program's compile log, its first `MAX_OUTPUT_BYTES` bytes."""
-    err, size = nvrtc.nvrtcGetProgramLogSize(prog)  # type: ignore[attr-defined]
-    if size <= 1:
-        return ""
-    buf = b" " * size
-    nvrtc.nvrtcGetProgramLog(prog, buf)  # type: ignore[attr-defined]
-    return buf[:MAX_OUTPUT_BYTES].rstrip(b"\0").decode("utf-8", "replace")

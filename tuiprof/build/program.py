@@ -8,8 +8,12 @@ so that a trace can embed them), and per kernel the resources that bound occupan
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tuiprof.errors import BuildError
+
+if TYPE_CHECKING:
+    from tuiprof.build.names import Enums
 
 
 @dataclass(frozen=True)
@@ -82,20 +86,21 @@ class Program:
         return tuple(k.name for k in self.kernels)
 
     def kernel(self, name: str) -> KernelInfo:
-        """The kernel called `name`: its PTX symbol, its demangled signature, or its plain name
-        when that is unique (``spmv`` for ``_Z4spmvPKiPfi``)."""
-        for k in self.kernels:
-            if name in (k.name, k.demangled):
-                return k
-        matches = [k for k in self.kernels if k.base_name == name]
-        if len(matches) == 1:
-            return matches[0]
-        listing = ", ".join(k.demangled if k.demangled == k.name else f"{k.name} ({k.demangled})"
-                            for k in self.kernels) or "none"
-        if matches:
-            raise BuildError(f"kernel name {name!r} is ambiguous in {self.source.path}: it names "
-                             + ", ".join(k.name for k in matches), "give the mangled name of the one you mean")
-        raise BuildError(f"no kernel {name!r} in {self.source.path}", f"its kernels: {listing}")
+        """The kernel called `name`: its PTX symbol, its demangled signature, or its C++ name as
+        written (``spmv``, ``axpy<float, 4>``, ``ns::reduce<256, true>``; `tuiprof.build.names`)."""
+        from tuiprof.build.names import find_symbol
+
+        by_name = {k.name: k for k in self.kernels}
+        symbol = find_symbol(name, tuple(by_name), where=self.source.path, enums=self.enums,
+                             demangled={k.name: k.demangled for k in self.kernels}, error=BuildError)
+        return by_name[symbol]
+
+    @property
+    def enums(self) -> "Enums":
+        """The enumerators of the source and its headers (template arguments by name)."""
+        from tuiprof.build.names import source_enums
+
+        return source_enums([f.text for f in self.files])
 
     @property
     def files(self) -> tuple[SourceFile, ...]:
@@ -106,7 +111,7 @@ class Program:
 def base_name(signature: str) -> str:
     """The unqualified name of a demangled C++ function signature (or a plain C name)."""
     text = signature.replace("(anonymous namespace)::", "")
-    paren = _top_level_paren(text)
+    paren = top_level_paren(text)
     if paren >= 0:
         text = text[:paren]
     # drop template arguments at the end of the name: name<...>
@@ -123,7 +128,7 @@ def base_name(signature: str) -> str:
     return text.split("::")[-1].strip()
 
 
-def _top_level_paren(text: str) -> int:
+def top_level_paren(text: str) -> int:
     """Index of the '(' opening the parameter list (outside any template brackets), or -1."""
     depth = 0
     for i, ch in enumerate(text):

@@ -100,7 +100,13 @@ class KernelSignature:
     dynamic_shared: str | None
     """Element type of the ``extern __shared__`` array the body uses, None when it uses none."""
     max_threads: int | None
-    """``__launch_bounds__`` maximum threads per block, None when not given."""
+    """``__launch_bounds__`` maximum threads per block, None when not given (or not a number)."""
+    bounds: tuple[str, ...] = ()
+    """``__launch_bounds__``'s arguments as written (``BLOCK_THREADS``, ``BX * BY, 4``)."""
+    template_params: tuple[str, ...] = ()
+    """The template parameters' names, in order (``T``, ``TILE``)."""
+    body: str = ""
+    """The function body, comments blanked."""
 
 
 @dataclass(frozen=True)
@@ -319,6 +325,7 @@ def kernel_signatures(text: str) -> tuple[KernelSignature, ...]:
         name = None
         params_text = ""
         max_threads = None
+        bounds: tuple[str, ...] = ()
         while i < len(code):
             t = re.compile(r"\s*([A-Za-z_]\w*|::|\S)").match(code, i)
             if t is None:
@@ -329,7 +336,8 @@ def kernel_signatures(text: str) -> tuple[KernelSignature, ...]:
                 paren = code.find("(", i)
                 close = _match(code, paren, "(", ")")
                 if word == "__launch_bounds__":
-                    bound = re.match(r"\s*(\d+)", code[paren + 1:close])
+                    bounds = tuple(split_params(code[paren + 1:close - 1]))
+                    bound = re.fullmatch(r"\s*(\d+)\s*", bounds[0]) if bounds else None
                     max_threads = int(bound.group(1)) if bound else None
                 i = close
                 continue
@@ -352,29 +360,28 @@ def kernel_signatures(text: str) -> tuple[KernelSignature, ...]:
         body = code[after.start(1):body_end]
         extern_c = bool(re.search(r'\bextern\s+"C"', prefix)) or any(a < m.start() < b for a, b in extern_blocks)
         template = bool(re.search(r"\btemplate\s*<", prefix))
+        tparams: tuple[str, ...] = ()
+        tm = re.search(r"\btemplate\s*<", prefix)
+        if tm:
+            inner = prefix[tm.end():_match(prefix, tm.end() - 1, "<", ">") - 1]
+            tparams = tuple((re.findall(r"[A-Za-z_]\w*", p.split("=", 1)[0]) or [""])[-1] for p in split_params(inner))
         dims = 3 if re.search(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*z\b", body) else \
             2 if re.search(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*y\b", body) else 1
         dynamic = next((t for n, t in shared_arrays.items() if re.search(rf"\b{re.escape(n)}\b", body)), None)
         params = tuple(parse_param(p, aliases) for p in split_params(params_text))
         out.append(KernelSignature(name=name, params=params, extern_c=extern_c, template=template,
                                    line=code.count("\n", 0, m.start()) + 1, dims=dims,
-                                   dynamic_shared=dynamic, max_threads=max_threads))
+                                   dynamic_shared=dynamic, max_threads=max_threads, bounds=bounds,
+                                   template_params=tparams, body=body))
     return tuple(out)
 
 
 def demangled_params(signature: str, aliases: dict[str, str] | None = None) -> tuple[KernelParam, ...] | None:
     """The parameter types of a demangled signature (``void axpy<float, 4>(float, float const*,
     float*, int)``), unnamed; None when it has no parameter list."""
-    depth = 0
-    open_at = -1
-    for i, ch in enumerate(signature.replace("(anonymous namespace)", " " * 21)):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0:
-            open_at = i
-            break
+    from tuiprof.build.program import top_level_paren
+
+    open_at = top_level_paren(signature.replace("(anonymous namespace)", " " * 21))
     if open_at < 0:
         return None
     close = _match(signature, open_at, "(", ")")

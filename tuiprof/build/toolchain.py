@@ -14,7 +14,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Union
@@ -38,6 +37,8 @@ class Nvcc:
     archs: tuple[int, ...]
     """Supported compute capabilities as 10*major+minor (75, 80, ...), oldest first."""
     has_ptxas: bool
+    archs_error: str = ""
+    """Why ``nvcc --list-gpu-arch`` gave no targets (then `archs` is empty and the target a guess)."""
 
     @property
     def name(self) -> str:
@@ -76,10 +77,13 @@ def find_nvcc(environ: Mapping[str, str] | None = None) -> Path | None:
 
 
 def _run(cmd: list[str], timeout: float = 30.0) -> str:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, errors="replace")
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise BuildError(f"cannot run {cmd[0]}: {exc}", INSTALL_HINT) from None
+    """`cmd`'s standard output, run bounded (`tuiprof.build.child`) with a private TMPDIR (nvcc
+    writes temporaries even to list its targets: an unwritable TMPDIR must not change the answer)."""
+    from tuiprof.build.child import run_bounded, temp_folder
+
+    with temp_folder() as tmp:
+        out = run_bounded(cmd, cwd=tmp, timeout=timeout, what=" ".join(cmd), env=dict(os.environ, TMPDIR=str(tmp)),
+                          cleanup=[tmp])
     if out.returncode != 0:
         raise BuildError(f"{' '.join(cmd)} failed: {(out.stderr or out.stdout).strip()[:500]}", INSTALL_HINT)
     return out.stdout
@@ -90,14 +94,15 @@ def _nvcc_info(path: str, mtime_ns: int) -> Nvcc:
     text = _run([path, "--version"])
     m = re.search(r"V(\d+\.\d+(?:\.\d+)?)", text) or re.search(r"release (\d+\.\d+)", text)
     version = m.group(1) if m else "unknown"
+    archs_error = ""
     try:
         listing = _run([path, "--list-gpu-arch"])
         archs = tuple(sorted({int(a) for a in re.findall(r"compute_(\d+)\b", listing)}))
-    except BuildError:
-        archs = ()
+    except BuildError as exc:  # an nvcc older than --list-gpu-arch: the target is the GPU's own
+        archs, archs_error = (), exc.message[:300]
     here = Path(path)
     has_ptxas = any((d / "ptxas").is_file() for d in {here.parent, here.resolve().parent})
-    return Nvcc(path=path, version=version, archs=archs, has_ptxas=has_ptxas)
+    return Nvcc(path=path, version=version, archs=archs, has_ptxas=has_ptxas, archs_error=archs_error)
 
 
 def nvcc_compiler(path: Path) -> Nvcc:

@@ -11,6 +11,15 @@ leaves beside the binary a folder ``<binary>.tuiprof/`` with ``meta.json`` (per 
 source it came from, its site table, kernels and their uninstrumented resources) and each
 module's original PTX (for the StaticOp table and the source mapping).
 
+The output follows the rules of every file tuiprof writes (`tuiprof.output`), checked before
+nvcc runs: ``-o`` never names an input (a source or object on the command line), a read-only
+file, a directory, a device or a FIFO (a program must be a regular file), nor a folder that does
+not exist or cannot be written; ``<binary>.tuiprof`` must be absent or tuiprof's own metadata
+folder (a file, a symlink or a foreign folder there is refused, never removed). The build runs
+in a hidden staging folder beside the binary (``.tuiprof-build-<pid>-*``), and the binary and its
+metadata are renamed into place only once everything succeeded: a failed or interrupted build
+leaves the old ones as they were and nothing else behind.
+
 What this does not do (yet), said in the README: ``-c``/``-ptx``/``-cubin`` builds (nothing to
 link the runtime into), NVRTC-only machines (a toolkit's nvcc is needed), launches through
 ``cudaLaunchKernelEx``/CUDA graphs/driver-API modules (not wrapped). Device functions called
@@ -28,8 +37,7 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import tempfile
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -37,10 +45,12 @@ from typing import Callable, Sequence
 from tuiprof.arch import load_arch
 from tuiprof.arch.calibrate import base_preset
 from tuiprof.arch.occupancy import next_register_cap, register_cap
-from tuiprof.build.compilers import _kill_group, parse_ptxas_report
+from tuiprof.build.child import ChildResult, limit_words, run_bounded, temp_folder
+from tuiprof.build.compilers import parse_ptxas_report
 from tuiprof.build.program import KernelResources
 from tuiprof.build.toolchain import find_nvcc
-from tuiprof.errors import BuildError
+from tuiprof.errors import BuildError, OutputError
+from tuiprof.files import FileRole, read_regular
 from tuiprof.ptx.instrument import Site, instrument_capped
 from tuiprof.ptx.model import Module, PtxError, SourceLoc
 from tuiprof.resources import user_cache_dir
@@ -127,15 +137,11 @@ def runtime_object(cxx: str = "g++", include_dirs: Sequence[str] = (), timeout: 
     if obj.is_file():
         return obj
     folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        out = Path(tmp) / "rt.o"
+    with temp_folder(folder, ".rt-") as tmp:
+        out = tmp / "rt.o"
         cmd = [compiler, "-std=c++17", "-O2", "-fPIC", "-c", str(RUNTIME_SOURCE), "-o", str(out),
                *(f"-I{d}" for d in include_dirs)]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, errors="replace")
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise BuildError(f"cannot compile tuiprof's host runtime with {cxx}: {exc}",
-                             "a C++17 compiler (the one nvcc uses) is needed for whole programs") from None
+        r = _run(cmd, tmp, timeout, f"{cxx} on tuiprof's host runtime", tmp)
         if r.returncode != 0:
             raise BuildError(f"tuiprof's host runtime does not compile with {cxx}:\n{(r.stdout + r.stderr)[-2000:]}",
                              "check the CUDA toolkit's headers (cuda.h, cuda_runtime.h) are installed")
@@ -181,6 +187,8 @@ class ModuleMeta:
     resources: dict[str, KernelResources]
     probe_registers: dict[str, int] = dataclasses.field(default_factory=dict)
     """Registers per thread of each instrumented kernel (``ptxas -v`` of the built PTX)."""
+    plain_kernels: tuple[str, ...] = ()
+    """Every kernel of the module, probed or not (library kernels are probed only when chosen)."""
 
 
 @dataclass(frozen=True)
@@ -260,33 +268,60 @@ def _output_of(args: list[str]) -> tuple[list[str], Path | None]:
     return rest, out
 
 
+PROGRESS_AFTER = 2.0
+"""Seconds a build runs before its steps are said on stderr."""
+
+
+class _Progress:
+    """Says each step of a build on stderr once it has run `PROGRESS_AFTER` seconds."""
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.clock = time.monotonic
+        self.start = self.clock()
+        self.total = total
+        self.done = 0
+
+    def step(self, what: str) -> None:
+        from tuiprof.output import note
+
+        self.done += 1
+        if self.clock() - self.start >= PROGRESS_AFTER:
+            note(f"tuiprof build: step {self.done}/{self.total} ({self.clock() - self.start:.0f} s): {what}")
+
+
 def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | None = None, *,
                        cwd: str | os.PathLike[str] | None = None, nvcc: str | None = None,
-                       timeout: float = DEFAULT_TIMEOUT) -> WholeProgram:
+                       timeout: float = DEFAULT_TIMEOUT, kernels: Sequence[str] = ()) -> WholeProgram:
     """Build the program nvcc `args` describe (sources, flags, optionally ``-o``), instrumented;
     `output` overrides ``-o`` (default ``a.out`` as nvcc's). ``-lineinfo`` is added when missing.
-    Raises BuildError naming the failing step with its output."""
+    `kernels` (C++ names as written, `tuiprof.build.names`) limits the probes to those kernels and
+    the functions they call (a program's other kernels, Thrust's and CUB's, run as they are).
+    Steps are said on stderr once the build has run two seconds. The output is checked first and
+    renamed into place last (module docstring). Raises BuildError naming the failing step with its
+    output, OutputError for an output it refuses."""
     args = list(args)
     check_args(args)
     rest, out = _output_of(args)
-    binary = Path(output) if output is not None else (out or Path("a.out"))
     workdir = Path(cwd) if cwd is not None else Path.cwd()
-    binary = binary if binary.is_absolute() else workdir / binary
+    named = Path(output) if output is not None else (out or Path("a.out"))
+    named = named if named.is_absolute() else workdir / named
+    binary = check_program_output(named, _inputs(rest, workdir))
+    folder = binary.with_name(binary.name + ".tuiprof")
     if "-lineinfo" not in rest and "--generate-line-info" not in rest and "-G" not in rest:
         rest.append("-lineinfo")
     nvcc_path = nvcc or (str(find_nvcc()) if find_nvcc() else None)
     if nvcc_path is None:
         raise BuildError("whole programs need nvcc (a CUDA toolkit), and none was found",
                          "install the CUDA toolkit, or set CUDA_HOME; kernel files with a launch script work with NVRTC")
-    folder = binary.with_name(binary.name + ".tuiprof")
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    try:
-        keep = folder / "build"
-        keep.mkdir()
-        dry_cmd = [nvcc_path, "-dryrun", "-keep", "-keep-dir", str(keep), *rest, "-o", str(binary)]
-        r = _run(dry_cmd, workdir, timeout, "nvcc -dryrun")
+    with temp_folder(binary.parent, STAGE_PREFIX) as stage:
+        staged = stage / binary.name
+        meta_folder = stage / folder.name
+        keep = meta_folder / "build"
+        keep.mkdir(parents=True)
+        dry_cmd = [nvcc_path, "-dryrun", "-keep", "-keep-dir", str(keep), *rest, "-o", str(staged)]
+        r = _run(dry_cmd, workdir, timeout, "nvcc -dryrun", stage)
         if r.returncode != 0:
             raise BuildError(f"nvcc refused the command line:\n{_tail(r.stdout + r.stderr)}", "fix the nvcc arguments")
         dry = parse_dryrun(r.stdout + "\n" + r.stderr)
@@ -302,17 +337,19 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
 
         def report(ptx: str, arch: str) -> dict[str, tuple[int, int, int]]:
             if (ptx, arch) not in reports:  # the last capped compile is the build's PTX
-                reports[(ptx, arch)] = _ptxas_report(ptx, arch, folder, nvcc_path, workdir, timeout)
+                reports[(ptx, arch)] = ptxas_report(ptx, arch, meta_folder, nvcc_path, workdir, timeout, stage)
             return reports[(ptx, arch)]
 
         modules: list[ModuleMeta] = []
+        progress = _Progress(len(dry.steps))
         for step in dry.steps:
             command = step.command
+            progress.step(_describe(command, step))
             if command.startswith("rm "):
                 command = "rm -f " + command[3:]
             if step.final_link:
                 command = f"{command} {shlex.quote(str(rt))} {' '.join(WRAP_FLAGS)}"
-            res = _run(["bash", "-c", prefix + command], workdir, timeout, command.split()[0])
+            res = _run(["bash", "-c", prefix + command], workdir, timeout, command.split()[0], stage)
             if res.returncode != 0:
                 what = shlex.split(command)[0] if command else "?"
                 output = res.stdout + res.stderr
@@ -320,15 +357,96 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
                                  f"{_tail(output)}", _failure_hint(step, output))
             if step.ptx:
                 modules.append(_instrument_file(Path(step.ptx) if Path(step.ptx).is_absolute() else workdir / step.ptx,
-                                                len(modules), step.source or "", folder, report))
+                                                len(modules), step.source or "", meta_folder, report, kernels))
+        if kernels and not any(m.kernels for m in modules):
+            raise BuildError(f"no kernel of the program is named {', '.join(kernels)}",
+                             "give --kernel the name of one of its kernels (without --kernel, `tuiprof build` probes "
+                             "the kernels of the program's own files)")
+        left = sorted({k for m in modules for k in m.plain_kernels} - {k for m in modules for k in m.kernels})
+        if left and not kernels:
+            from tuiprof.build.demangle import demangle
+            from tuiprof.output import note
+
+            note(f"tuiprof build: {len(left)} library kernel(s) (Thrust, CUB...) run without probes, e.g. "
+                 f"{demangle(left[0])[:100]}; `tuiprof build --kernel NAME ...` probes one of them")
         meta = [_module_json(m) for m in modules]
-        (folder / "meta.json").write_text(json.dumps({"version": META_VERSION, "binary": binary.name,
-                                                      "nvcc_args": rest, "modules": meta}, indent=1))
+        (meta_folder / "meta.json").write_text(json.dumps({"version": META_VERSION, "binary": binary.name,
+                                                           "nvcc_args": rest, "modules": meta}, indent=1))
         shutil.rmtree(keep, ignore_errors=True)
-    except BaseException:  # a failed or interrupted build leaves nothing behind
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
+        _put_in_place(staged, binary, meta_folder, folder, stage)
     return load_whole_program(binary)
+
+
+STAGE_PREFIX = ".tuiprof-build-"
+"""The hidden staging folder of a build, beside its binary (``.tuiprof-build-<pid>-*``)."""
+
+
+def _inputs(args: Sequence[str], workdir: Path) -> list[Path]:
+    """The files an nvcc command line reads (its words that name an existing file): ``-o`` must
+    never name one of them."""
+    out = []
+    for a in args:
+        for word in (a, a.split("=", 1)[-1]) if a.startswith("-") else (a,):
+            p = Path(word) if Path(word).is_absolute() else workdir / word
+            try:
+                if word and p.is_file():
+                    out.append(p)
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def check_program_output(binary: Path, inputs: Sequence[Path]) -> Path:
+    """The real path the program will be written to, once `binary` passes the rules of
+    `tuiprof.output.check_output` (never an input, a read-only file, a directory; its folder
+    exists and is writable) and those of a program: a regular file (a device or a FIFO is
+    refused: nvcc's linker would replace it), with no file, symlink or foreign folder at
+    ``<binary>.tuiprof``. Raises OutputError."""
+    from tuiprof.files import kind_of_file
+    from tuiprof.output import check_output, shown
+
+    st = check_output(os.fspath(binary), inputs)
+    name = shown(binary)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{name} is {kind_of_file(st.st_mode)}; a program must be a regular file",
+                          "give a file name for the binary with -o")
+    real = Path(os.path.realpath(binary))
+    folder = real.with_name(real.name + ".tuiprof")
+    try:
+        fst = os.lstat(folder)
+    except FileNotFoundError:
+        return real
+    except OSError as exc:
+        raise OutputError(f"cannot use {shown(folder)}: {(exc.strerror or str(exc)).lower()}",
+                          "choose another output path") from None
+    where = f"{shown(folder)}, where tuiprof keeps the program's metadata,"
+    hint = "remove it or move it away, or choose another -o"
+    if stat.S_ISLNK(fst.st_mode):
+        raise OutputError(f"{where} is a symbolic link; tuiprof neither follows nor removes it", hint)
+    if not stat.S_ISDIR(fst.st_mode):
+        raise OutputError(f"{where} is {kind_of_file(fst.st_mode).replace('not a regular file', 'a file')}, "
+                          "not its folder", hint)
+    try:
+        entries = set(os.listdir(folder))
+    except OSError as exc:
+        raise OutputError(f"cannot use {shown(folder)}: {(exc.strerror or str(exc)).lower()}", hint) from None
+    if entries and "meta.json" not in entries:
+        raise OutputError(f"{where} is a folder tuiprof did not make (it holds no meta.json); tuiprof does not "
+                          "remove it", hint)
+    return real
+
+
+def _put_in_place(staged: Path, binary: Path, meta_folder: Path, folder: Path, stage: Path) -> None:
+    """The built binary and its metadata folder renamed over the old ones (the old folder moved
+    into the staging folder, which goes away)."""
+    try:
+        os.replace(staged, binary)
+        if os.path.lexists(folder):
+            os.replace(folder, stage / "old.tuiprof")
+        os.replace(meta_folder, folder)
+    except OSError as exc:
+        raise OutputError(f"cannot put the program in place at {binary}: {(exc.strerror or str(exc)).lower()}",
+                          "check the folder's permissions and free space") from None
 
 
 def _failure_hint(step: Step, output: str) -> str:
@@ -338,8 +456,18 @@ def _failure_hint(step: Step, output: str) -> str:
     return "the same command line builds with plain nvcc? then please report it with the output"
 
 
+def _describe(command: str, step: Step) -> str:
+    """A step of nvcc's plan in a few words (``cicc app.cu``, ``ptxas``, ``link``)."""
+    words = shlex.split(command) if command else ["?"]
+    tool = os.path.basename(words[0].strip('"')) if words else "?"
+    if step.ptx:
+        return f"{tool} {os.path.basename(step.source or '')}, then tuiprof's probes"
+    return "final link with tuiprof's runtime" if step.final_link else tool
+
+
 def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
-                     report: Callable[[str, str], dict[str, tuple[int, int, int]]]) -> ModuleMeta:
+                     report: Callable[[str, str], dict[str, tuple[int, int, int]]],
+                     kernels: Sequence[str] = ()) -> ModuleMeta:
     """Instrument one translation unit's PTX in place (the plain text kept in `folder`), its
     kernels capped at the registers that keep their plain occupancy where ptxas need not spill
     for it (`tuiprof.collect.gpu.instrument_for` on the GPU path); the plain kernels' resources
@@ -348,13 +476,21 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     found = re.search(r"^\.target\s+(\S+)", text, re.M)
     target = found.group(1).rstrip(",") if found else ""
     sm = target if re.fullmatch(r"sm_\d+[a-z]?", target) else "sm_75"
+    only = _chosen(text, kernels) | _user_functions(text, exported_only=True) if kernels else _user_functions(text)
+    from tuiprof.build.compilers import ptx_entries
+
+    every = ptx_entries(text)
+    if not only:  # no chosen kernel and none of the user's functions here: the module runs as it is
+        name = f"m{tag}.ptx"
+        (folder / name).write_text(text)
+        return ModuleMeta(tag, source, name, target, (), (), {}, {}, every)
     plain = report(text, sm)
     number = int(re.sub(r"\D", "", sm))
     arch = load_arch(base_preset((number // 10, number % 10)))
     try:
         result = instrument_capped(text, tag=tag, plain=plain, cap=functools.partial(register_cap, arch),
                                    next_cap=functools.partial(next_register_cap, arch),
-                                   compiler=functools.partial(report, arch=sm))
+                                   compiler=functools.partial(report, arch=sm), only=only)
     except PtxError as exc:
         raise BuildError(f"cannot instrument the PTX of {source or ptx_path.name}: {exc.message}", exc.hint) from None
     name = f"m{tag}.ptx"
@@ -363,17 +499,55 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     resources = {k: KernelResources(*plain[k], 0) for k in result.kernels if k in plain}
     built = report(result.ptx, sm)
     return ModuleMeta(tag, source, name, target, result.sites, result.kernels, resources,
-                      {k: built[k][0] for k in result.kernels if k in built})
+                      {k: built[k][0] for k in result.kernels if k in built}, every)
 
 
-def _ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
-                  timeout: float) -> dict[str, tuple[int, int, int]]:
+def _user_functions(ptx: str, exported_only: bool = False) -> set[str]:
+    """The kernels and device functions of a module defined in the user's own files, not in a
+    library's headers (Thrust's and CUB's kernels, whose probes would cost ptxas minutes;
+    `--kernel` probes one of them); with `exported_only`, the device functions another translation
+    unit may call (``-rdc``)."""
+    from tuiprof.ptx.model import is_system_path
+    from tuiprof.ptx.parse import parse_module
+
+    module = parse_module(ptx)
+    out = set()
+    for name, fn in module.functions.items():
+        if not fn.has_body or exported_only and (fn.is_entry or fn.linkage not in ("visible", "weak")):
+            continue
+        loc = next((i.loc for i in fn.instructions if i.loc is not None), None)
+        path = module.files.get(loc.outermost.file, "") if loc is not None else ""
+        if not path or not is_system_path(path):
+            out.add(name)
+    return out
+
+
+def _chosen(ptx: str, kernels: Sequence[str]) -> set[str]:
+    """The kernels of a module's PTX that the written names `kernels` name (none when it has none
+    of them)."""
+    from tuiprof.build.compilers import ptx_entries
+    from tuiprof.build.names import find_symbol
+    from tuiprof.errors import TuiprofError
+
+    entries = ptx_entries(ptx)
+    out = set()
+    for name in kernels:
+        try:
+            out.add(find_symbol(name, entries))
+        except TuiprofError as exc:
+            if "ambiguous" in exc.message:
+                raise BuildError(exc.message, exc.hint) from None
+    return out
+
+
+def ptxas_report(ptx: str, arch: str, folder: Path, nvcc_path: str, cwd: Path,
+                 timeout: float, stage: Path) -> dict[str, tuple[int, int, int]]:
     """Kernel -> (registers, static shared, local bytes per thread) of `ptx` compiled for `arch`
     (``ptxas -v``); empty when ptxas refuses it (the build's own ptxas step then says why)."""
     ptxas = Path(nvcc_path).with_name("ptxas")
     src, cubin = folder / "resources.ptx", folder / "resources.cubin"
     src.write_text(ptx)
-    r = _run([str(ptxas), "-v", f"-arch={arch}", str(src), "-o", str(cubin)], cwd, timeout, "ptxas")
+    r = _run([str(ptxas), "-v", f"-arch={arch}", str(src), "-o", str(cubin)], cwd, timeout, "ptxas", stage)
     src.unlink(missing_ok=True)
     cubin.unlink(missing_ok=True)
     return parse_ptxas_report(r.stdout + r.stderr) if r.returncode == 0 else {}
@@ -384,15 +558,22 @@ def _module_json(m: ModuleMeta) -> dict[str, object]:
             "sites": [[s.function, s.index, s.part] for s in m.sites], "kernels": list(m.kernels),
             "resources": {k: [r.registers_per_thread, r.static_shared, r.local_bytes_per_thread, r.const_bytes]
                           for k, r in m.resources.items()},
-            "probe_registers": m.probe_registers}
+            "probe_registers": m.probe_registers, "plain_kernels": list(m.plain_kernels)}
+
+
+META_FILE = FileRole(noun="", expected="a regular file", error=BuildError,
+                     missing_hint="build the program with `tuiprof build ... -o BINARY`",
+                     other_hint="build the program again with `tuiprof build`", folder_hint="build the program again")
+MAX_META_BYTES = 64 << 20
+"""A program's meta.json (its site tables): megabytes at most for the largest programs."""
 
 
 def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
     """The metadata `tuiprof build` left beside `binary`; BuildError when it is missing or damaged."""
-    path = Path(binary)
+    path = Path(os.path.realpath(binary))
     folder = path.with_name(path.name + ".tuiprof")
     try:
-        data = json.loads((folder / "meta.json").read_text())
+        data = json.loads(read_regular(folder / "meta.json", META_FILE, MAX_META_BYTES))
         if data.get("version") != META_VERSION:
             raise ValueError("version")
         modules = tuple(ModuleMeta(
@@ -400,9 +581,10 @@ def load_whole_program(binary: str | os.PathLike[str]) -> WholeProgram:
             sites=tuple(Site(str(f), int(i), int(p)) for f, i, p in m["sites"]),
             kernels=tuple(str(k) for k in m["kernels"]),
             resources={str(k): KernelResources(*(int(x) for x in v)) for k, v in m["resources"].items()},
-            probe_registers={str(k): int(v) for k, v in m.get("probe_registers", {}).items()})
+            probe_registers={str(k): int(v) for k, v in m.get("probe_registers", {}).items()},
+            plain_kernels=tuple(str(k) for k in m.get("plain_kernels", ())))
             for m in data["modules"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, BuildError) as exc:
         raise BuildError(f"{path} has no readable tuiprof metadata ({folder}/meta.json: {exc})",
                          "build it with `tuiprof build ... -o BINARY`") from None
     return WholeProgram(path, folder, modules, tuple(str(a) for a in data.get("nvcc_args", [])))
@@ -447,19 +629,13 @@ def _shift_loc(loc: SourceLoc | None, shift: int) -> SourceLoc | None:
     return dataclasses.replace(loc, file=loc.file + shift, inlined_at=_shift_loc(loc.inlined_at, shift))
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float, what: str) -> subprocess.CompletedProcess[str]:
-    """Run a build step in its own process group (a timeout ends its children too)."""
-    try:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
-    except OSError as exc:
-        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror}", "check the CUDA toolkit installation") from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)  # type: ignore[arg-type]
-        raise BuildError(f"{what} took longer than {timeout:g} s", "check that the build is not stuck") from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+def _run(cmd: list[str], cwd: Path, timeout: float, what: str, stage: Path) -> ChildResult:
+    """Run a build step bounded and killed with tuiprof (`tuiprof.build.child`), its temporaries
+    in the staging folder (removed with it, by the guard too if tuiprof is killed)."""
+    r = run_bounded(cmd, cwd=cwd, timeout=timeout, what=what, env=dict(os.environ, TMPDIR=str(stage)), cleanup=[stage])
+    if r.limit is not None:
+        raise limit_words(r.limit, what, timeout)
+    return r
 
 
 def _tail(text: str, limit: int = 3000) -> str:

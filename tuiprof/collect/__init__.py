@@ -13,9 +13,12 @@ Nothing heavy is imported here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Protocol, Sequence, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tuiprof.ptx.model import Function
 
 Dim = Union[int, Sequence[int]]
 """A grid or block size: an int (x) or a sequence of up to three ints (x, y, z)."""
@@ -23,7 +26,12 @@ Dim = Union[int, Sequence[int]]
 
 @dataclass(frozen=True)
 class DeviceArray:
-    """A buffer in device memory: its device address, and the shape and dtype it was made with."""
+    """A buffer in device memory: its device address, and the shape and dtype it was made with.
+
+    It is also a pointer, as a kernel argument: ``buf + k`` points `k` elements into it (C's
+    ``d_data + k``), ``buf[k:]`` (or ``buf[k:m]``) is the part from row `k` of its first axis;
+    either is a DeviceArray of what is left, which ``from_device`` reads. `NULL` (``dev.null``)
+    is the null pointer."""
 
     address: int
     shape: tuple[int, ...]
@@ -36,6 +44,72 @@ class DeviceArray:
         for s in self.shape:
             n *= s
         return n
+
+    def __add__(self, k: object) -> "DeviceArray":
+        from tuiprof.errors import TuiprofError
+
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+            return NotImplemented
+        if self.address == 0:
+            raise TuiprofError("dev.null + k: the null pointer points at nothing", "offset a buffer instead")
+        if not 0 <= int(k) <= self.size:
+            raise TuiprofError(f"a buffer of {self.size} elements + {int(k)} points outside it",
+                               f"offset by 0 to {self.size} elements")
+        item = np.dtype(self.dtype).itemsize
+        left = self.size - int(k)
+        return DeviceArray(self.address + int(k) * item, (left,), self.dtype, left * item)
+
+    __radd__ = __add__
+
+    def __getitem__(self, key: object) -> "DeviceArray":
+        from tuiprof.errors import TuiprofError
+
+        if not isinstance(key, slice) or key.step not in (None, 1) or not self.shape:
+            raise TuiprofError(f"a device buffer takes only a slice of its first axis ([k:] or [k:m]), not [{key!r}]",
+                               "slice it as buf[k:], or offset it as buf + k elements")
+        start, stop, _ = key.indices(self.shape[0])
+        stop = max(stop, start)
+        row = np.dtype(self.dtype).itemsize * (self.size // self.shape[0] if self.shape[0] else 0)
+        return DeviceArray(self.address + start * row, (stop - start, *self.shape[1:]), self.dtype,
+                           (stop - start) * row)
+
+
+NULL = DeviceArray(0, (0,), "|u1", 0)
+"""The null pointer, as a kernel argument (``dev.null``)."""
+
+
+def numba_array(buf: DeviceArray) -> tuple[KernelArg, ...]:
+    """The kernel parameters a Numba CUDA kernel's array argument becomes in its PTX (Numba's data
+    model of a C-contiguous array: meminfo, parent, nitems, itemsize, data, shape..., strides...),
+    for launching a kernel of ``numba.cuda.compile_ptx``'s PTX: ``args=(*numba_array(x), np.int32(n))``."""
+    item = np.dtype(buf.dtype).itemsize
+    strides, step = [], item
+    for extent in reversed(buf.shape):
+        strides.insert(0, step)
+        step *= extent
+    return (NULL, NULL, np.int64(buf.size), np.int64(item), buf, *(np.int64(d) for d in buf.shape),
+            *(np.int64(s) for s in strides))
+
+
+def check_launch_bounds(fn: "Function", block: tuple[int, int, int], kernel: str) -> None:
+    """Refuse a launch that breaks the kernel's ``__launch_bounds__`` (PTX ``.maxntid``) or its
+    required block size (``.reqntid``), as the CUDA driver refuses it."""
+    from tuiprof.errors import TuiprofError
+
+    threads = block[0] * block[1] * block[2]
+    if fn.maxntid:
+        most = 1
+        for d in fn.maxntid:
+            most *= d
+        if threads > most:
+            raise TuiprofError(f"{kernel}: a block of {threads} threads exceeds its __launch_bounds__ of {most} "
+                               "(CUDA refuses the launch: too many resources requested for launch)",
+                               f"launch blocks of at most {most} threads, or raise the kernel's __launch_bounds__")
+    if fn.reqntid:
+        want = tuple(fn.reqntid) + (1,) * (3 - len(fn.reqntid))
+        if tuple(block) != want:
+            raise TuiprofError(f"{kernel}: block {block} differs from the block size the kernel requires "
+                               f"({want}, .reqntid)", f"launch it with block={want}")
 
 
 KernelArg = Union[DeviceArray, np.generic]
@@ -59,6 +133,22 @@ class Device(Protocol):
 
     def from_device(self, buf: DeviceArray) -> np.ndarray:
         """A host copy of a device buffer, with the shape and dtype it was created with."""
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic, offset: int = 0) -> None:
+        """Write `value` into the ``__constant__`` or ``__device__`` variable `name` (``cudaMemcpyToSymbol``)."""
+
+    def get_symbol(self, name: str, dtype: np.dtype | type | str | None = None) -> np.ndarray:
+        """The value of the ``__constant__`` or ``__device__`` variable `name` (``cudaMemcpyFromSymbol``)."""
+
+    @property
+    def null(self) -> DeviceArray:
+        """The null pointer, as a kernel argument."""
+
+    def texture(self, data: np.ndarray | DeviceArray, **options: object) -> np.uint64:
+        """A texture object over `data` for a ``cudaTextureObject_t`` parameter (`tuiprof.collect.textures`)."""
+
+    def surface(self, buf: DeviceArray, *, channels: int = 1) -> np.uint64:
+        """A surface object reading and writing `buf` in place, for a ``cudaSurfaceObject_t`` parameter."""
 
 
 MAX_ARRAY_BYTES = (1 << 63) - 1
@@ -109,4 +199,5 @@ def dim3(value: Dim, what: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
-__all__ = ["MAX_ARRAY_BYTES", "Device", "DeviceArray", "Dim", "KernelArg", "array_layout", "dim3"]
+__all__ = ["MAX_ARRAY_BYTES", "NULL", "Device", "DeviceArray", "Dim", "KernelArg", "array_layout",
+           "check_launch_bounds", "dim3", "numba_array"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +29,10 @@ import numpy as np
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.build.program import Program
-from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
+from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
 from tuiprof.collect.options import CUDA_LIBRARIES
 from tuiprof.collect.records import build_trace
+from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
 from tuiprof.ptx.model import Function, Module, Param, param_layout
@@ -107,6 +109,15 @@ class DeviceInfo:
     l2_bytes: int = 0
     shared_per_sm: int = 0
     max_threads_per_sm: int = 0
+    l2_fetch_granularity: int = 0
+    """Bytes the L2 fetches from DRAM on a sector miss at most (``cudaLimitMaxL2FetchGranularity``,
+    a hint the driver may round: 0 when not queried). Set through `L2_FETCH_ENV` for experiments."""
+
+
+L2_FETCH_ENV = "TUIPROF_L2_FETCH_GRANULARITY"
+"""Bytes to set ``cudaLimitMaxL2FetchGranularity`` to (0-128) in every context tuiprof opens on a
+GPU (`tuiprof validate --l2-fetch-granularity`: accuracy experiments, issue 24); unset leaves the
+driver's default."""
 
 
 class Driver(Protocol):
@@ -158,6 +169,10 @@ class _CudaBindings:
         self.dev = self._ok(drv.cuDeviceGet(0))
         self.ctx = self._ok(drv.cuDevicePrimaryCtxRetain(self.dev))
         self._ok(drv.cuCtxSetCurrent(self.ctx))
+        fetch_limit = drv.CUlimit.CU_LIMIT_MAX_L2_FETCH_GRANULARITY
+        wanted = os.environ.get(L2_FETCH_ENV)
+        if wanted:
+            self._ok(drv.cuCtxSetLimit(fetch_limit, _fetch_bytes(wanted)))
         A = drv.CUdevice_attribute
 
         def attr(a: object) -> int:
@@ -178,7 +193,8 @@ class _CudaBindings:
             library=f"cuda-bindings {getattr(cuda.bindings, '__version__', '?')}",
             l2_bytes=attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
             shared_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
-            max_threads_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR))
+            max_threads_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+            l2_fetch_granularity=int(self._ok(drv.cuCtxGetLimit(fetch_limit))))
         self._events = (self._ok(drv.cuEventCreate(0)), self._ok(drv.cuEventCreate(0)))
 
     def _ok(self, res: object) -> object:
@@ -522,6 +538,8 @@ class GpuDevice:
         self._launches: dict[str | None, int] = {}
         self.recorded: RecordedLaunch | None = None
         self.times_ms: list[tuple[str, float]] = []
+        self._symbols: dict[str, Symbol] | None = None
+        self._written: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
 
     # ---------------------------------------------------------------- memory
 
@@ -545,14 +563,56 @@ class GpuDevice:
         self.drv.htod(buf.address, np.zeros(buf.nbytes, np.uint8))
         return buf
 
+    null = NULL
+    """The null pointer, as a kernel argument."""
+
     def from_device(self, buf: DeviceArray) -> np.ndarray:
         meta = self._buffers.get(buf.address)
+        if meta is None and isinstance(buf, DeviceArray) and buf.nbytes >= 0:  # a part of a buffer (buf + k, buf[k:])
+            inside = any(b.ptr <= buf.address and buf.address + buf.nbytes <= b.ptr + int(np.prod(b.shape)) * b.dtype.itemsize
+                         for b in self._buffers.values())
+            meta = _Buffer(buf.address, tuple(buf.shape), np.dtype(buf.dtype)) if inside else None
         if meta is None:
             raise TuiprofError("from_device: that array does not belong to this device",
-                               "pass an array returned by to_device, empty or zeros")
+                               "pass an array returned by to_device, empty or zeros (or a part of one)")
         out = np.empty(meta.shape, meta.dtype)
-        self.drv.dtoh(out, buf.address)
+        if out.nbytes:
+            self.drv.dtoh(out, buf.address)
         return out
+
+    # ---------------------------------------------------------------- textures
+
+    def texture(self, data: object, **options: object) -> np.uint64:
+        raise TuiprofError("texture objects are emulated only, for now: a launch script that makes one runs in the "
+                           "emulator", "profile this kernel with --backend emu")
+
+    surface = texture
+
+    # ---------------------------------------------------------------- variables
+
+    def _symbol(self, name: str) -> Symbol:
+        if self._symbols is None:
+            self._symbols = module_symbols(self.module)
+        return find_variable(self._symbols, name, self.program.source.path, self.program.enums)
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic, offset: int = 0) -> None:
+        """``cudaMemcpyToSymbol``: `value` into the ``__constant__`` or ``__device__`` variable
+        `name` from byte `offset` (the driver's cuModuleGetGlobal address of it)."""
+        sym = self._symbol(name)
+        data = symbol_bytes(sym, value, offset, f"dev.set_symbol({name!r})")
+        ptr, _ = self.drv.get_global(self._module, sym.name)
+        self.drv.htod(ptr + int(offset), np.frombuffer(data, np.uint8))
+        arr = np.asarray(value)
+        self._written[sym.name] = (arr.dtype, arr.shape)
+
+    def get_symbol(self, name: str, dtype: np.dtype | type | str | None = None) -> np.ndarray:
+        """``cudaMemcpyFromSymbol``: the variable `name` (as `dtype`, else as last written, else
+        as its PTX type)."""
+        sym = self._symbol(name)
+        ptr, _ = self.drv.get_global(self._module, sym.name)
+        raw = np.empty(sym.size, np.uint8)
+        self.drv.dtoh(raw, ptr)
+        return symbol_view(sym, raw, self._written.get(sym.name), dtype)
 
     # ---------------------------------------------------------------- launches
 
@@ -576,6 +636,7 @@ class GpuDevice:
         info = self.program.kernel(name)
         fn = self.module.functions[info.name]
         g, b = dim3(grid, "grid"), dim3(block, "block")
+        check_launch_bounds(fn, b, name)
         if not isinstance(shared, (int, np.integer)) or shared < 0:
             raise TuiprofError(f"shared={shared!r} is not a byte count", "dynamic shared memory in bytes, e.g. shared=4096")
         params = pack_params(fn, args, info.demangled)
@@ -762,7 +823,7 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     """Run the launch script (`run_script(device)`) twice on the GPU, counting then recording the
     chosen launch, and build its Trace (provenance ``gpu``, per-CTA SM and times measured)."""
     from tuiprof.ptx import parse_module
-    from tuiprof.ptx.ops import static_ops
+    from tuiprof.ptx.ops import op_sources, static_ops
 
     mod = module if module is not None else parse_module(program.ptx)
     own_driver = driver is None
@@ -793,7 +854,8 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
     launch = Launch(kernel=launch.kernel, grid=launch.grid, block=launch.block,
                     registers_per_thread=launch.registers_per_thread, static_shared=launch.static_shared,
                     dynamic_shared=launch.dynamic_shared, ctas_per_sm=ctas_per_sm(launch))
-    table = ops if ops is not None else static_ops(mod, rec.kernel, program.source.path, program.source.text)
+    headers = {h.path: h.text for h in program.headers}
+    table = ops if ops is not None else static_ops(mod, rec.kernel, program.source.path, program.source.text, headers)
     provenance = Provenance(
         backend="gpu", arch=arch_name, gpu=info.name, tool_version=__version__,
         date=datetime.date.today().isoformat(),
@@ -803,7 +865,9 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
                    **({"probe_occupancy": probe_occupancy(info, launch, probe_registers)} if probe_registers else {})})
     trace = build_trace(launch=launch, table=table, sites=inst.sites, tag=inst.tag, snapshot=rec.snapshot,
                         words=rec.words, woff=rec.woff, used=rec.used, cta=rec.cta, local_bytes=local_bytes,
-                        sources=tuple(SourceFile(f.path, f.text) for f in program.files), provenance=provenance)
+                        sources=op_sources(mod, program.source.path, program.source.text, headers,
+                                           tuple({o.id: o for _, _, o in table}.values())),
+                        provenance=provenance)
     return GpuRun(trace, counted.elapsed_ms, rec.elapsed_ms, info, timings)
 
 
@@ -816,15 +880,15 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
     the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
     (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build import build_program
+    from tuiprof.build.compile import load_program
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 
     require_gpu(f"recording {Path(source).name} on the GPU", cuda)
     drv = _open_driver(cuda)
     try:
-        program = build_program(source, compute_capability=drv.info.compute_capability, flags=flags,
-                                compiler=compiler)
+        program = load_program(source, compute_capability=drv.info.compute_capability, flags=flags,
+                               compiler=compiler)
         module = parse_module(program.ptx)
         symbol = program.kernel(kernel).name if kernel else None
 
@@ -846,9 +910,25 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
 
 def device_generator(info: DeviceInfo) -> dict[str, object]:
     """The GPU's facts as a trace's provenance records them."""
-    return {"device": info.name, "compute_capability": f"{info.compute_capability[0]}.{info.compute_capability[1]}",
-            "driver": info.driver, "library": info.library, "sm_clock_mhz": info.clock_mhz,
-            "memory_clock_mhz": info.memory_clock_mhz, "sm_count": info.sm_count}
+    out: dict[str, object] = {
+        "device": info.name, "compute_capability": f"{info.compute_capability[0]}.{info.compute_capability[1]}",
+        "driver": info.driver, "library": info.library, "sm_clock_mhz": info.clock_mhz,
+        "memory_clock_mhz": info.memory_clock_mhz, "sm_count": info.sm_count}
+    if info.l2_fetch_granularity:
+        out["l2_fetch_granularity"] = info.l2_fetch_granularity
+    return out
+
+
+def _fetch_bytes(text: str) -> int:
+    """`L2_FETCH_ENV`'s value: 0 to 128 bytes."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= 128:
+        raise TuiprofError(f"{L2_FETCH_ENV}={text!r} is not an L2 fetch granularity",
+                           "give 0 to 128 bytes (cudaLimitMaxL2FetchGranularity), e.g. 32, 64 or 128")
+    return n
 
 
 def _missing_launch(program: Program, choice: LaunchChoice) -> str:

@@ -12,6 +12,8 @@ names one."""
 COMPILERS = ("auto", "nvcc", "nvrtc")
 BACKENDS = ("auto", "gpu", "emu")
 CUDA_LIBRARIES = ("cuda-bindings", "pycuda")
+KERNEL_FILE_SUFFIXES = (".cu", ".ptx")
+"""Targets that are compiled (or taken as PTX), launched by a launch script and recorded."""
 DEFAULT_STEP_LIMIT = 1 << 26
 """Warp instructions one CTA may execute in the emulator before it is declared a runaway (about
 half a minute of emulation)."""

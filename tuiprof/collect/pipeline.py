@@ -27,11 +27,14 @@ from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.collect.options import DEFAULT_CU_ARCH, CollectOptions
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
-from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.errors import BuildError, TuiprofError, UsageError
 from tuiprof.output import note as _say
+from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
 
 if TYPE_CHECKING:
+    from tuiprof.build.program import KernelResources
+    from tuiprof.ptx.model import Function
     from tuiprof.session import RunConfig
 
 def target_arch(config: "RunConfig", script_arch: str | None, origin: str,
@@ -63,10 +66,14 @@ def is_whole_program(source: Path, opts: CollectOptions) -> bool:
         return True
     if opts.launch is not None or opts.backend == "emu" or source.suffix != ".cu":
         return False
+    from tuiprof.build.headers import read_text
+
     try:
-        return defines_main(source.read_text(errors="replace"))
-    except OSError:
-        return False  # the kernel-file path says what is wrong with the file
+        return defines_main(read_text(source))
+    except BuildError as exc:
+        if exc.message.endswith("does not exist"):
+            return False  # the kernel-file path says so, with its own hint
+        raise
 
 
 def program_hint(source: Path | str) -> str:
@@ -96,14 +103,20 @@ def with_provenance(trace: Trace, **changes: object) -> Trace:
     return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, **changes))  # type: ignore[arg-type]
 
 
-def collect_trace(source: Path, config: "RunConfig") -> Trace:
+def collect_trace(source: Path, config: "RunConfig", progress: Progress = ignore) -> Trace:
     """Record the trace of `source` under the collect options of `config`: a whole program on the
-    GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the emulator."""
+    GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the
+    emulator; `progress` hears each phase (compiling, each launch and its CTAs, recording)."""
     opts = config.collect
-    if not opts.compile_command and not source.is_file():
-        what = "is not a file" if source.exists() else "does not exist"
-        raise UsageError(f"{source} {what}", "check the path of the CUDA source (a .cu file)")
+    if not opts.compile_command:
+        from tuiprof.build.headers import CUDA_SOURCE
+        from tuiprof.files import regular_file_problem
+
+        problem = regular_file_problem(source, CUDA_SOURCE)
+        if problem is not None:
+            raise problem
     if is_whole_program(source, opts):
+        progress(Phase(f"building {source.name} with tuiprof's probes (cached), then running it twice on the GPU"))
         return record_program(source, config)[0]
     if opts.program_args or opts.nvcc_args:
         what = "program arguments (after --)" if opts.program_args else "nvcc arguments " + " ".join(opts.nvcc_args)
@@ -117,8 +130,10 @@ def collect_trace(source: Path, config: "RunConfig") -> Trace:
                                 f"write one with `tuiprof init {source}` (it becomes {source.stem}_launch.py beside "
                                 "the source), or pass --launch SCRIPT")
     if backend == "gpu":
+        progress(Phase(f"compiling {source.name} and running {script_path.name} on the GPU (a counting pass, then a "
+                       "recording pass)"))
         return _collect_on_gpu(source, script_path, config)
-    trace = _collect_in_emulator(source, script_path, config)
+    trace = _collect_in_emulator(source, script_path, config, progress)
     if why is None:
         return trace
     return with_provenance(trace, generator={**trace.provenance.generator, "backend_choice": why})
@@ -174,11 +189,12 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
     return (*command, f"-arch=sm_{cc[0]}{cc[1]}")
 
 
-def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -> Trace:
-    """The kernel file's chosen launch recorded by the emulator."""
+def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig", progress: Progress = ignore) -> Trace:
+    """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build.compile import build_program
+    from tuiprof.build.compile import load_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+    from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
     from tuiprof.trace.model import Launch
     from tuiprof.trace.snapshot import choose_snapshot
@@ -186,7 +202,9 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
     opts = config.collect
     script = read_launch_script(script_path).load()
     arch, arch_name = target_arch(config, script.arch, origin=f"launch script {script_path}")
-    program = build_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler)
+    program = load_program(source, compute_capability=arch.cc, flags=opts.cflags, compiler=opts.compiler,
+                           progress=progress)
+    progress(Phase("reading the PTX"))
     module = parse_module(program.ptx)
     kernel = program.kernel(opts.kernel).name if opts.kernel else None
     chosen: list[Snapshot] = []
@@ -203,30 +221,56 @@ def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig") -
                              f"of shared memory does not fit on an SM of the {arch.name}",
                              "choose another --arch, or a smaller block")
         md.append(occ.ctas_per_sm)
-        probe = Launch("k", grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
+        name = dev.launches[-1][0] if dev.launches else "kernel"  # the launch being recorded
+        probe = Launch(name, grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
         chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start))
         return chosen[-1].cta_ids
 
-    dev = EmuDevice(module, source.name, program.source.text,
-                    resources={k.name: k.resources for k in program.kernels},
+    dev = EmuDevice(module, source.name, program.source.text or None,
+                    resources={k.name: bounded_resources(k.resources, module.functions[k.name], arch)
+                               for k in program.kernels},
                     record=RecordChoice(kernel, opts.launch_index, snapshot),
-                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit)
+                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit, progress=progress,
+                    headers={h.path: h.text for h in program.headers})
+    progress(Phase(f"running {script_path.name} in the emulator"))
     script.run(dev)
     rec = dev.recorded
     if rec is None:
         raise _nothing_recorded(dev.launches, kernel, opts.launch_index, script_path)
+    progress(Phase("recording the trace"))
     return Trace(
         launch=rec.launch_record(ctas_per_sm=md[-1]), ops=rec.ops,
         snapshot=Snapshot(cta_ids=rec.cta_ids, rule=chosen[-1].rule),
         warp_offsets=rec.warp_offsets, warp_cta=rec.warp_cta, warp_index=rec.warp_index,
         op=rec.op, mask=rec.mask, addr=rec.addr,
-        sources=(SourceFile(source.name, program.source.text),),
+        sources=op_sources(module, source.name, program.source.text or None,
+                           {h.path: h.text for h in program.headers}, rec.ops),
         provenance=Provenance(
             backend="emulator", arch=arch_name, tool_version=__version__, date=datetime.date.today().isoformat(),
             generator={"compiler": program.compiler, "target": program.target, "flags": list(program.flags),
                        "launch_script": script_path.name, "launch_index": opts.launch_index,
                        "launches": len(dev.launches)}),
         ctas=rec.ctas)
+
+
+def bounded_resources(res: "KernelResources | None", fn: "Function", arch: Arch) -> "KernelResources | None":
+    """A kernel's resources, with the registers its launch bounds imply (`bounded_registers`) when
+    no assembler measured them (PTX without ptxas): occupancy then counts what the compiler would
+    leave it, not an unlimited register file."""
+    from tuiprof.arch.occupancy import bounded_registers
+    from tuiprof.build.program import KernelResources
+
+    if res is not None and res.registers_per_thread > 0:
+        return res
+    if not fn.maxntid and fn.maxnreg is None:
+        return res
+    threads = 1
+    for d in fn.maxntid or (0,):
+        threads *= d
+    regs = bounded_registers(arch, threads, fn.minnctapersm or 1, fn.maxnreg)
+    if res is None:
+        return KernelResources(regs, 0, 0, 0)
+    return dataclasses.replace(res, registers_per_thread=regs)
 
 
 def _nothing_recorded(launches: list[tuple[str, tuple[int, int, int], tuple[int, int, int]]], kernel: str | None,

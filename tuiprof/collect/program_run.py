@@ -26,8 +26,6 @@ from typing import Sequence
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.build.demangle import demangle
-from tuiprof.build.program import base_name
 from tuiprof.build.wholeprog import WholeProgram
 from tuiprof.collect.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
@@ -51,23 +49,13 @@ class ProgramRun:
 
 
 def resolve_kernel(prog: WholeProgram, name: str | None) -> str | None:
-    """The PTX symbol of the kernel `name` names (symbol, demangled signature, or unique plain
-    name); None for "the first kernel launched"."""
+    """The PTX symbol of the kernel `name` names (symbol, demangled signature, or the C++ name as
+    written, `tuiprof.build.names`); None for "the first kernel launched"."""
+    from tuiprof.build.names import find_symbol
+
     if name is None:
         return None
-    kernels = prog.kernels
-    if name in kernels:
-        return name
-    by_sig = [k for k in kernels if demangle(k) == name]
-    by_base = [k for k in kernels if base_name(demangle(k)) == name]
-    for found in (by_sig, by_base):
-        if len(found) == 1:
-            return found[0]
-    listing = ", ".join(demangle(k) for k in kernels) or "none"
-    if len(by_base) > 1:
-        raise TuiprofError(f"kernel name {name!r} is ambiguous: it names " + ", ".join(by_base),
-                           "give the mangled name of the one you mean")
-    raise TuiprofError(f"the program has no kernel {name!r}", f"its kernels: {listing}")
+    return find_symbol(name, tuple(prog.kernels), where="the program")
 
 
 def _describe_exit(code: int) -> str:
@@ -125,7 +113,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program."""
     from tuiprof.build.wholeprog import linked_module
     from tuiprof.collect.gpu import _open_driver, device_generator, probe_occupancy, require_gpu
-    from tuiprof.ptx.ops import static_ops
+    from tuiprof.ptx.ops import op_sources, static_ops
 
     require_gpu(f"profiling {prog.binary.name}", hint="whole programs run on the GPU; a kernel file with a launch "
                 "script runs in the emulator (--backend emu)")
@@ -163,6 +151,12 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
             (counted.kernel, counted.grid, counted.block, counted.dynamic_shared, lo, hi):
         raise ProgramError("the two runs made different launches (kernel, grid or snapshot differ)",
                            "the program must make the same launches every time it runs")
+    if rec.kernel not in set(prog.kernels):
+        from tuiprof.build.demangle import demangle
+
+        raise ProgramError(f"the launch recorded is of {demangle(rec.kernel)[:200]}, which the build left without probes "
+                           "(a library kernel: Thrust's, CUB's)", "profile it by name, --kernel NAME, so that the "
+                           "build probes it (or choose one of the program's own kernels)")
     records = rec.records()
     tags = set(records.tag.tolist())
     owners = [t for t in tags if rec.kernel in prog.module_by_tag(t).kernels]
@@ -187,7 +181,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     provenance = Provenance(backend="gpu", arch=arch.name, gpu=gpu_name, tool_version=__version__,
                             date=datetime.date.today().isoformat(), generator=gen)
     local = res.local_bytes_per_thread if res else 0
-    sources = [SourceFile(module.source, source_text or "")]
+    sources = list(op_sources(mod, module.source, source_text, None, tuple({o.id: o for _, _, o in table}.values())))
     sources += [SourceFile(prog.module_by_tag(t).source, _read(prog.module_by_tag(t).source) or "")
                 for t in sorted(lent) if prog.module_by_tag(t).source != module.source]
     trace = build_trace(launch=launch, table=table, sites=module.sites, tag=module.tag, snapshot=snapshot,
@@ -217,6 +211,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
     folder = Path(cwd) if cwd is not None else Path.cwd()
     h = hashlib.sha256("\0".join(args).encode() + str(folder.resolve()).encode())
     h.update(instrumenter_digest())  # a build by other probes is not reused
+    h.update(f"\0kernel={kernel or ''}".encode())  # --kernel probes that kernel alone
     for a in args:
         p = folder / a
         if p.suffix in (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc") and p.is_file():
@@ -228,7 +223,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
         prog = None
     if prog is None:
         binary.parent.mkdir(parents=True, exist_ok=True)
-        prog = build_instrumented(args, binary, cwd=folder)
+        prog = build_instrumented(args, binary, cwd=folder, kernels=(kernel,) if kernel else ())
     return collect_program(prog, program_args, arch=arch, kernel=kernel, launch_index=launch_index,
                            snapshot_ctas=snapshot_ctas, snapshot_start=snapshot_start, timeout=timeout, cwd=folder)
 
@@ -246,9 +241,13 @@ def instrumenter_digest() -> bytes:
 
 
 def _read(path: str) -> str | None:
+    """A module's source text for the trace (None when it cannot be read: a regular file of a
+    trace's size at most, read by the one bounded reader, never a device or a FIFO)."""
+    from tuiprof.build.headers import read_text
+
     try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
+        return read_text(Path(path))
+    except TuiprofError:
         return None
 
 

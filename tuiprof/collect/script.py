@@ -24,6 +24,7 @@ from types import CodeType
 from typing import Callable
 
 from tuiprof.errors import TuiprofError
+from tuiprof.files import FileRole, read_regular
 
 MAX_SCRIPT_BYTES = 1 << 20
 """A launch script is a page of Python; anything past 1 MiB is not one."""
@@ -39,6 +40,12 @@ MAX_MESSAGE = 300
 
 class LaunchScriptError(TuiprofError):
     """A launch script that cannot be read, does not define setup(dev), or raises."""
+
+
+SCRIPT_FILE = FileRole(noun="launch script ", expected="a regular file", error=LaunchScriptError,
+                       missing_hint="give its path with --launch, or write one with `tuiprof init KERNEL.cu`",
+                       other_hint="give the path of a .py file", folder_hint="give the path of a .py file",
+                       too_large=": a launch script is a page of Python")
 
 
 @dataclass(frozen=True)
@@ -206,19 +213,7 @@ def _script_traceback(exc: BaseException, path: Path, with_exception: bool = Tru
 def read_launch_script(path: str | os.PathLike[str]) -> LaunchScript:
     """Read and compile a launch script: a regular file of at most MAX_SCRIPT_BYTES."""
     p = Path(path)
-    try:
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise LaunchScriptError(f"launch script {p} does not exist",
-                                "give its path with --launch, or write one with `tuiprof init KERNEL.cu`") from None
-    except OSError as exc:
-        raise LaunchScriptError(f"cannot read launch script {p}: {exc.strerror}", "check the path and its permissions") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise LaunchScriptError(f"launch script {p} is not a regular file", "give the path of a .py file")
-        data = fh.read(MAX_SCRIPT_BYTES + 1)
-    if len(data) > MAX_SCRIPT_BYTES:
-        raise LaunchScriptError(f"launch script {p} is larger than 1 MiB", "a launch script is a page of Python")
+    data = read_regular(p, SCRIPT_FILE, MAX_SCRIPT_BYTES)
     try:
         code = compile(data, str(p), "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:

@@ -18,7 +18,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.model.pattern import LANES, ideal_sectors as ideal_sectors_of
-from tuiprof.model.shared import SharedOpStats
+from tuiprof.model.shared import PassStats
 from tuiprof.trace.model import StaticOp
 
 HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
@@ -51,9 +51,10 @@ class OpStats:
     """Shares of mean X spent in L1 hits, L2 hits and DRAM (sum to 1 when X is defined)."""
     l2_share: float
     dram_share: float
-    shared: SharedOpStats | None = None
-    """A shared-memory op's bank conflicts (`tuiprof.model.shared`); its X is their latency and
-    it has no cache figures. None for global and local ops."""
+    passes: PassStats | None = None
+    """A shared-memory op's bank conflicts (`tuiprof.model.shared`) or a constant op's
+    serialisation (`tuiprof.model.constant`); its X is their latency and it has no cache figures.
+    None for the ops of the cache model (global, local, texture)."""
 
 
 @dataclass(frozen=True)
@@ -117,26 +118,54 @@ def running_std(x: np.ndarray) -> np.ndarray:
     return out[1:]
 
 
+def representatives(ops: Sequence[StaticOp], accesses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the ops whose columns are computed, each op's column among them): every op some access
+    names, plus the first unaccessed load and the first unaccessed other op, which stand for all
+    the unaccessed ones (their counters are zero in every trial, so their columns are those of
+    their representative). The per-op work and memory follow the accessed ops, not the op table."""
+    acc = np.asarray(accesses)
+    kind = np.array([o.kind == "load" for o in ops], dtype=bool)
+    used = acc > 0
+    rep = list(np.flatnonzero(used))
+    col_of = np.empty(len(ops), dtype=np.int64)
+    col_of[used] = np.arange(len(rep))
+    for load in (True, False):
+        idle = np.flatnonzero(~used & (kind == load))
+        if idle.size:
+            col_of[idle] = len(rep)
+            rep.append(int(idle[0]))
+    order = np.argsort(rep, kind="stable")  # columns in op order, as before
+    rank = np.empty(len(rep), dtype=np.int64)
+    rank[order] = np.arange(len(rep))
+    return np.asarray(rep, dtype=np.int64)[order], rank[col_of]
+
+
 def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, planned: int,
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
             elapsed: float, ideal_sectors: np.ndarray | None = None,
-            shared: Mapping[int, SharedOpStats] | None = None) -> Analysis:
+            passes: Mapping[int, PassStats] | None = None) -> Analysis:
     """Aggregate TrialResults (in trial order) into an Analysis. `ideal_sectors` per op (see
-    `tuiprof.model.pattern.ideal_sectors_per_op`) defaults to full warps; `shared` holds the
-    shared-memory ops' bank conflicts (`tuiprof.model.shared.shared_op_stats`), whose latency is
-    their X in every trial."""
+    `tuiprof.model.pattern.ideal_sectors_per_op`) defaults to full warps; `passes` holds the
+    shared-memory ops' bank conflicts and the constant ops' serialisation (`PassStats`), whose
+    latency is their X in every trial."""
     T = len(results)
-    shared = shared or {}
-    is_load = np.array([o.kind == "load" for o in ops])
-    lat = op_latency(results, ops, arch)
+    shared = passes or {}
+    rep, col_of = representatives(ops, accesses)
+    is_load = np.array([ops[int(i)].kind == "load" for i in rep])
+    lat = op_latency(results, ops, arch, rep)
     h1, h2, h2_for_x, x, tm = lat.h1, lat.h2, lat.h2_for_x, lat.x, lat.tm
-    for j, st in shared.items():  # no cache figures: its latency is its bank conflicts'
-        h1[:, j] = h2[:, j] = h2_for_x[:, j] = tm[:, j] = np.nan
-        x[:, j] = st.latency
+    for j, st in shared.items():  # no cache figures: its latency is its passes' (bank conflicts, serialisation)
+        c = col_of[j]
+        h1[:, c] = h2[:, c] = h2_for_x[:, c] = tm[:, c] = np.nan
+        x[:, c] = st.latency
     t1, t2 = float(arch.l1.hit_latency), float(arch.l2.hit_latency)
-    l1h, l1a = stack_counter(results, "l1_read_hits", len(ops)), stack_counter(results, "l1_read_accesses", len(ops))
-    l2rh, l2ra = stack_counter(results, "l2_read_hits", len(ops)), stack_counter(results, "l2_read_accesses", len(ops))
-    l2wh, l2wa = stack_counter(results, "l2_write_hits", len(ops)), stack_counter(results, "l2_write_accesses", len(ops))
+
+    def stack(name: str) -> np.ndarray:
+        return stack_counter(results, name, len(ops), rep)
+
+    l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
+    l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
+    l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")
     trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
     tm_for_shares = np.where(np.isnan(tm), 0.0, tm)
 
@@ -162,6 +191,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
         per_kind.append((estimate(h1[:, j], 0.0, 1.0), estimate(h2[:, j], 0.0, 1.0), estimate(x[:, j], 0.0),
                          estimate(tm[:, j], 0.0), float(shares[0]), float(shares[1]), float(shares[2])))
     mean_x = np.array([per_kind[u][2].mean if per_kind[u][2].defined else np.nan for u in range(len(per_kind))])[inverse]
+    mean_x = mean_x[col_of]
     cost = np.where(np.isnan(mean_x), np.nan, accesses * mean_x)
     total = np.nansum(cost)
     share = np.zeros_like(cost)
@@ -172,7 +202,9 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
     spr_all = np.asarray(sectors_per_request, dtype=np.float64)
     if ideal_sectors is None:
         ideal_sectors = np.array([ideal_sectors_of(o.bytes, LANES) for o in ops])
-    columns = zip(h1.T, h2.T, x.T, inverse.tolist(), np.asarray(accesses).tolist(), rpa_all.tolist(),
+    h1_t, h2_t, x_t = list(h1.T), list(h2.T), list(x.T)
+    columns = zip((h1_t[c] for c in col_of), (h2_t[c] for c in col_of), (x_t[c] for c in col_of),
+                  inverse[col_of].tolist(), np.asarray(accesses).tolist(), rpa_all.tolist(),
                   spr_all.tolist(), (rpa_all * spr_all).tolist(), np.asarray(ideal_sectors, dtype=np.float64).tolist(),
                   cost.tolist(), share.tolist())
     for j, (o, (c1, c2, cx, u, acc, rpa, spr, spa, ideal, c, cs)) in enumerate(zip(ops, columns)):
@@ -181,7 +213,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
         stats.append(OpStats(op=o, warp_accesses=int(acc), requests_per_access=rpa, sectors_per_request=spr,
                              sectors_per_access=spa, ideal_sectors=ideal,
                              h1=e_h1, h2=e_h2, x=e_x, tm=e_tm, cost=c, cost_share=cs,
-                             l1_share=l1_share, l2_share=l2_share, dram_share=dram_share, shared=shared.get(j)))
+                             l1_share=l1_share, l2_share=l2_share, dram_share=dram_share, passes=shared.get(j)))
     lat = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
     if lat.size:
         edges = np.histogram_bin_edges(lat, bins=min(16, max(1, int(np.unique(lat).size))))

@@ -153,7 +153,13 @@ def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarra
     n_ctas = max(trace.snapshot.n_ctas, 1)
     if not results:
         return np.zeros((0, 6))
-    mem_ld = memory_latency(op_latency(results, trace.ops, arch).x, trace.ops, accesses)
+    acc = np.asarray(accesses)
+    used = np.flatnonzero(acc > 0)  # the others weigh nothing in Mem_LD: a few ops of many, only those
+    if used.size < len(trace.ops) // 2:
+        mem_ld = memory_latency(op_latency(results, trace.ops, arch, used).x, [trace.ops[int(i)] for i in used],
+                                acc[used])
+    else:
+        mem_ld = memory_latency(op_latency(results, trace.ops, arch).x, trace.ops, acc)
     rows = []
     for r, ld in zip(results, mem_ld):
         acc = float(np.sum(r.l1_read_accesses))
@@ -200,10 +206,20 @@ def sm_model(trace: Trace, arch: Arch, md: int) -> SmUtilisation:
         return dataclasses.replace(u, caveat=probe_caveat(trace))
     if c.insts is not None or c.accesses is not None:
         return sm_utilisation(arch.sm_count, md, insts=c.insts, accesses=c.accesses)
+    return sm_utilisation(arch.sm_count, md, accesses=snapshot_cta_accesses(trace), n_ctas=trace.launch.grid_ctas)
+
+
+def snapshot_cta_accesses(trace: Trace) -> np.ndarray:
+    """Warp accesses of each snapshot CTA, the costs the grid repeats in `sm_model`; one entry
+    when every CTA has the same (a trace that declares millions of CTAs and no access costs
+    nothing here)."""
     per_warp = np.diff(trace.warp_offsets)
-    snap = np.bincount(trace.warp_cta, weights=per_warp, minlength=trace.snapshot.n_ctas)
-    grid = np.resize(snap, trace.launch.grid_ctas) if snap.size else np.zeros(trace.launch.grid_ctas)
-    return sm_utilisation(arch.sm_count, md, accesses=grid)
+    used, inverse = np.unique(trace.warp_cta, return_inverse=True)
+    per_cta = np.bincount(inverse, weights=per_warp, minlength=used.size)
+    n = trace.snapshot.n_ctas
+    if per_cta.size == 0 or (np.all(per_cta == per_cta[0]) and (used.size == n or per_cta[0] == 0)):
+        return np.array([per_cta[0] if per_cta.size else 0.0])
+    return np.bincount(trace.warp_cta, weights=per_warp, minlength=n)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -94,9 +94,23 @@ def estimate_columns(samples: np.ndarray, lo: float = -np.inf, hi: float = np.in
     return [estimate(samples[:, j], lo, hi) for j in range(samples.shape[1])]
 
 
-def stack_counter(results: Sequence, name: str, n_ops: int) -> np.ndarray:
-    """Counter `name` of every trial as a float array [trials, ops]."""
-    return np.array([getattr(r, name) for r in results], dtype=np.float64).reshape(len(results), n_ops)
+def stack_counter(results: Sequence, name: str, n_ops: int, cols: np.ndarray | None = None) -> np.ndarray:
+    """Counter `name` of every trial as a float array [trials, ops], or [trials, len(cols)] for
+    the ops `cols` only. A result that keeps only the accessed ops' columns (`TrialResult.op_ids`)
+    gives 0 (NaN for ``dram_latency``) for the others."""
+    want = np.arange(n_ops) if cols is None else np.asarray(cols, dtype=np.int64)
+    fill = np.nan if name == "dram_latency" else 0.0
+    out = np.full((len(results), want.size), fill)
+    for i, r in enumerate(results):
+        a = getattr(r, name)
+        ids = getattr(r, "op_ids", None)
+        if ids is None:
+            out[i] = a[want]
+        elif ids.size:
+            pos = np.minimum(np.searchsorted(ids, want), ids.size - 1)
+            hit = ids[pos] == want
+            out[i, hit] = a[pos[hit]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -113,14 +127,15 @@ class OpLatency:
     """The op's DRAM latency in the trial, the trial's mean Tm where the op read no DRAM."""
 
 
-def op_latency(results: Sequence, ops: Sequence[StaticOp], arch: Arch) -> OpLatency:
+def op_latency(results: Sequence, ops: Sequence[StaticOp], arch: Arch, cols: np.ndarray | None = None) -> OpLatency:
     """H1, H2, Tm and X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm) of every op in every trial (paper
-    000 sec. 6.1). Loads: H1 and H2 over read sectors; stores and atomics go straight to L2
-    (write-through): H1 = 0 and H2 is the L2 write hit ratio."""
+    000 sec. 6.1), or of the ops `cols` only. Loads: H1 and H2 over read sectors; stores and
+    atomics go straight to L2 (write-through): H1 = 0 and H2 is the L2 write hit ratio."""
     def stack(name: str) -> np.ndarray:
-        return stack_counter(results, name, len(ops))
+        return stack_counter(results, name, len(ops), cols)
 
-    is_load = np.array([o.kind == "load" for o in ops], dtype=bool)
+    picked = ops if cols is None else [ops[int(i)] for i in cols]
+    is_load = np.array([o.kind == "load" for o in picked], dtype=bool)
     l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
     l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
     l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")

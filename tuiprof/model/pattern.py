@@ -41,7 +41,8 @@ below, the lanes follow data (a gather)."""
 UNCOALESCED = 2.0
 """Sectors per request at least this many times the ideal: uncoalesced."""
 THRASH_REUSE = 0.25
-"""Share of line touches that revisit a line the warp touched before: the reuse a cache could keep."""
+"""Share of touches of the L1's fill units (sectors on a sectored L1) that revisit one the warp touched
+before: the reuse a cache could keep."""
 THRASH_H1 = 0.5
 CAMPING = 1.25
 """An op's DRAM reads waiting at least this many times the kernel's mean DRAM latency: queued
@@ -208,10 +209,13 @@ def hot_reason(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: floa
     its simulated hit ratios and DRAM latency: ``gather``, ``uncoalesced 8x`` (sectors per request
     over the ideal), ``thrash`` (the warp's lines are evicted before it reuses them), ``camping``
     (its DRAM reads queue on few channels or banks), ``streaming`` (no reuse, DRAM-bound), for a
-    shared-memory op ``32-way conflict`` (wavefronts per request over the ideal), or "" when
-    nothing stands out."""
-    if stats.shared is not None:
-        return f"{stats.shared.ways:.0f}-way conflict" if stats.shared.extra > 0.5 else ""
+    shared-memory op ``32-way conflict`` (wavefronts per request over the ideal), for a constant
+    op ``serialised 8x`` (distinct addresses per warp access), or "" when nothing stands out."""
+    if stats.passes is not None:
+        if stats.passes.extra <= 0.5:
+            return ""
+        ways = stats.passes.ways
+        return f"{ways:.0f}-way conflict" if stats.passes.space == "shared" else f"serialised {ways:.0f}x"
     over = excess(stats)
     if _uncoalesced(over):
         return "gather" if pattern is not None and pattern.gather else f"uncoalesced {over:.0f}x"
@@ -266,8 +270,8 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
     """Plain-words advice for one op, strongest first; always at least one line. `decision` (the
     MD decision, when known) keeps the advice in step with the MD pane."""
     op = stats.op
-    if stats.shared is not None:
-        return shared_advice(stats)
+    if stats.passes is not None:
+        return shared_advice(stats) if stats.passes.space == "shared" else const_advice(stats)
     load = op.kind == "load"
     verb = {"load": "read", "store": "write"}.get(op.kind, "update")
     out: list[str] = []
@@ -328,13 +332,13 @@ def advice(stats: "OpStats", pattern: AddressPattern | None, kernel_tm: float = 
 def shared_advice(stats: "OpStats") -> list[str]:
     """What to do about a shared-memory op: its bank conflicts (`tuiprof.model.shared`); shared
     memory has no hit ratio, no L2 and no DRAM, so nothing else applies."""
-    sh = stats.shared
+    sh = stats.passes
     assert sh is not None
     verb = {"load": "read", "store": "write"}.get(stats.op.kind, "update")
     if sh.extra <= 0.05:
-        return [f"No bank conflict: {sh.wavefronts:.1f} wavefronts per request, the ideal for its width "
+        return [f"No bank conflict: {sh.passes:.1f} wavefronts per request, the ideal for its width "
                 f"({stats.op.bytes} B per lane); X {sh.latency:.0f} cycles, the shared latency."]
-    out = [f"Bank conflicts: {sh.wavefronts:.1f} wavefronts per request where {sh.ideal:.0f} would do (up to "
+    out = [f"Bank conflicts: {sh.passes:.1f} wavefronts per request where {sh.ideal:.0f} would do (up to "
            f"{sh.worst} in one request; {100 * sh.conflicted:.0f}% of requests conflict): lanes of one warp {verb} "
            f"different words of the same bank, which are served one per cycle. They add {sh.extra:.1f} cycles to "
            f"each access and take {sh.extra:.1f} more cycles of the SM's shared-memory bandwidth from every warp."]
@@ -346,6 +350,21 @@ def shared_advice(stats: "OpStats") -> list[str]:
         out.append(f"With {stats.op.bytes} B per lane a warp is served in {32 * stats.op.bytes // 128} parts; within "
                    "each, pad or swizzle the index so that its lanes' words fall in different banks.")
     return out
+
+
+def const_advice(stats: "OpStats") -> list[str]:
+    """What to do about a constant-memory op: its serialisation in the constant cache
+    (`tuiprof.model.constant`); constant memory has no L1/L2 figures here."""
+    c = stats.passes
+    assert c is not None
+    if c.extra <= 0.05:
+        return [f"A broadcast: the lanes of a warp read one constant address ({c.passes:.1f} constant-cache "
+                f"requests per warp access); X {c.latency:.0f} cycles. Constant memory suits this access."]
+    return [f"Serialised: the lanes of a warp read {c.passes:.1f} different constant addresses on average (up to "
+            f"{c.worst}; {100 * c.conflicted:.0f}% of warp accesses read more than one), and the constant cache serves "
+            f"one address per cycle, so each access takes {c.extra:.1f} extra cycles.",
+            "Data indexed by thread belongs in global memory read through the L1 (a const __restrict__ pointer or "
+            "__ldg) or in shared memory; keep __constant__ for values every lane of a warp reads at once."]
 
 
 def kernel_tm(analysis: "Analysis") -> float:

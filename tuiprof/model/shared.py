@@ -40,53 +40,56 @@ MAX_WAVEFRONTS = 128
 
 
 @dataclass(frozen=True)
-class SharedOpStats:
-    """One shared-memory op's bank conflicts over the snapshot (the same in every trial)."""
+class PassStats:
+    """One non-cached op's serialisation over the snapshot (the same in every trial): the passes
+    each warp access (request) needs through its data path against the fewest it could need.
+    For a shared-memory op a pass is a *wavefront* (bank conflicts, this module); for a
+    constant-memory op it is a *constant-cache request*, one per distinct address the lanes read
+    (`tuiprof.model.constant`)."""
 
+    space: str
+    """``shared`` or ``const``."""
     warp_accesses: int
     """Requests: warp accesses of the op (one per warp instruction, as Nsight Compute counts)."""
-    wavefronts: float
-    """Mean wavefronts per request."""
+    passes: float
+    """Mean passes per request: wavefronts (shared), constant-cache requests (const)."""
     ideal: float
-    """Mean ideal wavefronts per request (one per phase with an active lane)."""
+    """Mean ideal passes per request (shared: one per phase with an active lane; const: 1)."""
     worst: int
-    """Most wavefronts of one request (32 for a 32-way conflict of 4 B lanes)."""
+    """Most passes of one request (32 for a 32-way conflict of 4 B lanes, or 32 distinct constants)."""
     conflicted: float
-    """Share of the requests that need more wavefronts than their ideal."""
+    """Share of the requests that need more passes than their ideal."""
     latency: float
-    """Mean cycles of one access: the arch's shared latency plus its extra wavefronts."""
+    """Mean cycles of one access: the arch's latency for the space plus its extra passes."""
     histogram: tuple[int, ...]
-    """Requests needing k wavefronts, k = 0 .. `MAX_WAVEFRONTS` (the last bin holds more)."""
+    """Requests needing k passes, k = 0 .. `MAX_WAVEFRONTS` (the last bin holds more)."""
+
+    @property
+    def unit(self) -> str:
+        """What one pass is called, plural: ``wavefronts`` or ``requests``."""
+        return "wavefronts" if self.space == "shared" else "requests"
 
     @property
     def ways(self) -> float:
-        """Mean wavefronts over the ideal: the n of an n-way bank conflict (1 when conflict-free)."""
-        return self.wavefronts / self.ideal if self.ideal > 0 else float("nan")
+        """Mean passes over the ideal: the n of an n-way bank conflict or serialisation (1 when none)."""
+        return self.passes / self.ideal if self.ideal > 0 else float("nan")
 
     @property
     def extra(self) -> float:
-        """Mean wavefronts per request beyond the ideal: the cycles the conflicts add."""
-        return self.wavefronts - self.ideal
+        """Mean passes per request beyond the ideal: the cycles the conflicts add."""
+        return self.passes - self.ideal
 
     @property
     def total(self) -> float:
-        """Wavefronts of all its requests (Nsight Compute's ``..._wavefronts_mem_shared_op_*.sum``
-        over the snapshot)."""
-        return self.wavefronts * self.warp_accesses
+        """Passes of all its requests (Nsight Compute's ``..._wavefronts_mem_shared_op_*.sum``
+        over the snapshot, for a shared op)."""
+        return self.passes * self.warp_accesses
 
 
-def shared_op_stats(trace, banks: int, width: int, latency: float) -> dict[int, SharedOpStats]:  # noqa: ANN001
-    """`SharedOpStats` of every shared-memory op of `trace` (a `tuiprof.trace.model.Trace`) with
-    ``banks`` banks of ``width`` bytes and a conflict-free latency of ``latency`` cycles."""
-    from tuiprof.model.wavefronts import wavefronts
-
-    ids = np.array([o.id for o in trace.ops if o.space == "shared"], dtype=np.int64)
-    if ids.size == 0:
-        return {}
-    rows = np.flatnonzero(np.isin(trace.op, ids)).astype(np.int64)
-    op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
-    actual, ideal, _ = wavefronts(trace.addr, trace.mask, trace.op, op_bytes, rows, int(banks), int(width))
-    of = trace.op[rows]
+def pass_stats(space: str, ids: np.ndarray, of: np.ndarray, actual: np.ndarray, ideal: np.ndarray,
+               latency: float) -> dict[int, PassStats]:
+    """`PassStats` of each op of `ids`, from the passes `actual` and `ideal` of each warp access
+    whose op is `of`; `latency` is the space's latency without serialisation."""
     out = {}
     for i in ids.tolist():
         sel = of == i
@@ -95,7 +98,27 @@ def shared_op_stats(trace, banks: int, width: int, latency: float) -> dict[int, 
             continue
         a, d = actual[sel], ideal[sel]
         hist = np.bincount(np.minimum(a, MAX_WAVEFRONTS), minlength=MAX_WAVEFRONTS + 1)
-        out[i] = SharedOpStats(warp_accesses=n, wavefronts=float(a.mean()), ideal=float(d.mean()),
-                               worst=int(a.max()), conflicted=float((a > d).mean()),
-                               latency=float(latency) + float((a - d).mean()), histogram=tuple(int(x) for x in hist))
+        out[i] = PassStats(space=space, warp_accesses=n, passes=float(a.mean()), ideal=float(d.mean()),
+                           worst=int(a.max()), conflicted=float((a > d).mean()),
+                           latency=float(latency) + float((a - d).mean()), histogram=tuple(int(x) for x in hist))
     return out
+
+
+def space_rows(trace, space: str) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+    """(ids of the ops of `space`, rows of the warp accesses of those ops) of a trace."""
+    ids = np.array([o.id for o in trace.ops if o.space == space], dtype=np.int64)
+    rows = np.flatnonzero(np.isin(trace.op, ids)).astype(np.int64) if ids.size else np.zeros(0, np.int64)
+    return ids, rows
+
+
+def shared_op_stats(trace, banks: int, width: int, latency: float) -> dict[int, PassStats]:  # noqa: ANN001
+    """`PassStats` of every shared-memory op of `trace` (a `tuiprof.trace.model.Trace`) with
+    ``banks`` banks of ``width`` bytes and a conflict-free latency of ``latency`` cycles."""
+    from tuiprof.model.wavefronts import wavefronts
+
+    ids, rows = space_rows(trace, "shared")
+    if ids.size == 0:
+        return {}
+    op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
+    actual, ideal, _ = wavefronts(trace.addr, trace.mask, trace.op, op_bytes, rows, int(banks), int(width))
+    return pass_stats("shared", ids, trace.op[rows], actual, ideal, latency)

@@ -20,7 +20,6 @@ Mandelbrot (3 idle SMs of 15, 3 SMs twice as busy as the other 9) gives 2.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,55 +128,32 @@ def cta_cost(insts: np.ndarray | None = None, accesses: np.ndarray | None = None
     return cost
 
 
-def modeled_sm_utilisation(cost: np.ndarray, sm_count: int, md: int) -> SmUtilisation:
+def modeled_sm_utilisation(cost: np.ndarray, sm_count: int, md: int, n_ctas: int | None = None) -> SmUtilisation:
     """Dispatch CTAs 0, 1, ... in order to the least-filled SM with a free slot (`md` slots per
-    SM, lowest SM id on ties), each holding its slot for ``cost[i]``; busy = union of each SM's
-    CTA intervals. O(n log SMs): one heap of free slots, one of running CTAs."""
+    SM, lowest SM id on ties), each holding its slot for its cost; busy = union of each SM's
+    CTA intervals. CTA i costs ``cost[i % cost.size]`` over `n_ctas` CTAs (default: one per cost),
+    so a grid that repeats a snapshot passes the snapshot's costs only. Compiled, memory in the
+    SMs only (`tuiprof.sim.dispatch`)."""
+    from tuiprof.sim.dispatch import dispatch_ctas
+
     cost = np.asarray(cost, dtype=np.float64).ravel()
+    n = cost.size if n_ctas is None else int(n_ctas)
     if sm_count < 1 or md < 1:
         raise UsageError(f"need at least one SM and MD >= 1, got {sm_count} SMs and MD {md}")
     if np.any(cost < 0) or not np.all(np.isfinite(cost)):
         raise UsageError("per-CTA costs must be finite and not negative")
-    n = cost.size
-    resident = [0] * sm_count
-    version = [0] * sm_count
-    free: list[tuple[int, int, int]] = [(0, s, 0) for s in range(sm_count)]   # (resident, sm, version)
-    running: list[tuple[float, int, int]] = []                                 # (end, cta, sm)
-    sm_of = np.empty(n, dtype=np.int64)
-    start = np.empty(n)
-    now = 0.0
-
-    def changed(s: int) -> None:
-        version[s] += 1
-        if resident[s] < md:
-            heapq.heappush(free, (resident[s], s, version[s]))
-
-    for i in range(n):
-        while True:
-            while free and free[0][2] != version[free[0][1]]:
-                heapq.heappop(free)                                            # stale entry
-            if free:
-                break
-            now = running[0][0]
-            while running and running[0][0] <= now:                            # all that end now
-                _, _, s = heapq.heappop(running)
-                resident[s] -= 1
-                changed(s)
-        _, s, _ = heapq.heappop(free)
-        resident[s] += 1
-        changed(s)
-        sm_of[i], start[i] = s, now
-        heapq.heappush(running, (now + cost[i], i, s))
-    u = measured_sm_utilisation(sm_of, start, start + cost, sm_count)
-    return SmUtilisation(MODELED, u.busy, u.ctas, u.kernel_time, u.busy_fraction, u.imbalance,
-                         u.utilisation, u.idle_sms, "work units")
+    if n and not cost.size:
+        raise UsageError("modeling SM utilisation needs the cost of at least one CTA")
+    busy, span, ctas = dispatch_ctas(cost, n, sm_count, md)
+    return _summarise(MODELED, busy, ctas, span, "work units")
 
 
 def sm_utilisation(sm_count: int, md: int, *, sm: np.ndarray | None = None, start: np.ndarray | None = None,
                    end: np.ndarray | None = None, insts: np.ndarray | None = None,
                    accesses: np.ndarray | None = None, inst_weight: float = INST_WEIGHT,
-                   access_weight: float = ACCESS_WEIGHT) -> SmUtilisation:
-    """Measured when per-CTA SM ids and clocks are given, otherwise modeled from per-CTA work."""
+                   access_weight: float = ACCESS_WEIGHT, n_ctas: int | None = None) -> SmUtilisation:
+    """Measured when per-CTA SM ids and clocks are given, otherwise modeled from per-CTA work
+    (repeated over `n_ctas` CTAs when given: `modeled_sm_utilisation`)."""
     if sm is not None and start is not None and end is not None:
         return measured_sm_utilisation(sm, start, end, sm_count)
-    return modeled_sm_utilisation(cta_cost(insts, accesses, inst_weight, access_weight), sm_count, md)
+    return modeled_sm_utilisation(cta_cost(insts, accesses, inst_weight, access_weight), sm_count, md, n_ctas)

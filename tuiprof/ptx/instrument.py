@@ -57,7 +57,8 @@ three active lanes (below that the full form is no larger), so no record is ever
 1 + n words the counting pass reserved for it. Addresses carry
 their space in the top bits: shared addresses (explicit ``.shared``, or generic ones that
 ``isspacep.shared`` finds in the shared window, converted with ``cvta.to.shared``) are tagged
-`SHARED_TAG`, local ones `LOCAL_TAG` (per-thread local addresses); global addresses are as the
+`SHARED_TAG`, local ones `LOCAL_TAG` (per-thread local addresses), constant ones `CONST_TAG`
+(offsets in the constant bank, as ``ld.const`` addresses them); global addresses are as the
 kernel uses them. Site ids count every probed access of the module (`Site`); ``cp.async`` has two
 sites, its global source and its shared destination, recorded in that order as two records.
 """
@@ -65,7 +66,7 @@ sites, its global source and its shared destination, recorded in that order as t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from tuiprof.ptx.model import TYPE_SIZES, Addr, Function, Instruction, Module, PtxError, Reg, Sym
@@ -86,6 +87,8 @@ COMPRESSED_BIT = 1 << 31
 
 SHARED_TAG = 1 << 62
 LOCAL_TAG = 1 << 63
+CONST_TAG = SHARED_TAG | LOCAL_TAG
+"""A constant-memory address (its offset in the constant bank) carries both tag bits."""
 SPACE_TAGS = SHARED_TAG | LOCAL_TAG
 MARKER = "// tuiprof instrumentation v1"
 """First line of the inserted declarations; a module carrying it is not instrumented twice."""
@@ -357,6 +360,8 @@ class _Emitter:
             out.append(f"or.b64 %tp_a, %tp_a, {SHARED_TAG};")
         elif space == "local":
             out.append(f"or.b64 %tp_a, %tp_a, {LOCAL_TAG};")
+        elif space == "const":
+            out.append(f"or.b64 %tp_a, %tp_a, {CONST_TAG};")
         elif space == "generic":
             out += ["isspacep.shared %tp_p, %tp_a;",
                     "@%tp_p cvta.to.shared.u64 %tp_a, %tp_a;",
@@ -503,13 +508,15 @@ def _falls_through(ins: Instruction) -> bool:
 
 
 def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
-               max_registers: Mapping[str, int] | None = None) -> Instrumented:
+               max_registers: Mapping[str, int] | None = None, only: Collection[str] | None = None) -> Instrumented:
     """Insert the probes, kernel prologues and exit epilogues into `ptx` (see the module
     docstring); `module` is `ptx` parsed, when the caller has it. `tag` (0-255) identifies this
     module's records among a whole program's translation units. `max_registers` caps kernels'
     registers per thread (``.maxnreg``; `tuiprof.arch.occupancy.register_cap` says how many keep
     the plain kernel's occupancy); a kernel that already bounds its registers (``.maxnreg``,
-    ``.minnctapersm``) keeps its own bound. Raises PtxError on PTX the probes cannot handle, and when `ptx` is
+    ``.minnctapersm``) keeps its own bound. `only` names the kernels to probe (with the functions
+    they call; the others run as they are): a build that profiles one kernel of a library-heavy
+    program probes only it. Raises PtxError on PTX the probes cannot handle, and when `ptx` is
     already instrumented."""
     if MARKER in ptx:
         raise PtxError("the PTX is already instrumented", 0, "instrument the PTX the compiler produced")
@@ -524,7 +531,10 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
     inserts: list[tuple[int, int, str]] = []
     sites: list[Site] = []
     kernels: list[str] = []
+    probed = None if only is None else _reachable(mod, only)
     for body in bodies:
+        if probed is not None and body.name not in probed:
+            continue
         fn = mod.functions.get(body.name)
         if fn is None or len(fn.instructions) != len(body.statements):
             raise PtxError(f"instrumentation lost track of function {body.name}'s instructions", 0,
@@ -545,13 +555,15 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
             if i + 1 in joins and _falls_through(ins):  # at the end of the code that falls into an exit join
                 inserts.append((blank.index(";", offset) + 1, 1, _block(emit.epilogue(None))))
             for part, mo in enumerate(memory_ops(ins, i)):
+                if mo.space == "texture":  # a texture object's texels are where the driver put them: not probed
+                    continue
                 if len(sites) >= MAX_SITES:
                     raise PtxError(f"more than {MAX_SITES} memory accesses in one module", line)
                 site = len(sites)
                 sites.append(Site(fn.name, i, part))
                 space = "shared" if ins.opcode == "cp" and part == 1 else \
                     "global" if ins.opcode == "cp" else ins.space
-                if space not in ("global", "shared", "local", "generic"):
+                if space not in ("global", "shared", "local", "const", "generic"):
                     raise PtxError(f"{ins.opcode} in space .{space} cannot be probed", line)
                 lines += emit.probe(site, _address(fn, mo.address, line), space, ins.guard, fn.is_entry)
             if _branch_target(fn, ins) in joins:
@@ -562,10 +574,15 @@ def instrument(ptx: str, module: Module | None = None, *, tag: int = 0,
                 inserts.append((offset, 1, _block(lines)))
     header = f"{MARKER}\n.weak .global .align 16 .u64 {CTL_SYMBOL}[{CTL_WORDS}];\n\n"
     inserts.append((header_end, 0, header))
-    out = ptx
-    for offset, _, text in sorted(inserts, key=lambda t: (t[0], t[1]), reverse=True):
-        out = out[:offset] + text + out[offset:]
-    return Instrumented(ptx=out, sites=tuple(sites), tag=tag, kernels=tuple(kernels))
+    pieces: list[str] = []
+    at = 0
+    # one pass (a splice per insert was quadratic: 20 s for a Thrust module); at one offset the
+    # inserts go in the order the splices gave them: by kind, and the later first
+    for offset, _, text in reversed(sorted(inserts, key=lambda t: (t[0], t[1]), reverse=True)):
+        pieces += [ptx[at:offset], text]
+        at = offset
+    pieces.append(ptx[at:])
+    return Instrumented(ptx="".join(pieces), sites=tuple(sites), tag=tag, kernels=tuple(kernels))
 
 
 Resources = Mapping[str, tuple[int, int, int]]
@@ -574,16 +591,16 @@ Resources = Mapping[str, tuple[int, int, int]]
 
 def instrument_capped(ptx: str, module: Module | None = None, *, tag: int = 0, plain: Resources,
                       cap: Callable[[int], int], next_cap: Callable[[int], int], compiler: Callable[[str], Resources],
-                      rounds: int = 3) -> Instrumented:
+                      rounds: int = 3, only: Collection[str] | None = None) -> Instrumented:
     """`instrument` keeping each kernel within `cap` of its `plain` registers (the registers that
     keep the plain kernel's occupancy), but never where that makes the compiler spill: compiled
     (`compiler`), a kernel that needs more local memory than its plain kernel gets `next_cap` of
     its cap (the next occupancy step down), for at most `rounds` compiles, and then no cap: a
     spill costs local-memory traffic on every CTA, where a register costs occupancy."""
-    caps = {k: c for k, r in plain.items() if (c := cap(r[0])) > 0}
+    caps = {k: c for k, r in plain.items() if (c := cap(r[0])) > 0 and (only is None or k in only)}
     spilled: set[str] = set()
     for _ in range(rounds):
-        result = instrument(ptx, module, tag=tag, max_registers=caps)
+        result = instrument(ptx, module, tag=tag, max_registers=caps, only=only)
         if not caps:
             return result
         compiled = compiler(result.ptx)
@@ -591,7 +608,23 @@ def instrument_capped(ptx: str, module: Module | None = None, *, tag: int = 0, p
         if not spilled:
             return result
         caps = {k: v for k, v in ((k, next_cap(v) if k in spilled else v) for k, v in caps.items()) if v > 0}
-    return instrument(ptx, module, tag=tag, max_registers={k: v for k, v in caps.items() if k not in spilled})
+    return instrument(ptx, module, tag=tag, max_registers={k: v for k, v in caps.items() if k not in spilled},
+                      only=only)
+
+
+def _reachable(module: Module, kernels: Collection[str]) -> set[str]:
+    """`kernels` and every function they call, transitively."""
+    out: set[str] = set()
+    stack = [k for k in kernels if k in module.functions]
+    while stack:
+        name = stack.pop()
+        if name in out:
+            continue
+        out.add(name)
+        for ins in module.functions[name].instructions:
+            if ins.opcode == "call" and len(ins.operands) > 1 and isinstance(ins.operands[1], Sym):
+                stack.append(ins.operands[1].name)
+    return out
 
 
 def _block(lines: list[str]) -> str:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tuiprof.ptx.address import AddressForm
 
@@ -46,6 +46,10 @@ _IDENT_RE = re.compile(r"[A-Za-z_]\w*")
 _ASSIGN_RE = re.compile(r"(?<![=!<>+\-*/%&|^])([+\-*/%&|^]|<<|>>)?=(?!=)")
 _CONTROL_RE = re.compile(r"\b(if|for|while|switch)\s*\(")
 _CASTS = ("reinterpret_cast", "static_cast", "const_cast")
+_TEXTURE_CALL = re.compile(r"(?:tex(?:1D|2D|3D|1Dfetch|2Dgather|1DLayered|2DLayered|Cubemap)\w*|surf[123]D(?:read|write)"
+                           r"|surf[12]DLayered(?:read|write))\s*(?:<[^<>()]*>)?\s*\(")
+"""Texture fetches and surface accesses of the CUDA API (their object is the first argument, a
+surface read's second when it reads into a pointer)."""
 _LOAD_CALLS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
 """Intrinsics that read through the address they are given (``__ldg(&in[i])``)."""
 _STORE_CALLS = frozenset({"__stwb", "__stcg", "__stcs", "__stwt"})
@@ -240,9 +244,10 @@ def _unary_star(text: str, lo: int, start: int) -> int:
     return -1
 
 
-def candidates(line: str) -> list[Candidate]:
+def candidates(line: str, scalars: frozenset[str] = frozenset()) -> list[Candidate]:
     """Accessed expressions of a source line with their side of the assignment (see the module
-    docstring)."""
+    docstring); `scalars` names the module's variables, whose bare use (``x * g_scale``) reads or
+    writes them."""
     text = strip_comment(line)
     out: list[Candidate] = []
     for lo, hi in _segments(text):
@@ -291,6 +296,18 @@ def candidates(line: str) -> list[Candidate]:
                         found.append(Candidate(text[start:close], ids[-1] if ids else "", start, close, "arg",
                                                first.strip()))
                 continue
+            fetch = _TEXTURE_CALL.match(text, start)
+            if fetch and fetch.end() <= hi:
+                close = match_bracket(text, fetch.end() - 1)
+                if close > 0:
+                    args = _split_params(text[fetch.end():close - 1])
+                    handle = 1 if name.startswith("surf") and name.endswith("write") or name.startswith("surf") and \
+                        name.endswith("read") and args and args[0].lstrip().startswith("&") else 0
+                    ids = _IDENT_RE.findall(args[handle]) if len(args) > handle else []
+                    found.append(Candidate(text[start:close], ids[-1] if ids else "", start, close,
+                                           "lhs" if name.endswith("write") else "rhs", ""))
+                    covered = close
+                continue
             if name in _CASTS:
                 cast_end = _cast_end(text, start)
                 if cast_end < 0:
@@ -321,6 +338,11 @@ def candidates(line: str) -> list[Candidate]:
             star = _unary_star(text, lo, start)
             if star >= 0:
                 add(star, m.end(), name, "")
+            elif name in scalars and not re.match(r"\s*(\(|\.|->)", text[m.end():hi]):
+                add(start, m.end(), name, "")
+        # a variable used bare is a candidate only when nothing else on the line accesses it
+        found = [c for c in found if c.index or c.text.startswith("*") or c.base not in scalars
+                 or c.text != c.base or not any(o.base == c.base and o is not c for o in found)]
         # A subscript inside another candidate's brackets is read, whichever side its host is on.
         for c in found:
             host = any(o is not c and o.start < c.start and c.end <= o.end for o in found)
@@ -404,18 +426,10 @@ def source_params(source: str, function: str) -> list[str]:
 
 
 def _split_params(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "(<[":
-            depth += 1
-        elif c in ")>]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    if text[start:].strip():
-        out.append(text[start:])
-    return out
+    from tuiprof.ptx.parse import split_nested
+
+    out = split_nested(text, "(<[", ")>]")
+    return out if out[-1].strip() else out[:-1]
 
 
 # --------------------------------------------------------------------------- index expressions
@@ -528,6 +542,10 @@ class _Expr:
             return None
         self.i = j
         self.take("(")
+        return self._call_args()
+
+    def _call_args(self) -> list[AddressForm]:
+        """The arguments of a call whose `(` is taken, through its `)`."""
         args = []
         while self.peek() != ")":
             args.append(self.ternary())
@@ -556,13 +574,7 @@ class _Expr:
                 self.take()
                 f = AddressForm(((("load", "->"), 1),), 0, f.ops, f.loads | {_INDIRECT})
             else:
-                args = []
-                while self.peek() != ")":
-                    args.append(self.ternary())
-                    if self.peek() == ",":
-                        self.take()
-                self.take(")")
-                f = _opaque("call", [f, *args])
+                f = _opaque("call", [f, *self._call_args()])
         return f
 
     def primary(self) -> AddressForm:
@@ -749,6 +761,9 @@ class Access:
     form: AddressForm
     """The address's form (`tuiprof.ptx.address`)."""
     base_leaves: frozenset[tuple[str, ...]] = frozenset()
+    call_site: tuple[tuple[int, int, int], ...] = ()
+    """Where the code of the access was inlined: the (file, line, column) of each call site
+    above its location (empty when it is in the function compiled)."""
     """The leaves of `form` that are array bases (pointer parameters, variables)."""
 
 
@@ -831,20 +846,23 @@ def _assign(members: list[Access], chosen: list[Candidate], scope: SourceScope, 
     return out
 
 
-def label_accesses(accesses: Sequence[Access], lines: list[str], display: str, source: str | None
-                   ) -> list[Candidate | None]:
-    """The candidate each access reads or writes (None: its label is the whole statement)."""
+def label_accesses(accesses: Sequence[Access], lines_of: Mapping[str, list[str]], texts: Mapping[str, str],
+                   scalars: frozenset[str] = frozenset()) -> list[Candidate | None]:
+    """The candidate each access reads or writes (None: its label is the whole statement), from
+    the line of its own file (`lines_of`: file name -> lines, `texts`: file name -> text);
+    `scalars` names the module's variables (see `candidates`)."""
     out: list[Candidate | None] = [None] * len(accesses)
-    per_line: dict[int, list[Candidate]] = {}
-    scopes: dict[str, SourceScope] = {}
-    groups: dict[tuple[str, int, str, tuple[Candidate, ...]], list[int]] = {}
+    per_line: dict[tuple[str, int], list[Candidate]] = {}
+    scopes: dict[tuple[str, str], SourceScope] = {}
+    groups: dict[tuple[str, str, int, str, tuple[Candidate, ...]], list[int]] = {}
     for n, a in enumerate(accesses):
-        if a.file != display or not (1 <= a.line <= len(lines)):
+        lines = lines_of.get(a.file, [])
+        if not (1 <= a.line <= len(lines)):
             continue
         text = lines[a.line - 1]
-        cands = per_line.get(a.line)
+        cands = per_line.get((a.file, a.line))
         if cands is None:
-            cands = per_line[a.line] = candidates(text)
+            cands = per_line[(a.file, a.line)] = candidates(text, scalars)
         usable = [c for c in cands if c.base not in a.excluded]
         chosen: list[Candidate] = []
         for sides in _sides_for(a.kind):
@@ -861,12 +879,12 @@ def label_accesses(accesses: Sequence[Access], lines: list[str], display: str, s
         if len(chosen) == 1:
             out[n] = chosen[0]
         elif chosen:
-            groups.setdefault((a.function, a.line, a.kind, tuple(chosen)), []).append(n)
-    for (function, line, _, chosen_c), members in groups.items():
-        scope = scopes.get(function)
+            groups.setdefault((a.file, a.function, a.line, a.kind, tuple(chosen)), []).append(n)
+    for (file_, function, line, _, chosen_c), members in groups.items():
+        scope = scopes.get((file_, function))
         if scope is None:
-            scope = scopes[function] = source_scope(source or "", function)
-        text = strip_comment(lines[line - 1])
+            scope = scopes[(file_, function)] = source_scope(texts.get(file_, ""), function)
+        text = strip_comment(lines_of[file_][line - 1])
         for n, c in zip(members, _assign([accesses[n] for n in members], list(chosen_c), scope, text)):
             out[n] = c
     return out

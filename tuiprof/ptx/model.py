@@ -22,20 +22,30 @@ Conventions the emulator relies on:
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Union
 
 from tuiprof.errors import TuiprofError
 
 
-class PtxError(TuiprofError):
-    """PTX the front end does not understand, or a query it cannot answer; names the PTX line."""
+NEWEST_PTX_ISA = (9, 9)
+"""The newest PTX ISA version whose instructions tuiprof reads (PTX ISA 6.x-9.x, sm_75-sm_90)."""
 
-    def __init__(self, message: str, line: int = 0, hint: str = "") -> None:
-        where = f"PTX line {line}: " if line else ""
-        super().__init__(where + message, hint or "the PTX may come from a newer compiler than "
-                         "tuiprof supports (PTX ISA 8.x-9.x, sm_75-sm_90); please report it")
+
+class PtxError(TuiprofError):
+    """PTX the front end does not understand, or a query it cannot answer; names the PTX line and,
+    when the PTX's ``.loc`` gives one, the source line (`source`, ``file:line``)."""
+
+    def __init__(self, message: str, line: int = 0, hint: str = "", source: str = "") -> None:
+        where = f"PTX line {line}{f' ({source})' if source else ''}: " if line else ""
+        super().__init__(where + message, hint or "tuiprof does not read this PTX construct yet; please report "
+                         "it with the PTX line shown")
         self.line = line
+        self.detail = message
+        self.source = source
+
 
 TYPE_SIZES: dict[str, int] = {
     "pred": 1,
@@ -53,6 +63,8 @@ STATE_SPACES = ("global", "shared", "local", "const", "param", "generic")
 
 MEMORY_OPCODES = frozenset({"ld", "st", "atom", "red", "cp", "prefetch", "prefetchu", "ldu",
                             "cvta", "isspacep"})
+TEXTURE_OPCODES = frozenset({"tex", "tld4", "suld", "sust", "sured", "txq", "suq"})
+"""Texture and surface instructions (texture fetches go through the L1/texture path)."""
 """Opcodes whose modifiers may carry a state space."""
 
 
@@ -106,6 +118,15 @@ class Addr:
 
 
 @dataclass(frozen=True)
+class TexAddr:
+    """A texture or surface operand ``[handle, {c0, c1}]``: the texture (surface) object, a
+    register holding its handle or a ``.texref`` name, and the coordinates."""
+
+    base: Reg | Sym
+    coords: tuple[Operand, ...]
+
+
+@dataclass(frozen=True)
 class Sink:
     """The ``_`` placeholder of a vector destination whose element is discarded."""
 
@@ -146,7 +167,7 @@ class Args:
     items: tuple[Operand, ...]
 
 
-Operand = Union[Reg, Special, Imm, Sym, Addr, Sink, Vec, Label, PredDest, NegPred, Args]
+Operand = Union[Reg, Special, Imm, Sym, Addr, TexAddr, Sink, Vec, Label, PredDest, NegPred, Args]
 
 
 # --------------------------------------------------------------------------- locations
@@ -180,6 +201,21 @@ class SourceLoc:
         while out[-1].inlined_at is not None:
             out.append(out[-1].inlined_at)  # type: ignore[arg-type]
         return tuple(out)
+
+
+_SYSTEM_PATH = re.compile(
+    r"^/(?:usr/(?:local/)?include|usr/lib\w*|usr/local/cuda[^/]*|opt/(?:nvidia/)?cuda[^/]*)/"
+    r"|/targets/[^/]+/include/|/include/(?:cccl|crt|cub|thrust|nv|cuda/std|cooperative_groups)/"
+    r"|/(?:site|dist)-packages/(?:nvidia|cuda|numba|triton|llvmlite)/|^<[^>]*>$")
+_SYSTEM_HEADER = re.compile(r"^(?:cuda_\w+|sm_\d+_\w+|device_\w+|texture_\w+|surface_\w+|math_\w+|vector_\w+|"
+                            r"cooperative_groups|curand\w*|cuComplex|__clang_cuda\w*)\.(?:h|hpp)$")
+
+
+def is_system_path(path: str) -> bool:
+    """Whether a ``.file`` path is a compiler's or a library's own header (the CUDA toolkit's,
+    CCCL's, the C++ library's, a Python package's), never the user's code."""
+    norm = os.path.normpath(path.replace("\\", "/")) if path else path
+    return bool(_SYSTEM_PATH.search(norm) or _SYSTEM_HEADER.match(os.path.basename(norm)))
 
 
 @dataclass(frozen=True)

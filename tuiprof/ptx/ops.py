@@ -1,15 +1,20 @@
 """Memory instructions of a kernel as `StaticOp`s: kind, space, width, source location, label,
 and the bulk-sequence starts of paper 000 sec. 2.
 
-*Which instructions*: global, shared, local and generic ``ld``/``ldu``/``st``/``atom``/``red``,
-and ``cp.async`` (a global load plus a shared store). ``ld.param`` and ``ld.const`` are not ops:
-they are not in the cache model.
+*Which instructions*: global, shared, local, constant and generic ``ld``/``ldu``/``st``/``atom``/``red``,
+and ``cp.async`` (a global load plus a shared store). ``ld.param`` is not an op. Constant loads
+(``__constant__`` variables) are ops of space ``const``: the constant cache, kept out of the L1/L2
+model like shared memory (`tuiprof.model.constant`).
 
 *Source location*: nvcc's ``.loc`` column is the start of the statement, not of the accessed
 expression, and inlined code carries an ``inlined_at`` chain. An op is attributed to the
-innermost location of its chain that lies in the user's file (the ``.file`` entry named like the
-compiled source, else file 1): code inlined from a header (``__ldg``, ``atomicAdd``) lands on its
-call site, code of the user's own device functions on their own lines.
+innermost location of its chain that lies in one of the user's files (every ``.file`` entry but
+the toolkit's, CCCL's and the C++ library's headers, `tuiprof.ptx.model.is_system_path`): code
+inlined from a CUDA header (``__ldg``, ``atomicAdd``) lands on its call site, code of the user's
+own device functions on their own lines, in whichever of the user's files they are (a kernel in a
+``.cuh`` on that header's lines). `SourceMap` names the user's files as the ops and the trace's
+sources name them (the compiled source by the name it was given, the others by their file names)
+and holds their texts, from which the labels come.
 
 *Label*: the accessed expression of the source line, chosen for each instruction from its own
 address computation (`tuiprof.ptx.labels`: side of the assignment, base array, the ``.loc``
@@ -32,24 +37,23 @@ on a value read by an op of the current sequence; the first op of a kernel start
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from tuiprof.ptx.address import AddressForms, instruction_text
 from tuiprof.ptx.cfg import build_cfg
 from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, plain_name, source_params, statement_text
 from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Module,
                                NegPred, Operand, PredDest, PtxError, Reg, ResolvedLoc, SourceLoc,
-                               Sym, Vec)
-from tuiprof.trace.model import MAX_OP_PTX, StaticOp
+                               Sym, TexAddr, Vec, is_system_path)
+from tuiprof.trace.model import MAX_OP_PTX, MAX_SOURCE_CHARS, SourceFile, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
 STORE_OPCODES = frozenset({"st"})
 ATOMIC_OPCODES = frozenset({"atom", "red"})
-OP_SPACES = frozenset({"global", "shared", "local", "generic"})
+OP_SPACES = frozenset({"global", "shared", "local", "const", "generic"})
 NO_DEST_OPCODES = frozenset({
-    "st", "red", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",
+    "st", "red", "sust", "sured", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",
     "prefetch", "prefetchu", "cp", "nanosleep", "pmevent", "brkpt", "griddepcontrol", "setmaxnreg",
     "stmatrix", "discard", "applypriority",
 })
@@ -73,9 +77,42 @@ def is_barrier(ins: Instruction) -> bool:
     return ins.opcode in ("bar", "barrier") and "warp" not in ins.mods and "arrive" not in ins.mods
 
 
+TEXTURE_GEOMETRIES = ("1d", "2d", "3d")
+
+
+def texture_problem(ins: Instruction) -> str:
+    """Why a texture or surface instruction is one the emulator does not run ("" when it does:
+    ``tex.1d/2d/3d`` with float or integer coordinates, ``tld4.2d``, ``suld.b``/``sust.b`` on 1-3
+    dimensions)."""
+    mods = set(ins.mods)
+    geo = [m for m in ins.mods if m in TEXTURE_GEOMETRIES]
+    if ins.opcode in ("txq", "suq", "sured"):
+        return "texture and surface queries and reductions"
+    if not geo or len(geo) != 1:
+        return "texture arrays, cube maps and multisample textures"
+    if mods & {"level", "grad", "base"}:
+        return "mipmapped fetches (tex.level, tex.grad)"
+    if ins.opcode == "tld4" and geo[0] != "2d":
+        return "tld4 on other than 2-D textures"
+    if ins.opcode in ("suld", "sust") and "b" not in mods:
+        return "formatted surface access (.p)"
+    if not any(isinstance(o, TexAddr) for o in ins.operands):
+        return "texture references (bindless texture objects only)"
+    return ""
+
+
 def memory_ops(ins: Instruction, index: int) -> tuple[MemOp, ...]:
-    """The cache-model accesses an instruction makes (empty for non-memory and param/const)."""
+    """The memory accesses an instruction makes that tuiprof records (empty for non-memory
+    instructions and ``.param`` accesses). A texture fetch or surface access is one of space
+    ``texture`` (its bytes: 4 per component fetched, the element for a surface), addressed through
+    its texture object (where the texels are is known only when it runs)."""
     op = ins.opcode
+    if op in ("tex", "tld4", "suld", "sust"):
+        tex = next((o for o in ins.operands if isinstance(o, TexAddr)), None)
+        if tex is None or texture_problem(ins):
+            return ()
+        size = 4 if op in ("tex", "tld4") else TYPE_SIZES.get(ins.type, 4) * ins.vector
+        return (MemOp(index, "store" if op == "sust" else "load", "texture", size, Addr(tex.base, 0)),)
     if op in LOAD_OPCODES or op in STORE_OPCODES or op in ATOMIC_OPCODES:
         space = ins.space
         if space not in OP_SPACES:
@@ -122,6 +159,8 @@ def _regs(o: Operand) -> list[str]:
         return _regs(o.reg) + [o.pred.name]
     if isinstance(o, Args):
         return [r for it in o.items for r in _regs(it)]
+    if isinstance(o, TexAddr):
+        return _regs(o.base) + [r for it in o.coords for r in _regs(it)]
     return []
 
 
@@ -186,9 +225,7 @@ def sequence_starts(fn: Function, entry_starts: bool | None = None,
     mem = {i: memory_ops(ins, i) for i, ins in enumerate(instrs)}
     mem = {i: m for i, m in mem.items() if m}
     du = [defs_uses(ins) for ins in instrs]
-    barrier = [is_barrier(ins) or (ins.opcode == "call" and len(ins.operands) > 1
-                                   and isinstance(ins.operands[1], Sym)
-                                   and ins.operands[1].name in barrier_calls) for ins in instrs]
+    barrier = _barriers(instrs, barrier_calls)
     nb = len(g.blocks)
     in_p = [False] * nb
     in_t: list[frozenset[str]] = [frozenset()] * nb
@@ -247,12 +284,58 @@ def sequence_starts(fn: Function, entry_starts: bool | None = None,
     return out
 
 
+def _barriers(instrs: tuple[Instruction, ...], barrier_calls: frozenset[str]) -> list[bool]:
+    """Which instructions are CTA barriers (or calls of functions that may execute one)."""
+    return [is_barrier(ins) or (ins.opcode == "call" and len(ins.operands) > 1 and isinstance(ins.operands[1], Sym)
+                                and ins.operands[1].name in barrier_calls) for ins in instrs]
+
+
+def barrier_predecessors(fn: Function, barrier_calls: frozenset[str] = frozenset()
+                         ) -> dict[int, tuple[frozenset[int], frozenset[int]]]:
+    """For every memory instruction i of `fn`: the memory instructions j that can come just before
+    it (no other memory instruction between), as ``(with a CTA barrier on every path from j to
+    i, the rest)``.
+
+    A dynamic access of i right after one of j (same warp) has then crossed a barrier for certain:
+    it begins a new barrier interval (`tuiprof.sim.schedule`). Where only some paths cross one (the
+    first load of an inner loop, reached from a barrier before the loop and, without one, from its
+    own back-edge), the pair is in the rest: an interval counted where none began would hold every
+    warp of the CTA in lock-step at each iteration, while one left uncounted only lets warps drift
+    as they do without barriers."""
+    g = build_cfg(fn)
+    instrs = fn.instructions
+    mem = {i for i, ins in enumerate(instrs) if memory_ops(ins, i)}
+    barrier = _barriers(instrs, barrier_calls)
+    block_of = {i: b for b in g.blocks for i in range(b.start, b.end)}
+    seen: dict[int, dict[int, set[bool]]] = {i: {} for i in mem}
+    for j in mem:
+        stack = [(j + 1, False)]
+        visited: set[tuple[int, bool]] = set()
+        while stack:
+            i, crossed = stack.pop()
+            while (i, crossed) not in visited and i in block_of:
+                visited.add((i, crossed))
+                if i in mem:
+                    seen[i].setdefault(j, set()).add(crossed)
+                    break
+                crossed = crossed or barrier[i]
+                blk = block_of[i]
+                if i + 1 < blk.end:
+                    i += 1
+                    continue
+                stack.extend((g.blocks[succ].start, crossed) for succ in blk.succs)
+                break
+    return {i: (frozenset(j for j, f in by.items() if f == {True}), frozenset(j for j, f in by.items() if False in f))
+            for i, by in seen.items()}
+
+
 # --------------------------------------------------------------------------- source mapping
 
 
-def user_file(module: Module, source_name: str) -> int:
+def user_file(module: Module, source_name: str) -> int | None:
     """The ``.file`` number of the compiled source: the entry named like `source_name` (whole
-    path first, then the base name), else 1."""
+    path first, then the base name); None when the PTX names no such file (a kernel defined in a
+    header has no line in the file that includes it)."""
     want = os.path.normpath(source_name)
     for num, path in module.files.items():
         if os.path.normpath(path) == want:
@@ -261,15 +344,111 @@ def user_file(module: Module, source_name: str) -> int:
     for num, path in sorted(module.files.items()):
         if os.path.basename(path) == base:
             return num
-    return 1
+    return None
 
 
-def resolve_loc(loc: SourceLoc, user: int) -> SourceLoc:
-    """The innermost location of `loc`'s inlined_at chain in file `user` (else the outermost)."""
+def resolve_loc(loc: SourceLoc, users: int | Collection[int] | None) -> SourceLoc:
+    """The innermost location of `loc`'s inlined_at chain in one of the files `users` (else the
+    outermost)."""
+    wanted = {users} if isinstance(users, int) else set(users or ())
     for at in loc.chain:
-        if at.file == user:
+        if at.file in wanted:
             return at
     return loc.outermost
+
+
+MAX_SOURCE_BYTES = MAX_SOURCE_CHARS
+"""What tuiprof reads of the user's files a module names, all together (what a trace may embed):
+a header of a few MiB is generated code, not something to label, and a hostile ``.file`` table
+costs no more than this."""
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """The user's files of a module's ``.file`` table (see the module docstring): the name each
+    is shown by, and the text of those that could be read."""
+
+    names: dict[int, str]
+    """``.file`` number -> display name, for the user's files."""
+    texts: dict[str, str]
+    """Display name -> text."""
+    main: str
+    """Display name of the compiled source."""
+
+    def name_of(self, module: Module, file_no: int) -> str:
+        """The display name of any file of the table (a system header by its file name)."""
+        return self.names.get(file_no) or os.path.basename(module.files.get(file_no, ""))
+
+
+def source_map(module: Module, source_name: str, source_text: str | None = None,
+               headers: Mapping[str, str] | None = None) -> SourceMap:
+    """The `SourceMap` of `module` compiled from `source_name` (whose text is `source_text`, read
+    from its ``.file`` path when not given), with the texts of its local `headers` (path -> text;
+    other user files are read from their ``.file`` paths)."""
+    main_no = user_file(module, source_name) if source_name else None
+    main = os.path.basename(source_name) if source_name else ""
+    users = {n: p for n, p in module.files.items() if n == main_no or not is_system_path(p)}
+    base_count: dict[str, int] = {}
+    for n, p in users.items():
+        if n != main_no:
+            base_count[os.path.basename(p)] = base_count.get(os.path.basename(p), 0) + 1
+    names: dict[int, str] = {}
+    for n, p in users.items():
+        if n == main_no:
+            names[n] = main
+        elif base_count[os.path.basename(p)] > 1 or os.path.basename(p) == main:
+            folder = os.path.dirname(os.path.abspath(source_name)) if source_name else ""
+            names[n] = os.path.relpath(p, folder) if folder and os.path.isabs(p) else p
+        else:
+            names[n] = os.path.basename(p)
+    by_path = {os.path.normpath(k): v for k, v in (headers or {}).items()}
+    by_base: dict[str, list[str]] = {}
+    for k, v in (headers or {}).items():
+        by_base.setdefault(os.path.basename(k), []).append(v)
+    texts: dict[str, str] = {}
+    if main and source_text is not None:
+        texts[main] = source_text
+    budget = MAX_SOURCE_BYTES
+    for n, p in users.items():
+        name = names[n]
+        if name in texts:
+            continue
+        text = by_path.get(os.path.normpath(p))
+        if text is None and len(by_base.get(os.path.basename(p), [])) == 1:
+            text = by_base[os.path.basename(p)][0]
+        if text is None and budget > 0:
+            text = _read_text(p, budget)
+            budget -= len(text or "")
+        if text is not None:
+            texts[name] = text
+    return SourceMap(names, texts, main)
+
+
+def op_sources(module: Module, source_name: str, source_text: str | None, headers: Mapping[str, str] | None,
+               ops: Sequence[StaticOp]) -> tuple[SourceFile, ...]:
+    """The files a trace of `ops` embeds, named as the ops name them: the compiled source first
+    (empty when its text is unknown), then every other user file an op names, in op order."""
+    smap = source_map(module, source_name, source_text, headers)
+    named = [n for n in dict.fromkeys(o.file for o in ops) if n]
+    main = smap.main if smap.main in smap.texts or not named else named[0]  # a PTX file: its .loc files
+    names = [main] + [n for n in named if n != main]
+    return tuple(SourceFile(n, smap.texts.get(n, "")) for n in names if n == main or n in smap.texts)
+
+
+def _read_text(path: str, limit: int) -> str | None:
+    """A regular file's text, when it holds at most `limit` bytes (never a device or a FIFO a
+    ``.file`` entry names: it could block)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        data = fh.read(limit + 1)
+    return data.decode("utf-8", "replace") if len(data) <= limit else None
 
 
 class _Origins:
@@ -323,16 +502,6 @@ class _Origins:
         return res
 
 
-def _read_source(module: Module, file_no: int) -> str | None:
-    path = module.files.get(file_no)
-    if not path:
-        return None
-    try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
-        return None
-
-
 def _called(module: Module, fn: Function) -> list[str]:
     """Module functions with bodies that `fn` calls, transitively, in module order."""
     seen: set[str] = set()
@@ -351,8 +520,8 @@ def _called(module: Module, fn: Function) -> list[str]:
     return [n for n in module.functions if n in seen]
 
 
-def static_ops(module: Module, kernel: str, source_name: str,
-               source_text: str | None = None) -> tuple[tuple[str, int, StaticOp], ...]:
+def static_ops(module: Module, kernel: str, source_name: str, source_text: str | None = None,
+               headers: Mapping[str, str] | None = None) -> tuple[tuple[str, int, StaticOp], ...]:
     """The StaticOp table of `kernel` and of the device functions it calls.
 
     Returns ``(function name, instruction index, StaticOp)`` for every memory access, the
@@ -361,26 +530,28 @@ def static_ops(module: Module, kernel: str, source_name: str,
     copies of one source access; ``cp.async`` gives two entries at one index (the global load,
     then the shared store). Generic accesses get space ``global`` unless their address provably
     comes from ``cvta.shared``/``cvta.local`` (the emulator resolves the rest at run time).
-    `source_text` is the compiled source (read from the ``.file`` path when not given); without
-    it the labels are empty.
+    `source_text` is the compiled source (read from the ``.file`` path when not given) and
+    `headers` the texts of its local headers by path (other user files are read from their
+    ``.file`` paths, `source_map`); without a file's text its ops' labels are empty.
     """
     fn = module.functions.get(kernel)
     if fn is None or not fn.is_entry:
         names = ", ".join(module.kernels) or "none"
         raise PtxError(f"no kernel named {kernel!r} in the PTX", 0, f"kernels in this module: {names}")
-    user = user_file(module, source_name)
-    text = source_text if source_text is not None else _read_source(module, user)
-    lines = text.splitlines() if text is not None else []
-    display = os.path.basename(source_name) if source_name else module.files.get(user, "")
+    smap = source_map(module, source_name, source_text, headers)
+    users = set(smap.names)
+    lines_of = {name: text.splitlines() for name, text in smap.texts.items()}
     raws: list[Access] = []
     shared_names = {plain_name(v.name) for v in module.variables if v.space == "shared"}
     with_barriers = barrier_functions(module)
+    preds: dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]] = {}
     for fname in [kernel] + _called(module, fn):
         f = module.functions[fname]
         starts = sequence_starts(f, barrier_calls=with_barriers)
+        preds.update(((fname, i), p) for i, p in barrier_predecessors(f, with_barriers).items())
         origins = _Origins(f)
         forms = AddressForms(f)
-        params = source_params(text, fname) if text is not None else []
+        params = _source_params(smap, fname)
         pointers = {k for k, p in enumerate(f.params) if p.size_bytes == 8 or p.is_pointer_hint}
         pointer_params = {params[k] for k in pointers if k < len(params)}
         f_shared = shared_names | {plain_name(v.name) for v in f.variables if v.space == "shared"}
@@ -400,22 +571,24 @@ def static_ops(module: Module, kernel: str, source_name: str,
                 if ins.space == "generic" and len(spaces) == 1 and all(k_ != "param" for k_, _ in ori):
                     proved = spaces.pop()
                 space = proved or mo.space
-                file_, line, col = _where(module, f, i, user, display, lines, bases)
+                file_, line, col = _where(module, f, i, smap, users, lines_of, bases)
+                site = _call_site(ins.loc, users)
                 excluded = f_shared if space == "global" else pointer_params if space in (
-                    "shared", "local") else set()
+                    "shared", "local", "const") else set()
                 form = forms.of_address(mo.address)
                 base_leaves = frozenset(leaf for leaf, _ in form.terms
                                         if leaf[0] == "sym" or leaf[0] == "param" and int(leaf[1]) in pointers)
                 raws.append(Access(fname, i, mo.kind, space, mo.bytes, file_, line, col, ins.ptx_line,
                                    starts.get(i, False), frozenset(bases), frozenset(excluded - bases), form,
-                                   base_leaves))
-    chosen = label_accesses(raws, lines, display, text)
+                                   base_leaves, site))
+    scalars = frozenset(plain_name(v.name) for v in module.variables if v.space in ("global", "const"))
+    chosen = label_accesses(raws, lines_of, smap.texts, scalars)
     out: list[tuple[str, int, StaticOp]] = []
     ids: dict[tuple[object, ...], int] = {}
     ops: list[StaticOp] = []
     keys = []
     for raw, cand in zip(raws, chosen):
-        label, label_col = _label(raw, cand, lines, display)
+        label, label_col = _label(raw, cand, lines_of)
         key = _merge_key(raw, cand, label)
         keys.append(key)
         ins = module.functions[raw.function].instructions[raw.index]
@@ -432,17 +605,57 @@ def static_ops(module: Module, kernel: str, source_name: str,
         more = entry not in o.ptx and len(o.ptx) < MAX_OP_PTX
         ops[ids[key]] = replace(o, starts_sequence=o.starts_sequence or raw.starts,
                                 ptx=o.ptx + (entry,) if more else o.ptx)
+    op_of = {(raw.function, raw.index): ids[key] for raw, key in zip(raws, keys)}
+    for q, after in _barrier_pairs(preds, op_of).items():
+        ops[q] = replace(ops[q], barrier_after=after)
     for raw, key in zip(raws, keys):
         out.append((raw.function, raw.index, ops[ids[key]]))
     return tuple(out)
 
 
-def _label(raw: Access, cand: Candidate | None, lines: list[str], display: str) -> tuple[str, int]:
+def _barrier_pairs(preds: dict[tuple[str, int], tuple[frozenset[int], frozenset[int]]],
+                   op_of: dict[tuple[str, int], int]) -> dict[int, tuple[int, ...]]:
+    """Op q -> the ops p such that every path from an instruction of p just before one of q
+    crosses a CTA barrier (`barrier_predecessors`, merged over the ops' instructions: a pair seen
+    once without a barrier is left out)."""
+    always: dict[int, set[int]] = {}
+    without: dict[int, set[int]] = {}
+    for (fname, i), (yes, no) in preds.items():
+        q = op_of.get((fname, i))
+        if q is None:
+            continue
+        always.setdefault(q, set()).update(op_of[(fname, j)] for j in yes if (fname, j) in op_of)
+        without.setdefault(q, set()).update(op_of[(fname, j)] for j in no if (fname, j) in op_of)
+    return {q: tuple(sorted(ps - without.get(q, set()))) for q, ps in always.items() if ps - without.get(q, set())}
+
+
+def _call_site(loc: SourceLoc | None, users: Collection[int]) -> tuple[tuple[int, int, int], ...]:
+    """The call sites above the user's location of `loc` (`resolve_loc`): accesses of one inlined
+    function called from two places are two ops."""
+    if loc is None:
+        return ()
+    chain = loc.chain
+    at = resolve_loc(loc, users)
+    k = next((j for j, c in enumerate(chain) if c is at), len(chain) - 1)
+    return tuple((c.file, c.line, c.column) for c in chain[k + 1:])
+
+
+def _source_params(smap: SourceMap, function: str) -> list[str]:
+    """Parameter names of `function`'s definition, in whichever of the user's files has it."""
+    for name in sorted(smap.texts, key=lambda n: n != smap.main):
+        params = source_params(smap.texts[name], function)
+        if params:
+            return params
+    return []
+
+
+def _label(raw: Access, cand: Candidate | None, lines_of: Mapping[str, list[str]]) -> tuple[str, int]:
     """The label of an access and its 1-based column (0 when the label is the whole statement or
     there is no source)."""
     if cand is not None:
         return cand.text, cand.start + 1
-    if raw.file == display and 1 <= raw.line <= len(lines):
+    lines = lines_of.get(raw.file, [])
+    if 1 <= raw.line <= len(lines):
         return statement_text(lines[raw.line - 1]), 0
     return "", 0
 
@@ -454,52 +667,52 @@ def _merge_key(raw: Access, cand: Candidate | None, label: str) -> tuple[object,
     instruction is only a copy of itself."""
     if raw.line == 0:
         return (raw.function, raw.index, raw.kind)
-    where = (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label)
+    where = (raw.file, raw.line, raw.column, raw.kind, raw.space, raw.bytes, label, raw.call_site)
     if cand is not None:
         return where + (cand.start,)
     return where + (raw.form.terms,)
 
 
-def _where(module: Module, fn: Function, i: int, user: int, display: str, lines: list[str],
-           bases: set[str]) -> tuple[str, int, int]:
-    """(file, line, column) of instruction `i`, attributed to the user's file.
+def _where(module: Module, fn: Function, i: int, smap: SourceMap, users: Collection[int],
+           lines_of: Mapping[str, list[str]], bases: set[str]) -> tuple[str, int, int]:
+    """(file, line, column) of instruction `i`, attributed to the user's files.
 
     nvcc gives line 0 to code it merged from several places (an access hoisted out of both
     sides of an if/else); such an op takes the nearest following (else preceding) instruction's
-    line, preferring one whose text names the op's base array."""
+    line in a user's file, preferring one whose text names the op's base array."""
     def at(j: int) -> tuple[str, int, int] | None:
         loc = fn.instructions[j].loc
         if loc is None:
             return None
-        r = resolve_loc(loc, user)
-        if r.file == user:
-            return display, r.line, r.column
-        return os.path.basename(module.files.get(r.file, "")), r.line, r.column
+        r = resolve_loc(loc, users)
+        return smap.name_of(module, r.file), r.line, r.column
 
     here = at(i)
     if here is None:
-        return display, 0, 0
+        return smap.main, 0, 0
     if here[1] != 0:
         return here
     n = len(fn.instructions)
     order = list(range(i + 1, n)) + list(range(i - 1, -1, -1))
     first = None
+    known = set(smap.names.values())
     for j in order:
         w = at(j)
-        if w is None or w[1] == 0 or w[0] != display:
+        if w is None or w[1] == 0 or w[0] not in known:
             continue
         if first is None:
             first = w
+        lines = lines_of.get(w[0], [])
         if 1 <= w[1] <= len(lines) and any(c.base in bases for c in candidates(lines[w[1] - 1])):
             return w
     return first or here
 
 
 def instruction_location(module: Module, fn: Function, index: int, source_name: str) -> ResolvedLoc:
-    """Where instruction `index` of `fn` comes from, attributed to the user's file as for the
-    StaticOps (file is `source_name`'s base name there, a header's base name otherwise; line 0
-    when the PTX has no line information), e.g. for "unsupported PTX instruction X (file.cu:12)"."""
-    user = user_file(module, source_name)
-    display = os.path.basename(source_name)
-    file_, line, col = _where(module, fn, index, user, display, [], set())
+    """Where instruction `index` of `fn` comes from, attributed to the user's files as for the
+    StaticOps (the compiled source by `source_name`'s base name, a user's header by its file
+    name; line 0 when the PTX has no line information), e.g. for "unsupported PTX instruction X
+    (file.cu:12)"."""
+    smap = source_map(module, source_name, "")
+    file_, line, col = _where(module, fn, index, smap, set(smap.names), {}, set())
     return ResolvedLoc(file_, line, col)

@@ -13,9 +13,9 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
+from tuiprof.ptx.model import (NEWEST_PTX_ISA, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
                                NegPred, Operand, Param, PredDest, PtxError, Reg, Sink, SourceLoc,
-                               Special, Sym, Variable, Vec)
+                               Special, Sym, TexAddr, Variable, Vec, is_system_path)
 
 # --------------------------------------------------------------------------- lexical pieces
 
@@ -70,6 +70,8 @@ SPECIAL_SCALAR = frozenset({
     *(f"envreg{i}" for i in range(32)),
 })
 """Special registers read whole."""
+PREDEFINED_CONSTANTS = {"WARP_SZ": 32}
+"""The PTX ISA's predefined constants (``warpSize`` compiles to ``WARP_SZ``)."""
 
 PTX_OPCODES = frozenset("""
 abs activemask add addc alloca and applypriority atom bar barrier bfe bfi bfind bmsk bra brev brkpt
@@ -149,7 +151,9 @@ _TOP_COMMA = re.compile(r",(?![^{\[(]*[}\])])")
 def _split_top(text: str) -> list[str]:
     """`text` split at the commas outside (), [] and {} (one level of nesting, as PTX operands
     have); items stripped; empty text -> []."""
-    if "(" in text or "[" in text or "{" in text:
+    if "[" in text and "{" in text:  # a texture operand [tex, {x, y}]: braces inside brackets
+        parts = split_nested(text, "{[(", "}])")
+    elif "(" in text or "[" in text or "{" in text:
         parts = _TOP_COMMA.split(text)
     else:
         parts = text.split(",")
@@ -157,6 +161,21 @@ def _split_top(text: str) -> list[str]:
     if out == [""]:
         return []
     return out
+
+
+def split_nested(text: str, opens: str, closes: str) -> list[str]:
+    """`text` split at the commas outside any bracket pair of `opens`/`closes`, at any depth."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in opens:
+            depth += 1
+        elif ch in closes:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
 
 
 # --------------------------------------------------------------------------- declarations
@@ -397,6 +416,35 @@ class _Parser:
     # ---------------------------------------------------------------- driver
 
     def run(self) -> Module:
+        try:
+            return self._run()
+        except PtxError as exc:
+            raise self._located(exc) from None
+
+    def _located(self, exc: PtxError) -> PtxError:
+        """`exc` with the source line of the function being read (its latest ``.loc``) and a hint
+        that says whether the PTX's version is one tuiprof reads."""
+        f = self.func
+        source = exc.source
+        if not source and f is not None and f.loc is not None and exc.line:
+            files = {int(m.group(1)): m.group(2) for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', self.text, re.M)}
+            chain = f.loc.chain
+            loc = next((at for at in chain if not is_system_path(files.get(at.file, ""))), chain[-1])
+            path = files.get(loc.file, "")
+            if path:
+                source = f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{loc.line}"
+        hint = exc.hint
+        if hint == PtxError("").hint and re.match(r"^\d+\.\d+$", self.version):
+            version = tuple(int(v) for v in self.version.split("."))
+            if version > NEWEST_PTX_ISA:
+                hint = (f"this is PTX ISA {self.version}, newer than tuiprof reads (up to "
+                        f"{NEWEST_PTX_ISA[0]}.x): compile for an older PTX version, or report it")
+            else:
+                hint = (f"PTX ISA {self.version} is a version tuiprof reads, but not this construct yet; "
+                        "please report it with the PTX line shown")
+        return PtxError(exc.detail, exc.line, hint, source)
+
+    def _run(self) -> Module:
         text = self.text
         if not re.search(r"^\s*\.version\b", text, re.M):
             raise PtxError("not a PTX module: no .version directive", 1,
@@ -725,6 +773,8 @@ class _Parser:
                 return PredDest(first, second)
             if text == "_":
                 return Sink()
+            if text in PREDEFINED_CONSTANTS:
+                return Imm(PREDEFINED_CONSTANTS[text], text)
             if c == "%" and "." in text:
                 name, comp = text[1:].split(".", 1)
                 if name in SPECIAL_VECTOR and comp in ("x", "y", "z"):
@@ -760,9 +810,22 @@ class _Parser:
             return imm
         raise PtxError(f"cannot parse operand {text!r}", line)
 
-    def address(self, text: str, line: int) -> Addr:
+    def texture_address(self, text: str, line: int) -> TexAddr:
+        """``[%rd1, {%f1, %f2}]``: a texture or surface object and its coordinates."""
+        parts = _split_top(text[1:-1] if text.endswith("]") else text[1:])
+        if not text.endswith("]") or len(parts) != 2 or not parts[1].startswith("{"):
+            raise PtxError(f"unsupported address operand {text!r} (a texture with a separate sampler?)", line)
+        base = self.operand(parts[0], line)
+        coords = self.operand(parts[1], line)
+        if not isinstance(base, (Reg, Sym)) or not isinstance(coords, Vec):
+            raise PtxError(f"malformed texture operand {text!r}", line)
+        return TexAddr(base, coords.items)
+
+    def address(self, text: str, line: int) -> Addr | TexAddr:
         f = self.func
         assert f is not None
+        if "," in text:
+            return self.texture_address(text, line)
         m = _ADDR_RE.match(text)
         if not m:
             raise PtxError(f"unsupported address operand {text!r}", line)

@@ -11,7 +11,9 @@ once:
 - per trial thread, the caches' state: every L2 line, and the L1 lines held at once (the replay
   kernel runs the L1s SM by SM once all of them exceed `L1_BY_SM_LINES` lines, so then one
   SM's), plus each access's issue order;
-- the SM-utilisation model's per-CTA arrays, one entry per CTA of the whole grid.
+- the SM-utilisation model's per-CTA arrays: one entry per CTA of the whole grid when the trace
+  carries per-CTA records (measured clocks, or modeled work), else one per snapshot CTA (the grid
+  repeats the snapshot's costs, `tuiprof.sim.dispatch`, which itself needs memory in the SMs only).
 
 It errs high: 1.1-1.5x the measured peak on 12 demos and what-ifs, 1.3x on a 2^24-CTA grid. The
 budget is half the machine's memory or half the process's address-space limit
@@ -22,9 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tuiprof import units
 from tuiprof.arch.model import Arch, CacheConfig
 from tuiprof.errors import UsageError
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.trace.model import Trace
 
 PROCESS_BYTES = 192 << 20
@@ -44,8 +47,10 @@ links, its share of the hash table); measured 8 B (a 768 MiB L2)."""
 TRIAL_BYTES_PER_ACCESS = 32
 """One warp access's per-trial state (issue order, the L1's sends)."""
 BYTES_PER_GRID_CTA = 96
-"""One CTA of the grid in the SM-utilisation model (paper 003: cost, SM, start, end and their
-sorts); measured 76 B (2^24 CTAs: 1.3 GB)."""
+"""One CTA with per-CTA records in the SM-utilisation model (paper 003: cost, SM, start, end and
+their sorts); measured 76 B (2^24 CTAs: 1.3 GB)."""
+BYTES_PER_SNAPSHOT_CTA = 24
+"""One snapshot CTA without records: its id as loaded, and its cost when the CTAs' costs differ."""
 L1_BY_SM_LINES = 8192
 """All SMs' L1 lines above which the replay kernel runs the L1s SM by SM (Volta and later: 80-132
 SMs of 1-2K lines); below it (Fermi: 14 x 128) one walk of the merged stream does every level.
@@ -63,13 +68,15 @@ def trial_bytes(arch: Arch, n_accesses: int) -> int:
     return (l1_held + _lines(arch.l2)) * BYTES_PER_LINE + n_accesses * TRIAL_BYTES_PER_ACCESS
 
 
-def run_bytes(arch: Arch, n_accesses: int, n_cached: int, threads: int, grid_ctas: int) -> int:
+def run_bytes(arch: Arch, n_accesses: int, n_cached: int, threads: int, grid_ctas: int,
+              snapshot_ctas: int = 0) -> int:
     """The run's peak for a snapshot of `n_accesses` warp accesses, `n_cached` of them global or
     local: the process, the trace loaded and packed, `threads` trials at once and the per-CTA
-    models over `grid_ctas` CTAs (an upper bound, see the module docstring)."""
+    models over `grid_ctas` CTAs with records and `snapshot_ctas` without (an upper bound, see
+    the module docstring)."""
     return (PROCESS_BYTES + n_accesses * (TRACE_BYTES_PER_ACCESS + PACKED_BYTES_PER_ACCESS)
             + n_cached * REQUEST_BYTES_PER_CACHED_ACCESS + max(threads, 1) * trial_bytes(arch, n_accesses)
-            + grid_ctas * BYTES_PER_GRID_CTA)
+            + grid_ctas * BYTES_PER_GRID_CTA + snapshot_ctas * BYTES_PER_SNAPSHOT_CTA)
 
 
 def cached_accesses(trace: Trace) -> int:
@@ -78,15 +85,23 @@ def cached_accesses(trace: Trace) -> int:
     return int(trace.accesses_per_op()[cached].sum())
 
 
+def recorded_ctas(trace: Trace) -> int:
+    """The CTAs with per-CTA records the SM-utilisation model holds an entry for: the grid's when
+    the trace has records, else none (the grid repeats the snapshot's costs)."""
+    c = trace.ctas
+    records = any(a is not None for a in (c.insts, c.accesses, c.sm, c.start, c.end))
+    return trace.launch.grid_ctas if records else 0
+
+
 def check_run_memory(arch: Arch, trace: Trace, threads: int) -> None:
     """Refuse a run of `trace` that would not fit in the memory budget, before it starts."""
-    n_accesses, grid_ctas = trace.n_accesses, trace.launch.grid_ctas
-    need = run_bytes(arch, n_accesses, cached_accesses(trace), threads, grid_ctas)
+    n_accesses, grid_ctas = trace.n_accesses, recorded_ctas(trace)
+    need = run_bytes(arch, n_accesses, cached_accesses(trace), threads, grid_ctas, trace.snapshot.n_ctas)
     budget = memory_budget()
     if need > budget.bytes:
         grid = f", {grid_ctas:,} CTAs" if grid_ctas * BYTES_PER_GRID_CTA > need // 4 else ""
         raise UsageError(
-            f"simulating {arch.name} would need about {human_size(need)} ({n_accesses:,} warp accesses{grid}, "
-            f"{threads} trial thread(s)), more than the {human_size(budget.bytes)} budget (half {budget.of})",
+            f"simulating {arch.name} would need about {units.size(need)} ({n_accesses:,} warp accesses{grid}, "
+            f"{threads} trial thread(s)), more than the {units.size(budget.bytes)} budget (half {budget.of})",
             "use smaller what-if cache sizes or SM counts (--set), a smaller snapshot or grid, or a machine with "
             "more memory")

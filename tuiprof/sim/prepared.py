@@ -123,12 +123,18 @@ class Prepared:
     - ``coalesced``: the L1 requests of every access (`Coalesced`)
     - ``seq_off`` int64 [Q+1]: accesses of bulk sequence q; sequences are numbered warp by warp
     - ``warp_seq_off`` int64 [W+1]: sequences of warp w; ``warp_cta`` int32 [W]
-    - ``cta_warp_off`` int64 [C+1] / ``cta_warps`` int32 [W]: warps of each CTA, by warp index
+    - ``cta_warp_off`` int64 [C+1] / ``cta_warps`` int32 [W]: warps of each CTA, by warp index;
+      ``C`` counts only the snapshot CTAs that have warps, numbered so that each keeps its SM and
+      its order among the SM's CTAs (`cta_layout`): a CTA without warps changes nothing in a
+      trial, and a trace declaring millions of them costs nothing
+    - ``snapshot_ctas``: the snapshot's CTAs, all of them
     - ``sm_seq_off`` int64 [S+1]: slice of a trial's issue order owned by each SM
     - ``sm_requests`` int64 [S]: L1 requests per SM
     - ``sm_acc_off`` int64 [S+1]: slice of a trial's merged access order owned by each SM (its
       cached warp accesses)
     - ``cta_acc`` int64 [C]: cached warp accesses of each CTA (what one resident set weighs)
+    - ``seq_epoch`` int32 [Q]: the barrier interval of each sequence within its warp (the CTA
+      barriers its warp has passed before it: `tuiprof.trace.model.StaticOp.barrier_after`)
     """
 
     arch: Arch
@@ -146,6 +152,8 @@ class Prepared:
     sm_requests: np.ndarray
     sm_acc_off: np.ndarray
     cta_acc: np.ndarray
+    seq_epoch: np.ndarray
+    snapshot_ctas: int = 0
     _wide_ids: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
 
     def line_ids(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
@@ -172,6 +180,14 @@ class Prepared:
     def n_ctas(self) -> int:
         return int(self.cta_warp_off.shape[0] - 1)
 
+    def used_ops(self) -> np.ndarray:
+        """The ids of the ops some access names, in order (computed once)."""
+        used = self._wide_ids.get(-1)
+        if used is None:
+            counts = np.bincount(self.acc_op, minlength=self.n_ops)
+            used = self._wide_ids[-1] = (np.flatnonzero(counts), counts)
+        return used[0]
+
     def op_stats(self) -> "OpCoalescing":
         """Per-op warp accesses and coalescing statistics (the same in every trial)."""
         co = self.coalesced
@@ -186,7 +202,7 @@ class Prepared:
         co = self.coalesced
         distinct = _distinct_per_cta(self.cta_warp_off, self.cta_warps, self.warp_seq_off, self.seq_off, self.acc_op,
                                      self.op_cached, co.req_off, co.req_id, co.lines.shape[0])
-        return distinct / max(self.n_ctas, 1)
+        return distinct / max(self.snapshot_ctas, 1)
 
     def compatible(self, arch: Arch) -> bool:
         """Whether `arch` can run on this preparation (same L1 line and SM count)."""
@@ -210,6 +226,23 @@ def _distinct_per_cta(cta_warp_off, cta_warps, warp_seq_off, seq_off, acc_op, op
                             stamp[i] = c
                             count += 1
     return count
+
+
+def _epochs(trace: Trace, seq_starts: np.ndarray, warp_seq_off: np.ndarray) -> np.ndarray:
+    """Each sequence's barrier interval in its warp (int32 [Q]): how many of the warp's accesses up
+    to its first follow an access of an op after which a CTA barrier always lies
+    (`StaticOp.barrier_after`). A barrier starts a sequence, so intervals change only there."""
+    n_ops = len(trace.ops)
+    pairs = np.array([p * n_ops + q for q, o in enumerate(trace.ops) for p in o.barrier_after], dtype=np.int64)
+    op = trace.op.astype(np.int64)
+    crossed = np.zeros(op.size, dtype=np.int64)
+    if pairs.size and op.size > 1:
+        crossed[1:] = np.isin(op[:-1] * n_ops + op[1:], pairs)
+        crossed[trace.warp_offsets[:-1][trace.warp_offsets[:-1] < op.size]] = 0  # a warp's first access
+    total = np.cumsum(crossed)
+    before_warp = np.concatenate([[0], total])[trace.warp_offsets[:-1]]
+    per_access = total - np.repeat(before_warp, np.diff(trace.warp_offsets))
+    return per_access[seq_starts].astype(np.int32)
 
 
 def default_md(trace: Trace, arch: Arch) -> int:
@@ -240,7 +273,9 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     seq_starts = np.flatnonzero(starts).astype(np.int64)
     seq_off = np.append(seq_starts, np.int64(n_acc))
     warp_seq_off = np.searchsorted(seq_starts, wo).astype(np.int64)
-    warp_sm = trace.warp_cta.astype(np.int64) % S
+    seq_epoch = _epochs(trace, seq_starts, warp_seq_off)
+    warp_cta, cta_warp_off = cta_layout(trace.warp_cta, n_ctas, S)
+    warp_sm = warp_cta.astype(np.int64) % S
     seqs_per_warp = np.diff(warp_seq_off)
     sm_seq = np.bincount(warp_sm, weights=seqs_per_warp, minlength=S).astype(np.int64)
     sm_seq_off = np.zeros(S + 1, dtype=np.int64)
@@ -251,14 +286,38 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     np.cumsum(cached_op[trace.op], out=cached_acc[1:])
     warp_cached = cached_acc[wo[1:]] - cached_acc[wo[:-1]]
     sm_accesses = np.bincount(warp_sm, weights=warp_cached, minlength=S).astype(np.int64)
-    cta_acc = np.bincount(trace.warp_cta, weights=warp_cached, minlength=n_ctas).astype(np.int64)
+    cta_acc = np.bincount(warp_cta, weights=warp_cached, minlength=cta_warp_off.size - 1).astype(np.int64)
     sm_acc_off = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(sm_accesses, out=sm_acc_off[1:])
-    cta_warps = np.lexsort((trace.warp_index, trace.warp_cta)).astype(np.int32)
-    cta_warp_off = np.zeros(n_ctas + 1, dtype=np.int64)
-    np.cumsum(np.bincount(trace.warp_cta, minlength=n_ctas), out=cta_warp_off[1:])
+    cta_warps = np.lexsort((trace.warp_index, warp_cta)).astype(np.int32)
     return Prepared(arch=arch, n_ops=len(trace.ops), acc_op=trace.op,
                     op_write=write_op, op_cached=cached_op.astype(np.uint8), coalesced=co,
-                    seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=trace.warp_cta,
+                    seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=warp_cta,
                     cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,
-                    sm_requests=sm_requests, sm_acc_off=sm_acc_off, cta_acc=cta_acc)
+                    sm_requests=sm_requests, sm_acc_off=sm_acc_off, cta_acc=cta_acc, seq_epoch=seq_epoch,
+                    snapshot_ctas=n_ctas)
+
+
+def cta_layout(warp_cta: np.ndarray, n_ctas: int, sm_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(warp_cta, cta_warp_off) for the trial kernels: the snapshot CTAs that have warps,
+    renumbered so that each keeps its SM (CTA k runs on SM ``k % sm_count``) and its order among
+    that SM's CTAs. A CTA without warps draws no random number and takes no slot in a trial
+    (`tuiprof.sim.schedule`), so leaving it out changes no result; it keeps the kernels' work and
+    memory in the warps the trace holds, not in the CTAs it declares. Without such CTAs, the
+    snapshot's own numbering."""
+    used, counts = np.unique(warp_cta, return_counts=True)
+    if used.size == n_ctas:
+        off = np.zeros(n_ctas + 1, dtype=np.int64)
+        np.cumsum(counts, out=off[1:])
+        return warp_cta, off
+    sm = used.astype(np.int64) % sm_count
+    order = np.argsort(sm, kind="stable")                   # by SM, each SM's CTAs in order
+    sorted_sm = sm[order]
+    rank = np.empty(used.size, dtype=np.int64)
+    rank[order] = np.arange(used.size) - np.searchsorted(sorted_sm, sorted_sm)
+    new_id = sm + rank * sm_count
+    n_new = int(new_id.max()) + 1 if used.size else 0
+    off = np.zeros(n_new + 1, dtype=np.int64)
+    off[new_id + 1] = counts
+    np.cumsum(off, out=off)
+    return new_id[np.searchsorted(used, warp_cta)].astype(np.int32), off

@@ -457,17 +457,29 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
 
 @njit(**KERNEL)
 def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask, req_full,
-                 seq_off, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc):
+                 seq_off, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc):
     """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
     batch latencies, write-back transactions, write-back transactions owed at the end)``."""
     st = rng_new(seed)
     S = params[P_SM]
     counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
-    order, lab = order_accesses(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, seq_off,
-                                acc_op, op_cached, sm_acc_off, cta_acc)
+    order, lab = order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off,
+                                seq_off, acc_op, op_cached, sm_acc_off, cta_acc)
     lat_sum, batches, writebacks, owed = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write,
                                                 req_off, req_line, req_mask, req_full, n_ops)
     return counts, lat_sum, batches, writebacks, owed
+
+
+def reference_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """`tuiprof.sim.trial.trial_arrays` on the reference kernel: the same outputs."""
+    co = prepared.coalesced
+    counts, lat_sum, batch, writebacks, owed = trial_kernel(
+        params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
+        co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.seq_epoch, prepared.warp_seq_off,
+        prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off,
+        prepared.cta_acc)
+    return counts, lat_sum, batch, int(writebacks), int(owed)
 
 
 def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int, seed: int, *,
@@ -478,11 +490,7 @@ def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int,
     if md < 1:
         raise ValueError(f"MD must be at least 1, got {md}")
     params = params_for(prepared, arch)
-    co = prepared.coalesced
     seed = normal_seed(seed)
     t0 = time.perf_counter()
-    counts, lat_sum, batch, writebacks, owed = trial_kernel(
-        params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
-        co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.warp_seq_off, prepared.warp_cta,
-        prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off, prepared.cta_acc)
+    counts, lat_sum, batch, writebacks, owed = reference_arrays(prepared, params, md, seed)
     return trial_result(prepared, md, seed, index, counts, lat_sum, batch, writebacks, owed, time.perf_counter() - t0)

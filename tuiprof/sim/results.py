@@ -41,7 +41,13 @@ def _ratios(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class TrialResult:
     """One trial: per-op counters (int64 [n_ops], indexed by StaticOp id), DRAM batch latencies,
-    per-SM L1 request counts. See the module docstring for units."""
+    per-SM L1 request counts. See the module docstring for units.
+
+    When `op_ids` is given, the per-op arrays hold only those ops (the ones the trace accesses,
+    in order; every other op's counters are 0 and its DRAM latency NaN) and `total_ops` is the
+    op table's length: a trace of 65,536 ops of which a few are accessed keeps a few columns per
+    trial, not 65,536 (64 trials and a sweep took 1 GB). `per_op` gives any of them whole; sums
+    over the ops are the same either way."""
 
     index: int
     """Trial number within its Monte Carlo run (0-based)."""
@@ -78,10 +84,23 @@ class TrialResult:
     """int64 [sm_count]: L1 requests issued by each SM."""
     elapsed: float
     """Wall-clock seconds the trial took."""
+    op_ids: np.ndarray | None = None
+    """The ops the per-op arrays hold (None: every op, by id)."""
+    total_ops: int = 0
+    """The op table's length when `op_ids` is given."""
 
     @property
     def n_ops(self) -> int:
-        return int(self.l1_requests.shape[0])
+        return self.total_ops if self.op_ids is not None else int(self.l1_requests.shape[0])
+
+    def per_op(self, name: str) -> np.ndarray:
+        """Per-op array `name` (a counter, or ``dram_latency``) over the whole op table."""
+        a = getattr(self, name)
+        if self.op_ids is None:
+            return a
+        out = np.full(self.total_ops, np.nan) if name == "dram_latency" else np.zeros(self.total_ops, dtype=a.dtype)
+        out[self.op_ids] = a
+        return out
 
     # Kernel-wide headline figures.
     @property
@@ -118,10 +137,10 @@ class TrialResult:
 
     # Per-op ratios (float64 [n_ops], nan where the op has no such access).
     def op_l1_read_hit_ratio(self) -> np.ndarray:
-        return _ratios(self.l1_read_hits, self.l1_read_accesses)
+        return _ratios(self.per_op("l1_read_hits"), self.per_op("l1_read_accesses"))
 
     def op_l2_read_hit_ratio(self) -> np.ndarray:
-        return _ratios(self.l2_read_hits, self.l2_read_accesses)
+        return _ratios(self.per_op("l2_read_hits"), self.per_op("l2_read_accesses"))
 
     def op_l2_write_hit_ratio(self) -> np.ndarray:
-        return _ratios(self.l2_write_hits, self.l2_write_accesses)
+        return _ratios(self.per_op("l2_write_hits"), self.per_op("l2_write_accesses"))

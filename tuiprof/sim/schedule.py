@@ -157,13 +157,31 @@ def _live(c, wnext, wend, cta_warp_off, cta_warps):
     return False
 
 
+@njit(**INLINE)
+def _cta_epoch(c, wnext, wend, seq_epoch, cta_warp_off, cta_warps):
+    """The barrier interval CTA `c` is in: the lowest of its unfinished warps' next sequences'
+    (a large number when all are done)."""
+    e = np.int64(1) << 62
+    for i in range(cta_warp_off[c], cta_warp_off[c + 1]):
+        w = cta_warps[i]
+        if wnext[w] < wend[w]:
+            e = min(e, np.int64(seq_epoch[wnext[w]]))
+    return e
+
+
 @njit(**KERNEL)
-def weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off):
+def weighted_round_robin(st, S, md, weight, join, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps,
+                         sm_seq_off):
     """Steps 1-2 with given warp weights and joining rounds: the bulk sequences each SM issues,
     in issue order (SM s owns ``issue[sm_seq_off[s]:sm_seq_off[s+1]]``). Every sequence is issued
     exactly once and every warp issues its sequences in program order. A CTA admitted into a slot
     with ``join[c] > 0`` holds the slot and joins the round robin in round ``join[c]`` of its SM
-    (a round with no warp ready is skipped: the SM moves on to the next joining round)."""
+    (a round with no warp ready is skipped: the SM moves on to the next joining round).
+
+    CTA barriers hold as on the hardware: a warp whose next sequence lies in barrier interval
+    ``seq_epoch[q]`` waits until every unfinished warp of its CTA has reached that interval (its
+    credit is kept at one sequence while it waits), so no warp runs past a ``__syncthreads``
+    that another warp of its CTA has not reached."""
     n_ctas = cta_warp_off.shape[0] - 1
     n_warps = warp_cta.shape[0]
     issue = np.empty(sm_seq_off[S], dtype=np.int64)
@@ -171,6 +189,7 @@ def weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_wa
     wend = warp_seq_off[1:].copy()
     credit = np.zeros(n_warps, dtype=np.float64)
     cta_left = np.zeros(max(n_ctas, 1), dtype=np.int64)
+    cta_epoch = np.zeros(max(n_ctas, 1), dtype=np.int64)
     waiting = np.empty(max(md, 1), dtype=np.int64)
     act = np.empty(n_warps + 1, dtype=np.int64)
     for s in range(S):
@@ -188,6 +207,7 @@ def weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_wa
                 if not _live(c, wnext, wend, cta_warp_off, cta_warps):
                     continue
                 resident += 1
+                cta_epoch[c] = _cta_epoch(c, wnext, wend, seq_epoch, cta_warp_off, cta_warps)
                 if join[c] > rnd:
                     waiting[n_wait] = c
                     n_wait += 1
@@ -210,7 +230,7 @@ def weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_wa
                 break
             # One round (3.2.2): every warp earns its weight in credit, then the warps are visited
             # in residency order from a random warp, each visit issuing the warp's next bulk
-            # sequence for one unit of credit, until no warp has a unit left.
+            # sequence for one unit of credit, until no warp that may go on has a unit left.
             r0 = rng_below(st, n_act)
             for i in range(n_act):
                 credit[act[i]] += weight[act[i]]
@@ -222,21 +242,34 @@ def weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_wa
                     if j >= n_act:
                         j -= n_act
                     w = act[j]
+                    if credit[w] < 1.0 or wnext[w] >= wend[w]:
+                        continue
+                    c = warp_cta[w]
+                    e = seq_epoch[wnext[w]]
+                    if e > cta_epoch[c]:
+                        continue  # at a barrier that another warp of its CTA has not reached
+                    issue[pos] = wnext[w]
+                    pos += 1
+                    wnext[w] += 1
+                    credit[w] -= 1.0
                     if credit[w] >= 1.0 and wnext[w] < wend[w]:
-                        issue[pos] = wnext[w]
-                        pos += 1
-                        wnext[w] += 1
-                        credit[w] -= 1.0
-                        if credit[w] >= 1.0 and wnext[w] < wend[w]:
-                            more = True
+                        more = True
+                    if wnext[w] >= wend[w] or seq_epoch[wnext[w]] != e:
+                        before = cta_epoch[c]
+                        cta_epoch[c] = _cta_epoch(c, wnext, wend, seq_epoch, cta_warp_off, cta_warps)
+                        if cta_epoch[c] != before:
+                            more = True  # the CTA left a barrier interval: its waiting warps may go on
             rnd += 1
-            # Retire the warps that are done, and the CTAs whose warps all are.
+            # Retire the warps that are done, and the CTAs whose warps all are; a warp that
+            # waited at a barrier keeps at most one sequence's credit.
             m = 0
             for i in range(n_act):
                 w = act[i]
                 if wnext[w] < wend[w]:
                     act[m] = w
                     m += 1
+                    if credit[w] > 1.0:
+                        credit[w] = 1.0
                     continue
                 c = warp_cta[w]
                 cta_left[c] -= 1
@@ -247,12 +280,12 @@ def weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_wa
 
 
 @njit(**KERNEL)
-def schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off):
+def schedule(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off):
     """Steps 1-2 of one trial: the warp weights and joining rounds drawn from `st`, then
     `weighted_round_robin` (SM s owns ``issue[sm_seq_off[s]:sm_seq_off[s+1]]``)."""
     weight = draw_weights(st, warp_cta.shape[0], SKEW_MAX)
     join = draw_joins(st, S, md, warp_seq_off, cta_warp_off, cta_warps)
-    return weighted_round_robin(st, S, md, weight, join, warp_seq_off, warp_cta, cta_warp_off, cta_warps,
+    return weighted_round_robin(st, S, md, weight, join, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps,
                                 sm_seq_off)
 
 
@@ -339,11 +372,11 @@ def merge_order(st, sm_acc_off, entry):
 
 
 @njit(**KERNEL)
-def order_accesses(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, seq_off, acc_op,
-                   op_cached, sm_acc_off, cta_acc):
+def order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, seq_off,
+                   acc_op, op_cached, sm_acc_off, cta_acc):
     """Steps 1-4 of one trial: ``(order, lab)``, each SM's cached warp accesses in issue order
     (`issue_accesses`) and the SM of each position of the merged stream (`merge_order`)."""
-    issue = schedule(st, S, md, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
+    issue = schedule(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
     order = issue_accesses(issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
     entry = draw_entries(st, resident_set_accesses(S, md, cta_acc), sm_acc_off)
     lab = merge_order(st, sm_acc_off, entry)

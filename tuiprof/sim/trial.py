@@ -51,15 +51,22 @@ def trial_result(prepared: Prepared, md: int, seed: int, index: int, counts: np.
     reads = counts[C_DR]
     with np.errstate(invalid="ignore", divide="ignore"):
         lat = np.where(reads > 0, lat_sum / np.maximum(reads, 1), np.nan)
+    used = prepared.used_ops()
+    keep = used if used.size < prepared.n_ops // 2 else None  # a few ops of many: keep their columns only
+
+    def col(a: np.ndarray) -> np.ndarray:
+        return a[keep] if keep is not None else a.copy()
+
     return TrialResult(
         index=index, seed=seed, md=int(md),
-        l1_requests=counts[C_L1_REQ].copy(), l1_read_hits=counts[C_L1_RH].copy(),
-        l1_read_accesses=counts[C_L1_RA].copy(), l1_write_accesses=counts[C_L1_WA].copy(),
-        l2_read_hits=counts[C_L2_RH].copy(), l2_read_accesses=counts[C_L2_RA].copy(),
-        l2_write_hits=counts[C_L2_WH].copy(), l2_write_accesses=counts[C_L2_WA].copy(),
-        dram_reads=counts[C_DR].copy(), dram_writes=counts[C_DW].copy(), dram_latency=lat,
+        l1_requests=col(counts[C_L1_REQ]), l1_read_hits=col(counts[C_L1_RH]),
+        l1_read_accesses=col(counts[C_L1_RA]), l1_write_accesses=col(counts[C_L1_WA]),
+        l2_read_hits=col(counts[C_L2_RH]), l2_read_accesses=col(counts[C_L2_RA]),
+        l2_write_hits=col(counts[C_L2_WH]), l2_write_accesses=col(counts[C_L2_WA]),
+        dram_reads=col(counts[C_DR]), dram_writes=col(counts[C_DW]), dram_latency=col(lat),
         dram_batch_latencies=batches, dram_writebacks=int(writebacks), dram_writebacks_owed=int(owed),
-        sm_requests=prepared.sm_requests.copy(), elapsed=elapsed)
+        sm_requests=prepared.sm_requests.copy(), elapsed=elapsed, op_ids=keep,
+        total_ops=prepared.n_ops if keep is not None else 0)
 
 
 def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
@@ -71,7 +78,8 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     co = prepared.coalesced
     S = int(params[P_SM])
     st = rng_new(seed)
-    order, lab = order_accesses(st, S, md, prepared.warp_seq_off, prepared.warp_cta, prepared.cta_warp_off,
+    order, lab = order_accesses(st, S, md, prepared.seq_epoch, prepared.warp_seq_off, prepared.warp_cta,
+                                prepared.cta_warp_off,
                                 prepared.cta_warps, prepared.sm_seq_off, prepared.seq_off, prepared.acc_op,
                                 prepared.op_cached, prepared.sm_acc_off, prepared.cta_acc)
     if geometry.wide_l2:

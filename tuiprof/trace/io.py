@@ -31,7 +31,6 @@ import json
 import lzma
 import math
 import os
-import stat
 import struct
 import warnings
 import zipfile
@@ -42,14 +41,15 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVa
 
 import numpy as np
 
-from tuiprof import __version__
+from tuiprof import __version__, units
 from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
+from tuiprof.files import FileRole, cannot_read, open_regular
 from tuiprof.output import write_bytes_to
-from tuiprof.resources import human_size, memory_budget
-from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS, MAX_SOURCE_CHARS,
-                                 MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance, Snapshot,
-                                 SourceFile, StaticOp, Trace)
+from tuiprof.resources import memory_budget
+from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
+                                 MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance,
+                                 Snapshot, SourceFile, StaticOp, Trace, measured_problem)
 from tuiprof.trace.text import printable, shown_path
 
 FORMAT = "tptrace"
@@ -176,10 +176,24 @@ def _launch_json(L: Launch) -> dict[str, Any]:
             "dynamic_shared": L.dynamic_shared, "ctas_per_sm": L.ctas_per_sm}
 
 
-def _op_json(o: StaticOp) -> dict[str, Any]:
-    return {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
-            "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
-            "starts_sequence": o.starts_sequence, "label": o.label, "ptx": [list(x) for x in o.ptx]}
+def _op_json(o: StaticOp, with_ptx: bool = True) -> dict[str, Any]:
+    """One op as the header keeps it; the fields added since version 1 only when they say
+    something (older readers ignore them, and 65,536 default ops keep the header's size)."""
+    out = {"id": o.id, "kernel": o.kernel, "kind": o.kind, "space": o.space, "bytes": o.bytes,
+           "file": o.file, "line": o.line, "column": o.column, "ptx_line": o.ptx_line,
+           "starts_sequence": o.starts_sequence, "label": cut_label(o.label)}
+    if o.barrier_after:
+        out["barrier_after"] = list(o.barrier_after)
+    if o.ptx and with_ptx:
+        out["ptx"] = [list(x) for x in o.ptx]
+    return out
+
+
+def cut_label(label: str) -> str:
+    """An op label as the file keeps it: at most MAX_NAME_CHARS characters, a longer one cut
+    visibly (ending in an ellipsis). A label is only shown, so cutting it loses nothing the
+    model uses; a kernel or file name is an identity and is refused instead (`save_trace`)."""
+    return label if len(label) <= MAX_NAME_CHARS else label[:MAX_NAME_CHARS - 1] + "\u2026"
 
 
 def trace_arrays(t: Trace) -> tuple[dict[str, np.ndarray], int]:
@@ -223,6 +237,9 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
                    for k, v in arrays.items()},
     }
     method = {"deflate": zipfile.ZIP_DEFLATED, "lzma": zipfile.ZIP_LZMA}[compression]
+    if any(o.ptx for o in t.ops) and _header_bytes(header) > MAX_HEADER_BYTES:
+        header["ops"] = [_op_json(o, with_ptx=False) for o in t.ops]  # only shown: the first to go
+    header_json = _checked_header(path, header)
 
     def member(name: str) -> zipfile.ZipInfo:
         # A fixed timestamp: the same trace gives the same bytes (demo files do not churn).
@@ -233,7 +250,7 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
 
     def write(fh: BinaryIO) -> None:
         with zipfile.ZipFile(fh, "w", compression=method) as zf:
-            zf.writestr(member(HEADER), json.dumps(header, separators=(",", ":")))
+            zf.writestr(member(HEADER), header_json)
             for name, a in arrays.items():
                 buf = io.BytesIO()
                 stored = planes(a) if a.dtype.itemsize > 1 else np.ascontiguousarray(a)
@@ -242,6 +259,38 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
 
     write_bytes_to(os.fspath(path), write, protect=protect)
     return path
+
+
+def _header_text(header: dict[str, Any]) -> bytes:
+    return json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _header_bytes(header: dict[str, Any]) -> int:
+    try:
+        return len(_header_text(header))
+    except (TypeError, ValueError):
+        return 0  # _checked_header names the problem
+
+
+def _checked_header(path: Path, header: dict[str, Any]) -> bytes:
+    """The header as the file stores it, once the loader's own checks (`_parse_header`, with the
+    caps of `trace.model`, and `MAX_HEADER_BYTES`) accept it: the writer and the reader share one
+    set of limits, so every file tuiprof writes loads again; a trace past them is refused
+    (TraceError) before a byte is written."""
+    def refuse(what: str) -> NoReturn:
+        raise TraceError(f"cannot write {shown_path(path)}: the trace exceeds what a .tptrace file holds: {what}",
+                         "record a smaller launch (fewer CTAs, a shorter source); these are tuiprof's limits, "
+                         "not CUDA's")
+
+    _parse_header(path, header, refuse)
+    try:
+        text = _header_text(header)
+    except (TypeError, ValueError) as exc:
+        refuse(f"its provenance holds a value JSON cannot keep ({printable(str(exc), 80)})")
+    if len(text) > MAX_HEADER_BYTES:
+        refuse(f"its header (op table and source text) is {units.size(len(text))}, more than the "
+               f"{units.size(MAX_HEADER_BYTES)} a reader accepts")
+    return text
 
 
 # --- loading ------------------------------------------------------------------------------------
@@ -276,62 +325,11 @@ def _expect(cond: bool, path: Path, what: str) -> None:
         raise _bad(path, what)
 
 
-def _cannot_read(path: Path, exc: OSError) -> TraceError:
-    """The message for a file that exists (or may) but cannot be opened or read."""
-    p = shown_path(path)
-    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-        return TraceError(f"{p} does not exist", "check the path, or pass a demo name such as spmv-u")
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return TraceError(f"cannot read {p}: permission denied",
-                          "check the file's permissions (ls -l), or copy the trace somewhere you can read it")
-    if exc.errno == errno.ENAMETOOLONG:
-        return TraceError(f"cannot read {p}: the file name is too long", "check the path; rename the file if needed")
-    if exc.errno == errno.ELOOP:
-        return TraceError(f"cannot read {p}: too many levels of symbolic links", "check where the link points")
-    reason = (exc.strerror or "input/output error").lower()
-    return TraceError(f"cannot read {p}: {reason}", "check the file and the disk it is on")
-
-
-def _kind_of_file(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def _open_input(path: Path) -> BinaryIO:
-    """`path` opened for reading if it is a regular file; a directory, FIFO, device or socket
-    is refused before it is opened (opening a FIFO blocks; reading /dev/zero never ends), and
-    checked again on the open descriptor."""
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(path, st.st_mode)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise _cannot_read(path, exc) from None
-    except ValueError:  # a NUL character in the name
-        raise TraceError(f"cannot read {shown_path(path)}: the file name holds a NUL character",
-                         "check the path") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(path, st.st_mode)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _not_regular(path: Path, mode: int) -> TraceError:
-    what = _kind_of_file(mode)
-    hint = "pass the trace file itself" if stat.S_ISDIR(mode) else "save the trace to a file first, then pass that file"
-    return TraceError(f"{shown_path(path)} is {what}, not a .tptrace file", hint)
+TRACE_FILE = FileRole(noun="", expected="a .tptrace file", error=TraceError,
+                      missing_hint="check the path, or pass a demo name such as spmv-u",
+                      other_hint="save the trace to a file first, then pass that file",
+                      folder_hint="pass the trace file itself")
+"""How `tuiprof.files` names a trace in its messages."""
 
 
 def _reading(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
@@ -339,7 +337,7 @@ def _reading(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
     `path`; a failed import (the installation: the decoder imports Numba on first use) or any
     other exception (a tuiprof bug) becomes a TuiprofError that says so, never a verdict on the
     file."""
-    with _open_input(path) as fh:
+    with open_regular(path, TRACE_FILE) as fh:
         try:
             return read(fh)
         except TuiprofError:
@@ -350,7 +348,7 @@ def _reading(path: Path, read: Callable[[BinaryIO], _T]) -> _T:
         except RecursionError:
             raise _bad(path, "its header is nested too deeply") from None
         except OSError as exc:
-            raise _cannot_read(path, exc) from None
+            raise cannot_read(path, exc, TRACE_FILE) from None
         except ImportError as exc:  # the decoder, or a module it imports: the installation's fault
             raise _dependency_error(exc) from exc
         except _DAMAGE as exc:
@@ -451,9 +449,14 @@ def _member(path: Path, fh: BinaryIO, info: zipfile.ZipInfo, limit: int, what: s
             d = zlib.decompressobj(-15)
             for chunk in compressed():
                 data = chunk
-                while data and not d.eof:
-                    put(d.decompress(data, min(size - pos + 1, _CHUNK)))
+                while not d.eof:
+                    # zlib may hold output after taking the last input byte (the rest of a long
+                    # match): drain until a call neither leaves input nor gives output.
+                    piece = d.decompress(data, min(size - pos + 1, _CHUNK))
+                    put(piece)
                     data = d.unconsumed_tail
+                    if not data and not piece:
+                        break
                 if d.eof:
                     break
         elif method == zipfile.ZIP_LZMA:
@@ -462,9 +465,11 @@ def _member(path: Path, fh: BinaryIO, info: zipfile.ZipInfo, limit: int, what: s
             for chunk in compressed():
                 piece = d.decompress(chunk, min(size - pos + 1, _CHUNK))
                 put(piece)
-                while piece and not d.eof and not d.needs_input:
+                while not d.eof and not d.needs_input:  # output still held: drain it (as for deflate)
                     piece = d.decompress(b"", min(size - pos + 1, _CHUNK))
                     put(piece)
+                    if not piece:
+                        break
                 if d.eof:
                     break
         else:
@@ -538,10 +543,13 @@ class _Fields:
     """Checked reads of the JSON header: a missing, mistyped or out-of-range field is a
     TraceError that names it (``launch.grid[0]``) in words."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, refuse: Callable[[str], NoReturn] | None = None) -> None:
         self.path = path
+        self.refuse = refuse
 
     def fail(self, what: str) -> NoReturn:
+        if self.refuse is not None:
+            self.refuse(what)
         raise _bad(self.path, what)
 
     def get(self, obj: dict[str, Any], key: str, where: str, default: Any = _MISSING) -> Any:
@@ -653,10 +661,11 @@ class _Header:
     arrays: dict[str, _ArraySpec]
 
 
-def _parse_header(path: Path, h: dict[str, Any]) -> _Header:
+def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoReturn] | None = None) -> _Header:
     """Every field of the header checked for presence, type and range, and the declared arrays
-    checked against the counts, before anything else is read."""
-    f = _Fields(path)
+    checked against the counts, before anything else is read. The writer checks what it is about
+    to write with it too, `refuse` saying why it will not (`_check_writable`)."""
+    f = _Fields(path, refuse)
     L = f.table(h, "launch", "launch")
     grid = f.items(L, "grid", "launch.grid", 3)
     block = f.items(L, "block", "launch.block", 3)
@@ -687,18 +696,27 @@ def _parse_header(path: Path, h: dict[str, Any]) -> _Header:
                             column=f.integer(o, "column", f"{w}.column", 0, 2**31 - 1, 0),
                             ptx_line=f.integer(o, "ptx_line", f"{w}.ptx_line", 0, 2**31 - 1, 0),
                             starts_sequence=f.flag(o, "starts_sequence", f"{w}.starts_sequence", False),
+                            barrier_after=tuple(f.whole(x, f"{w}.barrier_after[{k}]", 0, MAX_OPS - 1) for k, x in
+                                                enumerate(f.items(o, "barrier_after", f"{w}.barrier_after", MAX_OPS,
+                                                                  default=[]))),
                             label=f.text(o, "label", f"{w}.label", default=""),
                             ptx=tuple(f.ptx_entry(x, f"{w}.ptx[{k}]")
                                       for k, x in enumerate(f.items(o, "ptx", f"{w}.ptx", MAX_OP_PTX, default=[])))))
+    for o in ops:
+        if any(p >= len(ops) for p in o.barrier_after):
+            f.fail(f"ops[{o.id}].barrier_after names op {max(o.barrier_after)}; there are {len(ops)} ops")
     P = f.table(h, "provenance", "provenance")
     generator = f.table(P, "generator", "provenance.generator", {})
     f.plain(generator, "provenance.generator")
     measured = f.table(P, "measured", "provenance.measured", {})
-    if len(measured) > 256:
-        f.fail(f"provenance.measured has {len(measured):,} entries, more than the 256 this tuiprof accepts")
+    if len(measured) > MAX_MEASURED:
+        f.fail(f"provenance.measured has {len(measured):,} entries, more than the {MAX_MEASURED} this tuiprof accepts")
     for k, v in measured.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or len(k) > 256:
+        problem = measured_problem(k, v)
+        if problem == "must be a finite number":
             f.fail(f"provenance.measured.{printable(k, 40)} must be a finite number, not {_show(v)}")
+        if problem is not None:
+            f.fail(f"provenance.measured.{printable(k, 40)} {problem}")
     prov = Provenance(backend=f.choice(P, "backend", "provenance.backend", BACKENDS),
                       arch=f.text(P, "arch", "provenance.arch"), gpu=f.text(P, "gpu", "provenance.gpu", default=""),
                       tool_version=f.text(P, "tool_version", "provenance.tool_version", default=""),
@@ -786,7 +804,7 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
         need, budget = _load_bytes(hd), memory_budget()
         if need > budget.bytes:
             raise TraceError(f"{shown_path(path)} is too large to load: its {hd.accesses:,} warp accesses need about "
-                             f"{human_size(need)} of memory, more than the {human_size(budget.bytes)} allowed here "
+                             f"{units.size(need)} of memory, more than the {units.size(budget.bytes)} allowed here "
                              f"(half {budget.of})", "profile a smaller snapshot (fewer CTAs), or use a machine with more memory")
         arrays: dict[str, np.ndarray] = {}
         for name, spec in hd.arrays.items():

@@ -8,6 +8,7 @@ are kept in program order, warps one after another (CSR layout through ``warp_of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,13 +17,17 @@ import numpy as np
 from tuiprof.errors import TraceError
 
 OP_KINDS = ("load", "store", "atomic")
-SPACES = ("global", "shared", "local")
+SPACES = ("global", "shared", "local", "const", "texture")
+"""Memory spaces of an op: ``const`` (``__constant__`` memory, through the constant cache) and
+``texture`` (texture and surface fetches, through the L1/texture path) came with issue 22; a
+trace written before them reads as it always did."""
 BACKENDS = ("gpu", "emulator", "synthetic")
 LANES = 32
 
 
-CACHED_SPACES = ("global", "local")
-"""Memory spaces served by the L1/L2 hierarchy."""
+CACHED_SPACES = ("global", "local", "texture")
+"""Memory spaces served by the L1/L2 hierarchy (texture fetches go through the unified L1/texture
+cache); shared and constant memory are modelled apart (`tuiprof.model.shared`, `tuiprof.model.constant`)."""
 
 # Caps on what a trace may hold (checked when a .tptrace file is loaded, so that a hostile or
 # damaged file fails with a clear message instead of exhausting memory or time) and on what a
@@ -38,11 +43,50 @@ MAX_NAME_CHARS = 4096
 MAX_GRID_CTAS = 1 << 24
 """CTAs in the launch grid (the SM-utilisation model walks the whole grid)."""
 MAX_OP_PTX = 64
-"""PTX instructions listed per op (`StaticOp.ptx`): a loop unrolled further lists its first ones."""
+"""PTX instructions listed per op (`StaticOp.ptx`): a loop unrolled further lists its first ones
+(a writer whose header would pass its cap drops these lists, which are only shown)."""
+MAX_MEASURED = 256
+"""Measured (ncu) values one trace carries, and characters of one's key."""
+MAX_MEASURED_CYCLES = 1e7
+"""Largest latency a measured value may claim, in cycles: a few milliseconds of a GPU clock, far
+past any memory access (DRAM under contention takes thousands of cycles)."""
+MAX_WAVEFRONTS_PER_REQUEST = 128.0
+"""Largest shared-memory wavefronts-per-request a measured value may claim: 32 lanes of 16 B in
+quarter-warps, each lane's four words in one bank."""
+MAX_SECTORS_PER_REQUEST = 64.0
+"""Largest sectors-per-request a measured value may claim: 32 lanes, each touching two sectors."""
 MAX_LINE_CHARS = 160
 """Characters of one source line shown beside an op (reports, UI); longer ones end in an ellipsis."""
 MAX_LABEL_CHARS = 60
 """Characters of one op label or file name shown in a report row or the UI."""
+
+
+def measured_range(key: str) -> tuple[float, float, str]:
+    """(lowest, highest, meaning) of a measured value by its key: ``op<N>.x`` is a latency in
+    cycles, ``sectors_per_request`` and ``*_wavefronts_per_request`` counts, a key ending in
+    ``_rate`` a percentage (ncu's ``*_hit_rate``), any other a ratio in [0, 1]. The loader refuses a value outside its range,
+    so every view can draw any value a trace holds."""
+    if key.endswith(".x"):
+        return 0.0, MAX_MEASURED_CYCLES, "a latency in cycles"
+    if key == "sectors_per_request":
+        return 0.0, MAX_SECTORS_PER_REQUEST, "sectors per request"
+    if key.endswith("_wavefronts_per_request"):
+        return 0.0, MAX_WAVEFRONTS_PER_REQUEST, "wavefronts per request"
+    if key.endswith("_rate"):
+        return 0.0, 100.0, "a percentage"
+    return 0.0, 1.0, "a ratio"
+
+
+def measured_problem(key: object, value: object) -> str | None:
+    """Why `value` cannot be the measured value of `key` (see `measured_range`), or None."""
+    if not isinstance(key, str) or len(key) > MAX_MEASURED:
+        return f"has a key longer than {MAX_MEASURED} characters"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "must be a finite number"
+    lo, hi, what = measured_range(key)
+    if not lo <= value <= hi:
+        return f"is {value:.6g}, outside {lo:g}..{hi:g} ({what})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,6 +108,11 @@ class StaticOp:
     back-edge or a barrier, or its address depends on an earlier load of the current sequence."""
     label: str = ""
     """The expression accessed, for display (``y[ind]``)."""
+    barrier_after: tuple[int, ...] = ()
+    """The ops after whose access a CTA barrier (``__syncthreads``) always lies before this op's
+    next access by the same warp: such an access begins a new barrier interval of its warp, which
+    no warp of the CTA enters before every other warp of the CTA has left the one before
+    (`tuiprof.sim.schedule`; `tuiprof.ptx.ops.barrier_predecessors`)."""
     ptx: tuple[tuple[int, str], ...] = ()
     """The PTX instructions behind the op, as (PTX line, instruction) pairs (several for a loop's
     unrolled or rotated copies of one source access), so that a user can check the attribution;
@@ -75,7 +124,7 @@ class StaticOp:
 
     @property
     def is_cached(self) -> bool:
-        """Goes through L1 and L2 (global or local memory); shared memory does not."""
+        """Goes through L1 and L2 (global, local or texture memory); shared and constant memory do not."""
         return self.space in CACHED_SPACES
 
 
@@ -245,6 +294,12 @@ def check_trace(t: Trace) -> None:
             _fail(f"op {i}: negative source line")
     if t.provenance.backend not in BACKENDS:
         _fail(f"backend {t.provenance.backend!r} unknown")
+    if len(t.provenance.measured) > MAX_MEASURED:
+        _fail(f"{len(t.provenance.measured)} measured values, more than {MAX_MEASURED}")
+    for key, value in t.provenance.measured.items():
+        problem = measured_problem(key, value)
+        if problem is not None:
+            _fail(f"measured value {str(key)[:40]!r} {problem}")
     L = t.launch
     if min(L.grid) < 1 or min(L.block) < 1 or L.registers_per_thread < 0 or L.ctas_per_sm < 0:
         _fail("launch grid/block must be positive")

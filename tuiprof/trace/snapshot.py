@@ -12,7 +12,8 @@ import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.errors import UsageError
-from tuiprof.trace.model import Launch, Snapshot
+from tuiprof.trace.model import MAX_GRID_CTAS, MAX_NAME_CHARS, Launch, Snapshot
+from tuiprof.trace.text import printable
 
 PAPER_WAVES = 4.0
 """Paper 000 sec. 3.1 / 5.3: the snapshot is 4 x the threads running at once on all SMs."""
@@ -24,11 +25,26 @@ def max_snapshot_ctas(arch: Arch, waves: float = PAPER_WAVES, ctas: int | None =
     return ctas if ctas is not None else max(1, int(round(waves * arch.sm_count * arch.max_ctas_per_sm)))
 
 
+def check_recordable(launch: Launch) -> None:
+    """Refuse (UsageError), when the recorded launch starts and before any of its work, a launch
+    whose trace the .tptrace format could not hold: the caps of `trace.model`, the same the
+    loader and the writer check."""
+    if launch.grid_ctas > MAX_GRID_CTAS:
+        raise UsageError(f"the launch of {printable(launch.kernel, 80)} has a grid of {launch.grid_ctas:,} CTAs, more than "
+                         f"the {MAX_GRID_CTAS:,} a tuiprof trace holds (tuiprof's limit, not CUDA's)",
+                         "record a smaller launch of the kernel (fewer CTAs), or another launch with --launch-index")
+    if len(launch.kernel) > MAX_NAME_CHARS:
+        raise UsageError(f"the kernel's name is {len(launch.kernel):,} characters long, more than the {MAX_NAME_CHARS:,} a "
+                         f"tuiprof trace holds: {printable(launch.kernel, 80)}",
+                         "give the kernel a shorter name (extern \"C\", or fewer template arguments)")
+
+
 def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None,
                     why: str = "", start: int = 0) -> Snapshot:
     """Consecutive CTAs from CTA `start`: `waves` x the CTAs resident at once on all SMs (or exactly
     `ctas`), capped by the grid; the rule is recorded in words."""
     grid = launch.grid_ctas
+    check_recordable(launch)
     if not 0 <= start < grid:
         raise UsageError(f"--snapshot-start {start} is outside the grid of {grid} CTAs",
                          f"choose a CTA between 0 and {grid - 1}")

@@ -54,6 +54,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("hot-next", "n", "hot(1)", "Next hot", "Next load by cost (L1, the costliest, first)", "Navigation",
            "Jump to the hottest load"),
     Action("hot-prev", "N", "hot(-1)", "Prev hot", "Previous load by cost", "Navigation", show=False),
+    Action("file-next", "f", "next_file", "File", "Next source file holding ops (a kernel or device functions in a "
+           "header; the pane's title names the file shown)", "Navigation", "Show the next source file", show=False),
     Action("search", "slash", "search", "Search", "Search the source (enter: next match, esc: close)", "Navigation",
            "Search the source", key_display="/"),
     Action("drill", "enter", "drill", "Drill", "Drill into the op under the cursor (esc: back; n/N there too)",

@@ -13,42 +13,48 @@ prepared trace) for as long as the app lives.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from textual import events, on
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.filter import Monochrome, NoColor
-from textual.widgets import Footer, Input, Static
+from textual.screen import Screen
+from textual.widgets import Input, Static
 
 from tuiprof.errors import TuiprofError
 from tuiprof.model.analysis import HEADLINES
+from tuiprof.progress import Phase
+from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
                              TrialDone)
 from tuiprof.tui import format as fmt
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
-from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, PatternsReady, RecollectFailed, RunEvent,
-                                  TraceLoaded, WarmupProgress)
-from tuiprof.tui.metrics import DEFAULT, METRICS, OP_PARTS, series
+from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, LoadProgress, PatternsReady, RecollectFailed,
+                                  RunEvent, TraceLoaded, WarmupProgress)
+from tuiprof.tui.metrics import DEFAULT, OP_PARTS, Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
 from tuiprof.tui.panes.sm import SmPane
 from tuiprof.tui.panes.source import CODE_WANT, SourceView
 from tuiprof.tui.screens.drill import DrillScreen
 from tuiprof.tui.screens.modals import ArchScreen, ErrorScreen, ExportScreen, HelpScreen, MdScreen
+from tuiprof.tui.status import AppFooter, Field, StatusBar
 from tuiprof.tui.text import MAX_MESSAGE, clean, file_part
-from tuiprof.tui.themes import DEFAULT_THEME, load_themes
+from tuiprof.tui.themes import DEFAULT_THEME, MUTED, load_themes
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis
@@ -71,11 +77,36 @@ MIN_CODE = 40
 MAX_TOLERANCE = 0.05
 """The loosest tolerance `t` goes to (5 points of hit ratio)."""
 MAX_TRIALS, MIN_TRIALS = 4096, 4
+MAIN_SCREEN_ONLY = ("zoom", "pane", "metric")
+"""Actions about the main screen's layout: hidden in the drill-down."""
+
+
+BACKGROUND_NICE = 10
+"""How much lower than the UI's thread the work runs (Linux's per-thread nice value): on a machine
+whose cores the trials fill, the key the user presses must not wait for them (issue 25)."""
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's scheduling priority by BACKGROUND_NICE; the threads it starts
+    inherit it (the trial pool's, the emulator's). Linux only: there the nice value belongs to a
+    thread; elsewhere it would be the whole process's, the UI's thread included."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, min(19, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE))
+    except OSError:  # not permitted here: the work runs at the UI's priority
+        pass
+
+
+def _background(target: Callable[..., None], *args: object) -> None:
+    lower_priority()
+    target(*args)
 
 
 def spawn(name: str, target: Callable[..., None], *args: object) -> threading.Thread:
-    """Run `target(*args)` on a daemon thread (see the module docstring for why not a worker)."""
-    thread = threading.Thread(target=target, args=args, name=f"tuiprof-{name}", daemon=True)
+    """Run `target(*args)` on a daemon thread at a lower priority than the UI's (see the module
+    docstring for why not a Textual worker)."""
+    thread = threading.Thread(target=_background, args=(target, *args), name=f"tuiprof-{name}", daemon=True)
     thread.start()
     return thread
 
@@ -91,23 +122,17 @@ def side_width(width: int, gutter: int, longest: int) -> int:
 
 def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfig:
     """`T` (more) and `t`: with a tolerance, halve (double) it and allow 4x (a quarter of) the
-    trials, since the confidence interval narrows as 1/sqrt(n); without one, double (halve) the
-    trials. The MD sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
+    trials, since the confidence interval narrows as 1/sqrt(n), never fewer than the early stop's
+    minimum (below it a run could never converge); without one, double (halve) the trials. The MD
+    sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
     pinned = dict(sweep_trials=config.sweep_trials or sweep_trials, sweep_adaptive=config.adaptive_sweep,
                   sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
     if config.tolerance:
         tol = config.tolerance / 2 if more else min(MAX_TOLERANCE, config.tolerance * 2)
-        trials = min(MAX_TRIALS, config.trials * 4) if more else max(MIN_TRIALS, config.trials // 4)
+        trials = min(MAX_TRIALS, config.trials * 4) if more else max(EARLY_STOP_AFTER, config.trials // 4)
         return replace(config, tolerance=tol, trials=trials, **pinned)
     trials = min(MAX_TRIALS, config.trials * 2) if more else max(MIN_TRIALS, config.trials // 2)
     return replace(config, trials=trials, **pinned)
-
-
-class StatusBar(Static):
-    """One line: target, the run's phase, the headline ratios, then arch, MD, seed, tolerance,
-    the trace's backend and the kernel."""
-
-    DEFAULT_CSS = "StatusBar { height: 1; background: $panel; color: $foreground; padding: 0 1; }"
 
 
 class TabStrip(Static):
@@ -168,6 +193,8 @@ class TuiprofApp(App[int]):
         self.planned = analysis.planned if analysis is not None else self.config.trials
         self.sweep: SweepProgress | None = None
         self.metric = DEFAULT
+        self.levels = Levels.of(session.arch) if session else Levels()
+        """The cache levels of the GPU the results shown are for (an absent one's figures are not shown)."""
         self.pane = "source"
         self.zoom = False
         self.stale = False
@@ -198,6 +225,11 @@ class TuiprofApp(App[int]):
         """The source line to return to after a recollect (0: none pending)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self._spin = 0
+        self.load_phase = Phase("loading the trace")
+        """What opening (or recollecting) the target is doing now."""
+        self._phase_before_recollect = "done"
+        self._search_from: tuple[int, int] | None = None
+        """The source cursor and top row when `/` opened the search (esc goes back there)."""
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -212,7 +244,7 @@ class TuiprofApp(App[int]):
                 yield SmPane(id="sm")
                 yield MdPane(id="md")
         yield TabStrip(id="tabs")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -230,15 +262,18 @@ class TuiprofApp(App[int]):
         self.query_one(SourceView).focus()
 
     def on_resize(self, event: events.Resize) -> None:
-        self._layout()
+        """Lay out for the size the event carries: this handler runs before Textual's own stores
+        the new size, so `self.size` would still be the previous one (a layout one resize late)."""
+        self._layout(event.size.width)
 
     @property
     def split(self) -> bool:
         """The side panes sit beside the source (else they are tabs)."""
         return bool(self.screen_stack) and self.screen_stack[0].has_class("-split")
 
-    def _layout(self) -> None:
-        """Split or tabs, and the side panes' width: the source gets its lines first."""
+    def _layout(self, width: int | None = None) -> None:
+        """Split or tabs, and the side panes' width at terminal `width` (default: the app's size):
+        the source gets its lines first."""
         if not self.screen_stack:
             return
         main = self.screen_stack[0]
@@ -246,7 +281,7 @@ class TuiprofApp(App[int]):
             view = main.query_one(SourceView)
         except NoMatches:
             return
-        side = side_width(self.size.width, view.gutter_width, view.longest)
+        side = side_width(self.size.width if width is None else width, view.gutter_width, view.longest)
         main.set_class(side > 0, "-split")
         main.set_class(side == 0, "-tabs")
         main.set_class(self.zoom, "-zoom")
@@ -256,18 +291,28 @@ class TuiprofApp(App[int]):
     # --- loading and runs -------------------------------------------------------------------
 
     def _load(self, target: str, config: RunConfig) -> None:
-        spawn("load", self._load_thread, target, config)
+        spawn("load", self._open_thread, target, config, False)
 
-    def _load_thread(self, target: str, config: RunConfig) -> None:
+    def _open_thread(self, target: str, config: RunConfig, recollect: bool) -> None:
+        """(On a daemon thread) open `target`, posting each phase, then the session or why not
+        (a failed recollect keeps the results shown; a failed load has nothing to show)."""
         try:
-            session = Session.open(target, config)
-        except TuiprofError as exc:
-            self.post_message(LoadFailed(exc))
-            return
+            session = Session.open(target, config, self._post_phase)
         except Exception as exc:  # an unreadable file must still be one clear message
-            self.post_message(LoadFailed(TuiprofError(f"cannot open {target}: {type(exc).__name__}: {exc}")))
+            error = exc if isinstance(exc, TuiprofError) else TuiprofError(
+                f"cannot open {target}: {type(exc).__name__}: {exc}")
+            self.post_message(RecollectFailed(error) if recollect else LoadFailed(error))
             return
         self.post_message(TraceLoaded(session))
+
+    def _post_phase(self, phase: Phase) -> None:
+        """(On the loading thread, or the emulator's) hand each phase of opening the target on."""
+        self.post_message(LoadProgress(phase))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        """Shown at the next tick (the emulator reports its CTAs many times a second)."""
+        if self.phase == "loading":
+            self.load_phase = message.phase
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         fresh = message.session.trace is not self.trace
@@ -287,19 +332,44 @@ class TuiprofApp(App[int]):
         self._render_status()
         self.push_screen(ErrorScreen(message.error, f"cannot open {clean(self.target)}", fatal=True))
 
-    def _show_trace(self) -> None:
-        """Put the trace's kernel source (the file with most ops) in the source pane."""
+    def source_files(self) -> list[str]:
+        """The trace's source files that hold ops (a kernel and the headers its device code is
+        in), most ops first; the first source when none does."""
+        trace = self.trace
+        if trace is None:
+            return []
+        per_file = Counter(o.file for o in trace.ops)
+        names = [s.name for s in trace.sources if per_file.get(s.name)]
+        return sorted(names, key=lambda n: -per_file[n]) or [trace.sources[0].name]
+
+    def _show_trace(self, name: str | None = None) -> None:
+        """Put a source file of the trace in the source pane: `name`, else the file with most ops."""
         trace = self.trace
         if trace is None:
             return
-        per_file = Counter(o.file for o in trace.ops)
-        counts = {s.name: per_file.get(s.name, 0) for s in trace.sources}
-        name = max(counts, key=lambda n: counts[n]) if counts else trace.sources[0].name
-        ops = list(trace.ops) if not any(counts.values()) else [o for o in trace.ops if o.file == name]
-        self.query_one(SourceView).set_source(name, trace.source_text(name), ops)
+        files = self.source_files()
+        name = name if name in files else files[0]
+        ops = [o for o in trace.ops if o.file == name] or (list(trace.ops) if len(files) == 1 else [])
+        view = self.query_one(SourceView)
+        view.set_source(name, trace.source_text(name), ops)
+        if self.analysis is not None:
+            view.set_analysis(self.analysis, self.stale)
+            if self.patterns is not None:
+                view.set_patterns(self.patterns)
         self._layout()
         if self.analysis is not None:
             self._start_patterns()
+
+    def action_next_file(self) -> None:
+        """Show the next source file that holds ops (a header's kernel or device functions)."""
+        files = self.source_files()
+        if len(files) < 2:
+            self.notify("the trace's ops are all in one file", timeout=2)
+            return
+        current = self.query_one(SourceView).file
+        self._show_trace(files[(files.index(current) + 1) % len(files)] if current in files else files[0])
+        if self.pane != "source":
+            self.action_pane("source")
 
     def _start_patterns(self) -> None:
         """The ops' address patterns (for the reason words), on a thread, once per trace: after the
@@ -440,6 +510,8 @@ class TuiprofApp(App[int]):
     def _apply_pending(self) -> None:
         if self._pending is not None:
             self.analysis, self._pending, self.stale = self._pending, None, False
+            if self.session is not None:
+                self.levels = Levels.of(self.session.arch)
             if self.t_first_update is None:
                 self.t_first_update = self.clock() - self.t_start
             self._update_views()
@@ -453,7 +525,7 @@ class TuiprofApp(App[int]):
     # --- views ------------------------------------------------------------------------------
 
     def _update_views(self) -> None:
-        self.query_one(SourceView).set_analysis(self.analysis, self.stale)
+        self.query_one(SourceView).set_analysis(self.analysis, self.stale, self.levels)
         self._update_hist()
         d = self.analysis.decisions if self.analysis is not None else None
         waiting = "waiting for the main run…" if self.phase != "failed" else "no result: the run failed"
@@ -485,56 +557,70 @@ class TuiprofApp(App[int]):
         running = "waiting for the first trial…"
         if self.phase == "preparing" and self.compiles:
             running = "waiting for the first trial (compiling the simulator for this GPU first, once)…"
-        empty = {"loading": "loading the trace…", "failed": "no result: the run failed",
+        empty = {"loading": f"{self.load_phase.text()}…", "failed": "no result: the run failed",
                  "cancelled": "cancelled before the first trial"}.get(self.phase, running)
+        if not self.levels.has(self.metric):  # the arch changed to one without that cache level
+            self.metric = DEFAULT
         op = self.histogram_op()
-        shared = self.analysis.ops[op].shared if self.analysis is not None and op is not None else None
-        if shared is not None:  # bank conflicts: the same in every trial, drawn per request
+        shared = self.analysis.ops[op].passes if self.analysis is not None and op is not None else None
+        if shared is not None:  # bank conflicts, constant serialisation: the same in every trial, drawn per request
             self.query_one(HistogramView).show_shared(shared)
             return
         self.query_one(HistogramView).show(series(self.analysis, self.metric, op, measured), empty)
 
-    def _render_status(self) -> None:
-        """Phase first (it changes), then the headline ratios, then what is simulated."""
-        s = self.session
-        parts: list[tuple[str, str]] = [("tuiprof ", "bold $text-accent"),
-                                         (clean(Path(self.target).name or self.target), "bold"), (" │ ", "$text-muted")]
+    def _phase(self) -> tuple[str, str]:
+        """The run's phase as (text, style): what is happening now, with its progress."""
         spin = SPINNER[self._spin % len(SPINNER)]
         elapsed = f" {self.clock() - self.t_start:.0f}s" if self.show_timing else ""
         if self.cancelling and self.phase in RUNNING:
-            parts.append((f"■ cancelling at {self.trials_done}/{self.planned} (trials in flight end in the "
-                          "background)…", "bold $text-warning"))
-        elif self.phase == "loading":
-            parts.append((f"{spin} loading the trace…{elapsed}", ""))
-        elif self.phase == "preparing":
+            return (f"■ cancelling at {self.trials_done}/{self.planned} (trials in flight end in the background)…",
+                    "bold $text-warning")
+        if self.phase == "loading":
+            return f"{spin} {self.load_phase.text()}…{elapsed}", ""
+        if self.phase == "preparing":
             what = "compiling the simulator (first run on this GPU geometry)" if self.compiles else "preparing the simulator"
-            parts.append((f"{spin} {what}…{elapsed}", ""))
-        elif self.phase == "running":
-            parts.append((f"{spin} trial {self.trials_done}/{self.planned}", "bold"))
-        elif self.phase == "sweep" and self.sweep is not None:
+            return f"{spin} {what}…{elapsed}", ""
+        if self.phase == "running":
+            return f"{spin} trial {self.trials_done}/{self.planned}", "bold"
+        if self.phase == "sweep" and self.sweep is not None:
             sw = self.sweep
-            parts.append((f"{spin} MD sweep {sw.md}/{len(sw.mds)}: {sw.done}/{sw.planned}", "bold"))
-        elif self.phase == "done":
-            timing = (f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else "")
+            return f"{spin} MD sweep {sw.sweep_done}/{sw.sweep_planned} trials (MD {sw.md})", "bold"
+        if self.phase == "done":
+            timing = f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else ""
             converged = " (converged)" if self.trials_done < self.planned else ""
-            parts.append((f"✓ {self.trials_done}/{self.planned} trials{converged}{timing}", "bold $text-success"))
-        elif self.phase == "cancelled":
-            parts.append((f"■ cancelled at {self.trials_done}/{self.planned}", "bold $text-warning"))
-        elif self.phase == "failed":
-            parts.append(("✗ failed (r reruns)", "bold $text-error"))
+            return f"✓ {self.trials_done}/{self.planned} trials{converged}{timing}", "bold $text-success"
+        if self.phase == "cancelled":
+            return f"■ cancelled at {self.trials_done}/{self.planned}", "bold $text-warning"
+        if self.phase == "failed":
+            return "✗ failed (r reruns)", "bold $text-error"
+        return "", ""
+
+    def _render_status(self) -> None:
+        """The status line's fields in display order with their priorities (`tuiprof.tui.status`):
+        the phase is kept longest, then the arch with its what-if `*`, the MD, what a background
+        warm-up compiles, the kernel, the hit ratios, the seed, the tolerance, the trace's origin
+        and last the target's name."""
+        s, a = self.session, self.analysis
+        name = clean(Path(self.target).name or self.target)
+        fields = [Field((("tuiprof ", "bold $text-accent"), (name, "bold")), 8, 0), Field((self._phase(),), 0, 1)]
         if self.warming:
-            parts.append((f" │ in the background: {clean(self.warming.removeprefix('warmup: '))}", "$text-muted"))
-        a = self.analysis
+            fields.append(Field(((f"in the background: {clean(self.warming.removeprefix('warmup: '))}", MUTED),), 3, 1))
         if a is not None:
-            h = a.headline
-            dim = "$text-muted" if self.stale else "bold"
-            parts += [(" │ L1 ", "$text-muted"), (fmt.pct(h["l1_read"].mean, 1), dim),
-                      (" L2 ", "$text-muted"), (fmt.pct(h["l2_read"].mean, 1), dim)]
+            dim = MUTED if self.stale else "bold"
+            ratios: list[tuple[str, str]] = []
+            for level, key in (("L1", "l1_read"), ("L2", "l2_read")):
+                if self.levels.has(key):  # an absent cache level has no figure
+                    ratios += [(f" {level} " if ratios else f"{level} ", MUTED), (fmt.pct(a.headline[key].mean), dim)]
+            if ratios:
+                fields.append(Field(tuple(ratios), 4, 2))
         if s is not None:
-            tol = f" · ±{100 * s.config.tolerance:g} pts" if s.config.tolerance else ""
-            parts.append((f" │ {clean(s.arch.name)} · MD {s.md} · seed {s.config.seed}{tol}"
-                          f" · {clean(s.trace.provenance.backend)} trace · {clean(s.trace.launch.kernel)}", "$text-muted"))
-        self.query_one(StatusBar).update(Content.assemble(*parts))
+            fields += [Field(((clean(s.arch.name), "bold"),), 1, 3), Field(((f"MD {s.md}", "bold"),), 2, 3),
+                       Field(((clean(s.trace.launch.kernel), ""),), 3, 3),
+                       Field(((f"seed {s.config.seed}", MUTED),), 5, 3)]
+            if s.config.tolerance:
+                fields.append(Field(((f"±{100 * s.config.tolerance:g} pts", MUTED),), 6, 3))
+            fields.append(Field(((f"{clean(s.trace.provenance.backend)} trace", MUTED),), 7, 3))
+        self.query_one(StatusBar).show(fields)
 
     def _render_tabs(self) -> None:
         parts: list[Content] = []
@@ -557,6 +643,10 @@ class TuiprofApp(App[int]):
     def on_source_view_drill_requested(self, message: SourceView.DrillRequested) -> None:
         self.open_drill(message.op)
 
+    def on_drill_screen_stepped(self, message: DrillScreen.Stepped) -> None:
+        """`n`/`N` in the drill-down move the source cursor along, so that esc returns to the op shown."""
+        self.query_one(SourceView).go_to_op(message.op)
+
     def open_drill(self, op: int) -> None:
         if self.trace is None or self.session is None:
             return
@@ -564,6 +654,7 @@ class TuiprofApp(App[int]):
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
+        self._search_from = None  # enter accepts the match: esc then leaves the cursor there
         if not self.query_one(SourceView).search(event.value):
             self.notify(f"{clean(event.value)!r} not found", severity="warning", timeout=2, markup=False)
 
@@ -575,16 +666,26 @@ class TuiprofApp(App[int]):
             view.search(event.value)
 
     def on_key(self, event: events.Key) -> None:
+        """Esc closes the search and puts the cursor back where `/` found it, unless enter
+        accepted a match."""
         search = self.query_one("#search", Input)
         if event.key == "escape" and search.has_class("-open"):
             search.remove_class("-open")
-            self.query_one(SourceView).focus()
+            view = self.query_one(SourceView)
+            if self._search_from is not None:
+                view.cursor, view.top = self._search_from
+                view.refresh()
+            self._search_from = None
+            view.focus()
             event.stop()
 
     # --- actions ----------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Which actions are available now: True shown, None shown dimmed (not now), False hidden."""
+        """Which actions are available now: True shown, None shown dimmed (not now), False hidden
+        (the main screen's views are hidden in the drill-down, which has its own)."""
+        if action in MAIN_SCREEN_ONLY and isinstance(self.screen, DrillScreen):
+            return False
         if action == "cancel_run":
             return True if self.phase in RUNNING else None
         if action == "export":
@@ -593,6 +694,8 @@ class TuiprofApp(App[int]):
             return True if self.trace is not None and self.session is not None else None
         if action == "zoom":
             return True if self.split or self.zoom else None
+        if action == "next_file":
+            return True if len(self.source_files()) > 1 else False
         return True
 
     async def action_quit(self) -> None:
@@ -624,6 +727,16 @@ class TuiprofApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_groups()))
+
+    def action_show_help_panel(self) -> None:
+        """Textual's keys panel, which esc did not close, is tuiprof's help screen instead."""
+        self.action_help()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, less its "Keys" panel (tuiprof's "Keys" is the help screen)."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Keys":
+                yield command
 
     def action_rerun(self) -> None:
         """New seed (seed + 1), same everything else; cancels the run in progress."""
@@ -659,9 +772,13 @@ class TuiprofApp(App[int]):
         def chosen(result: tuple[str, dict[str, str]] | None) -> None:
             if result is not None:
                 name, overrides = result
+                before = self.session.md if self.session is not None else None
                 if self.start_run(replace(self.config, arch=name, overrides=overrides, md=None)):
-                    self.notify(clean(f"rerun on {name}" + "".join(f", {k}={v}" for k, v in overrides.items()), 300),
-                                timeout=3, markup=False)
+                    after = self.session.md if self.session is not None else None
+                    reset = (f" at MD {after}, its occupancy limit for this kernel (the MD resets with the GPU: it "
+                             f"was {before}; m picks another)" if before is not None and after != before else "")
+                    self.notify(clean(f"rerun on {name}" + "".join(f", {k}={v}" for k, v in overrides.items())
+                                      + reset, 400), timeout=6 if reset else 3, markup=False)
 
         self.push_screen(ArchScreen(presets, current, dict(self.config.overrides)), chosen)
 
@@ -677,7 +794,12 @@ class TuiprofApp(App[int]):
         self.push_screen(MdScreen(self.session.occupancy.ctas_per_sm, self.session.md, d), chosen)
 
     def action_hot(self, step: int) -> None:
-        if self.query_one(SourceView).jump_hot(step) is None:
+        view = self.query_one(SourceView)
+        ranks = self.analysis.ranks() if self.analysis is not None and self.trace is not None else {}
+        hottest = min((i for i, r in ranks.items() if r[0] == "L"), key=lambda i: int(ranks[i][1:]), default=None)
+        if not view.loads_by_cost() and hottest is not None:  # the loads are in another file: go there
+            self._show_trace(self.trace.ops[hottest].file)  # type: ignore[union-attr]
+        if view.jump_hot(step) is None:
             self.notify("no ranked load yet (waiting for the first trial)", severity="warning", timeout=2)
         elif self.pane != "source":
             self.action_pane("source")
@@ -687,15 +809,23 @@ class TuiprofApp(App[int]):
         if op is not None:
             self.open_drill(op)
 
-    def action_search(self) -> None:
+    async def action_search(self) -> None:
+        """`/`: search the source; from the drill-down, back to the source first (the letters
+        typed next are the search's, never commands)."""
+        if isinstance(self.screen, DrillScreen):
+            await self.pop_screen()
         self.action_pane("source")
         search = self.query_one("#search", Input)
+        if not search.has_class("-open"):
+            view = self.query_one(SourceView)
+            self._search_from = (view.cursor, view.top)
         search.add_class("-open")
         search.focus()
 
     def action_metric(self, step: int) -> None:
-        i = METRICS.index(self.metric) if self.metric in METRICS else 0
-        self.metric = METRICS[(i + step) % len(METRICS)]
+        metrics = self.levels.metrics()
+        i = metrics.index(self.metric) if self.metric in metrics else 0
+        self.metric = metrics[(i + step) % len(metrics)]
         self._update_hist()
 
     def action_zoom(self) -> None:
@@ -715,29 +845,28 @@ class TuiprofApp(App[int]):
     def action_recollect(self) -> None:
         """Recompile the .cu target, re-run its launch script in the emulator and rerun, keeping
         the cursor's source line (after the user edited the source)."""
-        if self.path is None or self.path.suffix != ".cu":
-            self.notify("R recollects from a .cu source; this target is a recorded trace "
+        if self.path is None or self.path.suffix not in (".cu", ".ptx"):
+            self.notify("R recollects from a .cu source (or a .ptx file); this target is a recorded trace "
                         f"({self.path.name if self.path else self.target}), so there is nothing to recollect.",
                         severity="warning", timeout=4)
             return
         if self.session is not None:
             self.session.cancel()
         self._keep_line = self.query_one(SourceView).current_line
-        self.notify(f"recompiling {clean(self.path.name)} and running its launch script in the emulator…", timeout=3)
-        spawn("recollect", self._recollect_thread, str(self.path), self.config)
-
-    def _recollect_thread(self, target: str, config: RunConfig) -> None:
-        try:
-            session = Session.open(target, config)
-        except TuiprofError as exc:
-            self.post_message(RecollectFailed(exc))
-            return
-        self.post_message(TraceLoaded(session))
+        self._phase_before_recollect = "cancelled" if self.phase in RUNNING else self.phase
+        self.generation += 1  # the cancelled run's late events are dropped
+        self.phase, self.load_phase, self.cancelling = "loading", Phase(f"recollecting {self.path.name}"), False
+        self.stale = self.analysis is not None
+        self.t_start = self.clock()
+        self._update_views()
+        spawn("recollect", self._open_thread, str(self.path), self.config, True)
 
     def on_recollect_failed(self, message: RecollectFailed) -> None:
         """A failed recollect (the edit does not compile, the script raises) is shown; the last
-        results stay."""
+        results stay, no longer dimmed."""
         self._keep_line = 0
+        self.phase, self.stale = self._phase_before_recollect, False
+        self._update_views()
         self.push_screen(ErrorScreen(message.error, "recollecting failed; the results shown are the previous ones"))
 
     def export_name(self) -> str:
@@ -830,7 +959,7 @@ class TuiprofApp(App[int]):
                 continue
             cmds.append((a.palette, f"{a.key_display or a.keys}: {a.help}",
                          partial(self.run_action, a.action)))
-        for key in METRICS:
+        for key in self.levels.metrics():
             title = OP_PARTS.get(key) or f"{HEADLINES[key]} · kernel"
             cmds.append((f"Histogram: {title}", "[ ] cycle the metrics", partial(self._set_metric, key)))
         return cmds

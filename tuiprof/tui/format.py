@@ -1,5 +1,7 @@
-"""Plain-text formatting shared by the panes: percentages, cycles, bars and sparklines (units as
-`tuiprof.units` writes them).
+"""Plain-text formatting shared by the panes and the text report (`tuiprof.report`): percentages,
+cycles, bars and sparklines (units as `tuiprof.units` writes them). One number has one rendering
+wherever it is shown (issue 25: an H1 of 0.0015 was 0.1% in the report, 0.2% in the op line and
+0.150% in the drill-down). Imports nothing of Textual, so that the report may use it.
 
 Every figure is drawn with a glyph *and* a number, so nothing depends on colour (NO_COLOR).
 """
@@ -7,6 +9,7 @@ Every figure is drawn with a glyph *and* a number, so nothing depends on colour 
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
 import numpy as np
@@ -24,20 +27,42 @@ def finite(x: float | None) -> bool:
     return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
 
 
-def pct(x: float | None, digits: int = 0, width: int = 0) -> str:
-    """0.4312 -> '43%' ('—' when undefined), right-aligned to `width`."""
-    text = f"{100.0 * float(x):.{digits}f}%" if finite(x) else "—"
-    return text.rjust(width)
+def _rounded(x: float, digits: int) -> str:
+    """`x` with `digits` decimals, rounded half away from zero on its shortest decimal form
+    (0.145 -> '0.15' as a reader rounds it, where binary floating point gives '0.14')."""
+    q = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{q:.{digits}f}"
 
 
-def cycles(x: float | None, width: int = 0) -> str:
-    text = f"{float(x):.0f}" if finite(x) else "—"
-    return text.rjust(width)
+def pct_digits(x: float) -> int:
+    """Decimals of a percentage: one, or two significant digits below 1% (0.15%, 0.015%)."""
+    v = abs(100.0 * float(x))
+    return 1 if v >= 1 or v == 0 else min(6, 1 - math.floor(math.log10(v)))
 
 
-def cyc(x: float | None) -> str:
-    """Cycles in the one unit style: '812 cyc'."""
-    return units.cyc(float(x)) if finite(x) else "—"
+def pct(x: float | None, digits: int | None = None, width: int = 0, missing: str = "—") -> str:
+    """A ratio as a percentage, the one rendering of the UI and the text report: 0.4312 ->
+    '43.1%', 0.0015 -> '0.15%' (`pct_digits`; `digits` fixes them where a column needs it);
+    `missing` when undefined; right-aligned to `width`."""
+    if not finite(x):
+        return missing.rjust(width)
+    v = 100.0 * float(x)
+    return f"{_rounded(v, pct_digits(float(x)) if digits is None else digits)}%".rjust(width)
+
+
+def cycles(x: float | None, width: int = 0, missing: str = "—") -> str:
+    """Cycles, the one rendering of latencies and their spreads (UI and text report): a whole
+    number from 10 on, two significant digits below (an 8.6-cycle half-width)."""
+    if not finite(x):
+        return missing.rjust(width)
+    v = abs(float(x))
+    digits = 0 if v >= 10 or v == 0 else min(3, 1 - math.floor(math.log10(v)))
+    return _rounded(float(x), digits).rjust(width)
+
+
+def cyc(x: float | None, missing: str = "—") -> str:
+    """Cycles with their unit: '812 cyc'."""
+    return f"{cycles(x)} {units.CYC}" if finite(x) else missing
 
 
 def short(x: float | None, width: int = 4) -> str:

@@ -14,6 +14,7 @@ from tuiprof.errors import TuiprofError
 
 if TYPE_CHECKING:
     from tuiprof.model.pattern import AddressPattern
+    from tuiprof.progress import Phase
     from tuiprof.session import Event, Session
 
 
@@ -31,6 +32,15 @@ class RecollectFailed(Message):
     def __init__(self, error: TuiprofError) -> None:
         super().__init__()
         self.error = error
+
+
+class LoadProgress(Message):
+    """The target being opened (or recollected) is in `phase`: compiling, emulating launch k with
+    its CTAs done, recording, loading a trace file."""
+
+    def __init__(self, phase: "Phase") -> None:
+        super().__init__()
+        self.phase = phase
 
 
 class LoadFailed(Message):

@@ -7,6 +7,7 @@ can be 0% for a whole kernel."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tuiprof.model.analysis import HEADLINES, running_std
@@ -15,24 +16,55 @@ from tuiprof.tui.panes.histogram import Series
 from tuiprof.tui.text import MAX_LABEL, clean
 
 if TYPE_CHECKING:
+    from tuiprof.arch.model import Arch
     from tuiprof.model.analysis import Analysis
 
 OP_PARTS = {"x": "X expected latency (cyc)", "h1": "H1 (L1 hit ratio)", "h2": "H2 (L2 hit ratio)"}
 METRICS = (*OP_PARTS, *HEADLINES)
 """The order `]` steps through; the first is the default."""
 DEFAULT = METRICS[0]
+LEVEL_OF = {"h1": "l1", "l1_read": "l1", "h2": "l2", "l2_read": "l2", "l2_write": "l2"}
+"""The cache level each hit-ratio metric is about."""
+
+
+@dataclass(frozen=True)
+class Levels:
+    """Which cache levels the simulated GPU has. An absent level's figures are not shown (issue
+    25: on a gtx480, whose L2 is disabled, the simulator still reports H2 = 0 for every op)."""
+
+    l1: bool = True
+    l2: bool = True
+
+    @classmethod
+    def of(cls, arch: "Arch") -> "Levels":
+        return cls(arch.l1.enabled, arch.l2.enabled)
+
+    def has(self, metric: str) -> bool:
+        """Whether `metric` (a key of METRICS) means anything on this GPU."""
+        level = LEVEL_OF.get(metric)
+        return level is None or getattr(self, level)
+
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics `[`/`]` step through here."""
+        return tuple(m for m in METRICS if self.has(m))
+
+    def formula(self) -> str:
+        """Paper 000's X (sec. 6.1) with the absent levels' terms left out."""
+        if self.l1 and self.l2:
+            return "X = H1·t1 + (1−H1)·[H2·t2 + (1−H2)·Tm]"
+        if self.l1:
+            return "X = H1·t1 + (1−H1)·Tm"
+        return "X = H2·t2 + (1−H2)·Tm" if self.l2 else "X = Tm"
 
 
 def measured_value(measured: dict[str, float], key: str) -> tuple[float | None, str]:
     """The hardware counter value for `key` if the trace carries one (``l1_read``,
-    ``l1_read_hit``, ``l1_read_hit_ratio``; percentages are read as such)."""
+    ``l1_read_hit``, ``l1_read_hit_ratio``, or ``l1_read_hit_rate`` in percent), in the unit the
+    pane draws; the loader keeps each within its meaning (`trace.model.measured_range`)."""
     for name in (key, f"{key}_hit", f"{key}_hit_ratio", f"{key}_hit_rate"):
         if name in measured and fmt.finite(measured[name]):
             v = float(measured[name])
-            ratio = not key.endswith(".x")
-            if ratio and v > 1.0:
-                v /= 100.0
-            return v, f"({name}, measured on the GPU)"
+            return (v / 100.0 if name.endswith("_rate") else v), f"({name}, measured on the GPU)"
     return None, ""
 
 

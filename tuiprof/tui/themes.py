@@ -11,6 +11,10 @@ from tuiprof.errors import UsageError
 from tuiprof.resources import data_dir
 
 DEFAULT_THEME = "tuiprof-dark"
+MUTED = "$foreground-muted"
+"""Muted text in a Content span. Not `$text-muted`: Textual 8.2.8 loses the 60% of its value
+("auto 60%") in a span's style and draws the full contrast colour, brighter than the normal text
+(a rerun's dimmed results came out brighter than fresh ones)."""
 FIELDS = ("primary", "secondary", "accent", "warning", "error", "success", "foreground", "background",
           "surface", "panel", "boost")
 

@@ -22,8 +22,9 @@ import numpy as np
 
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
 from tuiprof.errors import TuiprofError
-from tuiprof.ptx.model import (Addr, Args, Function, Imm, Instruction, Label, Module, NegPred, Operand, PredDest, Reg,
-                               Sink, SourceLoc, Special, Sym, TYPE_SIZES, Vec, param_layout)
+from tuiprof.ptx.model import (TEXTURE_OPCODES, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
+                               NegPred, Operand, PredDest, Reg, Sink, SourceLoc, Special, Sym, TexAddr, Vec,
+                               param_layout)
 
 # Special registers. Per-thread values depend only on the thread's index; per-CTA ones are
 # written by the interpreter when a CTA starts; per-launch ones are constants of a launch.
@@ -36,8 +37,8 @@ LAUNCH_SPECIALS = ("ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y", "nctaid
                    "cluster_nctaid.x", "cluster_nctaid.y", "cluster_nctaid.z", "cluster_ctaid.x", "cluster_ctaid.y",
                    "cluster_ctaid.z", "cluster_ctarank", "cluster_nctarank", "is_explicit_cluster",
                    "reserved_smem_offset_begin", "reserved_smem_offset_end", "reserved_smem_offset_cap",
-                   "reserved_smem_offset_0", "reserved_smem_offset_1", "aggr_smem_size")
-CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "globaltimer": CLK_GLOBALTIMER,
+                   "reserved_smem_offset_0", "reserved_smem_offset_1", "aggr_smem_size", "current_graph_exec")
+CLOCKS = {"clock": CLK_CLOCK, "clock64": CLK_CLOCK64, "clock_hi": CLK_GLOBALTIMER_HI, "globaltimer": CLK_GLOBALTIMER,
           "globaltimer_lo": CLK_GLOBALTIMER_LO, "globaltimer_hi": CLK_GLOBALTIMER_HI}
 
 NO_EFFECT = frozenset({"membar", "fence", "prefetch", "prefetchu", "pmevent", "griddepcontrol",
@@ -197,9 +198,15 @@ class _Decoder:
         self.carry_slot = -1
 
     # ---------------------------------------------------------------- errors
-    def unsupported(self, inst: Instruction, what: str = "") -> UnsupportedPtx:
+    def unsupported(self, inst: Instruction, what: str = "", texture: bool = False) -> UnsupportedPtx:
         text = ".".join((inst.opcode,) + inst.mods)
         detail = f": {what}" if what else ""
+        if texture:
+            return UnsupportedPtx(f"texture/surface instruction {text} is not supported yet ({self.where(inst.loc)}, "
+                                  f"PTX line {inst.ptx_line}){detail}",
+                                  "the emulator runs tex.1d/2d/3d, tld4.2d and suld.b/sust.b on texture and surface "
+                                  "objects (dev.texture, dev.surface); read the data through a pointer instead, or "
+                                  "profile on a GPU")
         return UnsupportedPtx(f"unsupported PTX instruction {text} ({self.where(inst.loc)}, PTX line {inst.ptx_line}){detail}",
                               "the emulator covers the PTX that nvcc -O3 emits for sm_75-sm_90; rewrite that "
                               "construct, or profile on a GPU")
@@ -226,7 +233,9 @@ class _Decoder:
     def special(self, sp: Special, inst: Instruction) -> int:
         name = sp.name + (f".{sp.component}" if sp.component else "")
         if name not in THREAD_SPECIALS and name not in CTA_SPECIALS and name not in LAUNCH_SPECIALS:
-            raise self.unsupported(inst, f"special register %{name}")
+            why = (" (a performance-monitor counter: no emulated value)" if name.startswith("pm") else
+                   " (set by the driver: no emulated value)" if name.startswith("envreg") else "")
+            raise self.unsupported(inst, f"special register %{name}{why}")
         if name not in self.specials:
             self.specials[name] = self.new_slot()
         return self.specials[name]
@@ -259,15 +268,9 @@ class _Decoder:
         for name in extern_shared:
             self.sym_shared[name] = self.dyn_offset
         # const bank
-        image = bytearray()
-        for v in self.module.variables:
-            if v.space == "const":
-                off = _align(len(image), v.align)
-                image.extend(b"\0" * (off - len(image)))
-                self.sym_const[v.name] = off
-                init = (v.init or b"")[:v.size_bytes]
-                image.extend(init + b"\0" * (v.size_bytes - len(init)))
-        self.const_image = bytes(image)
+        constants = module_constants(self.module)
+        self.sym_const = {c.name: c.address for c in constants}
+        self.const_image = const_image(constants)
         # module globals
         self.globals_ = module_globals(self.module)
         self.sym_global = {g.name: g.address for g in self.globals_}
@@ -602,6 +605,8 @@ class _Decoder:
             r[F_S0] = S(1, "u64")
         elif o in ("ld", "ldu", "st"):
             self.memory(fn, idx, inst, r, o, mods, ty, flags)
+        elif o in TEXTURE_OPCODES:
+            self.texture(fn, idx, inst, r)
         elif o in ("atom", "red"):
             self.atomic(fn, idx, inst, r, o, mods, ty)
         elif o == "cp":
@@ -842,7 +847,7 @@ class _Decoder:
                     r[F_AUX2] = self.reg_bits(fn, it)
             else:
                 r[F_S0 + k] = self.src(fn, it, ty, inst)
-        if r[F_SPACE] in (SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_GENERIC):
+        if r[F_SPACE] in (SP_GLOBAL, SP_SHARED, SP_LOCAL, SP_CONST, SP_GENERIC):
             r[F_SOP] = self.op_id(fn, idx)[0]
 
     def atomic(self, fn: Function, idx: int, inst: Instruction, r: list[int], o: str, mods: Sequence[str],
@@ -880,6 +885,54 @@ class _Decoder:
                 raise self.unsupported(inst, "cas needs two values")
             r[F_S1] = self.src(fn, rest[1], ty, inst)
         r[F_SOP] = self.op_id(fn, idx)[0]
+
+    def texture(self, fn: Function, idx: int, inst: Instruction, r: list[int]) -> None:
+        """tex, tld4 (F_SUB: 1 + component), suld.b and sust.b (`tuiprof.collect.emu.kernel.texture`)."""
+        from tuiprof.ptx.ops import texture_problem
+
+        problem = texture_problem(inst)
+        if problem:
+            raise self.unsupported(inst, problem, texture=True)
+        ops = inst.operands
+        o = inst.opcode
+        dims = int(next(m for m in inst.mods if m in ("1d", "2d", "3d"))[0])
+        tex = next(x for x in ops if isinstance(x, TexAddr))
+        if not isinstance(tex.base, Reg):
+            raise self.unsupported(inst, "texture references (bindless texture objects only)", texture=True)
+        values = next((x for x in ops if isinstance(x, Vec)), None)
+        if values is None or len(tex.coords) < dims:
+            raise self.unsupported(inst, "operands", texture=True)
+        types = _type_of(inst.mods)
+        if o in ("tex", "tld4"):
+            if len(types) != 2 or types[0] not in ("f32", "s32", "u32") or types[1] not in ("f32", "s32") \
+                    or len(values.items) != 4:
+                raise self.unsupported(inst, "result and coordinate types", texture=True)
+            r[F_OP] = OP_TEX
+            r[F_TY] = {"f32": T_F32, "s32": T_S32, "u32": T_U32}[types[0]]
+            r[F_TY2] = T_F32 if types[1] == "f32" else T_S32
+            r[F_SUB] = 1 + "rgba".index(next(m for m in inst.mods if m in "rgba")) if o == "tld4" else 0
+            for k, it in enumerate(values.items):
+                r[F_D0 + k] = self.dst(fn, it, inst)
+            ctype = types[1]
+        else:
+            if len(types) != 1 or types[0] not in ("b8", "b16", "b32", "b64") or len(values.items) > 4:
+                raise self.unsupported(inst, "surface element type", texture=True)
+            r[F_OP] = OP_SULD if o == "suld" else OP_SUST
+            r[F_NB] = TYPE_SIZES[types[0]]
+            r[F_VEC] = len(values.items)
+            r[F_SUB] = SU_CLAMP if "clamp" in inst.mods else SU_ZERO if "zero" in inst.mods else SU_TRAP
+            r[F_TY2] = T_S32
+            for k, it in enumerate(values.items):  # sust: the values to store, in the destination slots
+                r[F_D0 + k] = self.dst(fn, it, inst) if o == "suld" else self.src(fn, it, types[0], inst)
+            ctype = "s32"
+        r[F_AUX] = dims
+        r[F_ABASE] = self.reg(fn, tex.base.name, inst)
+        for k in range(dims):
+            r[F_S0 + k] = self.src(fn, tex.coords[k], ctype, inst)
+        r[F_SPACE] = SP_GLOBAL
+        r[F_SOP] = self.op_id(fn, idx)[0]
+        if o == "sust":
+            self.serial = True
 
     def cp_async(self, fn: Function, idx: int, inst: Instruction, r: list[int], mods: Sequence[str]) -> None:
         ops = inst.operands
@@ -972,6 +1025,28 @@ def module_globals(module: Module) -> tuple[GlobalVar, ...]:
             out.append(GlobalVar(v.name, at, max(v.size_bytes, 1), init + b"\0" * (v.size_bytes - len(init))))
             at += max(v.size_bytes, 1)
     return tuple(out)
+
+
+def module_constants(module: Module) -> tuple[GlobalVar, ...]:
+    """The module's ``.const`` variables at their offsets in the constant bank (declaration order,
+    each at its alignment), with their initial bytes."""
+    at = 0
+    out = []
+    for v in module.variables:
+        if v.space == "const":
+            at = _align(at, v.align)
+            init = (v.init or b"")[:v.size_bytes]
+            out.append(GlobalVar(v.name, at, v.size_bytes, init + b"\0" * (v.size_bytes - len(init))))
+            at += v.size_bytes
+    return tuple(out)
+
+
+def const_image(constants: Sequence[GlobalVar]) -> bytes:
+    """The constant bank holding `constants` (`module_constants`) at their initial values."""
+    image = bytearray(max((c.address + c.size for c in constants), default=0))
+    for c in constants:
+        image[c.address:c.address + c.size] = c.init
+    return bytes(image)
 
 
 def call_tree(module: Module, kernel: str) -> list[Function]:

@@ -17,18 +17,25 @@ parameter's (``np.int32(n)`` for an ``int``); anything else is refused with a cl
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
-from tuiprof.collect import DeviceArray, Dim, KernelArg, array_layout, dim3
-from tuiprof.collect.emu.decode import KernelParam, Program, decode, module_globals
+from tuiprof import units
+from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
+from tuiprof.collect.emu.decode import KernelParam, Program, const_image, decode, module_constants, module_globals
+from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
 from tuiprof.errors import TuiprofError
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.progress import Phase, Progress, ignore
+from tuiprof.resources import memory_budget
 from tuiprof.ptx.model import Function, Module, SourceLoc
 from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
+
+if TYPE_CHECKING:
+    from tuiprof.build.names import Enums
+    from tuiprof.ptx.ops import SourceMap
 
 MAX_THREADS_PER_CTA = 1024
 MAX_SHARED_PER_CTA = 227 << 10
@@ -96,36 +103,26 @@ def first_ctas(n: int, start: int = 0) -> SnapshotChooser:
     return choose
 
 
-def function_name(symbol: str) -> str:
-    """The unqualified function name a C++ symbol mangles (``_Z3fooPf`` and ``_ZN2ns3fooEPf``
-    -> ``foo``, ``_Z4axpyIfLi4EEvPT_i`` -> ``axpy``); the symbol itself when it is not mangled."""
-    if not symbol.startswith("_Z"):
-        return symbol
-    i = 2
-    nested = symbol[i:i + 1] == "N"
-    i += nested
-    last = symbol
-    while i < len(symbol) and symbol[i].isdigit():
-        j = i
-        while j < len(symbol) and symbol[j].isdigit():
-            j += 1
-        n = int(symbol[i:j])
-        last = symbol[j:j + n]
-        i = j + n
-        if not nested:
-            break
-    return last
-
-
 class EmuDevice:
     """The launch-script Device on the emulator (see the module docstring)."""
 
+    null = NULL
+    """The null pointer, as a kernel argument."""
+
     def __init__(self, module: Module, source_name: str, source_text: str | None = None, *,
                  resources: Mapping[str, ResourcesLike | None] | None = None, record: RecordChoice | None = None,
-                 n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT) -> None:
+                 n_sms: int = 80, threads: int = 2, step_limit: int = DEFAULT_STEP_LIMIT,
+                 progress: Progress = ignore, headers: Mapping[str, str] | None = None) -> None:
         self.module = module
+        self.progress = progress
+        """Hears each launch as it starts and its CTAs as they are run."""
         self.source_name = source_name
         self.source_text = source_text
+        self.headers = dict(headers or {})
+        """The texts of the source's local headers by path (kernels and device functions there)."""
+        self._names: dict[str, str] = {}
+        self._smap: SourceMap | None = None
+        self._enum_table: Enums | None = None
         self.resources = dict(resources or {})
         self.record = record if record is not None else RecordChoice()
         self.n_sms = max(int(n_sms), 1)
@@ -141,17 +138,23 @@ class EmuDevice:
         """Thread instructions executed by every launch so far (for throughput figures)."""
         if self.record.kernel is not None:
             self.kernel_name(self.record.kernel)
-        for g in module_globals(module):
+        self._globals = {g.name: g for g in module_globals(module)}
+        for g in self._globals.values():
             self.heap.place(g.address, g.size, g.init)
+        self._constants = {c.name: c for c in module_constants(module)}
+        self.constants = bytearray(const_image(tuple(self._constants.values())))
+        """The constant bank as the launch script set it (``dev.set_symbol``)."""
+        self._symbols: dict[str, Symbol] | None = None
+        self._written: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
 
     # ------------------------------------------------------------------ memory
     def _alloc(self, shape: int | Sequence[int], dtype: np.dtype | type | str, call: str) -> DeviceArray:
         shp, dt, nbytes = array_layout(shape, dtype, call)
         budget = memory_budget()
         if self.heap.top + nbytes > budget.bytes:
-            used = f" ({human_size(self.heap.top)} of it already allocated)" if self.heap.top >= 1 << 20 else ""
-            raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} is {human_size(nbytes)}; the emulator "
-                               f"keeps device memory in this machine's memory, at most {human_size(budget.bytes)}, "
+            used = f" ({units.size(self.heap.top)} of it already allocated)" if self.heap.top >= 1 << 20 else ""
+            raise TuiprofError(f"{call}: an array of shape {shp} and dtype {dt} is {units.size(nbytes)}; the emulator "
+                               f"keeps device memory in this machine's memory, at most {units.size(budget.bytes)}, "
                                f"half {budget.of} (a tuiprof limit){used}",
                                "allocate smaller arrays in the launch script (a snapshot needs a few hundred CTAs' "
                                "data), or run it on a GPU (--backend gpu)")
@@ -182,44 +185,108 @@ class EmuDevice:
         if not isinstance(buf, DeviceArray):
             raise TuiprofError(f"from_device takes a device array, not {type(buf).__name__}",
                                "pass what to_device, empty or zeros returned")
-        raw = self.heap.read(buf.address, buf.nbytes) if buf.nbytes else np.zeros(0, np.uint8)
+        try:
+            raw = self.heap.read(buf.address, buf.nbytes) if buf.nbytes else np.zeros(0, np.uint8)
+        except KeyError:
+            raise TuiprofError("from_device: that array is not in this device's memory",
+                               "pass an array returned by to_device, empty or zeros (or a part of one)") from None
         return raw.view(np.dtype(buf.dtype)).reshape(buf.shape)
+
+    # ------------------------------------------------------------------ variables
+    def _symbol(self, name: str) -> Symbol:
+        if self._symbols is None:
+            self._symbols = module_symbols(self.module)
+        return find_variable(self._symbols, name, self.source_name or "the module", self._enums())
+
+    def set_symbol(self, name: str, value: np.ndarray | np.generic, offset: int = 0) -> None:
+        """Write `value` into the ``__constant__`` or ``__device__`` variable `name` from byte
+        `offset` (``cudaMemcpyToSymbol``)."""
+        sym = self._symbol(name)
+        data = symbol_bytes(sym, value, offset, f"dev.set_symbol({name!r})")
+        if sym.space == "const":
+            at = self._constants[sym.name].address + int(offset)
+            self.constants[at:at + len(data)] = data
+        else:
+            self.heap.write(self._globals[sym.name].address + int(offset), np.frombuffer(data, np.uint8))
+        arr = np.asarray(value)
+        self._written[sym.name] = (arr.dtype, arr.shape)
+
+    def get_symbol(self, name: str, dtype: np.dtype | type | str | None = None) -> np.ndarray:
+        """The value of the ``__constant__`` or ``__device__`` variable `name` (``cudaMemcpyFromSymbol``):
+        as `dtype` when given, else as last written by the script, else as the PTX declares it."""
+        sym = self._symbol(name)
+        if sym.space == "const":
+            at = self._constants[sym.name].address
+            raw = np.frombuffer(bytes(self.constants[at:at + sym.size]), np.uint8)
+        else:
+            raw = self.heap.read(self._globals[sym.name].address, sym.size)
+        return symbol_view(sym, np.ascontiguousarray(raw), self._written.get(sym.name), dtype)
+
+    # ------------------------------------------------------------------ textures and surfaces
+    def texture(self, data: np.ndarray | DeviceArray, *, filter: str = "point", address_mode: str | tuple[str, ...] = "clamp",
+                normalized: bool = False, read_mode: str = "element", channels: int = 1) -> np.uint64:
+        """A texture object over a copy of `data` (a NumPy array, or a device buffer it reads in
+        place), sampled as the options say (`tuiprof.collect.textures`): the value to pass for a
+        ``cudaTextureObject_t`` parameter."""
+        return self._texture_object(data, dict(filter=filter, address_mode=address_mode, normalized=normalized,
+                                               read_mode=read_mode, channels=channels), surface=False)
+
+    def surface(self, buf: DeviceArray, *, channels: int = 1) -> np.uint64:
+        """A surface object over device buffer `buf` (read and written in place, ``from_device(buf)``
+        reads it back): the value to pass for a ``cudaSurfaceObject_t`` parameter."""
+        if not isinstance(buf, DeviceArray):
+            raise TuiprofError("dev.surface takes a device buffer", "make one with dev.to_device(array) or dev.zeros")
+        return self._texture_object(buf, {"channels": channels}, surface=True)
+
+    def _texture_object(self, data: object, options: dict[str, object], surface: bool) -> np.uint64:
+        from tuiprof.collect.textures import descriptor_words, texture_layout
+
+        if isinstance(data, DeviceArray):
+            buf = data
+        elif isinstance(data, np.ndarray):
+            buf = self.to_device(data)
+        else:
+            raise TuiprofError(f"dev.texture takes a NumPy array or a device buffer, not {type(data).__name__}",
+                               "for example dev.texture(np.zeros((64, 64), np.float32))")
+        layout = texture_layout(tuple(buf.shape), np.dtype(buf.dtype), surface=surface, **options)  # type: ignore[arg-type]
+        words = descriptor_words(layout, buf.address)
+        handle = self._alloc(words.shape, words.dtype, "dev.texture")
+        self.heap.write(handle.address, words.view(np.uint8))
+        return np.uint64(handle.address)
 
     # ------------------------------------------------------------------ kernels
     def _loc_text(self, loc: SourceLoc | None) -> str:
         if loc is None:
             return f"{self.source_name or 'the kernel'}: no line information"
-        from tuiprof.ptx.ops import resolve_loc, user_file
-        user = user_file(self.module, self.source_name)
-        r = resolve_loc(loc, user)
-        if r.file == user:
-            name = self.source_name.rsplit("/", 1)[-1] or self.module.files.get(r.file, "?")
-        else:
-            name = self.module.files.get(r.file, "?").rsplit("/", 1)[-1]
-        return f"{name}:{r.line}"
+        from tuiprof.ptx.ops import resolve_loc, source_map
+        if self._smap is None:
+            self._smap = source_map(self.module, self.source_name, self.source_text or "", self.headers)
+        r = resolve_loc(loc, self._smap.names)
+        return f"{self._smap.name_of(self.module, r.file) or '?'}:{r.line}"
 
     def kernel_name(self, name: str) -> str:
-        """The PTX entry `name` refers to: itself, or the one C++ kernel whose mangled symbol
-        names a function `name`."""
-        kernels = self.module.kernels
-        if name in kernels:
-            return name
-        matches = [k for k in kernels if function_name(k) == name]
-        if len(matches) == 1:
-            return matches[0]
-        listing = ", ".join(kernels) or "none"
-        if matches:
-            raise TuiprofError(f"kernel name {name!r} is ambiguous: {', '.join(matches)}",
-                               "launch it by its full PTX (mangled) name")
-        raise TuiprofError(f"no kernel named {name!r} in {self.source_name or 'the module'}",
-                           f"kernels are: {listing}")
+        """The PTX entry `name` refers to: itself, its demangled signature, or the C++ name as
+        written (``axpy<float, 4>``, ``ns::kern``; `tuiprof.build.names.find_symbol`)."""
+        from tuiprof.build.names import find_symbol
+
+        if name not in self._names:
+            self._names[name] = find_symbol(name, tuple(self.module.kernels), where=self.source_name or "the module",
+                                            enums=self._enums())
+        return self._names[name]
+
+    def _enums(self) -> Enums:
+        from tuiprof.build.names import source_enums
+
+        if self._enum_table is None:
+            self._enum_table = source_enums([t for t in (self.source_text, *self.headers.values()) if t])
+        return self._enum_table
 
     def _program(self, kernel: str) -> tuple[Program, tuple[StaticOp, ...]]:
         if kernel not in self._programs:
             from tuiprof.ptx.cfg import ipdom
             from tuiprof.ptx.ops import static_ops
 
-            table = static_ops(self.module, kernel, self.source_name, self.source_text)
+            table = static_ops(self.module, kernel, self.source_name, self.source_text, self.headers)
             ids: dict[tuple[str, int], int | tuple[int, int]] = {}
             ops: dict[int, StaticOp] = {}
             for fname, index, sop in table:
@@ -300,6 +367,7 @@ class EmuDevice:
             raise TuiprofError(f"grid {g} / block {b} exceed CUDA's limits",
                                "grid y and z are at most 65535, block z at most 64")
         check_grid(name, g)   # before anything sized by the grid (a snapshot of the whole grid)
+        check_launch_bounds(self.module.functions[kernel], b, name)
         try:
             dyn = int(shared)
         except (TypeError, ValueError):
@@ -323,8 +391,15 @@ class EmuDevice:
         res = self.resources.get(kernel)
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
+        recorded = ", the recorded one" if chosen else ""
+        from tuiprof.build.demangle import demangle
+
+        what = f"emulating launch {len(self.launches)} ({demangle(kernel).split('(', 1)[0]}{recorded})"
+        self.progress(Phase(what, 0, n_ctas, "CTAs"))
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
-                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen)
+                         step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen,
+                         on_ctas=lambda done: self.progress(Phase(what, done, n_ctas, "CTAs")),
+                         constants=bytes(self.constants))
         self.thread_instructions += result.thread_insts
         if chosen:
             self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)
@@ -373,4 +448,4 @@ class EmuDevice:
             ctas=CtaRecords(insts=result.insts, accesses=result.accesses))
 
 
-__all__ = ["EmuDevice", "RecordChoice", "RecordedLaunch", "SnapshotChooser", "first_ctas", "function_name"]
+__all__ = ["EmuDevice", "RecordChoice", "RecordedLaunch", "SnapshotChooser", "first_ctas"]

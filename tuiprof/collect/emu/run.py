@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from tuiprof import units
 from tuiprof.collect.emu.decode import Program, UnsupportedPtx
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_MASK, E_MASK2,
@@ -27,6 +28,7 @@ from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E
                                               SP_CONST, SP_FPARAM, SP_GLOBAL, SP_LOCAL, SP_PARAM, SP_SHARED, ST_ABORTED,
                                               ST_BAD_BARRIER, ST_CALL_DEPTH, ST_CBAR_OVERFLOW, ST_DEADLOCK,
                                               ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB, ST_SPACE, ST_STEP_LIMIT,
+                                              ST_TEXTURE,
                                               ST_TRAP, ST_UNSUPPORTED, TRAP_ASSERT, TRAP_BREAKPOINT, TS_BAR, TS_CBAR,
                                               TS_SYNC, UNS_BAR_MIX, UNS_BAR_TWICE, UNS_MASK_CONFLICT, UNS_NOT_MEMBER,
                                               UNS_SHFL_SOURCE)
@@ -38,7 +40,7 @@ from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import note_first_compile
 from tuiprof.ptx.model import SourceLoc
-from tuiprof.resources import human_size, memory_budget
+from tuiprof.resources import memory_budget
 from tuiprof.trace.model import LANES, MAX_GRID_CTAS
 
 
@@ -110,7 +112,7 @@ def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[in
         "cluster_ctaid.y": 0, "cluster_ctaid.z": 0, "cluster_ctarank": 0, "cluster_nctarank": 1,
         "is_explicit_cluster": 0, "reserved_smem_offset_begin": 0, "reserved_smem_offset_end": 0,
         "reserved_smem_offset_cap": 0, "reserved_smem_offset_0": 0, "reserved_smem_offset_1": 0,
-        "aggr_smem_size": total_shared,
+        "aggr_smem_size": total_shared, "current_graph_exec": 0,
     }
     per_cta = {"ctaid.x": CS_CTAID_X, "ctaid.y": CS_CTAID_Y, "ctaid.z": CS_CTAID_Z, "smid": CS_SMID,
                "clusterid.x": CS_CTAID_X, "clusterid.y": CS_CTAID_Y, "clusterid.z": CS_CTAID_Z}
@@ -162,6 +164,15 @@ def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block:
     if status == ST_MISALIGNED:
         raise EmulationError(f"misaligned {space} access in {kernel}: {nbytes} bytes at 0x{addr:x} by {who}, {where}",
                              f"an access of {nbytes} bytes must be {nbytes}-byte aligned")
+    if status == ST_TEXTURE:
+        if int(err[E_INFO]) == 1:
+            raise EmulationError(f"surface access out of range in {kernel}: {nbytes} bytes at byte x {addr} by {who}, "
+                                 f"{where} (.trap)", "check the coordinates (a surface's x is in bytes), or use "
+                                 "cudaBoundaryModeClamp/Zero")
+        raise EmulationError(f"texture or surface fetch through 0x{addr:x}, which is no texture object of this "
+                             f"device, in {kernel} by {who}, {where}",
+                             "pass what dev.texture(...) returns for a cudaTextureObject_t parameter (dev.surface(...) "
+                             "for a cudaSurfaceObject_t)")
     if status == ST_SPACE:
         raise EmulationError(f"write to read-only {space} memory in {kernel} by {who}, {where}",
                              "const and kernel parameter memory cannot be written")
@@ -273,10 +284,14 @@ def _refusal(err: np.ndarray, prog: Program, block: tuple[int, int, int],
 
 def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
-            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True) -> RunResult:
+            source_name: Callable[[SourceLoc | None], str], per_cta: bool = True,
+            on_ctas: Callable[[int], None] | None = None, constants: bytes | None = None) -> RunResult:
     """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids), and
     with `per_cta` each CTA's counts (the recorded launch's trace keeps them; other launches need
-    no memory in proportion to their grid). The first failure (in CTA order) ends the run."""
+    no memory in proportion to their grid). `constants` is the constant bank as the launch script
+    set it (``dev.set_symbol``; default the module's initial values). The first failure (in CTA
+    order) ends the run. `on_ctas` hears the CTAs done so far after each batch (from the worker
+    threads)."""
     check_grid(prog.kernel, grid)
     n_ctas = grid[0] * grid[1] * grid[2]
     nthreads = block[0] * block[1] * block[2]
@@ -289,12 +304,13 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     cfg[C_SHARED], cfg[C_LOCAL], cfg[C_SMS] = shared, prog.local_size, n_sms
     cfg[C_STEP_LIMIT], cfg[C_ENTRY], cfg[C_NSOPS] = step_limit, prog.entry, prog.n_ops
     cfg[C_GX], cfg[C_GY], cfg[C_GZ] = grid
-    cfg[C_CONST], cfg[C_PARAM] = len(prog.const_image), len(params)
+    bank = prog.const_image if constants is None else constants
+    cfg[C_CONST], cfg[C_PARAM] = len(bank), len(params)
     cfg[C_LOCAL_WORDS] = -(-prog.local_size // 4) + 4
     cfg[C_LANES] = 32
     cfg[C_SM_BASE] = int(snapshot[0]) if snapshot.size else 0
     cfg[C_REC_MAX] = rec_max
-    const_buf = np.frombuffer(prog.const_image + b"\0" * 16, np.uint8).copy()
+    const_buf = np.frombuffer(bytes(bank) + b"\0" * 16, np.uint8).copy()
     param_buf = np.frombuffer(params + b"\0" * 16, np.uint8).copy()
     seg_lo, seg_hi, seg_off = heap.segments()
     by_id = np.argsort(snapshot, kind="stable")
@@ -305,6 +321,8 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     ctl = np.zeros(N_CTL, np.int64)
     ctl[CTL_FAILED] = np.iinfo(np.int64).max
     lock = threading.Lock()
+    done = [0]
+    """CTAs run so far (under `lock`)."""
 
     def run(index: int, first: int, last: int) -> tuple[tuple[np.ndarray, ...] | None, np.ndarray, int]:
         """One batch: its records (None when it kept none), its status and its thread instructions."""
@@ -325,6 +343,9 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
             if err[E_STATUS] not in (ST_OK, ST_ABORTED):
                 ctl[CTL_FAILED] = min(int(ctl[CTL_FAILED]), index)   # later batches stop at their next check
             op_space[:] += ops
+            done[0] += last - first
+            if on_ctas is not None:
+                on_ctas(done[0])
         if per_cta:
             insts[first:last] = out_i
             accesses[first:last] = out_a
@@ -348,7 +369,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
         budget = memory_budget()
         raise EmulationError(f"the snapshot of {prog.kernel} ({snapshot.shape[0]:,} CTAs) made {int(ctl[CTL_RECORDS]):,} "
                              f"warp accesses; the emulator keeps at most {rec_max:,} of them in "
-                             f"{human_size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
+                             f"{units.size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
                              "record fewer CTAs (--snapshot N), or give the kernel smaller inputs in the launch script")
     kept = [r for r, _, _ in results if r is not None]
     key = np.concatenate([r[0] for r in kept]) if kept else np.zeros(0, np.int64)

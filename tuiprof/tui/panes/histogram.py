@@ -13,10 +13,11 @@ from textual.content import Content
 from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.latency import Estimate
-    from tuiprof.model.shared import SharedOpStats
+    from tuiprof.model.shared import PassStats
 
 MAX_BINS = 24
 
@@ -37,8 +38,24 @@ class Series:
     measured_label: str = ""
 
 
-def _value(x: float | None, ratio: bool, digits: int = 1) -> str:
+def _value(x: float | None, ratio: bool, digits: int | None = None) -> str:
+    """A value of the series in its unit: the one rendering of ratios and cycles (`digits` only
+    for the axis, whose ends need the span's)."""
+    if digits is None:
+        return fmt.pct(x) if ratio else fmt.cyc(x)
     return fmt.pct(x, digits) if ratio else (f"{fmt.num(x, digits)} cyc" if fmt.finite(x) else "—")
+
+
+def axis_labels(lo: float, hi: float, ratio: bool, room: int) -> str:
+    """The axis' two ends in `room` cells, the low one left and the high one right, at least a
+    space apart: with the digits the span needs and the unit when they fit, else with fewer
+    digits and no unit (the title names it), else the low end alone."""
+    for d in range(fmt.decimals_for((hi - lo) / 4, ratio), -1, -1):
+        for unit in (True,) if ratio else (True, False):
+            left, right = (_value(lo, ratio, d), _value(hi, ratio, d)) if unit else (fmt.num(lo, d), fmt.num(hi, d))
+            if len(left) + 1 + len(right) <= room:
+                return left + right.rjust(room - len(left))
+    return _value(lo, ratio, 0)[:room]
 
 
 def axis_range(values: np.ndarray, measured: float | None, ratio: bool) -> tuple[float, float]:
@@ -64,14 +81,14 @@ def axis_range(values: np.ndarray, measured: float | None, ratio: bool) -> tuple
 def render_histogram(s: Series | None, width: int, height: int, empty: str) -> Content:
     """The histogram of `s` drawn in `width` x `height` cells (text + theme styles)."""
     if s is None or width < 12 or height < 3:
-        return Content.styled(empty, "$text-muted")
+        return Content.styled(empty, MUTED)
     v = np.asarray(s.values, dtype=np.float64)
     v = v[np.isfinite(v)]
     e = s.estimate
-    lines: list[Content] = [Content.assemble((s.title, "bold"), (f"  {v.size}/{s.planned} trials", "$text-muted"))
+    lines: list[Content] = [Content.assemble((s.title, "bold"), (f"  {v.size}/{s.planned} trials", MUTED))
                             .truncate(width, ellipsis=True)]
     if v.size == 0:
-        lines.append(Content.styled("no defined values yet (no accesses reached this level)", "$text-muted"))
+        lines.append(Content.styled("no defined values yet (no accesses reached this level)", MUTED))
         return Content("\n").join(lines)
     m = s.measured if fmt.finite(s.measured) else None
     lo, hi = axis_range(v, m, s.ratio)
@@ -90,7 +107,7 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     mcol = column(m) if m is not None else -1
     for r in range(chart_h, 0, -1):
         label = f"{top:>{axis_w - 1}} " if r == chart_h else " " * axis_w
-        cells: list[tuple[str, str]] = [(label + "│", "$text-muted")]
+        cells: list[tuple[str, str]] = [(label + "│", MUTED)]
         for b, c in enumerate(counts):
             eighths = c / top * chart_h * 8
             level = eighths - (r - 1) * 8
@@ -102,7 +119,7 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
                 else:
                     cells.append((glyph, "$primary"))
         lines.append(Content.assemble(*cells))
-    lines.append(Content.styled(f"{0:>{axis_w - 1}} └" + "─" * plot_w, "$text-muted"))
+    lines.append(Content.styled(f"{0:>{axis_w - 1}} └" + "─" * plot_w, MUTED))
     # Spread of trials and mean under the axis: ├───▲───┤ (mean +- 1.96 std, mean).
     marks = [" "] * plot_w
     if fmt.finite(e.spread_lo) and fmt.finite(e.spread_hi):
@@ -115,30 +132,27 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     if m is not None:
         marks[mcol] = "┊"
     lines.append(Content.assemble((" " * (axis_w + 1), ""), ("".join(marks), "$text-accent")))
-    d_axis = fmt.decimals_for((hi - lo) / 4, s.ratio)
-    left, right = _value(lo, s.ratio, d_axis), _value(hi, s.ratio, d_axis)
-    lines.append(Content.styled(" " * (axis_w + 1) + left + right.rjust(max(1, plot_w - len(left))), "$text-muted"))
-    d = fmt.decimals_for(e.std if fmt.finite(e.std) and e.std > 0 else (hi - lo), s.ratio)
+    lines.append(Content.styled(" " * (axis_w + 1) + axis_labels(lo, hi, s.ratio, plot_w), MUTED))
     half = (e.ci_hi - e.ci_lo) / 2
     lines.append(Content.assemble(
-        ("mean ", "$text-muted"), (_value(e.mean, s.ratio, d), "bold"),
-        (f" ±{_value(half, s.ratio, fmt.decimals_for(half, s.ratio))} (95% CI)", "$text-muted")))
+        ("mean ", MUTED), (_value(e.mean, s.ratio), "bold"),
+        (f" ±{_value(half, s.ratio)} (95% CI)", MUTED)))
     lines.append(Content.assemble(
-        ("σ ", "$text-muted"), (_value(e.std, s.ratio, d), ""),
-        ("  trials 95% ", "$text-muted"), (f"[{_value(e.spread_lo, s.ratio, d)}, {_value(e.spread_hi, s.ratio, d)}]", ""),
+        ("σ ", MUTED), (_value(e.std, s.ratio), ""),
+        ("  trials 95% ", MUTED), (f"[{_value(e.spread_lo, s.ratio)}, {_value(e.spread_hi, s.ratio)}]", ""),
     ))
     if m is not None:
-        lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio, 1), "bold"),
-                                      (f"  {s.measured_label}", "$text-muted")))
+        lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio), "bold"),
+                                      (f"  {s.measured_label}", MUTED)))
     conv = np.asarray(s.convergence, dtype=np.float64)
     if conv.size >= 2:
         spark_w = max(4, width - 32)
         last = conv[np.isfinite(conv)][-1] if np.isfinite(conv).any() else float("nan")
-        lines.append(Content.assemble(("σ vs trials ", "$text-muted"), (fmt.sparkline(conv, spark_w), "$secondary"),
-                                      (f" {_value(last, s.ratio, fmt.decimals_for(last, s.ratio))} (Fig. 7)",
-                                       "$text-muted")))
+        lines.append(Content.assemble(("σ vs trials ", MUTED), (fmt.sparkline(conv, spark_w), "$secondary"),
+                                      (f" {_value(last, s.ratio)} (Fig. 7)",
+                                       MUTED)))
     else:
-        lines.append(Content.styled("σ vs trials: after 2 trials (Fig. 7)", "$text-muted"))
+        lines.append(Content.styled("σ vs trials: after 2 trials (Fig. 7)", MUTED))
     return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])
 
 
@@ -154,7 +168,7 @@ class HistogramView(Widget):
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.series: Series | None = None
-        self.shared: "SharedOpStats | None" = None
+        self.shared: "PassStats | None" = None
         self.empty = empty
 
     def show(self, series: Series | None, empty: str | None = None) -> None:
@@ -163,8 +177,9 @@ class HistogramView(Widget):
             self.empty = empty
         self.refresh()
 
-    def show_shared(self, stats: "SharedOpStats") -> None:
-        """A shared-memory op's wavefronts per request instead of a distribution over trials."""
+    def show_shared(self, stats: "PassStats") -> None:
+        """A shared-memory op's wavefronts (a constant op's requests) per warp access instead of a
+        distribution over trials."""
         self.series, self.shared = None, stats
         self.refresh()
 
@@ -175,15 +190,17 @@ class HistogramView(Widget):
         return render_histogram(self.series, w, h, self.empty)
 
 
-def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
+def render_wavefronts(st: "PassStats", width: int, height: int) -> Content:
     """A shared-memory op's requests by wavefronts needed (bank conflicts, as Nsight Compute counts
-    them): one bar per count from 1 to the most seen, the ideal marked. Deterministic: the same
-    in every trial, so no trials and no spread."""
+    them), or a constant op's warp accesses by constant-cache requests (distinct addresses): one
+    bar per count from 1 to the most seen, the ideal marked. Deterministic: the same in every
+    trial, so no trials and no spread."""
     hist = np.asarray(st.histogram, dtype=np.int64)
     top_k = int(np.flatnonzero(hist)[-1]) if hist.any() else 1
     counts = hist[1:top_k + 1]
-    title = Content.assemble(("wavefronts per request", "bold"),
-                             (f"  {st.warp_accesses:,} requests · the same in every trial", "$text-muted"))
+    per = "wavefronts per request" if st.space == "shared" else "constant-cache requests per warp access"
+    count = "requests" if st.space == "shared" else "warp accesses"
+    title = Content.assemble((per, "bold"), (f"  {st.warp_accesses:,} {count} · the same in every trial", MUTED))
     lines = [title.truncate(width, ellipsis=True)]
     if width < 12 or height < 4 or counts.size == 0:
         return Content("\n").join(lines)
@@ -199,9 +216,9 @@ def render_wavefronts(st: "SharedOpStats", width: int, height: int) -> Content:
         n = int(hist[k])
         bar = fmt.hbar(n / peak, bar_w).rstrip()
         mark = " ideal" if k == ideal else ""
-        lines.append(Content.assemble((f"{k:>{label_w}} ", "$text-muted"),
+        lines.append(Content.assemble((f"{k:>{label_w}} ", MUTED),
                                       (bar, "$success" if k <= ideal else "$error"),
-                                      (f" {fmt.pct(n / max(1, st.warp_accesses), 0)}{mark}", "$text-muted")))
-    lines.append(Content.assemble(("mean ", "$text-muted"), (f"{st.wavefronts:.2f}", "bold"),
-                                  (f" wavefronts per request, ideal {st.ideal:.0f}; X {st.latency:.1f} cyc", "$text-muted")))
+                                      (f" {fmt.pct(n / max(1, st.warp_accesses), 0)}{mark}", MUTED)))
+    lines.append(Content.assemble(("mean ", MUTED), (f"{st.passes:.2f}", "bold"),
+                                  (f" {per}, ideal {st.ideal:.0f}; X {fmt.cyc(st.latency)}", MUTED)))
     return Content("\n").join(line.truncate(width, ellipsis=True) for line in lines[:height])

@@ -13,6 +13,7 @@ from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
 from tuiprof.tui.text import MAX_MESSAGE, clean
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.decisions import Decisions
@@ -43,17 +44,24 @@ def model_lines(d: "Decisions") -> list[Content]:
     bottleneck: the report's kernel-time and bottleneck sections in two lines."""
     k, w, b = d.time, d.mwp, d.bottleneck
     return [
-        Content.assemble(("time ", "$text-muted"), (seconds(k.time_s), "bold"), (" bound by ", "$text-muted"),
+        Content.assemble(("time ", MUTED), (seconds(k.time_s), "bold"), (" bound by ", MUTED),
                          (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (paper 004)",
-                                                   "$text-muted")),
-        Content.assemble(("bottleneck ", "$text-muted"), (b.bottleneck, "bold"),
+                                                   MUTED)),
+        Content.assemble(("bottleneck ", MUTED), (b.bottleneck, "bold"),
                          (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (paper 001)",
-                          "$text-muted")),
+                          MUTED)),
     ]
 
 
+def _mds(mds: tuple[int, ...]) -> str:
+    """(1, 2, 3, 4) -> '1-4'; others listed."""
+    if mds and list(mds) == list(range(mds[0], mds[0] + len(mds))) and len(mds) > 2:
+        return f"{mds[0]}-{mds[-1]}"
+    return ", ".join(map(str, mds))
+
+
 def _title(text: str, note: str, width: int) -> Content:
-    return Content.assemble((text, "bold"), (note, "$text-muted")).truncate(max(1, width), ellipsis=True)
+    return Content.assemble((text, "bold"), (note, MUTED)).truncate(max(1, width), ellipsis=True)
 
 
 def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None, width: int,
@@ -64,7 +72,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
     lines = [_title("Model", "  kernel time · bottleneck · MD decision", width)]
     if decisions is None:
         waiting = {"failed": "no result: the run failed", "cancelled": "cancelled before the first trial (r reruns)"}
-        lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), "$text-muted"))
+        lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), MUTED))
         return Content("\n").join(lines)
     lines += model_lines(decisions)
     lines.append(_title("MD decision", "  (CTAs per SM: timing model, paper 002's rules beside it)", width))
@@ -76,29 +84,30 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         elif phase == "cancelled":
             lines.append(Content.styled("MD sweep cancelled (r reruns)", "$text-warning"))
         elif sweep is not None:
-            k = sweep.mds.index(sweep.md) if sweep.md in sweep.mds else 0
-            lines.append(Content.assemble(("MD sweep: ", "$text-muted"),
-                                          (f"MD {sweep.md} ({k + 1} of {len(sweep.mds)}), "
-                                           f"{sweep.done}/{sweep.planned} trials", "")))
+            whole = f" ({sweep.sweep_done / sweep.sweep_planned:.0%})" if sweep.sweep_planned else ""
+            lines.append(Content.assemble(("MD sweep: ", MUTED),
+                                          (f"{sweep.sweep_done} of {sweep.sweep_planned} trials{whole}", "bold"),
+                                          (f" · MDs {_mds(sweep.mds)}, MD {sweep.md} at {sweep.done}/{sweep.planned}",
+                                           MUTED)))
         else:
-            lines.append(Content.styled("waiting for the MD sweep…", "$text-muted"))
+            lines.append(Content.styled("waiting for the MD sweep…", MUTED))
         if previous is not None:
             lines.append(Content.styled(f"previous run: recommended {previous.recommended_md} of "
-                                        f"{previous.default_md}, gain {previous.gain_label}", "$text-muted italic"))
+                                        f"{previous.default_md}, gain {previous.gain_label}", f"{MUTED} italic"))
         for s in decisions.md_samples:
-            lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate, 1)}, "
-                                        f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", "$text-muted"))
+            lines.append(Content.styled(f"  MD {s.md:>2}: L1 miss {fmt.pct(s.miss_rate)}, "
+                                        f"DRAM reads/CTA {fmt.num(s.dram_reads_per_cta, 1)}", MUTED))
         return Content("\n").join(lines)
     timing = d.timing
     sims = {s.md: s for s in decisions.md_samples}
     lines.append(Content.assemble(
-        ("default ", "$text-muted"), (f"{d.default_md}", "bold"), (f" ({d.limiter}) → ", "$text-muted"),
-        (f"★ {d.recommended_md}", "bold $text-success"), ("  gain ", "$text-muted"),
-        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", "$text-muted")))
+        ("default ", MUTED), (f"{d.default_md}", "bold"), (f" ({d.limiter}) → ", MUTED),
+        (f"★ {d.recommended_md}", "bold $text-success"), ("  gain ", MUTED),
+        (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", MUTED)))
     if decisions.md_note:
-        lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), "$text-muted italic"))
-    lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'DRAM/CTA':>8} {'time P':>6} {'rule P':>6}",
-                                "$text-muted"))
+        lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), f"{MUTED} italic"))
+    lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'DRAM/CTA':>8} {'timing':>6} {'thesis':>6}",
+                                MUTED))
     perf = [timing.relative_performance(m) for m in range(1, len(timing.times) + 1)] if timing else \
         [r.relative_performance for r in d.thesis.rows]
     best_p = max((x for x in perf if fmt.finite(x)), default=1.0)
@@ -112,11 +121,11 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
             (f"  {md_marks(r.md, d, current)}", "bold $text-success" if r.md == d.recommended_md else "$text-accent"),
             (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
              f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
-    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · P throughput vs MD 1",
-                                "$text-muted").truncate(max(1, width), ellipsis=True))
+    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · timing, thesis: throughput vs MD 1 "
+                                "(timing model, paper 002's rules)", MUTED))  # wraps: never cut
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
-        lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), "$text-muted"))
+        lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), MUTED))
     return Content("\n").join(lines)
 
 

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widget import Widget
 
 from tuiprof.tui import format as fmt
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.sm_util import SmUtilisation
@@ -21,19 +22,19 @@ CELL = 27
 def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str) -> Content:
     """Paper 003 Fig. 6 for an SmUtilisation, in `width` x `height` cells."""
     if sm is None:
-        return Content.assemble(("SM utilisation", "bold"), ("  (paper 003 Fig. 6)\n", "$text-muted"),
-                                (waiting, "$text-muted"))
+        return Content.assemble(("SM utilisation", "bold"), ("  (paper 003 Fig. 6)\n", MUTED),
+                                (waiting, MUTED))
     n = sm.sm_count
     idle = sm.idle_sms
     head = Content.assemble(
         ("SM utilisation ", "bold"), (f"[{sm.source}]", "bold $text-accent"),
-        (f"  {n} SMs  (paper 003 Fig. 6)", "$text-muted"))
-    figures = Content.assemble(("imbalance ", "$text-muted"), (fmt.num(sm.imbalance, 2), "bold"),
-                               (" (max/mean busy) · mean busy ", "$text-muted"), (fmt.pct(sm.utilisation), "bold"),
-                               (f" · busy in {sm.unit}", "$text-muted"))
+        (f"  {n} SMs  (paper 003 Fig. 6)", MUTED))
+    figures = Content.assemble(("imbalance ", MUTED), (fmt.num(sm.imbalance, 2), "bold"),
+                               (" (max/mean busy) · mean busy ", MUTED), (fmt.pct(sm.utilisation), "bold"),
+                               (f" · busy in {sm.unit}", MUTED))
     idle_line = (Content.styled(f"⚠ {len(idle)} idle SM{'s' * (len(idle) != 1)}: "
                                 + _ranges(idle), "bold $text-warning") if idle
-                 else Content.styled("no idle SM", "$text-muted"))
+                 else Content.styled("no idle SM", MUTED))
     lines = [head, figures, idle_line]
     if sm.caveat:
         lines.append(Content.styled(f"⚠ {sm.caveat}", "$text-warning"))
@@ -50,8 +51,8 @@ def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str)
                 frac = float(sm.busy_fraction[k])
                 ctas = int(sm.ctas[k])
                 mark = "×" if k in idle else " "
-                cells.append(Content.assemble((f"{k:>3}{mark}", "$text-muted"), (fmt.hbar(frac, 8), "$primary"),
-                                              (f"{fmt.pct(frac, width=5)} {ctas:>3} CTAs ", "")))
+                cells.append(Content.assemble((f"{k:>3}{mark}", MUTED), (fmt.hbar(frac, 8), "$primary"),
+                                              (f"{fmt.pct(frac, 0, width=5)} {ctas:>3} CTAs ", "")))
             lines.append(Content("").join(cells))
     else:
         # Compact: one cell per SM, its height the busy fraction; × marks an idle SM.
@@ -59,10 +60,10 @@ def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str)
         for start in range(0, n, per_row):
             seg = range(start, min(n, start + per_row))
             glyphs = "".join("×" if k in idle else fmt.vcell(float(sm.busy_fraction[k])) for k in seg)
-            lines.append(Content.assemble((f"{start:>4} ", "$text-muted"), (glyphs, "$primary")))
+            lines.append(Content.assemble((f"{start:>4} ", MUTED), (glyphs, "$primary")))
         busy = sm.busy_fraction
         lines.append(Content.styled(f"busy min {fmt.pct(float(busy.min()))} · max {fmt.pct(float(busy.max()))} · "
-                                    f"CTAs {int(sm.ctas.min())}–{int(sm.ctas.max())} per SM · × = idle", "$text-muted"))
+                                    f"CTAs {int(sm.ctas.min())}–{int(sm.ctas.max())} per SM · × = idle", MUTED))
     return Content("\n").join(line.truncate(max(1, width), ellipsis=True) for line in lines[:height])
 
 

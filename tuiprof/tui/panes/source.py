@@ -29,9 +29,13 @@ from textual.widget import Widget
 
 from tuiprof.model.pattern import hot_reason, kernel_tm
 from tuiprof.tui import format as fmt
+from tuiprof.tui.metrics import Levels
 from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
+    from textual.style import Style as VisualStyle
+
     from tuiprof.model.analysis import Analysis, OpStats
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.trace.model import StaticOp
@@ -48,7 +52,8 @@ text is shown plain, so that opening it never stalls the UI."""
 MAX_SOURCE_LINES = 200_000
 """Source lines shown; ops on later lines still get their rows, after the text."""
 LEGENDS = ("▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
-           "s/r sectors per request as ncu counts them (shm: shared memory, wavefronts per request), ✓ at the "
+           "s/r sectors per request as ncu counts them (shm: shared memory, wavefronts per request; cst: constant memory, "
+           "requests per warp access), ✓ at the "
            "ideal · enter drill-down · ? keys",
            "▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
            "s/r sectors per request as ncu counts them, ✓ at the ideal · enter drill-down · ? keys",
@@ -99,17 +104,26 @@ def rank_mark(label: str | None) -> str:
     return label if n < 10 else "S+"
 
 
-def gutter_cells(stats: "OpStats | None", load: bool) -> tuple[str, str, str, str]:
+def source_language(name: str) -> str:
+    """The lexer a source file is highlighted with: Python for the ``.py`` files Triton's and
+    Numba's PTX name, C++ for headers, CUDA otherwise."""
+    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return {"py": "python", "h": "cpp", "hpp": "cpp", "hh": "cpp", "cpp": "cpp", "cc": "cpp", "c": "c"}.get(suffix, "cuda")
+
+
+def gutter_cells(stats: "OpStats | None", load: bool, l1: bool = True) -> tuple[str, str, str, str]:
     """H1 (3 cells, percent), X (4 cells, cycles), sectors per request (2 cells) and the ideal
     mark (1 cell) of an op, as plain text; a shared-memory op has ``shm`` for H1 (no cache) and
-    its wavefronts per request for the sectors (bank conflicts, as ncu counts them)."""
+    its wavefronts per request for the sectors (bank conflicts, as ncu counts them), a constant op
+    ``cst`` and its constant-cache requests per warp access; without an L1 (`l1` false) there is
+    no H1."""
     if stats is None:
         return "   ", "    ", "  ", " "
-    sh = stats.shared
+    sh = stats.passes
     if sh is not None:
-        return ("shm", fmt.short(sh.latency, 4), f"{sh.wavefronts:>2.0f}" if sh.wavefronts < 99.5 else "99",
-                "✓" if sh.wavefronts <= sh.ideal * 1.05 else " ")
-    h1 = stats.h1.mean if load and stats.h1.defined else None
+        return ("shm" if sh.space == "shared" else "cst", fmt.short(sh.latency, 4),
+                f"{sh.passes:>2.0f}" if sh.passes < 99.5 else "99", "✓" if sh.passes <= sh.ideal * 1.05 else " ")
+    h1 = stats.h1.mean if load and l1 and stats.h1.defined else None
     x = stats.x.mean if stats.x.defined else None
     spa = stats.sectors_per_access
     ideal = fmt.finite(spa) and spa <= stats.ideal_sectors * 1.05
@@ -137,12 +151,12 @@ class SourceView(Widget, can_focus=True):
     COMPONENT_CLASSES = {"source-view--cursor", "source-view--header", "source-view--hot", "source-view--echo"}
     DEFAULT_CSS = """
     SourceView { height: 1fr; width: 1fr; }
-    SourceView > .source-view--cursor { background: $block-cursor-blurred-background; text-style: bold; }
+    SourceView > .source-view--cursor { background: $block-cursor-blurred-background;
+        color: $block-cursor-blurred-foreground; text-style: bold; }
     SourceView:focus > .source-view--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
     SourceView > .source-view--header { background: $panel; color: $text-muted; }
     SourceView > .source-view--hot { background: $warning 12%; }
     SourceView > .source-view--echo { background: $panel; }
-    App:nocolor SourceView > .source-view--cursor { text-style: reverse bold; }
     """
 
     cursor: reactive[int] = reactive(0, init=False)
@@ -171,11 +185,12 @@ class SourceView(Widget, can_focus=True):
         self.patterns: dict[int, "AddressPattern"] = {}
         self.stale = False
         """The figures are the previous run's (a rerun is computing): drawn dimmed."""
+        self.levels = Levels()
+        """The cache levels of the GPU the figures are for."""
         self.top = 0
         self.pan = 0
         self.moved = False
         """The user has moved the cursor (the first analysis then does not move it to L1)."""
-        self._hot: int | None = None
         self.file = ""
         self.labels: dict[int, str] = {}
         """Each op's label, cleaned and capped for drawing."""
@@ -185,6 +200,8 @@ class SourceView(Widget, can_focus=True):
         """Lines drawn on more than one row."""
         self.longest = 0
         """Cells of the longest source line."""
+        self.n_lines = 0
+        """Lines of the source text (the header counts lines, not the rows ops add)."""
         self._digits = 3
         self._reasons: dict[int, str] = {}
 
@@ -201,7 +218,7 @@ class SourceView(Widget, can_focus=True):
         code: list[Content] = []
         if len(shown) <= MAX_HIGHLIGHT:
             try:
-                code = highlight(shown, language="cuda", path=self.file).split("\n")
+                code = highlight(shown, language=source_language(self.file), path=self.file).split("\n")
             except Exception:  # an unknown lexer must not hide the source
                 code = []
         if len(lines) - 1 <= len(code) <= len(lines):  # pygments drops a final empty line
@@ -213,6 +230,7 @@ class SourceView(Widget, can_focus=True):
         self.ops = {o.id: o for o in ops}
         self.labels = {o.id: clean(o.label, MAX_LABEL) for o in ops}
         self.rows = build_rows(len(lines), ops)
+        self.n_lines = len(lines)
         self.row_of = {r.op: k for k, r in enumerate(self.rows) if r.op is not None}
         counts: dict[int, int] = {}
         for r in self.rows:
@@ -226,12 +244,13 @@ class SourceView(Widget, can_focus=True):
         self._scroll_to_cursor()
         self.refresh()
 
-    def set_analysis(self, analysis: "Analysis | None", stale: bool = False) -> None:
+    def set_analysis(self, analysis: "Analysis | None", stale: bool = False, levels: Levels = Levels()) -> None:
         """Annotate with an Analysis (None clears the figures but keeps the ops); `stale`: it is
-        the previous run's, shown dimmed while a rerun computes. The first analysis puts the
+        the previous run's, shown dimmed while a rerun computes; `levels`: the cache levels of the
+        GPU it simulated (an absent one's figures are not shown). The first analysis puts the
         cursor on L1, the costliest load, unless the user has moved."""
         first = self.analysis is None and analysis is not None
-        self.analysis, self.stale = analysis, stale
+        self.analysis, self.stale, self.levels = analysis, stale, levels
         self._reasons = {}
         if analysis is None:
             self.stats, self.ranks = {}, {}
@@ -295,17 +314,18 @@ class SourceView(Widget, can_focus=True):
             self.cursor = self.row_of[op]
 
     def jump_hot(self, step: int) -> int | None:
-        """Move to the next (step 1) or previous (-1) load by cost rank; returns its op id."""
+        """Move to the next (step 1) or previous (-1) load by cost rank from the load under the
+        cursor (the first analysis puts it on L1, so the first `n` goes to L2); from a row with no
+        ranked load, `n` goes to the hottest load and `N` to the coolest. Returns its op id."""
         order = self.loads_by_cost()
         if not order:
             return None
         cur = self.current_op
-        if cur is not None and cur == self._hot and cur in order:
+        if cur is not None and cur in order:
             nxt = order[(order.index(cur) + step) % len(order)]
-        else:  # the first n goes to the hottest load, the first N to the coolest
+        else:
             nxt = order[0] if step > 0 else order[-1]
         self.go_to_op(nxt)
-        self._hot = nxt
         return nxt
 
     def search(self, text: str, forward: bool = True) -> bool:
@@ -412,7 +432,8 @@ class SourceView(Widget, can_focus=True):
 
     def header(self) -> Content:
         cols = f"{'#':>2} {'ln':>{self._digits}} H1% {'cyc':>4} s/r│ "
-        where = f"{self.file}  {self.top + 1}–{min(len(self.rows), self.top + self.body_height)}/{len(self.rows)}"
+        shown = self.rows[self.top: self.top + self.body_height]
+        where = f"{self.file}  {shown[0].line}–{shown[-1].line}/{self.n_lines}" if shown else self.file
         if self.pan:
             where += f"  ←{self.pan}"
         return Content(cols + where)
@@ -421,17 +442,17 @@ class SourceView(Widget, can_focus=True):
         """Rank, line number, H1, X and sectors per request of `row`'s op (blanks when none)."""
         rank = self.ranks.get(row.op) if row.op is not None else None
         hot = rank is not None and rank[0] == "L" and int(rank[1:]) <= HOT
-        mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else "$text-muted")
-        num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", "$text-muted")
+        mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else MUTED)
+        num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", MUTED)
         op = self.ops.get(row.op) if row.op is not None else None
         h1, x, spr, ideal = gutter_cells(self.stats.get(row.op) if op is not None else None,
-                                         op is not None and op.kind == "load")
+                                         op is not None and op.kind == "load", self.levels.l1)
         if op is not None and row.op not in self.stats:
-            figures = Content.styled(f"{op.kind[:12]:<12}", "$text-muted")
+            figures = Content.styled(f"{op.kind[:12]:<12}", MUTED)
         else:
-            dim = "$text-muted" if self.stale else ""
+            dim = MUTED if self.stale else ""
             figures = Content.assemble((h1 + " ", dim), (x, dim or "bold"), (" " + spr, dim), (ideal, "$text-success"))
-        return Content.assemble(mark, num, figures, Content.styled("│", "$text-muted"))
+        return Content.assemble(mark, num, figures, Content.styled("│", MUTED))
 
     def _code(self, row: Row) -> Content:
         if not row.first:
@@ -440,10 +461,10 @@ class SourceView(Widget, can_focus=True):
                 text = f"  ↳ {self.labels[op.id] or 'op ' + str(op.id)} ({op.kind}, {op.bytes} B/lane)"
             else:
                 text = f"  ↳ … {row.hidden:,} more ops on this line (the drill-down's n/N steps through every load)"
-            return Content.styled(text, "$text-muted italic")
+            return Content.styled(text, f"{MUTED} italic")
         code = self.code[row.line - 1] if 0 < row.line <= len(self.code) else Content("")
         if row.line in self._shared and row.op is not None:
-            code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", "$text-muted italic"))
+            code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", f"{MUTED} italic"))
         return code
 
     def _strip(self, content: Content, base: Style) -> Strip:
@@ -458,7 +479,7 @@ class SourceView(Widget, can_focus=True):
         if shown.cell_length > room:
             shown = shown.truncate(room, ellipsis=True)
         if left and shown.cell_length:
-            shown = Content.assemble(Content.styled(ELLIPSIS, "$text-muted"), shown[1:])
+            shown = Content.assemble(Content.styled(ELLIPSIS, MUTED), shown[1:])
         return shown
 
     def detail(self) -> Content:
@@ -466,35 +487,38 @@ class SourceView(Widget, can_focus=True):
         sectors per request against the ideal, share of the cost."""
         op_id = self.current_op
         if op_id is None:
-            return Content.styled(f"line {self.current_line} · no memory op (n: the costliest load)", "$text-muted")
+            return Content.styled(f"line {self.current_line} · no memory op (n: the costliest load)", MUTED)
         op, s = self.ops[op_id], self.stats.get(op_id)
         rank = self.ranks.get(op_id)
         head = Content.assemble((f"{rank} " if rank else "", "bold $text-warning"),
                                 (f"op {op_id} {op.kind} ", "bold"), (self.labels[op_id], "bold $text-accent"))
         if s is None:
-            return Content.assemble(head, (" · waiting for the first trial", "$text-muted"))
+            return Content.assemble(head, (" · waiting for the first trial", MUTED))
         why = self.reason(op_id)
         parts: list[tuple[str, str]] = [(f" · {why}", "bold $text-error")] if why else []
-        if s.shared is not None:
-            sh = s.shared
-            parts += [(f" · shared: {sh.wavefronts:.1f} wavefronts/request, ideal {sh.ideal:.0f}", ""),
-                      (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else " (no bank conflict)", ""),
+        if s.passes is not None:
+            sh = s.passes
+            parts += [(f" · shared: {sh.passes:.1f} wavefronts/request, ideal {sh.ideal:.0f}", "")
+                      if sh.space == "shared" else (f" · constant: {sh.passes:.1f} requests/warp access", ""),
+                      (f" ({sh.ways:.1f}-way)" if sh.extra > 0 else
+                       " (no bank conflict)" if sh.space == "shared" else " (a broadcast)", ""),
                       (f" · X {fmt.cyc(sh.latency)}", "bold"),
-                      (f" · {fmt.pct(s.cost_share, 1)} of the cost", "$text-muted")]
+                      (f" · {fmt.pct(s.cost_share)} of the cost", MUTED)]
             if self.stale:
-                parts.append((" · previous run", "$text-muted italic"))
+                parts.append((" · previous run", f"{MUTED} italic"))
             return Content.assemble(head, *parts)
-        if op.kind == "load":
-            parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None, 1)}", ""))
-        parts += [(f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None, 1)}", ""),
-                  (f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
+        if op.kind == "load" and self.levels.l1:
+            parts.append((f" · H1 {fmt.pct(s.h1.mean if s.h1.defined else None)}", ""))
+        if self.levels.l2:
+            parts.append((f" H2 {fmt.pct(s.h2.mean if s.h2.defined else None)}", ""))
+        parts += [(f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
                   (f" [trials {fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}]" if s.x.defined else "",
-                   "$text-muted")]
+                   MUTED)]
         if fmt.finite(s.sectors_per_access):
             parts.append((f" · {s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}", ""))
-        parts.append((f" · {fmt.pct(s.cost_share, 1)} of the cost", "$text-muted"))
+        parts.append((f" · {fmt.pct(s.cost_share)} of the cost", MUTED))
         if self.stale:
-            parts.append((" · previous run", "$text-muted italic"))
+            parts.append((" · previous run", f"{MUTED} italic"))
         return Content.assemble(head, *parts)
 
     def _bottom(self, k: int, width: int) -> Content:
@@ -512,7 +536,7 @@ class SourceView(Widget, can_focus=True):
         if k > 1:
             return Content("")
         legend = next((text for text in LEGENDS if len(text) <= width), LEGENDS[-1])
-        return Content.styled(legend, "$text-muted")
+        return Content.styled(legend, MUTED)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -538,4 +562,20 @@ class SourceView(Widget, can_focus=True):
         left_strip = self._strip(self._gutter(row), base)
         room = max(0, width - left_strip.cell_length)
         code_strip = self._strip(self._fitted(self._code(row), room), base)
-        return Strip.join([left_strip, code_strip]).extend_cell_length(width, base.rich_style).crop(0, width)
+        strip = Strip.join([left_strip, code_strip]).extend_cell_length(width, base.rich_style).crop(0, width)
+        return self._cursor_colours(strip, base) if index == self.cursor else strip
+
+    def _cursor_colours(self, strip: Strip, base: "VisualStyle") -> Strip:
+        """The cursor row in the cursor's own colours: syntax and gutter colours would sit on the
+        cursor's background at contrasts down to 1.0:1, so every cell takes the cursor's
+        foreground and background, keeping only bold, italic and underline; under NO_COLOR it is
+        reverse video (the README's promise: every line already has bold parts)."""
+        b = base.rich_style
+        reverse = self.app.no_color or None
+
+        def own(style: Style | None) -> Style:
+            kept = style or Style()
+            return Style(color=b.color, bgcolor=b.bgcolor, bold=b.bold or kept.bold, italic=kept.italic,
+                         underline=kept.underline, reverse=reverse)
+
+        return Strip([Segment(seg.text, own(seg.style)) for seg in strip], strip.cell_length)

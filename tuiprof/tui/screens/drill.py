@@ -11,15 +11,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
-from tuiprof.model.pattern import insight, shared_advice
+from tuiprof.model.pattern import advice, insight
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
-from tuiprof.tui.metrics import series
+from tuiprof.tui.metrics import Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
+from tuiprof.tui.status import AppFooter
 from tuiprof.tui.text import MAX_LABEL, MAX_MESSAGE, clean
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis, OpStats
@@ -30,12 +33,14 @@ if TYPE_CHECKING:
 ANALYSING = "address pattern: analysing the op's warp accesses…"
 
 
-def breakdown(s: "OpStats", width: int) -> Content:
-    """X split into its L1, L2 and DRAM terms as one labelled stacked bar."""
-    shares = [("L1", s.l1_share, "$success", "▓"), ("L2", s.l2_share, "$primary", "▒"),
-              ("DRAM", s.dram_share, "$error", "░")]
+def breakdown(s: "OpStats", width: int, levels: Levels = Levels()) -> Content:
+    """X split into its L1, L2 and DRAM terms as one labelled stacked bar (an absent cache level
+    has no term)."""
+    terms = [("L1", "h1", s.l1_share, "$success", "▓"), ("L2", "h2", s.l2_share, "$primary", "▒"),
+             ("DRAM", "x", s.dram_share, "$error", "░")]
+    shares = [(name, x, style, glyph) for name, metric, x, style, glyph in terms if levels.has(metric)]
     if not all(fmt.finite(x) for _, x, _, _ in shares):
-        return Content.styled("latency breakdown: undefined (no accesses reached memory)", "$text-muted")
+        return Content.styled("latency breakdown: undefined (no accesses reached memory)", MUTED)
     w = max(10, width)
     parts: list[tuple[str, str]] = []
     used = 0
@@ -58,10 +63,10 @@ def ptx_lines(op: "StaticOp") -> list[Content]:
         return []
     copies = f" ({len(op.ptx)} copies of one source access)" if len(op.ptx) > 1 else ""
     out = [Content.styled("PTX" + copies, "bold")]
-    out += [Content.styled(f"  line {line}: {clean(text, MAX_MESSAGE)}", "$text-muted") for line, text in op.ptx[:PTX_SHOWN]]
+    out += [Content.styled(f"  line {line}: {clean(text, MAX_MESSAGE)}", MUTED) for line, text in op.ptx[:PTX_SHOWN]]
     if len(op.ptx) > PTX_SHOWN:
         out.append(Content.styled(f"  … {len(op.ptx) - PTX_SHOWN} more (tuiprof report --format json lists them)",
-                                  "$text-muted"))
+                                  MUTED))
     return out
 
 
@@ -72,6 +77,13 @@ def strides(items: tuple[tuple[int, float], ...]) -> str:
 class DrillScreen(Screen[None]):
     """One op in depth; it follows the live run (the app forwards each analysis)."""
 
+    class Stepped(Message):
+        """`n`/`N` moved the drill-down to op `op` (the app moves the source cursor along)."""
+
+        def __init__(self, op: int) -> None:
+            super().__init__()
+            self.op = op
+
     BINDINGS = [
         Binding("escape,backspace", "app.pop_screen", "Back", id="drill.back"),
         Binding("n", "step(1)", "Next load", tooltip="Next load by cost, without leaving the drill-down", id="drill.next"),
@@ -80,7 +92,7 @@ class DrillScreen(Screen[None]):
     DEFAULT_CSS = """
     DrillScreen { layout: vertical; }
     DrillScreen #drill-title { height: auto; padding: 0 1; background: $panel; }
-    DrillScreen #drill-hists { height: 15; }
+    DrillScreen #drill-hists { height: 45%; min-height: 9; max-height: 15; }
     DrillScreen #drill-hists HistogramView { width: 1fr; border-right: vkey $panel; }
     DrillScreen VerticalScroll { height: 1fr; padding: 0 1; }
     DrillScreen .section { height: auto; margin-bottom: 1; }
@@ -91,6 +103,7 @@ class DrillScreen(Screen[None]):
         super().__init__()
         self.op_id, self.analysis, self.session = op_id, analysis, session
         self.trace, self.arch = session.trace, session.arch
+        self.levels = Levels.of(session.arch)
         self.patterns = patterns
 
     @property
@@ -106,10 +119,10 @@ class DrillScreen(Screen[None]):
         with VerticalScroll():
             yield Static(id="drill-latency", classes="section")
             yield Static(id="drill-coalescing", classes="section")
-            yield Static(Content.styled(ANALYSING, "$text-muted"), id="drill-pattern", classes="section")
+            yield Static(Content.styled(ANALYSING, MUTED), id="drill-pattern", classes="section")
             yield Static(id="drill-advice", classes="section")
             yield Static(id="drill-ptx", classes="section")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.update_analysis(self.analysis)
@@ -136,35 +149,45 @@ class DrillScreen(Screen[None]):
         i = loads.index(self.op_id) if self.op_id in loads else -1
         self.op_id = loads[(i + step) % len(loads)]
         self.update_analysis(self.analysis)
+        self.post_message(self.Stepped(self.op_id))
 
     def _render_shared(self, op: "StaticOp", s: "OpStats") -> None:
-        """A shared-memory op: its bank conflicts and what they cost; no cache, no L2, no DRAM."""
-        sh = s.shared
+        """A shared-memory op (its bank conflicts) or a constant op (its serialisation) and what
+        they cost; no cache, no L2, no DRAM."""
+        sh = s.passes
         assert sh is not None
-        ts = self.arch.shared_latency
-        conflict = (f"{sh.ways:.1f}-way on average, up to {sh.worst} wavefronts in one request; "
-                    f"{fmt.pct(sh.conflicted, 0)} of requests conflict") if sh.extra > 0 else "no bank conflict"
-        self.query_one("#drill-latency", Static).update(Content("\n").join([
-            Content.styled("Shared memory: bank conflicts", "bold"),
-            Content.assemble(("wavefronts per request ", ""), (f"{sh.wavefronts:.2f}", "bold"),
-                             (f" (ideal {sh.ideal:.0f}: one per {128 // max(1, 32 * op.bytes // 128 or 1)} B part "
-                              f"of the warp, as Nsight Compute counts them) · {conflict}", "$text-muted")),
-            Content.styled(f"X = shared latency {ts} + {sh.extra:.2f} extra wavefronts = {fmt.cyc(sh.latency)} "
-                           f"(each extra wavefront is one more cycle in the shared-memory pipe, and one cycle "
-                           f"of the SM's shared bandwidth taken from every warp)", "$text-muted")]))
+        if sh.space == "shared":
+            conflict = (f"{sh.ways:.1f}-way on average, up to {sh.worst} wavefronts in one request; "
+                        f"{fmt.pct(sh.conflicted, 0)} of requests conflict") if sh.extra > 0 else "no bank conflict"
+            lines = [Content.styled("Shared memory: bank conflicts", "bold"),
+                     Content.assemble(("wavefronts per request ", ""), (f"{sh.passes:.2f}", "bold"),
+                                      (f" (ideal {sh.ideal:.0f}: one per {128 // max(1, 32 * op.bytes // 128 or 1)} B "
+                                       f"part of the warp, as Nsight Compute counts them) · {conflict}", MUTED)),
+                     Content.styled(f"X = shared latency {self.arch.shared_latency} + {sh.extra:.2f} extra wavefronts = "
+                                    f"{fmt.cyc(sh.latency)} (each extra wavefront is one more cycle in the shared-memory "
+                                    f"pipe, and one cycle of the SM's shared bandwidth taken from every warp)", MUTED)]
+        else:
+            serial = (f"{sh.ways:.1f} addresses per warp access on average, up to {sh.worst}; "
+                      f"{fmt.pct(sh.conflicted, 0)} of accesses serialised") if sh.extra > 0 else "a broadcast"
+            lines = [Content.styled("Constant memory: the constant cache", "bold"),
+                     Content.assemble(("requests per warp access ", ""), (f"{sh.passes:.2f}", "bold"),
+                                      (f" (one per distinct address; ideal 1) · {serial}", MUTED)),
+                     Content.styled(f"X = constant cache hit {self.arch.l1.hit_latency} + {sh.extra:.2f} extra requests "
+                                    f"= {fmt.cyc(sh.latency)} (the cache serves one address per cycle)", MUTED)]
+        self.query_one("#drill-latency", Static).update(Content("\n").join(lines))
         self.query_one("#drill-coalescing", Static).update(Content(""))
         self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
         self.query_one("#drill-pattern", Static).update(Content(""))
         self.query_one("#drill-advice", Static).update(Content("\n").join(
-            [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in shared_advice(s)]))
+            [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in advice(s, None)]))
 
     def update_analysis(self, analysis: "Analysis | None") -> None:
         self.analysis = analysis
         measured = self.trace.provenance.measured
-        shared = analysis.ops[self.op_id].shared if analysis is not None else None
-        for which in ("x", "h1", "h2"):  # shared memory: no trials to draw, no cache hit ratios
+        shared = analysis.ops[self.op_id].passes if analysis is not None else None
+        for which in ("x", "h1", "h2"):  # shared and constant memory: no trials to draw, no cache hit ratios
             hist = self.query_one(f"#hist-{which}", HistogramView)
-            hist.display = shared is None or which == "x"
+            hist.display = which == "x" or (shared is None and self.levels.has(which))
             if shared is not None:
                 hist.show_shared(shared)
             else:
@@ -182,27 +205,29 @@ class DrillScreen(Screen[None]):
             (f"{rank} " if rank else "", "bold $text-warning"), (f"op {op.id} · {op.kind} ", "bold"),
             (clean(op.label, MAX_LABEL), "bold $text-accent"), (f" · {why}" if why else "", "bold $text-error"),
             (f" · {clean(op.file)}:{op.line} · {op.space} · {op.bytes} B/lane", ""),
-            (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share, 1)} of the cost" if s else "",
-             "$text-muted"))
+            (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share)} of the cost" if s else "",
+             MUTED))
         self.query_one("#drill-title", Static).update(title)
         width = max(20, self.size.width - 4)
         if s is None or a is None:
-            self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", "$text-muted"))
+            self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", MUTED))
             return
-        if s.shared is not None:
+        if s.passes is not None:
             self._render_shared(op, s)
             return
-        t1, t2 = self.arch.l1.hit_latency, self.arch.l2.hit_latency
-        eq = (f"X = H1·t1 + (1−H1)·[H2·t2 + (1−H2)·Tm] with t1 {t1}, t2 {t2}, Tm {fmt.cyc(s.tm.mean)}: "
+        lv = self.levels
+        given = [f"t1 {self.arch.l1.hit_latency}"] * lv.l1 + [f"t2 {self.arch.l2.hit_latency}"] * lv.l2
+        eq = (f"{lv.formula()} with {', '.join([*given, f'Tm {fmt.cyc(s.tm.mean)}'])}: "
               f"X {fmt.cyc(s.x.mean)} (trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean "
-              f"±{fmt.num((s.x.ci_hi - s.x.ci_lo) / 2, 1)} cyc 95% CI; the model's randomness only; paper 000 sec. 6.1)")
+              f"±{fmt.cyc((s.x.ci_hi - s.x.ci_lo) / 2)} 95% CI; the model's randomness only; paper 000 sec. 6.1)")
         self.query_one("#drill-latency", Static).update(Content("\n").join([
-            Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60)), Content.styled(eq, "$text-muted")]))
+            Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60), lv),
+            Content.styled(eq, MUTED)]))
         ideal_lines = max(1, -(-self.arch.warp_size * op.bytes // self.arch.l1.line))
         coal = [Content.styled("Coalescing", "bold"),
                 Content.assemble(("sectors per request ", ""), (fmt.num(s.sectors_per_access, 1), "bold"),
                                  (f" (ideal {s.ideal_sectors:.0f}: as Nsight Compute counts them, per warp instruction; "
-                                  "4 for 32 lanes of 4 B, 32 at worst)", "$text-muted")),
+                                  "4 for 32 lanes of 4 B, 32 at worst)", MUTED)),
                 Content(f"L1 requests (lines) per warp access {fmt.num(s.requests_per_access, 2)} (ideal {ideal_lines})"
                         f" · sectors per L1 request {fmt.num(s.sectors_per_request, 2)}"
                         + (f" · active lanes {fmt.num(p.mean_active_lanes, 1)}/32" if p else ""))]
@@ -210,15 +235,17 @@ class DrillScreen(Screen[None]):
         self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
         if p is not None:
             sample = f" (whole warps sampled: {p.examined:,} of {p.warp_accesses:,})" if p.examined < p.warp_accesses else ""
+            l1 = self.arch.l1
+            unit = "sector" if l1.enabled and l1.sector < l1.line else "line"  # what the L1 fills
             pat = [Content.styled("Address pattern" + sample, "bold"),
                    Content(f"lane-to-lane stride: {strides(p.lane_strides)}"),
                    Content(f"successive accesses of one lane: {strides(p.thread_strides)}"),
-                   Content(f"reuse by the same warp: {fmt.pct(p.reuse)} of {p.line_touches:,} line touches "
-                           f"({p.distinct_lines:,} distinct lines); median reuse distance "
+                   Content(f"reuse by the same warp: {fmt.pct(p.reuse)} of {p.line_touches:,} {unit} touches "
+                           f"({p.distinct_lines:,} distinct {unit}s); median reuse distance "
                            f"{fmt.num(p.reuse_distance, 0)} warp accesses")]
             self.query_one("#drill-pattern", Static).update(Content("\n").join(pat))
             self.query_one("#drill-advice", Static).update(Content("\n").join(
                 [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in tips]))
         else:
-            self.query_one("#drill-pattern", Static).update(Content.styled(ANALYSING, "$text-muted"))
+            self.query_one("#drill-pattern", Static).update(Content.styled(ANALYSING, MUTED))
             self.query_one("#drill-advice", Static).update(Content(""))

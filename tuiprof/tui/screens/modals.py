@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
@@ -9,11 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.geometry import Size
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiprof.arch.model import format_size
+from tuiprof import units
 from tuiprof.errors import TuiprofError
 from tuiprof.tui import format as fmt
 from tuiprof.tui.text import MAX_MESSAGE, clean
@@ -21,19 +24,61 @@ from tuiprof.tui.text import MAX_MESSAGE, clean
 if TYPE_CHECKING:
     from tuiprof.model.md import MdDecision
 
-MODAL_CSS = """
-ModalScreen { align: center middle; background: $background 60%; }
-ModalScreen > Vertical { width: 76; max-width: 100%; height: auto; max-height: 100%;
-    border: round $primary; background: $surface; padding: 0 1; }
-ModalScreen .title { text-style: bold; color: $text-primary; padding-bottom: 1; }
-ModalScreen .hint { color: $text-muted; }
-ModalScreen .error { color: $text-error; text-style: bold; }
-"""
+def modal_css(screen: str) -> str:
+    """The CSS every modal shares, for the screen class named `screen`: a centred box within the
+    terminal. Written with the class's own name because Textual scopes a widget's DEFAULT_CSS
+    under that name (a rule for `ModalScreen > Vertical` there would match nothing)."""
+    return f"""
+    {screen} {{ align: center middle; background: $background 60%; }}
+    {screen} > Vertical {{ width: 76; max-width: 100%; height: auto; max-height: 100%;
+        border: round $primary; background: $surface; padding: 0 1; }}
+    {screen} .title {{ text-style: bold; color: $text-primary; padding-bottom: 1; }}
+    {screen} .hint {{ color: $text-muted; width: 100%; }}
+    {screen} .error {{ color: $text-error; text-style: bold; }}
+    """
+
+
+KEY_COLUMN = 18
+"""Cells of the help's key column (two of indent, then the key): descriptions wrap beside it."""
+KeyGroups = list[tuple[str, list[tuple[str, str]]]]
+"""The help's groups: (title, [(key, what it does)])."""
+
+
+def key_lines(groups: KeyGroups, width: int) -> list[Content]:
+    """The help's lines at `width` cells: each group's title, then its keys, every description
+    wrapped in its own column (a hanging indent: no wrapped line restarts under the keys)."""
+    room = max(12, width - KEY_COLUMN)
+    lines: list[Content] = []
+    for title, keys in groups:
+        lines.append(Content.styled(title, "bold $text-accent"))
+        for key, what in keys:
+            parts = textwrap.wrap(what, room) or [""]
+            lines.append(Content.assemble((f"  {key:<{KEY_COLUMN - 3}} ", "bold"), parts[0]))
+            lines += [Content(" " * KEY_COLUMN + part) for part in parts[1:]]
+        lines.append(Content(""))
+    return lines
+
+
+class KeyTable(Widget):
+    """The keys and what they do, laid out for the width it gets (see `key_lines`)."""
+
+    DEFAULT_CSS = "KeyTable { height: auto; }"
+
+    def __init__(self, groups: KeyGroups, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.groups = groups
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(key_lines(self.groups, width))
+
+    def render(self) -> Content:
+        return Content("\n").join(key_lines(self.groups, self.content_size.width or 80))
 
 
 class HelpScreen(ModalScreen[None]):
     """Every key of the app, generated from the action registry so it cannot drift; it scrolls
-    (↑↓, PgUp/PgDn, home/end) when it is taller than the terminal."""
+    (↑↓, PgUp/PgDn, home/end) when it is taller than the terminal, and its descriptions wrap
+    within their column at any width."""
 
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close"),
                 Binding("up,k", "scroll(-1)", "Up", show=False, id="help.up"),
@@ -42,7 +87,10 @@ class HelpScreen(ModalScreen[None]):
                 Binding("pagedown,space", "scroll(10)", "Page down", show=False, id="help.page-down"),
                 Binding("home,g", "scroll(-100000)", "Top", show=False, id="help.top"),
                 Binding("end,G", "scroll(100000)", "Bottom", show=False, id="help.bottom")]
-    DEFAULT_CSS = MODAL_CSS + "HelpScreen > Vertical { width: 96; height: 90%; } HelpScreen VerticalScroll { height: 1fr; }"
+    DEFAULT_CSS = modal_css("HelpScreen") + """
+    HelpScreen > Vertical { width: 96; max-width: 100%; height: 90%; }
+    HelpScreen VerticalScroll { height: 1fr; }
+    """
 
     def __init__(self, groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__()
@@ -51,14 +99,8 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("tuiprof keys", classes="title")
-            lines: list[Content] = []
-            for title, keys in self.groups:
-                lines.append(Content.styled(title, "bold $text-accent"))
-                for key, what in keys:
-                    lines.append(Content.assemble((f"  {key:<16}", "bold"), what))
-                lines.append(Content(""))
             with VerticalScroll():
-                yield Static(Content("\n").join(lines), id="help-text")
+                yield KeyTable(self.groups, id="help-text")
             yield Label("↑↓ PgUp PgDn scroll · ctrl+p: command palette (tuiprof commands, themes) · esc closes",
                         classes="hint")
 
@@ -77,7 +119,7 @@ class ErrorScreen(ModalScreen[None]):
                 Binding("q", "app.quit", "Quit", id="error.quit"),
                 Binding("r", "then('rerun')", "Rerun", show=False, id="error.rerun"),
                 Binding("a", "then('arch')", "Arch", show=False, id="error.arch")]
-    DEFAULT_CSS = MODAL_CSS + "ErrorScreen > Vertical { border: round $error; }"
+    DEFAULT_CSS = modal_css("ErrorScreen") + "ErrorScreen > Vertical { border: round $error; }"
 
     def __init__(self, error: TuiprofError, context: str = "", *, fatal: bool = False) -> None:
         super().__init__()
@@ -110,11 +152,19 @@ class ErrorScreen(ModalScreen[None]):
         await self.app.run_action(action)
 
 
+def working_folder() -> str:
+    """The folder a relative export name is written in, as the export dialog shows it."""
+    try:
+        return clean(Path.cwd(), MAX_MESSAGE)
+    except OSError:  # removed from under the process
+        return "the current folder (which no longer exists)"
+
+
 class ExportScreen(ModalScreen[Path | None]):
     """Ask where to write the report; the suffix picks the format (.txt, .md, .json)."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="export.cancel")]
-    DEFAULT_CSS = MODAL_CSS
+    DEFAULT_CSS = modal_css("ExportScreen")
 
     def __init__(self, default: str) -> None:
         super().__init__()
@@ -123,9 +173,18 @@ class ExportScreen(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("Export the report", classes="title")
-            yield Input(value=self.default, id="export-path")
+            yield Input(value=self.default, id="export-path", select_on_focus=False)
+            yield Label(Content.assemble(("a relative name is written in ", ""), (working_folder(), "bold")),
+                        id="export-folder")
             yield Label("enter writes it (atomically) · .json / .md / .txt choose the format · esc cancels",
                         classes="hint")
+
+    def on_mount(self) -> None:
+        """The name is edited, not replaced: the cursor at its end, nothing selected (backspace
+        changes the suffix instead of erasing the name)."""
+        field = self.query_one(Input)
+        field.focus()
+        field.cursor_position = len(field.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
@@ -136,7 +195,7 @@ class MdScreen(ModalScreen[int | None]):
     """Pick the MD (resident CTAs per SM) to simulate; the predictions are shown when known."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="md.cancel")]
-    DEFAULT_CSS = MODAL_CSS
+    DEFAULT_CSS = modal_css("MdScreen")
 
     def __init__(self, limit: int, current: int, decision: "MdDecision | None") -> None:
         super().__init__()
@@ -150,15 +209,16 @@ class MdScreen(ModalScreen[int | None]):
             if d is not None:
                 t = d.thesis.row(md).relative_performance if md <= d.thesis.max_md else None
                 s = d.timing.relative_performance(md) if d.timing and md <= len(d.timing.times) else None
-                text += f"   thesis P {fmt.num(t, 2, 5)}   timing P {fmt.num(s, 2, 5)}"
+                text += f"   timing {fmt.num(s, 2, 5)}   thesis {fmt.num(t, 2, 5)}"
                 text += "   default" * (md == d.default_md) + "   ★ recommended" * (md == d.recommended_md)
             text += "   ▸ now" * (md == self.current)
             options.append(Option(text, id=str(md)))
         with Vertical():
             yield Label("Simulate at which MD (CTAs per SM)?", classes="title")
             yield OptionList(*options, id="md-options")
-            yield Label("enter reruns at that MD · esc cancels"
-                        + ("" if d is not None else " · predictions appear after the MD sweep"), classes="hint")
+            yield Label("timing, thesis: throughput vs MD 1 (timing model, paper 002's rules) · enter reruns at that "
+                        "MD · esc cancels" + ("" if d is not None else " · predictions appear after the MD sweep"),
+                        classes="hint")
 
     def on_mount(self) -> None:
         self.query_one(OptionList).highlighted = self.current - 1
@@ -176,12 +236,15 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
     exactly as `--arch` / `--set` are before the picker closes."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="arch.cancel")]
-    DEFAULT_CSS = MODAL_CSS + """
-    ArchScreen OptionList { height: auto; max-height: 8; }
-    ArchScreen .field { height: 3; }
-    ArchScreen .field Label { width: 20; padding: 1 1 0 0; }
+    DEFAULT_CSS = modal_css("ArchScreen") + """
+    ArchScreen > Vertical { width: 100; }
+    ArchScreen OptionList { height: auto; max-height: 10; }
+    ArchScreen .field { height: 1; }
+    ArchScreen #arch-list { margin-bottom: 1; }
+    ArchScreen .field Label { width: 20; padding: 0 1 0 0; }
     ArchScreen .field Input { width: 1fr; }
-    ArchScreen #arch-buttons { height: 3; align-horizontal: right; }
+    ArchScreen #arch-error { height: auto; }
+    ArchScreen #arch-buttons { height: 1; margin-top: 1; align-horizontal: right; }
     """
 
     def __init__(self, presets: list[tuple[str, str]], current: str, overrides: dict[str, str]) -> None:
@@ -196,10 +259,10 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
                 with Horizontal(classes="field"):
                     yield Label(label)
                     yield Input(value=self.overrides.get(key, ""), placeholder="preset value (e.g. 48KiB, 4)",
-                                id=f"set-{key.replace('.', '-')}")
+                                id=f"set-{key.replace('.', '-')}", compact=True)
             yield Static("", id="arch-error", classes="error")
             with Horizontal(id="arch-buttons"):
-                yield Button("Apply and rerun", variant="primary", id="arch-apply")
+                yield Button("Apply and rerun", variant="primary", id="arch-apply", compact=True)
             yield Label("↑↓ preset · tab to the fields · enter applies · esc cancels", classes="hint")
 
     def on_mount(self) -> None:
@@ -246,7 +309,7 @@ class ArchScreen(ModalScreen[tuple[str, dict[str, str]] | None]):
         values = {"l1.size": arch.l1.size, "l1.assoc": arch.l1.assoc, "l2.size": arch.l2.size,
                   "l2.assoc": arch.l2.assoc}
         for key, value in values.items():
-            text = format_size(value) if key.endswith("size") else str(value)
+            text = units.size(value) if key.endswith("size") else str(value)
             self.query_one(f"#set-{key.replace('.', '-')}", Input).placeholder = f"{self.chosen}: {text}"
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

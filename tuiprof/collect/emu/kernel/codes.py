@@ -150,6 +150,11 @@ OP_LD = 80
 OP_ST = 81
 OP_ATOM = 82        # also red (no destination)
 OP_CPASYNC = 83
+OP_TEX = 84         # tex / tld4: F_AUX dims, F_TY result type, F_TY2 coordinate type, F_SUB 0 (tex) or 1 + tld4 component
+OP_SULD = 85        # suld.b: F_AUX dims, F_NB element bytes, F_VEC, F_SUB surface clamp mode (SU_*)
+OP_SUST = 86        # sust.b: as suld, the values in F_S0..
+OP_MEM_LAST = OP_SUST
+"""Opcodes OP_LD .. OP_MEM_LAST access memory (mem_step runs and records them)."""
 OP_BRA = 90
 OP_CALL = 91
 OP_RET = 92
@@ -246,6 +251,8 @@ ST_BAD_BARRIER = 9    # barrier id out of range or count not a multiple of 32
 ST_UNSUPPORTED = 10   # an operation reached at run time that the kernel cannot do (err[1] = pc)
 ST_SPACE = 11         # a generic address in no window / a space the op cannot reach
 ST_ABORTED = 12       # stopped unfinished because a batch of earlier CTAs failed (ctl[CTL_FAILED])
+ST_TEXTURE = 13       # a texture/surface fetch through a handle that is no texture (E_ADDR), or a surface
+#                       access out of range with .trap (E_INFO = 1, E_ADDR the byte coordinate)
 
 E_STATUS, E_PC, E_THREAD, E_CTA, E_ADDR, E_BYTES, E_SPACE, E_INFO = range(8)
 E_REASON, E_OTHER, E_MASK, E_MASK2 = 8, 9, 10, 11
@@ -273,3 +280,16 @@ UNS_BAR_TWICE = 5       # a warp arrives again at a barrier that has not complet
 MAX_CALL_DEPTH = 32
 MAX_CBARS = 32
 N_BARRIERS = 16
+
+# ------------------------------------------------------------------ texture and surface objects
+# A texture object (dev.texture) is the device address of a descriptor of TX_WORDS int64 words in
+# the heap; the interpreter reads it at each fetch (tuiprof.collect.emu.kernel.texture).
+TX_MAGIC, TX_DATA, TX_W, TX_H, TX_D, TX_PITCH, TX_SLICE, TX_ELEM, TX_CHANNELS, TX_FILTER = range(10)
+TX_MODE_X, TX_MODE_Y, TX_MODE_Z, TX_NORMALIZED, TX_READ_FLOAT, TX_SURFACE = range(10, 16)
+TX_WORDS = 16
+TEXTURE_MAGIC = 0x5450_5458_7475_7270
+"""First word of every descriptor: a handle that points elsewhere is refused, not read."""
+AM_WRAP, AM_CLAMP, AM_MIRROR, AM_BORDER = 0, 1, 2, 3
+"""cudaTextureAddressMode, in CUDA's order."""
+SU_TRAP, SU_CLAMP, SU_ZERO = 0, 1, 2
+"""A surface access out of range: .trap, .clamp, .zero."""

@@ -30,6 +30,7 @@ from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numberi
 from tuiprof.collect.emu.kernel.codes import (AT_ADD, AT_AND, AT_CAS, AT_DEC, AT_EXCH, AT_INC, AT_MAX, AT_MIN, AT_OR,
                                               AT_XOR)
 from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, find_segment, resolve
+from tuiprof.collect.emu.kernel.texture import descriptor, fetch, heap_load, heap_store, surface
 from tuiprof.collect.emu.kernel.sync import (B_WMASK, N_BAR_FIELDS, barrier_arrive, barriers_after_exit, exec_sync,
                                              member_mask_slot, release_syncs, reset_barrier)
 from tuiprof.collect.emu.kernel.sync import lowest_lane as _lowest
@@ -645,6 +646,16 @@ def alu_step(P, act, code, regs, base, NL):
     return True
 
 
+@njit(**INLINE)
+def _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, key, sop, act, NL):
+    """Start record `nrec`: the warp's key, the op, the active lanes, no addresses yet."""
+    rec_key[nrec] = key
+    rec_op[nrec] = sop
+    rec_mask[nrec] = np.uint32(act)
+    for l in range(NL):
+        rec_addr[nrec, l] = 0
+
+
 @njit(**KERNEL)
 def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
              seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
@@ -671,11 +682,7 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
         total = nb * vec
         rec = recording and sop >= 0 and act != 0
         if rec:
-            rec_key[nrec] = spos * W + w
-            rec_op[nrec] = sop
-            rec_mask[nrec] = np.uint32(act)
-            for l in range(NL):
-                rec_addr[nrec, l] = 0
+            _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, spos * W + w, sop, act, NL)
         if sop >= 0 and act != 0:
             accesses += 1
         sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
@@ -746,6 +753,62 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
                 op_space[sop, 2] += 1
         if rec:
             nrec += 1
+    elif op == OP_TEX or op == OP_SULD or op == OP_SUST:
+        dims = code[P, F_AUX]
+        abase = code[P, F_ABASE]
+        sop = code[P, F_SOP]
+        rec = recording and sop >= 0 and act != 0
+        if rec:
+            _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, spos * W + w, sop, act, NL)
+        if sop >= 0 and act != 0:
+            accesses += 1
+        desc = np.empty(TX_WORDS, np.int64)
+        out4 = np.zeros(4, np.int64)
+        int_coords = code[P, F_TY2] != T_F32
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                handle = regs[abase, t]
+                if not descriptor(heap, handle, seg_lo, seg_hi, seg_off, desc) or \
+                        (desc[TX_SURFACE] != 0) != (op != OP_TEX):
+                    _fail(err, ST_TEXTURE, P, t, cta, handle, 0, SP_GLOBAL, 0)
+                    return -1, 0
+                c = np.zeros(3, np.float64)
+                ci = np.zeros(3, np.int64)
+                for k in range(dims):
+                    sk = code[P, F_S0 + k]
+                    ci[k] = sext(regs[sk, t], 32)
+                    c[k] = float(f32_of(regs[sk, t])) if not int_coords else float(ci[k])
+                if op == OP_TEX:
+                    a = fetch(heap, seg_lo, seg_hi, seg_off, desc, dims, c[0], c[1], c[2], int_coords, ty == T_F32,
+                              code[P, F_SUB], out4)
+                    for v in range(4):
+                        dv = code[P, F_D0 + v]
+                        if dv >= 0:
+                            regs[dv, t] = zext(out4[v], 32)
+                else:
+                    nb = code[P, F_NB]
+                    vec = code[P, F_VEC]
+                    a = surface(heap, seg_lo, seg_hi, seg_off, desc, dims, ci[0], ci[1], ci[2], nb * vec, code[P, F_SUB])
+                    if a == -2:
+                        _fail(err, ST_TEXTURE, P, t, cta, ci[0], nb * vec, SP_GLOBAL, 1)
+                        return -1, 0
+                    for v in range(vec):
+                        if op == OP_SULD:
+                            x = np.int64(0)
+                            if a >= 0:
+                                x, _ok = heap_load(heap, seg_lo, seg_hi, seg_off, a + v * nb, nb)
+                            dv = code[P, F_D0 + v]
+                            if dv >= 0:
+                                regs[dv, t] = x
+                        elif a >= 0:
+                            heap_store(heap, seg_lo, seg_hi, seg_off, a + v * nb, nb, regs[code[P, F_D0 + v], t])
+                    if a < 0:
+                        a = desc[TX_DATA]
+                if rec:
+                    rec_addr[nrec, l] = np.uint64(a)
+        if rec:
+            nrec += 1
     elif op == OP_CPASYNC:
         abase = code[P, F_ABASE]
         aoff = code[P, F_AOFF]
@@ -760,11 +823,7 @@ def mem_step(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
             so = sop if part == 0 else sop2
             rec = recording and so >= 0 and act != 0
             if rec:
-                rec_key[nrec] = spos * W + w
-                rec_op[nrec] = so
-                rec_mask[nrec] = np.uint32(act)
-                for l in range(NL):
-                    rec_addr[nrec, l] = 0
+                _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, spos * W + w, so, act, NL)
             if so >= 0 and act != 0:
                 accesses += 1
             for l in range(NL):
@@ -1218,7 +1277,7 @@ def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, s
                                 _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
                                 return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                             P += 1
-                        elif op <= OP_CPASYNC:
+                        elif op <= OP_MEM_LAST:
                             keep = recording
                             if recording and act != 0:
                                 want = 1 if code[P, F_SOP] >= 0 else 0
