@@ -211,7 +211,7 @@ def md_section(d: Decisions) -> dict[str, Any] | None:
         s = sims.get(md)
         return None if s is None else {"miss_rate": _finite(s.miss_rate), "l2_read_hit_ratio": _finite(s.l2_hit_rate),
                                        "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
-                                       "mf_latency": _finite(s.mf_latency, 1)}
+                                       "mf_latency": _finite(s.mf_latency, 1), "trials": s.trials}
 
     def timing(md: int) -> dict[str, Any] | None:
         if m.timing is None:

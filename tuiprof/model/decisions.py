@@ -186,7 +186,7 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
                     mf_latency=float(lat.mean()) if lat.size else 0.0,
                     l2_hit_rate=float(np.nanmean(table[:, L2_READ_HIT])) if np.isfinite(table[:, L2_READ_HIT]).any()
                     else math.nan,
-                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace))
+                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace), trials=len(table))
 
 
 # ---------------------------------------------------------------------------------------------
