@@ -2,7 +2,8 @@
 
 `prepare` coalesces the warp accesses (`coalesce`), cuts each warp's stream into bulk sequences,
 groups warps by CTA and places CTAs on SMs (snapshot CTA k -> SM ``k % sm_count``, paper 000
-sec. 2: round-robin in the order of the CTA ids). `pack_arch` turns an Arch into the int64
+sec. 2: round-robin in the order of the CTA ids; or, when the trace carries each CTA's measured
+SM, on that SM in the order it ran them: `measured_placement`). `pack_arch` turns an Arch into the int64
 parameter vector the Numba kernel reads. A `Prepared` depends on the Arch only through the L1
 line size (coalescing) and the SM count (placement): the same one serves every MD and every
 cache or DRAM variant of that GPU.
@@ -260,7 +261,7 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     seq_off = np.append(seq_starts, np.int64(n_acc))
     warp_seq_off = np.searchsorted(seq_starts, wo).astype(np.int64)
     seq_epoch = _epochs(trace, seq_starts, warp_seq_off)
-    warp_cta, cta_warp_off = cta_layout(trace.warp_cta, n_ctas, S)
+    warp_cta, cta_warp_off = cta_layout(trace.warp_cta, n_ctas, S, measured_placement(trace, S))
     warp_sm = warp_cta.astype(np.int64) % S
     seqs_per_warp = np.diff(warp_seq_off)
     sm_seq = np.bincount(warp_sm, weights=seqs_per_warp, minlength=S).astype(np.int64)
@@ -284,14 +285,50 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
                     snapshot_ctas=n_ctas)
 
 
-def cta_layout(warp_cta: np.ndarray, n_ctas: int, sm_count: int) -> tuple[np.ndarray, np.ndarray]:
+def measured_placement(trace: Trace, sm_count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(sm, rank)`` of every snapshot CTA (by its index in the snapshot) when the trace carries
+    each CTA's measured SM (a GPU recording's ``%smid``, `CtaRecords.sm`) and every one of them
+    exists on an arch of `sm_count` SMs; else None (the model's placement, CTA k on SM
+    ``k % sm_count``). ``rank`` orders each SM's CTAs as the SM ran them: by measured start time
+    where the trace has it, then by CTA id.
+
+    Why: the hardware's CTA scheduler does not deal CTAs round-robin over SM ids. On the H100 it
+    hands them out in TPC pairs across the GPCs (stencil7 recorded on an H100: CTAs 0 and 1 on SMs
+    124 and 125, CTAs 8 and 9 on SMs 0 and 1, CTA 0's SM next running CTAs 80, 180, 280, 386), so
+    which CTAs share an SM's L1 is the hardware's, not ``k % sm_count``'s."""
+    records = trace.ctas
+    ids = trace.snapshot.cta_ids
+    if records.sm is None or ids.size == 0:
+        return None
+    sm = records.sm[ids]
+    if sm.min() < 0 or sm.max() >= sm_count:
+        return None
+    key = records.start[ids] if records.start is not None else np.zeros(ids.size, dtype=np.int64)
+    order = np.lexsort((ids, key, sm))                       # by SM, then start, then CTA id
+    rank = np.empty(ids.size, dtype=np.int64)
+    sorted_sm = sm[order]
+    rank[order] = np.arange(ids.size) - np.searchsorted(sorted_sm, sorted_sm)
+    return sm.astype(np.int64), rank
+
+
+def cta_layout(warp_cta: np.ndarray, n_ctas: int, sm_count: int,
+               placement: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(warp_cta, cta_warp_off) for the trial kernels: the snapshot CTAs that have warps,
-    renumbered so that each keeps its SM (CTA k runs on SM ``k % sm_count``) and its order among
-    that SM's CTAs. A CTA without warps draws no random number and takes no slot in a trial
+    renumbered so that each keeps its SM and its order among that SM's CTAs (the kernels run CTA
+    k on SM ``k % sm_count``). The SM and order are `placement`'s (`measured_placement`: SM and
+    rank per snapshot CTA) when given, else the model's (snapshot CTA k on SM ``k % sm_count``,
+    in snapshot order). A CTA without warps draws no random number and takes no slot in a trial
     (`tuiprof.sim.schedule`), so leaving it out changes no result; it keeps the kernels' work and
-    memory in the warps the trace holds, not in the CTAs it declares. Without such CTAs, the
-    snapshot's own numbering."""
+    memory in the warps the trace holds, not in the CTAs it declares. Without such CTAs and
+    without a placement, the snapshot's own numbering."""
     used, counts = np.unique(warp_cta, return_counts=True)
+    if placement is not None:
+        sm, rank = placement
+        new_id = sm[used] + rank[used] * sm_count
+        off = np.zeros(int(new_id.max()) + 2 if used.size else 1, dtype=np.int64)
+        off[new_id + 1] = counts
+        np.cumsum(off, out=off)
+        return new_id[np.searchsorted(used, warp_cta)].astype(np.int32), off
     if used.size == n_ctas:
         off = np.zeros(n_ctas + 1, dtype=np.int64)
         np.cumsum(counts, out=off[1:])

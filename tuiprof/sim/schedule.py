@@ -7,7 +7,9 @@ together. Schedule deviation is modelled by *delaying* work, never by rotating i
 replay kernels (`tuiprof.sim.replay`, and the reference kernel `tuiprof.sim.reference` the tests
 compare it with), so both replay one order.
 
-1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count``. Each SM holds ``md`` CTAs at
+1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count`` (`tuiprof.sim.prepared` numbers
+   the CTAs so: in snapshot order, or on each CTA's measured SM in the order it ran them when a
+   GPU recording carries them, `tuiprof.sim.prepared.measured_placement`). Each SM holds ``md`` CTAs at
    once and starts the next CTA assigned to it as soon as one has issued all its sequences
    (back-to-back execution).
 2. **Intra-core scheduling** (3.2.2, Fig. 2): a weighted round robin over the SM's resident
