@@ -105,8 +105,10 @@ class Prepared:
     """A trace packed for the trial kernel (``R`` accesses, ``W`` warps, ``C`` snapshot CTAs,
     ``Q`` sequences, ``S`` SMs).
 
-    - ``acc_op`` int32 [R]; ``op_write`` uint8 [n_ops] (``OP_LOAD``, ``OP_STORE`` or
-      ``OP_ATOMIC``); ``op_cached`` uint8 [n_ops] (global or local space)
+    - ``acc_op`` int32 [R]; ``op_write`` uint8 [K] (``OP_LOAD``, ``OP_STORE`` or
+      ``OP_ATOMIC``); ``op_cached`` uint8 [K] (global or local space). The accesses of the
+      snapshot's warm-up CTAs (`Snapshot.warm`) name *shadow* op ``o + n_ops``, so ``K`` is
+      ``kernel_ops``: the kernels count them in columns the trial then drops (replayed, not counted)
     - ``coalesced``: the L1 requests of every access (`Coalesced`)
     - ``seq_off`` int64 [Q+1]: accesses of bulk sequence q; sequences are numbered warp by warp
     - ``warp_seq_off`` int64 [W+1]: sequences of warp w; ``warp_cta`` int32 [W]
@@ -156,6 +158,12 @@ class Prepared:
         return ids
 
     @property
+    def kernel_ops(self) -> int:
+        """Op columns the trial kernels count: the ops, and their warm-up shadows when the
+        snapshot has warm-up CTAs."""
+        return int(self.op_write.shape[0])
+
+    @property
     def sm_count(self) -> int:
         return int(self.sm_seq_off.shape[0] - 1)
 
@@ -171,14 +179,18 @@ class Prepared:
         """The ids of the ops some access names, in order (computed once)."""
         used = self._wide_ids.get(-1)
         if used is None:
-            counts = np.bincount(self.acc_op, minlength=self.n_ops)
+            counts = np.bincount(self.acc_op, minlength=self.kernel_ops)[:self.n_ops]
             used = self._wide_ids[-1] = (np.flatnonzero(counts), counts)
         return used[0]
 
     def op_stats(self) -> "OpCoalescing":
-        """Per-op warp accesses and coalescing statistics (the same in every trial)."""
+        """Per-op warp accesses and coalescing statistics (the same in every trial; over every
+        recorded access, warm-up CTAs' included: the same kernel's coalescing)."""
         co = self.coalesced
-        return OpCoalescing(accesses=np.bincount(self.acc_op, minlength=self.n_ops).astype(np.int64),
+        accesses = np.bincount(self.acc_op, minlength=self.kernel_ops).astype(np.int64)
+        if self.kernel_ops > self.n_ops:
+            accesses = accesses[:self.n_ops] + accesses[self.n_ops:]
+        return OpCoalescing(accesses=accesses,
                             requests=co.op_requests, sectors=co.op_sectors,
                             requests_per_access=co.requests_per_access(),
                             sectors_per_request=co.sectors_per_request())
@@ -277,7 +289,14 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     sm_acc_off = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(sm_accesses, out=sm_acc_off[1:])
     cta_warps = np.lexsort((trace.warp_index, warp_cta)).astype(np.int32)
-    return Prepared(arch=arch, n_ops=len(trace.ops), acc_op=trace.op,
+    acc_op = trace.op
+    warm = trace.snapshot.warm
+    if warm > 0:  # warm-up CTAs' accesses name shadow ops, counted apart and dropped
+        n_ops = len(trace.ops)
+        warm_acc = np.repeat(trace.warp_cta < warm, np.diff(wo))
+        acc_op = (trace.op + np.where(warm_acc, n_ops, 0)).astype(np.int32)
+        write_op, cached_op = np.tile(write_op, 2), np.tile(cached_op, 2)
+    return Prepared(arch=arch, n_ops=len(trace.ops), acc_op=acc_op,
                     op_write=write_op, op_cached=cached_op.astype(np.uint8), coalesced=co,
                     seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=warp_cta,
                     cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,

@@ -475,11 +475,12 @@ def reference_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     """`tuiprof.sim.trial.trial_arrays` on the reference kernel: the same outputs."""
     co = prepared.coalesced
     counts, lat_sum, batch, writebacks, owed = trial_kernel(
-        params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
+        params, int(md), seed, prepared.kernel_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
         co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.seq_epoch, prepared.warp_seq_off,
         prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off,
         prepared.cta_acc)
-    return counts, lat_sum, batch, int(writebacks), int(owed)
+    n = prepared.n_ops  # the warm-up CTAs' shadow columns are dropped: replayed, not counted
+    return counts[:, :n], lat_sum[:n], batch, int(writebacks), int(owed)
 
 
 def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int, seed: int, *,

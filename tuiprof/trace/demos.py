@@ -44,6 +44,10 @@ class Demo:
     """The kernel whose launch is recorded (None: the first launched) ..."""
     launch_index: int = 0
     """... and which of its launches."""
+    start: int = 0
+    """The snapshot's first counted CTA ..."""
+    warm: int = 0
+    """... and how many CTAs before it are recorded to warm the caches (replayed, not counted)."""
 
 
 CATALOGUE: dict[str, Demo] = {d.name: d for d in (
@@ -83,7 +87,8 @@ def demo_collection(name: str) -> tuple[Path, "CollectOptions"]:
 
     d = CATALOGUE[name]
     return demo_dir() / d.source, CollectOptions(launch=demo_dir() / d.script, snapshot=d.snapshot, kernel=d.kernel,
-                                                 launch_index=d.launch_index)
+                                                 launch_index=d.launch_index, snapshot_start=d.start,
+                                                 snapshot_warm=d.warm)
 
 
 def record_demo(name: str) -> Trace:
