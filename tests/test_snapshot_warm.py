@@ -47,17 +47,61 @@ def cta_slice(t: Trace, first: int, n: int, warm: int) -> Trace:
 
 
 def test_a_warm_up_cta_fills_the_cache_and_is_not_counted() -> None:
-    """Hand-computed, one SM, MD 1: CTA 0 reads line X whole (4 sectors), then CTA 1 does. Both
-    counted: 8 L1 read sectors, 4 hits, 4 L2 reads (all misses). CTA 0 as warm-up: CTA 1's 4
-    sectors only, all hits, no L2 read; the product and the reference kernel alike."""
+    """Hand-computed, one SM: CTAs 0 and 1 each read line X whole (4 sectors). Both counted: 8 L1
+    read sectors, 4 hits, 4 L2 reads (all misses). CTA 0 as warm-up: it runs before CTA 1 even
+    when both fit on the SM at once (MD 2), so CTA 1's 4 sectors all hit and reach no L2; the
+    product and the reference kernel alike, every seed."""
     arch = small_arch()
     t = make_trace([lanes(X), lanes(X)], warps=[0, 1], n_ctas=2)
     for warm, (ra, rh, l2a) in ((0, (8, 4, 4)), (1, (4, 4, 0))):
         p = prepare(with_warm(t, warm), arch)
         assert p.op_stats().accesses.tolist() == [2]  # coalescing covers every recorded access
-        for r in (run_trial(p, arch, 1, 3), reference_trial(p, arch, 1, 3)):
-            assert (int(r.l1_read_accesses.sum()), int(r.l1_read_hits.sum()), int(r.l2_read_accesses.sum())) \
-                == (ra, rh, l2a), warm
+        assert p.split == warm
+        for md in (1, 2):
+            for seed in (3, 4, 5):
+                for r in (run_trial(p, arch, md, seed), reference_trial(p, arch, md, seed)):
+                    assert (int(r.l1_read_accesses.sum()), int(r.l1_read_hits.sum()),
+                            int(r.l2_read_accesses.sum())) == (ra, rh, l2a), (warm, md, seed)
+
+
+def test_the_warm_up_runs_first_on_every_sm_and_in_the_merged_stream() -> None:
+    """Random traces on 3 SMs with a warm-up of 4 CTAs (measured SMs that load some SMs with more
+    warm-up than others): every cached access issued once, each warp in program order, each SM's
+    warm-up accesses before its counted ones, every warm-up access of the merged stream before
+    any counted one; product and reference kernels agree trial for trial."""
+    from tests.test_sim_replay import differences
+    from tuiprof.sim.schedule import order_accesses
+    from tuiprof.sim.rng import rng_new
+    from tuiprof.trace.model import CtaRecords
+
+    rng = np.random.default_rng(7)
+    n_ctas, arch = 10, small_arch(sm_count=3)
+    for case in range(4):
+        warps = list(rng.integers(0, n_ctas, size=120))
+        addr = [lanes(0x10000 + 128 * int(rng.integers(0, 64))) for _ in warps]
+        sm = rng.integers(0, 3, size=n_ctas) if case % 2 else None
+        t = make_trace(addr, warps=warps, n_ctas=n_ctas,
+                       ctas=CtaRecords(sm=sm.astype(np.int64)) if sm is not None else None)
+        t = with_warm(t, 4)
+        p = prepare(t, arch)
+        for md in (1, 2):
+            order, lab = order_accesses(rng_new(case), 3, md, p.seq_epoch, p.warp_seq_off, p.warp_cta,
+                                        p.cta_warp_off, p.cta_warps, p.sm_seq_off, p.seq_off, p.acc_op, p.op_cached,
+                                        p.sm_acc_off, p.cta_acc, p.split)
+            assert np.array_equal(np.sort(order), np.arange(t.n_accesses))
+            warm_acc = np.repeat(t.warp_cta < 4, np.diff(t.warp_offsets))
+            seen = np.zeros(3, dtype=np.int64)
+            stream = np.empty(lab.size, dtype=np.int64)
+            for g, s in enumerate(lab):
+                stream[g] = order[p.sm_acc_off[s] + seen[s]]
+                seen[s] += 1
+            flags = warm_acc[stream]
+            assert not np.any(flags[np.argmin(flags):]) if not flags.all() else True  # warm-up first
+            acc_warp = np.repeat(np.arange(t.n_warps), np.diff(t.warp_offsets))
+            for w in range(t.n_warps):
+                mine = stream[acc_warp[stream] == w]
+                assert np.all(np.diff(mine) > 0)
+            assert differences(run_trial(p, arch, md, case), reference_trial(p, arch, md, case)) == []
 
 
 def test_warm_up_survives_the_file_and_old_files_have_none(tmp_path: Path) -> None:

@@ -143,6 +143,9 @@ class Prepared:
     cta_acc: np.ndarray
     seq_epoch: np.ndarray
     snapshot_ctas: int = 0
+    split: int = 0
+    """The first counted CTA (renumbered); the CTAs below it are the snapshot's warm-up, which the
+    schedule runs to the end before the counted ones (0: no warm-up)."""
     _wide_ids: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
 
     def line_ids(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
@@ -273,7 +276,8 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     seq_off = np.append(seq_starts, np.int64(n_acc))
     warp_seq_off = np.searchsorted(seq_starts, wo).astype(np.int64)
     seq_epoch = _epochs(trace, seq_starts, warp_seq_off)
-    warp_cta, cta_warp_off = cta_layout(trace.warp_cta, n_ctas, S, measured_placement(trace, S))
+    warp_cta, cta_warp_off, split = cta_layout(trace.warp_cta, n_ctas, S, measured_placement(trace, S),
+                                               trace.snapshot.warm)
     warp_sm = warp_cta.astype(np.int64) % S
     seqs_per_warp = np.diff(warp_seq_off)
     sm_seq = np.bincount(warp_sm, weights=seqs_per_warp, minlength=S).astype(np.int64)
@@ -301,7 +305,7 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
                     seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=warp_cta,
                     cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,
                     sm_requests=sm_requests, sm_acc_off=sm_acc_off, cta_acc=cta_acc, seq_epoch=seq_epoch,
-                    snapshot_ctas=n_ctas)
+                    snapshot_ctas=n_ctas, split=split)
 
 
 def measured_placement(trace: Trace, sm_count: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -331,35 +335,38 @@ def measured_placement(trace: Trace, sm_count: int) -> tuple[np.ndarray, np.ndar
 
 
 def cta_layout(warp_cta: np.ndarray, n_ctas: int, sm_count: int,
-               placement: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(warp_cta, cta_warp_off) for the trial kernels: the snapshot CTAs that have warps,
+               placement: tuple[np.ndarray, np.ndarray] | None = None, warm: int = 0
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(warp_cta, cta_warp_off, split) for the trial kernels: the snapshot CTAs that have warps,
     renumbered so that each keeps its SM and its order among that SM's CTAs (the kernels run CTA
     k on SM ``k % sm_count``). The SM and order are `placement`'s (`measured_placement`: SM and
     rank per snapshot CTA) when given, else the model's (snapshot CTA k on SM ``k % sm_count``,
-    in snapshot order). A CTA without warps draws no random number and takes no slot in a trial
+    in snapshot order). The first `warm` snapshot CTAs (warm-up, `Snapshot.warm`) come first on
+    their SMs and take the ids below `split` (a multiple of ``sm_count``), the counted ones the ids
+    from it, so that the schedule runs the two apart (`tuiprof.sim.schedule.order_accesses`).
+    A CTA without warps draws no random number and takes no slot in a trial
     (`tuiprof.sim.schedule`), so leaving it out changes no result; it keeps the kernels' work and
-    memory in the warps the trace holds, not in the CTAs it declares. Without such CTAs and
-    without a placement, the snapshot's own numbering."""
+    memory in the warps the trace holds, not in the CTAs it declares. Without such CTAs, without
+    a placement and without warm-up, the snapshot's own numbering."""
     used, counts = np.unique(warp_cta, return_counts=True)
-    if placement is not None:
-        sm, rank = placement
-        new_id = sm[used] + rank[used] * sm_count
-        off = np.zeros(int(new_id.max()) + 2 if used.size else 1, dtype=np.int64)
-        off[new_id + 1] = counts
-        np.cumsum(off, out=off)
-        return new_id[np.searchsorted(used, warp_cta)].astype(np.int32), off
-    if used.size == n_ctas:
+    if placement is None and warm == 0 and used.size == n_ctas:
         off = np.zeros(n_ctas + 1, dtype=np.int64)
         np.cumsum(counts, out=off[1:])
-        return warp_cta, off
-    sm = used.astype(np.int64) % sm_count
-    order = np.argsort(sm, kind="stable")                   # by SM, each SM's CTAs in order
-    sorted_sm = sm[order]
+        return warp_cta, off, 0
+    if placement is not None:
+        sm, key = placement[0][used], placement[1][used]
+    else:
+        sm, key = used.astype(np.int64) % sm_count, used.astype(np.int64)
+    counted = (used >= warm).astype(np.int64)
+    order = np.lexsort((key, counted, sm))                   # by SM, warm-up first, each in order
+    group = (sm * 2 + counted)[order]
     rank = np.empty(used.size, dtype=np.int64)
-    rank[order] = np.arange(used.size) - np.searchsorted(sorted_sm, sorted_sm)
-    new_id = sm + rank * sm_count
+    rank[order] = np.arange(used.size) - np.searchsorted(group, group)
+    warm_per_sm = np.bincount(sm[counted == 0], minlength=sm_count) if warm else np.zeros(1, np.int64)
+    lead = int(warm_per_sm.max()) if used.size else 0         # ranks the warm-up takes on the busiest SM
+    new_id = sm + (rank + counted * lead) * sm_count
     n_new = int(new_id.max()) + 1 if used.size else 0
     off = np.zeros(n_new + 1, dtype=np.int64)
     off[new_id + 1] = counts
     np.cumsum(off, out=off)
-    return new_id[np.searchsorted(used, warp_cta)].astype(np.int32), off
+    return new_id[np.searchsorted(used, warp_cta)].astype(np.int32), off, lead * sm_count

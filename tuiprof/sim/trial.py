@@ -81,7 +81,7 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     order, lab = order_accesses(st, S, md, prepared.seq_epoch, prepared.warp_seq_off, prepared.warp_cta,
                                 prepared.cta_warp_off,
                                 prepared.cta_warps, prepared.sm_seq_off, prepared.seq_off, prepared.acc_op,
-                                prepared.op_cached, prepared.sm_acc_off, prepared.cta_acc)
+                                prepared.op_cached, prepared.sm_acc_off, prepared.cta_acc, prepared.split)
     if geometry.wide_l2:
         req_id2, lines2 = prepared.line_ids((geometry.l2_chunks // geometry.l1_chunks).bit_length() - 1)
         n_ids2 = lines2.shape[0]
