@@ -61,7 +61,7 @@ CATALOGUE: dict[str, Demo] = {d.name: d for d in (
     Demo("stencil7", "stencil.cu", "stencil_launch.py", snapshot=1280),
     Demo("matmul-tile8", "matmul_tiles.cu", "matmul_tiles_launch_8.py", snapshot=512, start=512, warm=512),
     Demo("matmul-tile16", "matmul_tiles.cu", "matmul_tiles_launch.py", snapshot=128, start=128, warm=128),
-    Demo("matmul-tile32", "matmul_tiles.cu", "matmul_tiles_launch_32.py", snapshot=80, start=80, warm=80),
+    Demo("matmul-tile32", "matmul_tiles.cu", "matmul_tiles_launch_32.py", snapshot=40, start=40, warm=40),
     Demo("cr", "cyclic_reduction.cu", "cyclic_reduction_launch.py"),
     Demo("cr-nbc", "cyclic_reduction.cu", "cyclic_reduction_launch_nbc.py"),
     Demo("bfs", "bfs.cu", "bfs_launch.py", kernel="bfs_expand", launch_index=5),  # the busiest BFS level
