@@ -197,6 +197,9 @@ def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> No
                    help="CTAs to record (default: 4 x the CTAs resident at once on the arch, Baghsorkhi12 sec. 3.1)")
     g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
                    help="first CTA of the snapshot (default 0)")
+    g.add_argument("--snapshot-warm", type=_int_in("--snapshot-warm", 0), default=0, metavar="N",
+                   help="also record the N CTAs before the snapshot's first, replayed only to warm the caches "
+                   "(the steady state, not a cold start; default 0)")
     g.add_argument("--step-limit", type=_int_in("--step-limit", 1), default=None, metavar="N",
                    help="emulator: warp instructions one CTA may run before it is stopped as a runaway loop "
                    "(default 67,108,864 = 2^26)")
@@ -230,6 +233,7 @@ def collect_options(args: argparse.Namespace) -> Any:
 
     return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
                           launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
+                          snapshot_warm=args.snapshot_warm,
                           cflags=tuple(args.cflags), compiler=args.compiler, backend=getattr(args, "backend", "emu"),
                           cuda=getattr(args, "cuda", "cuda-bindings"),
                           nvcc_args=tuple(getattr(args, "program_nvcc_args", ())),

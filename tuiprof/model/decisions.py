@@ -72,19 +72,21 @@ class Decisions:
 # Facts of the trace.
 
 def grid_scale(trace: Trace) -> float:
-    """Grid CTAs per snapshot CTA: what multiplies snapshot work into whole-kernel work."""
-    return trace.launch.grid_ctas / max(trace.snapshot.n_ctas, 1)
+    """Grid CTAs per counted snapshot CTA: what multiplies snapshot work into whole-kernel work
+    (the trials count the snapshot's CTAs but its warm-up, `Snapshot.warm`)."""
+    return trace.launch.grid_ctas / max(trace.snapshot.counted_ctas, 1)
 
 
 def snapshot_insts(trace: Trace) -> float:
-    """Dynamic warp instructions of the snapshot CTAs (NaN when the trace has no counts)."""
+    """Dynamic warp instructions of the counted snapshot CTAs (its warm-up aside; NaN when the
+    trace has no counts)."""
     insts = trace.ctas.insts
     if insts is None or np.size(insts) == 0:
         return math.nan
-    ids = trace.snapshot.cta_ids
+    ids = trace.snapshot.cta_ids[trace.snapshot.warm:]
     if np.size(insts) > int(ids.max(initial=0)):
         return float(np.asarray(insts, dtype=np.float64)[ids].sum())
-    return float(np.mean(insts)) * trace.snapshot.n_ctas
+    return float(np.mean(insts)) * trace.snapshot.counted_ctas
 
 
 def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -> float:
@@ -140,8 +142,9 @@ def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_ac
     """The timing model's view of the kernel: launch, snapshot and HongKim09's coalescing counts."""
     coal, uncoal, per_mw, _ = coalescing_split(trace, arch, accesses, requests_per_access)
     L = trace.launch
-    return KernelShape(threads_per_cta=L.threads_per_cta, grid_ctas=L.grid_ctas, snapshot_ctas=trace.snapshot.n_ctas,
-                       snapshot_warps=max(trace.n_warps, 1), coal_mem_insts=coal, uncoal_mem_insts=uncoal,
+    counted_warps = int(np.count_nonzero(trace.warp_cta >= trace.snapshot.warm))
+    return KernelShape(threads_per_cta=L.threads_per_cta, grid_ctas=L.grid_ctas,
+                       snapshot_ctas=trace.snapshot.counted_ctas, snapshot_warps=max(counted_warps, 1), coal_mem_insts=coal, uncoal_mem_insts=uncoal,
                        uncoal_per_mw=per_mw, cta_insts=trace.ctas.insts)
 
 
@@ -155,8 +158,8 @@ def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarra
     sectors read and written
     (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's), and the L2 read hit ratio (L2_READ_HIT: what
     makes DRAM reads per CTA move when the L1 miss rate does not). DRAM reads are 32 B transactions
-    (the L2's read misses, in its 32 B sectors) over the snapshot's CTAs. NaN where a trial has none."""
-    n_ctas = max(trace.snapshot.n_ctas, 1)
+    (the L2's read misses, in its 32 B sectors) over the snapshot's counted CTAs. NaN where a trial has none."""
+    n_ctas = max(trace.snapshot.counted_ctas, 1)
     if not results:
         return np.zeros((0, 7))
     acc = np.asarray(accesses)
@@ -186,7 +189,7 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
                     mf_latency=float(lat.mean()) if lat.size else 0.0,
                     l2_hit_rate=float(np.nanmean(table[:, L2_READ_HIT])) if np.isfinite(table[:, L2_READ_HIT]).any()
                     else math.nan,
-                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace), trials=len(table))
+                    cta_count=trace.snapshot.counted_ctas, warp_insts=snapshot_insts(trace), trials=len(table))
 
 
 # ---------------------------------------------------------------------------------------------
