@@ -77,7 +77,7 @@ def check(measured: dict[str, dict[str, object]]) -> None:
 
 def test_predictions_keep_to_the_recorded_measurements() -> None:
     if not MEASURED.is_file():
-        pytest.skip("no GPU measurements recorded yet (demo_traces/measured.json: README, On a GPU)")
+        pytest.skip("no GPU measurements recorded yet (demo_traces/measured.json: docs/gpu.md)")
     check(json.loads(MEASURED.read_text()))
 
 
