@@ -14,7 +14,7 @@ runs without any per-lane PC bookkeeping: that is the fast path.
 Each instruction runs in the handler of its family (codes.FAM_*, the F_FAM column the decoder
 fills): the register-only ones in `warp`, memory and control here. `run_ctas_for` assembles the
 interpreter from the handlers of the families a kernel uses: the others are pruned before Numba
-compiles it, so a first run compiles what the kernel needs, once per set of families.
+compiles it, so a first run compiles what the kernel needs (in a few variants: `VARIANTS`).
 
 A warp keeps running until it blocks, diverges, takes a backward branch while diverged, or has
 run `QUANTUM` instructions; then the next warp of the CTA runs. Failures (out-of-bounds or
@@ -60,8 +60,17 @@ N_CFG = 20
 
 ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_SHIFT, FAM_LOGIC, FAM_SETP_INT,
                              FAM_SELP, FAM_CVT_INT, FAM_FLOAT_PLAIN, FAM_CVTA, FAM_BRA, FAM_LDST, FAM_MISC})
-"""Families compiled into every variant of the interpreter (`families_of`): inlined, cheap to
-compile and in most kernels, so that kernels differing only in them share one compiled variant."""
+"""Families compiled into every variant of the interpreter: inlined, cheap to compile and in most
+kernels (integer and plain float arithmetic, scalar and vector loads and stores, branches)."""
+VARIANTS = (ALWAYS_COMPILED,
+            ALWAYS_COMPILED | {FAM_INT_MORE, FAM_BAR, FAM_SYNC, FAM_CALL},
+            frozenset(range(FAM_NONE)))
+"""The sets of families the interpreter is compiled for (`families_of`): a kernel gets the first
+that holds its families. Each variant compiles the whole scheduler again (15-20 s of CPU), so a
+handful of them, not one per combination (the tests' 150 kernels have 24): the first for kernels
+that only compute, load and store (vecadd, stencils, SpMV), the second adds CTA barriers, warp
+collectives, device-function calls and the rarer integer instructions (tiled kernels,
+reductions), the last has everything (the float rounding machinery, atomics, textures)."""
 
 # per-CTA special registers (cta_spec[:, 1])
 CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID = 0, 1, 2, 3
@@ -1191,7 +1200,7 @@ _ASSEMBLED: dict[frozenset[int], object] = {}
 
 def run_ctas_for(code: np.ndarray):  # noqa: ANN201 (a Numba dispatcher)
     """The interpreter (`run_ctas`) for the decoded kernel `code`: compiled for the instruction
-    families its rows use (`families_of`), once per set of families (and cached on disk)."""
+    families its rows use (`families_of`), once per variant (and cached on disk)."""
     fams = families_of(code)
     if fams not in _ASSEMBLED:
         _ASSEMBLED[fams] = _assemble(fams)
@@ -1199,7 +1208,7 @@ def run_ctas_for(code: np.ndarray):  # noqa: ANN201 (a Numba dispatcher)
 
 
 def families_of(code: np.ndarray) -> frozenset[int]:
-    """The instruction families (FAM_*) of the rows of `code`, with those every kernel may reach
-    (FAM_EXIT) and those that are cheap to compile and common (`ALWAYS_COMPILED`), so that most
-    kernels share a few compiled variants."""
-    return frozenset(int(f) for f in np.unique(code[:, F_FAM])) | ALWAYS_COMPILED
+    """The families the interpreter for the decoded kernel `code` is compiled with: the first of
+    `VARIANTS` that holds the families (FAM_*) of its rows."""
+    used = frozenset(int(f) for f in np.unique(code[:, F_FAM]))
+    return next((v for v in VARIANTS if used <= v), VARIANTS[-1])
