@@ -186,9 +186,7 @@ def shift(a, b, ty, left):
     bits = tbits(ty)
     n = b & 0xFFFFFFFF
     if left:
-        if n >= bits:
-            return np.int64(0)
-        return zext(a << n, bits)
+        return shl_bits(a, n, bits)
     if is_signed(ty):
         x = sext(a, bits)
         if n >= bits:
@@ -200,6 +198,14 @@ def shift(a, b, ty, left):
     if bits == 64:
         return np.int64(np.uint64(x) >> np.uint64(n))
     return x >> n
+
+
+@njit(**INLINE)
+def shl_bits(a, n, bits):
+    """shl of `a` by `n` (already the low 32 bits of the amount) on a `bits`-bit type: 0 past the width."""
+    if n >= bits:
+        return np.int64(0)
+    return (a << n) & low_mask(bits)
 
 
 @emu_kernel
@@ -398,9 +404,20 @@ def compare(a, b, ty, cmp, ftz):
 
 @njit(**INLINE)
 def icmp(a, b, ty, cmp):
-    """setp's comparison of two integer sources of type `ty` (signed or not)."""
-    x = rd(a, ty)
-    y = rd(b, ty)
+    """setp's comparison of two integer sources of type `ty` (signed or not); the 32- and 64-bit
+    types read without a call (the interpreter's hot loop)."""
+    if ty == T_S32:
+        x = (a << 32) >> 32
+        y = (b << 32) >> 32
+    elif ty == T_U32:
+        x = a & 0xFFFFFFFF
+        y = b & 0xFFFFFFFF
+    elif ty == T_S64 or ty == T_U64:
+        x = a
+        y = b
+    else:
+        x = rd(a, ty)
+        y = rd(b, ty)
     if cmp == CMP_EQ:
         return x == y
     if cmp == CMP_NE:
@@ -616,4 +633,4 @@ def cvt_pack2(xa, xb, dty, rnd, flags):
 
 __all__ = ["add_sat_s32", "bfe", "bfi", "bfind", "brev", "clz", "combine", "compare", "cvt", "cvt_pack2", "float_op",
            "icmp", "int_div", "int_mul", "int_op2", "is_float", "is_signed", "lop3", "low_mask", "lt_typed", "mulhi_s64", "mulhi_u64",
-           "popc", "prmt", "rd", "sext", "shf", "shift", "sub_sat_s32", "tbits", "testp", "ult", "wr", "zext"]
+           "popc", "prmt", "rd", "sext", "shf", "shift", "shl_bits", "sub_sat_s32", "tbits", "testp", "ult", "wr", "zext"]

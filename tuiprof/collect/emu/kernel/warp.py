@@ -14,7 +14,7 @@ import numpy as np
 
 from tuiprof.collect.emu.kernel.alu import (add_sat_s32, bfe, bfi, bfind, brev, clz, combine, compare, cvt, cvt_pack2,
                                             float_op, icmp, int_div, int_mul, int_op2, lop3, low_mask, popc, prmt, rd,
-                                            sext, shf, shift, sub_sat_s32, tbits, testp, ult, wr, zext)
+                                            sext, shf, shift, shl_bits, sub_sat_s32, tbits, testp, ult, wr, zext)
 from tuiprof.collect.emu.kernel.bits import bits_f32, bits_f64, f32_of, f64_of, fma32, fma64
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
 from tuiprof.jit import INLINE, emu_kernel, njit
@@ -143,10 +143,17 @@ def ex_shift(P, act, code, regs, base, NL):
     s0 = code[P, F_S0]
     s1 = code[P, F_S1]
     left = code[P, F_OP] == OP_SHL
+    if left:
+        bits = tbits(ty)
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                regs[d0, t] = shl_bits(regs[s0, t], regs[s1, t] & 0xFFFFFFFF, bits)
+        return
     for l in range(NL):
         if (act >> l) & 1:
             t = base + l
-            regs[d0, t] = shift(regs[s0, t], regs[s1, t], ty, left)
+            regs[d0, t] = shift(regs[s0, t], regs[s1, t], ty, False)
 
 
 @njit(**INLINE)
