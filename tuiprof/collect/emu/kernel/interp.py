@@ -1201,10 +1201,14 @@ _ASSEMBLED: dict[frozenset[int], object] = {}
 def run_ctas_for(code: np.ndarray):  # noqa: ANN201 (a Numba dispatcher)
     """The interpreter (`run_ctas`) for the decoded kernel `code`: compiled for the instruction
     families its rows use (`families_of`), once per variant (and cached on disk)."""
-    fams = families_of(code)
-    if fams not in _ASSEMBLED:
-        _ASSEMBLED[fams] = _assemble(fams)
-    return _ASSEMBLED[fams]
+    return interpreter(families_of(code))
+
+
+def interpreter(families: frozenset[int]):  # noqa: ANN201 (a Numba dispatcher)
+    """The interpreter compiled for `families` (one of `VARIANTS`), assembled once per process."""
+    if families not in _ASSEMBLED:
+        _ASSEMBLED[families] = _assemble(families)
+    return _ASSEMBLED[families]
 
 
 def families_of(code: np.ndarray) -> frozenset[int]:
