@@ -91,7 +91,8 @@ def guaranteed_misses(prepared: Prepared, arch: Arch) -> tuple[np.ndarray, np.nd
         alone = _first_and_alone(scope * n_sectors + sector, warp, acc)
         op = prepared.acc_op[acc]
         counted = alone & (prepared.op_write[op] == OP_LOAD)
-        out.append(np.bincount(op[counted], minlength=prepared.n_ops).astype(np.int64))
+        # a snapshot's warm-up CTAs count in shadow ops (o + n_ops), which the trial drops too
+        out.append(np.bincount(op[counted], minlength=prepared.kernel_ops)[:prepared.n_ops].astype(np.int64))
     return out[0], out[1]
 
 
