@@ -1195,6 +1195,11 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
         keep_alive(regs_own)
         keep_alive(shared_own)
         keep_alive(local_own)
+        if 2 * nrec < cap:   # mostly a turn's headroom: keep only the records (every batch's wait for the merge)
+            rec_key = rec_key[:nrec].copy()
+            rec_op = rec_op[:nrec].copy()
+            rec_mask = rec_mask[:nrec].copy()
+            rec_addr = rec_addr[:nrec].copy()
         return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
 
     return njit(**KERNEL)(run_ctas)
