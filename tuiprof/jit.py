@@ -215,11 +215,12 @@ def prefetch(typingctx, arr, idx):
 
 @intrinsic
 def borrowed(typingctx, arr):
-    """`arr` as a view that holds no reference (no meminfo): passing it to an inlined helper makes
+    """`arr` as a view that holds no reference (no meminfo): handing it to an inlined helper makes
     no atomic incref/decref pair. Numba's IR inlining binds each array argument to a new variable,
-    and when a helper has branches the pruning pass leaves that pair in place, twice an atomic add
-    per call (the emulator's handlers: 40% of its time). The caller must keep `arr` itself alive
-    (a later use, see `keep`) for as long as it uses the view."""
+    and when the helper has branches the pruning pass leaves that pair in place: two atomic adds
+    per call (the emulator's handlers, per warp instruction: 40% of its time in spmv). The caller
+    must keep `arr` itself alive (a later use, see `keep`) for as long as it uses the view, and
+    must not return the view or store it."""
     if not isinstance(arr, types.Array):
         return None
 
