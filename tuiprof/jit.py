@@ -214,6 +214,26 @@ def prefetch(typingctx, arr, idx):
 
 
 @intrinsic
+def borrowed(typingctx, arr):
+    """`arr` as a view that holds no reference (no meminfo): handing it to an inlined helper makes
+    no atomic incref/decref pair. Numba's IR inlining binds each array argument to a new variable,
+    and when the helper has branches the pruning pass leaves that pair in place: two atomic adds
+    per call (the emulator's handlers, per warp instruction: 40% of its time in spmv). The caller
+    must keep `arr` itself alive (a later use, see `keep`) for as long as it uses the view, and
+    must not return the view or store it."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+
+    return arr(arr), codegen
+
+
+@intrinsic
 def find_tag(typingctx, arr, base, key, n):
     """The first `i` below `n` (a compile-time constant) with ``arr[base + i] == key`` in an int32
     array, or -1: one vector load and compare of the `n` entries, their match bits read as an

@@ -38,7 +38,8 @@ from tuiprof.collect.emu.kernel.sync import (B_WMASK, N_BAR_FIELDS, barrier_arri
 from tuiprof.collect.emu.kernel.sync import lowest_lane as _lowest
 from tuiprof.collect.emu.kernel.warp import (alu_cmp, alu_cvt, alu_float, alu_int, ex_cvt_int, ex_cvta, ex_float_plain,
                                              ex_iadd, ex_imul, ex_logic, ex_mov, ex_selp, ex_setp_int, ex_shift)
-from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, emu_kernel, njit
+from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, borrowed, emu_kernel, njit
+from tuiprof.jit import keep as keep_alive
 
 QUANTUM = 4096
 """Warp instructions a warp runs before the next warp of its CTA gets a turn."""
@@ -545,9 +546,19 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
         Tp = W * 32
         NL = cfg[C_LANES]
 
-        regs = np.zeros((n_slots, Tp), np.int64)
-        shared = np.zeros(shared_size + 16, np.uint8)
-        local = np.zeros(Tp * local_size + 16, np.uint8)
+        regs_own = np.zeros((n_slots, Tp), np.int64)
+        shared_own = np.zeros(shared_size + 16, np.uint8)
+        local_own = np.zeros(Tp * local_size + 16, np.uint8)
+        # the arrays the inlined handlers and helpers take, as views without a reference (jit.borrowed:
+        # no atomic incref/decref per instruction); the owners live to the end (keep_alive)
+        regs = borrowed(regs_own)
+        shared = borrowed(shared_own)
+        local = borrowed(local_own)
+        code = borrowed(code)
+        heap = borrowed(heap)
+        seg_lo = borrowed(seg_lo)
+        seg_hi = borrowed(seg_hi)
+        seg_off = borrowed(seg_off)
         pc = np.zeros(Tp, np.int64)
         st = np.zeros(Tp, np.int64)
         cbw = np.full(Tp, -1, np.int64)
@@ -639,6 +650,21 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                         continue
                     base = w * 32
                     budget = QUANTUM
+                    # room for the records of this turn (at most 2 per instruction, never more than
+                    # rec_max kept): the record arrays are replaced here only, not in the instruction
+                    # loop, where each merge of their versions would cost atomic reference counts
+                    if recording and nrec + 2 * QUANTUM > cap and cap < rec_max + 2:
+                        cap2 = min(max(cap * 2, nrec + 2 * QUANTUM), rec_max + 2)
+                        k2 = np.empty(cap2, np.int64)
+                        o2 = np.empty(cap2, np.int32)
+                        m2 = np.empty(cap2, np.uint32)
+                        a2 = np.zeros((cap2, 32), np.uint64)
+                        _copy_records(k2, o2, m2, a2, rec_key, rec_op, rec_mask, rec_addr, nrec)
+                        rec_key = k2
+                        rec_op = o2
+                        rec_mask = m2
+                        rec_addr = a2
+                        cap = cap2
                     while budget > 0 and live[w] != 0:
                         # ---------------------------------------- pick the group to run
                         if conv[w]:
@@ -828,18 +854,6 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                             accesses += 1
                                             op_space[sop, 1 if sh else 0] += 1
                                             if recording and atomic_add(ctl, CTL_RECORDS, 1) < rec_max:
-                                                if nrec == cap:
-                                                    cap2 = min(cap * 2, rec_max + 2)
-                                                    k2 = np.empty(cap2, np.int64)
-                                                    o2 = np.empty(cap2, np.int32)
-                                                    m2 = np.empty(cap2, np.uint32)
-                                                    a2 = np.zeros((cap2, 32), np.uint64)
-                                                    _copy_records(k2, o2, m2, a2, rec_key, rec_op, rec_mask, rec_addr, nrec)
-                                                    rec_key = k2
-                                                    rec_op = o2
-                                                    rec_mask = m2
-                                                    rec_addr = a2
-                                                    cap = cap2
                                                 rec_key[nrec] = spos * W + w
                                                 rec_op[nrec] = sop
                                                 rec_mask[nrec] = np.uint32(act)
@@ -868,18 +882,6 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                             want += 1
                                         if want > 0:
                                             keep = atomic_add(ctl, CTL_RECORDS, want) + want <= rec_max
-                                    if keep and nrec + 2 > cap:
-                                        cap2 = min(cap * 2, rec_max + 2)
-                                        k2 = np.empty(cap2, np.int64)
-                                        o2 = np.empty(cap2, np.int32)
-                                        m2 = np.empty(cap2, np.uint32)
-                                        a2 = np.zeros((cap2, 32), np.uint64)
-                                        _copy_records(k2, o2, m2, a2, rec_key, rec_op, rec_mask, rec_addr, nrec)
-                                        rec_key = k2
-                                        rec_op = o2
-                                        rec_mask = m2
-                                        rec_addr = a2
-                                        cap = cap2
                                     nacc = 0
                                     if HAS_LDST and fam == FAM_LDST:
                                         nrec, nacc = mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
@@ -1190,6 +1192,14 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
             out_insts[ci] = insts
             out_acc[ci] = accesses
             out_thr[ci] = thr
+        keep_alive(regs_own)
+        keep_alive(shared_own)
+        keep_alive(local_own)
+        if 2 * nrec < cap:   # mostly a turn's headroom: keep only the records (every batch's wait for the merge)
+            rec_key = rec_key[:nrec].copy()
+            rec_op = rec_op[:nrec].copy()
+            rec_mask = rec_mask[:nrec].copy()
+            rec_addr = rec_addr[:nrec].copy()
         return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
 
     return njit(**KERNEL)(run_ctas)
