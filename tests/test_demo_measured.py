@@ -27,7 +27,7 @@ HIT_KEYS = ("l1_read", "l2_read", "l2_write")
 def predictions(demo: str, arch: str) -> dict[str, float]:
     """The demo's headline hit ratios simulated as `arch` (16 trials, no MD sweep)."""
     from tuiprof.session import RunConfig, Session
-    from tuiprof.trace import demos
+    from tuiprof import demos
 
     analysis = Session(demos.load(demos.demo_path(demo)), RunConfig(arch=arch, trials=16, sweep=False)).run()
     return {k: float(analysis.headline[k].mean) for k in HIT_KEYS if k in analysis.headline}

@@ -25,7 +25,7 @@ import pytest
 
 from tests.ptx_support import compile_ptx, needs_compiler
 from tuiprof.trace import synth
-from tuiprof.trace.demos import CATALOGUE
+from tuiprof.demos import CATALOGUE
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo_traces"

@@ -19,7 +19,7 @@ from tuiprof.sim.reference import reference_trial
 from tuiprof.sim.replay import SCAN_MAX_ASSOC, Geometry, hdel, hfind, hput
 from tuiprof.sim.results import COUNTER_FIELDS, TrialResult
 from tuiprof.sim.trial import run_trial
-from tuiprof.trace.demos import demo_names, demo_path, resolve_target
+from tuiprof.demos import demo_names, demo_path, resolve_target
 from tuiprof.trace.io import load_trace
 
 PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")

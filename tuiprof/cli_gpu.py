@@ -96,7 +96,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import sys
 
-    from tuiprof.arch.calibrate import calibrate
+    from tuiprof.collect.calibrate import calibrate
 
     def say(text: str) -> None:
         print(f"  {text}...", file=sys.stderr, flush=True)
@@ -116,9 +116,9 @@ def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
     where the command line names none), or a program built by `tuiprof build` (its binary, None)."""
     import dataclasses
 
-    from tuiprof.cli import collect_options
+    from tuiprof.cli_options import collect_options
     from tuiprof.errors import UsageError
-    from tuiprof.trace.demos import CATALOGUE, demo_collection
+    from tuiprof.demos import CATALOGUE, demo_collection
 
     target, opts = args.target, collect_options(args)
     if target.endswith(".cu") or (target in CATALOGUE and not Path(target).exists()):
@@ -139,7 +139,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     simulate it and print the comparison."""
     import tempfile
 
-    from tuiprof.cli import run_config
+    from tuiprof.cli_options import run_config
     from tuiprof.collect.gpu import gpu_info, require_gpu
     from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
     from tuiprof.output import check_output

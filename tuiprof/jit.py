@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Literal, TypedDict
 
 from tuiprof.resources import user_cache_dir
 
@@ -134,11 +135,20 @@ def _harden_cache() -> None:
 if _CACHE_DIR is not None:
     _harden_cache()
 
-KERNEL = dict(nogil=True, cache=_CACHE_DIR is not None, error_model="numpy")
+class KernelOptions(TypedDict, total=False):
+    """The Numba options tuiprof passes to `njit`: typed so that ``njit(**KERNEL)`` type-checks."""
+
+    nogil: bool
+    cache: bool
+    error_model: Literal["python", "numpy"]
+    inline: Literal["never", "always"]
+
+
+KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy"}
 """Options of every kernel: releases the GIL, cached on disk; integer division by zero does not
 raise (no exception path, which would also defeat reference-count pruning, see `INLINE`)."""
 
-INLINE = dict(KERNEL, inline="always")
+INLINE: KernelOptions = {**KERNEL, "inline": "always"}
 """Options of the small helpers called inside hot loops: inlined at the Numba IR level. A call
 that is not inlined keeps an error-return path, and around it Numba's reference-count pruning
 cannot remove the caller's atomic incref/decref pairs on its arrays (measured: 20-40 ns per call
@@ -295,4 +305,4 @@ def _cached(kernel: object) -> bool:
         return False
 
 
-__all__ = ["INLINE", "KERNEL", "atomic_add", "atomic_get", "find_tag", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "find_tag", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]

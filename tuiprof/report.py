@@ -17,7 +17,8 @@ from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
 from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
 from tuiprof.model.md import LOW_CONFIDENCE_RATIO
-from tuiprof.model.pattern import AddressPattern, insight
+from tuiprof.model.advice import insight
+from tuiprof.model.pattern import AddressPattern
 from tuiprof.model.shared import PassStats
 from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
 from tuiprof.session import RunConfig, Session

@@ -7,13 +7,14 @@ import dataclasses
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Callable
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
-from tuiprof.collect.options import CollectOptions
+from tuiprof.config import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE  # re-exported: the run's defaults
+from tuiprof.config import RunConfig as RunConfig
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.sim.budget import check_run_memory
@@ -30,40 +31,11 @@ if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult
 
 
-DEFAULT_TOLERANCE = 0.005
 MIN_TRIALS = 20
 """Trials the main run makes before a tolerance may stop it (paper 000 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
 _PATTERNS_LOCK = threading.Lock()
 """Held while a session looks up or computes its trace's address patterns (shared by reruns)."""
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """What the user asked for: GPU model, what-if overrides, trials, seed, MD."""
-
-    arch: str | None = None
-    """Preset name or TOML path; None = the arch the trace was made for."""
-    overrides: Mapping[str, str] = field(default_factory=dict)
-    trials: int = 64
-    seed: int = 0
-    md: int | None = None
-    """Resident CTAs per SM; None = the occupancy limit."""
-    tolerance: float | None = DEFAULT_TOLERANCE
-    """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
-    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
-    sweep after 8); None runs every trial."""
-    threads: int | None = None
-    sweep: bool = True
-    """Run the MD sweep (paper 002) for the MD decision: its trials share the main run's workers
-    from the main run's last trials on."""
-    sweep_trials: int | None = None
-    """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
-    sweep_tolerance: float | None | Literal["same"] = "same"
-    """The sweep's early-stop tolerance: "same" = `tolerance` (the UI pins it when `T` tightens the
-    main run's, so that the sweep, cached, is not run again for nothing)."""
-    collect: CollectOptions = field(default_factory=CollectOptions)
-    """How a `.cu` target is compiled, launched and recorded (unused for a recorded trace)."""
 
 
 def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
@@ -81,7 +53,7 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     (given, or the one found beside the source) and an arch TOML file."""
     from tuiprof.arch.presets import preset_names
     from tuiprof.collect.script import find_launch_script
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
 
     from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
 
@@ -255,7 +227,7 @@ class Session:
 
             source = Path(target)
             return cls(collect_trace(source, config, progress), config, source)
-        from tuiprof.trace.demos import load, resolve_target
+        from tuiprof.demos import load, resolve_target
 
         path = resolve_target(str(target))
         progress(Phase(f"loading {path.name}"))

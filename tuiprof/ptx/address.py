@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tuiprof.ptx.dataflow import defs_uses
 from tuiprof.ptx.model import Addr, Function, Imm, Instruction, Reg, Special, Sym
 
 Leaf = tuple[str, ...]
@@ -78,8 +79,6 @@ class AddressForms:
     """The forms of a function's registers and memory operands, computed on demand."""
 
     def __init__(self, fn: Function) -> None:
-        from tuiprof.ptx.ops import defs_uses
-
         self.fn = fn
         self.defs: dict[str, list[int]] = {}
         for i, ins in enumerate(fn.instructions):

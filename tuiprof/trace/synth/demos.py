@@ -1,6 +1,6 @@
 """The demos' synthetic models by their stable CLI names (`spmv-u`, `vecadd`, ...): what each
 models and how it is built. The shipped traces are the emulator's recordings
-(`tuiprof.trace.demos`); these models stay as their test oracles."""
+(`tuiprof.demos`); these models stay as their test oracles."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class DemoSpec:
     build: Callable[[], Trace] = field(repr=False)
     shipped: bool = True
     """False: too large to keep in the repository (random gathers do not compress: ~15-18 MB);
-    built from the model on first use and cached (see `tuiprof.trace.demos`)."""
+    built from the model on first use and cached (see `tuiprof.demos`)."""
 
     def __call__(self) -> Trace:
         return self.build()

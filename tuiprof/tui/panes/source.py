@@ -27,7 +27,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tuiprof.model.pattern import hot_reason, kernel_tm
+from tuiprof.model.advice import hot_reason, kernel_tm
 from tuiprof.tui import format as fmt
 from tuiprof.tui.metrics import Levels
 from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source

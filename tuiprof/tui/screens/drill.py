@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tuiprof.model.pattern import advice, insight
+from tuiprof.model.advice import advice, insight
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
 from tuiprof.tui.metrics import Levels, series
