@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_compiler_options(p: argparse.ArgumentParser) -> None:
+def _add_compiler_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--cflag", dest="cflags", action="append", default=[], metavar="FLAG",
                    help="compiler flag passed through, e.g. --cflag=-Iinclude --cflag=-DN=4 (repeatable)")
     p.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",

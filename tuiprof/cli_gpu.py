@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
+
+if TYPE_CHECKING:
+    from tuiprof.model.analysis import Analysis
 
 BACKENDS = ("auto", "gpu", "emu")
 """`tuiprof.collect.options.BACKENDS`, repeated: importing that package would import NumPy."""
@@ -181,7 +184,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     trace = with_provenance(trace, measured={**trace.provenance.measured, **measured}, generator=generator)
     save_trace(trace, out, protect=inputs)
     session = Session(trace, config, out)
-    analysis = session.run()
+    analysis = cast("Analysis", session.run())  # None only when cancelled, which nothing does here
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
           f"({analysis.trials} trials); trace with the measurements: {out}")
     print(render(compare(analysis, measured)), end="")

@@ -129,7 +129,7 @@ def _harden_cache() -> None:
             _note_once("unsaved", f"note: cannot save compiled kernels in {_CACHE_DIR} ({str(reason)[:80]}); "
                        "they are compiled again at the next run")
 
-    Cache.load_overload, Cache.save_overload = load_overload, save_overload
+    Cache.load_overload, Cache.save_overload = load_overload, save_overload  # type: ignore[method-assign]
 
 
 if _CACHE_DIR is not None:

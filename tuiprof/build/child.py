@@ -237,7 +237,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=2.0)
     except (OSError, subprocess.TimeoutExpired):
         with contextlib.suppress(OSError, AttributeError):
-            os.killpg(proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+            os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=2.0)
 

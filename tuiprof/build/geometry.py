@@ -90,7 +90,7 @@ def _shared_caps(body: str, text: str, consts: Mapping[str, int]) -> dict[str, i
                 sub = body[i + 1:close - 1].strip()
                 am = re.fullmatch(r"threadIdx\s*\.\s*([xyz])", sub)
                 if am and dims[k]:
-                    caps[am.group(1)] = min(caps.get(am.group(1), MAX_BLOCK), int(dims[k]))
+                    caps[am.group(1)] = min(caps.get(am.group(1), MAX_BLOCK), int(dims[k]))  # type: ignore[arg-type]
                 i = close
                 while i < len(body) and body[i] == " ":
                     i += 1

@@ -83,7 +83,8 @@ def numba_array(buf: DeviceArray) -> tuple[KernelArg, ...]:
     model of a C-contiguous array: meminfo, parent, nitems, itemsize, data, shape..., strides...),
     for launching a kernel of ``numba.cuda.compile_ptx``'s PTX: ``args=(*numba_array(x), np.int32(n))``."""
     item = np.dtype(buf.dtype).itemsize
-    strides, step = [], item
+    strides: list[int] = []
+    step = item
     for extent in reversed(buf.shape):
         strides.insert(0, step)
         step *= extent
@@ -164,7 +165,7 @@ def array_layout(shape: int | Sequence[int], dtype: object, call: str) -> tuple[
 
     try:
         dt = np.dtype(dtype)  # type: ignore[call-overload]
-        shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)  # type: ignore[union-attr]
+        shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     except (TypeError, ValueError, OverflowError):
         raise TuiprofError(f"{call}: cannot make a device array of shape {shape!r:.100} and dtype {dtype!r:.100}",
                            "give a shape (int or tuple of ints) and a NumPy dtype, e.g. dev.zeros(1024, np.float32)") from None

@@ -199,7 +199,7 @@ class SourceLoc:
         """This location and every call site it was inlined into, innermost first."""
         out = [self]
         while out[-1].inlined_at is not None:
-            out.append(out[-1].inlined_at)  # type: ignore[arg-type]
+            out.append(out[-1].inlined_at)
         return tuple(out)
 
 

@@ -131,8 +131,8 @@ def memory_ops(ins: Instruction, index: int) -> tuple[MemOp, ...]:
             raise PtxError("malformed cp.async", ins.ptx_line)
         size = int(ins.operands[2].value)
         dst, src = ins.operands[0], ins.operands[1]
-        return (MemOp(index, "load", "global", size, src),  # type: ignore[arg-type]
-                MemOp(index, "store", "shared", size, dst))  # type: ignore[arg-type]
+        return (MemOp(index, "load", "global", size, src),
+                MemOp(index, "store", "shared", size, dst))
     return ()
 
 

@@ -296,7 +296,7 @@ class TrialPool:
         try:
             while True:
                 while len(pending) < self.threads and not self._cancel.is_set():
-                    p = self._next(progress)
+                    p = self._next(progress)  # type: ignore[assignment]  # None is tested next
                     if p is None:
                         break
                     pending[pool.submit(self._pooled, p.mc, p.started)] = (p, p.started)

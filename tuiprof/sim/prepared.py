@@ -11,6 +11,7 @@ cache or DRAM variant of that GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -151,7 +152,8 @@ class Prepared:
             return co.req_id, co.lines
         ids = self._wide_ids.get(shift)
         if ids is None:
-            ids = self._wide_ids[shift] = tuple(map(numpy_owned, dense_ids(co.req_line >> shift)))
+            ids = self._wide_ids[shift] = cast("tuple[np.ndarray, np.ndarray]",
+                                              tuple(map(numpy_owned, dense_ids(co.req_line >> shift))))
         return ids
 
     @property

@@ -17,7 +17,7 @@ parameter's (``np.int32(n)`` for an ``int``); anything else is refused with a cl
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -46,11 +46,13 @@ SnapshotChooser = Callable[[tuple[int, int, int], tuple[int, int, int], int, "Re
 launch starts; returns the linear ids of the snapshot CTAs."""
 
 
-class ResourcesLike:
+class ResourcesLike(Protocol):
     """What the device reads of a kernel's resources (`tuiprof.build.program.KernelResources`)."""
 
-    registers_per_thread: int
-    static_shared: int
+    @property
+    def registers_per_thread(self) -> int: ...
+    @property
+    def static_shared(self) -> int: ...
 
 
 @dataclass(frozen=True)
