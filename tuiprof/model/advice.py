@@ -153,7 +153,7 @@ def advice(stats: OpStats, pattern: AddressPattern | None, kernel_tm: float = ma
         out.append("Streaming: no warp or CTA reuses its data (its warps almost never come back to a sector, and it "
                    "rarely hits the L1 or the L2), so no cache size and no MD helps; only coalescing and DRAM "
                    "bandwidth matter.")
-    elif load and _thrash(pattern, h1) and not walks:
+    elif load and pattern is not None and _thrash(pattern, h1) and not walks:
         out.append(f"Thrashing: the warp comes back to its lines ({100 * pattern.reuse:.0f}% of touches, median "
                    f"{pattern.reuse_distance:.0f} warp accesses later) but they are evicted first (H1 {100 * h1:.0f}%). "
                    f"Keep them: {_lower_md(decision)}, or a tile that fits the L1.")

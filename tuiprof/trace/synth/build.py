@@ -7,7 +7,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Callable, Protocol
+from typing import Callable, Protocol, cast
 
 import numpy as np
 
@@ -145,7 +145,7 @@ class TraceSink:
     def access(self, op: int, warp: np.ndarray, key: np.ndarray | int, active: np.ndarray,
                addr: AddrFn) -> None:
         keys = np.broadcast_to(np.asarray(key, dtype=np.int64), warp.shape)
-        keep = active.any(axis=1)
+        keep = cast("np.ndarray", active.any(axis=1))
         if not keep.all():  # a warp whose lanes all skip the access records nothing
             warp, keys, active = warp[keep], keys[keep], active[keep]
             addr = partial(_rows, addr, keep)
