@@ -1,5 +1,5 @@
-"""Backends that run a kernel and produce a Trace: the emulator (`tuiprof.collect.emu`) and, later,
-the GPU. Both implement the `Device` protocol that launch scripts program against:
+"""Backends that run a kernel and produce a Trace: the emulator (`tuiprof.collect.emu`) and the
+GPU (`tuiprof.collect.gpu`). Both implement the `Device` protocol that launch scripts program against:
 
     def setup(dev):
         x = dev.to_device(np.arange(1024, dtype=np.float32))

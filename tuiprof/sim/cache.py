@@ -1,4 +1,6 @@
-"""Set-associative, sectored cache kernels (Numba), used by every level of the trial.
+"""Set-associative, sectored cache kernels (Numba): the caches of the reference replay
+(`tuiprof.sim.reference`) and the standalone cache checked against pycachesim (`new_cache`). The
+product kernel (`tuiprof.sim.replay`) keeps its own specialised copies of the lists.
 
 A cache is two flat arrays, so that kernels hold no Python objects. One pair of arrays may hold
 several independent caches of the same geometry (*copies*: the per-SM L1s), one region each.

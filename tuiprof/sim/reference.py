@@ -3,7 +3,7 @@ the oracle the tests compare the product kernel with (counter for counter, batch
 latency), itself checked against pycachesim. The product never calls it. Every rule the product
 models is written here first, as plainly as it can be.
 
-Steps 1-4 are `tuiprof.sim.schedule`'s; steps 5-7 (DESIGN.md) run here in one pass over the
+Steps 1-4 are `tuiprof.sim.schedule`'s; steps 5-7 (ARCHITECTURE.md) run here in one pass over the
 merged stream:
 
 5. **L1** (private per SM): loads hit per sector; missing sectors are filled and go to L2;

@@ -1,4 +1,4 @@
-"""Steps 5-7 of a trial (DESIGN.md: the L1s, the L2, the DRAM batches) over the merged stream:
+"""Steps 5-7 of a trial (ARCHITECTURE.md: the L1s, the L2, the DRAM batches) over the merged stream:
 the product's replay kernel, compiled once per cache and DRAM geometry.
 
 It gives exactly the results of the reference kernel (`tuiprof.sim.reference`, the tests' oracle)

@@ -1,4 +1,4 @@
-"""Steps 1-4 of a trial (DESIGN.md, "The stochastic memory-hierarchy model"): the order in which
+"""Steps 1-4 of a trial (ARCHITECTURE.md, "The stochastic memory-hierarchy model"): the order in which
 each SM issues its bulk sequences, and the merge of the SMs' streams into one L2 stream. Together
 they are paper 000 sec. 3.2 step 1a, "a valid random ordering" of the requests: random, yet
 **every warp's accesses keep their program order in every trial** (a load that precedes a store
