@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from tuiprof.ptx.address import AddressForms, instruction_text
 from tuiprof.ptx.cfg import build_cfg
@@ -47,7 +48,7 @@ from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, pl
 from tuiprof.ptx.model import (TYPE_SIZES, Addr, Function, Imm, Instruction, Module,
                                PtxError, Reg, ResolvedLoc, SourceLoc,
                                Sym, TexAddr, is_system_path)
-from tuiprof.trace.model import MAX_OP_PTX, MAX_SOURCE_CHARS, SourceFile, StaticOp
+from tuiprof.trace.model import MAX_OP_PTX, MAX_SOURCE_CHARS, OpKind, SourceFile, Space, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
 STORE_OPCODES = frozenset({"st"})
@@ -546,7 +547,7 @@ def static_ops(module: Module, kernel: str, source_name: str, source_text: str |
         ins = module.functions[raw.function].instructions[raw.index]
         if key not in ids:
             ids[key] = len(ops)
-            ops.append(StaticOp(id=len(ops), kernel=kernel, kind=raw.kind, space=raw.space,
+            ops.append(StaticOp(id=len(ops), kernel=kernel, kind=cast("OpKind", raw.kind), space=cast("Space", raw.space),
                                 bytes=raw.bytes, file=raw.file, line=raw.line,
                                 column=label_col or raw.column,
                                 ptx_line=raw.ptx_line, starts_sequence=raw.starts, label=label,

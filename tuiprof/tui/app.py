@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Literal
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -66,7 +66,9 @@ REFRESH = 0.1
 """Seconds between repaints of the panes while a run streams in (about 10 per second)."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PANES = (("source", "Source"), ("hist", "Histogram"), ("sm", "SMs"), ("md", "Model"))
-RUNNING = ("preparing", "running", "sweep")
+UiPhase = Literal["loading", "preparing", "running", "sweep", "done", "cancelled", "failed"]
+"""Where the app is: opening the target, then a run's phases, then how it ended."""
+RUNNING: tuple[UiPhase, ...] = ("preparing", "running", "sweep")
 MIN_SIDE = 36
 """Columns the side panes need beside the source; with fewer left they become tabs."""
 MAX_SIDE = 96
@@ -185,7 +187,7 @@ class TuiprofApp(App[int]):
         self.analysis: "Analysis | None" = analysis
         self._pending: "Analysis | None" = None
         self.generation = 0
-        self.phase = "done" if analysis is not None else "loading"
+        self.phase: UiPhase = "done" if analysis is not None else "loading"
         self.trials_done = analysis.trials if analysis is not None else 0
         self.planned = analysis.planned if analysis is not None else self.config.trials
         self.sweep: SweepProgress | None = None
@@ -220,7 +222,7 @@ class TuiprofApp(App[int]):
         self._spin = 0
         self.load_phase = Phase("loading the trace")
         """What opening (or recollecting) the target is doing now."""
-        self._phase_before_recollect = "done"
+        self._phase_before_recollect: UiPhase = "done"
         self._search_from: tuple[int, int] | None = None
         """The source cursor and top row when `/` opened the search (esc goes back there)."""
 

@@ -31,7 +31,10 @@ from tuiprof.errors import TuiprofError
 from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.resources import memory_budget
 from tuiprof.ptx.model import Function, Module, SourceLoc
-from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
+from tuiprof.trace.model import LANES, CtaRecords, Launch, Space, StaticOp
+
+_RESOLVED_SPACES: tuple[Space, ...] = ("global", "shared", "local")
+"""What a generic op resolves to: the space most of its accesses fell in."""
 
 if TYPE_CHECKING:
     from tuiprof.build.names import Enums
@@ -436,7 +439,7 @@ class EmuDevice:
         for o in ops:
             seen = result.op_space[o.id] if o.id < result.op_space.shape[0] else np.zeros(3, np.int64)
             if seen.sum() and o.space in ("global", "shared", "local"):
-                space = ("global", "shared", "local")[int(np.argmax(seen))]
+                space: Space = _RESOLVED_SPACES[int(np.argmax(seen))]
                 resolved.append(replace(o, space=space) if space != o.space else o)
             else:
                 resolved.append(o)

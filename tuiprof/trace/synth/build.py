@@ -12,7 +12,7 @@ from typing import Callable, Protocol, cast
 import numpy as np
 
 from tuiprof.resources import data_dir
-from tuiprof.trace.model import LANES, StaticOp
+from tuiprof.trace.model import LANES, OpKind, Space, StaticOp
 
 ARRAY_BASE = 0x7F00_0000_0000
 """Where the first global array starts (a typical cudaMalloc address on Linux x86-64)."""
@@ -261,7 +261,7 @@ class Kernel(ABC):
         out = []
         for i, s in enumerate(self.specs.values()):
             line, col = locate(text, self.name, s.label, s.occurrence)
-            out.append(StaticOp(id=i, kernel=self.name, kind=s.kind, space=s.space, bytes=s.bytes,
+            out.append(StaticOp(id=i, kernel=self.name, kind=cast("OpKind", s.kind), space=cast("Space", s.space), bytes=s.bytes,
                                 file=self.source, line=line, column=col, starts_sequence=s.starts,
                                 label=s.label))
         return tuple(out)
