@@ -23,7 +23,7 @@ from tuiprof.model.pattern import AddressPattern
 from tuiprof.model.shared import PassStats
 from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
 from tuiprof.report_schema import (SCHEMA_VERSION, AnalysisOp, AnalysisSection, ConstSection, DecisionsSection, Histogram,
-                                   MdRow, MdSection, MdSimulated, MdTimingRow, ReportDocument, SharedSection,
+                                   MdSection, MdSimulated, MdTimingRow, ReportDocument, SharedSection,
                                    ThesisRow, TimeRow, TraceSection)
 from tuiprof.report_schema import Estimate as EstimateDict
 from tuiprof.session import RunConfig, Session
@@ -291,12 +291,13 @@ def build_report(target: str | Path, config: RunConfig, on_event: Any = None) ->
     return document(session, session.run(on_event))
 
 
-def render(doc: dict[str, Any], fmt: str) -> str:
+def render(report: ReportDocument, fmt: str) -> str:
     """The document as JSON (control characters escaped by JSON itself), Markdown or text.
 
     Every string from the trace is shown through `printable` field by field (a newline in a label
     is escaped, never a new line), and the whole text once more, so that nothing from a trace
     reaches a terminal as a control sequence."""
+    doc = cast("dict[str, Any]", report)  # the views below read it as plain JSON data
     if fmt == "json":
         return json.dumps(doc, indent=2)
     return printable(_render_md(doc) if fmt == "md" else _render_text(doc), keep="\n")

@@ -19,6 +19,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.errors import ArchError
 from tuiprof.jit import KERNEL, njit
 from tuiprof.sim.addressing import HASH_CODES, hash_polynomial
+from tuiprof.sim.cache import Replacement
 from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids, numpy_owned
 from tuiprof.trace.model import Trace
 
@@ -53,7 +54,7 @@ def _pack_level(p: np.ndarray, at: int, c) -> None:
     """The fields one cache level shares with the other, from index `at` (P_L1_ON or P_L2_ON):
     on, sets, assoc, partitions, chunks per line, chunks per sector, LRU."""
     p[at:at + 7] = (int(c.enabled), c.sets, c.assoc, c.partitions, c.line // CHUNK,
-                    max(1, min(c.sector, c.line) // CHUNK), int(c.replacement == "lru"))
+                    max(1, min(c.sector, c.line) // CHUNK), int(Replacement[c.replacement.upper()]))
 
 
 def pack_arch(arch: Arch) -> np.ndarray:
