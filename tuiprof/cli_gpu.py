@@ -12,10 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, cast
-
-if TYPE_CHECKING:
-    from tuiprof.model.analysis import Analysis
+from typing import Any, Callable
 
 BACKENDS = ("auto", "gpu", "emu")
 """`tuiprof.collect.options.BACKENDS`, repeated: importing that package would import NumPy."""
@@ -71,6 +68,12 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
                    "records the value in force)")
     p.add_argument("--trace", metavar="FILE", help="where to save the trace with the measurements "
                    "(default: TARGET's name with .tptrace, in the current folder)")
+    p.add_argument("--per-op", action="store_true", help="also compare each memory op with ncu's source page "
+                   "(per SASS instruction, matched by source line): sectors per request, excessive sectors, "
+                   "the op's share of the kernel's sectors")
+    p.add_argument("--source-csv", metavar="FILE", help="compare with a source page saved earlier (`ncu --import "
+                   "R.ncu-rep --csv --page source --print-source cuda,sass`) instead of profiling: TARGET is then a "
+                   ".tptrace or a demo, and no GPU is needed")
     add_run_options(p)
     add_collect_options(p, backend=False)
 
@@ -152,6 +155,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tuiprof.validate import NCU_HINT, ValidateError, compare, counters, find_ncu, measure, measured_values, \
         ncu_command, render
 
+    if args.source_csv:
+        return _validate_source_csv(args)
     target, opts = _validate_target(args)
     out = Path(args.trace) if args.trace else Path.cwd() / (target.stem + ".tptrace")
     inputs = [p for p in (target, opts.launch if opts is not None else None) if p is not None]
@@ -179,12 +184,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
                                                             log=Path(tmp) / "ncu.csv", metrics=metrics))
     if not launches:
         raise ValidateError("ncu profiled no launch", "check --kernel and --launch-index")
+    page = _source_page(ncu, program_cmd, kernel, index) if args.per_op else None
     measured = measured_values(launches[0])
     generator = {**trace.provenance.generator, "ncu_counters": counters(launches[0])}
     trace = with_provenance(trace, measured={**trace.provenance.measured, **measured}, generator=generator)
     save_trace(trace, out, protect=inputs)
     session = Session(trace, config, out)
-    analysis = cast("Analysis", session.run())  # None only when cancelled, which nothing does here
+    analysis = session.run()
+    if analysis is None:
+        raise ValidateError("the simulation finished no trial", "run it again with more --trials")
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
           f"({analysis.trials} trials); trace with the measurements: {out}")
     print(render(compare(analysis, measured)), end="")
@@ -192,6 +200,79 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if snap < grid:
         print(f"note: the trace holds {snap} of the {grid} CTAs ncu measured: reuse between them and the rest of "
               "the grid is not in the prediction, so the L2's cold misses weigh more (--snapshot N records more)")
+    if page is not None:
+        from tuiprof.validate_ops import compare_ops, render_ops
+
+        print(render_ops(compare_ops(analysis, page)), end="")
+    return 0
+
+
+def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -> Any:
+    """ncu's source page of the chosen launch (`tuiprof.validate_ops`), the JIT asked for line
+    information so that SASS instructions name their source lines."""
+    import subprocess
+    import tempfile
+
+    from tuiprof.collect.gpu import JIT_LINEINFO_ENV
+    from tuiprof.validate import ValidateError
+    from tuiprof.validate_ops import parse_source_page, source_page_commands
+
+    env = {**os.environ, JIT_LINEINFO_ENV: "1"}  # for the plain run ncu launches
+    with tempfile.TemporaryDirectory(prefix="tuiprof-ncu-src-") as tmp:
+        collect, page = source_page_commands(ncu, program, kernel=kernel, launch_index=index, report=f"{tmp}/source")
+        try:
+            done = subprocess.run(collect, capture_output=True, text=True, timeout=900, env=env, check=False)
+        except subprocess.TimeoutExpired:
+            raise ValidateError("ncu took more than 15 minutes to collect the source counters",
+                                "profile a smaller input, or drop --per-op") from None
+        if done.returncode != 0 or not Path(f"{tmp}/source.ncu-rep").is_file():
+            raise ValidateError(f"ncu could not collect the source counters (status {done.returncode}):\n"
+                                + (done.stdout + done.stderr)[-1500:].strip(), "run the same ncu command by hand: "
+                                + " ".join(collect))
+        try:
+            printed = subprocess.run(page, capture_output=True, text=True, timeout=300, check=False)
+        except subprocess.TimeoutExpired:
+            raise ValidateError("ncu took more than 5 minutes to print the source page", "run it by hand: "
+                                + " ".join(page)) from None
+    if printed.returncode != 0:
+        raise ValidateError(f"ncu could not print the source page (status {printed.returncode}):\n"
+                            + printed.stderr[-1500:].strip(), "run the same ncu command by hand: " + " ".join(page))
+    return parse_source_page(printed.stdout)
+
+
+def _validate_source_csv(args: argparse.Namespace) -> int:
+    """``--source-csv FILE``: a trace (or demo) simulated and compared op by op with a source
+    page saved earlier; no GPU."""
+    from tuiprof.cli import run_config
+    from tuiprof.errors import UsageError
+    from tuiprof.session import Session
+    from tuiprof.trace import demos
+    from tuiprof.trace.io import SUFFIX, load_trace
+    from tuiprof.validate import ValidateError
+    from tuiprof.validate_ops import compare_ops, parse_source_page, render_ops
+
+    target = args.target
+    if target.endswith(SUFFIX) or Path(target).is_file() and not target.endswith(".cu"):
+        trace = load_trace(target)
+    elif target in demos.CATALOGUE or target in demos.demo_names():
+        trace = demos.load(demos.demo_path(target))
+    else:
+        raise UsageError(f"--source-csv compares a recorded trace, and {target} is none",
+                         "give a .tptrace (`tuiprof record` or `tuiprof validate` writes one) or a demo name")
+    try:
+        raw = Path(args.source_csv).read_bytes()
+    except OSError as exc:
+        raise ValidateError(f"cannot read {args.source_csv}: {exc.strerror}", "check the path") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValidateError(f"{args.source_csv} is not UTF-8 text", "save ncu's CSV output as it prints it") from None
+    rows = parse_source_page(text)  # before the simulation: bad input fails at once
+    analysis = Session(trace, run_config(args)).run()
+    if analysis is None:
+        raise ValidateError("the simulation finished no trial", "run it again with more --trials")
+    print(f"{trace.launch.kernel}: {analysis.trials} trials as {analysis.arch}, against {args.source_csv}")
+    print(render_ops(compare_ops(analysis, rows)), end="")
     return 0
 
 

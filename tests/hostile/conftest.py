@@ -187,3 +187,21 @@ def read_only_mount(folder: Path) -> list[str]:
         pytest.skip(f"cannot make a read-only folder here: {probe.stderr.decode(errors='replace')[:200]}")
     script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
     return ["unshare", "-m", "sh", "-c", script, str(folder)]
+
+
+# A prelude that makes the next report write stop half-way (after "writing" on stdout) for a signal.
+SLOW_WRITE = """
+import time, tuiprof.output as _output
+
+_replace = _output._replace_atomically
+
+def _slowly(real, name, folder, mode, write):
+    def half_then_wait(fh):
+        fh.write(b"half a report")
+        fh.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+    _replace(real, name, folder, mode, half_then_wait)
+
+_output._replace_atomically = _slowly
+"""

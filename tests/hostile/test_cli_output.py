@@ -20,7 +20,7 @@ import pytest
 
 from tests.factories import make_trace
 from tests.hostile import hostile as H
-from tests.hostile.conftest import PRELUDE_THEN_MAIN, ROOT, mknod
+from tests.hostile.conftest import PRELUDE_THEN_MAIN, ROOT, SLOW_WRITE, mknod
 from tuiprof.errors import OutputError
 from tuiprof.output import write_bytes_to, write_output
 from tuiprof.trace.io import load_trace, save_trace
@@ -238,22 +238,6 @@ def test_sigterm_during_a_write_leaves_no_temp_file(tmp_path: Path) -> None:
     assert p.wait(10) == -signal.SIGTERM
     assert not _leftovers(tmp_path) and not (tmp_path / "r.txt").exists()
 
-
-SLOW_WRITE = """
-import time, tuiprof.output as _output
-
-_replace = _output._replace_atomically
-
-def _slowly(real, name, folder, mode, write):
-    def half_then_wait(fh):
-        fh.write(b"half a report")
-        fh.flush()
-        print("writing", flush=True)
-        time.sleep(60)
-    _replace(real, name, folder, mode, half_then_wait)
-
-_output._replace_atomically = _slowly
-"""
 
 
 @pytest.mark.usefixtures("warm_numba")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.conftest import (PRELUDE_THEN_MAIN, PROGRAM, ROOT, assert_clean_error, kernel_file, mknod,
+from tests.hostile.conftest import (PRELUDE_THEN_MAIN, PROGRAM, ROOT, SLOW_WRITE, assert_clean_error, kernel_file, mknod,
                                     read_only_mount, run_cli, snapshot)
 
 RUN = ("--trials", "2", "--no-sweep")
@@ -197,22 +197,6 @@ def test_the_success_line_escapes_the_output_name(tmp_path: Path) -> None:
     assert run.code == 0, run.stderr
     assert "\x1b" not in run.stderr and "t\\x1b[2J.tptrace" in run.stderr
 
-
-SLOW_WRITE = """
-import time, tuiprof.output as _output
-
-_replace = _output._replace_atomically
-
-def _slowly(real, name, folder, mode, write):
-    def half_then_wait(fh):
-        fh.write(b"half a report")
-        fh.flush()
-        print("writing", flush=True)
-        time.sleep(60)
-    _replace(real, name, folder, mode, half_then_wait)
-
-_output._replace_atomically = _slowly
-"""
 
 
 @pytest.mark.usefixtures("warm_numba")

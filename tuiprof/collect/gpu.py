@@ -118,6 +118,9 @@ L2_FETCH_ENV = "TUIPROF_L2_FETCH_GRANULARITY"
 """Bytes to set ``cudaLimitMaxL2FetchGranularity`` to (0-128) in every context tuiprof opens on a
 GPU (`tuiprof validate --l2-fetch-granularity`: accuracy experiments, issue 24); unset leaves the
 driver's default."""
+JIT_LINEINFO_ENV = "TUIPROF_JIT_LINEINFO"
+"""Set to 1: the driver's JIT keeps line information (CU_JIT_GENERATE_LINE_INFO), so that ncu's source
+page places each SASS instruction under its source line (`tuiprof validate --per-op`)."""
 
 
 class Driver(Protocol):
@@ -222,7 +225,11 @@ class _CudaBindings:
 
     def load(self, ptx: str) -> object:
         image = np.frombuffer(ptx.encode() + b"\0", np.uint8)
-        err, module = self.drv.cuModuleLoadData(image.ctypes.data)
+        if os.environ.get(JIT_LINEINFO_ENV) == "1":  # ncu's source page names source lines (validate --per-op)
+            option = self.drv.CUjit_option.CU_JIT_GENERATE_LINE_INFO
+            err, module = self.drv.cuModuleLoadDataEx(image.ctypes.data, 1, [option], [1])
+        else:
+            err, module = self.drv.cuModuleLoadData(image.ctypes.data)
         if err != self.drv.CUresult.CUDA_SUCCESS:
             raise GpuError(f"the driver could not load the PTX ({_name(err)})", _hint_for(_name(err)))
         return module

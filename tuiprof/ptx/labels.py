@@ -542,6 +542,10 @@ class _Expr:
             return None
         self.i = j
         self.take("(")
+        return self._call_args()
+
+    def _call_args(self) -> list[AddressForm]:
+        """The arguments of a call whose `(` is taken, through its `)`."""
         args = []
         while self.peek() != ")":
             args.append(self.ternary())
@@ -570,13 +574,7 @@ class _Expr:
                 self.take()
                 f = AddressForm(((("load", "->"), 1),), 0, f.ops, f.loads | {_INDIRECT})
             else:
-                args = []
-                while self.peek() != ")":
-                    args.append(self.ternary())
-                    if self.peek() == ",":
-                        self.take()
-                self.take(")")
-                f = _opaque("call", [f, *args])
+                f = _opaque("call", [f, *self._call_args()])
         return f
 
     def primary(self) -> AddressForm:
