@@ -243,7 +243,7 @@ def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -
 def _validate_source_csv(args: argparse.Namespace) -> int:
     """``--source-csv FILE``: a trace (or demo) simulated and compared op by op with a source
     page saved earlier; no GPU."""
-    from tuiprof.cli import run_config
+    from tuiprof.cli_options import run_config
     from tuiprof.errors import UsageError
     from tuiprof.session import Session
     from tuiprof.trace import demos
