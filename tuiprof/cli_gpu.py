@@ -246,7 +246,7 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
     from tuiprof.cli_options import run_config
     from tuiprof.errors import UsageError
     from tuiprof.session import Session
-    from tuiprof.trace import demos
+    from tuiprof import demos
     from tuiprof.trace.io import SUFFIX, load_trace
     from tuiprof.validate import ValidateError
     from tuiprof.validate_ops import compare_ops, parse_source_page, render_ops
