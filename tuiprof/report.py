@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -459,7 +459,7 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
     if not counts:
         return []
     top = max(counts) or 1
-    f = (lambda x: f"{100 * x:6.1f}%") if pct else (lambda x: f"{x:7.0f}")
+    f: Callable[[float], str] = (lambda x: f"{100 * x:6.1f}%") if pct else (lambda x: f"{x:7.0f}")
     single = sum(1 for c in counts if c) == 1  # every trial in one bin: that bin alone says it
     return [f"{f(edges[i])} - {f(edges[i + 1])} | {'#' * round(width * c / top):<{width}} {c}"
             for i, c in enumerate(counts) if c or (0 < i < len(counts) - 1 and not single)]
@@ -582,7 +582,7 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     """The decision sections (papers 001-004 and the timing model), as text or Markdown."""
     if d is None:
         return []
-    head = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
+    head: Callable[[str], list[str]] = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
     ind = "" if md else "  "
     out = head("Advice") + [f"{ind}- {a}" for a in d["advice"]]
     m = d["md"]

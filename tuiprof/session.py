@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from tuiprof.model.analysis import Analysis
+    from tuiprof.model.decisions import Decisions
     from tuiprof.model.md import MdSample
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.sim.montecarlo import MonteCarlo, TrialPool
@@ -207,10 +208,12 @@ class Session:
         self._listening = True
         """Someone receives this run's events (intermediate analyses are made only then)."""
         same = previous is not None and previous.trace is trace
-        self.prepared: "Prepared | None" = prepared if prepared is not None else (previous.prepared if same else None)
+        self.prepared: "Prepared | None" = (prepared if prepared is not None
+                                            else (previous.prepared if same else None))  # type: ignore[union-attr]
         """The trace packed for the simulator, once run."""
-        self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache()
-        self._patterns: dict[tuple[int, int], dict[int, "AddressPattern"]] = previous._patterns if same else {}
+        self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache()  # type: ignore[union-attr]
+        self._patterns: dict[tuple[int, int], dict[int, "AddressPattern"]] = (
+            previous._patterns if same else {})  # type: ignore[union-attr]  # same: previous is not None
         self.analysis: "Analysis | None" = None
         self.stop_reason: str | None = None
         """After the main run: "completed", "converged" or "cancelled"."""
@@ -291,7 +294,7 @@ class Session:
         from tuiprof.sim.replay import Geometry, replay_kernel
 
         geometry = Geometry.of(pack_arch(arch or self.arch))
-        if replay_kernel(geometry).signatures:
+        if replay_kernel(geometry).signatures:  # type: ignore[attr-defined]  # a Numba dispatcher
             return False
         folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
         return not folder or not any(Path(folder).rglob(f"*replay_{geometry.digest}-*.nbi"))
@@ -397,7 +400,7 @@ class Session:
                         emit(AnalysisUpdated(update))
         if not self._cancelled and not pool.cancelled and analysis is not None:
             self.analysis = self._with_md(analysis, main, per_md, final=True)
-            emit(Finished(self.analysis))
+            emit(Finished(self.analysis))  # type: ignore[arg-type]  # _with_md keeps an Analysis
             return self.analysis
         if not main_done:
             self.stop_reason = mc.stop_reason
@@ -458,7 +461,7 @@ class Session:
 
     @staticmethod
     def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
-        return dataclasses.replace(analysis, decisions=dataclasses.replace(analysis.decisions, md_note=note,
+        return dataclasses.replace(analysis, decisions=dataclasses.replace(cast("Decisions", analysis.decisions), md_note=note,
                                                                            md_samples=samples))
 
     def _has_minimum(self, sweep: dict[int, "MonteCarlo"], per_md: dict[int, list["TrialResult"]]) -> bool:
@@ -512,13 +515,13 @@ class Session:
             return self._with_note(analysis, self._sweep_note)
         samples = self._samples(main, per_md)
         tables = [t[:, TRAFFIC] for t in self._tables(main, per_md).values()]
-        swept = dict(md_samples=samples, sweep_trials=max([len(v) for v in per_md.values()], default=0),
-                     sweep_elapsed=time.perf_counter() - self._t_main)
+        swept: dict[str, Any] = dict(md_samples=samples, sweep_trials=max([len(v) for v in per_md.values()], default=0),
+                                     sweep_elapsed=time.perf_counter() - self._t_main)
         if self._working_set is None:
-            self._working_set = self.prepared.working_set_lines()
+            self._working_set = self.prepared.working_set_lines()  # type: ignore[union-attr]  # prepared by the run
         ws = self._working_set or samples[0].dram_reads_per_cta
         L, stats = self.trace.launch, self._op_stats
-        d = analysis.decisions
+        d = cast("Decisions", analysis.decisions)  # the main run made them
         shape = kernel_shape(self.trace, self.arch, stats.accesses, stats.requests_per_access)
         timing = predict_timing(self.arch, shape, [mean_traffic(t) for t in tables])
         try:

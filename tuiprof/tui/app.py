@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -126,8 +126,9 @@ def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfi
     trials, since the confidence interval narrows as 1/sqrt(n), never fewer than the early stop's
     minimum (below it a run could never converge); without one, double (halve) the trials. The MD
     sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
-    pinned = dict(sweep_trials=config.sweep_trials or sweep_trials,
-                  sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
+    pinned: dict[str, Any] = dict(sweep_trials=config.sweep_trials or sweep_trials,
+                                  sweep_tolerance=config.tolerance if config.sweep_tolerance == "same"
+                                  else config.sweep_tolerance)
     if config.tolerance:
         tol = config.tolerance / 2 if more else min(MAX_TOLERANCE, config.tolerance * 2)
         trials = min(MAX_TRIALS, config.trials * 4) if more else max(EARLY_STOP_AFTER, config.trials // 4)
@@ -168,7 +169,7 @@ class TuiprofApp(App[int]):
     Screen.-tabs #body.-sm #hist, Screen.-tabs #body.-sm #md { display: none; }
     Screen.-tabs #body.-md #hist, Screen.-tabs #body.-md #sm { display: none; }
     """
-    BINDINGS = bindings()
+    BINDINGS = bindings()  # type: ignore[assignment]  # list[Binding] is what Textual reads
 
     def __init__(self, target: str | Path | None = None, config: RunConfig | None = None, *,
                  theme: str | None = None, session: Session | None = None, analysis: "Analysis | None" = None,
@@ -698,7 +699,7 @@ class TuiprofApp(App[int]):
         """Textual's keys panel, which esc did not close, is tuiprof's help screen instead."""
         self.action_help()
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Textual's palette commands, less its "Keys" panel (tuiprof's "Keys" is the help screen)."""
         for command in super().get_system_commands(screen):
             if command.title != "Keys":
