@@ -11,7 +11,6 @@ the prediction."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

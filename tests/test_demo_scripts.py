@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest

@@ -93,7 +93,7 @@ def rewrite_trace(seed: int):
     atomics: dirty evictions, reloads of partly written sectors, atomics on a write-back L2."""
     rng = np.random.default_rng(seed)
     warps = []
-    for w in range(6):
+    for _w in range(6):
         acc = []
         for _ in range(120):
             line = int(rng.integers(0, 192))

@@ -10,7 +10,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from tuiprof import __version__
 from tuiprof.errors import TuiprofError, UsageError

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 BACKENDS = ("auto", "gpu", "emu")
 """`tuiprof.collect.options.BACKENDS`, repeated: importing that package would import NumPy."""

@@ -31,7 +31,8 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import BinaryIO
+from collections.abc import Callable, Iterable
 
 from tuiprof.errors import OutputError
 

@@ -9,7 +9,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -23,7 +23,7 @@ import pytest
 from tests.hostile import hostile as H
 from tests.hostile.conftest import ROOT, assert_clean_error, run_cli, snapshot
 from tuiprof.errors import OutputError, TraceError
-from tuiprof.trace.io import MAX_HEADER_BYTES, decode_addresses, load_trace, read_header
+from tuiprof.trace.io import MAX_HEADER_BYTES, load_trace, read_header
 from tuiprof.trace.model import MAX_OPS, MAX_SOURCE_CHARS
 
 EXCEPTION_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")

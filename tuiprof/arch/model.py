@@ -11,7 +11,8 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from tuiprof.errors import ArchError
 from tuiprof.units import size

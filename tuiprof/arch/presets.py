@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from tuiprof.arch.model import Arch, arch_from_mapping
 from tuiprof.errors import ArchError
@@ -48,7 +49,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
                         "compare with a preset: `tuiprof archs --show h100`") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _preset(name: str) -> Arch:
     return arch_from_mapping(_read_toml(PRESET_DIR / f"{name}.toml"), origin=f"preset {name}")
 

@@ -15,7 +15,7 @@ import os
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from tuiprof.build.program import KernelInfo, KernelResources, Program, SourceFile
 from tuiprof.resources import user_cache_dir

@@ -35,7 +35,8 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Mapping, Sequence
+from typing import IO
+from collections.abc import Iterator, Mapping, Sequence
 
 from tuiprof.errors import BuildError
 from tuiprof.output import sweep_stale

@@ -15,7 +15,8 @@ import ctypes.util
 import functools
 import shutil
 import subprocess
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 def demangle(name: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
 
 from tuiprof.ptx.address import AddressForm
 from tuiprof.ptx.labels import index_form, match_bracket

@@ -40,7 +40,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from tuiprof.arch import load_arch
 from tuiprof.arch.calibrate import base_preset

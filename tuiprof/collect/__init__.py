@@ -13,14 +13,15 @@ Nothing heavy is imported here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
 
 import numpy as np
 
 if TYPE_CHECKING:
     from tuiprof.ptx.model import Function
 
-Dim = Union[int, Sequence[int]]
+Dim = int | Sequence[int]
 """A grid or block size: an int (x) or a sequence of up to three ints (x, y, z)."""
 
 
@@ -113,7 +114,7 @@ def check_launch_bounds(fn: "Function", block: tuple[int, int, int], kernel: str
                                f"({want}, .reqntid)", f"launch it with block={want}")
 
 
-KernelArg = Union[DeviceArray, np.generic]
+KernelArg = DeviceArray | np.generic
 """A kernel argument: a DeviceArray for a pointer parameter, a NumPy scalar for a value."""
 
 

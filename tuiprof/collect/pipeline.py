@@ -31,7 +31,7 @@ from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_l
 from tuiprof.errors import BuildError, TuiprofError, UsageError
 from tuiprof.output import note as _say
 from tuiprof.progress import Phase, Progress, ignore
-from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
+from tuiprof.trace.model import Provenance, Snapshot, Trace
 
 if TYPE_CHECKING:
     from tuiprof.build.program import KernelResources

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 from tuiprof.errors import TuiprofError
 
@@ -167,7 +166,7 @@ class Args:
     items: tuple[Operand, ...]
 
 
-Operand = Union[Reg, Special, Imm, Sym, Addr, TexAddr, Sink, Vec, Label, PredDest, NegPred, Args]
+Operand = Reg | Special | Imm | Sym | Addr | TexAddr | Sink | Vec | Label | PredDest | NegPred | Args
 
 
 # --------------------------------------------------------------------------- locations

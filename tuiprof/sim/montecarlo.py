@@ -24,7 +24,7 @@ import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from tuiprof.arch.model import Arch
 from tuiprof.errors import UsageError

@@ -249,7 +249,6 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     pack_arch(arch)  # refuses geometries the kernel cannot model
     S = arch.sm_count
     n_acc = trace.n_accesses
-    n_warps = trace.n_warps
     n_ctas = trace.snapshot.n_ctas
     co = coalesce_trace(trace, arch.l1.line)
     starts_op = np.array([o.starts_sequence for o in trace.ops], dtype=bool)

@@ -49,7 +49,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import astuple, dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

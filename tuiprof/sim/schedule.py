@@ -360,7 +360,7 @@ def merge_order(st, sm_acc_off, entry):
         while nxt < S and (entry[by_entry[nxt]] <= g or m == 0):
             s = by_entry[nxt]
             nxt += 1
-            for i in range(sm_acc_off[s + 1] - sm_acc_off[s]):
+            for _i in range(sm_acc_off[s + 1] - sm_acc_off[s]):
                 lab[g + m] = s
                 m += 1
         j = g + rng_below(st, m)

@@ -37,7 +37,8 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 

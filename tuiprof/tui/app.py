@@ -21,7 +21,8 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Sequence, TypeGuard
+from typing import TypeGuard
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -19,7 +19,8 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE = 0.7

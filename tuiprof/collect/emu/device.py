@@ -17,7 +17,8 @@ parameter's (``np.int32(n)`` for an ``int``); anything else is refused with a cl
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class RecordChoice:
     """The kernel whose launch is recorded; None = the first kernel launched."""
     launch_index: int = 0
     """Which launch of that kernel (0 = its first)."""
-    snapshot: Union[SnapshotChooser, Sequence[int], None] = None
+    snapshot: SnapshotChooser | Sequence[int] | None = None
     """The snapshot CTAs (linear ids), or a chooser computing them; None = the whole grid."""
 
 

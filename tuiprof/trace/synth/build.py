@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from functools import lru_cache, partial
-from typing import Callable, Protocol, cast
+from functools import partial, cache
+from typing import Protocol, cast
+from collections.abc import Callable
 
 import numpy as np
 
@@ -210,7 +211,7 @@ class CountSink:
 # ---------------------------------------------------------------------------------------------
 # Kernels: source files, static ops, launch resources
 
-@lru_cache(maxsize=None)
+@cache
 def kernel_source(name: str) -> str:
     """The text of ``demo_traces/<name>``."""
     return (data_dir("demo_traces") / name).read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from collections.abc import Callable
 
 from tuiprof.errors import UsageError
 from tuiprof.trace.model import Trace

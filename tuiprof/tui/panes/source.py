@@ -14,7 +14,8 @@ so heat never rests on colour. Everything drawn from the trace is cleaned and ca
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style
