@@ -33,3 +33,14 @@ def test_every_top_level_module_is_in_the_layers() -> None:
     top, layered = _top_level(), _layered()
     assert not top - layered, f"place these in pyproject.toml's layers contract: {sorted(top - layered)}"
     assert not layered - top, f"the layers contract names modules that do not exist: {sorted(layered - top)}"
+
+
+def test_the_headless_modules_load_no_textual() -> None:
+    """The report, the session and the GPU commands run without the UI: importing them loads
+    neither Textual nor Rich (the report reaches tui/format.py, which must stay free of both)."""
+    import subprocess
+
+    code = ("import sys, tuiprof.report, tuiprof.session, tuiprof.cli_gpu, tuiprof.validate\n"
+            "print('UI', sorted(m for m in ('textual', 'rich') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT).stdout
+    assert "UI []" in out, out
