@@ -49,12 +49,12 @@ def made_up_trial(session: Session, md: int, index: int, rng: np.random.Generato
                        dram_writebacks=int(rng.integers(0, 50)), dram_writebacks_owed=0, sm_requests=sm, elapsed=0.25)
 
 
-def fixed(demo: str, arch: str | None = None) -> tuple[Session, object]:
-    """A Session of `demo` (on `arch`, default the trace's) and its fixed Analysis (made once per
-    test process)."""
-    key = f"{demo}:{arch}"
+def fixed(demo: str, arch: str | None = None, md: int | None = None) -> tuple[Session, object]:
+    """A Session of `demo` (on `arch`, default the trace's; at MD `md`, default the occupancy
+    limit) and its fixed Analysis (made once per test process)."""
+    key = f"{demo}:{arch}@{md}"
     if key not in _CACHE:
-        session = Session.open(demo, replace(CONFIG, arch=arch))
+        session = Session.open(demo, replace(CONFIG, arch=arch, md=md))
         rng = np.random.default_rng(2024)
         main = [made_up_trial(session, session.md, i, rng) for i in range(TRIALS)]
         per_md = {m: [made_up_trial(session, m, i, rng) for i in range(session.sweep_trial_count())]

@@ -142,6 +142,7 @@ async def test_status_and_footer_keep_what_matters_at_every_width(size: tuple[in
     async with app.run_test(size=size) as pilot:
         await patterns_in(pilot)
         s = app.session
+        await wait_for(pilot, lambda: "? Help" in screen_text(app).splitlines()[-1])  # the footer recomposes
         lines = screen_text(app).splitlines()
         status, footer = lines[0].strip(), lines[-1]
         for needle in ("✓ 8/8 trials", s.arch.name, f"MD {s.md}", s.trace.launch.kernel):

@@ -2,13 +2,13 @@
 through the run's own analysis, `tests.fixed_analysis`), so that a picture changes only when the
 layout does: the main screen of spmv-u and transpose-naive at 80x24, 120x40, 160x50 and 220x60,
 and of spmv-u on a GPU without an L2, the histogram tab, the drill-down, the help screen and the
-arch picker (and at 80x24 the last three, issue 25)."""
+arch picker (and at 80x24 the last three, issue 25), and a pinned baseline (issue 26)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.fixed_analysis import fixed_app
+from tests.fixed_analysis import fixed, fixed_app
 from tests.tui_support import wait_for
 
 pytest.importorskip("pytest_textual_snapshot")
@@ -69,3 +69,26 @@ def test_arch_picker(snap_compare, size: tuple[int, int]) -> None:
 
 def test_main_screen_without_an_l2(snap_compare) -> None:
     assert snap_compare(fixed_app("spmv-u", arch="gtx480"), terminal_size=(120, 40), run_before=patterns_in)
+
+
+def test_baseline_main_screen_at_120x40(snap_compare) -> None:
+    """Issue 26: a baseline at MD 2 pinned (fixed data too): the gutter's ΔX column, the status
+    bar and the cursor op's changes under the code."""
+    async def pin(pilot) -> None:
+        await patterns_in(pilot)
+        pilot.app.pin_baseline(*fixed("spmv-u", md=2))
+        await pilot.press("n")
+        await pilot.pause()
+
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(120, 40), run_before=pin)
+
+
+def test_baseline_histogram_tab_at_80x24(snap_compare) -> None:
+    """The baseline's histogram (░, its mean △) behind the current one, and the change."""
+    async def pin(pilot) -> None:
+        await patterns_in(pilot)
+        pilot.app.pin_baseline(*fixed("spmv-u", md=2))
+        await pilot.press("n", "2")
+        await pilot.pause()
+
+    assert snap_compare(fixed_app("spmv-u"), terminal_size=(80, 24), run_before=pin)

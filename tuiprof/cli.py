@@ -61,6 +61,17 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _percent(text: str) -> float:
+    """--fail-if-worse: a percentage, at least 0."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise UsageError(f"--fail-if-worse must be a percentage, got {text!r}", "for example --fail-if-worse 5") from None
+    if not 0 <= value < 1e6:
+        raise UsageError(f"--fail-if-worse must be at least 0, got {text}", "for example --fail-if-worse 5")
+    return value
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model: a preset (see `tuiprof archs`) or a TOML file; default: the trace's")
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE", default=[],
@@ -95,6 +106,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="TARGET", help="a .cu source, a .tptrace file or a demo name (see `tuiprof demos`)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    _add_run_options(p)
+    _add_collect_options(p)
+
+    p = sub.add_parser("diff", help="compare two runs per op, with the significance of every change",
+                       description="Compare run B against run A: the kernel-wide figures and the kernel time side by "
+                       "side, and every op matched between the two versions (by source text and label when lines "
+                       "moved) with its change in H1, H2, X and cost, each tested by Welch's t-test over the trials. "
+                       "A and B are any targets (.cu sources with their launch scripts, .tptrace files, demo names), "
+                       "or one target and the --vs-* settings B runs under. Finished runs are cached "
+                       "(XDG_CACHE_HOME/tuiprof/runs), so a diff of runs made before takes well under a second.")
+    p.add_argument("a", metavar="A", help="the baseline: a .cu source, a .tptrace file or a demo name")
+    p.add_argument("b", metavar="B", nargs="?", help="the other version (default: A again, under the --vs-* settings)")
+    g = p.add_argument_group("B's settings (default: A's)")
+    g.add_argument("--vs-arch", metavar="NAME|FILE", help="B's GPU model")
+    g.add_argument("--vs-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a what-if override for B on top of A's --set, e.g. --vs-set l1.size=8KiB (repeatable)")
+    g.add_argument("--vs-md", type=_int_in("--vs-md", 1), default=None, metavar="N", help="B's CTAs per SM")
+    g.add_argument("--vs-seed", type=_int_in("--vs-seed", 0, 2**63 - 1), default=None, metavar="S", help="B's seed")
+    g.add_argument("--vs-launch", metavar="SCRIPT", help="B's launch script (a .cu target)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text; md for a pull request)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    p.add_argument("--fail-if-worse", type=_percent, default=None, metavar="PCT",
+                   help="exit with status 1 when B's kernel time, or the X of an --op, is more than PCT%% worse than "
+                   "A's and the change is significant")
+    p.add_argument("--op", action="append", default=[], metavar="LABEL|ID",
+                   help="an op whose X --fail-if-worse checks: A's op id or a label (repeatable)")
+    p.add_argument("--no-cache", dest="cache", action="store_false", help="simulate both runs even when cached")
     _add_run_options(p)
     _add_collect_options(p)
 
@@ -201,6 +239,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     inputs = _checked_output(args.output, target, config)
     doc = build_report(target, config)
     write_output(render(doc, args.format), args.output, protect=inputs)
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Two runs compared (`tuiprof.compare.diff`); exit status 1 when --fail-if-worse fails."""
+    from tuiprof.arch.presets import parse_overrides
+    from tuiprof.compare.cache import RunCache
+    from tuiprof.compare.diff import Side, diff_document, render, run_side, vs_config
+
+    a = _target_arg(args.a)
+    b = _target_arg(args.b) if args.b is not None else a
+    config = run_config(args)
+    vs = {"arch": args.vs_arch, "overrides": parse_overrides(args.vs_set), "md": args.vs_md, "seed": args.vs_seed,
+          "launch": Path(args.vs_launch) if args.vs_launch else None}
+    if args.b is None and not any(v is not None and v != {} for v in vs.values()):
+        raise UsageError("diff needs two targets, or one and a --vs-* setting for B",
+                         "for example: tuiprof diff spmv-u spmv-vec-u, or tuiprof diff spmv-u --vs-md 2")
+    config_b = vs_config(config, **vs)
+    inputs = _checked_output(args.output, a, config) + _checked_output(args.output, b, config_b)
+    cache = RunCache() if args.cache else None
+    run_a, cached_a = run_side(Side("A", a, config), cache, _say)
+    run_b, cached_b = run_side(Side("B", b, config_b), cache, _say)
+    doc = diff_document(run_a, run_b, cached=(cached_a, cached_b), fail_if_worse=args.fail_if_worse, ops=args.op)
+    write_output(render(doc, args.format), args.output, protect=inputs)
+    verdict = doc["fail_if_worse"]
+    if verdict is not None and verdict["failed"]:
+        failed = ", ".join(c["what"] for c in verdict["checks"] if c["failed"])
+        _say(f"fail-if-worse: {failed} more than {verdict['threshold_pct']:g}% worse, significantly")
+        return 1
     return 0
 
 
@@ -334,7 +401,7 @@ def _arch_text(d: dict[str, Any]) -> str:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "report": cmd_report, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
+    "report": cmd_report, "diff": cmd_diff, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
     "init": cmd_init, "record": cmd_record, "build": cmd_gpu, "calibrate": cmd_gpu, "validate": cmd_gpu,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")

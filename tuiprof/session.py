@@ -42,11 +42,17 @@ _PATTERNS_LOCK = threading.Lock()
 
 def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
     """The Arch to simulate: the requested one (or the trace's preset), with overrides applied."""
+    return arch_for(trace.provenance.arch, config)
+
+
+def arch_for(trace_arch: str, config: RunConfig) -> Arch:
+    """`resolve_arch` for a trace made for preset `trace_arch` (known from a trace file's header
+    alone, without loading its arrays)."""
     from tuiprof.arch.presets import load_arch, preset_arch
 
     if config.arch:
         return load_arch(config.arch, config.overrides)
-    return preset_arch(trace.provenance.arch, config.overrides)
+    return preset_arch(trace_arch, config.overrides)
 
 
 def input_files(target: str | Path, config: RunConfig) -> list[Path]:

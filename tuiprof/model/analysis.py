@@ -72,7 +72,7 @@ class Analysis:
     ops: tuple[OpStats, ...]
     headline: dict[str, Estimate]
     samples: dict[str, np.ndarray]
-    """Per-trial values of each headline ratio and of each op's h1/h2/x (keys 'op3.x')."""
+    """Per-trial values of each headline ratio, of Tm ('tm') and of each op's h1/h2/x (keys 'op3.x')."""
     tm: Estimate
     dram_hist: tuple[np.ndarray, np.ndarray]
     """(counts, bin edges) of DRAM batch latencies pooled over trials."""
@@ -179,6 +179,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[Tria
         "l2_write": ratio(l2wh.sum(axis=1), l2wa.sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
     }
     headline = {k: estimate(v, 0.0, 1.0) for k, v in samples.items()}
+    samples["tm"] = trial_tm
     # Ops whose per-trial columns are bit for bit the same (every op the snapshot never reaches,
     # for one) share their estimates: the work follows the distinct ops, not the op table.
     cols = np.ascontiguousarray(np.concatenate([h1, h2, h2_for_x, x, tm, tm_for_shares], axis=0).T)

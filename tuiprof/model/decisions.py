@@ -27,7 +27,7 @@ from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_t
 from tuiprof.model.md import MdDecision, MdSample
 from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp
 from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
-from tuiprof.model.timing import KernelShape, KernelTime, kernel_time, mean_traffic
+from tuiprof.model.timing import KernelShape, KernelTime, Traffic, kernel_time, mean_traffic
 from tuiprof.trace.model import Trace
 
 if TYPE_CHECKING:
@@ -61,6 +61,10 @@ class Decisions:
     """Wall seconds the MD sweep took."""
     md_note: str = ""
     """Why there is no MD decision, when there is none (sweep off, cancelled, no L1)."""
+    time_trials: tuple[float, ...] = ()
+    """The timing model's kernel time (seconds) of each trial of the run at its MD, in trial
+    order: the same model on one trial's traffic instead of the mean's. `time` is the headline;
+    these are its spread, what a comparison of two runs tests (`tuiprof.model.significance`)."""
 
     @property
     def mwp(self) -> MwpCwp:
@@ -256,9 +260,10 @@ def decisions(trace: Trace, arch: Arch, md: int, results: Sequence[TrialResult],
     ``accesses`` and ``requests_per_access`` are the per-op coalescing counts of the run,
     ``shared_wavefronts`` the snapshot's shared-memory wavefronts."""
     shape = kernel_shape(trace, arch, accesses, requests_per_access)
-    traffic = mean_traffic(trial_table(results, trace, arch, accesses)[:, TRAFFIC])
-    return Decisions(sm=sm_model(trace, arch, md), time=kernel_time(arch, shape, traffic, md),
-                     bottleneck=bottleneck_model(trace, arch, md, results, shared_wavefronts))
+    table = trial_table(results, trace, arch, accesses)[:, TRAFFIC]
+    per_trial = tuple(kernel_time(arch, shape, Traffic(*map(float, row)), md).time_s for row in table)
+    return Decisions(sm=sm_model(trace, arch, md), time=kernel_time(arch, shape, mean_traffic(table), md),
+                     bottleneck=bottleneck_model(trace, arch, md, results, shared_wavefronts), time_trials=per_trial)
 
 
 def sm_list(sms: tuple[int, ...], limit: int = 12) -> str:

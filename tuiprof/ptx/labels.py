@@ -425,6 +425,16 @@ def source_params(source: str, function: str) -> list[str]:
     return found[0] if found else []
 
 
+def definition_lines(source: str, function: str) -> tuple[int, int] | None:
+    """The lines (1-based, first and last) of the body of `function`'s definition in the CUDA
+    source, from its opening brace to its closing one; None when it is not found."""
+    found = _definition(_uncommented(source), function)
+    if found is None or found[1] < 0:
+        return None
+    _, body, end = found
+    return source.count("\n", 0, body) + 1, source.count("\n", 0, max(body, end - 1)) + 1
+
+
 def _split_params(text: str) -> list[str]:
     from tuiprof.ptx.parse import split_nested
 

@@ -49,6 +49,13 @@ ACTIONS: tuple[Action, ...] = (
     Action("recollect", "R", "recollect", "Recollect", "Recompile a .cu target and re-run its launch script in the "
            "emulator (after an edit), keeping the cursor's line", "Runs", "Recollect from the .cu source",
            show=False, key_display="R"),
+    Action("baseline", "b", "baseline", "Baseline",
+           "Pin the run shown as the baseline: the gutter (ΔX), the op under the cursor, the drill-down, the "
+           "histogram (the baseline's behind, ░) and the model pane then show changes against it, * when "
+           "significant (Welch's t-test over the trials), across reruns, MD and arch changes, what-ifs and R",
+           "Runs", "Pin the run as the baseline", show=False),
+    Action("baseline-clear", "B", "clear_baseline", "Clear baseline", "Clear the baseline", "Runs",
+           "Clear the baseline", show=False, key_display="B"),
     Action("export", "e", "export", "Export", "Export the report (.txt, .md or .json; partial while a run goes on)",
            "Runs", "Export the report"),
     Action("hot-next", "n", "hot(1)", "Next hot", "Next load by cost (L1, the costliest, first)", "Navigation",

@@ -40,11 +40,13 @@ from tuiprof.progress import Phase
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
                              TrialDone)
+from tuiprof.compare.cache import SessionRuns
+from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
 from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, LoadProgress, PatternsReady, RecollectFailed,
-                                  RunEvent, TraceLoaded)
+                                  RunEvent, RunReused, TraceLoaded)
 from tuiprof.tui.metrics import DEFAULT, OP_PARTS, Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
@@ -227,6 +229,13 @@ class TuiprofApp(App[int]):
         self._phase_before_recollect: UiPhase = "done"
         self._search_from: tuple[int, int] | None = None
         """The source cursor and top row when `/` opened the search (esc goes back there)."""
+        self.baseline: delta.Baseline | None = None
+        """The pinned run (`b`) every view compares with; None until `b`, again after `B`."""
+        self._against: delta.Against | None = None
+        self.runs = SessionRuns()
+        """This session's finished runs by run key: settings seen before are shown again, not simulated."""
+        self._digest: tuple[object, str] | None = None
+        """(trace, its digest) of the last trace keyed."""
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -415,18 +424,38 @@ class TuiprofApp(App[int]):
         self._update_views()
         return True
 
+    def run_key(self, session: Session) -> str:
+        """`session`'s run key (`tuiprof.compare.cache.run_key`; the trace's digest computed once)."""
+        from tuiprof.compare.cache import run_key, trace_digest
+
+        known = self._digest
+        if known is None or known[0] is not session.trace:
+            known = self._digest = (session.trace, trace_digest(session.trace))
+        return run_key(known[1], session.requested_arch, session.config)
+
     def _run(self, session: Session, generation: int) -> None:
-        """(On a daemon thread) say whether the simulator compiles first, then run `session`,
-        posting each of its events."""
+        """(On a daemon thread) show the run made before under the same key if this session has
+        one; else say whether the simulator compiles first, then run `session`, posting each of
+        its events, and keep the run when it completes."""
         def on_event(event: "Event") -> None:
             self.post_message(RunEvent(generation, event))
 
+        try:
+            key: str | None = self.run_key(session)
+        except Exception:  # keying is an optimisation: never stop the run for it
+            key = None
+        found = self.runs.get(key) if key is not None else None
+        if found is not None:
+            self.post_message(RunReused(generation, *found))
+            return
         try:
             self.post_message(Compiling(generation, session.compiles()))
         except Exception:  # only a hint for the status bar: never stop the run for it
             pass
         try:
-            session.run(on_event)
+            analysis = session.run(on_event)
+            if key is not None and analysis is not None and session.stop_reason in ("completed", "converged"):
+                self.runs.put(key, session, analysis)
         except TuiprofError:
             pass  # the Session emitted Failed with the message
         except BaseException as exc:  # never let a worker take the app down
@@ -438,6 +467,16 @@ class TuiprofApp(App[int]):
         if message.generation == self.generation:
             self.compiles = message.compiles
             self._render_status()
+
+    def on_run_reused(self, message: RunReused) -> None:
+        """A run made before under the same key: shown at once, as if it had just finished."""
+        if message.generation != self.generation:
+            return
+        self.session = message.session
+        self.trials_done, self.planned = message.analysis.trials, message.analysis.planned
+        self.notify("the same trace and settings as a run made before in this session: shown again, not simulated",
+                    timeout=3)
+        self._handle(Finished(message.analysis))
 
     def on_run_event(self, message: RunEvent) -> None:
         if message.generation != self.generation:
@@ -498,6 +537,8 @@ class TuiprofApp(App[int]):
     # --- views ------------------------------------------------------------------------------
 
     def _update_views(self) -> None:
+        self._against = delta.against(self.baseline, self.trace, self.analysis, self._against)
+        self.query_one(SourceView).set_against(self._against, self.baseline is not None)
         self.query_one(SourceView).set_analysis(self.analysis, self.stale, self.levels)
         self._update_hist()
         d = self.analysis.decisions if self.analysis is not None else None
@@ -515,7 +556,8 @@ class TuiprofApp(App[int]):
     def _update_md(self) -> None:
         d = self.analysis.decisions if self.analysis is not None else None
         previous = self.previous_md if d is None or d.md is None else None
-        self.query_one(MdPane).show(d, self.sweep, self.session.md if self.session else None, self.phase, previous)
+        lines = delta.model_lines(self._against, self.levels) if self._against is not None else ()
+        self.query_one(MdPane).show(d, self.sweep, self.session.md if self.session else None, self.phase, previous, lines)
 
     def histogram_op(self) -> int | None:
         """The op whose X/H1/H2 the histogram shows: the one under the cursor, else L1."""
@@ -539,7 +581,10 @@ class TuiprofApp(App[int]):
         if shared is not None:  # bank conflicts, constant serialisation: the same in every trial, drawn per request
             self.query_one(HistogramView).show_shared(shared)
             return
-        self.query_one(HistogramView).show(series(self.analysis, self.metric, op, measured), empty)
+        s = series(self.analysis, self.metric, op, measured)
+        if s is not None and self._against is not None:
+            s = replace(s, baseline=self._against.values(self.metric, op))
+        self.query_one(HistogramView).show(s, empty)
 
     def _phase(self) -> tuple[str, str]:
         """The run's phase as (text, style): what is happening now, with its progress."""
@@ -571,7 +616,8 @@ class TuiprofApp(App[int]):
     def _render_status(self) -> None:
         """The status line's fields in display order with their priorities (`tuiprof.tui.status`):
         the phase is kept longest, then the arch with its what-if `*`, the MD, the kernel, the hit
-        ratios, the seed, the tolerance, the trace's origin and last the target's name."""
+        ratios, the seed, the tolerance, the trace's origin and last the target's name; a pinned
+        baseline's field goes last and is kept as long as the MD."""
         s, a = self.session, self.analysis
         name = clean(Path(self.target).name or self.target)
         fields = [Field((("tuiprof ", "bold $text-accent"), (name, "bold")), 8, 0), Field((self._phase(),), 0, 1)]
@@ -590,6 +636,8 @@ class TuiprofApp(App[int]):
             if s.config.tolerance:
                 fields.append(Field(((f"±{100 * s.config.tolerance:g} pts", MUTED),), 6, 3))
             fields.append(Field(((f"{clean(s.trace.provenance.backend)} trace", MUTED),), 7, 3))
+        if self.baseline is not None:  # the views show changes against it: kept as long as the MD
+            fields.append(Field(delta.status_part(self.baseline), 2, 4))
         self.query_one(StatusBar).show(fields)
 
     def _render_tabs(self) -> None:
@@ -620,7 +668,7 @@ class TuiprofApp(App[int]):
     def open_drill(self, op: int) -> None:
         if self.trace is None or self.session is None:
             return
-        self.push_screen(DrillScreen(op, self.analysis, self.session, self.patterns))
+        self.push_screen(DrillScreen(op, self.analysis, self.session, self.patterns, lambda: self._against))
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
@@ -666,6 +714,10 @@ class TuiprofApp(App[int]):
             return True if self.split or self.zoom else None
         if action == "next_file":
             return True if len(self.source_files()) > 1 else False
+        if action == "baseline":
+            return True if self._pinnable() else None
+        if action == "clear_baseline":
+            return True if self.baseline is not None else None
         return True
 
     async def action_quit(self) -> None:
@@ -705,6 +757,46 @@ class TuiprofApp(App[int]):
         for command in super().get_system_commands(screen):
             if command.title != "Keys":
                 yield command
+
+    def _pinnable(self) -> bool:
+        """A finished run (done or cancelled after its main run) is shown, not a previous one."""
+        a = self.analysis
+        return (a is not None and a.decisions is not None and not self.stale and self.session is not None
+                and self.phase not in ("loading", *RUNNING))
+
+    def action_baseline(self) -> None:
+        """b: pin the run shown as the baseline."""
+        if not self._pinnable():
+            self.notify("b pins a finished run: wait for this one to finish", severity="warning", timeout=3)
+            return
+        pinned = self.pin_baseline(self.session, self.analysis)  # type: ignore[arg-type]
+        self.notify(f"baseline pinned: {clean(pinned.label)}; reruns, MD, arch and R now show changes "
+                    "against it (* significant); B clears it", timeout=4, markup=False)
+
+    def pin_baseline(self, session: Session, analysis: "Analysis") -> delta.Baseline:
+        """Make the run of `session` with `analysis` the baseline every view compares with."""
+        from tuiprof.compare.record import record_of
+
+        s = session
+        short = f"{s.arch.name} · MD {s.md} · seed {s.config.seed}"
+        label = f"{s.trace.launch.kernel} · {short} · {analysis.trials} trials"
+        self.baseline = delta.Baseline(record_of(s, analysis, self.target), clean(label, MAX_MESSAGE),
+                                       clean(short, MAX_MESSAGE))
+        self._against = None
+        self._update_views()
+        self._layout()
+        self.refresh_bindings()
+        return self.baseline
+
+    def action_clear_baseline(self) -> None:
+        """B: no baseline any more."""
+        if self.baseline is None:
+            return
+        self.baseline, self._against = None, None
+        self._update_views()
+        self._layout()
+        self.refresh_bindings()
+        self.notify("baseline cleared", timeout=2)
 
     def action_rerun(self) -> None:
         """New seed (seed + 1), same everything else; cancels the run in progress."""

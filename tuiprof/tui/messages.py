@@ -13,6 +13,7 @@ from textual.message import Message
 from tuiprof.errors import TuiprofError
 
 if TYPE_CHECKING:
+    from tuiprof.model.analysis import Analysis
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.progress import Phase
     from tuiprof.session import Event, Session
@@ -88,3 +89,14 @@ class ExportDone(Message):
         self.path = path
         self.error = error
         self.partial = partial
+
+
+class RunReused(Message):
+    """The run of `generation` was made before in this session (same trace, arch, settings and
+    seed: `tuiprof.compare.cache.run_key`): its `session` and `analysis` are shown instead."""
+
+    def __init__(self, generation: int, session: "Session", analysis: "Analysis") -> None:
+        super().__init__()
+        self.generation = generation
+        self.session = session
+        self.analysis = analysis

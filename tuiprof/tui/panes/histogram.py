@@ -36,6 +36,8 @@ class Series:
     convergence: np.ndarray = field(default_factory=lambda: np.zeros(0))
     measured: float | None = None
     measured_label: str = ""
+    baseline: np.ndarray | None = None
+    """The pinned baseline's trials of the same quantity, drawn behind (`tuiprof.tui.delta`)."""
 
 
 def _value(x: float | None, ratio: bool, digits: int | None = None) -> str:
@@ -91,7 +93,9 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
         lines.append(Content.styled("no defined values yet (no accesses reached this level)", MUTED))
         return Content("\n").join(lines)
     m = s.measured if fmt.finite(s.measured) else None
-    lo, hi = axis_range(v, m, s.ratio)
+    base = np.asarray(s.baseline, dtype=np.float64) if s.baseline is not None else np.zeros(0)
+    base = base[np.isfinite(base)]
+    lo, hi = axis_range(np.concatenate([v, base]), m, s.ratio)
     axis_w = 5
     plot_w = max(8, width - axis_w - 1)
     bins = max(4, min(MAX_BINS, plot_w))
@@ -102,8 +106,9 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     def column(x: float) -> int:
         return int(min(plot_w - 1, max(0, (x - lo) / (hi - lo) * plot_w)))
 
-    chart_h = max(1, height - 7 - (1 if m is not None else 0))
-    top = max(1, int(counts.max()))
+    counts_b = np.histogram(base, bins=bins, range=(lo, hi))[0] if base.size else np.zeros(bins, np.int64)
+    chart_h = max(1, height - 7 - (1 if m is not None else 0) - (1 if base.size else 0))
+    top = max(1, int(counts.max()), int(counts_b.max()))
     mcol = column(m) if m is not None else -1
     for r in range(chart_h, 0, -1):
         label = f"{top:>{axis_w - 1}} " if r == chart_h else " " * axis_w
@@ -112,10 +117,13 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
             eighths = c / top * chart_h * 8
             level = eighths - (r - 1) * 8
             glyph = "█" if level >= 8 else (fmt.EIGHTHS_V[int(round(level))] if level > 0 else " ")
+            behind = glyph == " " and counts_b[b] / top * chart_h * 8 - (r - 1) * 8 >= 4  # the baseline's bar
             for k in range(col):
                 x = b * col + k
                 if x == mcol and glyph in " ▁▂▃":
                     cells.append(("┊", "bold $text-error"))
+                elif behind:
+                    cells.append(("░", "$text-muted"))
                 else:
                     cells.append((glyph, "$primary"))
         lines.append(Content.assemble(*cells))
@@ -127,6 +135,8 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
         for x in range(a, b + 1):
             marks[x] = "─"
         marks[a], marks[b] = "├", "┤"
+    if base.size:
+        marks[column(float(base.mean()))] = "△"
     if fmt.finite(e.mean):
         marks[column(e.mean)] = "▲"
     if m is not None:
@@ -144,6 +154,16 @@ def render_histogram(s: Series | None, width: int, height: int, empty: str) -> C
     if m is not None:
         lines.append(Content.assemble(("┊ measured ", "bold $text-error"), (_value(m, s.ratio), "bold"),
                                       (f"  {s.measured_label}", MUTED)))
+    if base.size:
+        from tuiprof.compare.baseline import delta_of
+        from tuiprof.tui.delta import amount, p_value
+
+        dd = delta_of(base, v)
+        mark = "*" if dd.significant else ""
+        change = "—" if dd.delta is None else amount(dd.delta, s.ratio)
+        lines.append(Content.assemble(("░△ baseline ", MUTED), (_value(dd.base, s.ratio), ""),
+                                      (" · Δ ", MUTED), (change + mark, "bold" if mark else ""),
+                                      (f"  {p_value(dd)}", MUTED)))
     conv = np.asarray(s.convergence, dtype=np.float64)
     if conv.size >= 2:
         spark_w = max(4, width - 32)

@@ -6,7 +6,7 @@ progress; after a cancel it says so; `m` picks an MD to rerun at."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from textual.content import Content
 from textual.widget import Widget
@@ -65,16 +65,17 @@ def _title(text: str, note: str, width: int) -> Content:
 
 
 def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None, width: int,
-              phase: str = "done", previous: "MdDecision | None" = None) -> Content:
+              phase: str = "done", previous: "MdDecision | None" = None, baseline: Sequence[Content] = ()) -> Content:
     """The pane in `width` cells. `phase` is the app's (a cancelled run's sweep is said to be
     cancelled, never awaited); `previous` is the last run's MD decision, shown dimmed while a
-    rerun's sweep computes."""
+    rerun's sweep computes; `baseline`, the lines comparing the run with a pinned baseline."""
     lines = [_title("Model", "  kernel time · bottleneck · MD decision", width)]
     if decisions is None:
         waiting = {"failed": "no result: the run failed", "cancelled": "cancelled before the first trial (r reruns)"}
         lines.append(Content.styled(waiting.get(phase, "waiting for the main run…"), MUTED))
         return Content("\n").join(lines)
     lines += model_lines(decisions)
+    lines += [line.truncate(max(1, width), ellipsis=True) for line in baseline]
     lines.append(_title("MD decision", "  (CTAs per SM: timing model, paper 002's rules beside it)", width))
     d = decisions.md
     if d is None:
@@ -144,12 +145,14 @@ class MdPane(Widget):
         self.current: int | None = None
         self.phase = "loading"
         self.previous: "MdDecision | None" = None
+        self.baseline: Sequence[Content] = ()
 
     def show(self, decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None,
-             phase: str = "done", previous: "MdDecision | None" = None) -> None:
+             phase: str = "done", previous: "MdDecision | None" = None, baseline: Sequence[Content] = ()) -> None:
         self.decisions, self.sweep, self.current, self.phase, self.previous = decisions, sweep, current, phase, previous
+        self.baseline = baseline
         self.refresh(layout=True)
 
     def render(self) -> Content:
         return render_md(self.decisions, self.sweep, self.current, self.content_size.width or 60, self.phase,
-                         self.previous)
+                         self.previous, self.baseline)

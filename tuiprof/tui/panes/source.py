@@ -29,6 +29,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tuiprof.model.advice import hot_reason, kernel_tm
+from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.metrics import Levels
 from tuiprof.tui.text import ELLIPSIS, MAX_LABEL, MAX_OPS_PER_LINE, clean, clean_source
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from textual.style import Style as VisualStyle
 
     from tuiprof.model.analysis import Analysis, OpStats
+    from tuiprof.tui.delta import Against
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.trace.model import StaticOp
 
@@ -205,6 +207,9 @@ class SourceView(Widget, can_focus=True):
         """Lines of the source text (the header counts lines, not the rows ops add)."""
         self._digits = 3
         self._reasons: dict[int, str] = {}
+        self.pinned = False
+        """A baseline is pinned: the gutter has its ΔX column (`tuiprof.tui.delta`)."""
+        self.against: "Against | None" = None
 
     # --- data -------------------------------------------------------------------------------
 
@@ -266,6 +271,11 @@ class SourceView(Widget, can_focus=True):
                     self.post_message(self.CursorMoved(self.current_op))
         self.refresh()
 
+    def set_against(self, against: "Against | None", pinned: bool) -> None:
+        """The run shown against the pinned baseline (`pinned`: the ΔX column is drawn)."""
+        self.against, self.pinned = against, pinned
+        self.refresh()
+
     def set_patterns(self, patterns: dict[int, "AddressPattern"]) -> None:
         """The ops' address patterns (for the one word saying why an op is hot)."""
         self.patterns, self._reasons = patterns, {}
@@ -284,7 +294,7 @@ class SourceView(Widget, can_focus=True):
     def gutter_width(self) -> int:
         """Cells left of the code: rank 2, line number, H1 3, X 4, sectors per request 3, and the
         separators (20 with three-digit line numbers)."""
-        return 2 + 1 + self._digits + 1 + 3 + 1 + 4 + 1 + 3 + 1
+        return 2 + 1 + self._digits + 1 + 3 + 1 + 4 + 1 + 3 + 1 + (delta.GUTTER if self.pinned else 0)
 
     @property
     def current_line(self) -> int:
@@ -432,7 +442,7 @@ class SourceView(Widget, can_focus=True):
     # --- rendering --------------------------------------------------------------------------
 
     def header(self) -> Content:
-        cols = f"{'#':>2} {'ln':>{self._digits}} H1% {'cyc':>4} s/r│ "
+        cols = f"{'#':>2} {'ln':>{self._digits}} H1% {'cyc':>4} s/r" + (f"{'ΔX':>{delta.GUTTER}}" if self.pinned else "") + "│ "
         shown = self.rows[self.top: self.top + self.body_height]
         where = f"{self.file}  {shown[0].line}–{shown[-1].line}/{self.n_lines}" if shown else self.file
         if self.pan:
@@ -453,6 +463,10 @@ class SourceView(Widget, can_focus=True):
         else:
             dim = MUTED if self.stale else ""
             figures = Content.assemble((h1 + " ", dim), (x, dim or "bold"), (" " + spr, dim), (ideal, "$text-success"))
+        if self.pinned:
+            has = op is not None and row.op is not None and self.against is not None and row.op in self.stats
+            d = self.against.op(row.op) if has and self.against is not None and row.op is not None else None
+            figures = Content.assemble(figures, delta.gutter_cell(d, has))
         return Content.assemble(mark, num, figures, Content.styled("│", MUTED))
 
     def _code(self, row: Row) -> Content:
@@ -515,6 +529,8 @@ class SourceView(Widget, can_focus=True):
         parts += [(f" · X {fmt.cyc(s.x.mean if s.x.defined else None)}", "bold"),
                   (f" [trials {fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}]" if s.x.defined else "",
                    MUTED)]
+        if self.against is not None:
+            parts += delta.op_summary(self.against.op(op_id), op.kind == "load" and self.levels.l1)
         if fmt.finite(s.sectors_per_access):
             parts.append((f" · {s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}", ""))
         parts.append((f" · {fmt.pct(s.cost_share)} of the cost", MUTED))

@@ -5,7 +5,8 @@ the same reason and advice the report prints (`tuiprof.model.pattern`)."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tuiprof.model.advice import advice, insight
+from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
 from tuiprof.tui.metrics import Levels, series
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.session import Session
     from tuiprof.trace.model import StaticOp
+    from tuiprof.tui.delta import Against
 
 ANALYSING = "address pattern: analysing the op's warp accesses…"
 
@@ -99,12 +102,15 @@ class DrillScreen(Screen[None]):
     """
 
     def __init__(self, op_id: int, analysis: "Analysis | None", session: "Session",
-                 patterns: dict[int, "AddressPattern"] | None = None) -> None:
+                 patterns: dict[int, "AddressPattern"] | None = None,
+                 against: "Callable[[], Against | None] | None" = None) -> None:
         super().__init__()
         self.op_id, self.analysis, self.session = op_id, analysis, session
         self.trace, self.arch = session.trace, session.arch
         self.levels = Levels.of(session.arch)
         self.patterns = patterns
+        self.against = against or (lambda: None)
+        """The run against the pinned baseline, as the app has it now (`tuiprof.tui.delta`)."""
 
     @property
     def pattern(self) -> "AddressPattern | None":
@@ -117,6 +123,7 @@ class DrillScreen(Screen[None]):
             yield HistogramView(id="hist-h1")
             yield HistogramView(id="hist-h2")
         with VerticalScroll():
+            yield Static(id="drill-baseline", classes="section")
             yield Static(id="drill-latency", classes="section")
             yield Static(id="drill-coalescing", classes="section")
             yield Static(Content.styled(ANALYSING, MUTED), id="drill-pattern", classes="section")
@@ -185,13 +192,21 @@ class DrillScreen(Screen[None]):
         self.analysis = analysis
         measured = self.trace.provenance.measured
         shared = analysis.ops[self.op_id].passes if analysis is not None else None
+        against = self.against()
         for which in ("x", "h1", "h2"):  # shared and constant memory: no trials to draw, no cache hit ratios
             hist = self.query_one(f"#hist-{which}", HistogramView)
             hist.display = which == "x" or (shared is None and self.levels.has(which))
             if shared is not None:
                 hist.show_shared(shared)
             else:
-                hist.show(series(analysis, which, self.op_id, measured))
+                s = series(analysis, which, self.op_id, measured)
+                if s is not None and against is not None:
+                    s = replace(s, baseline=against.values(which, self.op_id))
+                hist.show(s)
+        self.query_one("#drill-baseline", Static).display = against is not None
+        if against is not None:
+            self.query_one("#drill-baseline", Static).update(Content("\n").join(
+                delta.drill_lines(against.baseline, against.op(self.op_id), self.levels)))
         self._render_text()
 
     def _render_text(self) -> None:

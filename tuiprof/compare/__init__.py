@@ -1,0 +1,1 @@
+"""Comparing two runs: `tuiprof diff` and the UI's baseline (issue 26)."""
