@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -239,7 +240,7 @@ def diff_document(a: RunRecord, b: RunRecord, *, cached: tuple[bool, bool] = (Fa
     it = iter(family)
     for row, _ in kernel:
         row["significant_holm"] = next(it)
-    for row, ws in op_rows:
+    for row, _ws in op_rows:
         for metric in OP_METRICS:
             row[metric]["significant_holm"] = next(it)
     tested = sum(w.p is not None for w in tests)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
