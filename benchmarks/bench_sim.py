@@ -1,7 +1,7 @@
 """Simulator performance, against the reference kernel (`tuiprof.sim.reference`, the kernel the
 product used before `tuiprof.sim.replay`) measured in the same run.
 
-    python benchmarks/bench_sim.py [--seeds 5] [--trials 16] [--quick] [--no-compile]
+    python benchmarks/bench_sim.py [--seeds 5] [--trials 16] [--quick] [--no-compile] [--baseline PATH]
 
 1. One trial, product kernel against reference kernel: the same prepared trace, the same seeds,
    interleaved seed by seed, every output checked identical; medians of the calling thread's CPU
@@ -9,6 +9,10 @@ product used before `tuiprof.sim.replay`) measured in the same run.
    L1 requests per second per core. Three cases: spmv-u on tesla-c2050 (the L2 in class
    lockstep), transpose-naive on tesla-c2050 (its strided stores split the lockstep: per-set
    L2), spmv-u on h100 (the L1s SM by SM, hashed 512-way sets).
+   With ``--baseline PATH`` (another checkout, e.g. the commit before a change to the kernel),
+   the product kernel of each checkout runs the same trials in fresh processes, taking turns
+   (`--rounds` of them), and the ratio of their per-request speeds is printed: what a change costs
+   or saves per trial, on a shared machine.
 2. Compile time per geometry: a fresh process with an empty NUMBA_CACHE_DIR compiles the shared
    kernels on a tiny trace, then every preset's replay kernel in turn (first call minus second
    call); a second process on the same folder times loading them from the disk cache.
@@ -107,6 +111,46 @@ print(json.dumps(out))
 """
 
 
+_TRIAL_CHILD = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from tuiprof.arch import load_arch
+from tuiprof.sim.prepared import default_md, pack_arch, prepare
+from tuiprof.sim.trial import trial_arrays
+from tuiprof.demos import resolve_target
+from tuiprof.trace.io import load_trace
+trace, arch = load_trace(resolve_target({demo!r})), load_arch({arch!r})
+p = prepare(trace, arch)
+md, params = default_md(trace, arch), pack_arch(arch)
+trial_arrays(p, params, md, 0)
+out = []
+for seed in {seeds!r}:
+    c0 = time.thread_time()
+    trial_arrays(p, params, md, seed)
+    out.append(time.thread_time() - c0)
+print(json.dumps(dict(cpu=out, requests=p.coalesced.n_requests)))
+"""
+
+
+def bench_against(baseline: Path, demo: str, arch_name: str, seeds: int, rounds: int) -> dict:
+    """The product kernel of this checkout and of `baseline` on the same trials, in fresh
+    processes taking turns: medians of thread CPU time per trial, and their ratio."""
+    cpu: dict[str, list[float]] = {"ours": [], "baseline": []}
+    requests = 0
+    for r in range(rounds):
+        for name, tree in (("ours", ROOT), ("baseline", baseline)) if r % 2 == 0 else (("baseline", baseline), ("ours", ROOT)):
+            code = _TRIAL_CHILD.format(root=str(tree), demo=demo, arch=arch_name,
+                                       seeds=list(range(1 + r * seeds, 1 + (r + 1) * seeds)))
+            env = dict(os.environ, PYTHONPATH=str(tree))
+            out = json.loads(subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True,
+                                            text=True, check=True).stdout)
+            cpu[name] += out["cpu"]
+            requests = out["requests"]
+    ours, base = float(np.median(cpu["ours"])), float(np.median(cpu["baseline"]))
+    return dict(ours_s=ours, baseline_s=base, ratio=base / ours, ours_rate=requests / ours,
+                baseline_rate=requests / base)
+
+
 def bench_compile() -> tuple[dict, dict]:
     """Per preset: seconds to compile its replay kernel (empty cache), then to load it (warm)."""
     code = _COMPILE_CHILD.format(root=str(ROOT), presets=list(PRESETS))
@@ -169,10 +213,24 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=16, help="trials of the thread speed-up run")
     ap.add_argument("--quick", action="store_true", help="3 seeds, 8 trials, no compile or start-up sections")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile and start-up sections (minutes)")
+    ap.add_argument("--baseline", type=Path, default=None, help="another checkout whose product kernel to compare")
+    ap.add_argument("--rounds", type=int, default=4, help="turns of each checkout against --baseline")
+    ap.add_argument("--only-baseline", action="store_true", help="only the comparison with --baseline")
     args = ap.parse_args()
     if args.quick:
         args.seeds, args.trials, args.no_compile = 3, 8, True
     print(f"cores: {os.cpu_count()}; {load()}")
+    if args.baseline is not None:
+        print(f"\n1b. product kernel, this checkout against {args.baseline} (fresh processes taking turns, "
+              f"{args.rounds} x {args.seeds} seeds each, medians of thread CPU time)")
+        print(f"   {'case':<28} {'ours s':>7} {'M req/s':>7} {'baseline s':>10} {'M req/s':>7} {'speed ratio':>11}  load")
+        for demo, arch, what in CASES:
+            r = bench_against(args.baseline.resolve(), demo, arch, args.seeds, args.rounds)
+            print(f"   {demo + ' / ' + arch:<28} {r['ours_s']:7.3f} {r['ours_rate'] / 1e6:7.1f} {r['baseline_s']:10.3f} "
+                  f"{r['baseline_rate'] / 1e6:7.1f} {r['ratio']:10.3f}x  {load()}   ({what})", flush=True)
+        print("   speed ratio: baseline CPU / ours (above 1: ours is faster)")
+        if args.only_baseline:
+            return
 
     print(f"\n1. one trial, product kernel vs reference kernel (medians of {args.seeds} seeds, thread CPU time)")
     print(f"   {'case':<28} {'L1 requests':>11} {'product s':>9} {'M req/s':>7} {'reference s':>11} {'M req/s':>7} "

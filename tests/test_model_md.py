@@ -409,3 +409,23 @@ def test_bad_samples_are_refused() -> None:
         decide_md(GTX480, [MdSample(2, 0.1, 1.0, 1.0)], **LAUNCH)
     with pytest.raises(UsageError):
         predict_thesis(MdSample(1, 0.1, 1.0, 1.0), 8, 10.0, 0.0)
+
+
+def test_undecided_mds_are_those_that_can_still_be_recommended() -> None:
+    from tuiprof.model.md import MIN_GAIN, undecided_mds
+
+    # Gains over the default (MD 4) and between MDs, as 95% intervals.
+    gain = {1: (-0.30, -0.10), 2: (0.01, 0.08), 3: (0.05, 0.20), 4: (0.0, 0.0)}
+
+    def interval(md: int, over: int) -> tuple[float, float]:
+        lo_m, hi_m = gain[md]
+        lo_o, hi_o = gain[over]
+        return lo_m - hi_o, hi_m - lo_o
+
+    # MD 1 surely loses; MD 2 may gain more than MIN_GAIN, and MD 3 is not surely faster than it.
+    assert undecided_mds([1, 2, 3, 4], 4, interval) == [2, 3]
+    gain[3] = (0.10, 0.20)  # now MD 3 is surely faster than MD 2
+    assert undecided_mds([1, 2, 3, 4], 4, interval) == [3]
+    gain[3] = (-0.01, MIN_GAIN - 0.001)
+    gain[2] = (-0.02, 0.015)
+    assert undecided_mds([1, 2, 3, 4], 4, interval) == []  # no MD can gain MIN_GAIN: keep the default

@@ -118,3 +118,25 @@ def test_l2_less_arch_has_no_l2_floor() -> None:
     assert constants(GTX480).l2_gbs == 0.0
     k = kernel_time(GTX480, SHAPE, Traffic(400.0, 960.0, 1e9), 4)
     assert k.l2_bytes == 0 and k.l2_floor_s == 0 and k.bound != L2_BOUND
+
+
+def test_paired_trials_narrow_the_gain_when_the_mds_share_their_randomness() -> None:
+    # Trial i of every MD runs with the same seed, so MDs' latencies move together: resampled in
+    # pairs their gain is much surer than with the pairs broken (as if the MDs' seeds differed).
+    from tuiprof.model.timing import paired_gain_interval, paired_resample, trial_times
+
+    rng = np.random.default_rng(3)
+    shared = rng.normal(0, 60, 16)  # what the seed does to both MDs
+    tab = {m: np.column_stack([400 + 20 * m + shared + rng.normal(0, 5, 16), np.full(16, 960.0), np.zeros(16)])
+           for m in (1, 2)}
+    ia, ib = paired_resample(np.random.default_rng(0), 16, 10)
+    assert np.array_equal(ia[:10], ib) and len(ia) == 16 and ia[10:].min() >= 10
+    tables = [tab[1], tab[2]]
+    lo, hi = gain_range(GTX480, SHAPE, tables, 1, 2)
+    broken = [tab[1], tab[2][np.random.default_rng(1).permutation(16)]]
+    lo_b, hi_b = gain_range(GTX480, SHAPE, broken, 1, 2)
+    assert hi - lo < 0.5 * (hi_b - lo_b)
+    t1, t2 = trial_times(GTX480, SHAPE, tab[1], 1), trial_times(GTX480, SHAPE, tab[2], 2)
+    p_lo, p_hi = paired_gain_interval(t1, t2)
+    assert p_lo < float(np.mean(t2 / t1 - 1)) < p_hi and p_hi - p_lo < 0.5 * np.ptp(t2 / t1)
+    assert paired_gain_interval(t1[:1], t2[:1]) == (-np.inf, np.inf)

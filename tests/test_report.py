@@ -144,7 +144,8 @@ def test_sweep_stops_early_too() -> None:
     t = make_trace([0x10000000 + k * 128 + lane for k in range(64)], warps=[k % 4 for k in range(64)],
                    starts=(True,), n_ctas=4)
     events: list = []
-    a = Session(t, RunConfig(arch="gtx480", trials=24, sweep_trials=16)).run(events.append)
+    # One SM, so that the 4 CTAs fill MDs 1-4 (on 15 SMs every MD would give the main run's trials).
+    a = Session(t, RunConfig(arch="gtx480", overrides={"sm_count": "1"}, trials=24, sweep_trials=16)).run(events.append)
     assert a.decisions.sweep_trials == 8
     done = {}
     for e in events:

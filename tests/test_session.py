@@ -102,9 +102,9 @@ def test_the_first_histogram_comes_with_the_first_trial() -> None:
 
 def test_the_md_decision_shows_once_every_md_has_its_minimum_and_is_refined() -> None:
     # 10 trials per MD, no early stop: the minimum is 8 (SWEEP_MIN_TRIALS), so a first decision
-    # comes at 8 trials of every MD, and later ones as each MD's run ends.
+    # comes at 8 trials of every MD simulated, and later ones as each MD's run ends.
     events, s, analysis = _kinds_and_events(config(sweep_trials=10, tolerance=None))
-    sweep_mds = [m for m in s.sweep_mds() if m != s.md]
+    sweep_mds = [m for m, rep in s.md_groups().items() if m == rep != s.md]
     decided = [i for i, e in enumerate(events) if isinstance(e, AnalysisUpdated) and e.analysis.decisions is not None
                and e.analysis.decisions.md is not None]
     assert decided, "no MD decision before Finished"
@@ -138,13 +138,10 @@ def test_sweep_results_do_not_depend_on_the_thread_count() -> None:
     assert a1.decisions.md_samples[md - 1] == md_sample(md, table, s1.trace)
 
 
-def test_sweep_runs_are_cached_across_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A rerun at another MD simulates only what changed: the MDs the sweep ran before come from
-    the SweepCache, and give what a fresh run gives (same seed, same trials)."""
+def count_mds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The MD of every trial run from now on."""
     from tuiprof.sim.montecarlo import MonteCarlo
 
-    first = Session(trace(), config())
-    first.run()
     ran: list[int] = []
     real = MonteCarlo.run_one
 
@@ -153,6 +150,15 @@ def test_sweep_runs_are_cached_across_reruns(monkeypatch: pytest.MonkeyPatch) ->
         return real(self, index)
 
     monkeypatch.setattr(MonteCarlo, "run_one", counted)
+    return ran
+
+
+def test_sweep_runs_are_cached_across_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rerun at another MD simulates only what changed: the MDs the sweep ran before come from
+    the SweepCache, and give what a fresh run gives (same seed, same trials)."""
+    first = Session(trace(), config())
+    first.run()
+    ran = count_mds(monkeypatch)
     second = Session(first.trace, config(md=1), previous=first)
     assert second.prepared is first.prepared and second.sweep_cache is first.sweep_cache
     second.run()
@@ -163,10 +169,9 @@ def test_sweep_runs_are_cached_across_reruns(monkeypatch: pytest.MonkeyPatch) ->
     assert second.analysis.decisions.md_samples == fresh.analysis.decisions.md_samples
     assert second.analysis.decisions.md.recommended_md == fresh.analysis.decisions.md.recommended_md
     other = Session(first.trace, config(md=1, seed=5), previous=first)
-    ran.clear()
-    monkeypatch.setattr(MonteCarlo, "run_one", counted)
+    ran = count_mds(monkeypatch)
     other.run()
-    assert set(ran) == set(other.sweep_mds())        # another seed: nothing comes from the cache
+    assert set(ran) == set(other.md_groups().values())  # another seed: nothing comes from the cache
 
 
 def test_a_run_cancelled_before_its_sweep_says_so() -> None:
@@ -183,3 +188,41 @@ def test_a_run_cancelled_before_its_sweep_says_so() -> None:
     analysis = s.run(stop_after_two)
     assert isinstance(events[-1], Cancelled) and analysis is not None
     assert analysis.decisions.md is None and analysis.decisions.md_note == "run cancelled before the MD sweep"
+
+
+def test_the_sweep_simulates_only_the_mds_the_grid_can_fill(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 8 snapshot CTAs on 2 SMs: no SM ever holds more than 4, so MDs 4..8 schedule alike and, with
+    # one L1 for all (gtx480: no carve-out), give the same trials as the main run at MD 8.
+    from tuiprof.sim.prepared import prepare
+    from tuiprof.sim.trial import run_trial
+
+    s = Session(trace(), config())
+    assert s.md == 8 and s.md_groups() == {1: 1, 2: 2, 3: 3, 4: 8, 5: 8, 6: 8, 7: 8, 8: 8}
+    prepared = prepare(s.trace, s.arch)
+    a, b = run_trial(prepared, s.arch, 4, 11), run_trial(prepared, s.arch, 7, 11)
+    assert np.array_equal(a.l1_read_hits, b.l1_read_hits) and np.array_equal(a.dram_batch_latencies,
+                                                                             b.dram_batch_latencies)
+    ran = count_mds(monkeypatch)
+    analysis = s.run()
+    assert set(ran) == {1, 2, 3, 8}
+    samples = {x.md: x for x in analysis.decisions.md_samples}
+    assert sorted(samples) == list(range(1, 9))
+    assert all(samples[m].miss_rate == samples[8].miss_rate for m in range(4, 8))
+
+
+def test_the_adaptive_sweep_gives_the_decision_of_the_full_sweep_with_fewer_trials() -> None:
+    # Without --sweep-trials every simulated MD runs SWEEP_FIRST_TRIALS, and only those that can
+    # still become the recommendation run more (paired by seed with the default): the same decision.
+    from tuiprof.session import SWEEP_FIRST_TRIALS
+
+    full = Session(trace(), config(trials=32, sweep_trials=8, tolerance=None))
+    full.run()
+    runs = {}
+    for threads in (1, 3):
+        s = Session(trace(), config(trials=32, sweep_trials=None, tolerance=None, threads=threads))
+        assert s.sweep_adaptive and s.sweep_trial_count() == 8
+        runs[threads] = s.run()
+    a, b = runs[1].decisions, runs[3].decisions
+    assert a.md_samples == b.md_samples and a.md.recommended_md == b.md.recommended_md  # whatever the threads
+    assert a.md.recommended_md == full.analysis.decisions.md.recommended_md
+    assert SWEEP_FIRST_TRIALS <= a.sweep_trials < full.analysis.decisions.sweep_trials == 8

@@ -257,3 +257,28 @@ def test_a_pool_runs_the_sweep_beside_the_main_runs_last_trials(trace) -> None:
     unbounded = _Progress(MonteCarlo(trace, arch, trials=40, seed=2, md=2))
     unbounded.started, unbounded.in_flight = 30, 2
     assert not unbounded.speculative()  # without early stop every trial counts
+
+
+def test_a_pool_holds_a_run_at_its_budget_raises_it_and_settles_it(trace) -> None:
+    # The MD sweep's adaptive trials: a run starts no trial past its budget until its owner raises
+    # it, and ends "settled" with the trials it has, which are those it gives alone.
+    from tuiprof.sim.montecarlo import TrialPool
+
+    arch = small_arch(**ARCH)
+    main = MonteCarlo(trace, arch, trials=3, seed=2, md=2)
+    held = MonteCarlo(trace, arch, trials=8, seed=2, md=1, prepared=main.prepared)
+    held.budget = 2
+    pool = TrialPool([main, held], 2)
+    got = []
+    for ev in pool.iter_events():
+        if ev.run is held and ev.result is not None:
+            got.append(ev.result)
+            assert len(got) <= 2 or held.budget == 4
+            if len(got) == 2:
+                pool.set_budget(held, 4)
+            elif len(got) == 4:
+                pool.settle(held)
+    assert main.stop_reason == "completed" and held.stop_reason == "settled"
+    got.sort(key=lambda r: r.index)
+    alone = MonteCarlo(trace, arch, trials=4, seed=2, md=1).run()
+    assert [r.index for r in got] == [0, 1, 2, 3] and all(same(a, b) for a, b in zip(got, alone))

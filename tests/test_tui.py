@@ -117,6 +117,15 @@ def test_precision_step_tightens_the_tolerance_and_pins_the_sweep() -> None:
     assert (every.tolerance, every.trials) == (None, 128)
 
 
+def test_precision_step_keeps_the_sweep_adaptive_or_not() -> None:
+    """Pinning the sweep's trial count must not turn its adaptive trials off (nor on): the sweep
+    is then found in the SweepCache instead of run again."""
+    up = precision_step(RunConfig(trials=64, tolerance=0.002), 16, True)
+    assert up.sweep_trials == 16 and up.adaptive_sweep
+    fixed = precision_step(RunConfig(trials=64, tolerance=0.002, sweep_trials=8), 16, True)
+    assert fixed.sweep_trials == 8 and not fixed.adaptive_sweep
+
+
 async def test_more_precision_reruns_to_a_narrower_interval() -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -815,3 +824,26 @@ async def test_a_shared_op_shows_its_bank_conflicts_not_cache_ratios() -> None:
             assert needle in text, needle
         for absent in ("H1 (L1 hit ratio)", "Stores go to L2", "L2 hit", "DRAM"):
             assert absent not in text, absent
+
+
+async def test_the_first_launch_warms_up_the_other_kernels_in_the_background(monkeypatch) -> None:
+    """Once the first trial has landed (this GPU's kernels are compiled), a launch that may warm up
+    starts `tuiprof warmup --progress` beside the run when kernels are missing, and the status line
+    shows its steps; quitting ends it."""
+    import sys
+
+    from tuiprof import warmup
+
+    monkeypatch.setattr(warmup, "needed", lambda step: step.target == "v100")
+    script = ("import time\nprint('warmup: compiling the simulator for v100 (1 of 1)', flush=True)\n"
+              "time.sleep(30)\n")
+    monkeypatch.setattr(warmup, "background_command", lambda: [sys.executable, "-c", script])
+    app = make_app(warm_up=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("r")  # a run: its first trial starts the warm-up
+        await wait_for(pilot, lambda: app.warming is not None)
+        assert app.warming == "warmup: compiling the simulator for v100 (1 of 1)"
+        assert "in the background: compiling the simulator for v100 (1 of 1)" in str(app.query_one("StatusBar").render())
+        proc = app._warmup
+        app.cancel_everything()
+        assert proc.wait(timeout=10) != 0  # terminated, not left running

@@ -85,7 +85,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="stop early once every headline hit ratio's 95%% confidence interval (of the mean) is within +-T (default "
                    "0.005, after at least 20 trials; 0 runs every trial)")
     p.add_argument("--sweep-trials", type=_int_in("--sweep-trials", 1, MAX_TRIALS), default=None, metavar="N",
-                   help="trials per MD in the MD sweep (default: a quarter of --trials, at least 8)")
+                   help="trials per MD in the MD sweep (default: adaptive, up to a quarter of --trials and at "
+                   "least 8, fewer for the MDs that cannot change the decision)")
     p.add_argument("--no-sweep", dest="sweep", action="store_false",
                    help="skip the MD sweep (no MD decision; the other models still run)")
 
@@ -157,6 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", metavar="NAME|FILE", help="GPU model the snapshot is chosen for (default: the "
                    "launch script's ARCH, else a100)")
     _add_collect_options(p)
+
+    p = sub.add_parser("warmup", help="compile the simulator's kernels for the GPU presets (and the emulator's) "
+                       "into your kernel cache now, so that no later run waits for them")
+    p.add_argument("--arch", dest="archs", action="append", metavar="NAME", default=[],
+                   help="only this preset (repeatable; default: every preset)")
+    p.add_argument("--no-emulator", dest="emulator", action="store_false",
+                   help="skip the emulator's kernels (about a minute; needed for .cu targets without a GPU)")
+    p.add_argument("--progress", action="store_true",
+                   help="as the UI starts it in the background: niced, one line per step, ends with its parent")
 
     p = sub.add_parser("open", help="open the terminal UI on TARGET (the same as `tuiprof TARGET`)")
     p.add_argument("target", metavar="TARGET", help="a .cu source, a .tptrace file or a demo name (see `tuiprof demos`)")
@@ -364,6 +374,32 @@ def cmd_archs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """Compile what is not in the kernel cache yet (`tuiprof.warmup`)."""
+    from tuiprof.arch.presets import preset_names
+
+    unknown = [a for a in args.archs if a not in preset_names()]
+    if unknown:
+        raise UsageError(f"--arch {unknown[0]!r} is not a preset", "see `tuiprof archs`")
+    if args.progress:
+        os.nice(10)
+    from tuiprof import warmup
+    from tuiprof.jit import kernel_cache_dir
+
+    if args.progress:
+        warmup.exit_with_parent()
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    ran = warmup.warm_up(warmup.plan(args.archs or None, args.emulator), say)
+    if not args.progress:
+        where = kernel_cache_dir()
+        say(f"warmup: {'nothing to compile' if not ran else 'done'}; kernels cached in {where}" if where else
+            "warmup: no writable folder for compiled kernels: every run compiles them again")
+    return 0
+
+
 def cmd_demos(args: argparse.Namespace) -> int:
     from tuiprof.demos import demo_table
 
@@ -403,6 +439,7 @@ def _arch_text(d: dict[str, Any]) -> str:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report, "diff": cmd_diff, "archs": cmd_archs, "demos": cmd_demos, "open": cmd_open, "demo": cmd_demo,
     "init": cmd_init, "record": cmd_record, "build": cmd_gpu, "calibrate": cmd_gpu, "validate": cmd_gpu,
+    "warmup": cmd_warmup,
 }
 _TOP_LEVEL = ("-h", "--help", "--version")
 PROGRAM_COMMANDS = ("open", "report", "record", "validate")

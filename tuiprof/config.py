@@ -33,7 +33,15 @@ class RunConfig:
     """Run the MD sweep (paper 002) for the MD decision: its trials share the main run's workers
     from the main run's last trials on."""
     sweep_trials: int | None = None
-    """Trials per MD in the sweep; None = a quarter of `trials` (at least 8)."""
+    """Trials per MD in the sweep; None = a quarter of `trials` (at least 8), adaptive."""
+    sweep_adaptive: bool | None = None
+    """Whether the sweep's MDs that cannot change the decision run fewer trials than
+    `sweep_trials` (`Session.sweep_adaptive`); None = when `sweep_trials` is not given."""
+
+    @property
+    def adaptive_sweep(self) -> bool:
+        """`sweep_adaptive` resolved."""
+        return self.sweep_trials is None if self.sweep_adaptive is None else self.sweep_adaptive
     sweep_tolerance: float | None | Literal["same"] = "same"
     """The sweep's early-stop tolerance: "same" = `tolerance` (the UI pins it when `T` tightens the
     main run's, so that the sweep, cached, is not run again for nothing)."""

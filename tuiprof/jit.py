@@ -83,7 +83,8 @@ def kernel_cache_dir() -> Path | None:
 from llvmlite import ir  # noqa: E402
 from numba import njit  # noqa: E402
 from numba.core import cgutils, types  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
+from numba.extending import intrinsic, overload  # noqa: E402
+import numpy as np  # noqa: E402
 
 _said: set[str] = set()
 
@@ -238,6 +239,34 @@ def find_tag(typingctx, arr, base, key, n):
     return types.int64(arr, base, key, n), codegen
 
 
+def mulhi(a, b):
+    """The high 64 bits of the 128-bit product of two uint64s: one MUL instruction in a kernel
+    (`_mulhi`), exact integers as plain Python (``NUMBA_DISABLE_JIT``). Division by a run-time
+    divisor through a multiplication (`tuiprof.sim.addressing.udivmod`)."""
+    return np.uint64((int(a) * int(b)) >> 64)
+
+
+@intrinsic
+def _mulhi(typingctx, a, b):
+    if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i128 = ir.IntType(128)
+        x = builder.zext(context.cast(builder, args[0], sig.args[0], types.uint64), i128)
+        y = builder.zext(context.cast(builder, args[1], sig.args[1], types.uint64), i128)
+        return builder.trunc(builder.lshr(builder.mul(x, y), ir.Constant(i128, 64)), ir.IntType(64))
+
+    return types.uint64(a, b), codegen
+
+
+@overload(mulhi, jit_options=dict(KERNEL), inline="always")  # type: ignore[arg-type]  # KERNEL is a _JITOptions
+def _mulhi_overload(a, b):  # noqa: ANN001, ANN202 (Numba's signature)
+    if isinstance(a, types.Integer) and isinstance(b, types.Integer):
+        return lambda a, b: _mulhi(a, b)
+    return None
+
+
 def _int64_cell(context, builder, sig, args):  # noqa: ANN001, ANN202 (codegen helper)
     """The address of ``arr[idx]`` for the atomic intrinsics (no bounds check)."""
     ary = context.make_array(sig.args[0])(context, builder, args[0])
@@ -288,7 +317,13 @@ def note_first_compile(kernel: object, what: str) -> None:
     _noted.add(id(kernel))
     if not _cached(kernel):
         _note(f"note: compiling {what} (first run after an install or upgrade: about a minute; "
-              "cached afterwards)...")
+              "cached afterwards; `tuiprof warmup` compiles every preset's ahead)...")
+
+
+def is_cached(kernel: object) -> bool:
+    """Whether `kernel`'s first call will not compile it: loaded in this process, or fresh machine
+    code for it in Numba's disk cache (or that cannot be told)."""
+    return bool(getattr(kernel, "signatures", None)) or _cached(kernel)
 
 
 def _cached(kernel: object) -> bool:
@@ -305,4 +340,4 @@ def _cached(kernel: object) -> bool:
         return False
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "find_tag", "keep", "kernel_cache_dir", "njit", "note_first_compile", "popcount", "prefetch"]
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "find_tag", "is_cached", "keep", "kernel_cache_dir", "mulhi", "njit", "note_first_compile", "popcount", "prefetch"]

@@ -217,7 +217,7 @@ def md_section(d: Decisions) -> MdSection | None:
     def simulated(md: int) -> MdSimulated | None:
         s = sims.get(md)
         return None if s is None else {"miss_rate": _finite(s.miss_rate), "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
-                                       "mf_latency": _finite(s.mf_latency, 1)}
+                                       "mf_latency": _finite(s.mf_latency, 1), "trials": s.trials}
 
     def timing(md: int) -> MdTimingRow | None:
         if m.timing is None:

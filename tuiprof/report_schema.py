@@ -229,6 +229,7 @@ class MdSimulated(TypedDict):
     miss_rate: float | None
     dram_reads_per_cta: float | None
     mf_latency: float | None
+    trials: int
 
 
 class ThesisRow(TypedDict):

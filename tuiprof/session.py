@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 MIN_TRIALS = 20
 """Trials the main run makes before a tolerance may stop it (paper 000 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
+SWEEP_FIRST_TRIALS = 4
+"""Trials of every MD at the adaptive sweep's first checkpoint (`Session.sweep_adaptive`); the
+MDs that can still change the decision then double theirs, checkpoint by checkpoint."""
 _PATTERNS_LOCK = threading.Lock()
 """Held while a session looks up or computes its trace's address patterns (shared by reruns)."""
 
@@ -79,6 +82,21 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
 
 L1_SETTINGS = ("l1.size", "l1.assoc")
 """What-if settings that fix the L1: with either, the shared-memory carve-out does not size it."""
+
+
+def _has_prefix(results: list["TrialResult"], n: int) -> bool:
+    """Whether trials 0 .. n-1 are all among `results`."""
+    return len({r.index for r in results if r.index < n}) >= n
+
+
+def _budget(run: "MonteCarlo") -> int:
+    """The trials a sweep run is to make now: its adaptive budget, else all it plans."""
+    return min(run.budget or run.trials, run.trials)
+
+
+def _sweep_planned(sweep: Mapping[int, "MonteCarlo"], per_md: Mapping[int, list["TrialResult"]]) -> int:
+    """The sweep's trials planned now: an ended run's landed trials, a running one's budget."""
+    return sum(len(per_md[m]) if run.stop_reason else _budget(run) for m, run in sweep.items())
 
 
 def kernel_occupancy(trace: Trace, arch: Arch) -> Occupancy:
@@ -167,8 +185,8 @@ class SweepCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(arch: Arch, run: "MonteCarlo") -> tuple[object, ...]:
-        return (arch, run.md, run.trials, run.seed, run.tolerance, run.min_trials)
+    def key(run: "MonteCarlo", adaptive: bool) -> tuple[object, ...]:
+        return (run.arch, run.md, run.trials, run.seed, run.tolerance, run.min_trials, adaptive)
 
     def get(self, key: tuple[object, ...]) -> tuple[list["TrialResult"], str] | None:
         with self._lock:
@@ -295,16 +313,12 @@ class Session:
 
     def compiles(self, arch: Arch | None = None) -> bool:
         """Whether the first trial on `arch` (default: the main run's) will compile the simulator's
-        kernel for its cache and DRAM geometry: neither loaded in this process nor in the on-disk
-        kernel cache. Imports Numba: call it off the UI thread."""
+        kernel for its family of cache and DRAM geometries: neither loaded in this process nor in
+        the on-disk kernel cache. Imports Numba: call it off the UI thread."""
         from tuiprof.sim.prepared import pack_arch
-        from tuiprof.sim.replay import Geometry, replay_kernel
+        from tuiprof.sim.replay import Geometry, replay_cached
 
-        geometry = Geometry.of(pack_arch(arch or self.arch))
-        if replay_kernel(geometry).signatures:  # type: ignore[attr-defined]  # a Numba dispatcher
-            return False
-        folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
-        return not folder or not any(Path(folder).rglob(f"*replay_{geometry.digest}-*.nbi"))
+        return not replay_cached(Geometry.of(pack_arch(arch or self.arch)).family)
 
     def run(self, on_event: Callable[[Event], None] | None = None) -> "Analysis | None":
         """Run the trials; return the final Analysis (None if cancelled before any trial)."""
@@ -340,7 +354,8 @@ class Session:
         self._t0 = time.perf_counter()
         self._prepare(mc)
         sweep, self._sweep_note = self._sweep_runs(mc)
-        keys = {m: SweepCache.key(self.arch, run) for m, run in sweep.items()}
+        adaptive = self.sweep_adaptive
+        keys = {m: SweepCache.key(run, adaptive) for m, run in sweep.items()}
         per_md: dict[int, list["TrialResult"]] = {}
         for m, key in keys.items():
             found = self.sweep_cache.get(key)
@@ -348,7 +363,9 @@ class Session:
                 per_md[m] = list(found[0])
                 del sweep[m]
         per_md.update({m: [] for m in sweep})
-        sweep_planned = sum(run.trials for run in sweep.values())
+        self._checkpoint = SWEEP_FIRST_TRIALS if adaptive and sweep else 0
+        for run in sweep.values():
+            run.budget = min(SWEEP_FIRST_TRIALS, run.trials) if adaptive else None
         pool = TrialPool([mc, *sweep.values()], mc.threads)
         with self._lock:
             self._mc = pool
@@ -388,16 +405,17 @@ class Session:
             elif ev.result is not None:
                 m = ev.run.md
                 per_md[m].append(ev.result)
-                progress = SweepProgress(m, len(per_md[m]), ev.run.trials, self.sweep_mds(),
-                                         sum(len(per_md[k]) for k in sweep), sweep_planned)
+                progress = SweepProgress(m, len(per_md[m]), _budget(ev.run), self.sweep_mds(),
+                                         sum(len(per_md[k]) for k in sweep), _sweep_planned(sweep, per_md))
                 if main_done:
                     emit(progress)
                 else:
                     queued.append(progress)
-            elif ev.run.stop_reason in ("completed", "converged"):  # a sweep run ended: keep it
-                sweep_planned -= ev.run.trials - len(per_md[ev.run.md])
+            elif ev.run.stop_reason in ("completed", "converged", "settled"):  # a sweep run ended: keep it
                 self.sweep_cache.put(keys[ev.run.md], sorted(per_md[ev.run.md], key=lambda r: r.index),
                                      ev.run.stop_reason)
+            if self._checkpoint:
+                self._advance_sweep(pool, sweep, per_md, main, main_done)
             if (self._listening and main_done and sweep and (ev.result is None or not decided)
                     and self._has_minimum(sweep, per_md)):
                 decided = True  # first when every MD has its minimum, then again as each MD ends
@@ -472,8 +490,47 @@ class Session:
                                                                            md_samples=samples))
 
     def _has_minimum(self, sweep: dict[int, "MonteCarlo"], per_md: dict[int, list["TrialResult"]]) -> bool:
-        """Every sweep MD has streamed its minimum trials (or all it will)."""
-        return all(len(per_md[m]) >= run.min_trials or run.stop_reason for m, run in sweep.items())
+        """Every sweep MD has streamed its minimum trials (or its first checkpoint's, or all it will)."""
+        return all(len(per_md[m]) >= min(run.min_trials, run.budget or run.trials) or run.stop_reason
+                   for m, run in sweep.items())
+
+    def _advance_sweep(self, pool: "TrialPool", sweep: dict[int, "MonteCarlo"], per_md: dict[int, list["TrialResult"]],
+                       main: list["TrialResult"], main_done: bool) -> None:
+        """The adaptive sweep's checkpoint (`sweep_adaptive`), once every MD held at its budget
+        has all its trials and the main run its first checkpoint's: the MDs that can still change
+        the decision (`tuiprof.model.md.undecided_mds`, on the trials both MDs ran, paired by
+        seed) double their trials, the sweep ends when none can. Decided on each MD's first
+        trials in index order, so the result set does not depend on thread timing."""
+        from tuiprof.model.decisions import TRAFFIC, kernel_shape
+        from tuiprof.model.md import undecided_mds
+        from tuiprof.model.timing import paired_gain_interval, trial_times
+
+        k = self._checkpoint
+        held = {m: run for m, run in sweep.items() if run.stop_reason is None}
+        if not held:
+            self._checkpoint = 0
+            return
+        if not all(_has_prefix(per_md[m], _budget(run)) for m, run in held.items()):
+            return
+        if not (main_done or _has_prefix(main, k)):
+            return
+        first = [r for r in main if r.index < k]
+        stats = self._op_stats
+        shape = kernel_shape(self.trace, self.arch, stats.accesses, stats.requests_per_access)
+        times = {m: trial_times(self.arch, shape, t[:, TRAFFIC], m) for m, t in self._tables(first, per_md).items()}
+        groups = self.md_groups()
+        default = self.occupancy.ctas_per_sm
+        open_mds = undecided_mds(list(times), default, lambda a, b: paired_gain_interval(times[a], times[b]))
+        grow = [held[groups[m]] for m in open_mds if groups[m] in held]
+        grow = [run for run in dict.fromkeys(grow) if (run.budget or run.trials) < run.trials]
+        if grow:
+            self._checkpoint = 2 * k
+            for run in grow:
+                pool.set_budget(run, min(2 * k, run.trials))
+        else:
+            self._checkpoint = 0
+            for run in held.values():
+                pool.settle(run)
 
     def _samples(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]],
                  landed_only: bool = False) -> tuple["MdSample", ...]:
@@ -485,12 +542,14 @@ class Session:
         return tuple(md_sample(m, tables[m], self.trace) for m in self.sweep_mds() if m in tables or not landed_only)
 
     def _tables(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]]) -> dict[int, "np.ndarray"]:
-        """`trial_table` of each MD's trials landed so far, in trial order (MDs with trials only)."""
+        """`trial_table` of each MD's trials landed so far, in trial order (MDs with trials only;
+        an MD the sweep does not simulate has the trials of the MD it equals, `md_groups`)."""
         from tuiprof.model.decisions import trial_table
 
         runs = {**per_md, self.md: main}
-        return {m: trial_table(sorted(runs[m], key=lambda r: r.index), self.trace, self.arch, self._op_stats.accesses)
-                for m in self.sweep_mds() if runs.get(m)}
+        tables = {m: trial_table(sorted(runs[m], key=lambda r: r.index), self.trace, self.arch, self._op_stats.accesses)
+                  for m in set(self.md_groups().values()) if runs.get(m)}
+        return {m: tables[rep] for m, rep in self.md_groups().items() if rep in tables}
 
     def _sweep_runs(self, mc: "MonteCarlo") -> tuple[dict[int, "MonteCarlo"], str]:
         """The sweep's runs (paper 002: MD = 1 .. the occupancy limit, the main run's MD reusing
@@ -506,7 +565,7 @@ class Session:
         return {m: MonteCarlo(self.trace, self.arch_at(m), trials=n, seed=cfg.seed, md=m, threads=cfg.threads,
                               tolerance=tolerance, min_trials=max(2, min(n, SWEEP_MIN_TRIALS)),
                               prepared=mc.prepared)
-                for m in self.sweep_mds() if m != self.md}, ""
+                for m in sorted(set(self.md_groups().values())) if m != self.md}, ""
 
     def _with_md(self, analysis: "Analysis | None", main: list["TrialResult"], per_md: dict[int, list["TrialResult"]], *,
                  final: bool) -> "Analysis | None":
@@ -553,8 +612,31 @@ class Session:
                        self._ideal, self._passes)
 
     def sweep_mds(self) -> tuple[int, ...]:
-        """MDs the sweep simulates: 1 .. the occupancy limit (paper 002 sec. 5.2)."""
+        """MDs the sweep covers: 1 .. the occupancy limit (paper 002 sec. 5.2)."""
         return tuple(range(1, self.occupancy.ctas_per_sm + 1))
+
+    def md_groups(self) -> dict[int, int]:
+        """For each MD of `sweep_mds`, the MD whose trials it shares: itself, or an MD that gives the
+        same trials. Snapshot CTA k runs on SM ``k % sm_count``, so no SM ever holds more than
+        ``fill`` = ceil(snapshot CTAs / SMs) of them: every MD from `fill` up schedules alike, and
+        two such MDs with the same simulated GPU (the L1 beside their carve-outs) give identical
+        trials, which the sweep simulates once (at the main run's MD when it is one of them, else
+        at the largest)."""
+        fill = -(-self.trace.snapshot.n_ctas // max(self.requested_arch.sm_count, 1))
+        reps: dict[tuple[int, Arch], int] = {}
+        out = {}
+        for m in sorted(self.sweep_mds(), key=lambda m: (m != self.md, -m)):
+            out[m] = reps.setdefault((min(m, fill), self.arch_at(m)), m)
+        return dict(sorted(out.items()))
+
+    @property
+    def sweep_adaptive(self) -> bool:
+        """Whether the sweep's trials per MD adapt to how close the decision is (by default, when
+        no ``sweep_trials`` is given): every MD runs `SWEEP_FIRST_TRIALS`, then only the MDs that can
+        still become the recommendation (their gain over the default not surely below
+        `tuiprof.model.md.MIN_GAIN`, no MD surely faster: paired on the trials' common seeds)
+        double theirs, up to `sweep_trial_count`."""
+        return self.config.adaptive_sweep
 
     def sweep_trial_count(self) -> int:
         cfg = self.config

@@ -185,7 +185,7 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
     return MdSample(md=md, miss_rate=float(table[:, MISS].mean()) if len(table) else 0.0,
                     dram_reads_per_cta=float(table[:, DRAM_READS_PER_CTA].mean()) if len(table) else 0.0,
                     mf_latency=float(lat.mean()) if lat.size else 0.0,
-                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace))
+                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace), trials=len(table))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -47,6 +47,9 @@ COMPUTE_BOUND_RATIO = 0.05
 
 THESIS = "thesis rules"
 MEASURED = "thesis formula on measured MDs"
+MIN_GAIN = 0.02
+"""A change of MD is recommended only when it is predicted to gain more than this (simulated
+figures carry Monte Carlo noise)."""
 LOW_CONFIDENCE_RATIO = 2.0
 """The timing model's and the thesis rules' predicted speedups differing by more than this factor
 mark the decision low confidence."""
@@ -80,6 +83,8 @@ class MdSample:
     warp_insts: float = math.nan
     cta_exe_time: float = math.nan
     """Cycles one CTA took at this MD, when measured (Table 6); only displayed."""
+    trials: int = 0
+    """Simulated trials the figures average (0: measured, or unknown)."""
 
     @property
     def dram_per_inst(self) -> float:
@@ -378,10 +383,27 @@ def speedup_disagreement(gain: float, other: float) -> float:
     return max(a / b, b / a)
 
 
+def undecided_mds(candidates: Sequence[int], default: int, interval: Callable[[int, int], tuple[float, float]],
+                  min_gain: float = MIN_GAIN) -> list[int]:
+    """The MDs of `candidates` (the default aside) that the trials so far cannot rule out as the
+    timing model's recommendation in `decide_md`: their gain over the default is not surely below
+    `min_gain` (the upper end of ``interval(md, default)``, the 95% interval of the gain of `md`
+    over `default`), and no other candidate is surely faster (the lower end of ``interval(other,
+    md)`` above 0). The MD sweep runs more trials of these only (issue 23: trials per MD adapted
+    to how close the decision is)."""
+    out = []
+    for m in candidates:
+        if m == default or interval(m, default)[1] < min_gain:
+            continue
+        if not any(interval(o, m)[0] > 0 for o in candidates if o != m):
+            out.append(m)
+    return out
+
+
 def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
               registers_per_thread: int, shared_per_cta: int = 0, dynamic_shared: int = 0,
               working_set_lines: float | None = None, timing: MdTiming | None = None,
-              min_gain: float = 0.02,
+              min_gain: float = MIN_GAIN,
               range_of: Callable[[int, int], tuple[float, float]] | None = None) -> MdDecision:
     """The timing model and the thesis rules for MD = 1..occupancy limit, the recommendation and
     how to apply it.

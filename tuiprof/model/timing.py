@@ -212,25 +212,68 @@ def mean_traffic(table: np.ndarray) -> Traffic:
     return Traffic(float(lat.mean()) if lat.size else math.nan, float(table[:, 1].mean()), float(table[:, 2].mean()))
 
 
+def paired_resample(rng: np.random.Generator, n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap indices into two MDs' trials that keep their pairing: trial i of every MD ran with
+    the same seed (common random numbers), so the trials both MDs have are drawn together (their
+    shared randomness cancels in the gain) and the rest of the longer run on its own."""
+    common = min(n_a, n_b)
+    joint = rng.integers(0, common, common)
+
+    def rest(n: int) -> np.ndarray:
+        return np.concatenate([joint, rng.integers(common, n, n - common)]) if n > common else joint
+
+    return rest(n_a), rest(n_b)
+
+
 def gain_range(arch: Arch, shape: KernelShape, tables: Sequence[np.ndarray], md: int, over: int,
                rounds: int = RANGE_ROUNDS, seed: int = 0) -> tuple[float, float]:
     """The range of the predicted gain of `md` over `over` from the trials and from the uncertain
     constants: for each setting of the departure delays (x `DEPARTURE_RANGE` and 1) and of the L2
-    bandwidth (x `L2_BANDWIDTH_RANGE` and 1), every MD's trials (`tables`, rows of (Mem_LD, DRAM
-    transactions, L2 sectors), MD = 1, 2, ...) are resampled with replacement and the gain is
-    recomputed; the range spans the 2.5th to the 97.5th percentile of every setting."""
+    bandwidth (x `L2_BANDWIDTH_RANGE` and 1), the two MDs' trials (`tables`, rows of (Mem_LD, DRAM
+    transactions, L2 sectors), MD = 1, 2, ...) are resampled with replacement, in pairs
+    (`paired_resample`), and the gain is recomputed; the range spans the 2.5th to the 97.5th
+    percentile of every setting."""
     rng = np.random.default_rng(seed)
+    a, b = tables[md - 1], tables[over - 1]
     lo, hi = math.inf, -math.inf
     for dep in (DEPARTURE_RANGE[0], 1.0, DEPARTURE_RANGE[1]):
         for l2 in (L2_BANDWIDTH_RANGE[0], 1.0, L2_BANDWIDTH_RANGE[1]):
             c = constants(arch, dep, l2)
             gains = np.empty(rounds)
-            for b in range(rounds):
-                picks = {m: tables[m - 1][rng.integers(0, len(tables[m - 1]), len(tables[m - 1]))] for m in (md, over)}
-                t_md = kernel_time(arch, shape, mean_traffic(picks[md]), md, c).time_s
-                t_over = kernel_time(arch, shape, mean_traffic(picks[over]), over, c).time_s
-                gains[b] = t_over / t_md - 1.0 if t_md > 0 else math.inf
+            for k in range(rounds):
+                ia, ib = paired_resample(rng, len(a), len(b))
+                t_md = kernel_time(arch, shape, mean_traffic(a[ia]), md, c).time_s
+                t_over = kernel_time(arch, shape, mean_traffic(b[ib]), over, c).time_s
+                gains[k] = t_over / t_md - 1.0 if t_md > 0 else math.inf
             p_lo, p_hi = np.percentile(gains, [2.5, 97.5])
             lo, hi = min(lo, float(p_lo)), max(hi, float(p_hi))
     return lo, hi
 
+
+# Two-sided 95% quantiles of Student's t, by degrees of freedom (1.96 beyond the table).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def trial_times(arch: Arch, shape: KernelShape, table: np.ndarray, md: int) -> np.ndarray:
+    """T(md) predicted from each trial's traffic alone (`table` rows as in `gain_range`)."""
+    c = constants(arch)
+    return np.array([kernel_time(arch, shape, Traffic(*map(float, row)), md, c).time_s for row in table])
+
+
+def paired_gain_interval(times_md: np.ndarray, times_over: np.ndarray) -> tuple[float, float]:
+    """The 95% confidence interval of the mean gain of one MD over another from the trials both
+    ran (`trial_times` of each, in trial order): trial i of every MD has the same seed, so each
+    pair's gain is mostly the MD's doing; Student's t on the pairs' gains. Infinite below two
+    pairs. It screens which MDs can still change the MD decision (the decision itself uses each
+    MD's mean traffic)."""
+    n = min(len(times_md), len(times_over))
+    if n < 2:
+        return -math.inf, math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gains = times_over[:n] / times_md[:n] - 1.0
+    if not np.all(np.isfinite(gains)):
+        return -math.inf, math.inf
+    half = (_T975[n - 2] if n - 2 < len(_T975) else 1.96) * float(np.std(gains, ddof=1)) / math.sqrt(n)
+    mean = float(np.mean(gains))
+    return mean - half, mean + half

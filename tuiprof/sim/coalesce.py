@@ -76,14 +76,17 @@ def coalesce(op: np.ndarray, mask: np.ndarray, addr: np.ndarray, op_bytes: np.nd
     if line < CHUNK or line > 32 * CHUNK or line & (line - 1):
         raise ValueError(f"line size {line} B is not a power of two in {CHUNK}..{32 * CHUNK}")
     n_ops = op_bytes.shape[0]
-    req_off, req_line, req_mask, req_full, acc, reqs, secs = _coalesce(
-        np.ascontiguousarray(op, np.int32), np.ascontiguousarray(mask, np.uint32),
-        np.ascontiguousarray(addr, np.uint64), np.ascontiguousarray(op_bytes, np.int64),
-        np.ascontiguousarray(op_cached, np.uint8), (line // CHUNK).bit_length() - 1, n_ops)
+    args = (np.ascontiguousarray(op, np.int32), np.ascontiguousarray(mask, np.uint32),
+            np.ascontiguousarray(addr, np.uint64), np.ascontiguousarray(op_bytes, np.int64),
+            np.ascontiguousarray(op_cached, np.uint8), (line // CHUNK).bit_length() - 1)
+    req_off = np.empty(args[0].shape[0] + 1, dtype=np.int64)
+    n = _count_requests(*args, req_off)
+    req_line, req_mask, req_full = np.empty(n, np.int64), np.empty(n, np.uint32), np.empty(n, np.uint32)
+    acc, reqs, secs = (np.zeros(n_ops, np.int64) for _ in range(3))
+    _fill_requests(*args, req_off, req_line, req_mask, req_full, acc, reqs, secs)
     req_id, lines = dense_ids(req_line)
-    req_off, req_line, req_mask, req_full, req_id, lines = map(numpy_owned, (req_off, req_line, req_mask, req_full,
-                                                                             req_id, lines))
-    return Coalesced(line, req_off, req_line, req_mask, req_full, req_id, lines, acc, reqs, secs)
+    return Coalesced(line, req_off, req_line, req_mask, req_full, numpy_owned(req_id), numpy_owned(lines), acc, reqs,
+                     secs)
 
 
 def numpy_owned(a: np.ndarray) -> np.ndarray:
@@ -125,9 +128,7 @@ def dense_ids(keys):
             h = (h + np.uint64(1)) & mask
         if table[h] < 0:
             if count == distinct.shape[0]:
-                grown = np.empty(2 * count, dtype=np.int64)
-                grown[:count] = distinct
-                distinct = grown
+                distinct = _resized(distinct, 2 * count)
             distinct[count] = x
             table[h] = count
             count += 1
@@ -147,18 +148,28 @@ def dense_ids(keys):
             last_id = table[h]
         last_key = x
         ids[j] = last_id
-    return ids, distinct[:count].copy()
+    return ids, _resized(distinct, count)
 
 
 @njit(**KERNEL)
-def access_lines(row, m, nbytes, cshift, tl, tm, tf, tc, tb):
-    """Distinct lines (ascending, into ``tl``), chunk masks (``tm``) and full-chunk masks (``tf``)
-    of one warp access.
+def _resized(a, n):
+    """A new int64 array of `n` entries that starts with `a`'s first ``min(n, len(a))`` (a loop:
+    a slice copy compiles 20-odd error-message helpers, seconds of a first run)."""
+    out = np.empty(n, dtype=np.int64)
+    for i in range(min(n, a.shape[0])):
+        out[i] = a[i]
+    return out
+
+
+@njit(**KERNEL)
+def access_lines(row, m, nbytes, cshift, tl, tm, tf, at, tc, tb):
+    """Distinct lines (ascending, into ``tl`` from index `at`), chunk masks (``tm``) and
+    full-chunk masks (``tf``) of one warp access.
 
     ``row``: 32 lane addresses (uint64); ``m``: active mask; ``cshift``: log2(chunks per line).
     Returns the number of lines. The lanes' bytes are first gathered per 32 B chunk (``tc``: chunk
-    numbers, ``tb``: the chunk's bytes touched, one bit each). Every array needs room for
-    32 * (nbytes // 32 + 2) entries.
+    numbers, ``tb``: the chunk's bytes touched, one bit each). ``tc`` and ``tb`` need room for
+    32 * (nbytes // 32 + 2) entries, the outputs for as many lines from `at`.
     """
     n = 0
     top = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -202,28 +213,22 @@ def access_lines(row, m, nbytes, cshift, tl, tm, tf, tc, tb):
             i += 1
         ln = c >> cshift
         bit = np.uint32(1) << np.uint32(c & cmask)
-        if k == 0 or tl[k - 1] != ln:
-            tl[k] = ln
-            tm[k] = 0
-            tf[k] = 0
+        if k == 0 or tl[at + k - 1] != ln:
+            tl[at + k] = ln
+            tm[at + k] = 0
+            tf[at + k] = 0
             k += 1
-        tm[k - 1] |= bit
+        tm[at + k - 1] |= bit
         if b == np.uint32(0xFFFFFFFF):
-            tf[k - 1] |= bit
+            tf[at + k - 1] |= bit
     return k
 
 
 @njit(**KERNEL)
-def _coalesce(op, mask, addr, op_bytes, op_cached, cshift, n_ops):
-    n_acc = op.shape[0]
-    req_off = np.zeros(n_acc + 1, dtype=np.int64)
-    cap = 4 * n_acc + 64
-    lines = np.empty(cap, dtype=np.int64)
-    masks = np.empty(cap, dtype=np.uint32)
-    fulls = np.empty(cap, dtype=np.uint32)
-    acc = np.zeros(n_ops, dtype=np.int64)
-    reqs = np.zeros(n_ops, dtype=np.int64)
-    secs = np.zeros(n_ops, dtype=np.int64)
+def _count_requests(op, mask, addr, op_bytes, op_cached, cshift, req_off):
+    """Pass 1 of coalescing: ``req_off`` [R+1] (the requests of access r are ``req_off[r] ..
+    req_off[r+1]``), so that pass 2 writes into arrays of their exact size (no growing, no
+    copies); returns the request count."""
     room = 32 * (128 // 32 + 2)
     tl = np.empty(room, dtype=np.int64)
     tm = np.empty(room, dtype=np.uint32)
@@ -231,28 +236,30 @@ def _coalesce(op, mask, addr, op_bytes, op_cached, cshift, n_ops):
     tc = np.empty(room, dtype=np.int64)
     tb = np.empty(room, dtype=np.uint32)
     pos = 0
-    for r in range(n_acc):
+    req_off[0] = 0
+    for r in range(op.shape[0]):
         o = op[r]
         if op_cached[o]:
-            n = access_lines(addr[r], mask[r], op_bytes[o], cshift, tl, tm, tf, tc, tb)
-            if pos + n > cap:
-                cap = max(2 * cap, pos + n)
-                nl = np.empty(cap, dtype=np.int64)
-                nm = np.empty(cap, dtype=np.uint32)
-                nf = np.empty(cap, dtype=np.uint32)
-                nl[:pos] = lines[:pos]
-                nm[:pos] = masks[:pos]
-                nf[:pos] = fulls[:pos]
-                lines = nl
-                masks = nm
-                fulls = nf
+            pos += access_lines(addr[r], mask[r], op_bytes[o], cshift, tl, tm, tf, 0, tc, tb)
+        req_off[r + 1] = pos
+    return pos
+
+
+@njit(**KERNEL)
+def _fill_requests(op, mask, addr, op_bytes, op_cached, cshift, req_off, lines, masks, fulls, acc, reqs, secs):
+    """Pass 2 of coalescing: every request's line, chunk mask and full-chunk mask, and the per-op
+    warp accesses, requests and sectors."""
+    room = 32 * (128 // 32 + 2)
+    tc = np.empty(room, dtype=np.int64)
+    tb = np.empty(room, dtype=np.uint32)
+    for r in range(op.shape[0]):
+        o = op[r]
+        if op_cached[o]:
+            pos = req_off[r]
+            n = req_off[r + 1] - pos
+            access_lines(addr[r], mask[r], op_bytes[o], cshift, lines, masks, fulls, pos, tc, tb)
             acc[o] += 1
             reqs[o] += n
-            for k in range(n):
-                lines[pos + k] = tl[k]
-                masks[pos + k] = tm[k]
-                fulls[pos + k] = tf[k]
-                secs[o] += popcount(tm[k])
-            pos += n
-        req_off[r + 1] = pos
-    return req_off, lines[:pos].copy(), masks[:pos].copy(), fulls[:pos].copy(), acc, reqs, secs
+            for k in range(pos, pos + n):
+                secs[o] += popcount(masks[k])
+    return 0

@@ -14,7 +14,9 @@ thread timing. A trial is streamed once it is certain to belong to the set.
 Several runs (the main run and the MD sweep's runs) share one pool of workers (`TrialPool`), so
 that no core idles where one run ends and the next begins: the first run has every free worker
 while it has trials to start, then the others share them, fewest trials started first. Each run
-keeps its own seeds and its own early stop, so its results are those it gives alone.
+keeps its own seeds and its own early stop, so its results are those it gives alone. The pool's
+owner may also hold a run at a trial budget below its trial count, raise it, or settle the run
+where it stands (the MD sweep's adaptive trials, `tuiprof.session`).
 """
 
 from __future__ import annotations
@@ -117,9 +119,11 @@ class MonteCarlo:
         self.params = pack_arch(arch)
         self._cancel = threading.Event()
         self.stop_reason: str | None = None
-        """After a run: "completed", "converged" or "cancelled"."""
+        """After a run: "completed", "converged", "settled" (ended by its pool's owner) or "cancelled"."""
         self.convergence = Convergence()
         """Statistics of the trials of the last run, in index order, up to the stopping point."""
+        self.budget: int | None = None
+        """In a `TrialPool`: trials it may start so far (None: all); see `TrialPool.set_budget`."""
 
     def with_md(self, md: int) -> "MonteCarlo":
         """The same run at another MD, sharing this one's preparation."""
@@ -195,9 +199,11 @@ class _Progress:
         self.started = 0
         self.in_flight = 0
         self.finished = False
+        self.settled = False
 
     def can_start(self) -> bool:
-        return not self.finished and self.stop_at is None and self.started < self.mc.trials
+        limit = self.mc.trials if self.mc.budget is None else min(self.mc.budget, self.mc.trials)
+        return not self.finished and not self.settled and self.stop_at is None and self.started < limit
 
     def speculative(self) -> bool:
         """Whether another trial now would be a guess: the run stops early, has started its
@@ -230,6 +236,8 @@ class _Progress:
 
     def complete(self) -> bool:
         """Every trial of the result set has been streamed."""
+        if self.settled:
+            return self.in_flight == 0 and all(i in self.streamed for i in self.landed)
         if self.stop_at is not None:
             return all(i in self.streamed for i in range(self.stop_at))
         return self.started == self.mc.trials and self.in_flight == 0 and len(self.streamed) == self.mc.trials
@@ -258,11 +266,23 @@ class TrialPool:
         self.runs = list(runs)
         self.threads = threads or os.cpu_count() or 1
         self._cancel = cancel or threading.Event()
+        self._settle: set[int] = set()
 
     def cancel(self) -> None:
         """Stop every run between trials (thread-safe); trials in flight finish in the background
         and are dropped."""
         self._cancel.set()
+
+    def set_budget(self, run: MonteCarlo, budget: int | None) -> None:
+        """Let `run` start trials up to `budget` (None: all its trials). Call it from the thread that
+        iterates `iter_events`, while handling an event: the pool goes on with it when the event
+        returns (a pool whose runs all wait at their budgets ends once their events are handled)."""
+        run.budget = budget
+
+    def settle(self, run: MonteCarlo) -> None:
+        """End `run` with the trials it has (stop reason "settled") once those in flight land; the
+        same thread and moment as `set_budget`."""
+        self._settle.add(id(run))
 
     @property
     def cancelled(self) -> bool:
@@ -295,6 +315,13 @@ class TrialPool:
         pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tuiprof-trial")
         try:
             while True:
+                for p in progress:  # runs that ended with the last trials, or were settled by the owner
+                    p.settled = p.settled or id(p.mc) in self._settle
+                    if not p.finished and not self._cancel.is_set() and p.complete():
+                        p.finished = True
+                        stopped_early = p.stop_at is not None and p.stop_at < p.mc.trials
+                        p.mc.stop_reason = "settled" if p.settled else "converged" if stopped_early else "completed"
+                        yield PoolEvent(p.mc, None)
                 while len(pending) < self.threads and not self._cancel.is_set():
                     p = self._next(progress)  # type: ignore[assignment]  # None is tested next
                     if p is None:
@@ -302,6 +329,8 @@ class TrialPool:
                     pending[pool.submit(self._pooled, p.mc, p.started)] = (p, p.started)
                     p.started += 1
                     p.in_flight += 1
+                if not pending and not self._cancel.is_set() and any(not p.finished and p.complete() for p in progress):
+                    continue  # a run to end first
                 if not pending or self._cancel.is_set() or all(p.finished for p in progress):
                     break  # trials of finished runs still in flight are dropped
                 done, _ = wait(pending, timeout=CANCEL_POLL, return_when=FIRST_COMPLETED)
@@ -318,11 +347,6 @@ class TrialPool:
                         if self._cancel.is_set():
                             break
                         yield PoolEvent(p.mc, r)
-                    if not self._cancel.is_set() and p.complete():
-                        p.finished = True
-                        stopped_early = p.stop_at is not None and p.stop_at < p.mc.trials
-                        p.mc.stop_reason = "converged" if stopped_early else "completed"
-                        yield PoolEvent(p.mc, None)
             if self._cancel.is_set():
                 for p in progress:
                     if not p.finished:

@@ -32,7 +32,8 @@ P_L2_ON, P_L2_SETS, P_L2_ASSOC, P_L2_PARTS, P_L2_CPL, P_L2_CPS, P_L2_LRU = range
  P_DR_GROUP) = range(16, 26)
 P_L1_LINE = 26
 P_L2_WB, P_HASH, P_L2_POLY, P_DR_POLY = range(27, 31)
-N_PARAMS = 31
+P_L1_WAYS_MAX = 31
+N_PARAMS = 32
 
 STORE_EVICT, STORE_NO_ALLOCATE, STORE_ALLOCATE = 0, 1, 2
 _STORE_CODES = {"write-evict": STORE_EVICT, "write-no-allocate": STORE_NO_ALLOCATE,
@@ -82,7 +83,20 @@ def pack_arch(arch: Arch) -> np.ndarray:
     p[P_HASH] = HASH_CODES[arch.address_hash]
     p[P_L2_POLY] = hash_polynomial(max(1, l2.sets * l2.partitions))
     p[P_DR_POLY] = hash_polynomial(d.channels)
+    p[P_L1_WAYS_MAX] = l1_ways_max(arch)
     return p
+
+
+def l1_ways_max(arch: Arch) -> int:
+    """The most ways `arch`'s L1 can take: its own, or on Volta and later (the driver sizes the L1
+    beside each kernel's shared-memory carve-out, `tuiprof.arch.occupancy.carveout_arch`) what the
+    unified L1/shared array leaves beside the smallest carve-out."""
+    from tuiprof.arch.occupancy import carveout
+
+    l1 = arch.l1
+    if carveout(arch, 0) is None:
+        return l1.assoc
+    return max(l1.assoc, (arch.unified_l1_shared - arch.shared_carveouts[0]) // (l1.line * l1.sets * l1.partitions))
 
 
 @dataclass(frozen=True)

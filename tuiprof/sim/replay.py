@@ -36,30 +36,36 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
 - **Per-access counters in locals**, added to the op's counters once per warp access; no array
   is reassigned in the walk (a reassigned array variable costs reference counting per batch and
   worse code: 15-25% of a trial).
-- **Geometry as compile-time constants** (`Geometry`): associativities, set counts, line and
-  sector chunks, the L2 write policy, the address hash, channels, banks, interleave, row and
-  transaction sizes are frozen into each
-  compiled kernel (divisions by 6 become multiplications), and kernels are cached in memory and
-  on disk per geometry. Latencies, the SM count and the group size stay run-time values, so
-  what-ifs on them reuse the kernel.
+- **One kernel per family of geometries** (`Family`): what shapes the code (which levels exist,
+  line and sector chunks, policies, the L2's mode, the address hash, the DRAM transaction and
+  geometry, a scanned L1's ways) is frozen into each compiled kernel, and kernels are cached in
+  memory and on disk per family. Set counts, a hashed L1's ways (the shared-memory carve-out
+  scales them MD by MD) and the L2's ways are run-time values (`runtime_params`): a set is found
+  with a mask, or a multiplication by a precomputed reciprocal (`tuiprof.sim.addressing.udivmod`)
+  where the count is not a power of two, so an MD sweep or a size what-if compiles nothing new.
+  Latencies, the SM count and the group size are run-time values too. (The DRAM's geometry stays
+  compiled in: run-time shifts and divisions in the batching loop cost 6-10% of a trial.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from dataclasses import astuple, dataclass
 from collections.abc import Callable
+from typing import Any, cast
+from pathlib import Path
 
 import numpy as np
 
 from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, popcount, prefetch
-from tuiprof.sim.addressing import HASH_XOR, hash_polynomial, xor_fold, xor_table
+from tuiprof.sim.addressing import HASH_XOR, divider, hash_polynomial, udivmod, xor_fold, xor_table
 from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
-                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ASSOC, P_L2_CPL, P_L2_CPS,
+                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L1_WAYS_MAX, P_L2_ASSOC, P_L2_CPL, P_L2_CPS,
                                   P_L2_LRU, P_L2_ON, P_L2_PARTS, P_L2_SETS, P_L2_WB, P_SM, STORE_EVICT,
                                   STORE_NO_ALLOCATE)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
@@ -95,13 +101,74 @@ def _leaders(cps: int, n_sectors: int) -> int:
 
 
 @dataclass(frozen=True)
+class Family:
+    """The compile-time constants of a replay kernel: what shapes its code (which levels exist,
+    line and sector chunks, policies, the L2's mode, the address hash, the DRAM transaction, how an
+    L1 set is searched). Every geometry of one family runs on one compiled kernel: set counts,
+    ways, channels, banks, interleave, row size and the SM count are run-time values
+    (`runtime_params`), so the MD sweep (the L1's ways follow the shared-memory carve-out) and
+    what-ifs on sizes compile nothing new."""
+
+    l1_on: bool
+    l1_chunks: int
+    l1_sector_chunks: int
+    l1_lru: bool
+    l1_store: int
+    l1_hashed: bool
+    """Each SM's L1 keeps a hash table of line id -> way (it may take more than `SCAN_MAX_ASSOC`
+    ways); else its sets are scanned."""
+    l1_ways: int
+    """Ways a set's arrays hold: a scanned L1's own (the scan's width), a hashed L1's most (its
+    ways beside a carve-out are a run-time value; the arrays keep this stride)."""
+    l1_index: str
+    """The dtype of the L1's recency lists (way numbers)."""
+    l2_on: bool
+    l2_chunks: int
+    l2_sector_chunks: int
+    l2_lru: bool
+    l2_write_back: bool
+    l2_index: str
+    lockstep: bool
+    xor_hash: bool
+    transaction: int
+    l1_by_sm: bool
+    """See `Geometry.l1_by_sm`: it decides the walk's shape, so it is compiled in (all carve-outs of
+    one GPU fall on one side of `L1_BY_SM_LINES`)."""
+    one_run: bool
+    """A lockstep L2 with 32 B DRAM transactions whose L1 lines cross no interleave or row."""
+    pow2_sets: tuple[bool, bool, bool]
+    """Whether the L1's sets, the L2's sets and the L2's lockstep classes are powers of two: a
+    mask then finds a set, else a multiplication (`tuiprof.sim.addressing.udivmod`)."""
+    channels: int
+    banks: int
+    interleave: int
+    row_size: int
+    """The DRAM's shape stays compiled in: as run-time values its shifts and divisions in the
+    batching loop cost 6-10% of a trial (spmv-u on the Tesla C2050), and no MD changes it."""
+
+    @property
+    def digest(self) -> str:
+        """A short name of these values, stable across processes (for the kernel's cache files)."""
+        return _digest(self)
+
+
+def _digest(values: Any) -> str:
+    return hashlib.sha1(repr(astuple(values)).encode()).hexdigest()[:12]
+
+
+def _sub(l1_chunks: int, l2_chunks: int) -> int:
+    """L2 lines per L1 line (1 when an L2 line holds one or more whole L1 lines)."""
+    return l1_chunks // l2_chunks if l1_chunks > l2_chunks else 1
+
+
+@dataclass(frozen=True)
 class Geometry:
-    """The compile-time constants of a replay kernel: what `pack_arch` says of the caches' and the
-    DRAM's shapes (a level that is absent keeps only its line and sector chunks, which still cut
-    requests). Set counts cover all partitions: a level of P partitions of S sets maps line l to
-    partition ``l % P``, set ``(l // P) % S``, a bijection of ``l mod P*S``, so the kernel indexes
-    sets by ``l mod P*S`` with the same results (hashed: `tuiprof.sim.addressing.target` over
-    ``P*S``, as the reference)."""
+    """The cache and DRAM shapes of a `pack_arch` vector (a level that is absent keeps only its
+    line and sector chunks, which still cut requests): its `Family` and the values the kernel of
+    that family reads at run time. Set counts cover all partitions: a level of P partitions of S
+    sets maps line l to partition ``l % P``, set ``(l // P) % S``, a bijection of ``l mod P*S``, so
+    the kernel indexes sets by ``l mod P*S`` with the same results (hashed:
+    `tuiprof.sim.addressing.target` over ``P*S``, as the reference)."""
 
     l1_on: bool
     l1_sets: int
@@ -129,6 +196,10 @@ class Geometry:
     """Whether the L1s run SM by SM before the merged walk (all SMs' L1s hold more than
     `L1_BY_SM_LINES` lines: too much state to stay in the CPU's caches when the merge jumps from
     SM to SM)."""
+    l1_ways_max: int = 0
+    """The most ways this GPU's L1 takes (its own, or what the unified L1/shared array leaves
+    beside the smallest carve-out): with the line size it chooses how the L1 is searched, so that
+    every carve-out of one GPU runs on one kernel."""
 
     @classmethod
     def of(cls, params: np.ndarray) -> "Geometry":
@@ -143,17 +214,37 @@ class Geometry:
                    l2_lru=p[P_L2_LRU] != 0, l2_write_back=on2 and p[P_L2_WB] != 0, xor_hash=p[P_HASH] == HASH_XOR,
                    channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
                    row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
-                   l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES)
+                   l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES,
+                   l1_ways_max=max(p[P_L1_ASSOC], p[P_L1_WAYS_MAX]) if on1 else 1)
+
+    @property
+    def family(self) -> Family:
+        """The compiled kernel this geometry runs on."""
+        ways = max(self.l1_assoc, self.l1_ways_max)
+        hashed = self.l1_on and ways > SCAN_MAX_ASSOC
+        return Family(l1_on=self.l1_on, l1_chunks=self.l1_chunks, l1_sector_chunks=self.l1_sector_chunks,
+                      l1_lru=self.l1_lru, l1_store=self.l1_store,
+                      l1_hashed=hashed, l1_ways=ways if hashed else self.l1_assoc,
+                      l1_index=np.dtype(_index_dtype(max(ways, 255) if hashed else ways)).name,
+                      l2_on=self.l2_on, l2_chunks=self.l2_chunks, l2_sector_chunks=self.l2_sector_chunks,
+                      l2_lru=self.l2_lru, l2_write_back=self.l2_write_back,
+                      l2_index=np.dtype(_index_dtype(self.l2_assoc)).name, lockstep=self.lockstep,
+                      xor_hash=self.xor_hash, transaction=self.transaction, l1_by_sm=self.l1_on and self.l1_by_sm,
+                      one_run=self.lockstep and self.transaction == 32
+                      and min(self.interleave, self.row_size) >= self.l1_chunks * 32,
+                      pow2_sets=cast("tuple[bool, bool, bool]",
+                                     tuple(n & (n - 1) == 0 for n in (self.l1_sets, self.l2_sets, self.classes))),
+                      channels=self.channels, banks=self.banks, interleave=self.interleave, row_size=self.row_size)
 
     @property
     def digest(self) -> str:
-        """A short name of these values, stable across processes (for the kernel's cache files)."""
-        return hashlib.sha1(repr(astuple(self)).encode()).hexdigest()[:12]
+        """A short name of these values, stable across processes."""
+        return _digest(self)
 
     @property
     def sub(self) -> int:
         """L2 lines per L1 line (1 when an L2 line holds one or more whole L1 lines)."""
-        return self.l1_chunks // self.l2_chunks if self.l1_chunks > self.l2_chunks else 1
+        return _sub(self.l1_chunks, self.l2_chunks)
 
     @property
     def wide_l2(self) -> bool:
@@ -166,21 +257,42 @@ class Geometry:
         put the blocks of a line in adjacent sets)."""
         return self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0 and not self.xor_hash
 
+    @property
+    def classes(self) -> int:
+        """The L2's lockstep classes (1 without lockstep)."""
+        return self.l2_sets // self.sub if self.lockstep else 1
 
-def runtime_params(params: np.ndarray) -> np.ndarray:
-    """The values a kernel reads at run time: SM count, DRAM base latency, row-hit and row-miss
-    cycles, burst cycles, largest group of one SM's requests."""
-    return np.array([params[P_SM], params[P_DR_BASE], params[P_DR_HIT], params[P_DR_MISS], params[P_DR_BURST],
-                     params[P_DR_GROUP]], dtype=np.int64)
+
+# The run-time values of a replay kernel (`runtime_params`), by index.
+R_SM, R_BASE, R_HIT, R_MISS, R_BURST, R_GROUP = range(6)
+R_L1_SETS, R_L1_ASSOC, R_L1_BITS, R_L2_SETS, R_L2_ASSOC, R_L2_POLY = range(6, 12)
+R_L1_DIV, R_L2_DIV, R_CLS_DIV = range(12, 21, 3)
+"""Each a `divider`'s three values."""
+
+
+def runtime_params(params: np.ndarray, geometry: Geometry | None = None) -> np.ndarray:
+    """The values a kernel reads at run time (the R_* indices): SM count, DRAM base latency,
+    row-hit and row-miss cycles, burst cycles, largest group of one SM's requests; then the
+    caches' set counts and ways (the L1's hash table bits, the L2 hash's polynomial) and the
+    `divider` of each set count and of the lockstep classes."""
+    g = geometry or Geometry.of(params)
+    ways = g.l1_assoc if g.l1_on else 1
+    values = [params[P_SM], params[P_DR_BASE], params[P_DR_HIT], params[P_DR_MISS], params[P_DR_BURST],
+              params[P_DR_GROUP], g.l1_sets, ways, _log2(2 * g.l1_sets * ways - 1) + 1,
+              g.l2_sets, g.l2_assoc, hash_polynomial(g.l2_sets)]
+    for d in (g.l1_sets, g.l2_sets, g.classes):
+        values += divider(d)
+    return np.array(values, dtype=np.int64)
 
 
 # --- helpers: straight-line calls (LLVM inlines them; no reference counting in the hot loop) ----
 
 @njit(**KERNEL)
-def lists_init(nxt, prv, n_sets, assoc):
-    """Every set's recency list: sentinel, way 0 (front) .. way assoc-1 (back)."""
+def lists_init(nxt, prv, n_sets, assoc, stride):
+    """Every set's recency list (`stride` entries apart, at least assoc + 1): sentinel, way 0
+    (front) .. way assoc-1 (back)."""
     for s in range(n_sets):
-        L = s * (assoc + 1)
+        L = s * stride
         for k in range(assoc):
             nxt[L + k] = k + 1
             prv[L + k] = k - 1 if k > 0 else assoc
@@ -377,13 +489,10 @@ def split_class(c, sub, assoc, chunks, tagS, valS, dtyS, nxtS, prvS, tag2, val2,
     return 0
 
 
-def _build(g: Geometry) -> Callable:
+def _build(g: Family) -> Callable:
     """The replay kernel with `g`'s values frozen in (Numba treats closure variables as constants;
-    its disk cache keys a closure by their values, so each geometry has its own machine code)."""
+    its disk cache keys a closure by their values, so each family has its own machine code)."""
     ON1 = g.l1_on
-    NSETS1 = g.l1_sets
-    A1 = g.l1_assoc
-    AA1 = A1 + 1
     CPL1 = g.l1_chunks
     CPS1 = g.l1_sector_chunks
     SPL1 = CPL1 // CPS1
@@ -391,31 +500,27 @@ def _build(g: Geometry) -> Callable:
     LRU1 = g.l1_lru
     EVICT1 = g.l1_store == STORE_EVICT
     STORES1 = ON1 and g.l1_store != STORE_NO_ALLOCATE  # stores update the L1
-    BY_SM = ON1 and g.l1_by_sm
-    LT1 = _index_dtype(A1)
+    HASH1 = ON1 and g.l1_hashed
+    W1 = g.l1_ways  # a set's tags (compiled in: the scan's width, the sets' stride)
+    AW1 = W1 + 1  # a set's recency list, sentinel included
+    P1, P2, PC = g.pow2_sets
+    LT1 = np.dtype(g.l1_index).type
     VT1 = _mask_dtype(CPL1)
-    HASH1 = ON1 and A1 > SCAN_MAX_ASSOC
-    HB1 = _log2(2 * NSETS1 * A1 - 1) + 1 if HASH1 else 1  # table bits: load factor at most 1/2
-    HT1 = 1 << HB1
     ON2 = g.l2_on
-    NSETS2 = g.l2_sets
-    A2 = g.l2_assoc
-    AA2 = A2 + 1
     CPL2 = g.l2_chunks
     CPS2 = g.l2_sector_chunks
     SPL2 = CPL2 // CPS2
     LEAD2 = _leaders(CPS2, SPL2)
     LRU2 = g.l2_lru
-    LT2 = _index_dtype(A2)
+    LT2 = np.dtype(g.l2_index).type
     NONE2 = int(np.iinfo(LT2).max)
     VT2 = _mask_dtype(CPL2)
-    SUB = g.sub
+    SUB = _sub(CPL1, CPL2)
     SUBSH = _log2(SUB)
     C2SH = _log2(CPL2)
     LOW2 = (1 << CPL2) - 1
-    WIDE = g.wide_l2
+    WIDE = CPL2 > CPL1  # L2 lines longer than L1 lines
     LOCK = g.lockstep
-    NCLS = NSETS2 // SUB if LOCK else 1
     SPW = CPL1 // CPS2 if LOCK else 1  # L2 sectors across an L1 line
     LEADW = _leaders(CPS2, SPW)
     VTS = _mask_dtype(CPL1)
@@ -423,43 +528,54 @@ def _build(g: Geometry) -> Callable:
     TXSHA = _log2(TX)
     TXMUL = 32 // TX if TX < 32 else 1
     TXSH = _log2(TX // 32) if TX >= 32 else 0
-    ILSH = _log2(g.interleave)
-    ROWSH = _log2(g.row_size)
-    KEYSH = min(ILSH, ROWSH)
-    CH = g.channels
-    NB = g.banks
     # One L1 request queues at most, per chunk it covers: a dirty eviction's write-back, a
     # write-through store's DRAM write and the fetch of what it did not write entirely (3 each).
     QMAX = 3 * max(CPL1, CPL2) * TXMUL + 2
     MASK32 = 0xFFFFFFFF
     WB2 = g.l2_write_back
     XOR = g.xor_hash
-    POLY2 = hash_polynomial(NSETS2)
+    BY_SM = g.l1_by_sm
+    ILSH = _log2(g.interleave)
+    ROWSH = _log2(g.row_size)
+    KEYSH = min(ILSH, ROWSH)
+    CH = g.channels
+    NB = g.banks
     POLYCH = hash_polynomial(CH)
     # A lockstep read with no write-back sends DRAM the missed 32 B chunks of one L1 line, which
     # share their (channel, bank, row) key when the line does not cross an interleave or a row:
     # one run, fed to the batch without the queue.
-    ONE_RUN = LOCK and TX == 32 and KEYSH - TXSHA >= _log2(CPL1)
+    ONE_RUN = g.one_run
     PF = 48  # accesses ahead that the merged walk prefetches
 
     def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
                lines, lines2, n_ids2, n_ops, rt):
-        S = rt[0]
-        BASE = rt[1]
-        THIT = rt[2]
-        TMISS = rt[3]
-        BURST = rt[4]
-        GROUP = rt[5]
+        S = rt[R_SM]
+        BASE = rt[R_BASE]
+        THIT = rt[R_HIT]
+        TMISS = rt[R_MISS]
+        BURST = rt[R_BURST]
+        GROUP = rt[R_GROUP]
+        NSETS1 = rt[R_L1_SETS]
+        A1 = rt[R_L1_ASSOC] if HASH1 else W1  # the ways in use (a hashed L1's sentinel at A1)
+        HB1 = rt[R_L1_BITS]  # the hash table's bits: load factor at most 1/2
+        HT1 = np.int64(1) << HB1
+        NSETS2 = rt[R_L2_SETS]
+        A2 = rt[R_L2_ASSOC]
+        AA2 = A2 + 1
+        NCLS = NSETS2 // SUB if LOCK else 1
+        DM1, DA1, DB1 = rt[R_L1_DIV], rt[R_L1_DIV + 1], rt[R_L1_DIV + 2]
+        DM2, DA2, DB2 = rt[R_L2_DIV], rt[R_L2_DIV + 1], rt[R_L2_DIV + 2]
+        DMC, DAC, DBC = rt[R_CLS_DIV], rt[R_CLS_DIV + 1], rt[R_CLS_DIV + 2]
         counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
-        tab2 = xor_table(NSETS2, POLY2)  # the hash's tables (unused when linear)
+        tab2 = xor_table(NSETS2, rt[R_L2_POLY])  # the hash's tables (unused when linear)
         tabch = xor_table(CH, POLYCH)
         # L1: every SM's (one SM's when they run SM by SM), a hash table per SM when hashed
         n_l1 = (NSETS1 if BY_SM else S * NSETS1) if ON1 else 1
-        tag1 = np.full(n_l1 * A1, -1, dtype=np.int32)
-        val1 = np.zeros(n_l1 * A1, dtype=VT1)
-        nxt1 = np.empty(n_l1 * AA1, dtype=LT1)
-        prv1 = np.empty(n_l1 * AA1, dtype=LT1)
-        lists_init(nxt1, prv1, n_l1, A1)
+        tag1 = np.full(n_l1 * W1, -1, dtype=np.int32)
+        val1 = np.zeros(n_l1 * W1, dtype=VT1)
+        nxt1 = np.empty(n_l1 * AW1, dtype=LT1)
+        prv1 = np.empty(n_l1 * AW1, dtype=LT1)
+        lists_init(nxt1, prv1, n_l1, A1, AW1)
         htab1 = np.full((HT1 if BY_SM else S * HT1) if HASH1 else 1, -1, dtype=np.int64)
         sends = np.empty(req_id.shape[0] if BY_SM else 1, dtype=VT1)
         # L2: per set, and per class super-set while in lockstep
@@ -468,7 +584,7 @@ def _build(g: Geometry) -> Callable:
         dty2 = np.zeros(NSETS2 * A2, dtype=VT2)
         nxt2 = np.empty(NSETS2 * AA2, dtype=LT2)
         prv2 = np.empty(NSETS2 * AA2, dtype=LT2)
-        lists_init(nxt2, prv2, NSETS2, A2)
+        lists_init(nxt2, prv2, NSETS2, A2, AA2)
         way2 = np.full(n_ids2 if ON2 else 1, NONE2, dtype=LT2)
         n_lock = NCLS if LOCK else 1
         tagS = np.full(n_lock * A2, -1, dtype=np.int32)
@@ -476,7 +592,7 @@ def _build(g: Geometry) -> Callable:
         dtyS = np.zeros(n_lock * A2, dtype=VTS)
         nxtS = np.empty(n_lock * AA2, dtype=LT2)
         prvS = np.empty(n_lock * AA2, dtype=LT2)
-        lists_init(nxtS, prvS, n_lock, A2)
+        lists_init(nxtS, prvS, n_lock, A2, AA2)
         wayS = np.full(lines.shape[0] if LOCK else 1, NONE2, dtype=LT2)
         split = np.zeros(n_lock, dtype=np.uint8)
         # DRAM
@@ -550,7 +666,7 @@ def _build(g: Geometry) -> Callable:
                         sm_end = sm_acc_off[s + 1]
                         tag1[:] = -1
                         val1[:] = 0
-                        lists_init(nxt1, prv1, n_l1, A1)
+                        lists_init(nxt1, prv1, n_l1, A1, AW1)
                         if HASH1:
                             htab1[:] = -1
                     g = i
@@ -590,14 +706,14 @@ def _build(g: Geometry) -> Callable:
                         else:
                             c_l1ra += nsec
                         if ON1 and (STORES1 or not wr):
-                            sg = sl * NSETS1 + np.int64(np.uint64(line1) % np.uint64(NSETS1))
-                            b1 = sg * A1
-                            L1 = sg * AA1
+                            sg = sl * NSETS1 + np.int64(udivmod(line1, NSETS1, DM1, DA1, DB1, P1)[1])
+                            b1 = sg * W1
+                            L1 = sg * AW1
                             t1 = np.int32(id1)
                             if HASH1:
                                 w = hfind(htab1, hb, HB1, id1)
                             else:
-                                w = find_tag(tag1, b1, t1, A1)
+                                w = find_tag(tag1, b1, t1, W1)
                             if wr:
                                 if EVICT1:
                                     if w >= 0:
@@ -654,7 +770,7 @@ def _build(g: Geometry) -> Callable:
                     lbase = line1 * CPL1  # first chunk of the L1 line
                     per_set = True
                     if LOCK:
-                        c = np.int64(np.uint64(line1) % np.uint64(NCLS))
+                        c = np.int64(udivmod(line1, NCLS, DMC, DAC, DBC, PC)[1])
                         if split[c] == 0:
                             full = True
                             for jj in range(SUB):
@@ -738,8 +854,8 @@ def _build(g: Geometry) -> Callable:
                                 split[c] = 1
                     if per_set:
                         line0 = lbase >> C2SH
-                        uq0 = np.uint64(line0) // np.uint64(NSETS2)
-                        r0 = np.int64(np.uint64(line0) - uq0 * np.uint64(NSETS2))
+                        uq0, ur0 = udivmod(line0, NSETS2, DM2, DA2, DB2, P2)
+                        r0 = np.int64(ur0)
                         fm = np.int64(req_full[j]) if wr else np.int64(0)
                         for jj in range(SUB):
                             if SUB == 1:
@@ -921,7 +1037,7 @@ def _build(g: Geometry) -> Callable:
                                     owed += push(qtx, qop, 0, ob + jj * CPL2, odj, WRITEBACK, CPL2, TXMUL, TXSH)
         return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs, owed
 
-    # One name per geometry: Numba names a compiled function's cache files and its environment
+    # One name per family: Numba names a compiled function's cache files and its environment
     # after the qualified name (the environment with a per-process counter), so geometries that
     # shared a name shared one cache index, and a process that loaded two entries compiled by
     # different processes could get the first one's environment for the second ('descr' is NULL).
@@ -929,18 +1045,28 @@ def _build(g: Geometry) -> Callable:
     return njit(**KERNEL)(replay)
 
 
-_KERNELS: dict[Geometry, Callable] = {}
+_KERNELS: dict[Family, Callable] = {}
 _LOCK = threading.Lock()
 
 
-def replay_kernel(geometry: Geometry) -> Callable:
-    """The replay kernel of `geometry`, built on first use (compiled, or loaded from the disk
-    cache, at its first call)."""
+def replay_cached(family: Family) -> bool:
+    """Whether `family`'s kernel will not compile at its first call: loaded in this process, or
+    in the on-disk kernel cache (`tuiprof.jit`'s folder)."""
+    if replay_kernel(family).signatures:  # type: ignore[attr-defined]  # a Numba dispatcher
+        return True
+    folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
+    return folder is not None and folder != "" and any(Path(folder).rglob(f"*replay_{family.digest}-*.nbi"))
+
+
+def replay_kernel(geometry: Geometry | Family) -> Callable:
+    """The replay kernel of `geometry`'s family, built on first use (compiled, or loaded from the
+    disk cache, at its first call)."""
+    family = geometry.family if isinstance(geometry, Geometry) else geometry
     with _LOCK:
-        kernel = _KERNELS.get(geometry)
+        kernel = _KERNELS.get(family)
         if kernel is None:
-            kernel = _KERNELS[geometry] = _build(geometry)
+            kernel = _KERNELS[family] = _build(family)
         return kernel
 
 
-__all__ = ["Geometry", "WRITEBACK", "replay_kernel", "runtime_params"]
+__all__ = ["Family", "Geometry", "WRITEBACK", "replay_cached", "replay_kernel", "runtime_params"]

@@ -91,7 +91,7 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
         n_ids2 = co.lines.shape[0] * geometry.sub
     counts, lat_sum, batches, writebacks, owed = kernel(
         st, lab, order, prepared.sm_acc_off, prepared.acc_op, prepared.op_write, co.req_off, co.req_id, co.req_mask,
-        co.req_full, co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.n_ops, runtime_params(params))
+        co.req_full, co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.n_ops, runtime_params(params, geometry))
     return counts, lat_sum, batches, int(writebacks), int(owed)
 
 

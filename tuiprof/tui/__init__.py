@@ -20,7 +20,7 @@ def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -
     from tuiprof.tui.app import TuiprofApp
     from tuiprof.tui.signals import SignalExit, exit_status, finish
 
-    app = TuiprofApp(target, config, theme=theme)
+    app = TuiprofApp(target, config, theme=theme, warm_up=True)
     with SignalExit(app.request_signal_exit) as signals:
 
         def end_now(code: int) -> None:

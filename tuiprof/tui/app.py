@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -46,7 +47,7 @@ from tuiprof.tui import format as fmt
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
 from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, LoadProgress, PatternsReady, RecollectFailed,
-                                  RunEvent, RunReused, TraceLoaded)
+                                  RunEvent, RunReused, TraceLoaded, WarmupProgress)
 from tuiprof.tui.metrics import DEFAULT, OP_PARTS, Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane
@@ -129,7 +130,7 @@ def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfi
     trials, since the confidence interval narrows as 1/sqrt(n), never fewer than the early stop's
     minimum (below it a run could never converge); without one, double (halve) the trials. The MD
     sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
-    pinned: dict[str, Any] = dict(sweep_trials=config.sweep_trials or sweep_trials,
+    pinned: dict[str, Any] = dict(sweep_trials=config.sweep_trials or sweep_trials, sweep_adaptive=config.adaptive_sweep,
                                   sweep_tolerance=config.tolerance if config.sweep_tolerance == "same"
                                   else config.sweep_tolerance)
     if config.tolerance:
@@ -176,9 +177,11 @@ class TuiprofApp(App[int]):
 
     def __init__(self, target: str | Path | None = None, config: RunConfig | None = None, *,
                  theme: str | None = None, session: Session | None = None, analysis: "Analysis | None" = None,
-                 show_timing: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
+                 show_timing: bool = True, clock: Callable[[], float] = time.monotonic, warm_up: bool = False) -> None:
         """Open `target` (a .tptrace path or a demo name) and run it under `config`; or show a
-        given `session` with a finished `analysis` (no run starts: r reruns), as tests do."""
+        given `session` with a finished `analysis` (no run starts: r reruns), as tests do. With
+        `warm_up`, once the first run has its first trial, the kernels not yet compiled for the
+        other presets and the emulator are compiled in a background process (`tuiprof.warmup`)."""
         super().__init__()
         if self.no_color:  # NO_COLOR means no colour at all, not Textual's greys (no-color.org)
             self._filters = [NoColor() if isinstance(f, Monochrome) else f for f in self._filters]
@@ -206,6 +209,10 @@ class TuiprofApp(App[int]):
         """The previous run's MD decision, shown while a rerun's sweep computes."""
         self.compiles: bool | None = None
         """Whether this run's first trial compiles the simulator (None: not known yet)."""
+        self.warm_up = warm_up
+        self.warming: str | None = None
+        """The background warm-up's latest line while it runs."""
+        self._warmup: subprocess.Popen[str] | None = None
         self.cancelling = False
         """`c` was pressed: the run stops after the trials in flight (its Cancelled event follows)."""
         self.patterns: dict[int, "AddressPattern"] | None = None
@@ -463,6 +470,27 @@ class TuiprofApp(App[int]):
         finally:
             session.release()
 
+    def _warm_up_in_background(self) -> None:
+        """(On a daemon thread) when kernels are missing from the cache, run `tuiprof warmup
+        --progress` (niced; it ends with this process) and post each line it prints."""
+        from tuiprof import warmup
+
+        try:
+            if not any(warmup.needed(s) for s in warmup.plan()):
+                return
+            self._warmup = subprocess.Popen(warmup.background_command(), stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            for line in self._warmup.stdout or ():
+                self.post_message(WarmupProgress(line.strip()))
+            self._warmup.wait()
+        except Exception:  # a convenience: never disturb the run for it
+            pass
+        self.post_message(WarmupProgress(None))
+
+    def on_warmup_progress(self, message: WarmupProgress) -> None:
+        self.warming = message.text
+        self._render_status()
+
     def on_compiling(self, message: Compiling) -> None:
         if message.generation == self.generation:
             self.compiles = message.compiles
@@ -490,6 +518,9 @@ class TuiprofApp(App[int]):
         if isinstance(e, TrialDone):
             self.trials_done, self.planned = e.done, e.planned
             self.phase = "running"
+            if self.warm_up:  # this GPU's kernels are ready: the others compile beside the run
+                self.warm_up = False
+                spawn("warmup", self._warm_up_in_background)
         elif isinstance(e, AnalysisUpdated):
             self._pending = e.analysis
         elif isinstance(e, SweepProgress):
@@ -615,12 +646,15 @@ class TuiprofApp(App[int]):
 
     def _render_status(self) -> None:
         """The status line's fields in display order with their priorities (`tuiprof.tui.status`):
-        the phase is kept longest, then the arch with its what-if `*`, the MD, the kernel, the hit
-        ratios, the seed, the tolerance, the trace's origin and last the target's name; a pinned
-        baseline's field goes last and is kept as long as the MD."""
+        the phase is kept longest, then the arch with its what-if `*`, the MD, what a background
+        warm-up compiles, the kernel, the hit ratios, the seed, the tolerance, the trace's origin
+        and last the target's name; a pinned baseline's field goes last and is kept as long as the
+        MD."""
         s, a = self.session, self.analysis
         name = clean(Path(self.target).name or self.target)
         fields = [Field((("tuiprof ", "bold $text-accent"), (name, "bold")), 8, 0), Field((self._phase(),), 0, 1)]
+        if self.warming:
+            fields.append(Field(((f"in the background: {clean(self.warming.removeprefix('warmup: '))}", MUTED),), 3, 1))
         if a is not None:
             dim = MUTED if self.stale else "bold"
             ratios: list[tuple[str, str]] = []
@@ -730,6 +764,8 @@ class TuiprofApp(App[int]):
     def cancel_everything(self) -> None:
         if self.session is not None:
             self.session.cancel()
+        if self._warmup is not None and self._warmup.poll() is None:
+            self._warmup.terminate()
 
     def exit_on_signal(self, signum: int) -> None:
         """SIGINT or SIGTERM (on the event loop): cancel the run and close with 128 + signum."""

@@ -70,6 +70,14 @@ class Compiling(Message):
         self.compiles = compiles
 
 
+class WarmupProgress(Message):
+    """The background warm-up's latest line (`tuiprof.warmup`), or None once it has ended."""
+
+    def __init__(self, text: str | None) -> None:
+        super().__init__()
+        self.text = text
+
+
 class PatternsReady(Message):
     """Every op's address pattern for `session` (computed once per trace and L1 line size, off
     the UI thread)."""
