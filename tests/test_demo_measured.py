@@ -10,6 +10,7 @@ the prediction."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -23,8 +24,10 @@ DEFAULT_BOUND = 0.10
 HIT_KEYS = ("l1_read", "l2_read", "l2_write")
 
 
+@functools.cache
 def predictions(demo: str, arch: str) -> dict[str, float]:
-    """The demo's headline hit ratios simulated as `arch` (16 trials, no MD sweep)."""
+    """The demo's headline hit ratios simulated as `arch` (16 trials, no MD sweep; seeded, so the
+    same every time: simulated once per test session)."""
     from tuiprof.session import RunConfig, Session
     from tuiprof import demos
 

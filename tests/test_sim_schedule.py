@@ -188,7 +188,7 @@ def test_every_warp_keeps_program_order_in_the_merged_stream(case) -> None:
     epoch = random_epochs(rng, warp_seq_off)
     for seed in range(5):
         order, lab = order_accesses(rng_new(seed), S, md, epoch, *L, seq_off, acc_op, op_cached, sm_acc_off,
-                                    cta_acc)
+                                    cta_acc, 0)
         stream = merged_stream(order, lab, sm_acc_off)
         assert np.array_equal(np.sort(stream), np.arange(n_acc))
         for w in range(warp_cta.size):

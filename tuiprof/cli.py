@@ -202,6 +202,9 @@ def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> No
                    help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
     g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
                    help="first CTA of the snapshot (default 0)")
+    g.add_argument("--snapshot-warm", type=_int_in("--snapshot-warm", 0), default=0, metavar="N",
+                   help="also record the N CTAs before the snapshot's first, replayed only to warm the caches "
+                   "(the steady state, not a cold start; default 0)")
     g.add_argument("--step-limit", type=_int_in("--step-limit", 1), default=None, metavar="N",
                    help="emulator: warp instructions one CTA may run before it is stopped as a runaway loop "
                    "(default 67,108,864 = 2^26)")

@@ -291,7 +291,7 @@ def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
     run = record_kernel_file(source, read_launch_script(script_path), arch=arch, arch_name=arch_name,
                              kernel=opts.kernel, launch_index=opts.launch_index, snapshot_ctas=opts.snapshot,
                              snapshot_start=opts.snapshot_start, flags=opts.cflags, compiler=opts.compiler,
-                             cuda=opts.cuda)
+                             cuda=opts.cuda, snapshot_warm=opts.snapshot_warm)
     program = build_program(source, compute_capability=cc, flags=opts.cflags, compiler=opts.compiler)  # cached
     kernel = program.kernel(opts.kernel).name if opts.kernel else None
     cmd = plain_command(str(source.resolve()), str(Path(script_path).resolve()), cc, program.flags,

@@ -29,6 +29,7 @@ def collect_options(args: argparse.Namespace) -> CollectOptions:
 
     return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
                           launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
+                          snapshot_warm=args.snapshot_warm,
                           cflags=tuple(args.cflags), compiler=args.compiler, backend=getattr(args, "backend", "emu"),
                           cuda=getattr(args, "cuda", "cuda-bindings"),
                           nvcc_args=tuple(getattr(args, "program_nvcc_args", ())),

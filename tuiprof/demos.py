@@ -44,6 +44,10 @@ class Demo:
     """The kernel whose launch is recorded (None: the first launched) ..."""
     launch_index: int = 0
     """... and which of its launches."""
+    start: int = 0
+    """The snapshot's first counted CTA ..."""
+    warm: int = 0
+    """... and how many CTAs before it are recorded to warm the caches (replayed, not counted)."""
 
 
 CATALOGUE: dict[str, Demo] = {d.name: d for d in (
@@ -53,11 +57,11 @@ CATALOGUE: dict[str, Demo] = {d.name: d for d in (
     *(Demo(f"spmv-vec-{m}", "spmv.cu", f"spmv_launch_vec_{m}.py") for m in ("u", "b", "u128", "b128")),
     Demo("transpose-naive", "transpose.cu", "transpose_launch.py", snapshot=640),
     Demo("transpose-tiled", "transpose.cu", "transpose_launch_tiled.py", snapshot=640),
-    Demo("matmul16", "matmul.cu", "matmul_launch.py", snapshot=128),
+    Demo("matmul16", "matmul.cu", "matmul_launch.py", snapshot=128, start=128, warm=128),
     Demo("stencil7", "stencil.cu", "stencil_launch.py", snapshot=1280),
-    Demo("matmul-tile8", "matmul_tiles.cu", "matmul_tiles_launch_8.py", snapshot=512),
-    Demo("matmul-tile16", "matmul_tiles.cu", "matmul_tiles_launch.py", snapshot=128),
-    Demo("matmul-tile32", "matmul_tiles.cu", "matmul_tiles_launch_32.py", snapshot=80),
+    Demo("matmul-tile8", "matmul_tiles.cu", "matmul_tiles_launch_8.py", snapshot=512, start=512, warm=512),
+    Demo("matmul-tile16", "matmul_tiles.cu", "matmul_tiles_launch.py", snapshot=128, start=128, warm=128),
+    Demo("matmul-tile32", "matmul_tiles.cu", "matmul_tiles_launch_32.py", snapshot=40, start=40, warm=40),
     Demo("cr", "cyclic_reduction.cu", "cyclic_reduction_launch.py"),
     Demo("cr-nbc", "cyclic_reduction.cu", "cyclic_reduction_launch_nbc.py"),
     Demo("bfs", "bfs.cu", "bfs_launch.py", kernel="bfs_expand", launch_index=5),  # the busiest BFS level
@@ -83,7 +87,8 @@ def demo_collection(name: str) -> tuple[Path, "CollectOptions"]:
 
     d = CATALOGUE[name]
     return demo_dir() / d.source, CollectOptions(launch=demo_dir() / d.script, snapshot=d.snapshot, kernel=d.kernel,
-                                                 launch_index=d.launch_index)
+                                                 launch_index=d.launch_index, snapshot_start=d.start,
+                                                 snapshot_warm=d.warm)
 
 
 def record_demo(name: str) -> Trace:

@@ -74,6 +74,7 @@ def trace_section(trace: Trace, path: Path | None = None) -> TraceSection:
         "launch": {"grid": list(L.grid), "block": list(L.block), "registers_per_thread": L.registers_per_thread,
                    "static_shared": L.static_shared, "dynamic_shared": L.dynamic_shared, "ctas_per_sm": L.ctas_per_sm},
         "snapshot": {"ctas": trace.snapshot.n_ctas, "first_cta": int(trace.snapshot.cta_ids[0]) if trace.snapshot.n_ctas else None,
+                     "warm_ctas": trace.snapshot.warm,
                      "warps": trace.n_warps, "warp_accesses": trace.n_accesses, "rule": trace.snapshot.rule},
         "provenance": {"backend": P.backend, "arch": P.arch, "gpu": P.gpu, "tool_version": P.tool_version,
                        "date": P.date, "generator": P.generator, "measured": P.measured},
@@ -340,7 +341,9 @@ def _summary_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         ("kernel", f"{_cell(t['kernel'], _WIDE)}  grid {tuple(L['grid'])}  block {tuple(L['block'])}  {L['registers_per_thread']} regs/thread"),
         ("trace", f"{path}  ({_cell(P['backend'])}, made for {_cell(P['arch'])}{', ' + _cell(P['gpu']) if P['gpu'] else ''})"),
-        ("snapshot", f"{S['ctas']} CTAs from CTA {S['first_cta']}, {S['warps']} warps, {S['warp_accesses']} warp accesses"),
+        ("snapshot", f"{S['ctas']} CTAs from CTA {S['first_cta']}"
+                     + (f" (the first {S['warm_ctas']} warm the caches, not counted)" if S.get("warm_ctas") else "")
+                     + f", {S['warps']} warps, {S['warp_accesses']} warp accesses"),
         ("rule", _cell(S["rule"], _WIDE) or "-"),
         ("arch", f"{_cell(a['name'])}: {_cell(a['description'], _WIDE)}" + (f"  [what-if: {over}]" if over else "")),
         ("caches", _caches_line(a)),

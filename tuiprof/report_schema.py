@@ -56,6 +56,7 @@ class LaunchSection(TypedDict):
 class SnapshotSection(TypedDict):
     ctas: int
     first_cta: int | None
+    warm_ctas: int
     warps: int
     warp_accesses: int
     rule: str

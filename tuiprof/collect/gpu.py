@@ -882,7 +882,7 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
 def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name: str | None = None,
                        kernel: str | None = None, launch_index: int = 0, snapshot_ctas: int | None = None,
                        snapshot_start: int = 0, flags: Sequence[str] = (), compiler: str = "auto",
-                       cuda: str = "cuda-bindings") -> GpuRun:
+                       cuda: str = "cuda-bindings", snapshot_warm: int = 0) -> GpuRun:
     """`tuiprof KERNEL.cu --launch SCRIPT --backend gpu`: compile the kernel file for the GPU at
     hand, run the launch script (a `tuiprof.collect.script.LaunchScript`) counting then recording
     the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
@@ -908,7 +908,7 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
             with_md = Launch(kernel=launch.kernel, grid=launch.grid, block=launch.block,
                              registers_per_thread=launch.registers_per_thread, static_shared=launch.static_shared,
                              dynamic_shared=launch.dynamic_shared, ctas_per_sm=md(launch))
-            return choose_snapshot(with_md, arch, ctas=snapshot_ctas, start=snapshot_start)
+            return choose_snapshot(with_md, arch, ctas=snapshot_ctas, start=snapshot_start, warm=snapshot_warm)
 
         return collect_gpu(program, script.run, arch_name=arch_name or arch.name, snapshot_rule=rule, ctas_per_sm=md,
                            choice=LaunchChoice(symbol, launch_index), module=module, driver=drv)

@@ -33,6 +33,9 @@ class CollectOptions:
     """CTAs in the snapshot; None = paper 000's 4 x the CTAs resident at once on the target."""
     snapshot_start: int = 0
     """The snapshot's first CTA (linear id)."""
+    snapshot_warm: int = 0
+    """CTAs just before the snapshot's first recorded too, replayed only to warm the caches
+    (`tuiprof.trace.snapshot.choose_snapshot`)."""
     cflags: tuple[str, ...] = ()
     """Flags passed through to the compiler (-I, -D, -std=...)."""
     compiler: str = "auto"

@@ -162,7 +162,7 @@ def _collect_on_gpu(source: Path, script_path: Path, config: CollectRequest) -> 
     run = record_kernel_file(source, read_launch_script(script_path), arch=arch, arch_name=arch_name,
                              kernel=opts.kernel, launch_index=opts.launch_index, snapshot_ctas=opts.snapshot,
                              snapshot_start=opts.snapshot_start, flags=opts.cflags, compiler=opts.compiler,
-                             cuda=opts.cuda)
+                             cuda=opts.cuda, snapshot_warm=opts.snapshot_warm)
     return with_provenance(run.trace, generator={**run.trace.provenance.generator, "launch_script": script_path.name,
                                                  "launches": len(run.timings)})
 
@@ -237,7 +237,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
         md.append(occ.ctas_per_sm)
         name = dev.launches[-1][0] if dev.launches else "kernel"  # the launch being recorded
         probe = Launch(name, grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
-        chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start))
+        chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start,
+                                      warm=opts.snapshot_warm))
         return chosen[-1].cta_ids
 
     dev = EmuDevice(module, source.name, program.source.text or None,
@@ -254,7 +255,7 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
     progress(Phase("recording the trace"))
     return Trace(
         launch=rec.launch_record(ctas_per_sm=md[-1]), ops=rec.ops,
-        snapshot=Snapshot(cta_ids=rec.cta_ids, rule=chosen[-1].rule),
+        snapshot=Snapshot(cta_ids=rec.cta_ids, rule=chosen[-1].rule, warm=chosen[-1].warm),
         warp_offsets=rec.warp_offsets, warp_cta=rec.warp_cta, warp_index=rec.warp_index,
         op=rec.op, mask=rec.mask, addr=rec.addr,
         sources=op_sources(module, source.name, program.source.text or None,

@@ -76,19 +76,21 @@ class Decisions:
 # Facts of the trace.
 
 def grid_scale(trace: Trace) -> float:
-    """Grid CTAs per snapshot CTA: what multiplies snapshot work into whole-kernel work."""
-    return trace.launch.grid_ctas / max(trace.snapshot.n_ctas, 1)
+    """Grid CTAs per counted snapshot CTA: what multiplies snapshot work into whole-kernel work
+    (the trials count the snapshot's CTAs but its warm-up, `Snapshot.warm`)."""
+    return trace.launch.grid_ctas / max(trace.snapshot.counted_ctas, 1)
 
 
 def snapshot_insts(trace: Trace) -> float:
-    """Dynamic warp instructions of the snapshot CTAs (NaN when the trace has no counts)."""
+    """Dynamic warp instructions of the counted snapshot CTAs (its warm-up aside; NaN when the
+    trace has no counts)."""
     insts = trace.ctas.insts
     if insts is None or np.size(insts) == 0:
         return math.nan
-    ids = trace.snapshot.cta_ids
+    ids = trace.snapshot.cta_ids[trace.snapshot.warm:]
     if np.size(insts) > int(ids.max(initial=0)):
         return float(np.asarray(insts, dtype=np.float64)[ids].sum())
-    return float(np.mean(insts)) * trace.snapshot.n_ctas
+    return float(np.mean(insts)) * trace.snapshot.counted_ctas
 
 
 def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -> float:
@@ -144,8 +146,9 @@ def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_ac
     """The timing model's view of the kernel: launch, snapshot and paper 004's coalescing counts."""
     coal, uncoal, per_mw, _ = coalescing_split(trace, arch, accesses, requests_per_access)
     L = trace.launch
-    return KernelShape(threads_per_cta=L.threads_per_cta, grid_ctas=L.grid_ctas, snapshot_ctas=trace.snapshot.n_ctas,
-                       snapshot_warps=max(trace.n_warps, 1), coal_mem_insts=coal, uncoal_mem_insts=uncoal,
+    counted_warps = int(np.count_nonzero(trace.warp_cta >= trace.snapshot.warm))
+    return KernelShape(threads_per_cta=L.threads_per_cta, grid_ctas=L.grid_ctas,
+                       snapshot_ctas=trace.snapshot.counted_ctas, snapshot_warps=max(counted_warps, 1), coal_mem_insts=coal, uncoal_mem_insts=uncoal,
                        uncoal_per_mw=per_mw, cta_insts=trace.ctas.insts)
 
 
@@ -158,7 +161,7 @@ def trial_table(results: Sequence[TrialResult], trace: Trace, arch: Arch, access
     loads, DRAM transactions (reads, writes, write-backs, including those owed at the end) and L2
     sectors read and written
     (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's). NaN where a trial has none."""
-    n_ctas = max(trace.snapshot.n_ctas, 1)
+    n_ctas = max(trace.snapshot.counted_ctas, 1)
     if not results:
         return np.zeros((0, 6))
     acc = np.asarray(accesses)
@@ -185,7 +188,7 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
     return MdSample(md=md, miss_rate=float(table[:, MISS].mean()) if len(table) else 0.0,
                     dram_reads_per_cta=float(table[:, DRAM_READS_PER_CTA].mean()) if len(table) else 0.0,
                     mf_latency=float(lat.mean()) if lat.size else 0.0,
-                    cta_count=trace.snapshot.n_ctas, warp_insts=snapshot_insts(trace), trials=len(table))
+                    cta_count=trace.snapshot.counted_ctas, warp_insts=snapshot_insts(trace), trials=len(table))
 
 
 # ---------------------------------------------------------------------------------------------

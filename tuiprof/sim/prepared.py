@@ -2,7 +2,8 @@
 
 `prepare` coalesces the warp accesses (`coalesce`), cuts each warp's stream into bulk sequences,
 groups warps by CTA and places CTAs on SMs (snapshot CTA k -> SM ``k % sm_count``, paper 000
-sec. 2: round-robin in the order of the CTA ids). `pack_arch` turns an Arch into the int64
+sec. 2: round-robin in the order of the CTA ids; or, when the trace carries each CTA's measured
+SM, on that SM in the order it ran them: `measured_placement`). `pack_arch` turns an Arch into the int64
 parameter vector the Numba kernel reads. A `Prepared` depends on the Arch only through the L1
 line size (coalescing) and the SM count (placement): the same one serves every MD and every
 cache or DRAM variant of that GPU.
@@ -120,8 +121,10 @@ class Prepared:
     """A trace packed for the trial kernel (``R`` accesses, ``W`` warps, ``C`` snapshot CTAs,
     ``Q`` sequences, ``S`` SMs).
 
-    - ``acc_op`` int32 [R]; ``op_write`` uint8 [n_ops] (``OP_LOAD``, ``OP_STORE`` or
-      ``OP_ATOMIC``); ``op_cached`` uint8 [n_ops] (global or local space)
+    - ``acc_op`` int32 [R]; ``op_write`` uint8 [K] (``OP_LOAD``, ``OP_STORE`` or
+      ``OP_ATOMIC``); ``op_cached`` uint8 [K] (global or local space). The accesses of the
+      snapshot's warm-up CTAs (`Snapshot.warm`) name *shadow* op ``o + n_ops``, so ``K`` is
+      ``kernel_ops``: the kernels count them in columns the trial then drops (replayed, not counted)
     - ``coalesced``: the L1 requests of every access (`Coalesced`)
     - ``seq_off`` int64 [Q+1]: accesses of bulk sequence q; sequences are numbered warp by warp
     - ``warp_seq_off`` int64 [W+1]: sequences of warp w; ``warp_cta`` int32 [W]
@@ -156,6 +159,9 @@ class Prepared:
     cta_acc: np.ndarray
     seq_epoch: np.ndarray
     snapshot_ctas: int = 0
+    split: int = 0
+    """The first counted CTA (renumbered); the CTAs below it are the snapshot's warm-up, which the
+    schedule runs to the end before the counted ones (0: no warm-up)."""
     _wide_ids: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
 
     def line_ids(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
@@ -170,6 +176,12 @@ class Prepared:
             ids = self._wide_ids[shift] = cast("tuple[np.ndarray, np.ndarray]",
                                               tuple(map(numpy_owned, dense_ids(co.req_line >> shift))))
         return ids
+
+    @property
+    def kernel_ops(self) -> int:
+        """Op columns the trial kernels count: the ops, and their warm-up shadows when the
+        snapshot has warm-up CTAs."""
+        return int(self.op_write.shape[0])
 
     @property
     def sm_count(self) -> int:
@@ -187,14 +199,18 @@ class Prepared:
         """The ids of the ops some access names, in order (computed once)."""
         used = self._wide_ids.get(-1)
         if used is None:
-            counts = np.bincount(self.acc_op, minlength=self.n_ops)
+            counts = np.bincount(self.acc_op, minlength=self.kernel_ops)[:self.n_ops]
             used = self._wide_ids[-1] = (np.flatnonzero(counts), counts)
         return used[0]
 
     def op_stats(self) -> "OpCoalescing":
-        """Per-op warp accesses and coalescing statistics (the same in every trial)."""
+        """Per-op warp accesses and coalescing statistics (the same in every trial; over every
+        recorded access, warm-up CTAs' included: the same kernel's coalescing)."""
         co = self.coalesced
-        return OpCoalescing(accesses=np.bincount(self.acc_op, minlength=self.n_ops).astype(np.int64),
+        accesses = np.bincount(self.acc_op, minlength=self.kernel_ops).astype(np.int64)
+        if self.kernel_ops > self.n_ops:
+            accesses = accesses[:self.n_ops] + accesses[self.n_ops:]
+        return OpCoalescing(accesses=accesses,
                             requests=co.op_requests, sectors=co.op_sectors,
                             requests_per_access=co.requests_per_access(),
                             sectors_per_request=co.sectors_per_request())
@@ -276,7 +292,8 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     seq_off = np.append(seq_starts, np.int64(n_acc))
     warp_seq_off = np.searchsorted(seq_starts, wo).astype(np.int64)
     seq_epoch = _epochs(trace, seq_starts, warp_seq_off)
-    warp_cta, cta_warp_off = cta_layout(trace.warp_cta, n_ctas, S)
+    warp_cta, cta_warp_off, split = cta_layout(trace.warp_cta, n_ctas, S, measured_placement(trace, S),
+                                               trace.snapshot.warm)
     warp_sm = warp_cta.astype(np.int64) % S
     seqs_per_warp = np.diff(warp_seq_off)
     sm_seq = np.bincount(warp_sm, weights=seqs_per_warp, minlength=S).astype(np.int64)
@@ -292,34 +309,80 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     sm_acc_off = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(sm_accesses, out=sm_acc_off[1:])
     cta_warps = np.lexsort((trace.warp_index, warp_cta)).astype(np.int32)
-    return Prepared(arch=arch, n_ops=len(trace.ops), acc_op=trace.op,
+    acc_op = trace.op
+    warm = trace.snapshot.warm
+    if warm > 0:  # warm-up CTAs' accesses name shadow ops, counted apart and dropped
+        n_ops = len(trace.ops)
+        warm_acc = np.repeat(trace.warp_cta < warm, np.diff(wo))
+        acc_op = (trace.op + np.where(warm_acc, n_ops, 0)).astype(np.int32)
+        write_op, cached_op = np.tile(write_op, 2), np.tile(cached_op, 2)
+    return Prepared(arch=arch, n_ops=len(trace.ops), acc_op=acc_op,
                     op_write=write_op, op_cached=cached_op.astype(np.uint8), coalesced=co,
                     seq_off=seq_off, warp_seq_off=warp_seq_off, warp_cta=warp_cta,
                     cta_warp_off=cta_warp_off, cta_warps=cta_warps, sm_seq_off=sm_seq_off,
                     sm_requests=sm_requests, sm_acc_off=sm_acc_off, cta_acc=cta_acc, seq_epoch=seq_epoch,
-                    snapshot_ctas=n_ctas)
+                    snapshot_ctas=n_ctas, split=split)
 
 
-def cta_layout(warp_cta: np.ndarray, n_ctas: int, sm_count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(warp_cta, cta_warp_off) for the trial kernels: the snapshot CTAs that have warps,
-    renumbered so that each keeps its SM (CTA k runs on SM ``k % sm_count``) and its order among
-    that SM's CTAs. A CTA without warps draws no random number and takes no slot in a trial
+def measured_placement(trace: Trace, sm_count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(sm, rank)`` of every snapshot CTA (by its index in the snapshot) when the trace carries
+    each CTA's measured SM (a GPU recording's ``%smid``, `CtaRecords.sm`) and every one of them
+    exists on an arch of `sm_count` SMs; else None (the model's placement, CTA k on SM
+    ``k % sm_count``). ``rank`` orders each SM's CTAs as the SM ran them: by measured start time
+    where the trace has it, then by CTA id.
+
+    Why: the hardware's CTA scheduler does not deal CTAs round-robin over SM ids. On the H100 it
+    hands them out in TPC pairs across the GPCs (stencil7 recorded on an H100: CTAs 0 and 1 on SMs
+    124 and 125, CTAs 8 and 9 on SMs 0 and 1, CTA 0's SM next running CTAs 80, 180, 280, 386), so
+    which CTAs share an SM's L1 is the hardware's, not ``k % sm_count``'s."""
+    records = trace.ctas
+    ids = trace.snapshot.cta_ids
+    if records.sm is None or ids.size == 0:
+        return None
+    sm = records.sm[ids]
+    if sm.min() < 0 or sm.max() >= sm_count:
+        return None
+    key = records.start[ids] if records.start is not None else np.zeros(ids.size, dtype=np.int64)
+    order = np.lexsort((ids, key, sm))                       # by SM, then start, then CTA id
+    rank = np.empty(ids.size, dtype=np.int64)
+    sorted_sm = sm[order]
+    rank[order] = np.arange(ids.size) - np.searchsorted(sorted_sm, sorted_sm)
+    return sm.astype(np.int64), rank
+
+
+def cta_layout(warp_cta: np.ndarray, n_ctas: int, sm_count: int,
+               placement: tuple[np.ndarray, np.ndarray] | None = None, warm: int = 0
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(warp_cta, cta_warp_off, split) for the trial kernels: the snapshot CTAs that have warps,
+    renumbered so that each keeps its SM and its order among that SM's CTAs (the kernels run CTA
+    k on SM ``k % sm_count``). The SM and order are `placement`'s (`measured_placement`: SM and
+    rank per snapshot CTA) when given, else the model's (snapshot CTA k on SM ``k % sm_count``,
+    in snapshot order). The first `warm` snapshot CTAs (warm-up, `Snapshot.warm`) come first on
+    their SMs and take the ids below `split` (a multiple of ``sm_count``), the counted ones the ids
+    from it, so that the schedule runs the two apart (`tuiprof.sim.schedule.order_accesses`).
+    A CTA without warps draws no random number and takes no slot in a trial
     (`tuiprof.sim.schedule`), so leaving it out changes no result; it keeps the kernels' work and
-    memory in the warps the trace holds, not in the CTAs it declares. Without such CTAs, the
-    snapshot's own numbering."""
+    memory in the warps the trace holds, not in the CTAs it declares. Without such CTAs, without
+    a placement and without warm-up, the snapshot's own numbering."""
     used, counts = np.unique(warp_cta, return_counts=True)
-    if used.size == n_ctas:
+    if placement is None and warm == 0 and used.size == n_ctas:
         off = np.zeros(n_ctas + 1, dtype=np.int64)
         np.cumsum(counts, out=off[1:])
-        return warp_cta, off
-    sm = used.astype(np.int64) % sm_count
-    order = np.argsort(sm, kind="stable")                   # by SM, each SM's CTAs in order
-    sorted_sm = sm[order]
+        return warp_cta, off, 0
+    if placement is not None:
+        sm, key = placement[0][used], placement[1][used]
+    else:
+        sm, key = used.astype(np.int64) % sm_count, used.astype(np.int64)
+    counted = (used >= warm).astype(np.int64)
+    order = np.lexsort((key, counted, sm))                   # by SM, warm-up first, each in order
+    group = (sm * 2 + counted)[order]
     rank = np.empty(used.size, dtype=np.int64)
-    rank[order] = np.arange(used.size) - np.searchsorted(sorted_sm, sorted_sm)
-    new_id = sm + rank * sm_count
+    rank[order] = np.arange(used.size) - np.searchsorted(group, group)
+    warm_per_sm = np.bincount(sm[counted == 0], minlength=sm_count) if warm else np.zeros(1, np.int64)
+    lead = int(warm_per_sm.max()) if used.size else 0         # ranks the warm-up takes on the busiest SM
+    new_id = sm + (rank + counted * lead) * sm_count
     n_new = int(new_id.max()) + 1 if used.size else 0
     off = np.zeros(n_new + 1, dtype=np.int64)
     off[new_id + 1] = counts
     np.cumsum(off, out=off)
-    return new_id[np.searchsorted(used, warp_cta)].astype(np.int32), off
+    return new_id[np.searchsorted(used, warp_cta)].astype(np.int32), off, lead * sm_count

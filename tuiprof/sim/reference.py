@@ -455,14 +455,15 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
 
 @njit(**KERNEL)
 def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask, req_full,
-                 seq_off, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc):
+                 seq_off, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc,
+                 split):
     """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
     batch latencies, write-back transactions, write-back transactions owed at the end)``."""
     st = rng_new(seed)
     S = params[P_SM]
     counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
     order, lab = order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off,
-                                seq_off, acc_op, op_cached, sm_acc_off, cta_acc)
+                                seq_off, acc_op, op_cached, sm_acc_off, cta_acc, split)
     lat_sum, batches, writebacks, owed = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write,
                                                 req_off, req_line, req_mask, req_full, n_ops)
     return counts, lat_sum, batches, writebacks, owed
@@ -473,11 +474,12 @@ def reference_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     """`tuiprof.sim.trial.trial_arrays` on the reference kernel: the same outputs."""
     co = prepared.coalesced
     counts, lat_sum, batch, writebacks, owed = trial_kernel(
-        params, int(md), seed, prepared.n_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
+        params, int(md), seed, prepared.kernel_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
         co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.seq_epoch, prepared.warp_seq_off,
         prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off,
-        prepared.cta_acc)
-    return counts, lat_sum, batch, int(writebacks), int(owed)
+        prepared.cta_acc, prepared.split)
+    n = prepared.n_ops  # the warm-up CTAs' shadow columns are dropped: replayed, not counted
+    return counts[:, :n], lat_sum[:n], batch, int(writebacks), int(owed)
 
 
 def reference_trial(prepared: Prepared, arch: Arch | np.ndarray | None, md: int, seed: int, *,

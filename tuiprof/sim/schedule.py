@@ -7,7 +7,11 @@ together. Schedule deviation is modelled by *delaying* work, never by rotating i
 replay kernels (`tuiprof.sim.replay`, and the reference kernel `tuiprof.sim.reference` the tests
 compare it with), so both replay one order.
 
-1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count``. Each SM holds ``md`` CTAs at
+1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count`` (`tuiprof.sim.prepared` numbers
+   the CTAs so: in snapshot order, or on each CTA's measured SM in the order it ran them when a
+   GPU recording carries them, `tuiprof.sim.prepared.measured_placement`). A snapshot's warm-up
+   CTAs (`tuiprof.trace.model.Snapshot.warm`) run first, as a schedule of their own, and the
+   counted CTAs after them (`order_accesses`). Each SM holds ``md`` CTAs at
    once and starts the next CTA assigned to it as soon as one has issued all its sequences
    (back-to-back execution).
 2. **Intra-core scheduling** (3.2.2, Fig. 2): a weighted round robin over the SM's resident
@@ -372,12 +376,72 @@ def merge_order(st, sm_acc_off, entry):
 
 
 @njit(**KERNEL)
+def _phase(S, c0, c1, warp_seq_off, warp_cta, cta_warp_off, cta_warps, cta_acc):
+    """CTAs ``c0 .. c1-1`` (``c0`` a multiple of `S`, so each keeps its SM) as a schedule of their
+    own: ``(warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc)`` renumbered from
+    0 (`warp_cta` is indexed by warp: only the phase's warps are read)."""
+    w0 = cta_warp_off[c0]
+    cwo = cta_warp_off[c0:c1 + 1] - w0
+    cw = cta_warps[w0:cta_warp_off[c1]].copy()
+    wc = warp_cta - np.int32(c0)
+    acc = cta_acc[c0:c1].copy()
+    seqs = np.zeros(S + 1, dtype=np.int64)
+    accs = np.zeros(S + 1, dtype=np.int64)
+    for c in range(c1 - c0):
+        s = c % S
+        accs[s + 1] += acc[c]
+        for i in range(cwo[c], cwo[c + 1]):
+            w = cw[i]
+            seqs[s + 1] += warp_seq_off[w + 1] - warp_seq_off[w]
+    for s in range(S):
+        seqs[s + 1] += seqs[s]
+        accs[s + 1] += accs[s]
+    return wc, cwo, cw, seqs, accs, acc
+
+
+@njit(**KERNEL)
 def order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, seq_off,
-                   acc_op, op_cached, sm_acc_off, cta_acc):
+                   acc_op, op_cached, sm_acc_off, cta_acc, split):
     """Steps 1-4 of one trial: ``(order, lab)``, each SM's cached warp accesses in issue order
-    (`issue_accesses`) and the SM of each position of the merged stream (`merge_order`)."""
-    issue = schedule(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off)
-    order = issue_accesses(issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
-    entry = draw_entries(st, resident_set_accesses(S, md, cta_acc), sm_acc_off)
-    lab = merge_order(st, sm_acc_off, entry)
+    (`issue_accesses`) and the SM of each position of the merged stream (`merge_order`).
+
+    CTAs below `split` are the snapshot's warm-up (`tuiprof.sim.prepared.cta_layout`): they run
+    first, as a schedule of their own, and the counted CTAs after them, as a later wave of the
+    kernel whose CTAs start out of step again (their own joining rounds and SM entries) and find
+    the caches as the warm-up left them. Each SM issues its warm-up accesses, then its counted
+    ones; the merged stream holds every warm-up access before any counted one. With `split` 0,
+    the one schedule of the whole snapshot (the same draws as before warm-up existed)."""
+    n_ctas = cta_warp_off.shape[0] - 1
+    weight = draw_weights(st, warp_cta.shape[0], SKEW_MAX)
+    if split <= 0 or split >= n_ctas:
+        join = draw_joins(st, S, md, warp_seq_off, cta_warp_off, cta_warps)
+        issue = weighted_round_robin(st, S, md, weight, join, seq_epoch, warp_seq_off, warp_cta, cta_warp_off,
+                                     cta_warps, sm_seq_off)
+        order = issue_accesses(issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
+        entry = draw_entries(st, resident_set_accesses(S, md, cta_acc), sm_acc_off)
+        lab = merge_order(st, sm_acc_off, entry)
+        return order, lab
+    wc0, cwo0, cw0, sso0, sao0, acc0 = _phase(S, 0, split, warp_seq_off, warp_cta, cta_warp_off, cta_warps, cta_acc)
+    wc1, cwo1, cw1, sso1, sao1, acc1 = _phase(S, split, n_ctas, warp_seq_off, warp_cta, cta_warp_off, cta_warps,
+                                              cta_acc)
+    join0 = draw_joins(st, S, md, warp_seq_off, cwo0, cw0)
+    issue0 = weighted_round_robin(st, S, md, weight, join0, seq_epoch, warp_seq_off, wc0, cwo0, cw0, sso0)
+    join1 = draw_joins(st, S, md, warp_seq_off, cwo1, cw1)
+    issue1 = weighted_round_robin(st, S, md, weight, join1, seq_epoch, warp_seq_off, wc1, cwo1, cw1, sso1)
+    order0 = issue_accesses(issue0, sso0, seq_off, acc_op, op_cached, sao0)
+    order1 = issue_accesses(issue1, sso1, seq_off, acc_op, op_cached, sao1)
+    lab0 = merge_order(st, sao0, draw_entries(st, resident_set_accesses(S, md, acc0), sao0))
+    lab1 = merge_order(st, sao1, draw_entries(st, resident_set_accesses(S, md, acc1), sao1))
+    order = np.empty(sm_acc_off[S], dtype=np.int64)
+    for s in range(S):
+        pos = sm_acc_off[s]
+        for i in range(sao0[s], sao0[s + 1]):
+            order[pos] = order0[i]
+            pos += 1
+        for i in range(sao1[s], sao1[s + 1]):
+            order[pos] = order1[i]
+            pos += 1
+    lab = np.empty(lab0.shape[0] + lab1.shape[0], dtype=np.int64)
+    lab[:lab0.shape[0]] = lab0
+    lab[lab0.shape[0]:] = lab1
     return order, lab

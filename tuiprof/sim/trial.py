@@ -82,7 +82,7 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     order, lab = order_accesses(st, S, md, prepared.seq_epoch, prepared.warp_seq_off, prepared.warp_cta,
                                 prepared.cta_warp_off,
                                 prepared.cta_warps, prepared.sm_seq_off, prepared.seq_off, prepared.acc_op,
-                                prepared.op_cached, prepared.sm_acc_off, prepared.cta_acc)
+                                prepared.op_cached, prepared.sm_acc_off, prepared.cta_acc, prepared.split)
     if geometry.wide_l2:
         req_id2, lines2 = prepared.line_ids((geometry.l2_chunks // geometry.l1_chunks).bit_length() - 1)
         n_ids2 = lines2.shape[0]
@@ -91,8 +91,10 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
         n_ids2 = co.lines.shape[0] * geometry.sub
     counts, lat_sum, batches, writebacks, owed = kernel(
         st, lab, order, prepared.sm_acc_off, prepared.acc_op, prepared.op_write, co.req_off, co.req_id, co.req_mask,
-        co.req_full, co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.n_ops, runtime_params(params, geometry))
-    return counts, lat_sum, batches, int(writebacks), int(owed)
+        co.req_full, co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.kernel_ops,
+        runtime_params(params, geometry))
+    n = prepared.n_ops  # the warm-up CTAs' shadow columns are dropped: replayed, not counted
+    return counts[:, :n], lat_sum[:n], batches, int(writebacks), int(owed)
 
 
 def run_trial(prepared: Prepared, arch_params: Arch | np.ndarray | None, md: int, seed: int, *,

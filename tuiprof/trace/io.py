@@ -2,7 +2,8 @@
 
 Layout (format version 1):
 
-- ``tptrace.json``: format, version, launch, static ops, snapshot rule, provenance, sources
+- ``tptrace.json``: format, version, launch, static ops, snapshot rule (and ``snapshot_warm``, how
+  many of the snapshot's first CTAs only warm the caches, when any do), provenance, sources
   (the source text itself), and the declared dtype and shape of every array member;
 - ``<name>.npy``: arrays, read with ``allow_pickle=False``.
 
@@ -231,6 +232,7 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
         "launch": _launch_json(t.launch),
         "ops": [_op_json(o) for o in t.ops],
         "snapshot_rule": t.snapshot.rule,
+        **({"snapshot_warm": t.snapshot.warm} if t.snapshot.warm else {}),
         "provenance": {"backend": t.provenance.backend, "arch": t.provenance.arch, "gpu": t.provenance.gpu,
                        "tool_version": t.provenance.tool_version, "date": t.provenance.date,
                        "generator": t.provenance.generator, "measured": t.provenance.measured},
@@ -659,6 +661,7 @@ class _Header:
     provenance: Provenance
     sources: tuple[SourceFile, ...]
     rule: str
+    warm: int
     accesses: int
     warps: int
     unit: int
@@ -768,7 +771,8 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
         if name not in arrays:
             f.fail(f"array {name} missing")
     return _Header(launch=launch, ops=tuple(ops), provenance=prov, sources=tuple(sources),
-                   rule=f.text(h, "snapshot_rule", "snapshot_rule", default=""), accesses=n, warps=n_w, unit=unit,
+                   rule=f.text(h, "snapshot_rule", "snapshot_rule", default=""),
+                   warm=f.integer(h, "snapshot_warm", "snapshot_warm", 0, max(n_c - 1, 0), 0), accesses=n, warps=n_w, unit=unit,
                    arrays=arrays)
 
 
@@ -845,7 +849,8 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
     ctas = _cta_records(path, arrays)
     try:
         return Trace(launch=hd.launch, ops=hd.ops,
-                     snapshot=Snapshot(cta_ids=arrays["snapshot_cta_ids"].astype(np.int64), rule=hd.rule),
+                     snapshot=Snapshot(cta_ids=arrays["snapshot_cta_ids"].astype(np.int64), rule=hd.rule,
+                                       warm=hd.warm),
                      warp_offsets=offsets, warp_cta=_int32(path, "warp_cta", arrays["warp_cta"]),
                      warp_index=_int32(path, "warp_index", arrays["warp_index"]), op=op, mask=mask, addr=addr,
                      sources=hd.sources, provenance=hd.provenance, ctas=ctas)

@@ -167,10 +167,19 @@ class Snapshot:
     cta_ids: np.ndarray
     rule: str = ""
     """How the size was chosen, in words (paper 000 sec. 3.1)."""
+    warm: int = 0
+    """The first `warm` CTAs of ``cta_ids`` warm the caches: replayed with the others, as the
+    hardware ran them before the snapshot's, and not counted (issue 24: a snapshot from a cold
+    start weighs cold misses more than the whole kernel does). 0 in a trace written before."""
 
     @property
     def n_ctas(self) -> int:
         return int(self.cta_ids.shape[0])
+
+    @property
+    def counted_ctas(self) -> int:
+        """The CTAs whose accesses count (all but the warm-up)."""
+        return self.n_ctas - self.warm
 
 
 @dataclass(frozen=True)
@@ -312,6 +321,8 @@ def check_trace(t: Trace) -> None:
     cta_ids = arr("snapshot.cta_ids", t.snapshot.cta_ids, np.int64, 1)
     if cta_ids.size and (cta_ids.min() < 0 or cta_ids.max() >= L.grid_ctas):
         _fail("snapshot CTA ids outside the grid")
+    if not isinstance(t.snapshot.warm, int) or not 0 <= t.snapshot.warm < max(cta_ids.shape[0], 1):
+        _fail("the snapshot's warm-up CTAs must be fewer than its CTAs")
     offs = arr("warp_offsets", t.warp_offsets, np.int64, 1)
     wc = arr("warp_cta", t.warp_cta, np.int32, 1)
     wi = arr("warp_index", t.warp_index, np.int32, 1)

@@ -40,9 +40,16 @@ def check_recordable(launch: Launch) -> None:
 
 
 def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None,
-                    why: str = "", start: int = 0) -> Snapshot:
+                    why: str = "", start: int = 0, warm: int = 0) -> Snapshot:
     """Consecutive CTAs from CTA `start`: `waves` x the CTAs resident at once on all SMs (or exactly
-    `ctas`), capped by the grid; the rule is recorded in words."""
+    `ctas`), capped by the grid; the rule is recorded in words.
+
+    `warm`: as many of the CTAs just before `start` as there are (at most `warm`) are recorded
+    too, first, and only warm the caches (`Snapshot.warm`: replayed, not counted). On the
+    hardware the CTAs before the snapshot's ran first and left their lines in the L1s and the L2;
+    a snapshot replayed from cold caches counts cold misses that the kernel's steady state does
+    not have (a 128-CTA snapshot of a 4096-CTA matrix product reads B cold once in 2 grid rows,
+    the whole kernel once in 64)."""
     grid = launch.grid_ctas
     check_recordable(launch)
     if not 0 <= start < grid:
@@ -50,6 +57,8 @@ def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas
                          f"choose a CTA between 0 and {grid - 1}")
     if ctas is not None and ctas < 1:
         raise UsageError(f"--snapshot must be at least 1 CTA, got {ctas}", "for example --snapshot 64")
+    if warm < 0:
+        raise UsageError(f"--snapshot-warm must be at least 0 CTAs, got {warm}", "for example --snapshot-warm 128")
     per_sm = max(launch.ctas_per_sm, 1)
     resident = arch.sm_count * per_sm
     want = ctas if ctas is not None else max(1, int(round(waves * resident)))
@@ -61,6 +70,10 @@ def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas
     if want > grid - start:
         rule += f"; the whole grid (the rule asked for {want} CTAs)" if start == 0 else \
             f"; up to the end of the grid (the rule asked for {want} CTAs)"
+    w = min(warm, start)
+    if w:
+        rule += (f"; after {w} CTAs from CTA {start - w} that warm the caches, replayed and not counted "
+                 f"(the steady state, not a cold start)")
     if why:
         rule += f"; {why}"
-    return Snapshot(cta_ids=np.arange(start, start + n, dtype=np.int64), rule=rule)
+    return Snapshot(cta_ids=np.arange(start - w, start + n, dtype=np.int64), rule=rule, warm=w)
