@@ -38,6 +38,14 @@ def test_the_plan_covers_every_preset_then_the_emulator() -> None:
     assert [s.what for s in plan(["gtx480"], emulator=False)] == ["the simulator for gtx480"]
 
 
+def test_whether_a_step_is_needed_is_asked_without_compiling() -> None:
+    # Before: the emulator's step imported `run_ctas`, which the emulator's variants replaced
+    # (ImportError on every `tuiprof warmup` and first UI launch).
+    from tuiprof.warmup import EMULATOR, Step, needed
+
+    assert isinstance(needed(Step(EMULATOR)), bool) and isinstance(needed(Step("gtx480")), bool)
+
+
 @pytest.mark.slow
 def test_warmup_fills_a_given_cache_folder(tmp_path: Path) -> None:
     # A fresh folder: the first warm-up compiles the gtx480 family and the shared kernels into it,

@@ -156,6 +156,26 @@ cannot remove the caller's atomic incref/decref pairs on its arrays (measured: 2
 instead of 2). Helpers must also not return arrays into a loop variable, for the same reason."""
 
 
+def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and out)
+    """`dispatcher`, compiled once per argument *type* when called from other kernels, never per
+    literal value: Numba types a constant argument (``f(x, 0)``) as a literal and compiles a
+    separate specialisation for each (the emulator's error helper had 13, at seconds each). The
+    call sites pass the constants converted to the plain type. Not for a kernel whose callees
+    need a literal (`find_tag`'s width)."""
+    typed = dispatcher.get_call_template
+
+    def get_call_template(args, kws):  # noqa: ANN001, ANN202 (Numba's signature)
+        return typed(tuple(types.unliteral(a) for a in args), {k: types.unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
+
+
+def emu_kernel(fn):  # noqa: ANN001, ANN201
+    """``njit(**KERNEL)`` without literal specialisations (`plain_args`): the emulator's compiled helpers."""
+    return plain_args(njit(**KERNEL)(fn))
+
+
 @njit(**KERNEL)
 def keep(a):
     """Call at the very end of a kernel that branches, once per array argument.
@@ -329,15 +349,26 @@ def is_cached(kernel: object) -> bool:
 def _cached(kernel: object) -> bool:
     """Whether Numba's disk cache has an entry for `kernel` that is fresh for its source file:
     one read of its small index file (Numba's own check, ``_load_index``, which answers empty
-    for a missing, stale or other-version index). True when that cannot be told (no cache, or a
-    Numba whose internals differ), so that no false alarm is printed."""
-    load = getattr(getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_load_index", None)
+    for a missing, stale or other-version index), holding an entry for this function's code and
+    closure (the emulator's variants, `collect.emu.kernel.interp.run_ctas_for`, share one index).
+    True when that cannot be told (no cache, or a Numba whose internals differ), so that no false
+    alarm is printed."""
+    cache = getattr(kernel, "_cache", None)
+    load = getattr(getattr(cache, "_cache_file", None), "_load_index", None)
     if load is None:
         return True
     try:
-        return bool(load())
+        index = load()
     except Exception:  # a damaged index: Numba recompiles, and the note is then true
         return False
+    if not index:
+        return False
+    try:
+        want = cache._index_key(None, kernel.targetctx.codegen())[2]  # type: ignore[union-attr,attr-defined]
+    except Exception:  # internals that differ: the index is not empty, say nothing
+        return True
+    return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "find_tag", "is_cached", "keep", "kernel_cache_dir", "mulhi", "njit", "note_first_compile", "popcount", "prefetch"]
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir",
+           "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]

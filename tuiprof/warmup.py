@@ -52,9 +52,9 @@ def needed(step: Step) -> bool:
     from tuiprof.jit import is_cached
 
     if step.target == EMULATOR:
-        from tuiprof.collect.emu.kernel.interp import run_ctas
+        from tuiprof.collect.emu.kernel.interp import VARIANTS, interpreter
 
-        return not is_cached(run_ctas)
+        return not is_cached(interpreter(VARIANTS[0]))  # the variant the emulator's demo (vecadd) runs on
     from tuiprof.arch.presets import load_arch
     from tuiprof.model.wavefronts import wavefronts
     from tuiprof.sim.coalesce import _fill_requests

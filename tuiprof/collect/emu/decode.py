@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
+from tuiprof.collect.emu.kernel.warp import assign_families
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.model import (TEXTURE_OPCODES, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
                                NegPred, Operand, PredDest, Reg, Sink, SourceLoc, Special, Sym, TexAddr, Vec,
@@ -173,6 +174,25 @@ def _rounding(mods: Sequence[str]) -> int:
         if m in ROUND_CODES:
             return ROUND_CODES[m]
     return RND_NONE
+
+
+@dataclass(frozen=True)
+class _Site:
+    """One instruction being decoded, with what every decoder reads: its function and index, the
+    row being filled, the layout of the functions, and the type and flags read from its modifiers."""
+
+    fn: Function
+    idx: int
+    inst: Instruction
+    r: list[int]
+    start: int
+    entries: dict[str, int]
+    ipd: Sequence[int]
+    n: int
+    types: list[str]
+    ty: str
+    tyc: int
+    flags: int
 
 
 class _Decoder:
@@ -438,9 +458,9 @@ class _Decoder:
 
     def decode_one(self, fn: Function, idx: int, inst: Instruction, r: list[int], start: int,
                    entries: dict[str, int], ipd: Sequence[int], n: int) -> None:
-        o = inst.opcode
+        """Fill row `r` for instruction `inst`: the common fields here, the rest by the decoder of
+        its opcode (`_DECODERS`, one small method per opcode family)."""
         mods = inst.mods
-        ops = inst.operands
         types = _type_of(mods)
         ty = types[-1] if types else ""
         tyc = TYPE_CODES.get(ty, T_NONE)
@@ -452,246 +472,297 @@ class _Decoder:
             flags |= FL_SAT
         if "approx" in mods or "full" in mods:
             flags |= FL_APPROX
-        D = lambda k: self.dst(fn, ops[k], inst)  # noqa: E731
-        S = lambda k, t=ty: self.src(fn, ops[k], t, inst)  # noqa: E731
-
-        def need(count: int) -> None:
-            if len(ops) < count:
-                raise self.unsupported(inst, f"expected {count} operands")
-
+        site = _Site(fn, idx, inst, r, start, entries, ipd, n, types, ty, tyc, flags)
+        o = inst.opcode
         if o in NO_EFFECT or (o == "cp" and mods[:1] == ("async",) and any(m in ("commit_group", "wait_group", "wait_all") for m in mods)):
-            r[F_OP] = OP_NOP
-            if o == "fence" or o == "membar":
-                self.serial = True
-        elif o == "mov":
-            need(2)
-            if ty == "b128" or ty == "":
-                raise self.unsupported(inst)
-            if isinstance(ops[1], Special) and ops[1].name in CLOCKS:
-                r[F_OP] = OP_CLOCK
-                r[F_SUB] = CLOCKS[ops[1].name]
-                r[F_D0] = D(0)
-            elif isinstance(ops[0], Vec):
-                items = ops[0].items
-                r[F_OP] = OP_UNPACK
-                r[F_AUX] = TYPE_SIZES[ty] * 8 // len(items)
-                r[F_AUX2] = len(items)
-                for k, it in enumerate(items):
-                    r[F_D0 + k] = self.dst(fn, it, inst)
-                r[F_S0] = S(1)
-            elif isinstance(ops[1], Vec):
-                items = ops[1].items
-                r[F_OP] = OP_PACK
-                r[F_AUX] = TYPE_SIZES[ty] * 8 // len(items)
-                r[F_AUX2] = len(items)
-                r[F_D0] = D(0)
-                for k, it in enumerate(items):
-                    r[F_S0 + k] = self.src(fn, it, "b64", inst)
-            elif isinstance(ops[1], Sym) and ops[1].name in self.module.functions:
-                raise self.unsupported(inst, "function addresses (indirect calls)")
-            else:
-                r[F_OP] = OP_MOV
-                r[F_D0] = D(0)
-                if isinstance(ops[1], Sym):
-                    # mov of a variable's address: generic for globals, in-space otherwise
-                    r[F_S0] = self.const(self.sym_value(fn, ops[1].name, inst, generic=False))
-                else:
-                    r[F_S0] = S(1)
-        elif o in ("add", "sub", "mul", "mad", "div", "rem", "abs", "neg", "min", "max", "fma", "rcp", "sqrt",
-                   "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "addc", "subc", "madc"):
-            self.arith(fn, inst, r, o, mods, ty, tyc, flags)
-        elif o in ("and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "brev", "clz", "popc", "bfind",
-                   "prmt", "lop3"):
-            r[F_OP] = INT_OPS[o]
-            r[F_FLAGS] = flags
-            r[F_D0] = D(0)
-            nsrc = {"not": 1, "cnot": 1, "brev": 1, "clz": 1, "popc": 1, "bfind": 1, "bfe": 3, "bfi": 4,
-                    "prmt": 3, "lop3": 3}.get(o, 2)
-            need(1 + nsrc + (1 if o == "lop3" else 0))
-            for k in range(nsrc):
-                st = ty if k == 0 or o in ("and", "or", "xor", "bfi") and k < 2 else "u32"
-                if o == "bfi" and k >= 2:
-                    st = "u32"
-                r[F_S0 + k] = self.src(fn, ops[1 + k], st, inst)
-            if o == "shr" and ty.startswith("b"):
-                r[F_TY] = TYPE_CODES["u" + ty[1:]]
-            if o == "bfind":
-                r[F_SUB] = 1 if "shiftamt" in mods else 0
-            if o == "prmt":
-                r[F_SUB] = next((PRMT_MODES[m] for m in mods if m in PRMT_MODES), 0)
-            if o == "lop3":
-                lut = ops[4]
-                if not isinstance(lut, Imm):
-                    raise self.unsupported(inst, "lop3 table must be an immediate")
-                r[F_SUB] = int(lut.value) & 0xFF
-        elif o in ("mul24", "mad24"):
-            need(3 if o == "mul24" else 4)
-            r[F_OP] = OP_MUL24
-            r[F_TY] = TYPE_CODES["s32" if ty == "s32" else "u32"]
-            r[F_FLAGS] = FL_HI if "hi" in mods else 0
-            r[F_D0] = D(0)
-            r[F_S0] = S(1)
-            r[F_S1] = S(2)
-            if o == "mad24":
-                r[F_S2] = S(3)
-        elif o in ("dp4a", "dp2a"):
-            need(4)
-            if len(types) != 2:
-                raise self.unsupported(inst)
-            r[F_OP] = OP_DP4A if o == "dp4a" else OP_DP2A
-            r[F_SUB] = (1 if types[0] == "s32" else 0) | (2 if types[1] == "s32" else 0) | (4 if "hi" in mods else 0)
-            r[F_D0] = D(0)
-            for k in range(3):
-                r[F_S0 + k] = S(1 + k, "u32")
-        elif o == "sad":
-            need(4)
-            r[F_OP] = OP_SAD
-            r[F_D0] = D(0)
-            for k in range(3):
-                r[F_S0 + k] = S(1 + k)
-        elif o == "shf":
-            need(4)
-            r[F_OP] = OP_SHF
-            r[F_SUB] = 1 if "r" in mods else 0
-            r[F_FLAGS] = FL_CLAMP if "clamp" in mods else 0
-            r[F_D0] = D(0)
-            for k in range(3):
-                r[F_S0 + k] = S(1 + k, "u32")
-        elif o in ("setp", "set"):
-            self.compare(fn, inst, r, o, mods, types, flags)
-        elif o == "selp":
-            need(4)
-            r[F_OP] = OP_SELP
-            r[F_D0] = D(0)
-            r[F_S0] = S(1)
-            r[F_S1] = S(2)
-            r[F_S2], neg = self.pred_src(fn, ops[3], inst)
-            if neg:
-                r[F_S0], r[F_S1] = r[F_S1], r[F_S0]
-        elif o == "slct":
-            need(4)
-            r[F_OP] = OP_SLCT
-            r[F_TY] = TYPE_CODES[types[0]]
-            r[F_TY2] = TYPE_CODES[types[-1]]
-            r[F_D0] = D(0)
-            r[F_S0] = S(1, types[0])
-            r[F_S1] = S(2, types[0])
-            r[F_S2] = S(3, types[-1])
-        elif o == "testp":
-            need(2)
-            r[F_OP] = OP_TESTP
-            r[F_SUB] = next((TESTP[m] for m in mods if m in TESTP), TESTP_FINITE)
-            r[F_D0] = D(0)
-            r[F_S0] = S(1)
-        elif o == "cvt":
-            self.convert(fn, inst, r, mods, types, flags)
-        elif o == "cvta":
-            need(2)
-            space = inst.space
-            if space not in ("global", "shared", "local", "const"):
-                raise self.unsupported(inst, f"cvta of the {space} space")
-            r[F_OP] = OP_CVTA_TO if "to" in mods else OP_CVTA_FROM
-            r[F_SPACE] = SPACE_CODES[space]
-            r[F_D0] = D(0)
-            if isinstance(ops[1], Sym):
-                r[F_S0] = self.const(self.sym_value(fn, ops[1].name, inst, generic=False))
-            else:
-                r[F_S0] = S(1)
-        elif o == "isspacep":
-            need(2)
-            r[F_OP] = OP_ISSPACEP
-            r[F_SPACE] = SPACE_CODES.get(inst.space, SP_GLOBAL)
-            r[F_D0] = D(0)
-            r[F_S0] = S(1, "u64")
-        elif o in ("ld", "ldu", "st"):
-            self.memory(fn, idx, inst, r, o, mods, ty, flags)
-        elif o in TEXTURE_OPCODES:
-            self.texture(fn, idx, inst, r)
-        elif o in ("atom", "red"):
-            self.atomic(fn, idx, inst, r, o, mods, ty)
-        elif o == "cp":
-            self.cp_async(fn, idx, inst, r, mods)
-        elif o == "bra":
-            if not ops or not isinstance(ops[0], Label) or ops[0].name not in fn.labels:
-                raise self.unsupported(inst, "branch target")
-            r[F_OP] = OP_BRA
-            r[F_TGT] = start + fn.labels[ops[0].name]
-            r[F_FLAGS] = FL_UNI if "uni" in mods else 0
-            if inst.guard is not None:
-                ip = ipd[idx] if idx < len(ipd) else -1
-                if ip is not None and 0 <= ip < n and fn.is_entry and fn.instructions[ip].opcode in ("ret", "exit") \
-                        and fn.instructions[ip].guard is None:
-                    ip = -1   # the lanes meet only to exit: no convergence barrier (collectors.md 3.1 step 4)
-                r[F_IPDOM] = start + ip if ip is not None and ip >= 0 else -1
-        elif o == "call":
-            self.call(fn, inst, r, entries)
-        elif o == "ret":
-            r[F_OP] = OP_EXIT if fn.is_entry else OP_RET
-        elif o == "exit":
-            r[F_OP] = OP_EXIT
-        elif o in ("trap", "brkpt"):   # brkpt outside a debugger stops the kernel as a trap does
-            r[F_OP] = OP_TRAP
-            r[F_AUX] = TRAP_BREAKPOINT if o == "brkpt" else 0
-        elif o in ("bar", "barrier"):
-            self.barrier(fn, inst, r, mods)
-        elif o == "shfl":
-            need(5)
-            if "sync" not in mods:
-                raise self.unsupported(inst, "shfl without .sync (removed in PTX 6.4 for sm_70+)")
-            r[F_OP] = OP_SHFL
-            r[F_SUB] = {"up": SHFL_UP, "down": SHFL_DOWN, "bfly": SHFL_BFLY, "idx": SHFL_IDX}[
-                next(m for m in mods if m in ("up", "down", "bfly", "idx"))]
-            if isinstance(ops[0], PredDest):
-                r[F_D0] = self.dst(fn, ops[0].reg, inst)
-                r[F_D1] = self.dst(fn, ops[0].pred, inst)
-            else:
-                r[F_D0] = D(0)
-            r[F_S0] = S(1, "b32")
-            r[F_S1] = S(2, "b32")
-            r[F_S2] = S(3, "b32")
-            r[F_S3] = S(4, "b32")
-        elif o == "vote":
-            need(2)
-            if "sync" not in mods:
-                raise self.unsupported(inst, "vote without .sync")
-            r[F_OP] = OP_VOTE
-            r[F_SUB] = {"all": VOTE_ALL, "any": VOTE_ANY, "uni": VOTE_UNI, "ballot": VOTE_BALLOT}[
-                next(m for m in mods if m in ("all", "any", "uni", "ballot"))]
-            r[F_D0] = D(0)
-            r[F_S0], neg = self.pred_src(fn, ops[1], inst)
-            r[F_FLAGS] = FL_NEG_S2 if neg else 0
-            r[F_S1] = S(2, "b32") if len(ops) > 2 else -1
-        elif o == "match":
-            need(3)
-            r[F_OP] = OP_MATCH
-            r[F_SUB] = MATCH_ALL if "all" in mods else MATCH_ANY
-            if isinstance(ops[0], PredDest):
-                r[F_D0] = self.dst(fn, ops[0].reg, inst)
-                r[F_D1] = self.dst(fn, ops[0].pred, inst)
-            else:
-                r[F_D0] = D(0)
-            r[F_S0] = S(1)
-            r[F_S1] = S(2, "b32")
-        elif o == "redux":
-            need(3)
-            if ty not in ("u32", "s32", "b32"):
-                raise self.unsupported(inst)
-            r[F_OP] = OP_REDUX
-            r[F_SUB] = next(REDUX[m] for m in mods if m in REDUX)
-            r[F_D0] = D(0)
-            r[F_S0] = S(1)
-            r[F_S1] = S(2, "b32")
-        elif o == "elect":
-            # PTX ISA, elect.sync: the leader is chosen "deterministically", but which lane is not
-            # said; any choice could differ from the hardware's (cg::invoke_one uses it on sm_90)
-            raise self.unsupported(inst, "PTX does not say which lane elect.sync elects")
-        elif o == "activemask":
-            r[F_OP] = OP_ACTIVEMASK
-            r[F_D0] = D(0)
-        elif o == "nanosleep":
-            r[F_OP] = OP_NANOSLEEP
-        else:
+            self._d_no_effect(site)
+            return
+        decoder = _DECODERS.get(o)
+        if decoder is None:
             raise self.unsupported(inst)
+        decoder(self, site)
+
+    # ---------------------------------------------------------------- one decoder per opcode family
+    def _need(self, c: _Site, count: int) -> None:
+        if len(c.inst.operands) < count:
+            raise self.unsupported(c.inst, f"expected {count} operands")
+
+    def _D(self, c: _Site, k: int) -> int:
+        return self.dst(c.fn, c.inst.operands[k], c.inst)
+
+    def _S(self, c: _Site, k: int, ty: str | None = None) -> int:
+        return self.src(c.fn, c.inst.operands[k], c.ty if ty is None else ty, c.inst)
+
+    def _d_no_effect(self, c: _Site) -> None:
+        c.r[F_OP] = OP_NOP
+        if c.inst.opcode in ("fence", "membar"):
+            self.serial = True
+
+    def _d_mov(self, c: _Site) -> None:
+        inst, r, ops, ty = c.inst, c.r, c.inst.operands, c.ty
+        self._need(c, 2)
+        if ty == "b128" or ty == "":
+            raise self.unsupported(inst)
+        if isinstance(ops[1], Special) and ops[1].name in CLOCKS:
+            r[F_OP] = OP_CLOCK
+            r[F_SUB] = CLOCKS[ops[1].name]
+            r[F_D0] = self._D(c, 0)
+        elif isinstance(ops[0], Vec):
+            items = ops[0].items
+            r[F_OP] = OP_UNPACK
+            r[F_AUX] = TYPE_SIZES[ty] * 8 // len(items)
+            r[F_AUX2] = len(items)
+            for k, it in enumerate(items):
+                r[F_D0 + k] = self.dst(c.fn, it, inst)
+            r[F_S0] = self._S(c, 1)
+        elif isinstance(ops[1], Vec):
+            items = ops[1].items
+            r[F_OP] = OP_PACK
+            r[F_AUX] = TYPE_SIZES[ty] * 8 // len(items)
+            r[F_AUX2] = len(items)
+            r[F_D0] = self._D(c, 0)
+            for k, it in enumerate(items):
+                r[F_S0 + k] = self.src(c.fn, it, "b64", inst)
+        elif isinstance(ops[1], Sym) and ops[1].name in self.module.functions:
+            raise self.unsupported(inst, "function addresses (indirect calls)")
+        else:
+            r[F_OP] = OP_MOV
+            r[F_D0] = self._D(c, 0)
+            if isinstance(ops[1], Sym):
+                # mov of a variable's address: generic for globals, in-space otherwise
+                r[F_S0] = self.const(self.sym_value(c.fn, ops[1].name, inst, generic=False))
+            else:
+                r[F_S0] = self._S(c, 1)
+
+    def _d_arith(self, c: _Site) -> None:
+        self.arith(c.fn, c.inst, c.r, c.inst.opcode, c.inst.mods, c.ty, c.tyc, c.flags)
+
+    def _d_bits(self, c: _Site) -> None:
+        inst, r, ops, ty, o, mods = c.inst, c.r, c.inst.operands, c.ty, c.inst.opcode, c.inst.mods
+        r[F_OP] = INT_OPS[o]
+        r[F_FLAGS] = c.flags
+        r[F_D0] = self._D(c, 0)
+        nsrc = {"not": 1, "cnot": 1, "brev": 1, "clz": 1, "popc": 1, "bfind": 1, "bfe": 3, "bfi": 4,
+                "prmt": 3, "lop3": 3}.get(o, 2)
+        self._need(c, 1 + nsrc + (1 if o == "lop3" else 0))
+        for k in range(nsrc):
+            st = ty if k == 0 or o in ("and", "or", "xor", "bfi") and k < 2 else "u32"
+            if o == "bfi" and k >= 2:
+                st = "u32"
+            r[F_S0 + k] = self.src(c.fn, ops[1 + k], st, inst)
+        if o == "shr" and ty.startswith("b"):
+            r[F_TY] = TYPE_CODES["u" + ty[1:]]
+        if o == "bfind":
+            r[F_SUB] = 1 if "shiftamt" in mods else 0
+        if o == "prmt":
+            r[F_SUB] = next((PRMT_MODES[m] for m in mods if m in PRMT_MODES), 0)
+        if o == "lop3":
+            lut = ops[4]
+            if not isinstance(lut, Imm):
+                raise self.unsupported(inst, "lop3 table must be an immediate")
+            r[F_SUB] = int(lut.value) & 0xFF
+
+    def _d_mul24(self, c: _Site) -> None:
+        r, o = c.r, c.inst.opcode
+        self._need(c, 3 if o == "mul24" else 4)
+        r[F_OP] = OP_MUL24
+        r[F_TY] = TYPE_CODES["s32" if c.ty == "s32" else "u32"]
+        r[F_FLAGS] = FL_HI if "hi" in c.inst.mods else 0
+        r[F_D0] = self._D(c, 0)
+        r[F_S0] = self._S(c, 1)
+        r[F_S1] = self._S(c, 2)
+        if o == "mad24":
+            r[F_S2] = self._S(c, 3)
+
+    def _d_dot(self, c: _Site) -> None:
+        r, types = c.r, c.types
+        self._need(c, 4)
+        if len(types) != 2:
+            raise self.unsupported(c.inst)
+        r[F_OP] = OP_DP4A if c.inst.opcode == "dp4a" else OP_DP2A
+        r[F_SUB] = (1 if types[0] == "s32" else 0) | (2 if types[1] == "s32" else 0) | (4 if "hi" in c.inst.mods else 0)
+        r[F_D0] = self._D(c, 0)
+        for k in range(3):
+            r[F_S0 + k] = self._S(c, 1 + k, "u32")
+
+    def _d_sad(self, c: _Site) -> None:
+        self._need(c, 4)
+        c.r[F_OP] = OP_SAD
+        c.r[F_D0] = self._D(c, 0)
+        for k in range(3):
+            c.r[F_S0 + k] = self._S(c, 1 + k)
+
+    def _d_shf(self, c: _Site) -> None:
+        r = c.r
+        self._need(c, 4)
+        r[F_OP] = OP_SHF
+        r[F_SUB] = 1 if "r" in c.inst.mods else 0
+        r[F_FLAGS] = FL_CLAMP if "clamp" in c.inst.mods else 0
+        r[F_D0] = self._D(c, 0)
+        for k in range(3):
+            r[F_S0 + k] = self._S(c, 1 + k, "u32")
+
+    def _d_compare(self, c: _Site) -> None:
+        self.compare(c.fn, c.inst, c.r, c.inst.opcode, c.inst.mods, c.types, c.flags)
+
+    def _d_selp(self, c: _Site) -> None:
+        r = c.r
+        self._need(c, 4)
+        r[F_OP] = OP_SELP
+        r[F_D0] = self._D(c, 0)
+        r[F_S0] = self._S(c, 1)
+        r[F_S1] = self._S(c, 2)
+        r[F_S2], neg = self.pred_src(c.fn, c.inst.operands[3], c.inst)
+        if neg:
+            r[F_S0], r[F_S1] = r[F_S1], r[F_S0]
+
+    def _d_slct(self, c: _Site) -> None:
+        r, types = c.r, c.types
+        self._need(c, 4)
+        r[F_OP] = OP_SLCT
+        r[F_TY] = TYPE_CODES[types[0]]
+        r[F_TY2] = TYPE_CODES[types[-1]]
+        r[F_D0] = self._D(c, 0)
+        r[F_S0] = self._S(c, 1, types[0])
+        r[F_S1] = self._S(c, 2, types[0])
+        r[F_S2] = self._S(c, 3, types[-1])
+
+    def _d_testp(self, c: _Site) -> None:
+        self._need(c, 2)
+        c.r[F_OP] = OP_TESTP
+        c.r[F_SUB] = next((TESTP[m] for m in c.inst.mods if m in TESTP), TESTP_FINITE)
+        c.r[F_D0] = self._D(c, 0)
+        c.r[F_S0] = self._S(c, 1)
+
+    def _d_cvt(self, c: _Site) -> None:
+        self.convert(c.fn, c.inst, c.r, c.inst.mods, c.types, c.flags)
+
+    def _d_cvta(self, c: _Site) -> None:
+        inst, r, ops = c.inst, c.r, c.inst.operands
+        self._need(c, 2)
+        space = inst.space
+        if space not in ("global", "shared", "local", "const"):
+            raise self.unsupported(inst, f"cvta of the {space} space")
+        r[F_OP] = OP_CVTA_TO if "to" in inst.mods else OP_CVTA_FROM
+        r[F_SPACE] = SPACE_CODES[space]
+        r[F_D0] = self._D(c, 0)
+        if isinstance(ops[1], Sym):
+            r[F_S0] = self.const(self.sym_value(c.fn, ops[1].name, inst, generic=False))
+        else:
+            r[F_S0] = self._S(c, 1)
+
+    def _d_isspacep(self, c: _Site) -> None:
+        self._need(c, 2)
+        c.r[F_OP] = OP_ISSPACEP
+        c.r[F_SPACE] = SPACE_CODES.get(c.inst.space, SP_GLOBAL)
+        c.r[F_D0] = self._D(c, 0)
+        c.r[F_S0] = self._S(c, 1, "u64")
+
+    def _d_memory(self, c: _Site) -> None:
+        self.memory(c.fn, c.idx, c.inst, c.r, c.inst.opcode, c.inst.mods, c.ty, c.flags)
+
+    def _d_texture(self, c: _Site) -> None:
+        self.texture(c.fn, c.idx, c.inst, c.r)
+
+    def _d_atomic(self, c: _Site) -> None:
+        self.atomic(c.fn, c.idx, c.inst, c.r, c.inst.opcode, c.inst.mods, c.ty)
+
+    def _d_cp(self, c: _Site) -> None:
+        self.cp_async(c.fn, c.idx, c.inst, c.r, c.inst.mods)
+
+    def _d_bra(self, c: _Site) -> None:
+        fn, inst, r, ops, idx, n = c.fn, c.inst, c.r, c.inst.operands, c.idx, c.n
+        if not ops or not isinstance(ops[0], Label) or ops[0].name not in fn.labels:
+            raise self.unsupported(inst, "branch target")
+        r[F_OP] = OP_BRA
+        r[F_TGT] = c.start + fn.labels[ops[0].name]
+        r[F_FLAGS] = FL_UNI if "uni" in inst.mods else 0
+        if inst.guard is not None:
+            ip = c.ipd[idx] if idx < len(c.ipd) else -1
+            if ip is not None and 0 <= ip < n and fn.is_entry and fn.instructions[ip].opcode in ("ret", "exit") \
+                    and fn.instructions[ip].guard is None:
+                ip = -1   # the lanes meet only to exit: no convergence barrier (collectors.md 3.1 step 4)
+            r[F_IPDOM] = c.start + ip if ip is not None and ip >= 0 else -1
+
+    def _d_call(self, c: _Site) -> None:
+        self.call(c.fn, c.inst, c.r, c.entries)
+
+    def _d_ret(self, c: _Site) -> None:
+        c.r[F_OP] = OP_EXIT if c.fn.is_entry else OP_RET
+
+    def _d_exit(self, c: _Site) -> None:
+        c.r[F_OP] = OP_EXIT
+
+    def _d_trap(self, c: _Site) -> None:   # brkpt outside a debugger stops the kernel as a trap does
+        c.r[F_OP] = OP_TRAP
+        c.r[F_AUX] = TRAP_BREAKPOINT if c.inst.opcode == "brkpt" else 0
+
+    def _d_barrier(self, c: _Site) -> None:
+        self.barrier(c.fn, c.inst, c.r, c.inst.mods)
+
+    def _member_dests(self, c: _Site) -> None:
+        """A collective's destination, and its predicate destination when written ``d|p``."""
+        ops = c.inst.operands
+        if isinstance(ops[0], PredDest):
+            c.r[F_D0] = self.dst(c.fn, ops[0].reg, c.inst)
+            c.r[F_D1] = self.dst(c.fn, ops[0].pred, c.inst)
+        else:
+            c.r[F_D0] = self._D(c, 0)
+
+    def _d_shfl(self, c: _Site) -> None:
+        r, mods = c.r, c.inst.mods
+        self._need(c, 5)
+        if "sync" not in mods:
+            raise self.unsupported(c.inst, "shfl without .sync (removed in PTX 6.4 for sm_70+)")
+        r[F_OP] = OP_SHFL
+        r[F_SUB] = {"up": SHFL_UP, "down": SHFL_DOWN, "bfly": SHFL_BFLY, "idx": SHFL_IDX}[
+            next(m for m in mods if m in ("up", "down", "bfly", "idx"))]
+        self._member_dests(c)
+        for k in range(4):
+            r[F_S0 + k] = self._S(c, 1 + k, "b32")
+
+    def _d_vote(self, c: _Site) -> None:
+        r, mods, ops = c.r, c.inst.mods, c.inst.operands
+        self._need(c, 2)
+        if "sync" not in mods:
+            raise self.unsupported(c.inst, "vote without .sync")
+        r[F_OP] = OP_VOTE
+        r[F_SUB] = {"all": VOTE_ALL, "any": VOTE_ANY, "uni": VOTE_UNI, "ballot": VOTE_BALLOT}[
+            next(m for m in mods if m in ("all", "any", "uni", "ballot"))]
+        r[F_D0] = self._D(c, 0)
+        r[F_S0], neg = self.pred_src(c.fn, ops[1], c.inst)
+        r[F_FLAGS] = FL_NEG_S2 if neg else 0
+        r[F_S1] = self._S(c, 2, "b32") if len(ops) > 2 else -1
+
+    def _d_match(self, c: _Site) -> None:
+        self._need(c, 3)
+        c.r[F_OP] = OP_MATCH
+        c.r[F_SUB] = MATCH_ALL if "all" in c.inst.mods else MATCH_ANY
+        self._member_dests(c)
+        c.r[F_S0] = self._S(c, 1)
+        c.r[F_S1] = self._S(c, 2, "b32")
+
+    def _d_redux(self, c: _Site) -> None:
+        self._need(c, 3)
+        if c.ty not in ("u32", "s32", "b32"):
+            raise self.unsupported(c.inst)
+        c.r[F_OP] = OP_REDUX
+        c.r[F_SUB] = next(REDUX[m] for m in c.inst.mods if m in REDUX)
+        c.r[F_D0] = self._D(c, 0)
+        c.r[F_S0] = self._S(c, 1)
+        c.r[F_S1] = self._S(c, 2, "b32")
+
+    def _d_elect(self, c: _Site) -> None:
+        # PTX ISA, elect.sync: the leader is chosen "deterministically", but which lane is not
+        # said; any choice could differ from the hardware's (cg::invoke_one uses it on sm_90)
+        raise self.unsupported(c.inst, "PTX does not say which lane elect.sync elects")
+
+    def _d_activemask(self, c: _Site) -> None:
+        c.r[F_OP] = OP_ACTIVEMASK
+        c.r[F_D0] = self._D(c, 0)
+
+    def _d_nanosleep(self, c: _Site) -> None:
+        c.r[F_OP] = OP_NANOSLEEP
 
     def arith(self, fn: Function, inst: Instruction, r: list[int], o: str, mods: Sequence[str], ty: str, tyc: int,
               flags: int) -> None:
@@ -1013,6 +1084,45 @@ class _Decoder:
             r[F_S1] = self.src(fn, ops[1], "u32", inst)
 
 
+_DECODERS: dict[str, Callable[[_Decoder, _Site], None]] = {
+    "mov": _Decoder._d_mov,
+    **{o: _Decoder._d_arith for o in ("add", "sub", "mul", "mad", "div", "rem", "abs", "neg", "min", "max", "fma", "rcp",
+                                      "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "addc", "subc",
+                                      "madc")},
+    **{o: _Decoder._d_bits for o in ("and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "brev", "clz",
+                                     "popc", "bfind", "prmt", "lop3")},
+    "mul24": _Decoder._d_mul24, "mad24": _Decoder._d_mul24,
+    "dp4a": _Decoder._d_dot, "dp2a": _Decoder._d_dot,
+    "sad": _Decoder._d_sad,
+    "shf": _Decoder._d_shf,
+    "setp": _Decoder._d_compare, "set": _Decoder._d_compare,
+    "selp": _Decoder._d_selp,
+    "slct": _Decoder._d_slct,
+    "testp": _Decoder._d_testp,
+    "cvt": _Decoder._d_cvt,
+    "cvta": _Decoder._d_cvta,
+    "isspacep": _Decoder._d_isspacep,
+    "ld": _Decoder._d_memory, "ldu": _Decoder._d_memory, "st": _Decoder._d_memory,
+    **{o: _Decoder._d_texture for o in TEXTURE_OPCODES},
+    "atom": _Decoder._d_atomic, "red": _Decoder._d_atomic,
+    "cp": _Decoder._d_cp,
+    "bra": _Decoder._d_bra,
+    "call": _Decoder._d_call,
+    "ret": _Decoder._d_ret,
+    "exit": _Decoder._d_exit,
+    "trap": _Decoder._d_trap, "brkpt": _Decoder._d_trap,
+    "bar": _Decoder._d_barrier, "barrier": _Decoder._d_barrier,
+    "shfl": _Decoder._d_shfl,
+    "vote": _Decoder._d_vote,
+    "match": _Decoder._d_match,
+    "redux": _Decoder._d_redux,
+    "elect": _Decoder._d_elect,
+    "activemask": _Decoder._d_activemask,
+    "nanosleep": _Decoder._d_nanosleep,
+}
+"""The decoder of each PTX opcode (the instructions with no effect aside): what the emulator runs."""
+
+
 def module_globals(module: Module) -> tuple[GlobalVar, ...]:
     """The module's ``.global`` variables at their device addresses (from MODULE_GLOBAL_BASE,
     256-byte aligned, in declaration order), with their initial bytes."""
@@ -1098,6 +1208,7 @@ def decode(module: Module, kernel: str, ipdom: Callable[[Function], Sequence[int
     for fn in funcs:
         d.decode_function(fn, entries[fn.name], entries)
     code = np.array(d.rows, dtype=np.int64).reshape(-1, N_FIELDS)
+    assign_families(code)
     consts = np.array(sorted((slot, v) for v, slot in d.consts.items()), dtype=np.int64).reshape(-1, 2)
     return Program(
         kernel=kernel, code=code, n_slots=max(d.n_slots, 1), const_slots=consts,

@@ -35,7 +35,7 @@ from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E
 from tuiprof.collect.emu.kernel.interp import (C_BATCH, C_CONST, C_ENTRY, C_GX, C_GY, C_GZ, C_LOCAL, C_LOCAL_WORDS,
                                                C_NSLOTS, C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_REC_MAX, C_SHARED,
                                                C_SM_BASE, C_SMS, C_STEP_LIMIT, C_T, C_W,
-                                               CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID, N_CFG, run_ctas)
+                                               CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID, N_CFG, run_ctas_for)
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import note_first_compile
@@ -320,6 +320,7 @@ def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[
     op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
     ctl = np.zeros(N_CTL, np.int64)
     ctl[CTL_FAILED] = np.iinfo(np.int64).max
+    run_ctas = run_ctas_for(prog.code)
     lock = threading.Lock()
     done = [0]
     """CTAs run so far (under `lock`)."""

@@ -21,15 +21,13 @@ from tuiprof.collect.emu.kernel.codes import (
     TESTP_INFINITE, TESTP_NORMAL, TESTP_NOTANUMBER, TESTP_NUMBER)
 from tuiprof.collect.emu.kernel.fp import (bits_of, exact_add, exact_div, exact_fma, exact_mul,
                                            exact_sqrt, float_to_int, flush, int_to_pair, round_integral, value_of)
-from tuiprof.jit import KERNEL, njit
-
-_K = KERNEL
+from tuiprof.jit import INLINE, emu_kernel, njit
 MIN64 = np.int64(-9223372036854775808)
 
 
 # ------------------------------------------------------------------ type helpers
 
-@njit(**_K)
+@emu_kernel
 def tbits(ty):
     """Width in bits of a type code (1 for .pred)."""
     if ty == T_U32 or ty == T_S32 or ty == T_F32 or ty == T_F16X2 or ty == T_BF16X2:
@@ -43,17 +41,17 @@ def tbits(ty):
     return 1
 
 
-@njit(**_K)
+@emu_kernel
 def is_signed(ty):
     return ty == T_S32 or ty == T_S64 or ty == T_S16 or ty == T_S8
 
 
-@njit(**_K)
+@emu_kernel
 def is_float(ty):
     return ty == T_F32 or ty == T_F64 or ty == T_F16 or ty == T_BF16 or ty == T_F16X2 or ty == T_BF16X2
 
 
-@njit(**_K)
+@emu_kernel
 def sext(v, bits):
     """The low `bits` of `v`, sign-extended."""
     if bits >= 64:
@@ -62,7 +60,7 @@ def sext(v, bits):
     return (v << s) >> s
 
 
-@njit(**_K)
+@emu_kernel
 def zext(v, bits):
     """The low `bits` of `v`, zero-extended."""
     if bits >= 64:
@@ -70,7 +68,15 @@ def zext(v, bits):
     return v & ((np.int64(1) << bits) - 1)
 
 
-@njit(**_K)
+@njit(**INLINE)
+def low_mask(bits):
+    """The mask of the low `bits` bits (all ones for 64): ``zext(v, bits) == v & low_mask(bits)``."""
+    if bits >= 64:
+        return np.int64(-1)
+    return (np.int64(1) << bits) - 1
+
+
+@emu_kernel
 def rd(v, ty):
     """Register bits `v` read as integer type `ty` (sign- or zero-extended; .pred as 0/1)."""
     if ty == T_PRED:
@@ -81,7 +87,7 @@ def rd(v, ty):
     return zext(v, b)
 
 
-@njit(**_K)
+@emu_kernel
 def wr(v, ty):
     """Result `v` stored as type `ty`: the low bits, zero-extended (.pred as 0/1)."""
     if ty == T_PRED:
@@ -89,13 +95,13 @@ def wr(v, ty):
     return zext(v, tbits(ty))
 
 
-@njit(**_K)
+@emu_kernel
 def ult(a, b):
     """Unsigned 64-bit a < b."""
     return (a ^ MIN64) < (b ^ MIN64)
 
 
-@njit(**_K)
+@emu_kernel
 def lt_typed(a, b, ty):
     """a < b for values already read as `ty` (unsigned 64-bit compares unsigned)."""
     if ty == T_U64:
@@ -105,7 +111,7 @@ def lt_typed(a, b, ty):
 
 # ------------------------------------------------------------------ integer operations
 
-@njit(**_K)
+@emu_kernel
 def mulhi_u64(a, b):
     """High 64 bits of the unsigned 128-bit product."""
     m = np.int64(0xFFFFFFFF)
@@ -119,7 +125,7 @@ def mulhi_u64(a, b):
     return p11 + ((p01 >> 32) & m) + ((p10 >> 32) & m) + ((mid >> 32) & m)
 
 
-@njit(**_K)
+@emu_kernel
 def mulhi_s64(a, b):
     """High 64 bits of the signed 128-bit product."""
     h = mulhi_u64(a, b)
@@ -130,7 +136,7 @@ def mulhi_s64(a, b):
     return h
 
 
-@njit(**_K)
+@emu_kernel
 def int_mul(a, b, ty, hi, wide):
     """mul.lo / mul.hi / mul.wide of integer type `ty` (operands raw bits)."""
     bits = tbits(ty)
@@ -145,7 +151,7 @@ def int_mul(a, b, ty, hi, wide):
     return zext(x * y, bits)
 
 
-@njit(**_K)
+@emu_kernel
 def int_div(a, b, ty, rem):
     """div / rem with C truncation; x / 0 gives all ones (rem: x), MIN / -1 gives MIN."""
     bits = tbits(ty)
@@ -173,15 +179,13 @@ def int_div(a, b, ty, rem):
     return x // y
 
 
-@njit(**_K)
+@emu_kernel
 def shift(a, b, ty, left):
     """shl / shr: amounts beyond the width give 0 (or the sign for shr.s)."""
     bits = tbits(ty)
     n = b & 0xFFFFFFFF
     if left:
-        if n >= bits:
-            return np.int64(0)
-        return zext(a << n, bits)
+        return shl_bits(a, n, bits)
     if is_signed(ty):
         x = sext(a, bits)
         if n >= bits:
@@ -195,7 +199,15 @@ def shift(a, b, ty, left):
     return x >> n
 
 
-@njit(**_K)
+@njit(**INLINE)
+def shl_bits(a, n, bits):
+    """shl of `a` by `n` (already the low 32 bits of the amount) on a `bits`-bit type: 0 past the width."""
+    if n >= bits:
+        return np.int64(0)
+    return (a << n) & low_mask(bits)
+
+
+@emu_kernel
 def add_sat_s32(x, y):
     r = sext(x, 32) + sext(y, 32)
     if r > 2147483647:
@@ -205,7 +217,7 @@ def add_sat_s32(x, y):
     return zext(r, 32)
 
 
-@njit(**_K)
+@emu_kernel
 def sub_sat_s32(x, y):
     r = sext(x, 32) - sext(y, 32)
     if r > 2147483647:
@@ -215,7 +227,7 @@ def sub_sat_s32(x, y):
     return zext(r, 32)
 
 
-@njit(**_K)
+@emu_kernel
 def bfe(a, b, c, ty):
     """Bit-field extract (PTX pseudo-code)."""
     bits = tbits(ty)
@@ -238,7 +250,7 @@ def bfe(a, b, c, ty):
     return zext(d, bits)
 
 
-@njit(**_K)
+@emu_kernel
 def bfi(f, b, c, dd, ty):
     """Bit-field insert: `f`'s low bits into `b` at position c, length dd."""
     bits = tbits(ty)
@@ -253,7 +265,7 @@ def bfi(f, b, c, dd, ty):
     return zext(r, bits)
 
 
-@njit(**_K)
+@emu_kernel
 def bfind(a, ty, shiftamt):
     """Position of the most significant non-sign bit (0xFFFFFFFF when none)."""
     bits = tbits(ty)
@@ -279,7 +291,7 @@ _PRMT_MODES = np.array([
 ], dtype=np.int64)
 
 
-@njit(**_K)
+@emu_kernel
 def prmt(a, b, c, mode):
     """Byte permute of {b, a} by selector c (mode 0: the generic form; 1..6: f4e b4e rc8 ecl ecr rc16)."""
     tmp = zext(a, 32) | (zext(b, 32) << 32)
@@ -299,7 +311,7 @@ def prmt(a, b, c, mode):
     return d
 
 
-@njit(**_K)
+@emu_kernel
 def lop3(a, b, c, lut):
     r = np.int64(0)
     for i in range(8):
@@ -311,7 +323,7 @@ def lop3(a, b, c, lut):
     return zext(r, 32)
 
 
-@njit(**_K)
+@emu_kernel
 def shf(a, b, c, right, clamp):
     """Funnel shift of the 64-bit {b, a} by c (clamped to 32 or taken mod 32)."""
     n = c & 0xFFFFFFFF
@@ -326,7 +338,7 @@ def shf(a, b, c, right, clamp):
     return zext(np.int64(np.uint64(v) << np.uint64(n)) >> 32, 32)
 
 
-@njit(**_K)
+@emu_kernel
 def int_op2(op_min, a, b, ty):
     """min (op_min True) or max of two integers of type `ty`."""
     x = rd(a, ty)
@@ -337,24 +349,24 @@ def int_op2(op_min, a, b, ty):
     return wr(y if less else x, ty)
 
 
-@njit(**_K)
+@emu_kernel
 def brev(a, ty):
     return brev64(a) if tbits(ty) == 64 else brev32(a)
 
 
-@njit(**_K)
+@emu_kernel
 def clz(a, ty):
     return clz64(a) if tbits(ty) == 64 else clz32(a)
 
 
-@njit(**_K)
+@emu_kernel
 def popc(a, ty):
     return popc64(a) if tbits(ty) == 64 else popc32(a)
 
 
 # ------------------------------------------------------------------ comparisons
 
-@njit(**_K)
+@emu_kernel
 def compare(a, b, ty, cmp, ftz):
     """setp's comparison of two sources of type `ty` (integers signed or not; floats ordered or
     unordered)."""
@@ -386,8 +398,25 @@ def compare(a, b, ty, cmp, ftz):
         if cmp == CMP_GT:
             return x > y
         return x >= y
-    x = rd(a, ty)
-    y = rd(b, ty)
+    return icmp(a, b, ty, cmp)
+
+
+@njit(**INLINE)
+def icmp(a, b, ty, cmp):
+    """setp's comparison of two integer sources of type `ty` (signed or not); the 32- and 64-bit
+    types read without a call (the interpreter's hot loop)."""
+    if ty == T_S32:
+        x = (a << 32) >> 32
+        y = (b << 32) >> 32
+    elif ty == T_U32:
+        x = a & 0xFFFFFFFF
+        y = b & 0xFFFFFFFF
+    elif ty == T_S64 or ty == T_U64:
+        x = a
+        y = b
+    else:
+        x = rd(a, ty)
+        y = rd(b, ty)
     if cmp == CMP_EQ:
         return x == y
     if cmp == CMP_NE:
@@ -404,7 +433,7 @@ def compare(a, b, ty, cmp, ftz):
     return x >= y
 
 
-@njit(**_K)
+@emu_kernel
 def combine(p, q, boolop):
     """setp's optional boolean combination with a third predicate."""
     if boolop == BOOL_AND:
@@ -418,7 +447,7 @@ def combine(p, q, boolop):
 
 # ------------------------------------------------------------------ floats
 
-@njit(**_K)
+@emu_kernel
 def _fminmax(x, y, is_min):
     if x != x and y != y:
         return math.nan
@@ -437,7 +466,7 @@ def _fminmax(x, y, is_min):
     return x if x > y else y
 
 
-@njit(**_K)
+@emu_kernel
 def float_scalar(op, ty, rnd, flags, xa, xb, xc):
     """Bits of a float instruction's result on one lane, for f64/f32/f16/bf16 (not the x2 forms)."""
     ftz = (flags & FL_FTZ) != 0
@@ -514,7 +543,7 @@ def float_scalar(op, ty, rnd, flags, xa, xb, xc):
     return bits_of(hi, lo, mode, ty, ftz, sat)
 
 
-@njit(**_K)
+@emu_kernel
 def float_op(op, ty, rnd, flags, xa, xb, xc):
     """A float instruction on one lane, including the packed .f16x2 / .bf16x2 forms."""
     if ty == T_F16X2 or ty == T_BF16X2:
@@ -525,7 +554,7 @@ def float_op(op, ty, rnd, flags, xa, xb, xc):
     return float_scalar(op, ty, rnd, flags, xa, xb, xc)
 
 
-@njit(**_K)
+@emu_kernel
 def testp(x, ty, what):
     v = value_of(x, ty)
     if what == TESTP_FINITE:
@@ -544,7 +573,7 @@ def testp(x, ty, what):
 
 # ------------------------------------------------------------------ conversions
 
-@njit(**_K)
+@emu_kernel
 def cvt(x, dty, sty, rnd, flags):
     """Bits of ``cvt.rnd.dty.sty`` applied to source bits `x`."""
     ftz = (flags & FL_FTZ) != 0
@@ -592,7 +621,7 @@ def cvt(x, dty, sty, rnd, flags):
     return bits_of(v, 0.0, mode, dty, ftz, sat)
 
 
-@njit(**_K)
+@emu_kernel
 def cvt_pack2(xa, xb, dty, rnd, flags):
     """``cvt.rn.f16x2.f32 d, a, b`` (and bf16x2): a into the upper half, b into the lower."""
     et = T_F16 if dty == T_F16X2 else T_BF16
@@ -602,5 +631,5 @@ def cvt_pack2(xa, xb, dty, rnd, flags):
 
 
 __all__ = ["add_sat_s32", "bfe", "bfi", "bfind", "brev", "clz", "combine", "compare", "cvt", "cvt_pack2", "float_op",
-           "int_div", "int_mul", "int_op2", "is_float", "is_signed", "lop3", "lt_typed", "mulhi_s64", "mulhi_u64",
-           "popc", "prmt", "rd", "sext", "shf", "shift", "sub_sat_s32", "tbits", "testp", "ult", "wr", "zext"]
+           "icmp", "int_div", "int_mul", "int_op2", "is_float", "is_signed", "lop3", "low_mask", "lt_typed", "mulhi_s64", "mulhi_u64",
+           "popc", "prmt", "rd", "sext", "shf", "shift", "shl_bits", "sub_sat_s32", "tbits", "testp", "ult", "wr", "zext"]

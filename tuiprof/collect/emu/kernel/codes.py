@@ -36,7 +36,8 @@ F_NB = 23       # bytes per element of a memory access
 F_AUX = 24      # opcode-specific: bar id, call return slot count, cp.async sizes...
 F_AUX2 = 25
 F_SOP2 = 26     # second StaticOp id (cp.async: the shared-memory store)
-N_FIELDS = 27
+F_FAM = 27      # the instruction's family (FAM_*): which handler of the interpreter runs it
+N_FIELDS = 28
 
 # ------------------------------------------------------------------ flags
 FL_FTZ = 1
@@ -154,7 +155,7 @@ OP_TEX = 84         # tex / tld4: F_AUX dims, F_TY result type, F_TY2 coordinate
 OP_SULD = 85        # suld.b: F_AUX dims, F_NB element bytes, F_VEC, F_SUB surface clamp mode (SU_*)
 OP_SUST = 86        # sust.b: as suld, the values in F_S0..
 OP_MEM_LAST = OP_SUST
-"""Opcodes OP_LD .. OP_MEM_LAST access memory (mem_step runs and records them)."""
+"""Opcodes OP_LD .. OP_MEM_LAST access memory (the FAM_LDST .. FAM_CPASYNC handlers run and record them)."""
 OP_BRA = 90
 OP_CALL = 91
 OP_RET = 92
@@ -174,6 +175,38 @@ OP_NANOSLEEP = 103  # a hint to let other lanes run: yields like a back-edge
 OP_PRINTF = 104     # call to vprintf: a no-op returning 0 in its return parameter
 
 SYNC_OPS = (OP_SHFL, OP_VOTE, OP_MATCH, OP_REDUX, OP_BARWARP)
+
+# ------------------------------------------------------------------ instruction families
+# Each row of the code table belongs to one family, whose handler runs it (kernel/warp.py for the
+# register-only ones, kernel/interp.py for memory and control); the interpreter is compiled with
+# the handlers of the families a kernel uses (interp.run_ctas_for). Register-only families come
+# first (below FAM_LDST), then the memory ones (up to FAM_CPASYNC), then control.
+FAM_NOP = 0
+FAM_MOV = 1           # mov                                          warp.ex_mov
+FAM_IADD = 2          # add, sub (.cc, .sat, addc, subc)             warp.ex_iadd
+FAM_IMUL = 3          # mul, mad (.lo, .hi, .wide)                   warp.ex_imul
+FAM_SHIFT = 4         # shl, shr                                     warp.ex_shift
+FAM_LOGIC = 5         # and, or, xor, not                            warp.ex_logic
+FAM_SETP_INT = 6      # setp on integers, no boolean combination     warp.ex_setp_int
+FAM_SELP = 7          # selp                                         warp.ex_selp
+FAM_CVT_INT = 8       # cvt between integers, no rounding or .sat    warp.ex_cvt_int
+FAM_FLOAT_PLAIN = 9   # add, sub, mul, fma .rn on f32 / f64          warp.ex_float_plain
+FAM_CVTA = 10         # cvta, isspacep                               warp.ex_cvta
+FAM_INT_MORE = 11     # the other integer, bit and pack ops          warp.alu_int
+FAM_CMP = 12          # the other setp, set, slct                    warp.alu_cmp
+FAM_FLOAT = 13        # the other float ops, testp                   warp.alu_float
+FAM_CVT = 14          # the other cvt                                warp.alu_cvt
+FAM_LDST = 15         # ld, st                                       interp.mem_ldst (and its inline fast path)
+FAM_ATOM = 16         # atom, red                                    interp.mem_atom
+FAM_TEX = 17          # tex, tld4, suld, sust                        interp.mem_tex
+FAM_CPASYNC = 18      # cp.async                                     interp.mem_cpasync
+FAM_BRA = 19
+FAM_CALL = 20         # call, ret from a device function
+FAM_EXIT = 21
+FAM_BAR = 22          # CTA barriers
+FAM_SYNC = 23         # shfl, vote, match, redux, bar.warp.sync
+FAM_MISC = 24         # activemask, clock reads, nanosleep, printf, trap
+FAM_NONE = 25         # an opcode without a handler: refused when it runs
 
 # ------------------------------------------------------------------ sub-operation codes
 CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE = 0, 1, 2, 3, 4, 5

@@ -17,9 +17,7 @@ from tuiprof.collect.emu.kernel.bits import bits_f32, bits_f64, f32_of, f64_of, 
 from tuiprof.collect.emu.kernel.codes import (RND_RM, RND_RMI, RND_RN, RND_RNA, RND_RP, RND_RPI, RND_RZ,
                                               RND_RZI, T_BF16, T_F16, T_F32, T_F64, T_S8, T_S16, T_S32, T_S64,
                                               T_U8, T_U16, T_U32, T_U64)
-from tuiprof.jit import KERNEL, njit
-
-_FP = KERNEL
+from tuiprof.jit import emu_kernel
 
 F32_P, F32_EMIN, F32_EMAX = 24, -126, 127
 F16_P, F16_EMIN, F16_EMAX = 11, -14, 15
@@ -32,7 +30,7 @@ NAN16 = 0x7FFF
 NAN64 = 0x7FFFFFFFFFFFFFFF
 
 
-@njit(**_FP)
+@emu_kernel
 def two_sum(a, b):
     """(s, e) with s = fl(a + b) and s + e = a + b exactly (Knuth)."""
     s = a + b
@@ -41,7 +39,7 @@ def two_sum(a, b):
     return s, e
 
 
-@njit(**_FP)
+@emu_kernel
 def fmt_params(ty):
     """(precision, emin, emax) of a float type code."""
     if ty == T_F32:
@@ -53,7 +51,7 @@ def fmt_params(ty):
     return F64_P, F64_EMIN, F64_EMAX
 
 
-@njit(**_FP)
+@emu_kernel
 def round_fmt(x, lo, mode, p, emin, emax):
     """The value ``x + lo`` rounded to a binary format of precision `p` (significand bits) and
     exponent range ``emin..emax`` in `mode` (RND_RN/RZ/RM/RP/RNA), as a float64.
@@ -121,7 +119,7 @@ def round_fmt(x, lo, mode, p, emin, emax):
 
 # ------------------------------------------------------------------ half and bfloat16 encodings
 
-@njit(**_FP)
+@emu_kernel
 def f16_value(h):
     """The value of IEEE half bits `h` (low 16 bits), exactly, as float64."""
     h = h & 0xFFFF
@@ -137,7 +135,7 @@ def f16_value(h):
     return sign * math.ldexp(float(man | 0x400), ex - 25)
 
 
-@njit(**_FP)
+@emu_kernel
 def f16_bits(v):
     """Half bits of float64 `v`, which must already be representable (see `round_fmt`)."""
     if v != v:
@@ -154,13 +152,13 @@ def f16_bits(v):
     return sign | ((ex + 15) << 10) | man
 
 
-@njit(**_FP)
+@emu_kernel
 def bf16_value(h):
     """The value of bfloat16 bits `h` (low 16 bits), exactly."""
     return float(f32_of((h & 0xFFFF) << 16))
 
 
-@njit(**_FP)
+@emu_kernel
 def bf16_bits(v):
     """bfloat16 bits of float64 `v`, which must already be representable."""
     if v != v:
@@ -168,7 +166,7 @@ def bf16_bits(v):
     return (bits_f32(np.float32(v)) >> 16) & 0xFFFF
 
 
-@njit(**_FP)
+@emu_kernel
 def value_of(bits, ty):
     """The exact value of a float register of type `ty` as float64."""
     if ty == T_F32:
@@ -180,7 +178,7 @@ def value_of(bits, ty):
     return bf16_value(bits)
 
 
-@njit(**_FP)
+@emu_kernel
 def flush(v, ty):
     """`v` with a subnormal of type `ty` replaced by a zero of the same sign (.ftz)."""
     if ty == T_F64:
@@ -191,7 +189,7 @@ def flush(v, ty):
     return v
 
 
-@njit(**_FP)
+@emu_kernel
 def bits_of(hi, lo, mode, ty, ftz, sat):
     """Round ``hi + lo`` to float type `ty` in `mode` and return its bits (.ftz, .sat applied)."""
     if sat:
@@ -222,13 +220,13 @@ def bits_of(hi, lo, mode, ty, ftz, sat):
 
 # ------------------------------------------------------------------ exact arithmetic
 
-@njit(**_FP)
+@emu_kernel
 def exact_add(a, b):
     """(hi, lo) = a + b exactly."""
     return two_sum(a, b)
 
 
-@njit(**_FP)
+@emu_kernel
 def exact_mul(a, b):
     """(hi, lo) = a * b exactly (lo from a fused multiply-add)."""
     p = a * b
@@ -237,7 +235,7 @@ def exact_mul(a, b):
     return p, fma64(a, b, -p)
 
 
-@njit(**_FP)
+@emu_kernel
 def exact_div(a, b):
     """(q, r) with q = fl(a / b) and r of the sign of a / b - q."""
     q = a / b
@@ -249,7 +247,7 @@ def exact_div(a, b):
     return q, r
 
 
-@njit(**_FP)
+@emu_kernel
 def exact_sqrt(a):
     """(s, r) with s = fl(sqrt(a)) and r of the sign of sqrt(a) - s."""
     s = math.sqrt(a) if a >= 0.0 else math.nan
@@ -258,7 +256,7 @@ def exact_sqrt(a):
     return s, fma64(-s, s, a)
 
 
-@njit(**_FP)
+@emu_kernel
 def exact_fma(a, b, c):
     """(hi, lo) = a * b + c exactly when a * b is exact in double (f32, f16, bf16 operands);
     for f64 operands hi is the correctly rounded fma and lo is 0 (round-to-nearest only)."""
@@ -272,7 +270,7 @@ def exact_fma(a, b, c):
 
 # ------------------------------------------------------------------ conversions
 
-@njit(**_FP)
+@emu_kernel
 def int_range(ty):
     """(lo, hi) of an integer type as float64 (exact powers of two for the 64-bit types)."""
     if ty == T_U8:
@@ -292,7 +290,7 @@ def int_range(ty):
     return -9223372036854775808.0, 9223372036854775808.0
 
 
-@njit(**_FP)
+@emu_kernel
 def round_integral(v, mode):
     """`v` rounded to an integral value (.rni/.rzi/.rmi/.rpi; ties to even for .rni)."""
     if mode == RND_RZI or mode == RND_RZ:
@@ -304,7 +302,7 @@ def round_integral(v, mode):
     return float(np.rint(v))
 
 
-@njit(**_FP)
+@emu_kernel
 def float_to_int(v, mode, ty):
     """Float value `v` to integer type `ty` in integral-rounding `mode`, saturating, NaN -> 0;
     the result's bits (masked to the type's width)."""
@@ -338,7 +336,7 @@ def float_to_int(v, mode, ty):
     return x & 0xFF
 
 
-@njit(**_FP)
+@emu_kernel
 def int_to_pair(x, unsigned):
     """(hi, lo) doubles whose exact sum is the 64-bit integer `x` (unsigned when asked)."""
     if unsigned:

@@ -32,10 +32,10 @@ import numpy as np
 
 from tuiprof.collect.emu.kernel.alu import rd, tbits, zext
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
-from tuiprof.jit import INLINE, KERNEL, njit
+from tuiprof.jit import INLINE, emu_kernel, njit
 
 
-@njit(**KERNEL)
+@emu_kernel
 def lowest_lane(m):
     """The lowest set bit of nonzero mask `m`."""
     i = 0
@@ -112,7 +112,7 @@ def shfl_source(mode, lane, b, c):
     return j, ok
 
 
-@njit(**KERNEL)
+@emu_kernel
 def exec_sync(code, regs, pc, st, group, base):
     """Execute one group of a warp collective: the lanes `group` (bits, relative to thread
     `base`) wait at the same kind of collective (`same_collective`), possibly at different PCs,
@@ -219,7 +219,7 @@ def exec_sync(code, regs, pc, st, group, base):
     return 0, 0, 0
 
 
-@njit(**KERNEL)
+@emu_kernel
 def release_syncs(code, regs, pc, st, syncm, w, live):
     """Run every group of warp `w`'s waiting collectives (lanes in TS_SYNC, membermask in
     `syncm`) whose non-exited members all wait at the same kind of collective with the same
@@ -251,7 +251,7 @@ def release_syncs(code, regs, pc, st, syncm, w, live):
 
 # ------------------------------------------------------------------ CTA barriers
 
-@njit(**KERNEL)
+@emu_kernel
 def release_barrier(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W):
     """Release the threads of the warps counted at barrier `bid` (bar.red results written, PCs
     past the barrier)."""
@@ -280,7 +280,7 @@ def release_barrier(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W):
             wpc[w] = pc[w * 32 + lowest_lane(live[w])]
 
 
-@njit(**KERNEL)
+@emu_kernel
 def barrier_complete(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W):
     """Complete barrier `bid` if enough warps have arrived: release them and reset the barrier."""
     if bars[bid, B_KIND] < 0:
@@ -298,7 +298,7 @@ def barrier_complete(code, regs, pc, st, barid, bid, bars, conv, wpc, live, W):
         reset_barrier(bars, bid)
 
 
-@njit(**KERNEL)
+@emu_kernel
 def barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W):
     """Count warp `w` at barrier `bid` if all its non-exited threads wait there: check that they
     and the barrier's other warps use one form (.sync/.arrive, or one .red) and one thread count,
@@ -365,7 +365,7 @@ def barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W):
     return 0
 
 
-@njit(**KERNEL)
+@emu_kernel
 def barriers_after_exit(code, regs, pc, st, barid, w, bars, conv, wpc, live, W):
     """After threads of warp `w` exit: the warp may now have arrived at a barrier its other
     threads wait at, and a barrier without a thread count may now have all its warps. Returns

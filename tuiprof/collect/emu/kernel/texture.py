@@ -35,7 +35,7 @@ from tuiprof.collect.emu.kernel.codes import (AM_BORDER, AM_CLAMP, AM_MIRROR, AM
                                               TX_NORMALIZED, TX_PITCH, TX_READ_FLOAT, TX_SLICE, TX_W, TX_WORDS)
 from tuiprof.collect.emu.kernel.fp import f16_value
 from tuiprof.collect.emu.kernel.memory import find_segment
-from tuiprof.jit import INLINE, njit
+from tuiprof.jit import INLINE, emu_kernel, njit
 
 
 @njit(**INLINE)
@@ -133,7 +133,7 @@ def weight(f):
     return np.float32(math.floor(f * 256.0 + 0.5) / 256.0)
 
 
-@njit
+@emu_kernel
 def fetch(heap, seg_lo, seg_hi, seg_off, desc, dims, x, y, z, int_coords, float_result, gather, out):
     """The four components of a texture fetch at (x, y, z) into `out` (register bits), and the
     address of its base texel (see the module docstring); `gather` > 0 is tld4 of channel
@@ -188,7 +188,7 @@ def fetch(heap, seg_lo, seg_hi, seg_off, desc, dims, x, y, z, int_coords, float_
     return texel_address(desc, bx, by, bz)
 
 
-@njit
+@emu_kernel
 def surface(heap, seg_lo, seg_hi, seg_off, desc, dims, xb, y, z, nbytes, mode):
     """(address, in range) of a surface element of `nbytes` at byte x `xb` and elements y, z,
     after the clamp mode; -1 for .zero out of range, -2 for .trap out of range."""
