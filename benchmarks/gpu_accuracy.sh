@@ -3,7 +3,7 @@
 # From the repository root:
 #
 #   here:     bash benchmarks/gpu_accuracy.sh --dry-run        # the plan: every step, its cap, its command
-#   here:     bash ../shared/tools/gpu-wheels.sh               # only for the last step (per-op: textual...)
+#   here:     bash benchmarks/gpu_wheels.sh                   # only for the last step (per-op: textual...)
 #   device:   run(command="bash benchmarks/gpu_accuracy.sh", carry=[".whl"], timeout_s=600), then give_back
 #   here:     python benchmarks/fold_measured.py OUT/results.json   # folds ncu's values into demo_traces/measured.json
 #

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 12, for a session that is lent a GPU (first run on an H100, 2026-11-26: README "On a GPU").
+# The GPU checks of issue 12, for a session that is lent a GPU (first run on an H100, 2026-11-26: docs/gpu.md).
 # About 8 minutes; results under $OUT (8 files). How to run it, from the repository root:
 #
-#   here:     bash ../shared/tools/gpu-wheels.sh      # fills the git-ignored .whl/ (textual, pycuda's sdist...)
+#   here:     bash benchmarks/gpu_wheels.sh          # fills the git-ignored .whl/ (textual, pycuda's sdist...)
 #   device:   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540), then give_back
 #
 # With 15 minutes of device time, a first run with GC_BUDGET=420 (about 6.5 minutes with the machine's

@@ -1,6 +1,6 @@
 """The model's headline figures on the demos, the ones issue 14 part 4 audits: the MD decision of
-spmv-u (timing model, range, thesis rules), the timing model against paper 001's bottleneck on
-spmv-u and stencil7, and the scalar -> vectorized SpMV speedups against paper 000 sec. 6.2's
+spmv-u (timing model, range, thesis rules), the timing model against Zhang11's bottleneck on
+spmv-u and stencil7, and the scalar -> vectorized SpMV speedups against Baghsorkhi12 sec. 6.2's
 measured ones; with ``--scheduler``, part 1's figures instead (`scheduler_figures`); with
 ``--part2``, part 2's figures instead (`part2_figures`). Not a speed benchmark: slow (minutes), run
 on demand.
@@ -15,15 +15,15 @@ from __future__ import annotations
 import argparse
 
 MEASURED = {"u": 2.4, "b": 3.63, "u128": 2.5, "b128": 14.8}
-"""Paper 000 sec. 6.2: measured speedups of the vectorized SpMV kernel over the scalar one."""
+"""Baghsorkhi12 sec. 6.2: measured speedups of the vectorized SpMV kernel over the scalar one."""
 
 SCHEDULER_CASES = (("spmv-u", "tesla-c2050", "y[ind]"), ("stencil7", None, "in[idx - nx]"))
 """Issue 14 part 1: (demo, arch (None: the demo's own), the load whose H1 the scheduler swings)."""
 
 
 def scheduler_figures(trials: int) -> None:
-    """Issue 14 part 1 (the scheduler randomness of paper 000 sec. 3): per case, the std over
-    `trials` trials of the kernel L1 read, L2 read and L2 write hit ratios (paper 000 sec. 5.2-5.3
+    """Issue 14 part 1 (the scheduler randomness of Baghsorkhi12 sec. 3): per case, the std over
+    `trials` trials of the kernel L1 read, L2 read and L2 write hit ratios (Baghsorkhi12 sec. 5.2-5.3
     reports about 0.01, and 0.02 for SpMV L2 reads), and the mean H1 of one load with its 95%
     confidence interval and its std over trials. Seed 0, the demo's default MD, no early stop."""
     import numpy as np
@@ -128,7 +128,7 @@ def main() -> None:
         d = doc["analysis"]["decisions"]
         t, b = d["timing"], d["bottleneck"]
         print(f"{name}: timing model {1e6 * t['time_s']:.1f} us ({t['bound_label']}); MWP/CWP {1e6 * t['mwp_s']:.1f} us; "
-              f"bottleneck (paper 001) {1e6 * b['time_s']:.1f} us ({b['bottleneck']}); DRAM floor "
+              f"bottleneck (Zhang11) {1e6 * b['time_s']:.1f} us ({b['bottleneck']}); DRAM floor "
               f"{1e6 * t['dram_floor_s']:.1f} us, L2 floor {1e6 * t['l2_floor_s']:.1f} us")
         m = d["md"]
         if m is not None:
@@ -152,7 +152,7 @@ def main() -> None:
         print(f"spmv {m}: scalar {1e3 * times[0]:.2f} ms, vectorized {1e3 * times[1]:.2f} ms, predicted speedup "
               f"{predicted[m]:.2f} (measured {MEASURED[m]})")
     same = sorted(predicted, key=predicted.get) == sorted(MEASURED, key=MEASURED.get)
-    print("ranking " + ("matches" if same else "DIFFERS FROM") + " paper 000 sec. 6.2: "
+    print("ranking " + ("matches" if same else "DIFFERS FROM") + " Baghsorkhi12 sec. 6.2: "
           + " < ".join(sorted(predicted, key=predicted.get)))
 
 

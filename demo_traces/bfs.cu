@@ -1,5 +1,5 @@
 // Level-synchronous breadth-first search, one thread per node: the two kernels of Rodinia's bfs
-// (Harish & Narayanan, HiPC'07; the "bfs" of paper 002's Table 2), on a graph in CSR form
+// (Harish & Narayanan, HiPC'07; the "bfs" of Yen14's Table 2), on a graph in CSR form
 // (the edges of node v are edges[row_ptr[v] .. row_ptr[v + 1] - 1]; Rodinia keeps the same two
 // numbers per node in a struct). Flags are bytes (0 or 1). The host launches bfs_expand then
 // bfs_update once per level until bfs_update raises no `over` flag; bfs_expand's thread 0 clears

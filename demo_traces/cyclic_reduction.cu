@@ -1,4 +1,4 @@
-// Cyclic reduction (CR) tridiagonal solver: paper 001 (Zhang & Owens, HPCA'11) sec. 5.2, after
+// Cyclic reduction (CR) tridiagonal solver: Zhang11 (Zhang & Owens, HPCA'11) sec. 5.2, after
 // Zhang, Cohen & Owens, "Fast tridiagonal solvers on the GPU" (PPoPP'10). One CTA per system and
 // one thread per two equations; the system is loaded into shared memory, reduced to two equations
 // (forward reduction: log2(n) - 1 steps, the stride doubling every step), solved, and the unknowns

@@ -2,7 +2,7 @@
 
     tuiprof report demo_traces/cyclic_reduction.cu --launch demo_traces/cyclic_reduction_launch_nbc.py
 
-Paper 001 sec. 5.2: 512 tridiagonal systems of 512 equations, one CTA (256 threads) per system,
+Zhang11 sec. 5.2: 512 tridiagonal systems of 512 equations, one CTA (256 threads) per system,
 solved in shared memory. The systems are random and diagonally dominant (|b| > |a| + |c| + 1), so
 cyclic reduction is stable; the reference is the Thomas algorithm in float64 and the check allows
 for float32 rounding.

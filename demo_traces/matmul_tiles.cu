@@ -1,7 +1,7 @@
 // Dense matrix multiply C = A B of n x n floats (row-major) with TILE x TILE sub-matrices of A and B
 // staged in shared memory: one thread per element of C, TILE x TILE threads per CTA, grid
 // (n / TILE, n / TILE); n must be a multiple of TILE (no bounds checks).
-// Paper 001 (Zhang & Owens, HPCA'11) sec. 5.1 and Fig. 4 compare 8x8, 16x16 and 32x32 sub-matrices
+// Zhang11 (Zhang & Owens, HPCA'11) sec. 5.1 and Fig. 4 compare 8x8, 16x16 and 32x32 sub-matrices
 // on 1024 x 1024 matrices. The body here is the classic two-tile kernel of the CUDA C programming
 // guide ("Shared Memory") and of the CUDA samples' matrixMul, not the register-blocked Volkov & Demmel
 // kernel the paper measured; the three sizes differ only in TILE (32x32 = 1024 threads per CTA).

@@ -1,8 +1,8 @@
-"""Launch script for matmul_tiles.cu, demo ``matmul-tile16``: 16x16 tiles (paper 001 sec. 5.1).
+"""Launch script for matmul_tiles.cu, demo ``matmul-tile16``: 16x16 tiles (Zhang11 sec. 5.1).
 
     tuiprof report demo_traces/matmul_tiles.cu --launch demo_traces/matmul_tiles_launch.py
 
-C = A B with N = 1024 square float matrices (paper 001 Fig. 4), 16 x 16 threads per CTA,
+C = A B with N = 1024 square float matrices (Zhang11 Fig. 4), 16 x 16 threads per CTA,
 one per element of C. Values are small integers, so every float32 sum is exact. The three sizes:
 matmul_tiles_launch_8.py, matmul_tiles_launch.py (16x16, the default), matmul_tiles_launch_32.py.
 """

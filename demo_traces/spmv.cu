@@ -1,5 +1,5 @@
 // Scalar and vectorized CSR sparse matrix-vector multiply, x = A y.
-// Paper 000 (Baghsorkhi et al., PPoPP'12) sec. 6.2: Listing 2 (scalar) and Listing 3
+// Baghsorkhi12 (Baghsorkhi et al., PPoPP'12) sec. 6.2: Listing 2 (scalar) and Listing 3
 // (vectorized: uint4 / float4 loads of indices and val, with an alignment prologue and epilogue).
 // One thread per row; rowIndices holds numRows + 1 offsets; column indices are sorted per row.
 // "#pragma unroll 1" keeps one loop iteration per body, as in the listings (nvcc 13 otherwise

@@ -1,8 +1,8 @@
-"""Launch script for spmv.cu, demo ``spmv-u``: scalar CSR SpMV (paper 000 Listing 2) on matrix u.
+"""Launch script for spmv.cu, demo ``spmv-u``: scalar CSR SpMV (Baghsorkhi12 Listing 2) on matrix u.
 
     tuiprof report demo_traces/spmv.cu --launch demo_traces/spmv_launch.py
 
-Matrix u of paper 000 sec. 6.2: 131072 x 32768, 16-48 nonzeros per row (mean 32) in uniformly
+Matrix u of Baghsorkhi12 sec. 6.2: 131072 x 32768, 16-48 nonzeros per row (mean 32) in uniformly
 random columns: the pattern of the synthetic demo (``csr_pattern``, seed 2012). Values are small
 integers, so every float32 sum is exact. Arrays are allocated in the synthetic model's order and
 sizes (rowIndices, indices, val, y, x), so the recorded addresses are the model's. One thread per

@@ -1,8 +1,8 @@
-"""Launch script for spmv.cu, demo ``spmv-u128``: scalar CSR SpMV (paper 000 Listing 2) on matrix U.
+"""Launch script for spmv.cu, demo ``spmv-u128``: scalar CSR SpMV (Baghsorkhi12 Listing 2) on matrix U.
 
     tuiprof report demo_traces/spmv.cu --launch demo_traces/spmv_launch_u128.py
 
-Matrix U of paper 000 sec. 6.2: 131072 x 32768, 64-192 nonzeros per row (mean 128) in uniformly
+Matrix U of Baghsorkhi12 sec. 6.2: 131072 x 32768, 64-192 nonzeros per row (mean 128) in uniformly
 random columns: the pattern of the synthetic demo (``csr_pattern``, seed 2012). Values are small
 integers, so every float32 sum is exact. Arrays are allocated in the synthetic model's order and
 sizes (rowIndices, indices, val, y, x), so the recorded addresses are the model's. One thread per

@@ -1,8 +1,8 @@
-"""Launch script for spmv.cu, demo ``spmv-vec-b128``: vectorized CSR SpMV (paper 000 Listing 3) on matrix B.
+"""Launch script for spmv.cu, demo ``spmv-vec-b128``: vectorized CSR SpMV (Baghsorkhi12 Listing 3) on matrix B.
 
     tuiprof report demo_traces/spmv.cu --launch demo_traces/spmv_launch_vec_b128.py
 
-Matrix B of paper 000 sec. 6.2: 131072 x 32768, 64-192 nonzeros per row (mean 128) in columns in
+Matrix B of Baghsorkhi12 sec. 6.2: 131072 x 32768, 64-192 nonzeros per row (mean 128) in columns in
 the diagonal block of width 256 holding the row: the pattern of the synthetic demo
 (``csr_pattern``, seed 2012). Values are small integers, so every float32 sum is exact. Arrays are
 allocated in the synthetic model's order and sizes (rowIndices, indices, val, y, x), so the

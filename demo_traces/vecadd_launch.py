@@ -1,4 +1,4 @@
-"""Launch script for vecadd.cu, demo ``vecadd``: paper 002's vector add (Table 3).
+"""Launch script for vecadd.cu, demo ``vecadd``: Yen14's vector add (Table 3).
 
     tuiprof report demo_traces/vecadd.cu --launch demo_traces/vecadd_launch.py
 

@@ -19,9 +19,9 @@ def test_all_presets_load() -> None:
 
 
 @pytest.mark.parametrize("name,sms,l1,l2", [
-    ("tesla-c2050", 14, 16 << 10, 768 << 10),   # paper 000 sec. 2.1 and 5.3
-    ("gtx480", 15, 16 << 10, 0),                 # paper 002 Table 8: 15 shaders, L2 disabled
-    ("gtx285", 30, 0, 0),                        # paper 001: GT200 has no data caches
+    ("tesla-c2050", 14, 16 << 10, 768 << 10),   # Baghsorkhi12 sec. 2.1 and 5.3
+    ("gtx480", 15, 16 << 10, 0),                 # Yen14 Table 8: 15 shaders, L2 disabled
+    ("gtx285", 30, 0, 0),                        # Zhang11: GT200 has no data caches
     ("v100", 80, 128 << 10, 6 << 20),
     ("a100", 108, 192 << 10, 40 << 20),
     ("h100", 132, 217 << 10, 50 << 20),         # L1 measured by tuiprof calibrate on an H100 (2026-11-26)
@@ -153,9 +153,9 @@ def test_arch_file(tmp_path) -> None:
 # --- issue 14 part 2: bandwidths, departure delays, L2 write policy, address hash, carve-outs ---
 
 @pytest.mark.parametrize("name,dram_gbs,write_policy,address_hash", [
-    ("tesla-c2050", 144.0, "write-through", "linear"),   # C2050 datasheet; paper 000 sec. 2.1's store-miss rule
-    ("gtx480", 88.7, "write-through", "linear"),         # paper 002 Table 8: 12 x 8 B x 924 MHz
-    ("gtx285", 159.0, "write-through", "linear"),        # paper 001 sec. 4.3: 2.484 GHz x 512 bit / 8
+    ("tesla-c2050", 144.0, "write-through", "linear"),   # C2050 datasheet; Baghsorkhi12 sec. 2.1's store-miss rule
+    ("gtx480", 88.7, "write-through", "linear"),         # Yen14 Table 8: 12 x 8 B x 924 MHz
+    ("gtx285", 159.0, "write-through", "linear"),        # Zhang11 sec. 4.3: 2.484 GHz x 512 bit / 8
     ("v100", 900.0, "write-back", "xor"),
     ("a100", 1555.0, "write-back", "xor"),
     ("h100", 3350.0, "write-back", "xor"),

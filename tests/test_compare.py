@@ -321,17 +321,16 @@ def test_diff_errors_are_one_line_with_a_hint(reuse_file: Path, capsys: pytest.C
     assert err[-2].startswith("error: ") and message in err[-2] and err[-1].startswith("hint: ")
 
 
-def test_readme_documents_every_diff_json_key(trace) -> None:
+def test_docs_document_every_diff_json_key(trace) -> None:
     from tests.test_report import ROOT, _keys
 
     doc = diff_document(record(trace, config(0, trials=4)), record(trace, config(0, trials=4, **{"l1.size": "2KiB"})),
                         fail_if_worse=5, ops=["1"])
     json.dumps(doc)  # plain JSON data
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Comparing runs"):readme.index("## On a GPU")]
+    section = (ROOT / "docs" / "compare.md").read_text()
     data = set(doc["a"]["overrides"]) | set(doc["b"]["overrides"])  # the what-if settings: data, not schema
     missing = sorted(_keys(doc, set()) - data - set(re.findall(r"`([a-z0-9_]+)`", section)))
-    assert not missing, f"README's diff section does not mention {missing}"
+    assert not missing, f"docs/compare.md does not mention {missing}"
 
 
 def test_diff_of_an_edited_demo_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -1,6 +1,6 @@
 """The decision models wired into a run: the MD sweep through the simulator (the timing model and
-paper 002's thesis rules), the inputs the trace and the trials give the timing model (MWP/CWP,
-paper 004), the bottleneck (paper 001) and SM utilisation (paper 003), and their report sections."""
+Yen14's thesis rules), the inputs the trace and the trials give the timing model (MWP/CWP,
+HongKim09), the bottleneck (Zhang11) and SM utilisation (Farooqui11), and their report sections."""
 
 from __future__ import annotations
 
@@ -74,18 +74,19 @@ def test_coalescing_split_by_hand() -> None:
 
 
 def test_md_sample_from_trials() -> None:
-    """Paper 002's per-MD inputs from a trial table made by hand (before, this test ran with the
+    """Yen14's per-MD inputs from a trial table made by hand (before, this test ran with the
     sweep off and checked only that there was no sample at all): the miss rate and DRAM reads per
     CTA averaged over trials, Tm over the trials that have one, the snapshot's CTAs and warp
     instructions."""
     t = thrash_trace(ctas=4, lines=8, passes=2, insts=100)
-    table = np.array([[0.25, 10.0, 400.0, 0, 0, 0],
-                      [0.75, 30.0, np.nan, 0, 0, 0],
-                      [0.50, 20.0, 500.0, 0, 0, 0]])
+    table = np.array([[0.25, 10.0, 400.0, 0, 0, 0, 0.5],
+                      [0.75, 30.0, np.nan, 0, 0, 0, np.nan],
+                      [0.50, 20.0, 500.0, 0, 0, 0, 0.7]])
     s = md_sample(3, table, t)
     assert (s.md, s.miss_rate, s.dram_reads_per_cta, s.mf_latency) == (3, 0.5, 20.0, 450.0)
+    assert s.l2_hit_rate == pytest.approx(0.6)            # over the trials that read the L2
     assert (s.cta_count, s.warp_insts) == (4, 400.0)
-    empty = md_sample(1, np.zeros((0, 6)), t)
+    empty = md_sample(1, np.zeros((0, 7)), t)
     assert (empty.miss_rate, empty.dram_reads_per_cta, empty.mf_latency) == (0.0, 0.0, 0.0)
     analysis, _ = run(t, sweep=False, trials=2)
     assert analysis.decisions.md is None and analysis.decisions.md_note == "MD sweep not run"
@@ -103,7 +104,7 @@ def test_sm_model_without_records_repeats_the_snapshot_over_the_grid() -> None:
 
 
 def test_sweep_streams_every_md_and_recommends_below_the_thrashing_point() -> None:
-    """Paper 002's motivating case on its GTX480 (no L2, Table 8): 64 reused lines per CTA, a
+    """Yen14's motivating case on its GTX480 (no L2, Table 8): 64 reused lines per CTA, a
     128-line L1 (32 sets x 4 ways x 128 B, two lines of a CTA per set): two CTAs fit, three
     evict each other's lines (LRU, cyclic) before their reuse. With a thin DRAM share, MD 8's 4x
     DRAM traffic binds (128 B per access at 1.97 / 1.4 = 1.4 B per cycle: ~90 cycles per access,
@@ -122,7 +123,7 @@ def test_sweep_streams_every_md_and_recommends_below_the_thrashing_point() -> No
     assert d.md_samples[2].dram_reads_per_cta > 3 * first
     # Every pass misses: 4 passes x 64 lines x 4 DRAM transactions of 32 B.
     assert d.md_samples[-1].dram_reads_per_cta == pytest.approx(4 * 64 * 4, rel=0.05)
-    # 1 miss in 4 passes, plus the few the random alignment point adds (paper 000 3.2.1: an SM
+    # 1 miss in 4 passes, plus the few the random alignment point adds (Baghsorkhi12 3.2.1: an SM
     # may start inside a CTA, whose head then runs last, after other CTAs evicted its lines).
     assert 0.25 <= d.md_samples[0].miss_rate < 0.3
     m = d.md
@@ -176,7 +177,7 @@ def test_decisions_report_sections() -> None:
     assert all(r["simulated"] is not None for r in sec["md"]["rows"])
     # 8 CTAs of one warp: N = 8 warps; nearly every access misses and moves 128 B from DRAM (a few
     # hit while a delayed CTA has not joined yet and fewer CTAs share the L1), so MWP is
-    # MWP_peak_BW = 1.97 / (1.4 x 128 / Mem_L) (paper 004) < N: memory bound, limited by bandwidth.
+    # MWP_peak_BW = 1.97 / (1.4 x 128 / Mem_L) (HongKim09) < N: memory bound, limited by bandwidth.
     w, t = sec["mwp_cwp"], sec["timing"]
     assert w["n"] == 8 and w["case"] == MEMORY_BOUND and w["mwp_limiter"] == "bandwidth"
     assert t["bandwidth_level"] == "DRAM" and t["load_bytes_per_warp"] == pytest.approx(128, rel=0.05)
@@ -213,7 +214,7 @@ def test_trial_table_by_hand() -> None:
     results = []
     s.run(lambda e: results.append(e.result) if hasattr(e, "result") and hasattr(e.result, "l1_read_hits") else None)
     table = trial_table(sorted(results, key=lambda r: r.index), t, arch, s._op_stats.accesses)
-    assert table.shape == (3, 6)
+    assert table.shape == (3, 7)
     for row, r in zip(table, sorted(results, key=lambda r: r.index)):
         assert row[DRAM_TX] == np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed
         assert row[L2_SECTORS] == np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses)
@@ -224,10 +225,32 @@ def test_trial_table_by_hand() -> None:
 
 
 def test_bottleneck_and_timing_model_agree_on_the_same_run() -> None:
-    """Paper 001's global memory time and the timing model's DRAM floor are the same bytes over the
+    """Zhang11's global memory time and the timing model's DRAM floor are the same bytes over the
     same bandwidth, and the timing model's kernel time is never below the bottleneck's."""
     analysis, _ = run(thrash_trace(), sweep=False)
     d = analysis.decisions
     assert d.time.dram_floor_s == pytest.approx(d.bottleneck.times["global memory"], rel=1e-12)
     assert d.time.time_s >= d.bottleneck.time * (1 - 1e-12)
     assert d.mwp is d.time.mwp
+
+
+def test_dram_reads_per_cta_by_hand_with_an_l2() -> None:
+    """The MD table's "sim DRAM/CTA" in its unit at every MD (issue 27 asked whether a 10x jump
+    from MD 1 to MD 2 on spmv-u was a units defect: it is the L2 read hit ratio falling, 90% to
+    46%, as more warps share the L2). By hand: 8 one-warp CTAs each read their own 16 lines of
+    128 B twice on one Tesla C2050 SM; the 768 KiB L2 holds all 128 lines, so only first touches
+    miss it: 16 lines x 4 DRAM transactions of 32 B = 64 reads per CTA at every MD, whatever the
+    L1 keeps; and it is the L2's read misses over the snapshot's CTAs. The L2 sees 4 sectors per
+    L1 line miss (32 reads per CTA x the miss rate), 64 of them first touches: its hit ratio is
+    1 - 0.5 / miss rate (0 at MD 1, where the L1 keeps the second pass)."""
+    t = thrash_trace(ctas=8, lines=16, passes=2)
+    analysis, _ = run(t, arch="tesla-c2050", overrides={"sm_count": "1"}, trials=2, sweep_trials=2)
+    samples = analysis.decisions.md_samples
+    assert [s.md for s in samples] == list(range(1, 9))
+    for s in samples:
+        assert s.dram_reads_per_cta == 64
+        assert s.l2_hit_rate == pytest.approx(1 - 0.5 / s.miss_rate, abs=0.02)
+    assert samples[0].miss_rate == 0.5 and samples[0].l2_hit_rate == 0
+    rows = decisions_section(analysis.decisions)["md"]["rows"]
+    assert all(r["simulated"]["dram_reads_per_cta"] == 64 for r in rows)
+    assert [r["simulated"]["l2_read_hit_ratio"] for r in rows] == [pytest.approx(s.l2_hit_rate, abs=1e-4) for s in samples]

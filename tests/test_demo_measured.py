@@ -2,7 +2,7 @@
 keeps checking the prediction against them): for every GPU in ``demo_traces/measured.json``
 (written by ``benchmarks/gpu_check.sh`` from ``tuiprof validate`` on a lent GPU: ncu with caches
 flushed), each demo simulated as that GPU's preset predicts the measured L1 read and L2 read and
-write hit ratios within the file's bound on their mean absolute error (paper 000 reached 3.4% L1
+write hit ratios within the file's bound on their mean absolute error (Baghsorkhi12 reached 3.4% L1
 and 1.9% L2 on Fermi). The shipped demo traces keep the snapshot chosen for the arch they were
 recorded for, which the bound absorbs (validate compares the GPU's own trace). Skipped while no
 GPU session has recorded measurements; the checker itself is tested on measurements made from
@@ -76,7 +76,7 @@ def check(measured: dict[str, dict[str, object]]) -> None:
 
 def test_predictions_keep_to_the_recorded_measurements() -> None:
     if not MEASURED.is_file():
-        pytest.skip("no GPU measurements recorded yet (demo_traces/measured.json: README, On a GPU)")
+        pytest.skip("no GPU measurements recorded yet (demo_traces/measured.json: docs/gpu.md)")
     check(json.loads(MEASURED.read_text()))
 
 

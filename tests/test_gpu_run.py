@@ -43,7 +43,7 @@ def device_cc() -> tuple[int, int]:
 
 def _plain_then_recorded(script: Path, device_cc: tuple[int, int], flags: tuple[str, ...] = ()) -> tuple[Any, ...]:
     """The demo's launch script run plain, then recorded (counting and recording passes) with the
-    snapshot paper 000's rule picks for the device's preset: (namespace, program, plain outputs,
+    snapshot Baghsorkhi12's rule picks for the device's preset: (namespace, program, plain outputs,
     the outputs of both instrumented passes, the GpuRun)."""
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset

@@ -34,7 +34,7 @@ def test_the_report_puts_ncu_beside_the_prediction() -> None:
     measured = load_trace(TRACE).provenance.measured
     doc = build_report(TRACE, RunConfig(trials=4, sweep=False))
     text = render(doc, "text")
-    assert "SM utilisation (measured, paper 003" in text
+    assert "SM utilisation (measured, Farooqui11" in text
     assert "sum += in[idx + nx * ny];" in next(x for x in text.splitlines() if x.strip().startswith("5 ") and "load" in x)
     for key, label in (("l1_read", "L1 read hit ratio"), ("l2_read", "L2 read hit ratio")):
         mean = doc["analysis"]["headline"][key]["mean"]

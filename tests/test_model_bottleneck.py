@@ -1,4 +1,4 @@
-"""Paper 001's throughput model: its peak formulas, Table 2 and sec. 5.1's throughputs, the
+"""Zhang11's throughput model: its peak formulas, Table 2 and sec. 5.1's throughputs, the
 cyclic-reduction bank conflicts of sec. 5.2, and the bottleneck / next-bottleneck rule of sec. 3."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_bank_conflict_degree_basics() -> None:
 
 def cyclic_reduction_addresses(n: int, step: int, pad: bool = False) -> np.ndarray:
     """Shared addresses of one forward-reduction step of cyclic reduction on an n-equation system
-    (paper 001 sec. 5.2, Fig. 5): thread i updates equation k = 2^s (i + 1) - 1 from its neighbours
+    (Zhang11 sec. 5.2, Fig. 5): thread i updates equation k = 2^s (i + 1) - 1 from its neighbours
     k -+ 2^(s-1), so the stride between threads doubles each step. One 4-byte float per equation;
     ``pad`` inserts one element per 16 (CR-NBC). Rows are warps of the active threads (unused lanes
     masked off by the caller); returns the addresses of a[k] for threads 0..n/2^s - 1."""

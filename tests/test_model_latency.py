@@ -1,4 +1,4 @@
-"""The latency equation of paper 000 sec. 6.1 and the interval of sec. 5.2, by hand."""
+"""The latency equation of Baghsorkhi12 sec. 6.1 and the interval of sec. 5.2, by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The MD decision: paper 002's (Yen, NCTU 2014) formula against its Tables 5-7 and its sec. 5.1
+"""The MD decision: Yen14's (Yen, NCTU 2014) formula against its Tables 5-7 and its sec. 5.1
 rules, and the decision with the timing model as its headline.
 
 Tables 5-7 profile three in-lab benchmarks at MD = 1..8 CTAs (1 CTA = 6 warps) on GPGPU-Sim's

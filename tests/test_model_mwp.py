@@ -1,4 +1,4 @@
-"""The MWP/CWP model of Hong & Kim (paper 004's slides) on inputs worked by hand."""
+"""The MWP/CWP model of Hong & Kim (HongKim09's slides) on inputs worked by hand."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def test_occupancy_helps_only_until_mwp_saturates() -> None:
 
 def test_for_arch_and_instruction_source() -> None:
     gtx480 = load_arch("gtx480")
-    # The explicit, sourced figure (paper 002 Table 8: 12 x 8 B x 924 MHz = 88.7 GB/s), not the
+    # The explicit, sourced figure (Yen14 Table 8: 12 x 8 B x 924 MHz = 88.7 GB/s), not the
     # DRAM model's 12 channels x 32 B / 6 cycles x 1.4 GHz = 89.6 GB/s.
     assert dram_bandwidth_gbs(gtx480) == pytest.approx(88.7)
     # Measured per-CTA dynamic warp instructions: mean 1200 over 6 warps = 200 per warp.

@@ -1,4 +1,4 @@
-"""Per-SM utilisation and load imbalance (paper 003 sec. 3.3, Fig. 6), measured and modeled."""
+"""Per-SM utilisation and load imbalance (Farooqui11 sec. 3.3, Fig. 6), measured and modeled."""
 
 from __future__ import annotations
 

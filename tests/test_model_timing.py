@@ -1,5 +1,5 @@
-"""The timing model (MWP/CWP of paper 004 on simulated latency and bytes, floored by DRAM and L2
-bandwidth): hand-computed cases, its agreement with paper 001's global memory time, paper 002's
+"""The timing model (MWP/CWP of HongKim09 on simulated latency and bytes, floored by DRAM and L2
+bandwidth): hand-computed cases, its agreement with Zhang11's global memory time, Yen14's
 Table 4, and the gain's range."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tuiprof.model.timing import (DEPARTURE_RANGE, DRAM_BOUND, L2_BANDWIDTH_RANG
                                   KernelShape, Traffic, constants, gain_range, kernel_time, mean_traffic,
                                   predict_timing)
 
-GTX480 = load_arch("gtx480")   # no L2 (paper 002 Table 8), DRAM 88.7 GB/s, 15 SMs at 1.4 GHz, 1-cycle issue
+GTX480 = load_arch("gtx480")   # no L2 (Yen14 Table 8), DRAM 88.7 GB/s, 15 SMs at 1.4 GHz, 1-cycle issue
 
 # 300 CTAs of 2 warps, 30 in the snapshot (x 10 for the grid), 4 coalesced memory instructions and
 # 40 instructions per warp.
@@ -69,7 +69,7 @@ def test_the_binding_floor_is_the_time() -> None:
 
 
 def test_paper002_table4_vector_addition() -> None:
-    """Paper 002 Table 4: vector addition (320 CTAs of 2 warps; 2 loads and a store per thread;
+    """Yen14 Table 4: vector addition (320 CTAs of 2 warps; 2 loads and a store per thread;
     caches off) at MD 1..7 CTAs takes normalised cycles 1, 0.51, 0.34, 0.26, 0.21, 0.18, 0.15 with a
     flat DRAM latency of 264..271 cycles: the timing model gives the same ~1/MD curve. Table 4's
     absolute 197157 cycles at MD 1 (616 per CTA) say one CTA ran at a time on one SM: sm_count 1,

@@ -1,4 +1,4 @@
-"""Occupancy against paper 001 Table 2 and NVIDIA's rules (cuda_occupancy.h) worked by hand."""
+"""Occupancy against Zhang11 Table 2 and NVIDIA's rules (cuda_occupancy.h) worked by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tuiprof.errors import UsageError
 
 
 @pytest.mark.parametrize("regs,smem,ctas,limiter", [
-    # paper 001 Table 2 (GTX 285, 64-thread blocks): 8x8 -> 8, 16x16 -> 8, 32x32 -> 3 blocks.
+    # Zhang11 Table 2 (GTX 285, 64-thread blocks): 8x8 -> 8, 16x16 -> 8, 32x32 -> 3 blocks.
     (16, 348, 8, "ctas"),
     (30, 1088, 8, "ctas"),
     (58, 4284, 3, "shared"),

@@ -188,7 +188,7 @@ def test_loads_and_stores_are_ranked_apart() -> None:
     a = Analysis(trials=1, planned=1, md=1, arch="x", ops=tuple(stats(o, cost=c) for o, c in zip(ops, costs)),
                  headline={}, samples={}, tm=estimate(np.array([1.0])), dram_hist=(np.zeros(0), np.zeros(1)),
                  convergence={}, sm_requests=np.zeros(1), elapsed=0.0, requests_per_second=0.0)
-    assert a.ranks() == {0: "S1", 2: "L1", 1: "L2", 3: "S2"}
+    assert a.ranks() == {0: "w1", 2: "#1", 1: "#2", 3: "w2"}
 
 
 def test_running_std_is_the_std_of_every_prefix() -> None:

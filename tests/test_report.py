@@ -1,5 +1,5 @@
 """`tuiprof report`: run options change the analysis as they should, the JSON form is the one the
-README documents, and the SpMV demos reproduce paper 000 sec. 6.2's finding."""
+README documents, and the SpMV demos reproduce Baghsorkhi12 sec. 6.2's finding."""
 
 from __future__ import annotations
 
@@ -86,17 +86,16 @@ def test_readme_documents_every_json_key(reuse_file: Path, capsys: pytest.Captur
                  "--sweep-trials", "2"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["analysis"]["decisions"]["md"] is not None
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## JSON report"):]
+    section = (ROOT / "docs" / "json.md").read_text()
     documented = set(re.findall(r"`([a-z0-9_]+)`", section))
     # Keys that are data, not schema: the component names of the bottleneck's times.
     data_keys = set(doc["analysis"]["decisions"]["bottleneck"]["times_s"])
     missing = sorted(_keys(doc, set()) - documented - data_keys)
-    assert not missing, f"README's JSON section does not mention {missing}"
+    assert not missing, f"docs/json.md does not mention {missing}"
 
 
 def test_spmv_paper000_sec62_ranking() -> None:
-    """Paper 000 sec. 6.2 (tesla-c2050, y fits in L2): the column-index and value loads of the
+    """Baghsorkhi12 sec. 6.2 (tesla-c2050, y fits in L2): the column-index and value loads of the
     scalar CSR kernel (Listing 2, lines 8 and 10), which look cache friendly, cost more per access
     than the irregular y[ind] load; the vectorized kernel (Listing 3) lowers their latency."""
     cfg = RunConfig(trials=4, seed=3, sweep=False)
@@ -117,7 +116,7 @@ def test_spmv_paper000_sec62_ranking() -> None:
 
 
 def test_tolerance_stops_a_converged_run_at_the_minimum(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A stream touched once misses in every trial: zero spread, so the run stops at paper 000
+    """A stream touched once misses in every trial: zero spread, so the run stops at Baghsorkhi12
     Fig. 7's 20 trials (the sweep at 8 per MD); --tolerance 0 runs them all."""
     lane = np.arange(32, dtype=np.uint64) * 4
     t = make_trace([0x10000000 + k * 128 + lane for k in range(64)], warps=[k % 4 for k in range(64)],
@@ -162,7 +161,7 @@ def test_bad_tolerance_is_a_usage_error(value: str, capsys: pytest.CaptureFixtur
 
 
 SPMV_MEASURED_SPEEDUPS = {"u": 2.4, "b": 3.63, "u128": 2.5, "b128": 14.8}
-"""Paper 000 sec. 6.2: measured speedups of the vectorized CSR SpMV kernel (Listing 3) over the
+"""Baghsorkhi12 sec. 6.2: measured speedups of the vectorized CSR SpMV kernel (Listing 3) over the
 scalar one (Listing 2) on the Tesla C2050, matrices u, b, U (u128) and B (b128)."""
 
 
@@ -184,7 +183,7 @@ def test_spmv_speedups_are_ranked_as_paper000_measured(tmp_path: Path, monkeypat
 
 def test_spmv_u_md_gain_is_one_an_architect_would_believe() -> None:
     """spmv-u on the Tesla C2050 (6 CTAs/SM by occupancy): the recommended MD's predicted gain and
-    its range stay within what paper 002 measured for memory-intensive kernels (+60% on average,
+    its range stay within what Yen14 measured for memory-intensive kernels (+60% on average,
     +180% at best), where the thesis formula alone said +450%; the thesis column stays."""
     doc = build_report(demo_path("spmv-u"), RunConfig(trials=6, sweep_trials=3, seed=3))
     m = doc["analysis"]["decisions"]["md"]

@@ -1,4 +1,4 @@
-"""The spread of the trials against paper 000 sec. 5.2-5.3 (about 0.01 on the hit ratios, 0.02 for
+"""The spread of the trials against Baghsorkhi12 sec. 5.2-5.3 (about 0.01 on the hit ratios, 0.02 for
 SpMV's L2 reads, Fig. 7), and per-load means that settle as trials are added.
 
 The scheduler's randomness (`tuiprof.sim.schedule`: warp weights and skew drawn per trial,
@@ -28,7 +28,7 @@ def std(results: list[TrialResult], key: str) -> float:
 
 
 def assert_spread_like_paper_000(results: list[TrialResult]) -> None:
-    # Paper 000: SpMV's L2 reads spread the most of its kernels, std 0.02; about 0.01 on average.
+    # Baghsorkhi12: SpMV's L2 reads spread the most of its kernels, std 0.02; about 0.01 on average.
     assert 0.005 <= std(results, "l2_read_hit_ratio") <= 0.03
     assert 0.001 <= std(results, "l1_read_hit_ratio") <= 0.03
 
@@ -48,7 +48,7 @@ def assert_per_load_means_settle(results: list[TrialResult]) -> None:
 
 @pytest.fixture(scope="module")
 def small_spmv() -> list[TrialResult]:
-    """Paper 000's scalar SpMV, one wave of CTAs (84 on the Tesla C2050): 24 trials in seconds."""
+    """Baghsorkhi12's scalar SpMV, one wave of CTAs (84 on the Tesla C2050): 24 trials in seconds."""
     return trials(synth.spmv(mean_nnz=32, waves=1), "tesla-c2050", 24)
 
 

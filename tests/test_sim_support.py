@@ -79,7 +79,7 @@ def arch_with(base: str = "v100", **settings: object) -> Arch:
 def small_arch(**settings: object) -> Arch:
     """One SM; L1 4 KiB of 128 B lines with 32 B sectors, 4-way (8 sets), write-no-allocate;
     L2 32 KiB of 128 B lines with 32 B sectors, 8-way, one partition (32 sets), write-through
-    (paper 000's rule); linear slice/channel mapping. The v100 preset otherwise."""
+    (Baghsorkhi12's rule); linear slice/channel mapping. The v100 preset otherwise."""
     base = dict(sm_count=1, l1__size="4KiB", l1__line=128, l1__sector=32, l1__assoc=4, l1__partitions=1,
                 l1__store_policy="write-no-allocate", l1__replacement="lru",
                 l2__size="32KiB", l2__line=128, l2__sector=32, l2__assoc=8, l2__partitions=1, l2__replacement="lru",

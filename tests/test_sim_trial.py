@@ -87,7 +87,7 @@ def test_sectored_caches_fetch_only_missing_sectors() -> None:
 
 
 def test_fermi_l1_miss_reads_four_l2_lines() -> None:
-    # Tesla C2050 (paper 000 sec. 2.1): unsectored 128 B L1 lines, 32 B L2 lines.
+    # Tesla C2050 (Baghsorkhi12 sec. 2.1): unsectored 128 B L1 lines, 32 B L2 lines.
     arch = load_arch("tesla-c2050").with_overrides({"sm_count": "1"})
     t = trace_of([[(0, one_lane(0x10000), LANE0), (0, one_lane(0x10000 + 64), LANE0)]])
     r = run(t, arch)
@@ -129,7 +129,7 @@ def test_write_allocate_makes_the_stored_sectors_valid() -> None:
 
 
 def test_stores_always_reach_l2_and_follow_write_through_on_a_miss() -> None:
-    # L1 off, write-through L2 (paper 000 2.1). Store a whole sector of an absent line: miss,
+    # L1 off, write-through L2 (Baghsorkhi12 2.1). Store a whole sector of an absent line: miss,
     # written through to DRAM, the sector becomes valid. Store again: hit (dirty). Load: hit.
     # Then evict it: one write-back per dirty sector.
     arch = small_arch(l1__size=0, l2__size=4 * 128, l2__assoc=4)  # 1 set of 4 lines

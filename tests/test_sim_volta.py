@@ -1,5 +1,5 @@
 """Volta, Ampere and Hopper cache semantics (issue 14 part 2): each rule against a hand-computed
-case on the v100, a100 and h100 presets and on the tesla-c2050 (paper 000's Fermi rules), the
+case on the v100, a100 and h100 presets and on the tesla-c2050 (Baghsorkhi12's Fermi rules), the
 write-back L2 against pycachesim, and the carve-out L1 a session simulates.
 
 The presets are shrunk only where a case needs an eviction (one L2 set of two ways, one SM); their
@@ -58,7 +58,7 @@ def test_write_back_two_stores_to_one_sector_then_an_eviction_write_dram_once(pr
 
 
 def test_write_through_two_stores_to_one_sector_then_an_eviction_write_dram_twice() -> None:
-    # tesla-c2050 (paper 000 2.1): the first store misses and writes DRAM, its 32 B L2 line
+    # tesla-c2050 (Baghsorkhi12 2.1): the first store misses and writes DRAM, its 32 B L2 line
     # becomes valid; the second hits (dirty); the eviction writes it back: 2 DRAM writes.
     r = two_stores_then_eviction(tiny_l2("tesla-c2050"))
     assert (r.l2_write_accesses[STORE], r.l2_write_hits[STORE]) == (2, 1)
@@ -85,7 +85,7 @@ def test_a_load_never_hits_bytes_that_were_not_fetched(preset: str, store_mask: 
     # A 4 B store (LANE0) or a whole-sector store (SECTOR) to line 5, then a 128 B load of the
     # line: the line's 4 sectors come from DRAM once each, except a sector the store wrote
     # entirely. Write-back (Volta+): the partly written sector stays unreadable, the load fetches
-    # it. Write-through (Fermi, paper 000 2.1): the store's miss "brings the cache block to the
+    # it. Write-through (Fermi, Baghsorkhi12 2.1): the store's miss "brings the cache block to the
     # cache", a DRAM read charged to the store, and the load hits it in L2.
     a = lanes(5 * LINE, 4)
     t = trace_of([[(STORE, a, store_mask), (LOAD, a, FULL)]], ops=OPS)
@@ -217,7 +217,7 @@ def test_power_of_two_strides_spread_over_every_target(n: int) -> None:
 
 
 def dram_latency_of_one_batch(addresses: list[int], arch: Arch) -> int:
-    """Paper 000 3.2.3's batch cost, written out for one batch of 32 B reads on fresh banks:
+    """Baghsorkhi12 3.2.3's batch cost, written out for one batch of 32 B reads on fresh banks:
     base + max(busiest bank's row misses and hits, busiest channel's requests x burst)."""
     from tuiprof.sim.addressing import hash_polynomial
 

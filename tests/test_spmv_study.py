@@ -1,7 +1,7 @@
-"""The README's worked example (paper 000 sec. 6.2 with `tuiprof diff`, made by
+"""The worked example of docs/compare.md (Baghsorkhi12 sec. 6.2 with `tuiprof diff`, made by
 benchmarks/spmv_study.py) says what the command prints: its table is consistent with itself and
 with the paper, its words with its table, a fresh `tuiprof diff spmv-u spmv-vec-u` of a few trials
-lands within the model's randomness of its figures, and (slow) the four diffs under the README's
+lands within the model's randomness of its figures, and (slow) the four diffs under docs/compare.md's
 own options print exactly its section again (same seed, same results)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ S = study()
 
 
 def readme_section() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "compare.md").read_text()
     return text[text.index(S.BEGIN):text.index(S.END) + len(S.END)]
 
 
@@ -53,7 +53,7 @@ def test_the_table_is_consistent_with_itself_and_the_paper() -> None:
     assert list(rows) == [m for m, *_ in S.STUDY]
     for m, a, b, paper, _ in S.STUDY:
         r = rows[m]
-        assert r["paper"] == paper  # 2.4 (u), 3.63 (b), 2.5 (U), 14.8 (B): paper 000 sec. 6.2
+        assert r["paper"] == paper  # 2.4 (u), 3.63 (b), 2.5 (U), 14.8 (B): Baghsorkhi12 sec. 6.2
         assert r["speedup"] == pytest.approx(r["ta"] / r["tb"], abs=0.006)
         assert f"tuiprof diff {a} {b}" in readme_section()
 
@@ -74,8 +74,8 @@ def test_the_words_say_what_the_table_says() -> None:
 
 
 def test_a_fresh_diff_lands_within_the_randomness_of_the_readme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """spmv-u against spmv-vec-u with 4 trials (the first 4 of the README's seed): each kernel
-    time within 4 standard errors (of the two means together) of the README's."""
+    """spmv-u against spmv-vec-u with 4 trials (the first 4 of docs/compare.md's seed): each kernel
+    time within 4 standard errors (of the two means together) of docs/compare.md's."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     doc = S.diff("spmv-u", "spmv-vec-u", ("--trials", "4", "--no-sweep", "--tolerance", "0"))
     t = S.time_row(doc)
@@ -91,7 +91,7 @@ def test_a_fresh_diff_lands_within_the_randomness_of_the_readme(tmp_path: Path, 
 
 @pytest.mark.slow
 def test_the_four_diffs_print_the_readme_section_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under the README's own options (tuiprof's defaults, seed 0) the runs are the same runs:
+    """Under docs/compare.md's own options (tuiprof's defaults, seed 0) the runs are the same runs:
     the section comes out the same, figure for figure. Cold (its own cache folder: the U demos
     are recorded again), about fifteen minutes on two cores."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

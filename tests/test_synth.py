@@ -86,7 +86,7 @@ def test_mask_bits() -> None:
     assert synth.mask_bits(act).tolist() == [1, 1 << 31, 0xFFFFFFFF]
 
 
-# ---- vecadd (paper 002, Table 3) --------------------------------------------------------------
+# ---- vecadd (Yen14, Table 3) --------------------------------------------------------------
 
 def test_vecadd_lane_addresses() -> None:
     t = synth.vecadd(n=640, block=64)
@@ -120,7 +120,7 @@ def test_demo_names() -> None:
         synth.build_demo("nope")
 
 
-# ---- SpMV matrices (paper 000 sec. 6.2) -------------------------------------------------------
+# ---- SpMV matrices (Baghsorkhi12 sec. 6.2) -------------------------------------------------------
 
 @pytest.mark.parametrize("dist", ["random", "block"])
 def test_csr_pattern_rows(dist: str) -> None:
@@ -212,7 +212,7 @@ def test_spmv_whole_grid_counts() -> None:
 
 
 def test_spmv_snapshot_follows_the_paper() -> None:
-    """4 x the threads resident on the 14 SMs of the Tesla C2050 (paper 000 sec. 3.1, 5.3)."""
+    """4 x the threads resident on the 14 SMs of the Tesla C2050 (Baghsorkhi12 sec. 3.1, 5.3)."""
     t = synth.spmv(mean_nnz=4, n_rows=90_000, n_cols=256)
     md = t.launch.ctas_per_sm
     assert md == 6  # 20 registers, 256 threads: warp-limited on Fermi

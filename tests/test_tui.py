@@ -79,7 +79,7 @@ async def test_live_run_streams_trials_and_decisions() -> None:
         assert app.query_one(HistogramView).series is not None
         assert app.t_first_update is not None
         text = screen_text(app)
-        assert "✓ 4/4 trials" in text and "▶1" in text and "emulator trace" in text
+        assert "✓ 4/4 trials" in text and "#1" in text and "emulator trace" in text
         await pilot.press("4")
         assert "MD decision" in screen_text(app)
         await pilot.press("3")
@@ -240,14 +240,14 @@ async def test_drill_down_shares_the_numbering_and_advice_of_the_report() -> Non
     async with app.run_test(size=(120, 40)) as pilot:
         await patterns_in(pilot)
         await pilot.press("n")
-        hottest = [i for i, r in analysis.ranks().items() if r == "L1"][0]
+        hottest = [i for i, r in analysis.ranks().items() if r == "#1"][0]
         assert app.query_one(SourceView).current_op == hottest
         await pilot.press("enter")
         assert isinstance(app.screen, DrillScreen) and app.screen.op_id == hottest
         await wait_for(pilot, lambda: app.screen.pattern is not None)
         text = screen_text(app)
         for needle in ("Latency breakdown", "Coalescing", "Address pattern", "Advice", "H1 (L1 hit ratio)",
-                       "sectors per request 4.0", f"L1 op {hottest}"):
+                       "sectors per request 4.0", f"#1 op {hottest}"):
             assert needle in text, needle
         await pilot.press("n")                      # the only other ranked op is a store: n stays on loads
         assert app.screen.op_id == hottest
@@ -257,7 +257,7 @@ async def test_drill_down_shares_the_numbering_and_advice_of_the_report() -> Non
         text = " ".join(screen_text(app).split())
         doc = document(session, analysis)
         store = next(o for o in doc["analysis"]["ops"] if o["id"] == 1)
-        assert store["rank"] == "S1" and store["reason"] == "uncoalesced 8x" and "S1 op 1" in text
+        assert store["rank"] == "w1" and store["reason"] == "uncoalesced 8x" and "w1 op 1" in text
         for tip in store["advice"]:
             assert " ".join(tip.split())[:60] in text
         await pilot.press("escape")
@@ -305,8 +305,8 @@ async def test_metrics_default_to_the_hottest_loads_latency() -> None:
         await patterns_in(pilot)
         hist = app.query_one(HistogramView)
         analysis = app.analysis
-        l1 = [i for i, r in analysis.ranks().items() if r == "L1"][0]
-        assert app.metric == "x" and hist.series.title.startswith("X expected latency") and f"L1 op {l1}" in hist.series.title
+        l1 = [i for i, r in analysis.ranks().items() if r == "#1"][0]
+        assert app.metric == "x" and hist.series.title.startswith("X expected latency") and f"#1 op {l1}" in hist.series.title
         await pilot.press("right_square_bracket")
         assert app.metric == "h1" and hist.series.title.startswith("H1")
         await pilot.press("n", "n")                 # the op metric follows the cursor
@@ -391,7 +391,7 @@ async def test_gutter_is_fixed_and_aligned_at_every_width() -> None:
             rows = lines_of(view)[: view.body_height + 1]
             assert view.gutter_width == 20
             assert {r.index("│") for r in rows if "│" in r} == {19}
-            assert any(r[:2] == "▶1" for r in rows)
+            assert any(r[:2] == "#1" for r in rows)
             assert "✓" in "".join(r[:20] for r in rows)  # an op at the ideal sectors per request
 
 
@@ -409,11 +409,11 @@ async def test_legend_and_the_cursor_op_in_full() -> None:
         await patterns_in(pilot)
         view = app.query_one(SourceView)
         text = screen_text(app)
-        assert "▶1 costliest load" in text and "s/r" in text
-        l1 = [i for i, r in analysis.ranks().items() if r == "L1"][0]
+        assert "#1 costliest load" in text and "s/r" in text
+        l1 = [i for i, r in analysis.ranks().items() if r == "#1"][0]
         s = analysis.ops[l1]
         detail = view.detail().plain
-        assert detail.startswith(f"L1 op {l1} load") and "gather" in detail
+        assert detail.startswith(f"#1 op {l1} load") and "gather" in detail
         assert f"{s.sectors_per_access:.1f} sect/req, ideal {s.ideal_sectors:.0f}" in detail
 
 
@@ -511,7 +511,7 @@ def test_histogram_axis_spans_the_data_and_sigma_has_its_digits() -> None:
 
 
 def test_measured_value_is_a_dashed_marker() -> None:
-    """A measured (ncu) value is drawn as ┊ in the histogram, like paper 000's dashed line."""
+    """A measured (ncu) value is drawn as ┊ in the histogram, like Baghsorkhi12's dashed line."""
     from tuiprof.tui.metrics import series
 
     _, analysis = finished()
@@ -722,7 +722,7 @@ async def test_no_color_sends_no_colour(monkeypatch: pytest.MonkeyPatch) -> None
         assert {"tuiprof-dark", "tuiprof-light", "tuiprof-high-contrast", "textual-dark"} <= set(app.available_themes)
         assert app.theme == "tuiprof-high-contrast"
         text = screen_text(app)
-        assert "▶1" in text and "▶2" in text          # heat is a glyph and a rank, not only a colour
+        assert "#1" in text and "#2" in text          # heat is a rank, not only a colour
         assert _colours(app) == set()
 
 

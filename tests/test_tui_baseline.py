@@ -152,3 +152,26 @@ async def test_no_baseline_figures_for_an_absent_cache_level() -> None:
         ratios = [line for line in app.query_one(MdPane).render().plain.splitlines() if line.startswith("L1 ")]
         assert len(ratios) == 1 and "→" in ratios[0] and "L2 " not in ratios[0], ratios
         assert "vs baseline X" in app.query_one(SourceView).detail().plain
+
+
+async def test_baseline_across_a_what_if_and_an_arch_change() -> None:
+    """The pinned run stays the reference when the GPU model changes: a what-if (half the L1) and
+    another preset both show their changes against it (each op of the new run is matched)."""
+    app = TuiprofApp(DEMO, replace(CONFIG, sweep=False), show_timing=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.phase == "done")
+        await pilot.press("b")
+        pinned = app.baseline
+        l1 = app.session.arch.l1.size
+        for config, arch, size in ((replace(app.config, overrides={"l1.size": f"{l1 // 2 >> 10}KiB"}), None, l1 // 2),
+                                   (replace(app.config, arch="a100", overrides={}), "a100", None)):
+            before = app.session
+            assert app.start_run(config)
+            await wait_for(pilot, lambda before=before: idle(app) and app.session is not before and not app.stale)
+            view = app.query_one(SourceView)
+            assert app.baseline is pinned and app._against is not None
+            assert app._against.analysis is app.analysis
+            assert all(app._against.op(op) is not None for op in view.ops)
+            assert "vs baseline" in app.query_one(MdPane).render().plain
+            assert arch is None or app.session.arch.name == arch
+            assert size is None or app.session.arch.l1.size == size

@@ -195,9 +195,9 @@ async def test_n_steps_from_the_load_under_the_cursor() -> None:
         await patterns_in(pilot)
         view = app.query_one(SourceView)
         ranks = app.analysis.ranks()
-        assert ranks[view.current_op] == "L1"
+        assert ranks[view.current_op] == "#1"
         await pilot.press("n")
-        assert ranks[view.current_op] == "L2"
+        assert ranks[view.current_op] == "#2"
         await pilot.press("N", "N")
         loads = view.loads_by_cost()
         assert view.current_op == loads[-1]
@@ -210,7 +210,7 @@ async def test_n_in_the_drill_down_moves_the_source_cursor_along() -> None:
         await patterns_in(pilot)
         await pilot.press("enter", "n", "n")
         shown = app.screen.op_id
-        assert app.analysis.ranks()[shown] == "L3"
+        assert app.analysis.ranks()[shown] == "#3"
         await pilot.press("escape")
         assert app.query_one(SourceView).current_op == shown
 
@@ -296,7 +296,7 @@ async def test_md_chooser_and_model_pane_name_the_two_predictions_alike() -> Non
         await patterns_in(pilot)
         pane = app.query_one(MdPane).render().plain
         assert "time P" not in pane and "rule P" not in pane
-        assert re.search(r"MD +miss +DRAM/CTA +timing +thesis", pane) and "timing, thesis: throughput vs MD 1" in pane
+        assert re.search(r"MD +miss +L2 +DRAM/CTA +timing +thesis", pane) and "timing, thesis: throughput vs MD 1" in pane
         await pilot.press("m")
         option = str(app.screen.query_one(OptionList).get_option_at_index(0).prompt)
         assert re.search(r"timing +[\d.]+ +thesis +[\d.]+", option), option
@@ -406,7 +406,7 @@ async def test_slash_in_the_drill_down_searches_the_source() -> None:
 # --- 10. an arch without an L2 ---------------------------------------------------------------------------
 
 async def test_no_l2_figures_where_the_arch_has_no_l2() -> None:
-    """gtx480 (paper 002's, L2 disabled): before, the status said `L2 -` yet every op showed
+    """gtx480 (Yen14's, L2 disabled): before, the status said `L2 -` yet every op showed
     `H2 0.000%` on an invented axis and the X formula printed `t2 120`."""
     from tuiprof.tui.screens.drill import DrillScreen
 
@@ -465,14 +465,14 @@ async def test_an_h1_reads_the_same_in_the_op_line_the_drill_down_and_the_report
     from tuiprof.tui.screens.drill import DrillScreen
 
     session, analysis = fixed("spmv-u")
-    l1 = next(i for i, r in analysis.ranks().items() if r == "L1")
+    l1 = next(i for i, r in analysis.ranks().items() if r == "#1")
     s = analysis.ops[l1]
     ops = list(analysis.ops)
     ops[l1] = dataclasses.replace(s, h1=dataclasses.replace(s.h1, mean=h1))
     changed = dataclasses.replace(analysis, ops=tuple(ops))
     want = "0.15%"
     row = next(line for line in render(document(session, changed), "text").splitlines()
-               if line.strip().startswith("L1 ") and f" {l1} " in line)
+               if line.strip().startswith("#1 ") and f" {l1} " in line)
     assert f" {want} " in row, row
     app = TuiprofApp(session=session, analysis=changed, show_timing=False)
     async with app.run_test(size=(160, 50)) as pilot:

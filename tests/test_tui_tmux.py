@@ -19,7 +19,7 @@ from tests.tui_support import Tmux, wait_gone
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
-MAIN = "▶1 costliest load"
+MAIN = "#1 costliest load"
 """On the main screen only (the legend under the source)."""
 
 
@@ -39,14 +39,14 @@ def test_demo_in_a_real_terminal(tmux: Tmux) -> None:
     escape in what the terminal received."""
     pid = tmux.start(command("demo", "vecadd", "--trials", "4", "--sweep-trials", "2", env="NO_COLOR=1"))
     text = tmux.wait_screen("✓ 4/4 trials", 300)                  # every trial and the MD sweep
-    assert "▶1" in text and "vecadd.cu" in text and MAIN in text and "emulator trace" in text
+    assert "#1" in text and "vecadd.cu" in text and MAIN in text and "emulator trace" in text
     coloured = tmux("capture-pane", "-p", "-e", "-t", tmux.name)
     assert not re.search(r"\x1b\[[0-9;]*(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]", coloured), "NO_COLOR sent a colour"
     # The cursor (on L1, the costliest load) is reverse video; the other source lines are not.
     rows = coloured.splitlines()
-    cursor = next(r for r in rows if "▶1" in r)
+    cursor = next(r for r in rows if "#1" in r)
     assert re.search(r"\x1b\[([0-9;]*;)?7[;m]", cursor), repr(cursor)
-    others = [r for r in rows[2:] if "│" in r and "▶1" not in r and "Source" not in r]
+    others = [r for r in rows[2:] if "│" in r and "#1" not in r and "Source" not in r]
     assert others and not any(re.search(r"\x1b\[([0-9;]*;)?7[;m]", r) for r in others)
     tmux("send-keys", "-t", tmux.name, "n", "Enter")
     text = tmux.wait_screen("Latency breakdown", 30)
@@ -107,7 +107,7 @@ def test_spmv_in_a_real_terminal_with_the_md_decision(tmux: Tmux) -> None:
     pid = tmux.start(command("demo", "spmv-u", "--trials", "4", "--sweep-trials", "2"))
     tmux.wait_screen("tuiprof spmv-u", 30)                         # first paint
     text = tmux.wait_screen("✓ 4/4 trials", 600)
-    assert "▶1" in text and "spmv.cu" in text and "MD decision" in text and "★" in text and "gather" in text
+    assert "#1" in text and "spmv.cu" in text and "MD decision" in text and "★" in text and "gather" in text
     tmux("send-keys", "-t", tmux.name, "q")
     assert wait_gone(pid, 10) < 10
 

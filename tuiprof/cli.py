@@ -77,7 +77,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE", default=[],
                    help="what-if override of an arch value, e.g. --set l1.size=48KiB (repeatable)")
     p.add_argument("--trials", type=_int_in("--trials", 1, MAX_TRIALS), default=64, metavar="N",
-                   help="Monte Carlo trials (default 64, as paper 000)")
+                   help="Monte Carlo trials (default 64, as Baghsorkhi12)")
     p.add_argument("--seed", type=_int_in("--seed", 0, 2**63 - 1), default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--md", type=_int_in("--md", 1), default=None, metavar="N",
                    help="resident CTAs per SM to simulate (default: the occupancy limit)")
@@ -199,7 +199,7 @@ def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> No
     g.add_argument("--launch-index", type=_int_in("--launch-index", 0), default=0, metavar="K",
                    help="profile the K-th launch of that kernel (default 0, the first)")
     g.add_argument("--snapshot", type=_int_in("--snapshot", 1), default=None, metavar="N",
-                   help="CTAs to record (default: 4 x the CTAs resident at once on the arch, paper 000 sec. 3.1)")
+                   help="CTAs to record (default: 4 x the CTAs resident at once on the arch, Baghsorkhi12 sec. 3.1)")
     g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
                    help="first CTA of the snapshot (default 0)")
     g.add_argument("--snapshot-warm", type=_int_in("--snapshot-warm", 0), default=0, metavar="N",
@@ -236,8 +236,15 @@ def cmd_record(args: argparse.Namespace) -> int:
                          "file (or a .ptx file's kernels); a .tptrace is already a recording")
     config = RunConfig(arch=args.arch, collect=collect_options(args))
     inputs = _checked_output(args.output, target, config, binary=True)
-    trace = collect_trace(Path(target), config)
-    save_trace(trace, args.output, protect=inputs)
+    from tuiprof.progress import SlowPhases
+
+    slow = SlowPhases.on_stderr()  # compiling and emulating can take minutes: say so past 2 s
+    try:
+        trace = collect_trace(Path(target), config, slow.phase)
+        slow.set("writing the trace")
+        save_trace(trace, args.output, protect=inputs)
+    finally:
+        slow.close()
     where = "standard output" if args.output == "-" else shown(args.output)
     _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
          f"({trace.snapshot.n_ctas} CTAs) into {where}")
@@ -419,9 +426,15 @@ def cmd_gpu(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from tuiprof.build.init_script import write_launch_script
+    from tuiprof.progress import SlowPhases
 
-    path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags, compiler=args.compiler,
-                               arch=args.arch)
+    slow = SlowPhases.on_stderr()  # the compile that names the kernels can take a while: say so past 2 s
+    try:
+        slow.set(f"compiling {shown(args.kernel)} to read its kernels and parameters")
+        path = write_launch_script(args.kernel, args.output, force=args.force, flags=args.cflags,
+                                   compiler=args.compiler, arch=args.arch)
+    finally:
+        slow.close()
     print(f"wrote {shown(path)}: adapt the sizes and inputs marked 'adapt', then profile the kernel with it")
     return 0
 

@@ -26,11 +26,11 @@ class RunConfig:
     """Resident CTAs per SM; None = the occupancy limit."""
     tolerance: float | None = DEFAULT_TOLERANCE
     """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
-    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (paper 000 Fig. 7; the MD
+    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (Baghsorkhi12 Fig. 7; the MD
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True
-    """Run the MD sweep (paper 002) for the MD decision: its trials share the main run's workers
+    """Run the MD sweep (Yen14) for the MD decision: its trials share the main run's workers
     from the main run's last trials on."""
     sweep_trials: int | None = None
     """Trials per MD in the sweep; None = a quarter of `trials` (at least 8), adaptive."""

@@ -34,7 +34,7 @@ def demo_dir() -> Path:
 @dataclass(frozen=True)
 class Demo:
     """A demo: its kernel file and launch script in ``demo_traces/``, and its snapshot size when
-    it is not paper 000's default (4 x the CTAs resident at once), to keep a shipped file small."""
+    it is not Baghsorkhi12's default (4 x the CTAs resident at once), to keep a shipped file small."""
 
     name: str
     source: str

@@ -36,7 +36,7 @@ HIST_BINS = 20
 UNCERTAINTY_NOTE = ("trials 95% = spread of trials, mean +- 1.96 std (where one run may fall);",
                     "CI 95% = confidence interval of the mean, mean +- 1.96 std/sqrt(n) (where the mean is);",
                     "both cover only the model's randomness, not the error of its assumptions")
-"""What the two uncertainties of every estimate are (paper 000 sec. 5.2), one line each."""
+"""What the two uncertainties of every estimate are (Baghsorkhi12 sec. 5.2), one line each."""
 
 
 class _SourceLines:
@@ -208,7 +208,7 @@ def _time_row(k: Any) -> TimeRow:
 
 
 def md_section(d: Decisions) -> MdSection | None:
-    """The MD decision: the timing model per MD (headline), paper 002's thesis rules beside it, and
+    """The MD decision: the timing model per MD (headline), Yen14's thesis rules beside it, and
     the recommendation."""
     m = d.md
     if m is None:
@@ -217,7 +217,8 @@ def md_section(d: Decisions) -> MdSection | None:
 
     def simulated(md: int) -> MdSimulated | None:
         s = sims.get(md)
-        return None if s is None else {"miss_rate": _finite(s.miss_rate), "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
+        return None if s is None else {"miss_rate": _finite(s.miss_rate), "l2_read_hit_ratio": _finite(s.l2_hit_rate),
+                                       "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
                                        "mf_latency": _finite(s.mf_latency, 1), "trials": s.trials}
 
     def timing(md: int) -> MdTimingRow | None:
@@ -240,7 +241,7 @@ def md_section(d: Decisions) -> MdSection | None:
 
 
 def decisions_section(d: Decisions) -> DecisionsSection:
-    """The decision models (papers 001-004 and the timing model) as plain data."""
+    """The decision models (Zhang11, Yen14, Farooqui11, HongKim09 and the timing model) as plain data."""
     w, b, u = d.mwp, d.bottleneck, d.sm
     return {
         "advice": summary(d),
@@ -283,14 +284,34 @@ def build_report(target: str | Path, config: RunConfig, on_event: Any = None) ->
     """Open `target` (a trace, a demo name or a .cu source), simulate it under `config`, and
     describe the run; a note on standard error says when the simulator compiles first (a pause of
     half a minute without a word otherwise)."""
-    session = Session.open(target, config)
-    sweep = [session.arch_at(m) for m in session.sweep_mds()] if config.sweep else []
-    if any(session.compiles(arch) for arch in {session.arch, *sweep}):
-        from tuiprof.output import note
+    from tuiprof.output import note
+    from tuiprof.progress import SlowPhases
+    from tuiprof.session import SweepProgress, TrialDone
 
-        note("note: compiling the simulator for this GPU's cache geometry first (once: later runs load it from the "
-             "cache; about half a minute)...")
-    return document(session, session.run(on_event))
+    slow = SlowPhases.on_stderr()
+    try:
+        slow.set("opening the target")
+        session = Session.open(target, config, progress=slow.phase)
+        sweep = [session.arch_at(m) for m in session.sweep_mds()] if config.sweep else []
+        compiles = any(session.compiles(arch) for arch in {session.arch, *sweep})
+        if compiles:
+            note("note: compiling the simulator for this GPU's cache geometry first (once: later runs load it from the "
+                 "cache; about half a minute)...")
+        slow.set("compiling the simulator, then the trials" if compiles else "simulating", f"0/{config.trials} trials")
+
+        def listen(ev: Any) -> None:
+            if isinstance(ev, TrialDone):
+                slow.set("simulating", f"{ev.done}/{ev.planned} trials")
+            elif isinstance(ev, SweepProgress):
+                slow.set("MD sweep (one simulation per MD)", f"{ev.sweep_done}/{ev.sweep_planned} trials, MD {ev.md}")
+            if on_event is not None:
+                on_event(ev)
+
+        analysis = session.run(listen)
+        slow.set("writing the report")
+        return document(session, analysis)
+    finally:
+        slow.close()
 
 
 def render(report: ReportDocument, fmt: str) -> str:
@@ -382,22 +403,23 @@ def _render_text(doc: dict[str, Any]) -> str:
     if a is None:
         lines += ["", "analysis: no trial finished"]
         return "\n".join(lines) + "\n"
-    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (paper 000 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
+    lines += ["", f"kernel-wide hit ratios over {a['trials']} trials (Baghsorkhi12 sec. 5.2):", *(f"  {x}" for x in UNCERTAINTY_NOTE)]
     for key, h in a["headline"].items():
         m = _measured(doc, key, h)
         lines.append(f"  {HEADLINES[key]:<20} {_est(h, pct=True)}" + (f"  measured (ncu) {m}" if m else ""))
         lines += ["    " + x for x in _bars(h["histogram"], pct=True)]
     tm = a["dram_latency"]
-    lines += ["", f"DRAM batch latency Tm (cycles, paper 000 sec. 3.2.3): {_est(tm['tm'], pct=False)}"]
+    lines += ["", f"DRAM batch latency Tm (cycles, Baghsorkhi12 sec. 3.2.3): {_est(tm['tm'], pct=False)}"]
     lines += ["    " + x for x in _bars({"counts": tm["counts"], "edges": tm["edges"]}, pct=False)]
-    lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), paper 000 sec. 6.1;",
+    lines += ["", "static ops by cost (warp accesses x expected latency X; X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm), Baghsorkhi12 sec. 6.1;",
               f"  {COST_NOTE}):"]
     for kind, rows in _cost_tables(doc):
         lines += [f"  {kind}:"] + ["    " + x for x in _table(rows, md=False)]
     lines += ["", "advice for the hottest ops:"] + [f"  {x}" for x in _op_advice(doc)]
     lines += _decision_lines(a["decisions"], md=False)
-    lines += ["", f"run: {a['trials']}/{a['planned']} trials{_stopped(doc['run'])} in {a['elapsed_s']:.2f} s, "
-              f"{a['l1_requests_per_second'] / 1e6:.1f}M L1 requests/s per worker"]
+    lines += ["", f"run: {a['trials']}/{a['planned']} trials{_stopped(doc['run'])}, simulated in {a['elapsed_s']:.2f} s "
+              "(wall time from the simulation's start, its preparation and the simulator's compile included when it "
+              f"ran); median trial {_rate(a['l1_requests_per_second'])} L1 requests/s per worker"]
     return "\n".join(lines) + "\n"
 
 
@@ -469,7 +491,7 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
             for i, c in enumerate(counts) if c or (0 < i < len(counts) - 1 and not single)]
 
 
-COST_NOTE = ("rank L1, L2, ... = loads by cost, S1, ... = stores and atomics (ranked apart: their latency is mostly "
+COST_NOTE = ("rank #1, #2, ... = loads by cost, w1, w2, ... = stores and atomics (writes, ranked apart: their latency is mostly "
              "hidden from the warp); sect/req = sectors per request as Nsight Compute counts them, per warp "
              "instruction (4 ideal for 32 lanes of 4 B, 32 worst)")
 HOT_ADVICE = 3
@@ -520,7 +542,7 @@ def _cost_tables(doc: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
 
 
 def _op_advice(doc: dict[str, Any]) -> list[str]:
-    """The advice of the hottest loads and stores (rank L1..L3, S1..S3), as the drill-down gives it."""
+    """The advice of the hottest loads and stores (rank #1..#3, w1..w3), as the drill-down gives it."""
     out = []
     for o in doc["analysis"]["ops"]:
         rank = o["rank"]
@@ -530,6 +552,14 @@ def _op_advice(doc: dict[str, Any]) -> list[str]:
         out.append(f"{rank} op {o['id']} line {o['line']} {_cell(o['label'])}{why}:")
         out += [f"  - {one_line(t)}" for t in o["advice"]]  # whole: a sentence is never cut
     return out or ["(no ranked op)"]
+
+
+def _rate(per_s: float) -> str:
+    """A rate with the unit prefix that keeps two significant digits (4.4M, 850k, 12)."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if per_s >= scale:
+            return f"{per_s / scale:.2g}{unit}" if per_s < 10 * scale else f"{per_s / scale:.0f}{unit}"
+    return f"{per_s:.2g}"
 
 
 def _ratio(x: float | None, digits: int = 2) -> str:
@@ -550,7 +580,7 @@ def _short_bound(k: dict[str, Any]) -> str:
 
 
 def _md_rows(m: dict[str, Any]) -> list[list[str]]:
-    rows = [["MD", "sim L1 miss", "sim DRAM/CTA", "Mem_LD", "MWP", "bound", "T us", "perf", "thesis L1 miss",
+    rows = [["MD", "sim L1 miss", "sim L2 hit", "sim DRAM/CTA", "Mem_LD", "MWP", "bound", "T us", "perf", "thesis L1 miss",
              "thesis DRAM/CTA", "thesis perf", ""]]
     for r in m["rows"]:
         s, k, t = r["simulated"] or {}, r["timing"] or {}, r["thesis"]
@@ -561,7 +591,8 @@ def _md_rows(m: dict[str, Any]) -> list[list[str]]:
             mark.append("recommended")
         if r["md"] == m["thesis_md"] and m["thesis_md"] != m["recommended_md"]:
             mark.append("thesis pick")
-        rows.append([str(r["md"]), _pct(s.get("miss_rate")), _ratio(s.get("dram_reads_per_cta"), 1),
+        rows.append([str(r["md"]), _pct(s.get("miss_rate")), _pct(s.get("l2_read_hit_ratio")),
+                     _ratio(s.get("dram_reads_per_cta"), 1),
                      _num(k.get("mem_ld")), _ratio(k.get("mwp"), 1), _short_bound(k),
                      _us(k.get("time_s")), _ratio(k.get("relative_performance")), _pct(t["miss_rate"]),
                      _ratio(t["dram_reads_per_cta"], 1), _ratio(t["relative_performance"]), ", ".join(mark)])
@@ -569,7 +600,7 @@ def _md_rows(m: dict[str, Any]) -> list[list[str]]:
 
 
 def _sm_bars(u: dict[str, Any], width: int = 30) -> list[str]:
-    """One bar per SM (paper 003 Fig. 6); a compact strip of block glyphs when there are many."""
+    """One bar per SM (Farooqui11 Fig. 6); a compact strip of block glyphs when there are many."""
     frac = [f or 0.0 for f in u["busy_fraction"]]
     if len(frac) <= 32:
         return [f"SM{i:<3} {'#' * round(width * f):<{width}} {f:4.0%}  {c} CTAs"
@@ -583,14 +614,14 @@ def _sm_bars(u: dict[str, Any], width: int = 30) -> list[str]:
 
 
 def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
-    """The decision sections (papers 001-004 and the timing model), as text or Markdown."""
+    """The decision sections (Zhang11, Yen14, Farooqui11, HongKim09 and the timing model), as text or Markdown."""
     if d is None:
         return []
     head: Callable[[str], list[str]] = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
     ind = "" if md else "  "
     out = head("Advice") + [f"{ind}- {a}" for a in d["advice"]]
     m = d["md"]
-    out += head("MD decision (CTAs per SM: timing model, paper 002's thesis rules beside it)")
+    out += head("MD decision (CTAs per SM: timing model, Yen14's thesis rules beside it)")
     if m is None:
         out.append(f"{ind}{d['md_note'] or 'the MD sweep has not run'}")
     else:
@@ -607,29 +638,32 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
                        f"{LOW_CONFIDENCE_RATIO:g}x apart")
         out += [f"{ind}sweep: up to {m['sweep_trials']} trials per MD in {m['sweep_elapsed_s']:.2f} s; T = timing "
                 "model (MWP/CWP on each MD's simulated Mem_LD and bytes, floored by DRAM and L2 bandwidth); perf = "
-                "throughput relative to MD 1; thesis columns predict MD > 1 from MD 1 alone", ""]
+                "throughput relative to MD 1; sim DRAM/CTA = DRAM read transactions (32 B) per snapshot CTA, the L2's "
+                "read misses, so it moves with sim L2 hit; thesis columns predict MD > 1 from MD 1 alone with Yen14's "
+                "rules, which assume no L2 (its GTX480 has it disabled) and scale DRAM reads with the L1 miss rate", ""]
         out += [ind + x for x in _table(_md_rows(m), md=md)]
     k, w = d["timing"], d["mwp_cwp"]
     out += head("Kernel time (timing model: MWP/CWP on the simulated latency and bytes, floored by bandwidth and issue)")
     out += [f"{ind}T {_us(k['time_s'])} us, bound by {k['bound_label']}: MWP/CWP {_us(k['mwp_s'])} us, DRAM floor "
             f"{_us(k['dram_floor_s'])} us ({units.size(k['dram_bytes'])}), L2 floor {_us(k['l2_floor_s'])} us "
             f"({units.size(k['l2_bytes'])}), issue floor {_us(k['issue_floor_s'])} us",
-            f"{ind}MWP/CWP (paper 004, Hong & Kim): case {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP "
+            f"{ind}MWP/CWP (HongKim09): case {w['case']}; N {_ratio(w['n'], 1)} warps/SM, MWP "
             f"{_ratio(w['mwp'])} (limited by {w['mwp_limiter']}), CWP {_ratio(w['cwp'])}; Mem_LD {_num(k['mem_ld'])} "
             f"cycles (simulated X), Load_bytes_per_warp {_num(k['load_bytes_per_warp'])} B moved at {k['bandwidth_level']}",
             f"{ind}Mem_L {_num(w['mem_l'])} cycles, departure delay {_ratio(w['departure_delay'])}, Mem_cycles "
             f"{_num(w['mem_cycles'])}, Comp_cycles {_num(w['comp_cycles'])} per warp; Exec_cycles_app "
             f"{_num(w['exec_cycles_app'])}, CPI {_ratio(w['cpi'])} (instructions {w['insts_source']})"]
     b = d["bottleneck"]
-    out += head("Bottleneck (paper 001, Zhang & Owens)")
+    out += head("Bottleneck (Zhang11)")
     t = b["throughputs"]
     out += [f"{ind}{k}: {1e6 * v:.2f} us" + ("  <- bottleneck" if k == b["bottleneck"] else "")
             for k, v in b["times_s"].items() if v is not None]
-    out += [f"{ind}next bottleneck once removed: {b['next_bottleneck']} ({_ratio(b['speedup_if_removed'])}x faster)",
+    out += [f"{ind}if {b['bottleneck']} took no time: {b['next_bottleneck']} would bound the kernel, "
+            f"{_ratio(b['speedup_if_removed'])}x less time (the most that improving {b['bottleneck']} alone can gain)",
             f"{ind}throughputs: {t['instruction_gips']} Ginst/s, shared {t['shared_gbs']} GB/s, global "
             f"{t['global_gbs']} GB/s ({t['source']})"]
     u = d["sm_utilisation"]
-    out += head(f"SM utilisation ({u['source']}, paper 003 Fig. 6)")
+    out += head(f"SM utilisation ({u['source']}, Farooqui11 Fig. 6)")
     out += [f"{ind}mean busy {_pct(u['utilisation'])}, imbalance (max/mean busy) {_ratio(u['imbalance'])}, "
             f"idle SMs: {sm_list(tuple(u['idle_sms'])) if u['idle_sms'] else 'none'}"]
     if u.get("caveat"):

@@ -228,6 +228,7 @@ class MdTimingRow(TimeRow):
 
 class MdSimulated(TypedDict):
     miss_rate: float | None
+    l2_read_hit_ratio: float | None
     dram_reads_per_cta: float | None
     mf_latency: float | None
     trials: int

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 MIN_TRIALS = 20
-"""Trials the main run makes before a tolerance may stop it (paper 000 Fig. 7)."""
+"""Trials the main run makes before a tolerance may stop it (Baghsorkhi12 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
 SWEEP_FIRST_TRIALS = 4
 """Trials of every MD at the adaptive sweep's first checkpoint (`Session.sweep_adaptive`); the
@@ -534,7 +534,7 @@ class Session:
 
     def _samples(self, main: list["TrialResult"], per_md: dict[int, list["TrialResult"]],
                  landed_only: bool = False) -> tuple["MdSample", ...]:
-        """Paper 002's per-MD statistics (`md_sample`), MD by MD (`landed_only`: of the MDs with
+        """Yen14's per-MD statistics (`md_sample`), MD by MD (`landed_only`: of the MDs with
         trials)."""
         from tuiprof.model.decisions import md_sample
 
@@ -552,12 +552,12 @@ class Session:
         return {m: tables[rep] for m, rep in self.md_groups().items() if rep in tables}
 
     def _sweep_runs(self, mc: "MonteCarlo") -> tuple[dict[int, "MonteCarlo"], str]:
-        """The sweep's runs (paper 002: MD = 1 .. the occupancy limit, the main run's MD reusing
+        """The sweep's runs (Yen14: MD = 1 .. the occupancy limit, the main run's MD reusing
         the main run), sharing the main run's preparation; or none and why."""
         if not self.config.sweep:
             return {}, "MD sweep not run"
         if not self.arch.l1.enabled:
-            return {}, f"{self.arch.name} has no L1: paper 002's MD decision is about L1 contention"
+            return {}, f"{self.arch.name} has no L1: Yen14's MD decision is about L1 contention"
         from tuiprof.sim.montecarlo import MonteCarlo
 
         cfg, n = self.config, self.sweep_trial_count()
@@ -569,7 +569,7 @@ class Session:
 
     def _with_md(self, analysis: "Analysis | None", main: list["TrialResult"], per_md: dict[int, list["TrialResult"]], *,
                  final: bool) -> "Analysis | None":
-        """`analysis` with paper 002's MD decision from the trials landed so far at every MD
+        """`analysis` with Yen14's MD decision from the trials landed so far at every MD
         (`final`: each run's whole result set), or with the reason there is none."""
         from tuiprof.model.decisions import TRAFFIC, kernel_shape
         from tuiprof.model.md import decide_md
@@ -612,7 +612,7 @@ class Session:
                        self._ideal, self._passes)
 
     def sweep_mds(self) -> tuple[int, ...]:
-        """MDs the sweep covers: 1 .. the occupancy limit (paper 002 sec. 5.2)."""
+        """MDs the sweep covers: 1 .. the occupancy limit (Yen14 sec. 5.2)."""
         return tuple(range(1, self.occupancy.ctas_per_sm + 1))
 
     def md_groups(self) -> dict[int, int]:

@@ -1,4 +1,4 @@
-"""`tuiprof calibrate`'s data half: pointer-chasing microbenchmarks for the GPU at hand (paper 000 sec. 2.1
+"""`tuiprof calibrate`'s data half: pointer-chasing microbenchmarks for the GPU at hand (Baghsorkhi12 sec. 2.1
 and 3.2.3), written as an Arch TOML that ``--arch calibrated`` loads.
 
 What is measured, each by one thread (or many, for DRAM) following a chain ``j = next[j]`` of
@@ -14,7 +14,7 @@ dependent loads, timed with ``clock64()`` in SM cycles:
   Chu's fine-grained P-chase): each line past the capacity makes one more set thrash, so the
   latency climbs in steps one line apart (when the steps are not clean, the preset's line stays);
 - DRAM: the unloaded latency (a chain 4x the L2, ``.cg``), and the latency of batches of
-  concurrent requests: 1, 2, 4 ... warps per SM each chasing its own chain (paper 000's Tm).
+  concurrent requests: 1, 2, 4 ... warps per SM each chasing its own chain (Baghsorkhi12's Tm).
 
 The analysis of the sweeps (`capacity`, `sector_size`, `line_size`, `calibrated_arch`,
 `arch_toml`) is plain functions over arrays, tested without a GPU; `tuiprof.collect.calibrate`

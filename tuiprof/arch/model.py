@@ -18,7 +18,7 @@ from tuiprof.errors import ArchError
 from tuiprof.units import size
 
 STORE_POLICIES = ("write-evict", "write-no-allocate", "write-allocate")
-"""L1 store policies. All are write-through to L2 (paper 000 sec. 2.1: stores go to L2):
+"""L1 store policies. All are write-through to L2 (Baghsorkhi12 sec. 2.1: stores go to L2):
 
 - ``write-evict``: a store invalidates the line in L1 (Fermi global stores).
 - ``write-no-allocate``: a store leaves L1 unchanged.
@@ -29,7 +29,7 @@ REGISTER_ALLOCATION = ("warp", "cta")
 L2_WRITE_POLICIES = ("write-through", "write-back")
 """What an L2 store *miss* does (a store hit always writes the sector and marks it dirty):
 
-- ``write-through``: the store goes on to DRAM and the block is made valid (Fermi, paper 000
+- ``write-through``: the store goes on to DRAM and the block is made valid (Fermi, Baghsorkhi12
   sec. 2.1: "if the block is not valid, it updates the memory and brings the cache block to the
   cache"): the sectors it did not write entirely are fetched from DRAM;
 - ``write-back``: the sector is allocated dirty without a fetch and written to DRAM only when it
@@ -112,7 +112,7 @@ class L2Config(CacheConfig):
 
 @dataclass(frozen=True)
 class DramConfig:
-    """Main memory: interleaved channels of banks with open-row buffers (paper 000 sec. 3.2.3).
+    """Main memory: interleaved channels of banks with open-row buffers (Baghsorkhi12 sec. 3.2.3).
 
     A batch of concurrently issued 32 B transactions costs ``base_latency`` plus the busiest
     bank's row-hit/row-miss service time or the busiest channel's bus time, whichever is larger.
@@ -129,7 +129,7 @@ class DramConfig:
     transaction: int = 32
     bandwidth_gbs: float = field(kw_only=True)
     """Peak DRAM bandwidth (GB/s, the datasheet figure): the DRAM-bandwidth floor of the timing
-    model, MWP/CWP's Mem_Bandwidth and paper 001's global memory throughput."""
+    model, MWP/CWP's Mem_Bandwidth and Zhang11's global memory throughput."""
 
 
 @dataclass(frozen=True)
@@ -159,10 +159,10 @@ class Arch:
     shared_alloc_unit: int
     shared_reserved_per_cta: int
     cores_per_sm: int
-    """FP32 lanes per SM: warp instructions issue at cores_per_sm / warp_size per cycle (paper
-    001's instruction throughput, paper 004's #Issue_cycles = warp_size / cores_per_sm)."""
+    """FP32 lanes per SM: warp instructions issue at cores_per_sm / warp_size per cycle (Zhang11's
+    instruction throughput, HongKim09's #Issue_cycles = warp_size / cores_per_sm)."""
     shared_banks: int
-    """Shared memory banks of 4 B (16 on GT200, 32 since Fermi): paper 001 sec. 4.2's conflicts."""
+    """Shared memory banks of 4 B (16 on GT200, 32 since Fermi): Zhang11 sec. 4.2's conflicts."""
     unified_l1_shared: int
     """Bytes of the SRAM array that L1 and shared memory split per SM (0: separate arrays)."""
     shared_carveouts: tuple[int, ...]
@@ -174,7 +174,7 @@ class Arch:
     address_hash: str
     """One of `ADDRESS_HASHES`."""
     departure_del_coal: float
-    """MWP/CWP (paper 004): cycles between the departures of two coalesced memory warp requests
+    """MWP/CWP (HongKim09): cycles between the departures of two coalesced memory warp requests
     from one SM."""
     departure_del_uncoal: float
     """MWP/CWP: cycles between the departures of two transactions of one uncoalesced memory warp

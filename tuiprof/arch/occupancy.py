@@ -5,7 +5,7 @@ cudaOccMaxBlocksPerSMSmemLimit) for compute capability 2.0 and later: registers 
 warp in units of ``register_alloc_unit`` and warps are placed per register sub-partition; shared
 memory per CTA includes the driver's reserved bytes and is rounded to ``shared_alloc_unit``. For
 compute capability 1.x (GT200, ``register_allocation = "cta"``) registers are allocated per CTA
-after rounding its warps up to ``warp_alloc_granularity`` (paper 001, Table 2).
+after rounding its warps up to ``warp_alloc_granularity`` (Zhang11, Table 2).
 
 The L1 a kernel gets on Volta and later follows from the same shared memory: `carveout_arch`.
 """
@@ -144,7 +144,7 @@ def dynamic_shared_for_md(arch: Arch, threads_per_cta: int, registers_per_thread
                           shared_per_cta: int, md: int) -> int:
     """Dynamic shared memory per CTA that caps residency at `md` CTAs per SM (0 if none needed).
 
-    This is how a CUDA program applies an MD decision (paper 002) without changing its code:
+    This is how a CUDA program applies an MD decision (Yen14) without changing its code:
     launch with this many bytes of (unused) dynamic shared memory.
     """
     base = occupancy(arch, threads_per_cta, registers_per_thread, shared_per_cta)

@@ -1,4 +1,4 @@
-"""The GPU collector: a launch script run on a real GPU with instrumented PTX (paper 000 sec. 4.2).
+"""The GPU collector: a launch script run on a real GPU with instrumented PTX (Baghsorkhi12 sec. 4.2).
 
 `GpuDevice` implements the Device protocol of `tuiprof.collect` on NVIDIA's driver API, through
 cuda-bindings (the default; a dependency of tuiprof on Linux and Windows) or pycuda (``--cuda
@@ -885,7 +885,7 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
                        cuda: str = "cuda-bindings", snapshot_warm: int = 0) -> GpuRun:
     """`tuiprof KERNEL.cu --launch SCRIPT --backend gpu`: compile the kernel file for the GPU at
     hand, run the launch script (a `tuiprof.collect.script.LaunchScript`) counting then recording
-    the chosen launch, and return the trace with the snapshot paper 000's rule picks for `arch`
+    the chosen launch, and return the trace with the snapshot Baghsorkhi12's rule picks for `arch`
     (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build.compile import load_program

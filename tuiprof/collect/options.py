@@ -30,7 +30,7 @@ class CollectOptions:
     launch_index: int = 0
     """Which launch of that kernel (0 = its first)."""
     snapshot: int | None = None
-    """CTAs in the snapshot; None = paper 000's 4 x the CTAs resident at once on the target."""
+    """CTAs in the snapshot; None = Baghsorkhi12's 4 x the CTAs resident at once on the target."""
     snapshot_start: int = 0
     """The snapshot's first CTA (linear id)."""
     snapshot_warm: int = 0

@@ -10,7 +10,7 @@ unless a launch script is given with ``--launch`` or the emulator is asked for (
 then it is a *kernel file*, whose launch script makes the inputs and the launches.
 
 The snapshot is chosen when the recorded launch starts, from its geometry and the kernel's
-occupancy on the target Arch (paper 000 sec. 3.1: 4 x the CTAs resident at once).
+occupancy on the target Arch (Baghsorkhi12 sec. 3.1: 4 x the CTAs resident at once).
 """
 
 from __future__ import annotations

@@ -233,7 +233,7 @@ def to_accesses(rec: Records, site_ops: np.ndarray | Mapping[int, np.ndarray], n
         if m is None:
             raise RecordsError(f"records of module {t} in a launch of module {tag}",
                                "a device function of a translation unit tuiprof has no table for was probed; "
-                               "see the README ('On a GPU') for what whole programs support")
+                               "see docs/gpu.md for what whole programs support")
         sites = rec.site[rows]
         if sites.max() >= m.shape[0] or np.any(m[sites] < 0):
             raise RecordsError("a record names a memory access outside the launched kernel",

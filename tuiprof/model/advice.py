@@ -147,7 +147,7 @@ def advice(stats: OpStats, pattern: AddressPattern | None, kernel_tm: float = ma
             per_line = max(2, min(4, line_bytes // max(step, 1), 16 // max(op.bytes, 1)))
             out.append(f"Each lane walks its own row ({step} B per step) so the next element is in the line it just "
                        f"loaded, but that line is evicted before its reuse (H1 {100 * h1:.0f}%). Vectorize these "
-                       f"loads (paper 000 sec. 6.2): read {per_line} elements per lane in one "
+                       f"loads (Baghsorkhi12 sec. 6.2): read {per_line} elements per lane in one "
                        f"{per_line * op.bytes}-byte vector load (e.g. float{per_line}/int{per_line}).")
     if load and _streaming(pattern, h1, _h2(stats)):
         out.append("Streaming: no warp or CTA reuses its data (its warps almost never come back to a sector, and it "

@@ -1,9 +1,9 @@
 """Aggregating Monte Carlo trials into an Analysis: per-op and kernel-wide estimates.
 
-Per op (paper 000 sec. 6.1): H1, H2 and X with mean, std and 95% interval over trials; its
+Per op (Baghsorkhi12 sec. 6.1): H1, H2 and X with mean, std and 95% interval over trials; its
 dynamic warp accesses, coalescing (sectors per request, requests per warp access) and cost
 (accesses x mean X) with its share of the kernel's total. Kernel-wide: L1 read, L2 read and L2
-write hit ratios (paper 000 Figs. 5-6), the DRAM batch latency distribution (Fig. 3), and the
+write hit ratios (Baghsorkhi12 Figs. 5-6), the DRAM batch latency distribution (Fig. 3), and the
 convergence of the standard deviation with the number of trials (Fig. 7).
 """
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult
 
 HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
-"""The kernel-wide hit ratios every view leads with (paper 000 Figs. 5-6), by key, with their names."""
+"""The kernel-wide hit ratios every view leads with (Baghsorkhi12 Figs. 5-6), by key, with their names."""
 
 
 @dataclass(frozen=True)
@@ -90,24 +90,43 @@ class Analysis:
         return sorted(self.ops, key=lambda s: -s.cost if np.isfinite(s.cost) else np.inf)
 
     def ranks(self) -> dict[int, str]:
-        """`L1`, `L2`, ... for loads and `S1`, ... for stores and atomics, each by cost (their
-        latency is mostly hidden from the warp, so they are ranked apart): the one numbering of
-        hot ops that the source pane, the drill-down and the report share. Ops without a cost
-        are not ranked."""
+        """`#1`, `#2`, ... for loads and `w1`, ... for stores and atomics (writes), each by cost
+        (their latency is mostly hidden from the warp, so they are ranked apart): the one numbering
+        of hot ops that the source pane, the drill-down, the report and the JSON share, spelled so
+        that it cannot be read as a cache level (L1, L2). Ops without a cost are not ranked."""
         out: dict[int, str] = {}
-        seen = {"L": 0, "S": 0}
+        seen = {LOAD_RANK: 0, STORE_RANK: 0}
         for s in self.by_cost():
             if not (np.isfinite(s.cost) and s.cost > 0):
                 continue
-            k = "L" if s.op.kind == "load" else "S"
+            k = LOAD_RANK if s.op.kind == "load" else STORE_RANK
             seen[k] += 1
             out[s.op.id] = f"{k}{seen[k]}"
         return out
 
 
+def trial_rate(results: Sequence[TrialResult]) -> float:
+    """L1 requests per second of one worker: the median over the trials of each trial's requests
+    over its wall time, so that the trials that compiled the simulator first (one per worker) do
+    not count their compile as simulation. 0 when no trial took measurable time."""
+    rates = [float(np.sum(r.l1_requests)) / r.elapsed for r in results if r.elapsed > 0]
+    return float(np.median(rates)) if rates else 0.0
+
+
+LOAD_RANK = "#"
+"""Prefix of a load's rank: `#1` is the costliest load."""
+STORE_RANK = "w"
+"""Prefix of a store's or atomic's rank: `w1` is the costliest write."""
+
+
+def load_rank(label: str | None) -> int | None:
+    """The number of a load's rank label (`#3` -> 3); None for a store's or no rank."""
+    return int(label[1:]) if label and label[0] == LOAD_RANK else None
+
+
 def running_std(x: np.ndarray) -> np.ndarray:
     """Std (ddof=1) of the non-NaN values among the first n, for n = 2 .. len(x) (NaN while fewer
-    than two are defined): the convergence curve of paper 000 Fig. 7, in one pass."""
+    than two are defined): the convergence curve of Baghsorkhi12 Fig. 7, in one pass."""
     v = np.asarray(x, dtype=np.float64)
     if v.size < 2:
         return np.zeros(0)
@@ -226,9 +245,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[Tria
     else:
         counts, edges = np.zeros(0, np.int64), np.zeros(1)
     sm = np.mean([np.asarray(r.sm_requests, dtype=np.float64) for r in results], axis=0) if T else np.zeros(arch.sm_count)
-    reqs = float(sum(int(np.sum(r.l1_requests)) for r in results))
-    busy = float(sum(r.elapsed for r in results))
     return Analysis(trials=T, planned=planned, md=md, arch=arch.name, ops=tuple(stats), headline=headline,
                     samples=samples, tm=estimate(trial_tm, 0.0), dram_hist=(counts, edges),
                     convergence={k: running_std(samples[k]) for k in HEADLINES},
-                    sm_requests=sm, elapsed=elapsed, requests_per_second=reqs / busy if busy > 0 else 0.0)
+                    sm_requests=sm, elapsed=elapsed, requests_per_second=trial_rate(results))

@@ -1,4 +1,4 @@
-"""The throughput model and bottleneck of paper 001 (Zhang & Owens, HPCA'11).
+"""The throughput model and bottleneck of Zhang11 (Zhang & Owens, HPCA'11).
 
 Three components run concurrently (sec. 3): the instruction pipeline, shared memory and global
 memory. Each one's time is its work over its sustained throughput at the kernel's warp-level
@@ -33,20 +33,20 @@ GLOBAL = "global memory"
 COMPONENTS = (INSTRUCTION, SHARED, GLOBAL)
 
 FUNCTIONAL_UNITS = {"I": 10, "II": 8, "III": 4, "IV": 1}
-"""Paper 001 Table 1: functional units per SM that run each instruction type (GT200)."""
+"""Zhang11 Table 1: functional units per SM that run each instruction type (GT200)."""
 
-# Paper 001 sec. 5.1: for {6, 16, 32} active warps per SM, "an instruction throughput of
+# Zhang11 sec. 5.1: for {6, 16, 32} active warps per SM, "an instruction throughput of
 # {8.39, 9.05, 9.33} gigainstructions/s and a shared memory bandwidth of {870, 1112, 1165} GB/s"
 # (type II instructions, the whole GTX 285; read off Figure 2).
 GT200_WARPS = (6.0, 16.0, 32.0)
 GT200_INSTRUCTION_GIPS = (8.39, 9.05, 9.33)
 GT200_SHARED_GBS = (870.0, 1112.0, 1165.0)
 GT200_GLOBAL_GBS = 160.0
-"""Paper 001 sec. 4.3: the GTX 285's theoretical peak, 2.484 GHz x 512 bit / 8 = 160 GB/s."""
+"""Zhang11 sec. 4.3: the GTX 285's theoretical peak, 2.484 GHz x 512 bit / 8 = 160 GB/s."""
 
 
 # ---------------------------------------------------------------------------------------------
-# Peak throughputs (paper 001's formulas).
+# Peak throughputs (Zhang11's formulas).
 
 def peak_instruction_throughput(units: int, clock_ghz: float, sm_count: int, warp_size: int = 32) -> float:
     """Sec. 4.1: numberFunctionalUnits x frequency x numberSM / warpSize, in Ginstructions/s."""
@@ -84,7 +84,7 @@ def _interp_from_origin(warps: float, xs: Sequence[float], ys: Sequence[float]) 
 
 
 def gt200_throughputs(warps_per_sm: float) -> Throughputs:
-    """Paper 001's measured GTX 285 throughputs (sec. 5.1, Fig. 2) at `warps_per_sm`.
+    """Zhang11's measured GTX 285 throughputs (sec. 5.1, Fig. 2) at `warps_per_sm`.
 
     Exact at 6, 16 and 32 warps; linear between them; below 6 warps linear to zero at zero
     warps (the pipeline is latency bound there: Fig. 2 rises from the origin, type II saturating
@@ -93,7 +93,7 @@ def gt200_throughputs(warps_per_sm: float) -> Throughputs:
     """
     return Throughputs(_interp_from_origin(warps_per_sm, GT200_WARPS, GT200_INSTRUCTION_GIPS),
                        _interp_from_origin(warps_per_sm, GT200_WARPS, GT200_SHARED_GBS),
-                       GT200_GLOBAL_GBS, float(warps_per_sm), "paper 001 (GTX 285 measured)")
+                       GT200_GLOBAL_GBS, float(warps_per_sm), "Zhang11 (GTX 285 measured)")
 
 
 def scaled_throughputs(arch: Arch, warps_per_sm: float, *, warp_insts_per_cycle: float = 1.0,
@@ -101,13 +101,13 @@ def scaled_throughputs(arch: Arch, warps_per_sm: float, *, warp_insts_per_cycle:
                        instruction_saturation_warps: float = 6.0,
                        shared_saturation_warps: float = 16.0,
                        global_gbs: float | None = None) -> Throughputs:
-    """Throughputs for an Arch paper 001 did not measure: peak x min(1, warps / saturation).
+    """Throughputs for an Arch Zhang11 did not measure: peak x min(1, warps / saturation).
 
     Peaks: ``warp_insts_per_cycle`` type-II warp instructions per cycle per SM (GT200: 8 SPs /
     32 lanes = 0.25); one ``shared_banks`` x ``bank_width`` byte shared transaction per cycle per
     SM; the Arch's DRAM bandwidth (``dram.bandwidth_gbs``, the figure MWP/CWP and the timing model
     use too) unless ``global_gbs`` is given. Saturation points follow
-    paper 001's GT200 curves: the type-II pipeline saturates at 6 warps (sec. 4.1), shared
+    Zhang11's GT200 curves: the type-II pipeline saturates at 6 warps (sec. 4.1), shared
     memory, a longer pipeline, reaches 95% of its 32-warp bandwidth at 16 warps (sec. 5.1).
     """
     ghz = arch.clock_mhz / 1000.0
@@ -182,7 +182,7 @@ class StageWork:
             unknown = set(self.warp_insts) - set(FUNCTIONAL_UNITS)
             if unknown:
                 raise UsageError(f"unknown instruction type {sorted(unknown)[0]!r}",
-                                 "paper 001 Table 1 types are I, II, III, IV")
+                                 "Zhang11 Table 1 types are I, II, III, IV")
             return sum(n * FUNCTIONAL_UNITS["II"] / FUNCTIONAL_UNITS[t] for t, n in self.warp_insts.items())
         return float(self.warp_insts)
 
@@ -206,7 +206,7 @@ class StageBottleneck:
 
 @dataclass(frozen=True)
 class Bottleneck:
-    """Paper 001's verdict: component times, the bottleneck, and the next one once removed."""
+    """Zhang11's verdict: component times, the bottleneck, and the next one once removed."""
 
     times: dict[str, float]
     """Seconds per component, summed over the stages."""

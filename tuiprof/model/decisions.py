@@ -3,12 +3,12 @@ utilisation.
 
 `Decisions` is what the report's decision sections and the UI's MD and SM panes show. It joins
 the Analysis (as ``analysis.decisions``) once the main run's trials are in; the MD decision
-needs the MD sweep (one simulation per MD, paper 002) and stays None until the sweep ends.
+needs the MD sweep (one simulation per MD, Yen14) and stays None until the sweep ends.
 
 The functions here turn a trace, its simulated trials and the Arch into the inputs each paper's
 model asks for; the models themselves live in `md`, `timing` (with `mwp_cwp`), `bottleneck` and
 `sm_util`. Figures of the snapshot are scaled to the whole grid by ``grid CTAs / snapshot CTAs``
-where a model wants whole-kernel work (paper 000 sec. 3.1: the snapshot stands for the grid).
+where a model wants whole-kernel work (Baghsorkhi12 sec. 3.1: the snapshot stands for the grid).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tuiprof.trace.model import Trace
 if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult
 
-MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS = range(6)
+MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS, L2_READ_HIT = range(7)
 """Columns of `trial_table`."""
 TRAFFIC = [MEM_LD, DRAM_TX, L2_SECTORS]
 """The `trial_table` columns the timing model reads (`tuiprof.model.timing.Traffic`'s order)."""
@@ -44,16 +44,16 @@ class Decisions:
     """The models' results for one run."""
 
     sm: SmUtilisation
-    """Paper 003 Fig. 6: per-SM busy fraction, measured or modeled."""
+    """Farooqui11 Fig. 6: per-SM busy fraction, measured or modeled."""
     time: KernelTime
-    """The timing model at the run's MD: MWP/CWP (paper 004) on the simulated latency and bytes,
+    """The timing model at the run's MD: MWP/CWP (HongKim09) on the simulated latency and bytes,
     floored by DRAM and L2 bandwidth: the headline kernel time."""
     bottleneck: Bottleneck
-    """Paper 001: component times, the bottleneck and the next one."""
+    """Zhang11: component times, the bottleneck and the next one."""
     md_samples: tuple[MdSample, ...] = ()
     """What each simulated MD gave (MD = 1 .. limit as the sweep lands them)."""
     md: MdDecision | None = None
-    """Paper 002 and the timing model: both predictions and the recommendation; None until the
+    """Yen14 and the timing model: both predictions and the recommendation; None until the
     MD sweep is done."""
     sweep_trials: int = 0
     """Most trials the sweep ran at one MD (fewer where it converged early; 0 before it ran)."""
@@ -68,7 +68,7 @@ class Decisions:
 
     @property
     def mwp(self) -> MwpCwp:
-        """Paper 004's MWP, CWP, case and cycles at the run's MD (inside the timing model)."""
+        """HongKim09's MWP, CWP, case and cycles at the run's MD (inside the timing model)."""
         return self.time.mwp
 
 
@@ -94,7 +94,7 @@ def snapshot_insts(trace: Trace) -> float:
 
 
 def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -> float:
-    """Mean distinct L1 lines one snapshot CTA touches (paper 002's working set per CTA), from
+    """Mean distinct L1 lines one snapshot CTA touches (Yen14's working set per CTA), from
     the coalesced requests (``req_off`` [R+1] / ``req_line`` per warp access)."""
     per_acc = np.diff(req_off)
     acc_cta = np.repeat(trace.warp_cta.astype(np.int64), np.diff(trace.warp_offsets))
@@ -143,7 +143,7 @@ def coalescing_split(trace: Trace, arch: Arch, accesses: np.ndarray, requests_pe
 
 
 def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_access: np.ndarray) -> KernelShape:
-    """The timing model's view of the kernel: launch, snapshot and paper 004's coalescing counts."""
+    """The timing model's view of the kernel: launch, snapshot and HongKim09's coalescing counts."""
     coal, uncoal, per_mw, _ = coalescing_split(trace, arch, accesses, requests_per_access)
     L = trace.launch
     counted_warps = int(np.count_nonzero(trace.warp_cta >= trace.snapshot.warm))
@@ -153,17 +153,19 @@ def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_ac
 
 
 # ---------------------------------------------------------------------------------------------
-# One MD's statistics from its trials (paper 002's inputs and the timing model's).
+# One MD's statistics from its trials (Yen14's inputs and the timing model's).
 
 def trial_table(results: Sequence[TrialResult], trace: Trace, arch: Arch, accesses: np.ndarray) -> np.ndarray:
     """Per trial: L1 read miss rate, DRAM reads per CTA, Tm (columns MISS, DRAM_READS_PER_CTA, TM:
     the thesis' Table 7 inputs), Mem_LD = the access-weighted expected latency of the global
     loads, DRAM transactions (reads, writes, write-backs, including those owed at the end) and L2
     sectors read and written
-    (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's). NaN where a trial has none."""
+    (MEM_LD, DRAM_TX, L2_SECTORS: the timing model's), and the L2 read hit ratio (L2_READ_HIT: what
+    makes DRAM reads per CTA move when the L1 miss rate does not). DRAM reads are 32 B transactions
+    (the L2's read misses, in its 32 B sectors) over the snapshot's counted CTAs. NaN where a trial has none."""
     n_ctas = max(trace.snapshot.counted_ctas, 1)
     if not results:
-        return np.zeros((0, 6))
+        return np.zeros((0, 7))
     acc = np.asarray(accesses)
     used = np.flatnonzero(acc > 0)  # the others weigh nothing in Mem_LD: a few ops of many, only those
     if used.size < len(trace.ops) // 2:
@@ -177,8 +179,9 @@ def trial_table(results: Sequence[TrialResult], trace: Trace, arch: Arch, access
         miss = 1.0 - float(np.sum(r.l1_read_hits)) / reads if reads > 0 else 0.0
         dram = float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed)
         l2 = float(np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses))
-        rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency, ld, dram, l2))
-    return np.array(rows, dtype=np.float64).reshape(-1, 6)
+        rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency, ld, dram, l2,
+                     r.l2_read_hit_ratio))
+    return np.array(rows, dtype=np.float64).reshape(-1, 7)
 
 
 def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
@@ -188,11 +191,13 @@ def md_sample(md: int, table: np.ndarray, trace: Trace) -> MdSample:
     return MdSample(md=md, miss_rate=float(table[:, MISS].mean()) if len(table) else 0.0,
                     dram_reads_per_cta=float(table[:, DRAM_READS_PER_CTA].mean()) if len(table) else 0.0,
                     mf_latency=float(lat.mean()) if lat.size else 0.0,
+                    l2_hit_rate=float(np.nanmean(table[:, L2_READ_HIT])) if np.isfinite(table[:, L2_READ_HIT]).any()
+                    else math.nan,
                     cta_count=trace.snapshot.counted_ctas, warp_insts=snapshot_insts(trace), trials=len(table))
 
 
 # ---------------------------------------------------------------------------------------------
-# Paper 003: SM utilisation.
+# Farooqui11: SM utilisation.
 
 def probe_caveat(trace: Trace) -> str:
     """When the GPU ran the probes at fewer resident CTAs per SM than the plain kernel gets (their
@@ -234,11 +239,11 @@ def snapshot_cta_accesses(trace: Trace) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# Paper 001: the bottleneck.
+# Zhang11: the bottleneck.
 
 def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence[TrialResult], shared_wavefronts: float = 0.0
                      ) -> Bottleneck:
-    """Paper 001's verdict for the whole grid: warp instructions (the trace's counts, else the
+    """Zhang11's verdict for the whole grid: warp instructions (the trace's counts, else the
     paper-004 estimate per memory instruction), shared transactions after bank conflicts (the
     snapshot's shared wavefronts, `tuiprof.model.shared`), and global memory bytes = simulated
     DRAM transactions (reads, writes, write-backs, owed ones included) x their size."""
@@ -276,8 +281,8 @@ def sm_list(sms: tuple[int, ...], limit: int = 12) -> str:
 
 def summary(d: Decisions) -> list[str]:
     """The decisions in plain words, most actionable first: the MD decision, the kernel time
-    and what bounds it (paper 004's MWP/CWP inside the timing model), paper 001's bottleneck and
-    paper 003's SM utilisation. The report's advice and the UI's model lines are these."""
+    and what bounds it (HongKim09's MWP/CWP inside the timing model), Zhang11's bottleneck and
+    Farooqui11's SM utilisation. The report's advice and the UI's model lines are these."""
     out = []
     if d.md is not None:
         rng = (f" (range {d.md.gain_range[0]:+.0%} to {d.md.gain_range[1]:+.0%} over the sweep's trials and the "
@@ -287,9 +292,10 @@ def summary(d: Decisions) -> list[str]:
     out.append(f"kernel time (timing model): {1e6 * k.time_s:.1f} us, bound by {k.bound_label} (MWP "
                f"{k.mwp.mwp:.1f}, CWP {k.mwp.cwp:.1f}, N {k.mwp.n:.0f} warps/SM)")
     b = d.bottleneck
-    out.append(f"bottleneck: {b.bottleneck} (paper 001); removing it would leave {b.next_bottleneck}, "
-               f"{b.speedup_if_removed:.2f}x faster")
+    out.append(f"bottleneck: {b.bottleneck} (Zhang11); if it took no time, {b.next_bottleneck} would bound the "
+               f"kernel at {1e6 * b.time_without_bottleneck:.1f} us, {b.speedup_if_removed:.3g}x less time: the most "
+               f"that improving {b.bottleneck} alone can gain")
     u = d.sm
     idle = f", idle SMs {sm_list(u.idle_sms)}" if u.idle_sms else ""
-    out.append(f"SM utilisation ({u.source}, paper 003): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
+    out.append(f"SM utilisation ({u.source}, Farooqui11): {u.utilisation:.0%} mean busy, imbalance {u.imbalance:.2f}{idle}")
     return out

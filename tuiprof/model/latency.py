@@ -1,4 +1,4 @@
-"""Expected latency of each static memory op (paper 000 sec. 6.1).
+"""Expected latency of each static memory op (Baghsorkhi12 sec. 6.1).
 
     X = H1 t1 + (1 - H1) [H2 t2 + (1 - H2) Tm]
 
@@ -9,12 +9,12 @@ variable; its mean over trials is the expected latency of the op.
 Every quantity observed once per trial is an `Estimate` with two uncertainties, named apart:
 
 - the *spread of trials*, mean +- 1.96 std: where one trial, i.e. one run of the hardware as the
-  model sees it, falls 95% of the time (paper 000 sec. 5.2's E +- 2 sigma);
+  model sees it, falls 95% of the time (Baghsorkhi12 sec. 5.2's E +- 2 sigma);
 - the *confidence interval* of the estimate, mean +- 1.96 std / sqrt(n): where the mean itself
   is, 95% of the time; it narrows as trials are added, and it is what early stop watches.
 
 Both cover only the model's randomness (warp and SM scheduling, the merge order of the SM queues,
-DRAM batching), never the error of the model's assumptions (paper 000 sec. 5.4 measures that
+DRAM batching), never the error of the model's assumptions (Baghsorkhi12 sec. 5.4 measures that
 against hardware counters: a few points of hit ratio).
 """
 
@@ -36,7 +36,7 @@ Z95 = 1.96
 
 
 def expected_latency(h1: np.ndarray, h2: np.ndarray, t1: float, t2: float, tm: np.ndarray) -> np.ndarray:
-    """X per element (paper 000 sec. 6.1). NaN hit ratios (no accesses) propagate as NaN."""
+    """X per element (Baghsorkhi12 sec. 6.1). NaN hit ratios (no accesses) propagate as NaN."""
     return h1 * t1 + (1.0 - h1) * (h2 * t2 + (1.0 - h2) * tm)
 
 
@@ -159,7 +159,7 @@ def op_latency(results: Sequence[TrialResult], ops: Sequence[StaticOp], arch: Ar
 
 def memory_latency(x: np.ndarray, ops: Sequence[StaticOp], accesses: np.ndarray) -> np.ndarray:
     """Per trial, the access-weighted mean expected latency X of the global (cached) loads: the
-    Mem_LD of MWP/CWP (paper 004). NaN in a trial where no load has a defined X."""
+    Mem_LD of MWP/CWP (HongKim09). NaN in a trial where no load has a defined X."""
     x = np.atleast_2d(np.asarray(x, dtype=np.float64))
     keep = np.array([o.kind == "load" and o.is_cached for o in ops], dtype=bool)
     w = np.where(keep, np.asarray(accesses, dtype=np.float64), 0.0)

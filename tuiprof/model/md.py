@@ -1,4 +1,4 @@
-"""The multithreading-degree (MD) decision of paper 002 (Yen, NCTU 2014), sec. 4-5.
+"""The multithreading-degree (MD) decision of Yen14 (Yen, NCTU 2014), sec. 4-5.
 
 MD is the number of CTAs resident on one SM (the thesis counts warps, eq. 1: effective CTA
 buffer size x warps per CTA; we count CTAs, as its tables do). More CTAs hide more latency, but
@@ -83,6 +83,9 @@ class MdSample:
     warp_insts: float = math.nan
     cta_exe_time: float = math.nan
     """Cycles one CTA took at this MD, when measured (Table 6); only displayed."""
+    l2_hit_rate: float = math.nan
+    """The simulated L2 read hit ratio at this MD: the thesis' rules assume no L2 (its GTX480 has it
+    disabled), so DRAM reads per CTA can move with it while the L1 miss rate stays; only displayed."""
     trials: int = 0
     """Simulated trials the figures average (0: measured, or unknown)."""
 
@@ -270,7 +273,7 @@ def predict_dram_reads(md1: MdSample, md: int, working_set_lines: float,
 def _check_common(working_set_lines: float, cache_lines: float) -> None:
     if not cache_lines > 0:
         raise UsageError("the MD decision needs an L1 cache (cache capacity in lines > 0)",
-                         "paper 002's scheme is about L1 contention; choose an arch with an L1")
+                         "Yen14's scheme is about L1 contention; choose an arch with an L1")
     if not working_set_lines > 0:
         raise UsageError("the working set per CTA must be positive (distinct L1 lines a CTA touches)")
 
@@ -423,7 +426,7 @@ def decide_md(arch: Arch, samples: Sequence[MdSample], *, threads_per_cta: int,
     cache_lines = arch.l1.size / arch.l1.line if arch.l1.enabled else 0.0
     by_md = {s.md: s for s in samples}
     if 1 not in by_md:
-        raise UsageError("the MD decision needs the statistics of MD = 1 (paper 002 sec. 5.2)")
+        raise UsageError("the MD decision needs the statistics of MD = 1 (Yen14 sec. 5.2)")
     md1 = by_md[1]
     ws = working_set_lines if working_set_lines is not None else md1.dram_reads_per_cta
     thesis = predict_thesis(md1, default, ws, cache_lines)

@@ -1,4 +1,4 @@
-"""The MWP/CWP analytical model of Hong & Kim (ISCA'09), as given in paper 004's slides.
+"""The MWP/CWP analytical model of Hong & Kim (ISCA'09), as given in HongKim09's slides.
 
 MWP (memory warp parallelism) is how many warps of one SM can have memory requests in flight at
 once; CWP (computation warp parallelism) is how many warps can compute during one memory

@@ -3,7 +3,7 @@ NumPy over the Trace arrays (what to do about them is `tuiprof.model.advice`).
 
 The address pattern is pure NumPy over the Trace arrays: lane-to-lane strides inside a warp
 access (coalescing), strides between successive accesses of one lane (per-thread walks), distinct
-L1 lines per warp access, and reuse of lines by the same warp (the reuse that paper 000 sec. 6.2
+L1 lines per warp access, and reuse of lines by the same warp (the reuse that Baghsorkhi12 sec. 6.2
 finds is lost when "the loaded cache lines are evicted before being reused"). It depends on the
 trace and the L1 line only, so a session computes it once (`address_patterns`).
 

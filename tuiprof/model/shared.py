@@ -23,7 +23,7 @@ tile padded to ``[32][33]`` is 1.
 The latency a conflict adds: each extra wavefront holds the access one more cycle in the data
 path (one wavefront per cycle per SM), so an access takes ``shared_latency + wavefronts - ideal``
 cycles; the extra wavefronts also take cycles of the SM's shared-memory bandwidth from every
-other warp (paper 001 sec. 4.2 counts them as transactions: `tuiprof.model.decisions.bottleneck_model`).
+other warp (Zhang11 sec. 4.2 counts them as transactions: `tuiprof.model.decisions.bottleneck_model`).
 """
 
 from __future__ import annotations

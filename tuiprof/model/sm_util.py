@@ -1,4 +1,4 @@
-"""Per-SM utilisation and load imbalance (paper 003, Farooqui et al., sec. 3.3 and Fig. 6).
+"""Per-SM utilisation and load imbalance (Farooqui11, sec. 3.3 and Fig. 6).
 
 Measured: the instrumented kernel records, for every CTA, the %clock at its start and end and
 the %smid it ran on (the ClockCycleCountInstrumentor). An SM's busy time is the length of the
@@ -8,11 +8,11 @@ all SMs" (the longest first-start-to-last-end span). Fig. 6 plots busy / kernel 
 
 Modeled (emulator, synthetic traces, no clocks): all CTAs of the grid are dispatched in order,
 each to the SM with a free slot that holds the fewest CTAs (lowest SM id on ties: the
-breadth-first placement of the hardware CTA scheduler, paper 002 Table 8 "load balance
+breadth-first placement of the hardware CTA scheduler, Yen14 Table 8 "load balance
 scheduling"); an SM holds `md` CTAs at once and a CTA holds its slot for its cost. The cost is
 ``inst_weight x dynamic warp instructions + access_weight x warp memory accesses``, in issue
 cycles of a CTA running with its co-resident CTAs (CTAs sharing an SM overlap, the latency-hiding
-assumption of paper 001 sec. 3). Modeled times are relative work, not cycles.
+assumption of Zhang11 sec. 3). Modeled times are relative work, not cycles.
 
 Imbalance = max / mean busy time over all SMs (idle ones included): 1 when balanced; Fig. 6's
 Mandelbrot (3 idle SMs of 15, 3 SMs twice as busy as the other 9) gives 2.
@@ -48,7 +48,7 @@ class SmUtilisation:
     ctas: np.ndarray
     """CTAs executed per SM."""
     kernel_time: float
-    """The longest per-SM span (paper 003 Fig. 6: the maximum number of cycles over all SMs)."""
+    """The longest per-SM span (Farooqui11 Fig. 6: the maximum number of cycles over all SMs)."""
     busy_fraction: np.ndarray
     """busy / kernel_time per SM: the bars of Fig. 6."""
     imbalance: float
@@ -78,7 +78,7 @@ def _summarise(source: str, busy: np.ndarray, ctas: np.ndarray, span: np.ndarray
 
 
 def measured_sm_utilisation(sm: np.ndarray, start: np.ndarray, end: np.ndarray, sm_count: int) -> SmUtilisation:
-    """From per-CTA %smid, start and end clocks (paper 003 sec. 3.3). Busy = union of intervals."""
+    """From per-CTA %smid, start and end clocks (Farooqui11 sec. 3.3). Busy = union of intervals."""
     sm = np.asarray(sm, dtype=np.int64)
     start = np.asarray(start, dtype=np.float64)
     end = np.asarray(end, dtype=np.float64)

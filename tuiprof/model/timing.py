@@ -1,11 +1,11 @@
-"""The timing model: kernel time from Hong & Kim's MWP/CWP (paper 004) fed with what the simulator
+"""The timing model: kernel time from Hong & Kim's MWP/CWP (HongKim09) fed with what the simulator
 measured, floored by DRAM and L2 bandwidth.
 
 Hong & Kim model a GPU without caches: every memory warp instruction waits Mem_LD cycles and moves
-Load_bytes_per_warp bytes over DRAM. With caches (paper 000), the simulation says what a memory
+Load_bytes_per_warp bytes over DRAM. With caches (Baghsorkhi12), the simulation says what a memory
 instruction really costs at a given MD (resident CTAs per SM):
 
-- Mem_LD is the access-weighted expected latency X of the global loads (paper 000 sec. 6.1), so L1
+- Mem_LD is the access-weighted expected latency X of the global loads (Baghsorkhi12 sec. 6.1), so L1
   and L2 hits shorten it and thrashing lengthens it;
 - Load_bytes_per_warp is the bytes one memory warp instruction actually moves at the level whose
   bandwidth binds: simulated DRAM transactions x 32 B, or simulated L2 sectors x 32 B, per memory
@@ -15,7 +15,7 @@ instruction really costs at a given MD (resident CTAs per SM):
 
 T(MD) = max(MWP/CWP's Exec_cycles_app / clock, DRAM bytes / DRAM bandwidth, L2 bytes / L2
 bandwidth, warp instructions x issue cycles / SMs / clock), over the whole grid (the snapshot's
-figures x grid CTAs / snapshot CTAs). The DRAM floor is paper 001's global memory time on the same
+figures x grid CTAs / snapshot CTAs). The DRAM floor is Zhang11's global memory time on the same
 bytes and bandwidth, and the issue floor its instruction time at the peak issue rate, so the
 bottleneck model and this one cannot contradict each other: T is never below them. (The issue
 floor also guards the slides' case rule, which takes the memory-bound formula whenever
@@ -62,17 +62,17 @@ class KernelShape:
     snapshot_ctas: int
     snapshot_warps: int
     coal_mem_insts: float
-    """#Coal_Mem_insts per warp (paper 004)."""
+    """#Coal_Mem_insts per warp (HongKim09)."""
     uncoal_mem_insts: float
     """#Uncoal_Mem_insts per warp."""
     uncoal_per_mw: float
     """#Uncoal_per_mw: L1 requests per uncoalesced memory warp instruction."""
     cta_insts: np.ndarray | None
-    """Dynamic warp instructions per CTA when the trace has them (else paper 004's estimate)."""
+    """Dynamic warp instructions per CTA when the trace has them (else HongKim09's estimate)."""
 
     @property
     def grid_scale(self) -> float:
-        """Grid CTAs per snapshot CTA (paper 000 sec. 3.1: the snapshot stands for the grid)."""
+        """Grid CTAs per snapshot CTA (Baghsorkhi12 sec. 3.1: the snapshot stands for the grid)."""
         return self.grid_ctas / max(self.snapshot_ctas, 1)
 
     @property
@@ -118,7 +118,7 @@ class KernelTime:
     mwp_s: float
     """Exec_cycles_app / clock: MWP/CWP's time for the grid."""
     dram_floor_s: float
-    """Grid DRAM bytes / DRAM bandwidth (paper 001's global memory time)."""
+    """Grid DRAM bytes / DRAM bandwidth (Zhang11's global memory time)."""
     l2_floor_s: float
     """Grid L2 bytes / L2 bandwidth (0 without an L2)."""
     issue_floor_s: float

@@ -1,4 +1,4 @@
-"""PTX instrumentation for the GPU collector (paper 000 sec. 4.2, paper 003 sec. 3).
+"""PTX instrumentation for the GPU collector (Baghsorkhi12 sec. 4.2, Farooqui11 sec. 3).
 
 `instrument(ptx)` returns the same module with a *probe* inserted before every memory access that
 the StaticOp table counts (global, shared, local and generic ``ld``/``ldu``/``st``/``atom``/``red``

@@ -1,5 +1,5 @@
 """Memory instructions of a kernel as `StaticOp`s: kind, space, width, source location, label,
-and the bulk-sequence starts of paper 000 sec. 2.
+and the bulk-sequence starts of Baghsorkhi12 sec. 2.
 
 *Which instructions*: global, shared, local, constant and generic ``ld``/``ldu``/``st``/``atom``/``red``,
 and ``cp.async`` (a global load plus a shared store). ``ld.param`` is not an op. Constant loads

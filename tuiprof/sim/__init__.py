@@ -1,4 +1,4 @@
-"""The stochastic memory-hierarchy model (paper 000 sec. 3) and its Monte Carlo driver.
+"""The stochastic memory-hierarchy model (Baghsorkhi12 sec. 3) and its Monte Carlo driver.
 
 Names are loaded lazily so that importing ``tuiprof.sim`` does not start Numba.
 """

@@ -4,7 +4,7 @@
 A unit ``x`` (an L2 line number, or an address over the channel interleave) maps to one of ``n``
 targets (the L2's sets across all slices, or the DRAM channels). Write ``x = q n + r``:
 
-- ``linear`` (Fermi; paper 000's model): target ``r = x mod n``.
+- ``linear`` (Fermi; Baghsorkhi12's model): target ``r = x mod n``.
 - ``xor`` (Volta and later): target ``r XOR h(q)``, where ``h(q) = q(z) z^k mod P(z)`` over GF(2),
   ``2^k`` the largest power of two dividing ``n`` and ``P`` an irreducible polynomial of degree
   ``k``. ``h(q) < 2^k`` changes only the low ``k`` bits of ``r``, so the target stays below ``n``.

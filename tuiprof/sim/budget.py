@@ -47,7 +47,7 @@ links, its share of the hash table); measured 8 B (a 768 MiB L2)."""
 TRIAL_BYTES_PER_ACCESS = 32
 """One warp access's per-trial state (issue order, the L1's sends)."""
 BYTES_PER_GRID_CTA = 96
-"""One CTA with per-CTA records in the SM-utilisation model (paper 003: cost, SM, start, end and
+"""One CTA with per-CTA records in the SM-utilisation model (Farooqui11: cost, SM, start, end and
 their sorts); measured 76 B (2^24 CTAs: 1.3 GB)."""
 BYTES_PER_SNAPSHOT_CTA = 24
 """One snapshot CTA without records: its id as loaded, and its cost when the CTAs' costs differ."""

@@ -1,6 +1,6 @@
 """CTA dispatch to SMs for the modeled SM-utilisation figures (`tuiprof.model.sm_util`).
 
-The hardware block scheduler as paper 002 Table 8 describes it ("load balance scheduling"): CTAs
+The hardware block scheduler as Yen14 Table 8 describes it ("load balance scheduling"): CTAs
 0, 1, ... go in order to the SM with a free slot that holds the fewest CTAs (lowest SM id on
 ties); an SM holds `md` CTAs at once and a CTA holds its slot for its cost. One pass in compiled
 code with memory in the SMs and slots only: the per-SM busy time (the union of the SM's CTA

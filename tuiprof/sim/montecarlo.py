@@ -4,7 +4,7 @@ Trial i runs with its own seed, derived from (seed, i) alone (`tuiprof.sim.rng.t
 a run gives the same set of results whatever the thread count or completion order. The trial
 kernel releases the GIL, so threads run trials truly in parallel.
 
-Early stop (paper 000 Fig. 7): with a `tolerance`, the run stops at the first prefix of
+Early stop (Baghsorkhi12 Fig. 7): with a `tolerance`, the run stops at the first prefix of
 ``n >= min_trials`` trials (in index order) where the 95% interval half-width
 ``1.96 * std / sqrt(n)`` of every headline hit ratio (L1 read, L2 read, L2 write; ratios a
 trial leaves undefined are ignored) is below the tolerance. Testing prefixes in index order,

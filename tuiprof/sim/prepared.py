@@ -1,7 +1,7 @@
 """Everything a trial needs from a (Trace, Arch), computed once and packed into flat arrays.
 
 `prepare` coalesces the warp accesses (`coalesce`), cuts each warp's stream into bulk sequences,
-groups warps by CTA and places CTAs on SMs (snapshot CTA k -> SM ``k % sm_count``, paper 000
+groups warps by CTA and places CTAs on SMs (snapshot CTA k -> SM ``k % sm_count``, Baghsorkhi12
 sec. 2: round-robin in the order of the CTA ids; or, when the trace carries each CTA's measured
 SM, on that SM in the order it ran them: `measured_placement`). `pack_arch` turns an Arch into the int64
 parameter vector the Numba kernel reads. A `Prepared` depends on the Arch only through the L1
@@ -43,7 +43,7 @@ OP_LOAD, OP_STORE, OP_ATOMIC = 0, 1, 2
 """``Prepared.op_write`` codes: a store writes; an atomic reads and writes (on a write-back L2 it
 keeps the write-through rule: its misses go on to DRAM, see `tuiprof.sim.reference`)."""
 DRAM_GROUP_MAX = 32
-"""Largest group of DRAM requests one SM issues at once: the memory vector size (paper 000 3.2.3)."""
+"""Largest group of DRAM requests one SM issues at once: the memory vector size (Baghsorkhi12 3.2.3)."""
 
 
 def _check_level(arch: Arch, label: str, line: int, sector: int, enabled: bool) -> None:
@@ -216,7 +216,7 @@ class Prepared:
                             sectors_per_request=co.sectors_per_request())
 
     def working_set_lines(self) -> float:
-        """Mean distinct L1 lines one snapshot CTA touches (paper 002's working set per CTA):
+        """Mean distinct L1 lines one snapshot CTA touches (Yen14's working set per CTA):
         `tuiprof.model.decisions.working_set_lines`, counted in one pass over the dense line ids."""
         co = self.coalesced
         distinct = _distinct_per_cta(self.cta_warp_off, self.cta_warps, self.warp_seq_off, self.seq_off, self.acc_op,

@@ -12,9 +12,9 @@ merged stream:
    sector unfetched: a later load of the sector misses).
 6. **L2** (shared, sectored; inclusive in that every L1 fill also allocates in L2): read misses
    fetch the missing sectors from DRAM; dirty victims are written back. A Fermi L1 miss (128 B
-   line, 32 B L2 lines) thus becomes four L2 accesses (paper 000 2.1). A store to a valid sector
+   line, 32 B L2 lines) thus becomes four L2 accesses (Baghsorkhi12 2.1). A store to a valid sector
    hits and makes it dirty. A store to an invalid sector follows ``l2.write_policy``:
-   ``write-through`` (Fermi, paper 000 2.1: "it updates the memory and brings the cache block to
+   ``write-through`` (Fermi, Baghsorkhi12 2.1: "it updates the memory and brings the cache block to
    the cache") writes DRAM and makes the sector valid, fetching from DRAM (a read charged to the
    store) the sectors it did not write entirely; ``write-back`` (Volta and later) allocates the
    sector dirty without any DRAM transaction, valid if the store wrote all of it, else

@@ -5,13 +5,13 @@ Units. Cache counters are in *sectors of the level*: ``Arch.l1.sector`` bytes fo
 L1 of 128 B) therefore counts one per line touched; Volta+ levels count 32 B sectors. A read
 access is a sector a load asks for; a read hit is such a sector found valid. A write access is a
 sector a store or atomic writes; an L2 write hit is such a sector that was valid before the write
-(paper 000 sec. 2.1: a store hits only a block that is already valid) or, on a write-back L2, any
+(Baghsorkhi12 sec. 2.1: a store hits only a block that is already valid) or, on a write-back L2, any
 sector a store writes (it completes in L2 without DRAM, as Nsight Compute counts it). The L1 keeps
 no write hits (stores are write-through). DRAM counters are 32 B transactions (``Arch.dram.transaction``).
 Atomics are counted with the stores.
 
 A level that is absent (size 0) still counts its accesses, all as misses, so that H = 0 there
-and the latency equation X = H1 t1 + (1 - H1)(H2 t2 + (1 - H2) Tm) stays valid (paper 000, 6.1).
+and the latency equation X = H1 t1 + (1 - H1)(H2 t2 + (1 - H2) Tm) stays valid (Baghsorkhi12, 6.1).
 """
 
 from __future__ import annotations

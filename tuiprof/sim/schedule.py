@@ -1,6 +1,6 @@
 """Steps 1-4 of a trial (ARCHITECTURE.md, "The stochastic memory-hierarchy model"): the order in which
 each SM issues its bulk sequences, and the merge of the SMs' streams into one L2 stream. Together
-they are paper 000 sec. 3.2 step 1a, "a valid random ordering" of the requests: random, yet
+they are Baghsorkhi12 sec. 3.2 step 1a, "a valid random ordering" of the requests: random, yet
 **every warp's accesses keep their program order in every trial** (a load that precedes a store
 in the source is never served by that store) and every warp access's transactions travel
 together. Schedule deviation is modelled by *delaying* work, never by rotating it. Shared by the
@@ -26,7 +26,7 @@ compare it with), so both replay one order.
    *The weights* are drawn per trial: first a skew uniform in ``[0, SKEW_MAX]`` (0.5), then each
    warp's weight uniform in ``[1 - skew, 1 + skew]``. Why: on the hardware, warps drift apart
    (different latencies, branches, and a warp scheduler that favours some warps: loose round
-   robin keeps them close, greedy-then-oldest lets the oldest run far ahead, paper 002 sec. 2.2),
+   robin keeps them close, greedy-then-oldest lets the oldest run far ahead, Yen14 sec. 2.2),
    and the trace does not say how far. Equal weights keep every warp of an SM in lock-step,
    which concentrates each op's accesses in time and inflates the hits that come from it (spmv-u's
    ``y[ind]`` H1: 0.29 in lock-step, 0.07-0.10 once warps drift). A uniform law is bounded (no
@@ -34,7 +34,7 @@ compare it with), so both replay one order.
    widest case, 3:1 between the fastest and slowest warp, lets a CTA's warps finish far apart as
    under greedy-then-oldest. Drawing the skew itself per trial makes the spread of the trials
    cover how far warps drift, which the model does not know, instead of one arbitrary choice:
-   the per-load results depend on it, and their spread now says so (paper 000 sec. 5.2-5.3
+   the per-load results depend on it, and their spread now says so (Baghsorkhi12 sec. 5.2-5.3
    reports a spread of about 0.01 on the hit ratios, 0.02 for SpMV's L2 reads).
 
    *Alignment points per CTA* (3.2.1: "random start (alignment) points are chosen for thread
@@ -63,7 +63,7 @@ compare it with), so both replay one order.
    hits, change.
 4. **Inter-core scheduling** (3.2.2): the SMs' streams of warp accesses are merged by a weighted
    random pick of a started SM, weight = the warp accesses it has still to issue. Among the SMs
-   that have started that is a uniformly random valid interleaving (paper 000 3.2, step 1a: "a
+   that have started that is a uniformly random valid interleaving (Baghsorkhi12 3.2, step 1a: "a
    valid random ordering") in which every SM progresses through its work at the same expected
    pace whatever its hit ratio. All the transactions of one warp access travel together (3.2.2).
 """

@@ -1,4 +1,4 @@
-"""One Monte Carlo trial of the stochastic memory-hierarchy model (paper 000 sec. 3).
+"""One Monte Carlo trial of the stochastic memory-hierarchy model (Baghsorkhi12 sec. 3).
 
 A trial is a pure function of (prepared trace, arch parameters, MD, seed): it draws all its
 randomness from its own SplitMix64 stream, so results do not depend on the thread that runs it.

@@ -32,6 +32,7 @@ import json
 import lzma
 import math
 import os
+import re
 import struct
 import warnings
 import zipfile
@@ -47,6 +48,7 @@ from tuiprof import __version__, units
 from tuiprof.arch.model import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.files import FileRole, cannot_read, open_regular
+from tuiprof.glossary import retag
 from tuiprof.output import write_bytes_to
 from tuiprof.resources import memory_budget
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
@@ -66,6 +68,22 @@ MAX_HEADER_BYTES = 16 << 20
 _NPY_HEADER_SLACK = 4096
 _CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
 _ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
+
+
+_SHARE_OF_A_WAVE = re.compile(r"\b(0\.\d+|\d(?:\.\d+)?e-\d+) x the (\d+) CTAs")
+
+
+def _reworded(rule: str) -> str:
+    """A snapshot rule as this version words it: papers by their tags (`tuiprof.glossary.retag`), and
+    a snapshot smaller than one wave as a share ("1.9% of the 864 CTAs", not "0.0185 x the 864 CTAs")."""
+    count = re.match(r"(\d+) consecutive CTAs", rule)
+
+    def share(m: re.Match[str]) -> str:
+        resident = int(m.group(2))
+        x = int(count.group(1)) / resident if count and resident else float(m.group(1))
+        return f"{x:.1%} of the {resident} CTAs"
+
+    return _SHARE_OF_A_WAVE.sub(share, retag(rule))
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
@@ -771,7 +789,7 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
         if name not in arrays:
             f.fail(f"array {name} missing")
     return _Header(launch=launch, ops=tuple(ops), provenance=prov, sources=tuple(sources),
-                   rule=f.text(h, "snapshot_rule", "snapshot_rule", default=""),
+                   rule=_reworded(f.text(h, "snapshot_rule", "snapshot_rule", default="")),
                    warm=f.integer(h, "snapshot_warm", "snapshot_warm", 0, max(n_c - 1, 0), 0), accesses=n, warps=n_w, unit=unit,
                    arrays=arrays)
 

@@ -1,8 +1,8 @@
 """The Trace: one kernel launch's snapshot of warp accesses, with everything needed to replay it.
 
 A *warp access* is one execution of one static memory instruction by one warp: the op id, the
-32-bit active mask and the 32 lane addresses (paper 000 sec. 4.2 records exactly this per warp
-buffer line). The snapshot is a set of consecutive CTAs (paper 000 sec. 3.1); each warp's accesses
+32-bit active mask and the 32 lane addresses (Baghsorkhi12 sec. 4.2 records exactly this per warp
+buffer line). The snapshot is a set of consecutive CTAs (Baghsorkhi12 sec. 3.1); each warp's accesses
 are kept in program order, warps one after another (CSR layout through ``warp_offsets``).
 """
 
@@ -110,7 +110,7 @@ class StaticOp:
     column: int = 0
     ptx_line: int = 0
     starts_sequence: bool = False
-    """This op begins a new bulk-scheduling sequence (paper 000 sec. 2): it follows a loop
+    """This op begins a new bulk-scheduling sequence (Baghsorkhi12 sec. 2): it follows a loop
     back-edge or a barrier, or its address depends on an earlier load of the current sequence."""
     label: str = ""
     """The expression accessed, for display (``y[ind]``)."""
@@ -166,7 +166,7 @@ class Snapshot:
 
     cta_ids: np.ndarray
     rule: str = ""
-    """How the size was chosen, in words (paper 000 sec. 3.1)."""
+    """How the size was chosen, in words (Baghsorkhi12 sec. 3.1)."""
     warm: int = 0
     """The first `warm` CTAs of ``cta_ids`` warm the caches: replayed with the others, as the
     hardware ran them before the snapshot's, and not counted (issue 24: a snapshot from a cold
@@ -184,7 +184,7 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class CtaRecords:
-    """Per-CTA facts for the whole grid, where known (paper 003's per-CTA records).
+    """Per-CTA facts for the whole grid, where known (Farooqui11's per-CTA records).
 
     ``insts`` and ``accesses`` (dynamic warp instructions and warp memory accesses) may be
     measured or modeled; ``sm``, ``start`` and ``end`` are present only when measured on a GPU.

@@ -1,4 +1,4 @@
-"""The snapshot: which consecutive CTAs a trace records (paper 000 sec. 3.1).
+"""The snapshot: which consecutive CTAs a trace records (Baghsorkhi12 sec. 3.1).
 
 The paper traces 4 x the threads that run at once on all SMs ("the snapshot"): enough CTAs for
 every SM to start, finish and replace its resident CTAs a few times, few enough to record and
@@ -16,7 +16,7 @@ from tuiprof.trace.model import MAX_GRID_CTAS, MAX_NAME_CHARS, Launch, Snapshot
 from tuiprof.trace.text import printable
 
 PAPER_WAVES = 4.0
-"""Paper 000 sec. 3.1 / 5.3: the snapshot is 4 x the threads running at once on all SMs."""
+"""Baghsorkhi12 sec. 3.1 / 5.3: the snapshot is 4 x the threads running at once on all SMs."""
 
 
 def max_snapshot_ctas(arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None) -> int:
@@ -64,7 +64,8 @@ def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas
     want = ctas if ctas is not None else max(1, int(round(waves * resident)))
     n = min(want, grid - start)
     first = "CTA 0" if start == 0 else f"CTA {start}"
-    rule = (f"{n} consecutive CTAs from {first} (paper 000 sec. 3.1): {n / resident:.3g} x the {resident} CTAs "
+    rule = (f"{n} consecutive CTAs from {first} (Baghsorkhi12 sec. 3.1): "
+            f"{f'{n / resident:.3g} x' if n >= resident else f'{n / resident:.1%} of'} the {resident} CTAs "
             f"({resident * launch.threads_per_cta} threads) that run at once on the {arch.sm_count} SMs of the "
             f"{arch.name} at {per_sm} CTAs/SM")
     if want > grid - start:

@@ -46,8 +46,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("arch", "a", "arch", "Arch", "GPU model: presets and what-if L1/L2 size and associativity, then rerun",
            "Runs", "Choose the GPU model"),
     Action("md", "m", "md", "MD", "Choose the MD (CTAs per SM) and rerun at it", "Runs", "Choose the MD"),
-    Action("recollect", "R", "recollect", "Recollect", "Recompile a .cu target and re-run its launch script in the "
-           "emulator (after an edit), keeping the cursor's line", "Runs", "Recollect from the .cu source",
+    Action("recollect", "R", "recollect", "Recollect", "Recompile a .cu target and re-run its launch script (on the "
+           "GPU when one is usable, else in the emulator: --backend) after an edit, keeping the cursor's line", "Runs", "Recollect from the .cu source",
            show=False, key_display="R"),
     Action("baseline", "b", "baseline", "Baseline",
            "Pin the run shown as the baseline: the gutter (ΔX), the op under the cursor, the drill-down, the "
@@ -58,7 +58,7 @@ ACTIONS: tuple[Action, ...] = (
            "Clear the baseline", show=False, key_display="B"),
     Action("export", "e", "export", "Export", "Export the report (.txt, .md or .json; partial while a run goes on)",
            "Runs", "Export the report"),
-    Action("hot-next", "n", "hot(1)", "Next hot", "Next load by cost (L1, the costliest, first)", "Navigation",
+    Action("hot-next", "n", "hot(1)", "Next hot", "Next load by cost (#1, the costliest, first)", "Navigation",
            "Jump to the hottest load"),
     Action("hot-prev", "N", "hot(-1)", "Prev hot", "Previous load by cost", "Navigation", show=False),
     Action("file-next", "f", "next_file", "File", "Next source file holding ops (a kernel or device functions in a "

@@ -36,7 +36,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from tuiprof.errors import TuiprofError
-from tuiprof.model.analysis import HEADLINES
+from tuiprof.model.analysis import HEADLINES, load_rank
 from tuiprof.progress import Phase
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
@@ -635,7 +635,7 @@ class TuiprofApp(App[int]):
             sw = self.sweep
             return f"{spin} MD sweep {sw.sweep_done}/{sw.sweep_planned} trials (MD {sw.md})", "bold"
         if self.phase == "done":
-            timing = f" in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else ""
+            timing = f" · simulated in {self.analysis.elapsed:.1f}s" if self.show_timing and self.analysis is not None else ""
             converged = " (converged)" if self.trials_done < self.planned else ""
             return f"✓ {self.trials_done}/{self.planned} trials{converged}{timing}", "bold $text-success"
         if self.phase == "cancelled":
@@ -782,7 +782,10 @@ class TuiprofApp(App[int]):
         return True
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.key_groups()))
+        from tuiprof.glossary import GLOSSARY
+
+        terms = [(f"Terms: {title}", [(t.term, t.meaning) for t in group]) for title, group in GLOSSARY]
+        self.push_screen(HelpScreen(self.key_groups() + terms))
 
     def action_show_help_panel(self) -> None:
         """Textual's keys panel, which esc did not close, is tuiprof's help screen instead."""
@@ -892,7 +895,8 @@ class TuiprofApp(App[int]):
     def action_hot(self, step: int) -> None:
         view = self.query_one(SourceView)
         ranks = self.analysis.ranks() if self.analysis is not None and self.trace is not None else {}
-        hottest = min((i for i, r in ranks.items() if r[0] == "L"), key=lambda i: int(ranks[i][1:]), default=None)
+        hottest = min((i for i, r in ranks.items() if load_rank(r) is not None), key=lambda i: load_rank(ranks[i]) or 0,
+                      default=None)
         if not view.loads_by_cost() and hottest is not None:  # the loads are in another file: go there
             self._show_trace(self.trace.ops[hottest].file)  # type: ignore[union-attr]
         if view.jump_hot(step) is None:

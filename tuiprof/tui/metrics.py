@@ -49,7 +49,7 @@ class Levels:
         return tuple(m for m in METRICS if self.has(m))
 
     def formula(self) -> str:
-        """Paper 000's X (sec. 6.1) with the absent levels' terms left out."""
+        """Baghsorkhi12's X (sec. 6.1) with the absent levels' terms left out."""
         if self.l1 and self.l2:
             return "X = H1·t1 + (1−H1)·[H2·t2 + (1−H2)·Tm]"
         if self.l1:

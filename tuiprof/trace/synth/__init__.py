@@ -3,7 +3,7 @@
 kernel), `assemble` (launch, snapshot, Trace, per-CTA records; a builder per kernel) and `demos`
 (the models by their CLI names).
 
-Each model emits, warp by warp, the memory accesses its kernel makes (paper 000 sec. 4.2: op id,
+Each model emits, warp by warp, the memory accesses its kernel makes (Baghsorkhi12 sec. 4.2: op id,
 active mask, 32 lane addresses), tied to the source line of each access. Models are vectorised
 over warps and loop iterations, so the largest demo builds in seconds.
 
@@ -14,13 +14,13 @@ Conventions shared by every model:
   loads ``indices[j]``, ``val[j]``, then ``y[ind]``. Loops are followed at source level, one
   dynamic iteration after another; a divergent warp runs a loop body while any lane still
   iterates, with the finished lanes masked off (SIMT).
-- *Bulk sequences* (paper 000 sec. 2, 3.2.2): ``starts_sequence`` marks the first op of the
+- *Bulk sequences* (Baghsorkhi12 sec. 2, 3.2.2): ``starts_sequence`` marks the first op of the
   kernel, the first op of a loop body (back-edge), the first op after ``__syncthreads()``, and
   a load whose address depends on a load of the current sequence (``y[ind]``).
 - *Addresses*: each global array gets a cudaMalloc-like base on a 2 MiB boundary from
   ``0x7f0000000000``, with at least 2 MiB unused between arrays; shared-memory ops address the
   CTA's shared window from 0.
-- *Snapshot* (paper 000 sec. 3.1): consecutive CTAs from CTA 0, normally 4 x the CTAs resident
+- *Snapshot* (Baghsorkhi12 sec. 3.1): consecutive CTAs from CTA 0, normally 4 x the CTAs resident
   at once on all SMs at the kernel's occupancy; `Snapshot.rule` says when a demo uses fewer.
 - *Per-CTA records* for the whole grid: ``accesses`` are counted by running the same model over
   every CTA without addresses; ``insts`` (dynamic warp instructions) weight each basic block of

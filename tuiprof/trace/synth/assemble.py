@@ -1,4 +1,4 @@
-"""From a model to a Trace: the launch at the kernel's occupancy, paper 000's snapshot, the
+"""From a model to a Trace: the launch at the kernel's occupancy, Baghsorkhi12's snapshot, the
 snapshot's accesses, the grid's per-CTA records; and a builder per kernel with its parameters."""
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ def make_launch(kernel: Kernel | type[Kernel], grid: tuple[int, int, int], block
 
 def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None,
                     why: str = "") -> Snapshot:
-    """Consecutive CTAs from CTA 0 (paper 000 sec. 3.1): `waves` x the CTAs resident at once on
+    """Consecutive CTAs from CTA 0 (Baghsorkhi12 sec. 3.1): `waves` x the CTAs resident at once on
     all SMs (or exactly `ctas`), capped by the grid; the rule is recorded in words."""
     resident = arch.sm_count * launch.ctas_per_sm
     want = ctas if ctas is not None else max(1, int(round(waves * resident)))
     n = min(want, launch.grid_ctas)
-    rule = (f"{n} consecutive CTAs from CTA 0 (paper 000 sec. 3.1): {n / resident:.3g} x the {resident} CTAs "
+    rule = (f"{n} consecutive CTAs from CTA 0 (Baghsorkhi12 sec. 3.1): "
+            f"{f'{n / resident:.3g} x' if n >= resident else f'{n / resident:.1%} of'} the {resident} CTAs "
             f"({resident * launch.threads_per_cta} threads) that run at once on the {arch.sm_count} SMs of the "
             f"{arch.name} at {launch.ctas_per_sm} CTAs/SM")
     if want > launch.grid_ctas:
@@ -84,7 +85,7 @@ def assemble(kernel: Kernel, launch: Launch, snapshot: Snapshot, arch_name: str,
 
 def vecadd(n: int = 20480, block: int = 64, arch: str = "gtx480", waves: float = PAPER_WAVES,
            ctas: int | None = None) -> Trace:
-    """Paper 002 Table 3: ``C[id] = A[id] + B[id]``, 64 threads (2 warps) per CTA on the GTX 480."""
+    """Yen14 Table 3: ``C[id] = A[id] + B[id]``, 64 threads (2 warps) per CTA on the GTX 480."""
     a = load_arch(arch)
     k = VecAdd(n, block)
     launch = make_launch(k, (n // block, 1, 1), (block, 1, 1), a)
@@ -94,7 +95,7 @@ def vecadd(n: int = 20480, block: int = 64, arch: str = "gtx480", waves: float =
 def spmv(distribution: str = "random", mean_nnz: int = 32, *, vectorized: bool = False,
          n_rows: int = 1 << 17, n_cols: int = 32768, seed: int = 2012, block_width: int | None = None,
          arch: str = "tesla-c2050", waves: float = PAPER_WAVES, ctas: int | None = None) -> Trace:
-    """Paper 000 sec. 6.2: scalar (Listing 2) or vectorized (Listing 3) CSR SpMV, 256 threads
+    """Baghsorkhi12 sec. 6.2: scalar (Listing 2) or vectorized (Listing 3) CSR SpMV, 256 threads
     per CTA, one per row, on a matrix of `n_rows` x `n_cols` (see `csr_pattern`)."""
     a = load_arch(arch)
     cls = SpmvVector if vectorized else SpmvScalar

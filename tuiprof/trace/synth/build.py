@@ -20,7 +20,7 @@ ARRAY_BASE = 0x7F00_0000_0000
 ARRAY_ALIGN = 2 << 20
 """Global arrays start on 2 MiB boundaries (cudaMalloc aligns to at least 256 B)."""
 PAPER_WAVES = 4.0
-"""Paper 000 sec. 3.1 / 5.3: the snapshot is 4 x the threads running at once on all SMs."""
+"""Baghsorkhi12 sec. 3.1 / 5.3: the snapshot is 4 x the threads running at once on all SMs."""
 
 AddrFn = Callable[[], np.ndarray]
 """Lazily computed lane addresses ([n, 32] integers; inactive lanes may hold anything)."""

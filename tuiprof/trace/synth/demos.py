@@ -38,7 +38,7 @@ class DemoSpec:
 
 
 _SPMV_DEMOS = {"u": "u", "b": "b", "u128": "U", "b128": "B"}
-"""Demo name suffix -> paper 000's matrix letter."""
+"""Demo name suffix -> Baghsorkhi12's matrix letter."""
 
 
 def _spmv_demo(name: str, matrix: str, vectorized: bool) -> DemoSpec:
@@ -47,13 +47,13 @@ def _spmv_demo(name: str, matrix: str, vectorized: bool) -> DemoSpec:
     kind = "vectorized (Listing 3)" if vectorized else "scalar (Listing 2)"
     what = "random" if dist == "random" else "block-diagonal"
     return DemoSpec(name, "spmv.cu", "tesla-c2050",
-                    f"paper 000 sec. 6.2: {kind} CSR SpMV, matrix {matrix} ({mean} nnz/row, {what})",
+                    f"Baghsorkhi12 sec. 6.2: {kind} CSR SpMV, matrix {matrix} ({mean} nnz/row, {what})",
                     partial(spmv, dist, mean, vectorized=vectorized), shipped)
 
 
 DEMOS: dict[str, DemoSpec] = {
     "vecadd": DemoSpec("vecadd", "vecadd.cu", "gtx480",
-                       "paper 002 Table 3: vector add of 20480 ints, 2 warps per CTA", vecadd),
+                       "Yen14 Table 3: vector add of 20480 ints, 2 warps per CTA", vecadd),
     **{f"spmv-{suffix}": _spmv_demo(f"spmv-{suffix}", m, False) for suffix, m in _SPMV_DEMOS.items()},
     **{f"spmv-vec-{suffix}": _spmv_demo(f"spmv-vec-{suffix}", m, True) for suffix, m in _SPMV_DEMOS.items()},
     "transpose-naive": DemoSpec("transpose-naive", "transpose.cu", "v100",

@@ -1,5 +1,5 @@
 """The models, one class per kernel of ``demo_traces/*.cu``: vecadd, the scalar and vectorized
-CSR SpMV (paper 000 sec. 6.2), the naive and tiled transposes, the 16x16 tiled matmul and the
+CSR SpMV (Baghsorkhi12 sec. 6.2), the naive and tiled transposes, the 16x16 tiled matmul and the
 7-point stencil."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from tuiprof.trace.synth.build import Kernel, OpSpec, Sink, Warps, allocate, lan
 
 
 # ---------------------------------------------------------------------------------------------
-# vecadd: paper 002, Table 3
+# vecadd: Yen14, Table 3
 
 class VecAdd(Kernel):
-    """``C[id] = A[id] + B[id]`` over int arrays, one thread per element (paper 002, Table 3).
+    """``C[id] = A[id] + B[id]`` over int arrays, one thread per element (Yen14, Table 3).
 
     Instructions per warp: the whole kernel is one PTX block of 19 instructions.
     """
@@ -44,12 +44,12 @@ class VecAdd(Kernel):
 
 
 # ---------------------------------------------------------------------------------------------
-# SpMV: paper 000 sec. 6.2, Listings 2 and 3
+# SpMV: Baghsorkhi12 sec. 6.2, Listings 2 and 3
 
 SPMV_BLOCKSIZE = 256
 SPMV_MATRICES: dict[str, tuple[str, int]] = {
     "u": ("random", 32), "b": ("block", 32), "U": ("random", 128), "B": ("block", 128)}
-"""Paper 000 sec. 6.2's matrices: (distribution of the nonzeros, mean nonzeros per row)."""
+"""Baghsorkhi12 sec. 6.2's matrices: (distribution of the nonzeros, mean nonzeros per row)."""
 _ROW_CHUNK = 256
 
 
@@ -84,7 +84,7 @@ class CsrPattern:
 
 def csr_pattern(distribution: str, n_rows: int, n_cols: int, mean_nnz: int, seed: int,
                 known_rows: int | None = None, block_width: int | None = None) -> CsrPattern:
-    """A deterministic CSR pattern in the manner of paper 000 sec. 6.2.
+    """A deterministic CSR pattern in the manner of Baghsorkhi12 sec. 6.2.
 
     Row lengths are uniform in [mean/2, 3 mean/2]. Each row's columns are distinct and sorted:
     uniform over all columns (``random``), or within the diagonal block holding the row
@@ -175,7 +175,7 @@ class _Spmv(Kernel):
 
 
 class SpmvScalar(_Spmv):
-    """Scalar CSR SpMV, paper 000 Listing 2.
+    """Scalar CSR SpMV, Baghsorkhi12 Listing 2.
 
     Instructions per warp (PTX blocks): 12 entry + 1 exit always; 12 (bounds loads) + 4 (store)
     if any lane has a row; 7 (loop preheader) if any lane has nonzeros; 11 per loop iteration.
@@ -195,7 +195,7 @@ class SpmvScalar(_Spmv):
 
 
 class SpmvVector(_Spmv):
-    """Vectorized CSR SpMV, paper 000 Listing 3: a scalar prologue up to the first multiple of
+    """Vectorized CSR SpMV, Baghsorkhi12 Listing 3: a scalar prologue up to the first multiple of
     4, uint4 ``indices4[j / 4]`` and float4 ``val4[j / 4]`` loads (16 bytes per lane) feeding
     four ``y[]`` loads per iteration, and a scalar epilogue for the last ``ub % 4`` nonzeros.
 

@@ -1,7 +1,7 @@
-"""The Monte Carlo histogram: the distribution over trials of one quantity (paper 000 Figs. 5-6),
+"""The Monte Carlo histogram: the distribution over trials of one quantity (Baghsorkhi12 Figs. 5-6),
 its mean with its 95% confidence interval, std and the spread of trials, trials done / planned, a measured value (ncu) drawn as a dashed
 marker like the paper's dashed line, and the convergence of the std with the number of trials
-(paper 000 Fig. 7)."""
+(Baghsorkhi12 Fig. 7)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The model pane: the kernel time and what bounds it (the timing model: Hong & Kim's MWP/CWP,
-paper 004, floored by bandwidth), paper 001's bottleneck, and the MD decision: both predictions
-per MD (the timing model, paper 002's thesis rules), the default and the recommended MD, the gain
+HongKim09, floored by bandwidth), Zhang11's bottleneck, and the MD decision: both predictions
+per MD (the timing model, Yen14's thesis rules), the default and the recommended MD, the gain
 with its range and confidence, and how to apply it. While the MD sweep runs the pane shows its
 progress; after a cancel it says so; `m` picks an MD to rerun at."""
 
@@ -41,15 +41,15 @@ def seconds(t: float) -> str:
 
 
 def model_lines(d: "Decisions") -> list[Content]:
-    """The kernel time with what bounds it (MWP/CWP inside the timing model) and paper 001's
+    """The kernel time with what bounds it (MWP/CWP inside the timing model) and Zhang11's
     bottleneck: the report's kernel-time and bottleneck sections in two lines."""
     k, w, b = d.time, d.mwp, d.bottleneck
     return [
         Content.assemble(("time ", MUTED), (seconds(k.time_s), "bold"), (" bound by ", MUTED),
-                         (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (paper 004)",
+                         (k.bound_label, "bold"), (f" · MWP {w.mwp:.1f} CWP {w.cwp:.1f} N {w.n:.0f} (HongKim09)",
                                                    MUTED)),
         Content.assemble(("bottleneck ", MUTED), (b.bottleneck, "bold"),
-                         (f" · then {b.next_bottleneck}, {fmt.num(b.speedup_if_removed, 2)}x if removed (paper 001)",
+                         (f" · without it {b.next_bottleneck} binds: at most {fmt.num(b.speedup_if_removed, 2)}x faster (Zhang11)",
                           MUTED)),
     ]
 
@@ -77,7 +77,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         return Content("\n").join(lines)
     lines += model_lines(decisions)
     lines += [line.truncate(max(1, width), ellipsis=True) for line in baseline]
-    lines.append(_title("MD decision", "  (CTAs per SM: timing model, paper 002's rules beside it)", width))
+    lines.append(_title("MD decision", "  (CTAs per SM: timing model, Yen14's rules beside it)", width))
     d = decisions.md
     if d is None:
         if decisions.md_note and not (phase in RUNNING and decisions.md_note.endswith("still running")):
@@ -108,7 +108,7 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         (d.gain_label, "bold $text-warning" if d.low_confidence else "bold"), (f"  [{d.headline}]", MUTED)))
     if decisions.md_note:
         lines.append(Content.styled(clean(decisions.md_note, MAX_MESSAGE), f"{MUTED} italic"))
-    lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'DRAM/CTA':>8} {'timing':>6} {'thesis':>6}",
+    lines.append(Content.styled(f"  {'':3}{'MD':>3} {'miss':>4} {'L2':>4} {'DRAM/CTA':>8} {'timing':>6} {'thesis':>6}",
                                 MUTED))
     perf = [timing.relative_performance(m) for m in range(1, len(timing.times) + 1)] if timing else \
         [r.relative_performance for r in d.thesis.rows]
@@ -117,14 +117,16 @@ def render_md(decisions: "Decisions | None", sweep: "SweepProgress | None", curr
         src = sims.get(r.md) or r
         p = timing.relative_performance(r.md) if timing is not None and r.md <= len(timing.times) else None
         bar = fmt.hbar((p if p is not None else r.relative_performance) / best_p if best_p else None,
-                       max(0, min(12, width - 37)))
+                       max(0, min(12, width - 42)))
         style = "bold" if r.md == d.recommended_md else ""
         lines.append(Content.assemble(
             (f"  {md_marks(r.md, d, current)}", "bold $text-success" if r.md == d.recommended_md else "$text-accent"),
-            (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.num(src.dram_reads_per_cta, 1, 8)}"
+            (f"{r.md:>3} {fmt.pct(src.miss_rate, 0, 4)} {fmt.pct(getattr(src, 'l2_hit_rate', None), 0, 4)}"
+             f" {fmt.num(src.dram_reads_per_cta, 1, 8)}"
              f" {fmt.num(p, 2, 6)} {fmt.num(r.relative_performance, 2, 6)} ", style), (bar, "$primary")))
-    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · timing, thesis: throughput vs MD 1 "
-                                "(timing model, paper 002's rules)", MUTED))  # wraps: never cut
+    lines.append(Content.styled("  ▸ simulated now · D default · ★ recommended · miss: L1 read misses, L2: L2 read "
+                                "hits, DRAM/CTA: 32 B DRAM reads per CTA (simulated) · timing, thesis: throughput vs "
+                                "MD 1 (timing model, Yen14's rules)", MUTED))  # wraps: never cut
     lines.append(Content.assemble(("apply: ", "bold"), (clean(d.apply, MAX_MESSAGE, newlines=True), "")))
     if d.advice:
         lines.append(Content.styled(clean(d.advice, MAX_MESSAGE, newlines=True), MUTED))

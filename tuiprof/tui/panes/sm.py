@@ -1,4 +1,4 @@
-"""SM utilisation (paper 003 Fig. 6): one bar per SM with its busy fraction and CTAs, the
+"""SM utilisation (Farooqui11 Fig. 6): one bar per SM with its busy fraction and CTAs, the
 measured/modeled label, the imbalance (max / mean busy) and the idle SMs called out. With many
 SMs (an H100 has 132) each SM becomes one cell whose height is its busy fraction."""
 
@@ -20,15 +20,15 @@ CELL = 27
 
 
 def render_sm(sm: "SmUtilisation | None", width: int, height: int, waiting: str) -> Content:
-    """Paper 003 Fig. 6 for an SmUtilisation, in `width` x `height` cells."""
+    """Farooqui11 Fig. 6 for an SmUtilisation, in `width` x `height` cells."""
     if sm is None:
-        return Content.assemble(("SM utilisation", "bold"), ("  (paper 003 Fig. 6)\n", MUTED),
+        return Content.assemble(("SM utilisation", "bold"), ("  (Farooqui11 Fig. 6)\n", MUTED),
                                 (waiting, MUTED))
     n = sm.sm_count
     idle = sm.idle_sms
     head = Content.assemble(
         ("SM utilisation ", "bold"), (f"[{sm.source}]", "bold $text-accent"),
-        (f"  {n} SMs  (paper 003 Fig. 6)", MUTED))
+        (f"  {n} SMs  (Farooqui11 Fig. 6)", MUTED))
     figures = Content.assemble(("imbalance ", MUTED), (fmt.num(sm.imbalance, 2), "bold"),
                                (" (max/mean busy) · mean busy ", MUTED), (fmt.pct(sm.utilisation), "bold"),
                                (f" · busy in {sm.unit}", MUTED))

@@ -1,13 +1,13 @@
 """The source pane: CUDA source highlighted by pygments through `textual.highlight`, with a compact
-fixed gutter on every line that holds memory ops (paper 000 sec. 6.1: H1 and the expected latency
+fixed gutter on every line that holds memory ops (Baghsorkhi12 sec. 6.1: H1 and the expected latency
 X; Nsight Compute's sectors per request with an ideal mark) and, below the code, the cursor op in
 full and the cursor line whole when the pane cuts it.
 
 The gutter does not grow with the terminal: every column beyond it is the code's. Lines longer
 than the code area end in "…"; ←/→ scroll the code under a fixed gutter. Lines with several ops
 get one gutter row per op (continuation rows name the op), up to `MAX_OPS_PER_LINE`; loads and
-stores are ranked apart by cost (L1, L2, ... and S1, ...; the three costliest loads marked ▶),
-so heat never rests on colour. Everything drawn from the trace is cleaned and capped
+stores are ranked apart by cost (#1, #2, ... and w1, ...; the three costliest loads in bold),
+so heat never rests on colour alone. Everything drawn from the trace is cleaned and capped
 (`tuiprof.tui.text`): a hostile trace cannot write to the terminal or make layout unbounded.
 """
 
@@ -29,6 +29,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tuiprof.model.advice import hot_reason, kernel_tm
+from tuiprof.model.analysis import STORE_RANK, load_rank
 from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.metrics import Levels
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from tuiprof.trace.model import StaticOp
 
 HOT = 3
-"""Loads ranked 1..HOT by cost get the hot marker ▶ (▶1 is L1, the costliest load)."""
+"""Loads ranked 1..HOT by cost are hot (#1 is the costliest load): their rank and row stand out."""
 CODE_WANT = 100
 """Code columns the layout gives the source before it gives the side panes any."""
 MAX_ECHO_ROWS = 3
@@ -54,14 +55,14 @@ MAX_HIGHLIGHT = 200_000
 text is shown plain, so that opening it never stalls the UI."""
 MAX_SOURCE_LINES = 200_000
 """Source lines shown; ops on later lines still get their rows, after the text."""
-LEGENDS = ("▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
+LEGENDS = ("#1 costliest load (w1 the costliest store) · H1% L1 hits · cyc expected latency X · "
            "s/r sectors per request as ncu counts them (shm: shared memory, wavefronts per request; cst: constant memory, "
            "requests per warp access), ✓ at the "
            "ideal · enter drill-down · ? keys",
-           "▶1 costliest load (L1; S1 the costliest store) · H1% L1 hits · cyc expected latency X · "
+           "#1 costliest load (w1 the costliest store) · H1% L1 hits · cyc expected latency X · "
            "s/r sectors per request as ncu counts them, ✓ at the ideal · enter drill-down · ? keys",
-           "▶1 costliest load (L1), S1 store · H1% L1 hits · cyc latency X · s/r sectors/request (ncu), ✓ ideal",
-           "▶1 costliest load · H1% L1 hits · cyc latency X · s/r sectors/req, ✓ ideal")
+           "#1 costliest load, w1 store · H1% L1 hits · cyc latency X · s/r sectors/request (ncu), ✓ ideal",
+           "#1 costliest load · H1% L1 hits · cyc latency X · s/r sectors/req, ✓ ideal")
 """The legend line under the code, longest first: the widest that fits is shown."""
 
 
@@ -97,14 +98,14 @@ def build_rows(n_lines: int, ops: Sequence["StaticOp"], per_line: int = MAX_OPS_
 
 
 def rank_mark(label: str | None) -> str:
-    """The gutter's two cells for a rank label: ▶1..▶3 for the costliest loads, L4..L9, then the
-    number alone; S1..S9 for stores, then S+."""
+    """The gutter's two cells for a rank label: #1..#9 for loads, then the number alone (10..99,
+    then ··); w1..w9 for stores and atomics, then w+."""
     if not label:
         return "  "
-    k, n = label[0], int(label[1:])
-    if k == "L":
-        return f"▶{n}" if n <= HOT else (label if n < 10 else f"{n:>2}" if n < 100 else "··")
-    return label if n < 10 else "S+"
+    n = int(label[1:])
+    if load_rank(label) is not None:
+        return label if n < 10 else f"{n:>2}" if n < 100 else "··"
+    return label if n < 10 else f"{STORE_RANK}+"
 
 
 def source_language(name: str) -> str:
@@ -183,7 +184,7 @@ class SourceView(Widget, can_focus=True):
         self.ops: dict[int, "StaticOp"] = {}
         self.stats: dict[int, "OpStats"] = {}
         self.ranks: dict[int, str] = {}
-        """Each ranked op's label: L1, L2, ... for loads, S1, ... for stores (`Analysis.ranks`)."""
+        """Each ranked op's label: #1, #2, ... for loads, w1, ... for stores (`Analysis.ranks`)."""
         self.analysis: "Analysis | None" = None
         self.patterns: dict[int, "AddressPattern"] = {}
         self.stale = False
@@ -254,7 +255,7 @@ class SourceView(Widget, can_focus=True):
         """Annotate with an Analysis (None clears the figures but keeps the ops); `stale`: it is
         the previous run's, shown dimmed while a rerun computes; `levels`: the cache levels of the
         GPU it simulated (an absent one's figures are not shown). The first analysis puts the
-        cursor on L1, the costliest load, unless the user has moved."""
+        cursor on #1, the costliest load, unless the user has moved."""
         first = self.analysis is None and analysis is not None
         self.analysis, self.stale, self.levels = analysis, stale, levels
         self._reasons = {}
@@ -316,7 +317,7 @@ class SourceView(Widget, can_focus=True):
 
     def loads_by_cost(self) -> list[int]:
         """Load op ids on this file, most expensive first (L1, L2, ...: the n/N order)."""
-        loads = [(int(r[1:]), i) for i, r in self.ranks.items() if r[0] == "L" and i in self.row_of]
+        loads = [(load_rank(r) or 0, i) for i, r in self.ranks.items() if load_rank(r) is not None and i in self.row_of]
         return [i for _, i in sorted(loads)]
 
     def go_to_op(self, op: int) -> None:
@@ -452,7 +453,7 @@ class SourceView(Widget, can_focus=True):
     def _gutter(self, row: Row) -> Content:
         """Rank, line number, H1, X and sectors per request of `row`'s op (blanks when none)."""
         rank = self.ranks.get(row.op) if row.op is not None else None
-        hot = rank is not None and rank[0] == "L" and int(rank[1:]) <= HOT
+        hot = (load_rank(rank) or HOT + 1) <= HOT
         mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else MUTED)
         num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", MUTED)
         op = self.ops.get(row.op) if row.op is not None else None
@@ -572,7 +573,7 @@ class SourceView(Widget, can_focus=True):
         rank = self.ranks.get(row.op) if row.op is not None else None
         if index == self.cursor:
             base = self.get_visual_style("source-view--cursor")
-        elif rank is not None and rank[0] == "L" and int(rank[1:]) <= HOT:
+        elif (load_rank(rank) or HOT + 1) <= HOT:
             base = self.get_visual_style("source-view--hot")
         else:
             base = self.visual_style

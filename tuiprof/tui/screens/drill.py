@@ -1,5 +1,5 @@
 """The drill-down of one op: its histograms (X, H1, H2), latency breakdown (L1/L2/DRAM shares of
-X, paper 000 sec. 6.1 and Fig. 8), coalescing as Nsight Compute counts it, address pattern, and
+X, Baghsorkhi12 sec. 6.1 and Fig. 8), coalescing as Nsight Compute counts it, address pattern, and
 the same reason and advice the report prints (`tuiprof.model.pattern`)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from tuiprof.model.advice import advice, insight
+from tuiprof.model.analysis import load_rank
 from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady
@@ -151,7 +152,7 @@ class DrillScreen(Screen[None]):
         if self.analysis is None:
             return
         ranks = self.analysis.ranks()
-        loads = [i for _, i in sorted((int(r[1:]), i) for i, r in ranks.items() if r[0] == "L")]
+        loads = sorted((i for i, r in ranks.items() if load_rank(r) is not None), key=lambda i: load_rank(ranks[i]) or 0)
         if not loads:
             return
         i = loads.index(self.op_id) if self.op_id in loads else -1
@@ -235,7 +236,7 @@ class DrillScreen(Screen[None]):
         given = [f"t1 {self.arch.l1.hit_latency}"] * lv.l1 + [f"t2 {self.arch.l2.hit_latency}"] * lv.l2
         eq = (f"{lv.formula()} with {', '.join([*given, f'Tm {fmt.cyc(s.tm.mean)}'])}: "
               f"X {fmt.cyc(s.x.mean)} (trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean "
-              f"±{fmt.cyc((s.x.ci_hi - s.x.ci_lo) / 2)} 95% CI; the model's randomness only; paper 000 sec. 6.1)")
+              f"±{fmt.cyc((s.x.ci_hi - s.x.ci_lo) / 2)} 95% CI; the model's randomness only; Baghsorkhi12 sec. 6.1)")
         self.query_one("#drill-latency", Static).update(Content("\n").join([
             Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60), lv),
             Content.styled(eq, MUTED)]))

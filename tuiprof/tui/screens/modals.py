@@ -54,6 +54,11 @@ def key_lines(groups: KeyGroups, width: int) -> list[Content]:
         lines.append(Content.styled(title, "bold $text-accent"))
         for key, what in keys:
             parts = textwrap.wrap(what, room) or [""]
+            if len(key) > KEY_COLUMN - 3:  # a long term: alone on its line, its meaning below
+                lines.append(Content.styled(f"  {key}", "bold"))
+                parts.insert(0, "")
+                lines += [Content(" " * KEY_COLUMN + part) for part in parts[1:]]
+                continue
             lines.append(Content.assemble((f"  {key:<{KEY_COLUMN - 3}} ", "bold"), parts[0]))
             lines += [Content(" " * KEY_COLUMN + part) for part in parts[1:]]
         lines.append(Content(""))
@@ -99,7 +104,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("tuiprof keys", classes="title")
+            yield Label("tuiprof keys and terms", classes="title")
             with VerticalScroll():
                 yield KeyTable(self.groups, id="help-text")
             yield Label("↑↓ PgUp PgDn scroll · ctrl+p: command palette (tuiprof commands, themes) · esc closes",
@@ -217,7 +222,7 @@ class MdScreen(ModalScreen[int | None]):
         with Vertical():
             yield Label("Simulate at which MD (CTAs per SM)?", classes="title")
             yield OptionList(*options, id="md-options")
-            yield Label("timing, thesis: throughput vs MD 1 (timing model, paper 002's rules) · enter reruns at that "
+            yield Label("timing, thesis: throughput vs MD 1 (timing model, Yen14's rules) · enter reruns at that "
                         "MD · esc cancels" + ("" if d is not None else " · predictions appear after the MD sweep"),
                         classes="hint")
 
