@@ -44,7 +44,7 @@ def family(demo: str) -> str:
 def predict(demos: list[str], arch: str, trials: int) -> dict[str, dict[str, float]]:
     """Each demo's headline hit ratios simulated as `arch` (no MD sweep), in this process."""
     from tuiprof.session import RunConfig, Session
-    from tuiprof.trace import demos as catalogue
+    from tuiprof import demos as catalogue
 
     out = {}
     for d in demos:

@@ -35,7 +35,7 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -328,7 +328,7 @@ def estimate(args: list[str]) -> float:
     """`run_bytes` (MiB) of `report ARGS` on this machine's cores, as the session computes it."""
     from tuiprof.arch.presets import load_arch, parse_overrides
     from tuiprof.sim.budget import cached_accesses, run_bytes
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     t = load_trace(resolve_target(args[0]))

@@ -58,7 +58,7 @@ def bench_trial(demo: str, arch_name: str, seeds: int) -> dict:
     from tuiprof.sim.prepared import default_md, pack_arch, prepare
     from tuiprof.sim.reference import reference_arrays
     from tuiprof.sim.trial import trial_arrays
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     trace = load_trace(resolve_target(demo))
@@ -117,7 +117,7 @@ sys.path.insert(0, {root!r})
 from tuiprof.arch import load_arch
 from tuiprof.sim.prepared import default_md, pack_arch, prepare
 from tuiprof.sim.trial import trial_arrays
-from tuiprof.trace.demos import resolve_target
+from tuiprof.demos import resolve_target
 from tuiprof.trace.io import load_trace
 trace, arch = load_trace(resolve_target({demo!r})), load_arch({arch!r})
 p = prepare(trace, arch)
@@ -164,7 +164,7 @@ def bench_compile() -> tuple[dict, dict]:
 def bench_threads(trials: int) -> dict:
     from tuiprof.arch import load_arch
     from tuiprof.sim.montecarlo import MonteCarlo
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     trace, arch = load_trace(resolve_target("spmv-u")), load_arch("tesla-c2050")

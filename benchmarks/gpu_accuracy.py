@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuiprof.trace.demos import CATALOGUE
+from tuiprof.demos import CATALOGUE
 from tuiprof.validate import (
     METRICS,
     RESEARCH,

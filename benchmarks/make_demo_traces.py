@@ -3,7 +3,7 @@
     python benchmarks/make_demo_traces.py [NAME ...] [--out DIR]
 
 Each demo is its kernel file and launch script in ``demo_traces/`` (the catalogue is
-``tuiprof.trace.demos.CATALOGUE``). Recording is deterministic and the files carry no date, so
+``tuiprof.demos.CATALOGUE``). Recording is deterministic and the files carry no date, so
 rebuilding leaves a file unchanged unless its content changed. Prints, per demo, the warp
 accesses, the file size and the record and save times. Without names: the shipped demos.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuiprof.trace.demos import CATALOGUE, record_demo  # noqa: E402
+from tuiprof.demos import CATALOGUE, record_demo  # noqa: E402
 from tuiprof.trace.io import SUFFIX, save_trace  # noqa: E402
 
 SHIPPED = ("vecadd", "spmv-u", "spmv-b", "spmv-b128", "spmv-vec-u", "spmv-vec-b", "spmv-vec-b128",

@@ -30,7 +30,7 @@ def scheduler_figures(trials: int) -> None:
 
     from tuiprof.arch.presets import load_arch, preset_arch
     from tuiprof.sim.montecarlo import MonteCarlo
-    from tuiprof.trace.demos import demo_path, load
+    from tuiprof.demos import demo_path, load
 
     for name, arch_name, label in SCHEDULER_CASES:
         trace = load(demo_path(name))
@@ -65,7 +65,7 @@ def part2_figures(seeds: int = 3) -> None:
     from tuiprof.session import RunConfig, Session
     from tuiprof.sim.prepared import default_md, prepare
     from tuiprof.sim.trial import run_trial
-    from tuiprof.trace.demos import demo_path
+    from tuiprof.demos import demo_path
     from tuiprof.trace.io import load_trace
 
     def trials(trace, arch):
@@ -120,7 +120,7 @@ def main() -> None:
     from tuiprof.arch.presets import parse_overrides
     from tuiprof.report import build_report
     from tuiprof.session import RunConfig
-    from tuiprof.trace.demos import demo_path
+    from tuiprof.demos import demo_path
 
     over = parse_overrides(args.overrides)
     for name in ("spmv-u", "stencil7"):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 from pathlib import Path
@@ -80,7 +79,7 @@ def section(docs: dict[str, dict[str, Any]]) -> str:
               "L1 read hit | L2 read hit | trials |",
               "|---|---|---|---|---|---|---|---|---|"]
     predicted, measured = {}, {}
-    for m, a, b, paper, _ in STUDY:
+    for m, _a, _b, paper, _ in STUDY:
         d = docs[m]
         t = time_row(d)
         k = {r["metric"]: r for r in d["kernel"]}

@@ -10,7 +10,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from tuiprof.session import RunConfig, Session  # noqa: E402
+from tuiprof.config import RunConfig  # noqa: E402
+from tuiprof.session import Session  # noqa: E402
 from tuiprof.tui.app import TuiprofApp  # noqa: E402
 
 SIZE = (190, 48)

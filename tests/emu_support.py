@@ -5,7 +5,7 @@ NumPy inputs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest

@@ -14,7 +14,6 @@ import re
 import runpy
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path

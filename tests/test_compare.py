@@ -123,7 +123,7 @@ def test_matching_across_inserted_lines_and_a_renamed_variable(cuda_ptx) -> None
 def test_matching_two_kernels_of_one_file_aligns_their_bodies() -> None:
     """The scalar and vector SpMV kernels share spmv.cu: the scalar loop's loads are found in the
     vector kernel's scalar remainder loop (the same text), the vector loads are added."""
-    from tuiprof.trace.demos import demo_path
+    from tuiprof.demos import demo_path
     from tuiprof.trace.io import read_header
 
     def refs(name: str):

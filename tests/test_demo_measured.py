@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,12 +24,12 @@ DEFAULT_BOUND = 0.10
 HIT_KEYS = ("l1_read", "l2_read", "l2_write")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def predictions(demo: str, arch: str) -> dict[str, float]:
     """The demo's headline hit ratios simulated as `arch` (16 trials, no MD sweep; seeded, so the
     same every time: simulated once per test session)."""
     from tuiprof.session import RunConfig, Session
-    from tuiprof.trace import demos
+    from tuiprof import demos
 
     analysis = Session(demos.load(demos.demo_path(demo)), RunConfig(arch=arch, trials=16, sweep=False)).run()
     return {k: float(analysis.headline[k].mean) for k in HIT_KEYS if k in analysis.headline}

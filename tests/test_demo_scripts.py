@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from tests.ptx_support import compile_ptx, needs_compiler
 from tuiprof.trace import synth
-from tuiprof.trace.demos import CATALOGUE
+from tuiprof.demos import CATALOGUE
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo_traces"

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuiprof.trace import demos, synth
+from tuiprof import demos
+from tuiprof.trace import synth
 from tuiprof.trace.io import load_trace, read_header
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import fold_measured
 import gpu_accuracy
 
-from tuiprof.trace.demos import CATALOGUE
+from tuiprof.demos import CATALOGUE
 from tuiprof.validate import METRICS, RESEARCH, metric_base
 
 

@@ -15,7 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -208,7 +209,7 @@ def pretend_gpu(monkeypatch: pytest.MonkeyPatch) -> DeviceInfo:
 def _some_trace() -> Any:
     import dataclasses
 
-    from tuiprof.trace import demos
+    from tuiprof import demos
     from tuiprof.trace.io import load_trace
 
     t = load_trace(demos.demo_path("vecadd"))
@@ -283,7 +284,7 @@ def test_validate_targets() -> None:
     whose arguments follow -- after any options."""
     from tuiprof.cli import build_parser, parse_command_line
     from tuiprof.cli_gpu import _validate_target
-    from tuiprof.trace.demos import demo_dir
+    from tuiprof.demos import demo_dir
 
     def target(*argv: str) -> tuple[Path, Any]:
         return _validate_target(parse_command_line(build_parser(), ["validate", *argv]))

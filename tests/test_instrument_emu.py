@@ -7,7 +7,8 @@ launch scripts' outputs are the same with and without probes."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pytest

@@ -110,7 +110,7 @@ def test_a_measured_timeline_says_when_the_probes_ran_at_lower_occupancy() -> No
     from tuiprof.arch import load_arch
     from tuiprof.collect.gpu import DeviceInfo, probe_occupancy
     from tuiprof.model.decisions import sm_model
-    from tuiprof.trace import demos
+    from tuiprof import demos
     from tuiprof.trace.io import load_trace
 
     t = load_trace(demos.demo_path("vecadd"))

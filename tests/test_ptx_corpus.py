@@ -71,7 +71,7 @@ def test_fixture_parses_every_instruction(path: Path) -> None:
     for f in m.functions.values():
         for i in f.instructions:
             assert i.loc is None or i.loc.file in m.files, (f.name, i.ptx_line)
-        for label, at in f.labels.items():
+        for _label, at in f.labels.items():
             assert 0 <= at <= len(f.instructions)
 
 

@@ -129,7 +129,7 @@ def test_a_padded_tile_row_and_its_neighbour(cuda_ptx) -> None:
 
 
 def test_bfs_credits_the_loop_to_the_condition(cuda_ptx) -> None:
-    from tuiprof.trace.demos import demo_path, load
+    from tuiprof.demos import demo_path, load
 
     trace = load(demo_path("bfs"))
     acc = np.bincount(trace.op, minlength=len(trace.ops))

@@ -14,7 +14,7 @@ from tests.factories import make_trace
 from tuiprof.cli import main
 from tuiprof.report import build_report
 from tuiprof.session import RunConfig
-from tuiprof.trace.demos import demo_path
+from tuiprof.demos import demo_path
 from tuiprof.trace.io import save_trace
 
 ROOT = Path(__file__).resolve().parents[1]

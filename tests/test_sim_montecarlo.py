@@ -222,7 +222,7 @@ def test_cancelling_a_pool_ends_every_unfinished_run(trace) -> None:
     other = MonteCarlo(trace, arch, trials=50, seed=2, md=1, prepared=main.prepared)
     pool = TrialPool([main, other], 2)
     seen = 0
-    for ev in pool.iter_events():
+    for _ev in pool.iter_events():
         seen += 1
         pool.cancel()
     assert seen == 1 and pool.cancelled

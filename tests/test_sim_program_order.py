@@ -27,7 +27,7 @@ from tuiprof.arch import load_arch
 from tuiprof.sim.prepared import default_md, pack_arch, prepare
 from tuiprof.sim.trial import trial_arrays
 from tuiprof.sim.results import C_L1_RA, C_L1_RH, C_L2_RA, C_L2_RH
-from tuiprof.trace.demos import demo_names, demo_path, load
+from tuiprof.demos import demo_names, demo_path, load
 
 PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")
 LINE = 128

@@ -19,7 +19,7 @@ from tuiprof.sim.reference import reference_trial
 from tuiprof.sim.replay import SCAN_MAX_ASSOC, Geometry, hdel, hfind, hput
 from tuiprof.sim.results import COUNTER_FIELDS, TrialResult
 from tuiprof.sim.trial import run_trial
-from tuiprof.trace.demos import demo_names, demo_path, resolve_target
+from tuiprof.demos import demo_names, demo_path, resolve_target
 from tuiprof.trace.io import load_trace
 
 PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")
@@ -93,7 +93,7 @@ def rewrite_trace(seed: int):
     atomics: dirty evictions, reloads of partly written sectors, atomics on a write-back L2."""
     rng = np.random.default_rng(seed)
     warps = []
-    for w in range(6):
+    for _w in range(6):
         acc = []
         for _ in range(120):
             line = int(rng.integers(0, 192))

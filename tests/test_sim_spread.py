@@ -14,7 +14,7 @@ from tuiprof.arch import load_arch
 from tuiprof.sim.montecarlo import MonteCarlo
 from tuiprof.sim.results import TrialResult
 from tuiprof.trace import synth
-from tuiprof.trace.demos import demo_path, load
+from tuiprof.demos import demo_path, load
 
 Z95 = 1.96
 

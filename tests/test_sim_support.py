@@ -6,7 +6,7 @@ counts in the tests come from arithmetic on these inputs, not from the code unde
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

@@ -305,7 +305,7 @@ def test_before_volta_the_l1_is_the_presets_split(preset: str) -> None:
 def test_a_session_simulates_the_carve_out_l1_unless_the_l1_is_set() -> None:
     from tuiprof.report import build_report
     from tuiprof.session import RunConfig, Session
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     t = load_trace(resolve_target("transpose-tiled"))
@@ -325,7 +325,7 @@ def test_a_session_simulates_the_carve_out_l1_unless_the_l1_is_set() -> None:
 
 def test_the_sweep_simulates_each_md_with_its_own_l1() -> None:
     from tuiprof.session import RunConfig, Session
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     t = load_trace(resolve_target("transpose-tiled"))
@@ -352,7 +352,7 @@ def test_transpose_naive_on_v100_stores_complete_in_l2() -> None:
     # The case (93,056 write-throughs plus 82,395 write-backs for 81,920 sectors stored):
     # on a write-back L2 no store writes through, dirty sectors reach DRAM only when evicted,
     # and every store is an L2 hit.
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     t = load_trace(resolve_target("transpose-naive"))

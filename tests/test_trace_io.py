@@ -187,7 +187,7 @@ def test_saving_the_same_trace_twice_gives_the_same_bytes(tmp_path: Path) -> Non
     # Demo traces are committed: rebuilding one must not change its file unless its content did.
     import os
 
-    from tuiprof.trace.demos import demo_path
+    from tuiprof.demos import demo_path
 
     t = load_trace(demo_path("vecadd"))
     first = save_trace(t, tmp_path / "a.tptrace").read_bytes()

@@ -23,7 +23,7 @@ pytest.importorskip("textual")
 from textual.containers import VerticalScroll  # noqa: E402
 from textual.widgets import Input, OptionList  # noqa: E402
 
-from tuiprof.trace.demos import CATALOGUE, demo_dir  # noqa: E402
+from tuiprof.demos import CATALOGUE, demo_dir  # noqa: E402
 from tuiprof.tui.actions import ACTIONS  # noqa: E402
 from tuiprof.tui.app import RUNNING, TuiprofApp, precision_step, side_width  # noqa: E402
 from tuiprof.tui.messages import Compiling  # noqa: E402

@@ -167,7 +167,7 @@ async def test_baseline_across_a_what_if_and_an_arch_change() -> None:
                                    (replace(app.config, arch="a100", overrides={}), "a100", None)):
             before = app.session
             assert app.start_run(config)
-            await wait_for(pilot, lambda: idle(app) and app.session is not before and not app.stale)
+            await wait_for(pilot, lambda before=before: idle(app) and app.session is not before and not app.stale)
             view = app.query_one(SourceView)
             assert app.baseline is pinned and app._against is not None
             assert app._against.analysis is app.analysis

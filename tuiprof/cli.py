@@ -10,12 +10,17 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from tuiprof import __version__
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.output import note as _say
 from tuiprof.output import shown, write_output
+
+# The run and collect options as a RunConfig: their own module, which the GPU commands share.
+from tuiprof.cli_options import collect_options as collect_options
+from tuiprof.cli_options import run_config as run_config
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
@@ -177,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_compiler_options(p: argparse.ArgumentParser) -> None:
+def _add_compiler_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--cflag", dest="cflags", action="append", default=[], metavar="FLAG",
                    help="compiler flag passed through, e.g. --cflag=-Iinclude --cflag=-DN=4 (repeatable)")
     p.add_argument("--compiler", choices=("auto", "nvcc", "nvrtc"), default="auto",
@@ -215,31 +220,6 @@ def _add_ui_options(p: argparse.ArgumentParser) -> None:
                    "tuiprof-high-contrast, or any Textual theme")
     _add_run_options(p)
     _add_collect_options(p)
-
-
-def run_config(args: argparse.Namespace) -> Any:
-    """The RunConfig the run options ask for (`_add_run_options`)."""
-    from tuiprof.arch.presets import parse_overrides
-    from tuiprof.session import RunConfig
-
-    extra = {} if args.tolerance is None else {"tolerance": args.tolerance or None}
-    return RunConfig(arch=args.arch, overrides=parse_overrides(args.overrides), trials=args.trials, seed=args.seed,
-                     md=args.md, sweep=args.sweep, sweep_trials=args.sweep_trials, collect=collect_options(args), **extra)
-
-
-def collect_options(args: argparse.Namespace) -> Any:
-    """The CollectOptions the collect options ask for (`_add_collect_options`)."""
-    from tuiprof.collect.options import DEFAULT_STEP_LIMIT, CollectOptions
-
-    return CollectOptions(launch=Path(args.launch) if args.launch else None, kernel=args.kernel,
-                          launch_index=args.launch_index, snapshot=args.snapshot, snapshot_start=args.snapshot_start,
-                          snapshot_warm=args.snapshot_warm,
-                          cflags=tuple(args.cflags), compiler=args.compiler, backend=getattr(args, "backend", "emu"),
-                          cuda=getattr(args, "cuda", "cuda-bindings"),
-                          nvcc_args=tuple(getattr(args, "program_nvcc_args", ())),
-                          compile_command=tuple(getattr(args, "compile_command", ())),
-                          program_args=tuple(getattr(args, "program_args", ())),
-                          step_limit=args.step_limit or DEFAULT_STEP_LIMIT)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -341,7 +321,7 @@ def _target_arg(target: str) -> str:
 def _ui_target(target: str) -> Path:
     """The trace path of a UI target; anything that is not a file, a trace path or a demo name is
     refused here, before any UI starts, like an unknown command."""
-    from tuiprof.trace.demos import demo_names, resolve_target
+    from tuiprof.demos import demo_names, resolve_target
 
     from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
 
@@ -431,7 +411,7 @@ def cmd_warmup(args: argparse.Namespace) -> int:
 
 
 def cmd_demos(args: argparse.Namespace) -> int:
-    from tuiprof.trace.demos import demo_table
+    from tuiprof.demos import demo_table
 
     write_output(demo_table(), None)
     return 0

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 BACKENDS = ("auto", "gpu", "emu")
 """`tuiprof.collect.options.BACKENDS`, repeated: importing that package would import NumPy."""
@@ -102,7 +103,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import sys
 
-    from tuiprof.arch.calibrate import calibrate
+    from tuiprof.collect.calibrate import calibrate
 
     def say(text: str) -> None:
         print(f"  {text}...", file=sys.stderr, flush=True)
@@ -122,9 +123,9 @@ def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
     where the command line names none), or a program built by `tuiprof build` (its binary, None)."""
     import dataclasses
 
-    from tuiprof.cli import collect_options
+    from tuiprof.cli_options import collect_options
     from tuiprof.errors import UsageError
-    from tuiprof.trace.demos import CATALOGUE, demo_collection
+    from tuiprof.demos import CATALOGUE, demo_collection
 
     target, opts = args.target, collect_options(args)
     if target.endswith(".cu") or (target in CATALOGUE and not Path(target).exists()):
@@ -145,7 +146,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     simulate it and print the comparison."""
     import tempfile
 
-    from tuiprof.cli import run_config
+    from tuiprof.cli_options import run_config
     from tuiprof.collect.gpu import gpu_info, require_gpu
     from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
     from tuiprof.output import check_output
@@ -243,10 +244,10 @@ def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -
 def _validate_source_csv(args: argparse.Namespace) -> int:
     """``--source-csv FILE``: a trace (or demo) simulated and compared op by op with a source
     page saved earlier; no GPU."""
-    from tuiprof.cli import run_config
+    from tuiprof.cli_options import run_config
     from tuiprof.errors import UsageError
     from tuiprof.session import Session
-    from tuiprof.trace import demos
+    from tuiprof import demos
     from tuiprof.trace.io import SUFFIX, load_trace
     from tuiprof.validate import ValidateError
     from tuiprof.validate_ops import compare_ops, parse_source_page, render_ops

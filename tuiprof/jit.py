@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Literal, TypedDict
 
 from tuiprof.resources import user_cache_dir
 
@@ -129,17 +130,26 @@ def _harden_cache() -> None:
             _note_once("unsaved", f"note: cannot save compiled kernels in {_CACHE_DIR} ({str(reason)[:80]}); "
                        "they are compiled again at the next run")
 
-    Cache.load_overload, Cache.save_overload = load_overload, save_overload
+    Cache.load_overload, Cache.save_overload = load_overload, save_overload  # type: ignore[method-assign]
 
 
 if _CACHE_DIR is not None:
     _harden_cache()
 
-KERNEL = dict(nogil=True, cache=_CACHE_DIR is not None, error_model="numpy")
+class KernelOptions(TypedDict, total=False):
+    """The Numba options tuiprof passes to `njit`: typed so that ``njit(**KERNEL)`` type-checks."""
+
+    nogil: bool
+    cache: bool
+    error_model: Literal["python", "numpy"]
+    inline: Literal["never", "always"]
+
+
+KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy"}
 """Options of every kernel: releases the GIL, cached on disk; integer division by zero does not
 raise (no exception path, which would also defeat reference-count pruning, see `INLINE`)."""
 
-INLINE = dict(KERNEL, inline="always")
+INLINE: KernelOptions = {**KERNEL, "inline": "always"}
 """Options of the small helpers called inside hot loops: inlined at the Numba IR level. A call
 that is not inlined keeps an error-return path, and around it Numba's reference-count pruning
 cannot remove the caller's atomic incref/decref pairs on its arrays (measured: 20-40 ns per call
@@ -290,7 +300,7 @@ def _mulhi(typingctx, a, b):
     return types.uint64(a, b), codegen
 
 
-@overload(mulhi, jit_options=dict(KERNEL), inline="always")
+@overload(mulhi, jit_options=dict(KERNEL), inline="always")  # type: ignore[arg-type]  # KERNEL is a _JITOptions
 def _mulhi_overload(a, b):  # noqa: ANN001, ANN202 (Numba's signature)
     if isinstance(a, types.Integer) and isinstance(b, types.Integer):
         return lambda a, b: _mulhi(a, b)
@@ -374,11 +384,11 @@ def _cached(kernel: object) -> bool:
     if not index:
         return False
     try:
-        want = cache._index_key(None, kernel.targetctx.codegen())[2]  # type: ignore[union-attr]
+        want = cache._index_key(None, kernel.targetctx.codegen())[2]  # type: ignore[union-attr,attr-defined]
     except Exception:  # internals that differ: the index is not empty, say nothing
         return True
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]

@@ -31,7 +31,8 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import BinaryIO
+from collections.abc import Callable, Iterable
 
 from tuiprof.errors import OutputError
 
@@ -136,7 +137,7 @@ def check_binary_stdout() -> None:
                           "give a file name (-o trace.tptrace), or redirect standard output (-o - > trace.tptrace)")
 
 
-def _write_stdout_binary(write: Callable[[BinaryIO], None]) -> None:
+def _write_stdout_binary(write: Callable[[BinaryIO], object]) -> None:
     check_binary_stdout()
     try:
         sys.stdout.flush()
@@ -150,7 +151,7 @@ def _write_stdout_binary(write: Callable[[BinaryIO], None]) -> None:
         raise OutputError(f"cannot write to standard output: {_reason(exc)}", "give a file name with -o FILE") from None
 
 
-def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
+def write_bytes_to(output: str, write: Callable[[BinaryIO], object], *,
                    protect: Iterable[str | os.PathLike[str]] = ()) -> None:
     """Write through `write(fh)` to `output` following the module's rules; ``-`` is standard
     output when it is not a terminal."""
@@ -167,7 +168,7 @@ def write_bytes_to(output: str, write: Callable[[BinaryIO], None], *,
     _replace_atomically(real, name, folder, mode, write)
 
 
-def _write_through(real: str, name: str, write: Callable[[BinaryIO], None]) -> None:
+def _write_through(real: str, name: str, write: Callable[[BinaryIO], object]) -> None:
     """A device, FIFO or socket: write into it, never replace it. Opened without blocking (a FIFO
     without a reader would block forever): a FIFO waits `FIFO_WAIT` seconds for a reader."""
     fd = _open_through(real, name)
@@ -201,7 +202,7 @@ def _open_through(real: str, name: str) -> int:
     return fd
 
 
-def _replace_atomically(real: str, name: str, folder: str, mode: int, write: Callable[[BinaryIO], None]) -> None:
+def _replace_atomically(real: str, name: str, folder: str, mode: int, write: Callable[[BinaryIO], object]) -> None:
     import tempfile
 
     sweep_stale(Path(folder), _OUR_TMP, STALE_SECONDS)

@@ -9,7 +9,7 @@ batches), so they must only hand the phase on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,16 @@
 """The report: one plain-data document describing a run, rendered as text, JSON or Markdown.
 
 The document is a dict of JSON types so that JSON is a dump of it and the text and Markdown
-views show exactly the same data.
+views show exactly the same data. Its shape is `tuiprof.report_schema.ReportDocument` (TypedDicts,
+and the JSON Schema shipped beside this module), versioned by its ``schema_version``.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,9 +19,14 @@ from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
 from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
 from tuiprof.model.md import LOW_CONFIDENCE_RATIO
-from tuiprof.model.pattern import AddressPattern, insight
+from tuiprof.model.advice import insight
+from tuiprof.model.pattern import AddressPattern
 from tuiprof.model.shared import PassStats
 from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
+from tuiprof.report_schema import (SCHEMA_VERSION, AnalysisOp, AnalysisSection, ConstSection, DecisionsSection, Histogram,
+                                   MdSection, MdSimulated, MdTimingRow, ReportDocument, SharedSection,
+                                   ThesisRow, TimeRow, TraceSection)
+from tuiprof.report_schema import Estimate as EstimateDict
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
 from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
@@ -37,7 +44,7 @@ class _SourceLines:
     of thousands of ops on one enormous line allocates that line once, not once per op."""
 
     def __init__(self, trace: Trace) -> None:
-        self._texts = {}
+        self._texts: dict[str, str] = {}
         for src in trace.sources:
             self._texts.setdefault(src.name, src.text)
         self._lines: dict[str, list[str]] = {}
@@ -53,7 +60,7 @@ class _SourceLines:
         return self._cut[key]
 
 
-def trace_section(trace: Trace, path: Path | None = None) -> dict[str, Any]:
+def trace_section(trace: Trace, path: Path | None = None) -> TraceSection:
     """Launch, snapshot, provenance and static ops of a trace. Per-op strings are cut to the
     caps of `trace.model` (the whole strings are in the trace), so the report stays small."""
     L, P = trace.launch, trace.provenance
@@ -81,7 +88,7 @@ def trace_section(trace: Trace, path: Path | None = None) -> dict[str, Any]:
     }
 
 
-def run_section(session: Session) -> dict[str, Any]:
+def run_section(session: Session) -> dict[str, Any]:  # the ArchSection, OccupancySection, RunSection keys
     """Arch, occupancy and run parameters of a session."""
     arch, occ, cfg = session.arch, session.occupancy, session.config
     return {
@@ -112,24 +119,24 @@ def _finite(x: float, digits: int = RATIO_DIGITS) -> float | None:
 
 
 def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = None,
-                     line_bytes: int = 128) -> dict[str, Any]:
+                     line_bytes: int = 128) -> AnalysisSection:
     """The simulated results as plain data; with the ops' address `patterns`, each op's reason
     and advice (as the UI's drill-down gives them)."""
-    def hist(values: np.ndarray) -> dict[str, list[float]]:
+    def hist(values: np.ndarray) -> Histogram:
         v = values[~np.isnan(values)]
         if not v.size:
             return {"counts": [], "edges": []}
         counts, edges = np.histogram(v, bins=HIST_BINS, range=(max(0.0, v.min() - 0.005), min(1.0, v.max() + 0.005)))
         return {"counts": counts.tolist(), "edges": [round(float(e), 4) for e in edges]}
 
-    shared: dict[tuple[int, int], dict[str, Any]] = {}
+    shared: dict[tuple[int, int], EstimateDict] = {}
 
-    def as_dict(e: Estimate, digits: int = RATIO_DIGITS) -> dict[str, Any]:
+    def as_dict(e: Estimate, digits: int = RATIO_DIGITS) -> EstimateDict:
         """`e.to_dict`, once per Estimate object (ops the snapshot never reaches share theirs)."""
         key = (id(e), digits)
         if key not in shared:
-            shared[key] = e.to_dict(digits)
-        return dict(shared[key])
+            shared[key] = cast(EstimateDict, e.to_dict(digits))
+        return EstimateDict(**shared[key])
 
     ranks = a.ranks()
 
@@ -138,7 +145,7 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
             return None, None
         return insight(s, patterns.get(s.op.id), a, line_bytes)
 
-    ops = []
+    ops: list[AnalysisOp] = []
     for s in a.by_cost():
         reason, tips = why(s)
         ops.append({"id": s.op.id, "rank": ranks.get(s.op.id), "kind": s.op.kind, "line": s.op.line,
@@ -155,8 +162,8 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
     return {
         "trials": a.trials, "planned": a.planned, "md": a.md, "elapsed_s": round(a.elapsed, 3),
         "l1_requests_per_second": round(a.requests_per_second),
-        "headline": {k: {**e.to_dict(RATIO_DIGITS), "histogram": hist(a.samples[k])} for k, e in a.headline.items()},
-        "dram_latency": {"tm": a.tm.to_dict(1), "counts": a.dram_hist[0].tolist(),
+        "headline": {k: {**as_dict(e), "histogram": hist(a.samples[k])} for k, e in a.headline.items()},
+        "dram_latency": {"tm": cast(EstimateDict, a.tm.to_dict(1)), "counts": a.dram_hist[0].tolist(),
                          "edges": [round(float(e), 1) for e in a.dram_hist[1]]},
         "convergence": {k: [_finite(x) for x in v] for k, v in a.convergence.items()},
         "sm_requests": [round(float(x), 1) for x in a.sm_requests],
@@ -165,14 +172,14 @@ def analysis_section(a: Analysis, patterns: dict[int, AddressPattern] | None = N
     }
 
 
-def shared_section(sh: PassStats) -> dict[str, Any]:
+def shared_section(sh: PassStats) -> SharedSection:
     """A shared-memory op's bank conflicts as Nsight Compute counts them (`tuiprof.model.shared`)."""
     return {"wavefronts_per_request": _finite(sh.passes, 3), "ideal_wavefronts": _finite(sh.ideal, 3),
             "worst_wavefronts": sh.worst, "conflicted_share": _finite(sh.conflicted), "latency": _finite(sh.latency, 1),
             "wavefronts": round(sh.total, 1)}
 
 
-def const_section(c: PassStats) -> dict[str, Any]:
+def const_section(c: PassStats) -> ConstSection:
     """A constant op's constant-cache requests per warp access (distinct addresses: a broadcast is
     one; `tuiprof.model.constant`)."""
     return {"requests_per_access": _finite(c.passes, 3), "ideal_requests": _finite(c.ideal, 3),
@@ -180,7 +187,7 @@ def const_section(c: PassStats) -> dict[str, Any]:
             "requests": round(c.total, 1)}
 
 
-def _row(r: Any) -> dict[str, Any]:
+def _row(r: Any) -> ThesisRow:
     return {"miss_rate": _finite(r.miss_rate), "dram_reads_per_cta": _finite(r.dram_reads_per_cta, 2),
             "dr_inc_rate": _finite(r.dr_inc_rate), "mf_latency": _finite(r.mf_latency, 1),
             "mf_latency_rate": _finite(r.mf_latency_rate), "pipeline_effect": _finite(r.pipeline_effect),
@@ -188,7 +195,7 @@ def _row(r: Any) -> dict[str, Any]:
             "relative_performance": _finite(r.relative_performance)}
 
 
-def _time_row(k: Any) -> dict[str, Any]:
+def _time_row(k: Any) -> TimeRow:
     """One KernelTime of the timing model as plain data."""
     w = k.mwp
     return {"time_s": _finite(k.time_s, 12), "bound": k.bound, "bound_label": k.bound_label, "mwp_s": _finite(k.mwp_s, 12),
@@ -200,7 +207,7 @@ def _time_row(k: Any) -> dict[str, Any]:
             "n": _finite(w.n, 2), "mwp": _finite(w.mwp, 3), "cwp": _finite(w.cwp, 3), "case": w.case}
 
 
-def md_section(d: Decisions) -> dict[str, Any] | None:
+def md_section(d: Decisions) -> MdSection | None:
     """The MD decision: the timing model per MD (headline), Yen14's thesis rules beside it, and
     the recommendation."""
     m = d.md
@@ -208,13 +215,13 @@ def md_section(d: Decisions) -> dict[str, Any] | None:
         return None
     sims = {s.md: s for s in d.md_samples}
 
-    def simulated(md: int) -> dict[str, Any] | None:
+    def simulated(md: int) -> MdSimulated | None:
         s = sims.get(md)
         return None if s is None else {"miss_rate": _finite(s.miss_rate), "l2_read_hit_ratio": _finite(s.l2_hit_rate),
                                        "dram_reads_per_cta": _finite(s.dram_reads_per_cta, 2),
                                        "mf_latency": _finite(s.mf_latency, 1), "trials": s.trials}
 
-    def timing(md: int) -> dict[str, Any] | None:
+    def timing(md: int) -> MdTimingRow | None:
         if m.timing is None:
             return None
         return {**_time_row(m.timing.time(md)), "relative_performance": _finite(m.timing.relative_performance(md))}
@@ -233,7 +240,7 @@ def md_section(d: Decisions) -> dict[str, Any] | None:
     }
 
 
-def decisions_section(d: Decisions) -> dict[str, Any]:
+def decisions_section(d: Decisions) -> DecisionsSection:
     """The decision models (Zhang11, Yen14, Farooqui11, HongKim09 and the timing model) as plain data."""
     w, b, u = d.mwp, d.bottleneck, d.sm
     return {
@@ -261,17 +268,19 @@ def decisions_section(d: Decisions) -> dict[str, Any]:
     }
 
 
-def document(session: Session, analysis: Analysis | None, *, partial: bool = False) -> dict[str, Any]:
+def document(session: Session, analysis: Analysis | None, *, partial: bool = False) -> ReportDocument:
     """The report of `session` with `analysis` (its final or current one) as plain data;
     `partial`: written while the run goes on (the UI's export), so said in the report."""
     section = None
     if analysis is not None:
         section = analysis_section(analysis, session.patterns(), session.arch.l1.line)
-    return {"tuiprof": __version__, "partial": partial, "trace": trace_section(session.trace, session.path),
-            **run_section(session), "analysis": section}
+    run = run_section(session)
+    return {"schema_version": SCHEMA_VERSION, "tuiprof": __version__, "partial": partial,
+            "trace": trace_section(session.trace, session.path), "arch": run["arch"], "occupancy": run["occupancy"],
+            "run": run["run"], "analysis": section}
 
 
-def build_report(target: str | Path, config: RunConfig, on_event: Any = None) -> dict[str, Any]:
+def build_report(target: str | Path, config: RunConfig, on_event: Any = None) -> ReportDocument:
     """Open `target` (a trace, a demo name or a .cu source), simulate it under `config`, and
     describe the run; a note on standard error says when the simulator compiles first (a pause of
     half a minute without a word otherwise)."""
@@ -305,12 +314,13 @@ def build_report(target: str | Path, config: RunConfig, on_event: Any = None) ->
         slow.close()
 
 
-def render(doc: dict[str, Any], fmt: str) -> str:
+def render(report: ReportDocument, fmt: str) -> str:
     """The document as JSON (control characters escaped by JSON itself), Markdown or text.
 
     Every string from the trace is shown through `printable` field by field (a newline in a label
     is escaped, never a new line), and the whole text once more, so that nothing from a trace
     reaches a terminal as a control sequence."""
+    doc = cast("dict[str, Any]", report)  # the views below read it as plain JSON data
     if fmt == "json":
         return json.dumps(doc, indent=2)
     return printable(_render_md(doc) if fmt == "md" else _render_text(doc), keep="\n")
@@ -475,7 +485,7 @@ def _bars(h: dict[str, list[float]], pct: bool, width: int = 40) -> list[str]:
     if not counts:
         return []
     top = max(counts) or 1
-    f = (lambda x: f"{100 * x:6.1f}%") if pct else (lambda x: f"{x:7.0f}")
+    f: Callable[[float], str] = (lambda x: f"{100 * x:6.1f}%") if pct else (lambda x: f"{x:7.0f}")
     single = sum(1 for c in counts if c) == 1  # every trial in one bin: that bin alone says it
     return [f"{f(edges[i])} - {f(edges[i + 1])} | {'#' * round(width * c / top):<{width}} {c}"
             for i, c in enumerate(counts) if c or (0 < i < len(counts) - 1 and not single)]
@@ -607,7 +617,7 @@ def _decision_lines(d: dict[str, Any] | None, md: bool) -> list[str]:
     """The decision sections (Zhang11, Yen14, Farooqui11, HongKim09 and the timing model), as text or Markdown."""
     if d is None:
         return []
-    head = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
+    head: Callable[[str], list[str]] = (lambda t: ["", f"## {t}", ""]) if md else (lambda t: ["", f"{t}:"])
     ind = "" if md else "  "
     out = head("Advice") + [f"{ind}- {a}" for a in d["advice"]]
     m = d["md"]

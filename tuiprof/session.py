@@ -7,13 +7,15 @@ import dataclasses
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Mapping
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
-from tuiprof.collect.options import CollectOptions
+from tuiprof.config import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE  # re-exported: the run's defaults
+from tuiprof.config import RunConfig as RunConfig
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.sim.budget import check_run_memory
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from tuiprof.model.analysis import Analysis
+    from tuiprof.model.decisions import Decisions
     from tuiprof.model.md import MdSample
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.sim.montecarlo import MonteCarlo, TrialPool
@@ -30,7 +33,6 @@ if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult
 
 
-DEFAULT_TOLERANCE = 0.005
 MIN_TRIALS = 20
 """Trials the main run makes before a tolerance may stop it (Baghsorkhi12 Fig. 7)."""
 SWEEP_MIN_TRIALS = 8
@@ -39,42 +41,6 @@ SWEEP_FIRST_TRIALS = 4
 MDs that can still change the decision then double theirs, checkpoint by checkpoint."""
 _PATTERNS_LOCK = threading.Lock()
 """Held while a session looks up or computes its trace's address patterns (shared by reruns)."""
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """What the user asked for: GPU model, what-if overrides, trials, seed, MD."""
-
-    arch: str | None = None
-    """Preset name or TOML path; None = the arch the trace was made for."""
-    overrides: Mapping[str, str] = field(default_factory=dict)
-    trials: int = 64
-    seed: int = 0
-    md: int | None = None
-    """Resident CTAs per SM; None = the occupancy limit."""
-    tolerance: float | None = DEFAULT_TOLERANCE
-    """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
-    sqrt(n)) has a half-width below this (a ratio: 0.005 = 0.5 percentage points), after at least 20 trials (Baghsorkhi12 Fig. 7; the MD
-    sweep after 8); None runs every trial."""
-    threads: int | None = None
-    sweep: bool = True
-    """Run the MD sweep (Yen14) for the MD decision: its trials share the main run's workers
-    from the main run's last trials on."""
-    sweep_trials: int | None = None
-    """Trials per MD in the sweep; None = a quarter of `trials` (at least 8), adaptive."""
-    sweep_adaptive: bool | None = None
-    """Whether the sweep's MDs that cannot change the decision run fewer trials than
-    `sweep_trials` (`Session.sweep_adaptive`); None = when `sweep_trials` is not given."""
-
-    @property
-    def adaptive_sweep(self) -> bool:
-        """`sweep_adaptive` resolved."""
-        return self.sweep_trials is None if self.sweep_adaptive is None else self.sweep_adaptive
-    sweep_tolerance: float | None | Literal["same"] = "same"
-    """The sweep's early-stop tolerance: "same" = `tolerance` (the UI pins it when `T` tightens the
-    main run's, so that the sweep, cached, is not run again for nothing)."""
-    collect: CollectOptions = field(default_factory=CollectOptions)
-    """How a `.cu` target is compiled, launched and recorded (unused for a recorded trace)."""
 
 
 def resolve_arch(trace: Trace, config: RunConfig) -> Arch:
@@ -98,7 +64,7 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     (given, or the one found beside the source) and an arch TOML file."""
     from tuiprof.arch.presets import preset_names
     from tuiprof.collect.script import find_launch_script
-    from tuiprof.trace.demos import resolve_target
+    from tuiprof.demos import resolve_target
 
     from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
 
@@ -267,10 +233,12 @@ class Session:
         self._listening = True
         """Someone receives this run's events (intermediate analyses are made only then)."""
         same = previous is not None and previous.trace is trace
-        self.prepared: "Prepared | None" = prepared if prepared is not None else (previous.prepared if same else None)
+        self.prepared: "Prepared | None" = (prepared if prepared is not None
+                                            else (previous.prepared if same else None))  # type: ignore[union-attr]
         """The trace packed for the simulator, once run."""
-        self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache()
-        self._patterns: dict[tuple[int, int], dict[int, "AddressPattern"]] = previous._patterns if same else {}
+        self.sweep_cache: SweepCache = previous.sweep_cache if same else SweepCache()  # type: ignore[union-attr]
+        self._patterns: dict[tuple[int, int], dict[int, "AddressPattern"]] = (
+            previous._patterns if same else {})  # type: ignore[union-attr]  # same: previous is not None
         self.analysis: "Analysis | None" = None
         self.stop_reason: str | None = None
         """After the main run: "completed", "converged" or "cancelled"."""
@@ -287,7 +255,7 @@ class Session:
 
             source = Path(target)
             return cls(collect_trace(source, config, progress), config, source)
-        from tuiprof.trace.demos import load, resolve_target
+        from tuiprof.demos import load, resolve_target
 
         path = resolve_target(str(target))
         progress(Phase(f"loading {path.name}"))
@@ -457,7 +425,7 @@ class Session:
                         emit(AnalysisUpdated(update))
         if not self._cancelled and not pool.cancelled and analysis is not None:
             self.analysis = self._with_md(analysis, main, per_md, final=True)
-            emit(Finished(self.analysis))
+            emit(Finished(self.analysis))  # type: ignore[arg-type]  # _with_md keeps an Analysis
             return self.analysis
         if not main_done:
             self.stop_reason = mc.stop_reason
@@ -518,7 +486,7 @@ class Session:
 
     @staticmethod
     def _with_note(analysis: "Analysis", note: str, samples: tuple["MdSample", ...] = ()) -> "Analysis":
-        return dataclasses.replace(analysis, decisions=dataclasses.replace(analysis.decisions, md_note=note,
+        return dataclasses.replace(analysis, decisions=dataclasses.replace(cast("Decisions", analysis.decisions), md_note=note,
                                                                            md_samples=samples))
 
     def _has_minimum(self, sweep: dict[int, "MonteCarlo"], per_md: dict[int, list["TrialResult"]]) -> bool:
@@ -613,13 +581,13 @@ class Session:
             return self._with_note(analysis, self._sweep_note)
         samples = self._samples(main, per_md)
         tables = [t[:, TRAFFIC] for t in self._tables(main, per_md).values()]
-        swept = dict(md_samples=samples, sweep_trials=max([len(v) for v in per_md.values()], default=0),
-                     sweep_elapsed=time.perf_counter() - self._t_main)
+        swept: dict[str, Any] = dict(md_samples=samples, sweep_trials=max([len(v) for v in per_md.values()], default=0),
+                                     sweep_elapsed=time.perf_counter() - self._t_main)
         if self._working_set is None:
-            self._working_set = self.prepared.working_set_lines()
+            self._working_set = self.prepared.working_set_lines()  # type: ignore[union-attr]  # prepared by the run
         ws = self._working_set or samples[0].dram_reads_per_cta
         L, stats = self.trace.launch, self._op_stats
-        d = analysis.decisions
+        d = cast("Decisions", analysis.decisions)  # the main run made them
         shape = kernel_shape(self.trace, self.arch, stats.accesses, stats.requests_per_access)
         timing = predict_timing(self.arch, shape, [mean_traffic(t) for t in tables])
         try:

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 WARMUP_DEMO = "transpose-tiled"
 """A small demo (82K warp accesses) with global and shared-memory ops."""
@@ -69,7 +69,7 @@ def needed(step: Step) -> bool:
 def run_step(step: Step) -> None:
     """Compile (or load) `step`'s kernels by running them once on a small demo."""
     from tuiprof.session import RunConfig, Session
-    from tuiprof.trace.demos import demo_collection, load, resolve_target
+    from tuiprof.demos import demo_collection, load, resolve_target
 
     if step.target == EMULATOR:
         from tuiprof.collect.pipeline import collect_trace

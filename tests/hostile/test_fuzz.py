@@ -14,14 +14,14 @@ exit status 0 or 2, never a signal, never a traceback.
 from __future__ import annotations
 
 import copy
-import io
 import math
 import random
 import re
 import resource
 import zipfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pytest

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -23,7 +23,7 @@ import pytest
 from tests.hostile import hostile as H
 from tests.hostile.conftest import ROOT, assert_clean_error, run_cli, snapshot
 from tuiprof.errors import OutputError, TraceError
-from tuiprof.trace.io import MAX_HEADER_BYTES, decode_addresses, load_trace, read_header
+from tuiprof.trace.io import MAX_HEADER_BYTES, load_trace, read_header
 from tuiprof.trace.model import MAX_OPS, MAX_SOURCE_CHARS
 
 EXCEPTION_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")
@@ -435,7 +435,7 @@ def test_demo_traces_load_as_before() -> None:
 @pytest.mark.slow
 def test_damaged_cached_demo_is_built_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: a damaged cache file was reported as "not a valid .tptrace file" on every use.
-    from tuiprof.trace import demos
+    from tuiprof import demos
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     cached = demos._cache_path("spmv-vec-u128")
@@ -453,7 +453,7 @@ def test_damaged_cached_demo_is_built_again_fast(tmp_path: Path, monkeypatch: py
     """The CI variant of the test above: the recording is stubbed (the vecadd demo's trace), the
     rebuild itself is real: the damage is named, the new file replaces the damaged one
     atomically, and it loads."""
-    from tuiprof.trace import demos
+    from tuiprof import demos
 
     recorded = load_trace(H.BASE)
     calls: list[str] = []
@@ -473,7 +473,7 @@ def test_damaged_cached_demo_is_built_again_fast(tmp_path: Path, monkeypatch: py
 
 
 def test_damaged_file_that_is_not_a_cached_demo_is_not_rebuilt(tmp_path: Path) -> None:
-    from tuiprof.trace import demos
+    from tuiprof import demos
 
     bad = tmp_path / "spmv-vec-u128.tptrace"
     bad.write_bytes(b"junk")
@@ -491,7 +491,7 @@ def _demo_env(tmp_path: Path) -> dict[str, str]:
 
 RECORDING_REFUSED = """
 import errno, os, tempfile
-import tuiprof.trace.demos as _demos
+import tuiprof.demos as _demos
 
 def _deny(real):
     def call(*args, **kwargs):  # the cache folder is read-only (root ignores modes: simulated)
@@ -522,7 +522,7 @@ def test_unwritable_demo_cache_is_one_error_before_recording(tmp_path: Path) -> 
 def test_recording_a_demo_with_stderr_closed_says_nothing(tmp_path: Path) -> None:
     # Before: print(..., file=sys.stderr) with sys.stderr None wrote "recording demo ..." to
     # stdout, into the report.
-    prelude = ("import tuiprof.trace.demos as _demos\nfrom tuiprof.trace.io import load_trace as _load\n"
+    prelude = ("import tuiprof.demos as _demos\nfrom tuiprof.trace.io import load_trace as _load\n"
                f"_demos.record_demo = lambda name: _load({str(H.BASE)!r})\n")
     run = run_cli(["report", "spmv-vec-u128", "--trials", "1", "--no-sweep"], tmp_path, prelude=prelude,
                   env=_demo_env(tmp_path), close_fds=(2,))
@@ -532,7 +532,7 @@ def test_recording_a_demo_with_stderr_closed_says_nothing(tmp_path: Path) -> Non
 
 def test_cache_folder_in_the_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: FileExistsError / NotADirectoryError traceback.
-    from tuiprof.trace import demos
+    from tuiprof import demos
 
     (tmp_path / "cache").write_text("a file where the cache folder should be")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -4,7 +4,7 @@ import numpy as np
 
 
 def setup(dev):
-    w, h, r = 128, 16, 4
+    w, h, _r = 128, 16, 4
     img = np.random.default_rng(6).random((h, w)).astype(np.float32)
     taps = np.array([1, 2, 3, 4, 5, 4, 3, 2, 1], np.float32) / 25
     dev.set_symbol("c_Kernel", taps)

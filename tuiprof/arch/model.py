@@ -11,7 +11,8 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from tuiprof.errors import ArchError
 from tuiprof.units import size
@@ -158,8 +159,8 @@ class Arch:
     shared_alloc_unit: int
     shared_reserved_per_cta: int
     cores_per_sm: int
-    """FP32 lanes per SM: warp instructions issue at cores_per_sm / warp_size per cycle (paper
-    001's instruction throughput, HongKim09's #Issue_cycles = warp_size / cores_per_sm)."""
+    """FP32 lanes per SM: warp instructions issue at cores_per_sm / warp_size per cycle (Zhang11's
+    instruction throughput, HongKim09's #Issue_cycles = warp_size / cores_per_sm)."""
     shared_banks: int
     """Shared memory banks of 4 B (16 on GT200, 32 since Fermi): Zhang11 sec. 4.2's conflicts."""
     unified_l1_shared: int

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from tuiprof.arch.model import Arch, arch_from_mapping
 from tuiprof.errors import ArchError
@@ -47,7 +49,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
                         "compare with a preset: `tuiprof archs --show h100`") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _preset(name: str) -> Arch:
     return arch_from_mapping(_read_toml(PRESET_DIR / f"{name}.toml"), origin=f"preset {name}")
 
@@ -69,9 +71,7 @@ def load_arch(spec: str, overrides: Mapping[str, str] | None = None) -> Arch:
     ``--set`` overrides."""
     if spec in preset_names():
         arch = _preset(spec)
-    elif spec == "calibrated":  # written by `tuiprof calibrate` (tuiprof.arch.calibrate)
-        from tuiprof.arch.calibrate import load_calibrated
-
+    elif spec == CALIBRATED:  # written by `tuiprof calibrate` (tuiprof.collect.calibrate)
         arch = load_calibrated()
     elif spec.endswith(".toml") or "/" in spec or Path(spec).exists():
         path = Path(spec)
@@ -80,6 +80,30 @@ def load_arch(spec: str, overrides: Mapping[str, str] | None = None) -> Arch:
         raise ArchError(f"unknown arch {spec!r}", "presets are: " + ", ".join(preset_names())
                         + "; or give a .toml file, or `calibrated` after `tuiprof calibrate`")
     return arch.with_overrides(overrides) if overrides else arch
+
+
+CALIBRATED = "calibrated"
+"""The name ``--arch`` takes for the calibrated file."""
+
+
+def config_dir() -> Path:
+    """The user's tuiprof configuration folder (XDG)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "tuiprof"
+
+
+def calibrated_path() -> Path:
+    """Where `tuiprof calibrate` writes, and ``--arch calibrated`` reads."""
+    return config_dir() / "arch" / f"{CALIBRATED}.toml"
+
+
+def load_calibrated() -> Arch:
+    """The calibrated Arch; ArchError when `tuiprof calibrate` never ran here."""
+    path = calibrated_path()
+    if not path.is_file():
+        raise ArchError(f"no calibrated arch: {path} does not exist",
+                        "run `tuiprof calibrate` on the GPU first, or choose a preset (`tuiprof archs`)")
+    return load_arch(str(path))
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:

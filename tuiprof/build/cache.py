@@ -15,7 +15,7 @@ import os
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from tuiprof.build.program import KernelInfo, KernelResources, Program, SourceFile
 from tuiprof.resources import user_cache_dir
@@ -58,7 +58,7 @@ def from_json(text: str) -> Program | None:
                        None if k["resources"] is None else KernelResources(**k["resources"]))
             for k in p["kernels"])
         return Program(ptx=p["ptx"], compiler=p["compiler"], target=p["target"],
-                       requested=tuple(p["requested"]), flags=tuple(p["flags"]),  # type: ignore[arg-type]
+                       requested=tuple(p["requested"]), flags=tuple(p["flags"]),
                        source=SourceFile(**p["source"]), headers=tuple(SourceFile(**h) for h in p["headers"]),
                        kernels=kernels, resources_from=p["resources_from"], log=p["log"])
     except (ValueError, KeyError, TypeError, AttributeError):

@@ -35,7 +35,8 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Mapping, Sequence
+from typing import IO
+from collections.abc import Iterator, Mapping, Sequence
 
 from tuiprof.errors import BuildError
 from tuiprof.output import sweep_stale
@@ -237,7 +238,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=2.0)
     except (OSError, subprocess.TimeoutExpired):
         with contextlib.suppress(OSError, AttributeError):
-            os.killpg(proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+            os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=2.0)
 

@@ -15,7 +15,8 @@ import ctypes.util
 import functools
 import shutil
 import subprocess
-from typing import Callable
+from typing import Any
+from collections.abc import Callable
 
 
 def demangle(name: str) -> str:
@@ -49,7 +50,7 @@ def _cxa_demangler() -> Callable[[str], str | None] | None:
             free = libc.free
             free.argtypes = [ctypes.c_void_p]
 
-            def run(name: str, fn: ctypes._CFuncPtr = fn, free: ctypes._CFuncPtr = free) -> str | None:
+            def run(name: str, fn: Callable[..., Any] = fn, free: Callable[..., Any] = free) -> str | None:
                 status = ctypes.c_int(0)
                 ptr = fn(name.encode(), None, None, ctypes.byref(status))
                 if not ptr or status.value != 0:
@@ -390,7 +391,7 @@ class _Reader:
             params = []
             while not self.take("E"):
                 params.append(self.type())
-            args = "" if params == ["void"] else ", ".join(params)
+            args: str | list[str] = "" if params == ["void"] else ", ".join(params)
             out = f"{ret} ({args})"
             self.subs.append(out)
             return out

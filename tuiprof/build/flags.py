@@ -18,7 +18,7 @@ own message.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from tuiprof.errors import BuildError
 

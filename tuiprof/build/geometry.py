@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
 
 from tuiprof.ptx.address import AddressForm
 from tuiprof.ptx.labels import index_form, match_bracket
@@ -90,7 +90,7 @@ def _shared_caps(body: str, text: str, consts: Mapping[str, int]) -> dict[str, i
                 sub = body[i + 1:close - 1].strip()
                 am = re.fullmatch(r"threadIdx\s*\.\s*([xyz])", sub)
                 if am and dims[k]:
-                    caps[am.group(1)] = min(caps.get(am.group(1), MAX_BLOCK), int(dims[k]))
+                    caps[am.group(1)] = min(caps.get(am.group(1), MAX_BLOCK), int(dims[k]))  # type: ignore[arg-type]
                 i = close
                 while i < len(body) and body[i] == " ":
                     i += 1

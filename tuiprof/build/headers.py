@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from tuiprof.build.program import SourceFile
 from tuiprof.errors import BuildError

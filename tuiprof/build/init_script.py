@@ -31,7 +31,8 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from tuiprof.build.geometry import Geometry, evaluate, launch_geometry
 from tuiprof.build.program import KernelInfo, Program

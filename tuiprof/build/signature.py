@@ -289,7 +289,9 @@ def parse_param(text: str, aliases: dict[str, str]) -> KernelParam:
 
 def split_params(text: str) -> list[str]:
     """A parameter list split at its top-level commas (template and call brackets respected)."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in text:
         if ch in "(<[{":
             depth += 1

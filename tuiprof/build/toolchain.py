@@ -16,7 +16,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Union
+from collections.abc import Mapping
 
 from tuiprof.errors import BuildError
 
@@ -58,7 +58,7 @@ class Nvrtc:
         return f"nvrtc {self.version}"
 
 
-Compiler = Union[Nvcc, Nvrtc]
+Compiler = Nvcc | Nvrtc
 
 
 def find_nvcc(environ: Mapping[str, str] | None = None) -> Path | None:

@@ -40,7 +40,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from tuiprof.arch import load_arch
 from tuiprof.arch.calibrate import base_preset
@@ -490,7 +490,8 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     try:
         result = instrument_capped(text, tag=tag, plain=plain, cap=functools.partial(register_cap, arch),
                                    next_cap=functools.partial(next_register_cap, arch),
-                                   compiler=functools.partial(report, arch=sm), only=only)
+                                   compiler=functools.partial(report, arch=sm),  # type: ignore[call-arg]
+                                   only=only)
     except PtxError as exc:
         raise BuildError(f"cannot instrument the PTX of {source or ptx_path.name}: {exc.message}", exc.hint) from None
     name = f"m{tag}.ptx"

@@ -1,5 +1,5 @@
-"""Backends that run a kernel and produce a Trace: the emulator (`tuiprof.collect.emu`) and, later,
-the GPU. Both implement the `Device` protocol that launch scripts program against:
+"""Backends that run a kernel and produce a Trace: the emulator (`tuiprof.collect.emu`) and the
+GPU (`tuiprof.collect.gpu`). Both implement the `Device` protocol that launch scripts program against:
 
     def setup(dev):
         x = dev.to_device(np.arange(1024, dtype=np.float32))
@@ -13,14 +13,15 @@ Nothing heavy is imported here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
 
 import numpy as np
 
 if TYPE_CHECKING:
     from tuiprof.ptx.model import Function
 
-Dim = Union[int, Sequence[int]]
+Dim = int | Sequence[int]
 """A grid or block size: an int (x) or a sequence of up to three ints (x, y, z)."""
 
 
@@ -83,7 +84,8 @@ def numba_array(buf: DeviceArray) -> tuple[KernelArg, ...]:
     model of a C-contiguous array: meminfo, parent, nitems, itemsize, data, shape..., strides...),
     for launching a kernel of ``numba.cuda.compile_ptx``'s PTX: ``args=(*numba_array(x), np.int32(n))``."""
     item = np.dtype(buf.dtype).itemsize
-    strides, step = [], item
+    strides: list[int] = []
+    step = item
     for extent in reversed(buf.shape):
         strides.insert(0, step)
         step *= extent
@@ -112,7 +114,7 @@ def check_launch_bounds(fn: "Function", block: tuple[int, int, int], kernel: str
                                f"({want}, .reqntid)", f"launch it with block={want}")
 
 
-KernelArg = Union[DeviceArray, np.generic]
+KernelArg = DeviceArray | np.generic
 """A kernel argument: a DeviceArray for a pointer parameter, a NumPy scalar for a value."""
 
 
@@ -164,7 +166,7 @@ def array_layout(shape: int | Sequence[int], dtype: object, call: str) -> tuple[
 
     try:
         dt = np.dtype(dtype)  # type: ignore[call-overload]
-        shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)  # type: ignore[union-attr]
+        shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     except (TypeError, ValueError, OverflowError):
         raise TuiprofError(f"{call}: cannot make a device array of shape {shape!r:.100} and dtype {dtype!r:.100}",
                            "give a shape (int or tuple of ints) and a NumPy dtype, e.g. dev.zeros(1024, np.float32)") from None

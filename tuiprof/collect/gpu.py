@@ -22,7 +22,8 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbo
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
 from tuiprof.ptx.model import Function, Module, Param, param_layout
-from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
+from tuiprof.trace.model import Launch, Provenance, Snapshot, StaticOp, Trace
 
 EMULATOR_HINT = ("run it in the emulator instead: --backend emu (no GPU needed; the same launch script, "
                  "exact addresses)")

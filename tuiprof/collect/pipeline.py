@@ -18,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -30,14 +31,27 @@ from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_l
 from tuiprof.errors import BuildError, TuiprofError, UsageError
 from tuiprof.output import note as _say
 from tuiprof.progress import Phase, Progress, ignore
-from tuiprof.trace.model import Provenance, Snapshot, SourceFile, Trace
+from tuiprof.trace.model import Provenance, Snapshot, Trace
 
 if TYPE_CHECKING:
     from tuiprof.build.program import KernelResources
     from tuiprof.ptx.model import Function
-    from tuiprof.session import RunConfig
 
-def target_arch(config: "RunConfig", script_arch: str | None, origin: str,
+
+class CollectRequest(Protocol):
+    """What recording needs of a run's configuration (`tuiprof.config.RunConfig` is one): the
+    requested arch and its what-if overrides, and the collect options. A protocol, so that the
+    collector names no part of the layers above it."""
+
+    @property
+    def arch(self) -> str | None: ...
+    @property
+    def overrides(self) -> Mapping[str, str]: ...
+    @property
+    def collect(self) -> CollectOptions: ...
+
+
+def target_arch(config: CollectRequest, script_arch: str | None, origin: str,
                 default: str = DEFAULT_CU_ARCH) -> tuple[Arch, str]:
     """The Arch to record for and the name the trace keeps: --arch, else the script's ARCH (a
     preset), else `default` (on a GPU: the preset of the GPU's generation)."""
@@ -50,7 +64,7 @@ def target_arch(config: "RunConfig", script_arch: str | None, origin: str,
     return preset_arch(name, config.overrides, origin=origin), name
 
 
-def gpu_arch(config: "RunConfig", cc: tuple[int, int]) -> tuple[Arch, str]:
+def gpu_arch(config: CollectRequest, cc: tuple[int, int]) -> tuple[Arch, str]:
     """`target_arch` on a GPU of compute capability `cc`: --arch, else the preset of its generation."""
     from tuiprof.arch.calibrate import base_preset
 
@@ -103,7 +117,7 @@ def with_provenance(trace: Trace, **changes: object) -> Trace:
     return dataclasses.replace(trace, provenance=dataclasses.replace(trace.provenance, **changes))  # type: ignore[arg-type]
 
 
-def collect_trace(source: Path, config: "RunConfig", progress: Progress = ignore) -> Trace:
+def collect_trace(source: Path, config: CollectRequest, progress: Progress = ignore) -> Trace:
     """Record the trace of `source` under the collect options of `config`: a whole program on the
     GPU (`record_program`), else a kernel file under its launch script, on the GPU or in the
     emulator; `progress` hears each phase (compiling, each launch and its CTAs, recording)."""
@@ -139,7 +153,7 @@ def collect_trace(source: Path, config: "RunConfig", progress: Progress = ignore
     return with_provenance(trace, generator={**trace.provenance.generator, "backend_choice": why})
 
 
-def _collect_on_gpu(source: Path, script_path: Path, config: "RunConfig") -> Trace:
+def _collect_on_gpu(source: Path, script_path: Path, config: CollectRequest) -> Trace:
     """The kernel file's chosen launch recorded on the GPU (`tuiprof.collect.gpu.record_kernel_file`)."""
     from tuiprof.collect.gpu import gpu_info, record_kernel_file
 
@@ -153,7 +167,7 @@ def _collect_on_gpu(source: Path, script_path: Path, config: "RunConfig") -> Tra
                                                  "launches": len(run.timings)})
 
 
-def record_program(source: Path, config: "RunConfig") -> tuple[Trace, Path]:
+def record_program(source: Path, config: CollectRequest) -> tuple[Trace, Path]:
     """`tuiprof app.cu [nvcc args] [-- args]` and `tuiprof -- nvcc ...`: build the program with
     probes (cached), run it twice on the GPU (its own output on standard error, its exit status
     said), and keep the trace beside the cached binary. Returns the trace and where it is kept."""
@@ -189,7 +203,7 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
     return (*command, f"-arch=sm_{cc[0]}{cc[1]}")
 
 
-def _collect_in_emulator(source: Path, script_path: Path, config: "RunConfig", progress: Progress = ignore) -> Trace:
+def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest, progress: Progress = ignore) -> Trace:
     """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build.compile import load_program

@@ -20,14 +20,14 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import KERNEL, njit
 from tuiprof.ptx.instrument import CTA_WORDS, LOCAL_TAG, MAX_TAG, SHARED_TAG, Site
-from tuiprof.trace.model import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
+from tuiprof.trace.model import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, Space, StaticOp, Trace
 
 LOCAL_TRACE_BASE = 0x7E00_0000_0000
 """Where local-memory addresses are laid out in traces, as the emulator lays them out (its
@@ -316,7 +316,7 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
     generic = {str(i): acc.op_space[i].tolist() for i in range(len(ops))
                if ops[i].space == "global" and acc.op_space[i][1:].sum()}
     # a generic op takes the space most of its accesses resolved to (as the emulator's ops do)
-    names = ("global", "shared", "local")
+    names: tuple[Space, ...] = ("global", "shared", "local")
     ops = tuple(dataclasses.replace(o, space=names[int(np.argmax(acc.op_space[o.id]))])
                 if o.space in names and acc.op_space[o.id].sum() and names[int(np.argmax(acc.op_space[o.id]))] != o.space
                 else o for o in ops)

@@ -15,13 +15,12 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import stat
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
-from typing import Callable
+from collections.abc import Callable
 
 from tuiprof.errors import TuiprofError
 from tuiprof.files import FileRole, read_regular

@@ -9,11 +9,15 @@ script writes against its size, and giving back what it reads with the dtype and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.model import Module, Variable
+
+if TYPE_CHECKING:
+    from tuiprof.build.names import Enums
 
 _PTX_DTYPES = {"f16": "f2", "f32": "f4", "f64": "f8", "u8": "u1", "s8": "i1", "u16": "u2", "s16": "i2",
                "u32": "u4", "s32": "i4", "u64": "u8", "s64": "i8"}
@@ -49,7 +53,7 @@ def _symbol(v: Variable) -> Symbol:
     return Symbol(v.name, v.space, v.size_bytes, dt, () if shape == (1,) and not v.dims else shape)
 
 
-def find_variable(symbols: dict[str, Symbol], name: str, where: str, enums: object = None) -> Symbol:
+def find_variable(symbols: dict[str, Symbol], name: str, where: str, enums: Enums | None = None) -> Symbol:
     """The variable `name` names (its PTX symbol, or its C++ name as written); one error listing
     the module's variables when there is none or several."""
     from tuiprof.build.names import NO_ENUMS, find_symbol

@@ -28,7 +28,8 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO
+from collections.abc import Iterable
 
 from tuiprof import __version__
 from tuiprof.resources import user_cache_dir

@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def run_side(side: Side, cache: "RunCache | None", note: Callable[[str], None] =
     from tuiprof.compare.cache import file_digest, run_key, trace_digest
     from tuiprof.compare.record import record_of
     from tuiprof.session import Session, arch_for
-    from tuiprof.trace.demos import load, resolve_target
+    from tuiprof.demos import load, resolve_target
     from tuiprof.trace.io import read_header
 
     shown = printable(side.target, 80)
@@ -239,7 +240,7 @@ def diff_document(a: RunRecord, b: RunRecord, *, cached: tuple[bool, bool] = (Fa
     it = iter(family)
     for row, _ in kernel:
         row["significant_holm"] = next(it)
-    for row, ws in op_rows:
+    for row, _ws in op_rows:
         for metric in OP_METRICS:
             row[metric]["significant_holm"] = next(it)
     tested = sum(w.p is not None for w in tests)

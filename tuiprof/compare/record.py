@@ -15,7 +15,7 @@ import json
 import math
 import zipfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def record_of(session: "Session", analysis: "Analysis", target: str) -> RunRecor
     if analysis.decisions is None:
         raise RecordError("the run has no timing model (no trial finished)")
     trace = session.trace
-    section = trace_section(trace, session.path)
+    section = cast("dict[str, Any]", trace_section(trace, session.path))  # its ops are reshaped below
     ops = [{**{k: v for k, v in o.items() if k != "ptx"}, "kernel": op.kernel, "column": op.column}
            for o, op in zip(section.pop("ops"), trace.ops)]
     kept = np.array([o["id"] for o in ops if o["warp_accesses"] > 0], dtype=np.int64)

@@ -10,17 +10,20 @@ convergence of the standard deviation with the number of trials (Fig. 7).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
-from tuiprof.model.pattern import LANES, ideal_sectors as ideal_sectors_of
+from tuiprof.model.pattern import ideal_sectors as ideal_sectors_of
 from tuiprof.model.shared import PassStats
-from tuiprof.sim.results import TrialResult
-from tuiprof.trace.model import StaticOp
+from tuiprof.trace.model import LANES, StaticOp
+
+if TYPE_CHECKING:
+    from tuiprof.sim.results import TrialResult
 
 HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
 """The kernel-wide hit ratios every view leads with (Baghsorkhi12 Figs. 5-6), by key, with their names."""
@@ -146,7 +149,7 @@ def representatives(ops: Sequence[StaticOp], accesses: np.ndarray) -> tuple[np.n
     acc = np.asarray(accesses)
     kind = np.array([o.kind == "load" for o in ops], dtype=bool)
     used = acc > 0
-    rep = list(np.flatnonzero(used))
+    rep: list[int] = list(np.flatnonzero(used))
     col_of = np.empty(len(ops), dtype=np.int64)
     col_of[used] = np.arange(len(rep))
     for load in (True, False):
@@ -160,7 +163,7 @@ def representatives(ops: Sequence[StaticOp], accesses: np.ndarray) -> tuple[np.n
     return np.asarray(rep, dtype=np.int64)[order], rank[col_of]
 
 
-def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, planned: int,
+def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[TrialResult], planned: int,
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
             elapsed: float, ideal_sectors: np.ndarray | None = None,
             passes: Mapping[int, PassStats] | None = None) -> Analysis:
@@ -235,10 +238,10 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence, pla
                              sectors_per_access=spa, ideal_sectors=ideal,
                              h1=e_h1, h2=e_h2, x=e_x, tm=e_tm, cost=c, cost_share=cs,
                              l1_share=l1_share, l2_share=l2_share, dram_share=dram_share, passes=shared.get(j)))
-    lat = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
-    if lat.size:
-        edges = np.histogram_bin_edges(lat, bins=min(16, max(1, int(np.unique(lat).size))))
-        counts, edges = np.histogram(lat, bins=edges)
+    batches = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
+    if batches.size:
+        edges = np.histogram_bin_edges(batches, bins=min(16, max(1, int(np.unique(batches).size))))
+        counts, edges = np.histogram(batches, bins=edges)
     else:
         counts, edges = np.zeros(0, np.int64), np.zeros(1)
     sm = np.mean([np.asarray(r.sm_requests, dtype=np.float64) for r in results], axis=0) if T else np.zeros(arch.sm_count)

@@ -14,9 +14,14 @@ not model).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from tuiprof.model.shared import PassStats, pass_stats, space_rows
+
+if TYPE_CHECKING:
+    from tuiprof.trace.model import Trace
 
 
 def distinct_addresses(addr: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -31,7 +36,7 @@ def distinct_addresses(addr: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (active.any(axis=1).astype(np.int64) + changes.sum(axis=1)).astype(np.int64)
 
 
-def const_op_stats(trace, latency: float) -> dict[int, PassStats]:  # noqa: ANN001
+def const_op_stats(trace: Trace, latency: float) -> dict[int, PassStats]:
     """`PassStats` of every constant-memory op of `trace`: constant-cache requests per warp access
     (distinct addresses), ideal 1, with a broadcast's latency of ``latency`` cycles."""
     ids, rows = space_rows(trace, "const")

@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp
 from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
 from tuiprof.model.timing import KernelShape, KernelTime, Traffic, kernel_time, mean_traffic
 from tuiprof.trace.model import Trace
+
+if TYPE_CHECKING:
+    from tuiprof.sim.results import TrialResult
 
 MISS, DRAM_READS_PER_CTA, TM, MEM_LD, DRAM_TX, L2_SECTORS, L2_READ_HIT = range(7)
 """Columns of `trial_table`."""
@@ -151,7 +155,7 @@ def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_ac
 # ---------------------------------------------------------------------------------------------
 # One MD's statistics from its trials (Yen14's inputs and the timing model's).
 
-def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarray) -> np.ndarray:
+def trial_table(results: Sequence[TrialResult], trace: Trace, arch: Arch, accesses: np.ndarray) -> np.ndarray:
     """Per trial: L1 read miss rate, DRAM reads per CTA, Tm (columns MISS, DRAM_READS_PER_CTA, TM:
     the thesis' Table 7 inputs), Mem_LD = the access-weighted expected latency of the global
     loads, DRAM transactions (reads, writes, write-backs, including those owed at the end) and L2
@@ -171,8 +175,8 @@ def trial_table(results: Sequence, trace: Trace, arch: Arch, accesses: np.ndarra
         mem_ld = memory_latency(op_latency(results, trace.ops, arch).x, trace.ops, acc)
     rows = []
     for r, ld in zip(results, mem_ld):
-        acc = float(np.sum(r.l1_read_accesses))
-        miss = 1.0 - float(np.sum(r.l1_read_hits)) / acc if acc > 0 else 0.0
+        reads = float(np.sum(r.l1_read_accesses))
+        miss = 1.0 - float(np.sum(r.l1_read_hits)) / reads if reads > 0 else 0.0
         dram = float(np.sum(r.dram_reads) + np.sum(r.dram_writes) + r.dram_writebacks + r.dram_writebacks_owed)
         l2 = float(np.sum(r.l2_read_accesses) + np.sum(r.l2_write_accesses))
         rows.append((miss, float(np.sum(r.dram_reads)) / n_ctas, r.mean_dram_latency, ld, dram, l2,
@@ -237,7 +241,7 @@ def snapshot_cta_accesses(trace: Trace) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Zhang11: the bottleneck.
 
-def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence, shared_wavefronts: float = 0.0
+def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence[TrialResult], shared_wavefronts: float = 0.0
                      ) -> Bottleneck:
     """Zhang11's verdict for the whole grid: warp instructions (the trace's counts, else the
     paper-004 estimate per memory instruction), shared transactions after bank conflicts (the
@@ -258,7 +262,7 @@ def bottleneck_model(trace: Trace, arch: Arch, md: int, results: Sequence, share
     return bottleneck(work, thr, ctas_per_sm=md)
 
 
-def decisions(trace: Trace, arch: Arch, md: int, results: Sequence, accesses: np.ndarray,
+def decisions(trace: Trace, arch: Arch, md: int, results: Sequence[TrialResult], accesses: np.ndarray,
               requests_per_access: np.ndarray, shared_wavefronts: float = 0.0) -> Decisions:
     """The SM, timing (MWP/CWP) and bottleneck models of a finished (or partial) run at `md`;
     ``accesses`` and ``requests_per_access`` are the per-op coalescing counts of the run,

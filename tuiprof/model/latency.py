@@ -21,12 +21,16 @@ against hardware counters: a few points of hit ratio).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 
 from tuiprof.arch.model import Arch
 from tuiprof.trace.model import StaticOp
+
+if TYPE_CHECKING:
+    from tuiprof.sim.results import TrialResult
 
 Z95 = 1.96
 
@@ -94,7 +98,7 @@ def estimate_columns(samples: np.ndarray, lo: float = -np.inf, hi: float = np.in
     return [estimate(samples[:, j], lo, hi) for j in range(samples.shape[1])]
 
 
-def stack_counter(results: Sequence, name: str, n_ops: int, cols: np.ndarray | None = None) -> np.ndarray:
+def stack_counter(results: Sequence[TrialResult], name: str, n_ops: int, cols: np.ndarray | None = None) -> np.ndarray:
     """Counter `name` of every trial as a float array [trials, ops], or [trials, len(cols)] for
     the ops `cols` only. A result that keeps only the accessed ops' columns (`TrialResult.op_ids`)
     gives 0 (NaN for ``dram_latency``) for the others."""
@@ -127,7 +131,7 @@ class OpLatency:
     """The op's DRAM latency in the trial, the trial's mean Tm where the op read no DRAM."""
 
 
-def op_latency(results: Sequence, ops: Sequence[StaticOp], arch: Arch, cols: np.ndarray | None = None) -> OpLatency:
+def op_latency(results: Sequence[TrialResult], ops: Sequence[StaticOp], arch: Arch, cols: np.ndarray | None = None) -> OpLatency:
     """H1, H2, Tm and X = H1 t1 + (1-H1)(H2 t2 + (1-H2) Tm) of every op in every trial (paper
     000 sec. 6.1), or of the ops `cols` only. Loads: H1 and H2 over read sectors; stores and
     atomics go straight to L2 (write-through): H1 = 0 and H2 is the L2 write hit ratio."""

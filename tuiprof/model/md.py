@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import dynamic_shared_for_md, occupancy

@@ -28,9 +28,14 @@ other warp (Zhang11 sec. 4.2 counts them as transactions: `tuiprof.model.decisio
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tuiprof.trace.model import Trace
 
 SHARED_BANK_WIDTH = 4
 """Bytes per shared-memory bank and cycle on every NVIDIA GPU tuiprof models (CUDA C Programming
@@ -104,14 +109,14 @@ def pass_stats(space: str, ids: np.ndarray, of: np.ndarray, actual: np.ndarray, 
     return out
 
 
-def space_rows(trace, space: str) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+def space_rows(trace: Trace, space: str) -> tuple[np.ndarray, np.ndarray]:
     """(ids of the ops of `space`, rows of the warp accesses of those ops) of a trace."""
     ids = np.array([o.id for o in trace.ops if o.space == space], dtype=np.int64)
     rows = np.flatnonzero(np.isin(trace.op, ids)).astype(np.int64) if ids.size else np.zeros(0, np.int64)
     return ids, rows
 
 
-def shared_op_stats(trace, banks: int, width: int, latency: float) -> dict[int, PassStats]:  # noqa: ANN001
+def shared_op_stats(trace: Trace, banks: int, width: int, latency: float) -> dict[int, PassStats]:
     """`PassStats` of every shared-memory op of `trace` (a `tuiprof.trace.model.Trace`) with
     ``banks`` banks of ``width`` bytes and a conflict-free latency of ``latency`` cycles."""
     from tuiprof.model.wavefronts import wavefronts

@@ -117,7 +117,7 @@ def cta_cost(insts: np.ndarray | None = None, accesses: np.ndarray | None = None
     """Modeled per-CTA cost from dynamic warp instructions and warp memory accesses."""
     if insts is None and accesses is None:
         raise UsageError("modeling SM utilisation needs per-CTA instruction or access counts")
-    n = np.size(insts) if insts is not None else np.size(accesses)
+    n = np.size(insts) if insts is not None else np.size(accesses)  # type: ignore[arg-type]  # one is given
     cost = np.zeros(n)
     if insts is not None:
         cost += inst_weight * np.asarray(insts, dtype=np.float64)

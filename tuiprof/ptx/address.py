@@ -19,7 +19,9 @@ iteration) is a term of its own: forms are equal "up to the loop's induction".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
+from tuiprof.ptx.dataflow import defs_uses
 from tuiprof.ptx.model import Addr, Function, Imm, Instruction, Reg, Special, Sym
 
 Leaf = tuple[str, ...]
@@ -78,8 +80,6 @@ class AddressForms:
     """The forms of a function's registers and memory operands, computed on demand."""
 
     def __init__(self, fn: Function) -> None:
-        from tuiprof.ptx.ops import defs_uses
-
         self.fn = fn
         self.defs: dict[str, list[int]] = {}
         for i, ins in enumerate(fn.instructions):
@@ -125,9 +125,9 @@ class AddressForms:
         op = ins.opcode
         args = ins.operands[1:]
         if op in ("ld", "ldu"):
-            a = args[0] if args else None
-            if ins.space == "param" and isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in self.params:
-                return _leaf(("param", str(self.params[a.base.name])))
+            src = args[0] if args else None
+            if ins.space == "param" and isinstance(src, Addr) and isinstance(src.base, Sym) and src.base.name in self.params:
+                return _leaf(("param", str(self.params[src.base.name])))
             return _leaf(("load", str(index)), loads=frozenset({index}))
         vals = [self._operand(o, depth) for o in args]
         if op in ("mov", "cvt", "cvta") and len(vals) == 1 and vals[0] is not None:
@@ -139,7 +139,7 @@ class AddressForms:
         if "hi" in ins.mods and op in ("mul", "mad"):
             return _opaque("div", [v for v in vals if v is not None])  # a division by a constant
         if op in ("mul", "shl") and len(vals) == 2 and vals[0] is not None and vals[1] is not None:
-            a, b = vals
+            a, b = cast("list[AddressForm]", vals)
             k = _power(b) if op == "shl" else _constant(b)
             if k is not None:
                 return a.scaled(k)
@@ -147,7 +147,7 @@ class AddressForms:
             if k is not None:
                 return b.scaled(k)
         if op == "mad" and len(vals) == 3 and None not in vals:
-            a, b, c = vals  # type: ignore[misc]
+            a, b, c = cast("list[AddressForm]", vals)
             k = _constant(b)
             if k is not None:
                 return a.scaled(k).plus(c)

@@ -66,7 +66,7 @@ def build_cfg(fn: Function) -> CFG:
             block_of[i] = b
     succs: list[tuple[int, ...]] = []
     exits: list[int] = []
-    for b, s in enumerate(starts):
+    for b, _s in enumerate(starts):
         e = starts[b + 1] if b + 1 < len(starts) else n
         targets, can_exit = _edges(fn, instrs[e - 1], e)
         succs.append(tuple(dict.fromkeys(block_of[t] for t in targets)))

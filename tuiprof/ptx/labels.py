@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from tuiprof.ptx.address import AddressForm
 
@@ -741,8 +741,8 @@ def expected_offset(c: Candidate, scope: SourceScope, elem: int) -> AddressForm 
         if dims is not None and len(dims) == len(forms):
             total = total.scaled(dims[k]).plus(f)  # type: ignore[union-attr,arg-type]
         else:
-            total = _opaque("row", [total]).plus(f)  # type: ignore[arg-type]
-    return total.scaled(elem)  # type: ignore[union-attr]
+            total = _opaque("row", [total]).plus(f)  # type: ignore[arg-type,list-item]
+    return total.scaled(elem)  # type: ignore[union-attr]  # no form is None: tested above
 
 
 # --------------------------------------------------------------------------- matching

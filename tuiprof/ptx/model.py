@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 from tuiprof.errors import TuiprofError
 
@@ -167,7 +166,7 @@ class Args:
     items: tuple[Operand, ...]
 
 
-Operand = Union[Reg, Special, Imm, Sym, Addr, TexAddr, Sink, Vec, Label, PredDest, NegPred, Args]
+Operand = Reg | Special | Imm | Sym | Addr | TexAddr | Sink | Vec | Label | PredDest | NegPred | Args
 
 
 # --------------------------------------------------------------------------- locations
@@ -199,7 +198,7 @@ class SourceLoc:
         """This location and every call site it was inlined into, innermost first."""
         out = [self]
         while out[-1].inlined_at is not None:
-            out.append(out[-1].inlined_at)  # type: ignore[arg-type]
+            out.append(out[-1].inlined_at)
         return tuple(out)
 
 

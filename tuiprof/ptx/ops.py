@@ -39,27 +39,21 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from tuiprof.ptx.address import AddressForms, instruction_text
 from tuiprof.ptx.cfg import build_cfg
+from tuiprof.ptx.dataflow import defs_uses, registers_of
 from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, plain_name, source_params, statement_text
-from tuiprof.ptx.model import (TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Module,
-                               NegPred, Operand, PredDest, PtxError, Reg, ResolvedLoc, SourceLoc,
-                               Sym, TexAddr, Vec, is_system_path)
-from tuiprof.trace.model import MAX_OP_PTX, MAX_SOURCE_CHARS, SourceFile, StaticOp
+from tuiprof.ptx.model import (TYPE_SIZES, Addr, Function, Imm, Instruction, Module,
+                               PtxError, Reg, ResolvedLoc, SourceLoc,
+                               Sym, TexAddr, is_system_path)
+from tuiprof.trace.model import MAX_OP_PTX, MAX_SOURCE_CHARS, OpKind, SourceFile, Space, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
 STORE_OPCODES = frozenset({"st"})
 ATOMIC_OPCODES = frozenset({"atom", "red"})
 OP_SPACES = frozenset({"global", "shared", "local", "const", "generic"})
-NO_DEST_OPCODES = frozenset({
-    "st", "red", "sust", "sured", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",
-    "prefetch", "prefetchu", "cp", "nanosleep", "pmevent", "brkpt", "griddepcontrol", "setmaxnreg",
-    "stmatrix", "discard", "applypriority",
-})
-"""Opcodes whose first operand is not a register they write."""
-
-
 @dataclass(frozen=True)
 class MemOp:
     """One memory access of one instruction (``cp.async`` makes two)."""
@@ -138,50 +132,9 @@ def memory_ops(ins: Instruction, index: int) -> tuple[MemOp, ...]:
             raise PtxError("malformed cp.async", ins.ptx_line)
         size = int(ins.operands[2].value)
         dst, src = ins.operands[0], ins.operands[1]
-        return (MemOp(index, "load", "global", size, src),  # type: ignore[arg-type]
-                MemOp(index, "store", "shared", size, dst))  # type: ignore[arg-type]
+        return (MemOp(index, "load", "global", size, src),
+                MemOp(index, "store", "shared", size, dst))
     return ()
-
-
-# --------------------------------------------------------------------------- registers
-
-
-def _regs(o: Operand) -> list[str]:
-    if isinstance(o, Reg):
-        return [o.name]
-    if isinstance(o, Vec):
-        return [r for it in o.items for r in _regs(it)]
-    if isinstance(o, Addr):
-        return [o.base.name] if isinstance(o.base, Reg) else []
-    if isinstance(o, NegPred):
-        return [o.reg.name]
-    if isinstance(o, PredDest):
-        return _regs(o.reg) + [o.pred.name]
-    if isinstance(o, Args):
-        return [r for it in o.items for r in _regs(it)]
-    if isinstance(o, TexAddr):
-        return _regs(o.base) + [r for it in o.coords for r in _regs(it)]
-    return []
-
-
-def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
-    """(registers written, registers read) by an instruction."""
-    ops = ins.operands
-    if not ops or ins.opcode in NO_DEST_OPCODES:
-        uses = [r for o in ops for r in _regs(o)]
-        if ins.guard:
-            uses.append(ins.guard[0])
-        return [], uses
-    first = ops[0]
-    if isinstance(first, (Reg, Vec, PredDest)):
-        defs = _regs(first)
-        rest = ops[1:]
-    else:
-        defs, rest = [], ops
-    uses = [r for o in rest for r in _regs(o)]
-    if ins.guard:
-        uses.append(ins.guard[0])
-    return defs, uses
 
 
 # --------------------------------------------------------------------------- bulk sequences
@@ -241,7 +194,7 @@ def sequence_starts(fn: Function, entry_starts: bool | None = None,
                 p = True
             ops = mem.get(i)
             if ops:
-                addr_regs = {r for m in ops for r in _regs(m.address)}
+                addr_regs = {r for m in ops for r in registers_of(m.address)}
                 start = p or bool(addr_regs & t)
                 if record is not None:
                     record[i] = start
@@ -594,7 +547,7 @@ def static_ops(module: Module, kernel: str, source_name: str, source_text: str |
         ins = module.functions[raw.function].instructions[raw.index]
         if key not in ids:
             ids[key] = len(ops)
-            ops.append(StaticOp(id=len(ops), kernel=kernel, kind=raw.kind, space=raw.space,
+            ops.append(StaticOp(id=len(ops), kernel=kernel, kind=cast("OpKind", raw.kind), space=cast("Space", raw.space),
                                 bytes=raw.bytes, file=raw.file, line=raw.line,
                                 column=label_col or raw.column,
                                 ptx_line=raw.ptx_line, starts_sequence=raw.starts, label=label,

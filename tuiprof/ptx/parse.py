@@ -50,7 +50,7 @@ _FUNC_RE = re.compile(rf"""^((?:\.(?:visible|weak|extern)\s+)*)\.(entry|func)\s*
     (?P<perf>[^{{;]*)(?P<end>[{{;])$""", re.X | re.S)
 _PERF_RE = re.compile(r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank|reqnctapercluster"
                       r"|explicitcluster|noreturn|blocksareclusters)\b([\s\d,]*)")
-_DECL_RE = re.compile(rf"""^((?:\.(?:visible|extern|weak|common)\s+)*)
+_DECL_RE = re.compile(r"""^((?:\.(?:visible|extern|weak|common)\s+)*)
     \.(global|shared|const|local|param)(?:::\w+)?\s+
     (?P<rest>.*);$""", re.X | re.S)
 _VAR_NAME_RE = re.compile(rf"^({_IDENT})((?:\s*\[\s*\d*\s*\])*)$")

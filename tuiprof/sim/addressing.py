@@ -29,7 +29,7 @@ kind spread power-of-two strides; IPOLY is the member of the family with the pro
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from itertools import combinations
 
 import numpy as np
@@ -88,7 +88,7 @@ def is_irreducible(p: int) -> bool:
     return all(_gcd(p, frobenius(k // d) ^ z) == 1 for d in primes)
 
 
-@lru_cache(maxsize=None)
+@cache
 def polynomial(k: int) -> int:
     """An irreducible polynomial of degree `k` over GF(2) with the fewest terms (bit i: the
     coefficient of z^i): the first of z^k + z^a + 1 for a = 1, 2, ..., then of the pentanomials

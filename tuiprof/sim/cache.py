@@ -1,4 +1,6 @@
-"""Set-associative, sectored cache kernels (Numba), used by every level of the trial.
+"""Set-associative, sectored cache kernels (Numba): the caches of the reference replay
+(`tuiprof.sim.reference`) and the standalone cache checked against pycachesim (`new_cache`). The
+product kernel (`tuiprof.sim.replay`) keeps its own specialised copies of the lists.
 
 A cache is two flat arrays, so that kernels hold no Python objects. One pair of arrays may hold
 several independent caches of the same geometry (*copies*: the per-SM L1s), one region each.
@@ -16,8 +18,12 @@ several independent caches of the same geometry (*copies*: the per-SM L1s), one 
   costs O(1) whatever the associativity: Volta+ L1s have hundreds of ways and the Fermi caches
   64, where a tag scan would dominate the trial. 32-byte rows keep the 768 KiB Fermi L2 model near 1 MiB.
 
-Replacement: LRU moves a way to the front on every hit and fill; FIFO only on fill. The victim
-is always the back; an invalidated way is moved to the back so that it is reused first.
+Replacement (`Replacement`, defined and numbered as pycachesim defines and numbers them): on a hit
+(`touch`), LRU and MRU move the way to the front, FIFO and RANDOM leave the order. The victim of a
+fill (`victim`) is the back, or for RANDOM a uniformly drawn way of the set (valid or not). A fill
+makes its way the front, except under MRU, which leaves the filled way at the back (`placed`): the
+most recently filled line is the next victim unless a hit moves it to the front first. An
+invalidated way is moved to the back so that it is reused first.
 
 A cache of P partitions with S sets each maps line ``l`` to partition ``l % P`` and to set
 ``(l // P) % S`` inside it (address interleaving, then set indexing); the global set number is
@@ -35,10 +41,23 @@ the early-exit scan), so the hash chains stay for every associativity.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount  # noqa: F401 (popcount: re-exported)
+
+class Replacement(IntEnum):
+    """A cache's replacement policy (the Arch's ``replacement``; pycachesim's numbering). The
+    trial kernels take it as an int: Numba reads the members as compile-time constants."""
+
+    FIFO = 0
+    LRU = 1
+    MRU = 2
+    RANDOM = 3
+
+
+FIFO, LRU, MRU, RANDOM = int(Replacement.FIFO), int(Replacement.LRU), int(Replacement.MRU), int(Replacement.RANDOM)
 
 TAG_LO, TAG_HI, VALID, DIRTY, PREV, NEXT, HNEXT = 0, 1, 2, 3, 4, 5, 6
 COLS = 8
@@ -160,6 +179,31 @@ def cache_touch(meta, sent, slot):
 
 
 @njit(**INLINE)
+def touch(meta, sent, slot, policy):
+    """A hit on `slot` under `policy`: LRU and MRU make it the front, FIFO and RANDOM leave it."""
+    if policy == LRU or policy == MRU:
+        cache_touch(meta, sent, slot)
+
+
+@njit(**INLINE)
+def victim(meta, sent, first, policy, way):
+    """The slot a fill of the set closed by `sent` replaces under `policy`: the back, or
+    ``first + way`` under RANDOM (`way` drawn uniformly by the caller, `first` the set's first slot)."""
+    if policy == RANDOM:
+        slot = np.int64(first + way)
+    else:
+        slot = np.int64(meta[sent, PREV])
+    return slot
+
+
+@njit(**INLINE)
+def placed(meta, sent, slot, policy):
+    """After a fill of `slot` (which leaves it the front): under MRU, move it to the back."""
+    if policy == MRU:
+        _relink(meta, sent, slot, False)
+
+
+@njit(**INLINE)
 def _hremove(meta, htab, hbase, hshift, line, slot):
     """Unchain `slot` (which holds `line`) from its hash bucket."""
     b = hbase + hslot(line, hshift)
@@ -181,7 +225,12 @@ def cache_fill(meta, htab, hbase, hshift, sent, line):
     Returns ``(slot, evicted_line, evicted_dirty_mask)``; evicted_line is -1 when the victim way
     was invalid. The new line starts with no valid and no dirty chunks.
     """
-    slot = np.int64(meta[sent, PREV])
+    return cache_fill_slot(meta, htab, hbase, hshift, sent, line, np.int64(meta[sent, PREV]))
+
+
+@njit(**INLINE)
+def cache_fill_slot(meta, htab, hbase, hshift, sent, line, slot):
+    """`cache_fill` in place of the way `slot` of the set closed by `sent` (`victim`'s choice)."""
     old = get_tag(meta, slot)
     old_dirty = get_mask(meta, slot, DIRTY)
     if old >= 0:
@@ -215,29 +264,44 @@ def cache_invalidate(meta, htab, hbase, hshift, sent, slot):
 
 
 @njit(**INLINE)
-def cache_load_line(meta, htab, hshift, partitions, sets, lru, line):
-    """A whole-line load on a single-copy cache (the reference behaviour checked against
-    pycachesim): True on a hit, else the line is filled in place of the LRU (or FIFO) victim."""
-    sent = meta.shape[0] - partitions * sets + cache_set(line, partitions, sets)
+def cache_access_line(meta, htab, hshift, partitions, sets, policy, way, line):
+    """A whole-line load on a single-copy cache under `policy` (the reference behaviour checked
+    against pycachesim): True on a hit, else the line is filled in place of `victim` (`way`: the
+    RANDOM draw, in ``[0, assoc)``)."""
+    g = cache_set(line, partitions, sets)
+    n_sets = partitions * sets
+    sent = meta.shape[0] - n_sets + g
     slot = cache_find(meta, htab, 0, hshift, line)
     hit = slot >= 0
     if hit:
-        if lru:
-            cache_touch(meta, sent, slot)
+        touch(meta, sent, slot, policy)
     else:
-        slot, _, _ = cache_fill(meta, htab, 0, hshift, sent, line)
+        assoc = (meta.shape[0] - n_sets) // n_sets
+        slot, _, _ = cache_fill_slot(meta, htab, 0, hshift, sent, line, victim(meta, sent, g * assoc, policy, way))
+        placed(meta, sent, slot, policy)
         meta[slot, VALID] = -1  # all chunks
     keep(meta)
     keep(htab)
     return hit
 
 
+@njit(**INLINE)
+def cache_load_line(meta, htab, hshift, partitions, sets, lru, line):
+    """`cache_access_line` under LRU (`lru`) or FIFO."""
+    return cache_access_line(meta, htab, hshift, partitions, sets, LRU if lru else FIFO, 0, line)
+
+
 @njit(**KERNEL)
-def cache_load_stream(meta, htab, hshift, partitions, sets, lru, lines):
-    """`cache_load_line` over a stream of line ids; the hit flags."""
+def cache_load_stream(meta, htab, hshift, partitions, sets, policy, seed, lines):
+    """`cache_access_line` over a stream of line ids; the hit flags. RANDOM draws its ways from
+    Numba's generator seeded with `seed` (the same seed, the same victims)."""
+    np.random.seed(seed)
+    n_sets = partitions * sets
+    assoc = (meta.shape[0] - n_sets) // n_sets
     hits = np.empty(lines.shape[0], dtype=np.bool_)
     for i in range(lines.shape[0]):
-        hits[i] = cache_load_line(meta, htab, hshift, partitions, sets, lru, lines[i])
+        way = np.random.randint(0, assoc) if policy == RANDOM else 0
+        hits[i] = cache_access_line(meta, htab, hshift, partitions, sets, policy, way, lines[i])
     return hits
 
 
@@ -267,7 +331,7 @@ def full_sectors(f, cps, n_sectors):
 @dataclass(frozen=True)
 class CacheState:
     """A standalone cache (for tests and benchmarks): ``partitions`` x ``sets`` sets of
-    ``assoc`` ways, LRU or FIFO, driven by whole-line loads."""
+    ``assoc`` ways under a `Replacement` policy, driven by whole-line loads."""
 
     meta: np.ndarray
     htab: np.ndarray
@@ -275,7 +339,13 @@ class CacheState:
     sets: int
     assoc: int
     partitions: int
-    lru: bool
+    policy: Replacement
+    seed: int = 0
+    """RANDOM's draws: each `run` starts Numba's generator from it."""
+
+    @property
+    def lru(self) -> bool:
+        return self.policy == Replacement.LRU
 
     def find(self, line: int) -> int:
         return int(_find(self.meta, self.htab, self.hshift, line))
@@ -286,8 +356,8 @@ class CacheState:
 
     def run(self, lines: np.ndarray) -> np.ndarray:
         """Whole-line loads of every line id in `lines`, in order; a bool hit array."""
-        return cache_load_stream(self.meta, self.htab, self.hshift, self.partitions, self.sets, self.lru,
-                                 np.ascontiguousarray(lines, dtype=np.int64))
+        return cache_load_stream(self.meta, self.htab, self.hshift, self.partitions, self.sets, int(self.policy),
+                                 self.seed, np.ascontiguousarray(lines, dtype=np.int64))
 
 
 @njit(**KERNEL)
@@ -295,9 +365,12 @@ def _find(meta, htab, hshift, line):
     return cache_find(meta, htab, 0, hshift, line)
 
 
-def new_cache(sets: int, assoc: int, partitions: int = 1, lru: bool = True) -> CacheState:
-    """An empty cache of `partitions` x `sets` sets of `assoc` ways."""
+def new_cache(sets: int, assoc: int, partitions: int = 1, lru: bool = True, *,
+              policy: Replacement | None = None, seed: int = 0) -> CacheState:
+    """An empty cache of `partitions` x `sets` sets of `assoc` ways under `policy` (without one:
+    LRU, or FIFO when not `lru`)."""
     if sets < 1 or assoc < 1 or partitions < 1:
         raise ValueError("sets, assoc and partitions must be positive")
     meta, htab, hshift = cache_alloc(sets * partitions, assoc, 1)
-    return CacheState(meta, htab, int(hshift), sets, assoc, partitions, lru)
+    chosen = policy if policy is not None else (Replacement.LRU if lru else Replacement.FIFO)
+    return CacheState(meta, htab, int(hshift), sets, assoc, partitions, chosen, seed)

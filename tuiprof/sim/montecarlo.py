@@ -26,7 +26,7 @@ import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from tuiprof.arch.model import Arch
 from tuiprof.errors import UsageError
@@ -323,7 +323,7 @@ class TrialPool:
                         p.mc.stop_reason = "settled" if p.settled else "converged" if stopped_early else "completed"
                         yield PoolEvent(p.mc, None)
                 while len(pending) < self.threads and not self._cancel.is_set():
-                    p = self._next(progress)
+                    p = self._next(progress)  # type: ignore[assignment]  # None is tested next
                     if p is None:
                         break
                     pending[pool.submit(self._pooled, p.mc, p.started)] = (p, p.started)

@@ -12,6 +12,7 @@ cache or DRAM variant of that GPU.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.errors import ArchError
 from tuiprof.jit import KERNEL, njit
 from tuiprof.sim.addressing import HASH_CODES, hash_polynomial
+from tuiprof.sim.cache import Replacement
 from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids, numpy_owned
 from tuiprof.trace.model import Trace
 
@@ -54,7 +56,7 @@ def _pack_level(p: np.ndarray, at: int, c) -> None:
     """The fields one cache level shares with the other, from index `at` (P_L1_ON or P_L2_ON):
     on, sets, assoc, partitions, chunks per line, chunks per sector, LRU."""
     p[at:at + 7] = (int(c.enabled), c.sets, c.assoc, c.partitions, c.line // CHUNK,
-                    max(1, min(c.sector, c.line) // CHUNK), int(c.replacement == "lru"))
+                    max(1, min(c.sector, c.line) // CHUNK), int(Replacement[c.replacement.upper()]))
 
 
 def pack_arch(arch: Arch) -> np.ndarray:
@@ -171,7 +173,8 @@ class Prepared:
             return co.req_id, co.lines
         ids = self._wide_ids.get(shift)
         if ids is None:
-            ids = self._wide_ids[shift] = tuple(map(numpy_owned, dense_ids(co.req_line >> shift)))
+            ids = self._wide_ids[shift] = cast("tuple[np.ndarray, np.ndarray]",
+                                              tuple(map(numpy_owned, dense_ids(co.req_line >> shift))))
         return ids
 
     @property
@@ -276,7 +279,6 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     pack_arch(arch)  # refuses geometries the kernel cannot model
     S = arch.sm_count
     n_acc = trace.n_accesses
-    n_warps = trace.n_warps
     n_ctas = trace.snapshot.n_ctas
     co = coalesce_trace(trace, arch.l1.line)
     starts_op = np.array([o.starts_sequence for o in trace.ops], dtype=bool)

@@ -3,7 +3,7 @@ the oracle the tests compare the product kernel with (counter for counter, batch
 latency), itself checked against pycachesim. The product never calls it. Every rule the product
 models is written here first, as plainly as it can be.
 
-Steps 1-4 are `tuiprof.sim.schedule`'s; steps 5-7 (DESIGN.md) run here in one pass over the
+Steps 1-4 are `tuiprof.sim.schedule`'s; steps 5-7 (ARCHITECTURE.md) run here in one pass over the
 merged stream:
 
 5. **L1** (private per SM): loads hit per sector; missing sectors are filled and go to L2;
@@ -46,7 +46,7 @@ from tuiprof.arch.model import Arch
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, target, xor_fold, xor_table
 from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find, cache_invalidate, cache_set,
-                               cache_touch, expand_sectors, full_sectors, get_mask, get_tag, hslot)
+                               expand_sectors, full_sectors, get_mask, get_tag, hslot, touch)
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_POLY, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL,
                                   P_L1_CPS, P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ON, P_L2_POLY,
@@ -79,7 +79,7 @@ def _leaders(cps, n_sectors):
 def _level(params, at, copies):
     """One cache level from the parameters at `at` (P_L1_ON or P_L2_ON; both levels' fields run
     in the same order), with its caches allocated (`copies` of them, one when it is absent):
-    ``(on, partitions, sets, lru, chunks per sector, chunks per line, sectors per line, sector
+    ``(on, partitions, sets, replacement policy, chunks per sector, chunks per line, sectors per line, sector
     leaders, all sets, assoc, meta, htab, hshift)``."""
     on = params[at] != 0
     sets = params[at + P_L1_SETS - P_L1_ON]
@@ -87,11 +87,11 @@ def _level(params, at, copies):
     parts = params[at + P_L1_PARTS - P_L1_ON]
     cpl = params[at + P_L1_CPL - P_L1_ON]
     cps = params[at + P_L1_CPS - P_L1_ON]
-    lru = params[at + P_L1_LRU - P_L1_ON] != 0
+    repl = params[at + P_L1_LRU - P_L1_ON]  # a `Replacement`
     spl = cpl // cps
     nsets = sets * parts if on else 1
     meta, htab, hs = cache_alloc(nsets, assoc, copies if on else 1)
-    return on, parts, sets, lru, cps, cpl, spl, _leaders(cps, spl), nsets, assoc, meta, htab, hs
+    return on, parts, sets, repl, cps, cpl, spl, _leaders(cps, spl), nsets, assoc, meta, htab, hs
 
 
 @njit(**INLINE)
@@ -273,8 +273,8 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     and those the L2's dirty sectors still owe at the end."""
     S = params[P_SM]
     # L1: one copy per SM; L2: one shared copy.
-    on1, parts1, sets1, lru1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
-    on2, parts2, sets2, lru2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
+    on1, parts1, sets1, repl1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
+    on2, parts2, sets2, repl2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
     policy = params[P_L1_STORE]
     wb2 = on2 and params[P_L2_WB] != 0
     xor2 = params[P_HASH] == HASH_XOR
@@ -346,8 +346,8 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                     else:  # write-allocate
                         if slot < 0:
                             slot, _, _ = cache_fill(meta1, htab1, hb1, hs1, sent, line1)
-                        elif lru1:
-                            cache_touch(meta1, sent, slot)
+                        else:
+                            touch(meta1, sent, slot, repl1)
                         meta1[slot, VALID] = get_mask(meta1, slot, VALID) | full_sectors(np.int64(req_full[j]), cps1,
                                                                                          spl1)
             else:
@@ -359,8 +359,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                         v1 = get_mask(meta1, slot, VALID)
                         counts[C_L1_RH, o] += popcount(smask & v1 & lead1)
                         send = smask & ~v1
-                        if lru1:
-                            cache_touch(meta1, sent, slot)
+                        touch(meta1, sent, slot, repl1)
                     else:
                         send = smask
                         slot, _, _ = cache_fill(meta1, htab1, hb1, hs1, sent, line1)
@@ -405,8 +404,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                     slot = cache_find(meta2, htab2, 0, hs2, line)
                     if slot >= 0:
                         v = get_mask(meta2, slot, VALID)
-                        if lru2:
-                            cache_touch(meta2, sent, slot)
+                        touch(meta2, sent, slot, repl2)
                     else:
                         slot, old, old_dirty = cache_fill(meta2, htab2, 0, hs2, sent, line)
                         if old >= 0 and old_dirty != 0:

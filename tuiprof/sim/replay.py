@@ -1,4 +1,4 @@
-"""Steps 5-7 of a trial (DESIGN.md: the L1s, the L2, the DRAM batches) over the merged stream:
+"""Steps 5-7 of a trial (ARCHITECTURE.md: the L1s, the L2, the DRAM batches) over the merged stream:
 the product's replay kernel, compiled once per cache and DRAM geometry.
 
 It gives exactly the results of the reference kernel (`tuiprof.sim.reference`, the tests' oracle)
@@ -53,8 +53,9 @@ import hashlib
 import os
 import threading
 from dataclasses import astuple, dataclass
+from collections.abc import Callable
+from typing import Any, cast
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -151,7 +152,7 @@ class Family:
         return _digest(self)
 
 
-def _digest(values: object) -> str:
+def _digest(values: Any) -> str:
     return hashlib.sha1(repr(astuple(values)).encode()).hexdigest()[:12]
 
 
@@ -231,7 +232,8 @@ class Geometry:
                       xor_hash=self.xor_hash, transaction=self.transaction, l1_by_sm=self.l1_on and self.l1_by_sm,
                       one_run=self.lockstep and self.transaction == 32
                       and min(self.interleave, self.row_size) >= self.l1_chunks * 32,
-                      pow2_sets=tuple(n & (n - 1) == 0 for n in (self.l1_sets, self.l2_sets, self.classes)),
+                      pow2_sets=cast("tuple[bool, bool, bool]",
+                                     tuple(n & (n - 1) == 0 for n in (self.l1_sets, self.l2_sets, self.classes))),
                       channels=self.channels, banks=self.banks, interleave=self.interleave, row_size=self.row_size)
 
     @property
@@ -1050,10 +1052,10 @@ _LOCK = threading.Lock()
 def replay_cached(family: Family) -> bool:
     """Whether `family`'s kernel will not compile at its first call: loaded in this process, or
     in the on-disk kernel cache (`tuiprof.jit`'s folder)."""
-    if replay_kernel(family).signatures:
+    if replay_kernel(family).signatures:  # type: ignore[attr-defined]  # a Numba dispatcher
         return True
     folder = os.environ.get("NUMBA_CACHE_DIR")  # tuiprof.jit's choice (imported with the kernel)
-    return bool(folder) and any(Path(folder).rglob(f"*replay_{family.digest}-*.nbi"))
+    return folder is not None and folder != "" and any(Path(folder).rglob(f"*replay_{family.digest}-*.nbi"))
 
 
 def replay_kernel(geometry: Geometry | Family) -> Callable:

@@ -1,4 +1,4 @@
-"""Steps 1-4 of a trial (DESIGN.md, "The stochastic memory-hierarchy model"): the order in which
+"""Steps 1-4 of a trial (ARCHITECTURE.md, "The stochastic memory-hierarchy model"): the order in which
 each SM issues its bulk sequences, and the merge of the SMs' streams into one L2 stream. Together
 they are Baghsorkhi12 sec. 3.2 step 1a, "a valid random ordering" of the requests: random, yet
 **every warp's accesses keep their program order in every trial** (a load that precedes a store
@@ -364,7 +364,7 @@ def merge_order(st, sm_acc_off, entry):
         while nxt < S and (entry[by_entry[nxt]] <= g or m == 0):
             s = by_entry[nxt]
             nxt += 1
-            for i in range(sm_acc_off[s + 1] - sm_acc_off[s]):
+            for _i in range(sm_acc_off[s + 1] - sm_acc_off[s]):
                 lab[g + m] = s
                 m += 1
         j = g + rng_below(st, m)

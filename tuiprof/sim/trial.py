@@ -5,7 +5,8 @@ randomness from its own SplitMix64 stream, so results do not depend on the threa
 Steps 1-4 (CTA placement, intra-core scheduling, schedule deviation, inter-core merge) are
 `tuiprof.sim.schedule`'s; steps 5-7 (L1s, L2, DRAM batches) are the replay kernel of
 `tuiprof.sim.replay`, compiled per cache and DRAM geometry. The model's rules, step by step, are
-written out in DESIGN.md and in `tuiprof.sim.reference`, the kernel this one reproduces exactly.
+written out in ARCHITECTURE.md ("The stochastic memory-hierarchy model") and in
+`tuiprof.sim.reference`, the kernel this one reproduces exactly.
 """
 
 from __future__ import annotations

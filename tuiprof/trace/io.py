@@ -39,7 +39,8 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, NoReturn, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, M
                                  MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance,
                                  Snapshot, SourceFile, StaticOp, Trace, measured_problem)
 from tuiprof.trace.text import printable, shown_path
+
+_Choice = TypeVar("_Choice", bound=str)
+"""One of a fixed set of strings (a Literal type) that a header field must be."""
 
 FORMAT = "tptrace"
 VERSION = 1
@@ -616,7 +620,7 @@ class _Fields:
             self.fail(f"{where} must be a [PTX line, instruction] pair, not {_show(v)}")
         return self.whole(v[0], f"{where}[0]", 0, 2**31 - 1), self.text({"x": v[1]}, "x", f"{where}[1]")
 
-    def choice(self, obj: dict[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
+    def choice(self, obj: dict[str, Any], key: str, where: str, choices: tuple[_Choice, ...]) -> _Choice:
         v = self.text(obj, key, where)
         if v not in choices:
             self.fail(f"{where} must be one of {', '.join(choices)}, not {_show(v)}")

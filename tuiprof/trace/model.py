@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from tuiprof.errors import TraceError
 
-OP_KINDS = ("load", "store", "atomic")
-SPACES = ("global", "shared", "local", "const", "texture")
+OpKind = Literal["load", "store", "atomic"]
+"""What a memory instruction does."""
+Space = Literal["global", "shared", "local", "const", "texture"]
+Backend = Literal["gpu", "emulator", "synthetic"]
+"""What recorded a trace."""
+
+OP_KINDS: tuple[OpKind, ...] = get_args(OpKind)
+SPACES: tuple[Space, ...] = get_args(Space)
 """Memory spaces of an op: ``const`` (``__constant__`` memory, through the constant cache) and
 ``texture`` (texture and surface fetches, through the L1/texture path) came with issue 22; a
 trace written before them reads as it always did."""
-BACKENDS = ("gpu", "emulator", "synthetic")
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
 LANES = 32
 
 
@@ -95,8 +101,8 @@ class StaticOp:
 
     id: int
     kernel: str
-    kind: str
-    space: str
+    kind: OpKind
+    space: Space
     bytes: int
     """Bytes per lane (4 for a float, 16 for a float4 vector load)."""
     file: str
@@ -199,7 +205,7 @@ class CtaRecords:
 class Provenance:
     """Where the trace came from."""
 
-    backend: str
+    backend: Backend
     arch: str
     """The Arch preset the launch was made (or modeled) for."""
     gpu: str = ""

@@ -22,7 +22,8 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -69,7 +70,9 @@ REFRESH = 0.1
 """Seconds between repaints of the panes while a run streams in (about 10 per second)."""
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PANES = (("source", "Source"), ("hist", "Histogram"), ("sm", "SMs"), ("md", "Model"))
-RUNNING = ("preparing", "running", "sweep")
+UiPhase = Literal["loading", "preparing", "running", "sweep", "done", "cancelled", "failed"]
+"""Where the app is: opening the target, then a run's phases, then how it ended."""
+RUNNING: tuple[UiPhase, ...] = ("preparing", "running", "sweep")
 MIN_SIDE = 36
 """Columns the side panes need beside the source; with fewer left they become tabs."""
 MAX_SIDE = 96
@@ -127,8 +130,9 @@ def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfi
     trials, since the confidence interval narrows as 1/sqrt(n), never fewer than the early stop's
     minimum (below it a run could never converge); without one, double (halve) the trials. The MD
     sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
-    pinned = dict(sweep_trials=config.sweep_trials or sweep_trials, sweep_adaptive=config.adaptive_sweep,
-                  sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
+    pinned: dict[str, Any] = dict(sweep_trials=config.sweep_trials or sweep_trials, sweep_adaptive=config.adaptive_sweep,
+                                  sweep_tolerance=config.tolerance if config.sweep_tolerance == "same"
+                                  else config.sweep_tolerance)
     if config.tolerance:
         tol = config.tolerance / 2 if more else min(MAX_TOLERANCE, config.tolerance * 2)
         trials = min(MAX_TRIALS, config.trials * 4) if more else max(EARLY_STOP_AFTER, config.trials // 4)
@@ -169,7 +173,7 @@ class TuiprofApp(App[int]):
     Screen.-tabs #body.-sm #hist, Screen.-tabs #body.-sm #md { display: none; }
     Screen.-tabs #body.-md #hist, Screen.-tabs #body.-md #sm { display: none; }
     """
-    BINDINGS = bindings()
+    BINDINGS = bindings()  # type: ignore[assignment]  # list[Binding] is what Textual reads
 
     def __init__(self, target: str | Path | None = None, config: RunConfig | None = None, *,
                  theme: str | None = None, session: Session | None = None, analysis: "Analysis | None" = None,
@@ -190,7 +194,7 @@ class TuiprofApp(App[int]):
         self.analysis: "Analysis | None" = analysis
         self._pending: "Analysis | None" = None
         self.generation = 0
-        self.phase = "done" if analysis is not None else "loading"
+        self.phase: UiPhase = "done" if analysis is not None else "loading"
         self.trials_done = analysis.trials if analysis is not None else 0
         self.planned = analysis.planned if analysis is not None else self.config.trials
         self.sweep: SweepProgress | None = None
@@ -229,7 +233,7 @@ class TuiprofApp(App[int]):
         self._spin = 0
         self.load_phase = Phase("loading the trace")
         """What opening (or recollecting) the target is doing now."""
-        self._phase_before_recollect = "done"
+        self._phase_before_recollect: UiPhase = "done"
         self._search_from: tuple[int, int] | None = None
         """The source cursor and top row when `/` opened the search (esc goes back there)."""
         self.baseline: delta.Baseline | None = None
@@ -787,7 +791,7 @@ class TuiprofApp(App[int]):
         """Textual's keys panel, which esc did not close, is tuiprof's help screen instead."""
         self.action_help()
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Textual's palette commands, less its "Keys" panel (tuiprof's "Keys" is the help screen)."""
         for command in super().get_system_commands(screen):
             if command.title != "Keys":

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Sequence
+from typing import TypeGuard
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,7 +24,7 @@ EIGHTHS_V = " ▁▂▃▄▅▆▇█"
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-def finite(x: float | None) -> bool:
+def finite(x: float | None) -> TypeGuard[float]:
     return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
 
 

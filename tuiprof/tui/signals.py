@@ -19,7 +19,8 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Callable
+from typing import Any
+from collections.abc import Callable
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE = 0.7
@@ -49,7 +50,7 @@ class SignalExit:
         self.grace = grace
         self.signum: int | None = None
         self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
-        self._tty_attrs: list[object] | None = None
+        self._tty_attrs: list[Any] | None = None
         self._timer: threading.Timer | None = None
 
     def __enter__(self) -> "SignalExit":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from textual.theme import BUILTIN_THEMES, Theme
 
@@ -19,7 +20,7 @@ FIELDS = ("primary", "secondary", "accent", "warning", "error", "success", "fore
           "surface", "panel", "boost")
 
 
-def _toml(path: Path) -> dict:
+def _toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover

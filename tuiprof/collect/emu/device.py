@@ -17,7 +17,8 @@ parameter's (``np.int32(n)`` for an ``int``); anything else is refused with a cl
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -31,7 +32,10 @@ from tuiprof.errors import TuiprofError
 from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.resources import memory_budget
 from tuiprof.ptx.model import Function, Module, SourceLoc
-from tuiprof.trace.model import LANES, CtaRecords, Launch, StaticOp
+from tuiprof.trace.model import LANES, CtaRecords, Launch, Space, StaticOp
+
+_RESOLVED_SPACES: tuple[Space, ...] = ("global", "shared", "local")
+"""What a generic op resolves to: the space most of its accesses fell in."""
 
 if TYPE_CHECKING:
     from tuiprof.build.names import Enums
@@ -46,11 +50,13 @@ SnapshotChooser = Callable[[tuple[int, int, int], tuple[int, int, int], int, "Re
 launch starts; returns the linear ids of the snapshot CTAs."""
 
 
-class ResourcesLike:
+class ResourcesLike(Protocol):
     """What the device reads of a kernel's resources (`tuiprof.build.program.KernelResources`)."""
 
-    registers_per_thread: int
-    static_shared: int
+    @property
+    def registers_per_thread(self) -> int: ...
+    @property
+    def static_shared(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,7 @@ class RecordChoice:
     """The kernel whose launch is recorded; None = the first kernel launched."""
     launch_index: int = 0
     """Which launch of that kernel (0 = its first)."""
-    snapshot: Union[SnapshotChooser, Sequence[int], None] = None
+    snapshot: SnapshotChooser | Sequence[int] | None = None
     """The snapshot CTAs (linear ids), or a chooser computing them; None = the whole grid."""
 
 
@@ -434,7 +440,7 @@ class EmuDevice:
         for o in ops:
             seen = result.op_space[o.id] if o.id < result.op_space.shape[0] else np.zeros(3, np.int64)
             if seen.sum() and o.space in ("global", "shared", "local"):
-                space = ("global", "shared", "local")[int(np.argmax(seen))]
+                space: Space = _RESOLVED_SPACES[int(np.argmax(seen))]
                 resolved.append(replace(o, space=space) if space != o.space else o)
             else:
                 resolved.append(o)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from functools import lru_cache, partial
-from typing import Callable, Protocol
+from functools import partial, cache
+from typing import Protocol, cast
+from collections.abc import Callable
 
 import numpy as np
 
 from tuiprof.resources import data_dir
-from tuiprof.trace.model import LANES, StaticOp
+from tuiprof.trace.model import LANES, OpKind, Space, StaticOp
 
 ARRAY_BASE = 0x7F00_0000_0000
 """Where the first global array starts (a typical cudaMalloc address on Linux x86-64)."""
@@ -145,7 +146,7 @@ class TraceSink:
     def access(self, op: int, warp: np.ndarray, key: np.ndarray | int, active: np.ndarray,
                addr: AddrFn) -> None:
         keys = np.broadcast_to(np.asarray(key, dtype=np.int64), warp.shape)
-        keep = active.any(axis=1)
+        keep = cast("np.ndarray", active.any(axis=1))
         if not keep.all():  # a warp whose lanes all skip the access records nothing
             warp, keys, active = warp[keep], keys[keep], active[keep]
             addr = partial(_rows, addr, keep)
@@ -210,7 +211,7 @@ class CountSink:
 # ---------------------------------------------------------------------------------------------
 # Kernels: source files, static ops, launch resources
 
-@lru_cache(maxsize=None)
+@cache
 def kernel_source(name: str) -> str:
     """The text of ``demo_traces/<name>``."""
     return (data_dir("demo_traces") / name).read_text(encoding="utf-8")
@@ -261,7 +262,7 @@ class Kernel(ABC):
         out = []
         for i, s in enumerate(self.specs.values()):
             line, col = locate(text, self.name, s.label, s.occurrence)
-            out.append(StaticOp(id=i, kernel=self.name, kind=s.kind, space=s.space, bytes=s.bytes,
+            out.append(StaticOp(id=i, kernel=self.name, kind=cast("OpKind", s.kind), space=cast("Space", s.space), bytes=s.bytes,
                                 file=self.source, line=line, column=col, starts_sequence=s.starts,
                                 label=s.label))
         return tuple(out)

@@ -1,12 +1,12 @@
 """The demos' synthetic models by their stable CLI names (`spmv-u`, `vecadd`, ...): what each
 models and how it is built. The shipped traces are the emulator's recordings
-(`tuiprof.trace.demos`); these models stay as their test oracles."""
+(`tuiprof.demos`); these models stay as their test oracles."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from collections.abc import Callable
 
 from tuiprof.errors import UsageError
 from tuiprof.trace.model import Trace
@@ -31,7 +31,7 @@ class DemoSpec:
     build: Callable[[], Trace] = field(repr=False)
     shipped: bool = True
     """False: too large to keep in the repository (random gathers do not compress: ~15-18 MB);
-    built from the model on first use and cached (see `tuiprof.trace.demos`)."""
+    built from the model on first use and cached (see `tuiprof.demos`)."""
 
     def __call__(self) -> Trace:
         return self.build()

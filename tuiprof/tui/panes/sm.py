@@ -73,7 +73,7 @@ def _ranges(ids: tuple[int, ...]) -> str:
     for i in ids:
         if start is None:
             start = prev = i
-        elif i == prev + 1:
+        elif i == prev + 1:  # type: ignore[operator]  # prev is set with start
             prev = i
         else:
             out.append(f"{start}–{prev}" if prev != start else f"{start}")

@@ -14,7 +14,8 @@ so heat never rests on colour alone. Everything drawn from the trace is cleaned 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -27,8 +28,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tuiprof.model.advice import hot_reason, kernel_tm
 from tuiprof.model.analysis import STORE_RANK, load_rank
-from tuiprof.model.pattern import hot_reason, kernel_tm
 from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.metrics import Levels
@@ -456,7 +457,7 @@ class SourceView(Widget, can_focus=True):
         mark = Content.styled(rank_mark(rank), "bold $text-warning" if hot else MUTED)
         num = Content.styled(f" {row.line:>{self._digits}} " if row.first else f" {'·':>{self._digits}} ", MUTED)
         op = self.ops.get(row.op) if row.op is not None else None
-        h1, x, spr, ideal = gutter_cells(self.stats.get(row.op) if op is not None else None,
+        h1, x, spr, ideal = gutter_cells(self.stats.get(row.op) if op is not None else None,  # type: ignore[arg-type]
                                          op is not None and op.kind == "load", self.levels.l1)
         if op is not None and row.op not in self.stats:
             figures = Content.styled(f"{op.kind[:12]:<12}", MUTED)
@@ -482,7 +483,7 @@ class SourceView(Widget, can_focus=True):
             code = Content.assemble(code, Content.styled(f"  ◂ {self.labels[row.op]}", f"{MUTED} italic"))
         return code
 
-    def _strip(self, content: Content, base: Style) -> Strip:
+    def _strip(self, content: Content, base: VisualStyle) -> Strip:
         return Strip([Segment(t, s.rich_style) for t, s in content.render(base, end="", parse_style=self._get_style)])
 
     def _fitted(self, code: Content, room: int) -> Content:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,8 +17,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
+from tuiprof.model.advice import advice, insight
 from tuiprof.model.analysis import load_rank
-from tuiprof.model.pattern import advice, insight
 from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.messages import PatternsReady

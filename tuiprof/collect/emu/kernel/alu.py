@@ -12,15 +12,14 @@ import math
 
 import numpy as np
 
-from tuiprof.collect.emu.kernel.bits import brev32, brev64, clz32, clz64, f32_of, f64_of, bits_f32, bits_f64, popc32, popc64
+from tuiprof.collect.emu.kernel.bits import brev32, brev64, clz32, clz64, bits_f32, popc32, popc64
 from tuiprof.collect.emu.kernel.codes import (
-    BOOL_AND, BOOL_OR, BOOL_XOR, CMP_EQ, CMP_EQU, CMP_GE, CMP_GEU, CMP_GT, CMP_GTU, CMP_LE, CMP_LEU, CMP_LT, CMP_LTU,
-    CMP_NAN, CMP_NE, CMP_NEU, CMP_NUM, FL_APPROX, FL_FTZ, FL_SAT, OP_COPYSIGN, OP_FABS, OP_FADD, OP_FCOS, OP_FDIV,
+    BOOL_AND, BOOL_OR, BOOL_XOR, CMP_EQ, CMP_EQU, CMP_GT, CMP_LE, CMP_LT, CMP_NAN, CMP_NE, CMP_NUM, FL_APPROX, FL_FTZ, FL_SAT, OP_COPYSIGN, OP_FABS, OP_FADD, OP_FCOS, OP_FDIV,
     OP_FEX2, OP_FFMA, OP_FLG2, OP_FMAX, OP_FMIN, OP_FMUL, OP_FNEG, OP_FRCP, OP_FRSQRT, OP_FSIN, OP_FSQRT, OP_FSUB,
-    OP_FTANH, RND_NONE, RND_RM, RND_RMI, RND_RN, RND_RNI, RND_RP, RND_RPI, RND_RZ, RND_RZI, T_BF16, T_BF16X2, T_F16,
+    OP_FTANH, RND_NONE, RND_RMI, RND_RN, RND_RNI, RND_RPI, RND_RZI, T_BF16, T_BF16X2, T_F16,
     T_F16X2, T_F32, T_F64, T_PRED, T_S8, T_S16, T_S32, T_S64, T_U8, T_U16, T_U32, T_U64, TESTP_FINITE,
-    TESTP_INFINITE, TESTP_NORMAL, TESTP_NOTANUMBER, TESTP_NUMBER, TESTP_SUBNORMAL)
-from tuiprof.collect.emu.kernel.fp import (NAN16, NAN32, NAN64, bits_of, exact_add, exact_div, exact_fma, exact_mul,
+    TESTP_INFINITE, TESTP_NORMAL, TESTP_NOTANUMBER, TESTP_NUMBER)
+from tuiprof.collect.emu.kernel.fp import (bits_of, exact_add, exact_div, exact_fma, exact_mul,
                                            exact_sqrt, float_to_int, flush, int_to_pair, round_integral, value_of)
 from tuiprof.jit import INLINE, emu_kernel, njit
 MIN64 = np.int64(-9223372036854775808)

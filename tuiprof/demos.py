@@ -97,7 +97,7 @@ def record_demo(name: str) -> Trace:
     import dataclasses
 
     from tuiprof.collect.pipeline import collect_trace
-    from tuiprof.session import RunConfig
+    from tuiprof.config import RunConfig
 
     source, options = demo_collection(name)
     trace = collect_trace(source, RunConfig(collect=options))
