@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 from collections.abc import Callable, Mapping
 
 from tuiprof.arch.model import Arch
@@ -581,8 +581,8 @@ class Session:
             return self._with_note(analysis, self._sweep_note)
         samples = self._samples(main, per_md)
         tables = [t[:, TRAFFIC] for t in self._tables(main, per_md).values()]
-        swept: dict[str, Any] = dict(md_samples=samples, sweep_trials=max([len(v) for v in per_md.values()], default=0),
-                                     sweep_elapsed=time.perf_counter() - self._t_main)
+        sweep_trials = max([len(v) for v in per_md.values()], default=0)
+        sweep_elapsed = time.perf_counter() - self._t_main
         if self._working_set is None:
             self._working_set = self.prepared.working_set_lines()  # type: ignore[union-attr]  # prepared by the run
         ws = self._working_set or samples[0].dram_reads_per_cta
@@ -597,9 +597,11 @@ class Session:
                                  range_of=lambda md, over: gain_range(self.arch, shape, tables, md, over,
                                                                       seed=self.config.seed))
         except UsageError as exc:  # nothing cached: no L1 working set to contend for
-            return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md_note=exc.message, **swept))
+            return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md_note=exc.message, md_samples=samples, sweep_trials=sweep_trials,
+                                                                               sweep_elapsed=sweep_elapsed))
         note = "" if final else "MD decision so far: the sweep is still running"
-        return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, md_note=note, **swept))
+        return dataclasses.replace(analysis, decisions=dataclasses.replace(d, md=decision, md_note=note, md_samples=samples,
+                                                                           sweep_trials=sweep_trials, sweep_elapsed=sweep_elapsed))
 
     def _analyse(self, results: list["TrialResult"]) -> "Analysis | None":
         from tuiprof.model.analysis import analyse

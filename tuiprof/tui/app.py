@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from collections.abc import Callable, Iterable
 
 from textual import events, on
@@ -130,15 +130,14 @@ def precision_step(config: RunConfig, sweep_trials: int, more: bool) -> RunConfi
     trials, since the confidence interval narrows as 1/sqrt(n), never fewer than the early stop's
     minimum (below it a run could never converge); without one, double (halve) the trials. The MD
     sweep keeps its trial count and tolerance, so that it is not rerun for nothing."""
-    pinned: dict[str, Any] = dict(sweep_trials=config.sweep_trials or sweep_trials, sweep_adaptive=config.adaptive_sweep,
-                                  sweep_tolerance=config.tolerance if config.sweep_tolerance == "same"
-                                  else config.sweep_tolerance)
+    sweep = replace(config, sweep_trials=config.sweep_trials or sweep_trials, sweep_adaptive=config.adaptive_sweep,
+                    sweep_tolerance=config.tolerance if config.sweep_tolerance == "same" else config.sweep_tolerance)
     if config.tolerance:
         tol = config.tolerance / 2 if more else min(MAX_TOLERANCE, config.tolerance * 2)
         trials = min(MAX_TRIALS, config.trials * 4) if more else max(EARLY_STOP_AFTER, config.trials // 4)
-        return replace(config, tolerance=tol, trials=trials, **pinned)
+        return replace(sweep, tolerance=tol, trials=trials)
     trials = min(MAX_TRIALS, config.trials * 2) if more else max(MIN_TRIALS, config.trials // 2)
-    return replace(config, trials=trials, **pinned)
+    return replace(sweep, trials=trials)
 
 
 class TabStrip(Static):
@@ -791,7 +790,7 @@ class TuiprofApp(App[int]):
         """Textual's keys panel, which esc did not close, is tuiprof's help screen instead."""
         self.action_help()
 
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Textual's palette commands, less its "Keys" panel (tuiprof's "Keys" is the help screen)."""
         for command in super().get_system_commands(screen):
             if command.title != "Keys":

@@ -19,7 +19,6 @@ import signal
 import sys
 import threading
 from types import FrameType
-from typing import Any
 from collections.abc import Callable
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -50,7 +49,7 @@ class SignalExit:
         self.grace = grace
         self.signum: int | None = None
         self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
-        self._tty_attrs: list[Any] | None = None
+        self._tty_attrs: list[int | list[bytes | int]] | None = None  # termios.tcgetattr's value
         self._timer: threading.Timer | None = None
 
     def __enter__(self) -> "SignalExit":

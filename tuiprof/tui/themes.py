@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from textual.theme import BUILTIN_THEMES, Theme
 
@@ -20,7 +19,7 @@ FIELDS = ("primary", "secondary", "accent", "warning", "error", "success", "fore
           "surface", "panel", "boost")
 
 
-def _toml(path: Path) -> dict[str, Any]:
+def _toml(path: Path) -> dict[str, object]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -36,11 +35,14 @@ def load_themes(folder: Path | None = None) -> list[Theme]:
     for path in sorted(folder.glob("*.toml")):
         try:
             d = _toml(path)
-            kwargs = {k: d[k] for k in FIELDS if k in d}
-            extra = {k: d[k] for k in ("luminosity_spread", "text_alpha") if k in d}
+            kwargs = {k: str(d[k]) for k in FIELDS if k in d}  # colours
+            extra = {k: float(str(d[k])) for k in ("luminosity_spread", "text_alpha") if k in d}
+            variables = d.get("variables", {})
+            if not isinstance(variables, dict):
+                raise ValueError("[variables] must be a table")
             themes.append(Theme(name=str(d.get("name", path.stem)), dark=bool(d.get("dark", True)),
-                                variables={str(k): str(v) for k, v in d.get("variables", {}).items()},
-                                **kwargs, **extra))
+                                variables={str(k): str(v) for k, v in variables.items()},
+                                **kwargs, **extra))  # type: ignore[arg-type]  # keys are Theme's own fields
         except Exception as exc:  # a broken theme file must not stop the profiler
             print(f"warning: theme file {path} ignored: {exc}", file=sys.stderr)
     return themes
