@@ -222,3 +222,19 @@ def test_the_driver_calls_exist_in_the_installed_cuda_bindings() -> None:
     missing = [a for a in sorted(attributes) if not any(hasattr(e, a) for e in enums)]
     assert not missing, missing
     assert hasattr(drv.CUresult, "CUDA_SUCCESS")
+
+
+def test_a_texture_on_the_gpu_path_is_one_clear_refusal(tmp_path: Path) -> None:
+    """Texture objects are emulated only (issue 22 item 4): on the GPU collector's device, making
+    one is an error that says so and names the way that works, not a crash mid-launch."""
+    from tests.emu_driver import EmuDriver
+    from tuiprof.build import build_program
+    from tuiprof.collect.gpu import GpuDevice
+
+    src = tmp_path / "byval.cu"
+    src.write_text(STRUCT_KERNEL)
+    program = build_program(src, compute_capability=(8, 0), cache=False)
+    with GpuDevice(program, parse_module(program.ptx), driver=EmuDriver()) as dev:
+        with pytest.raises(TuiprofError) as err:
+            dev.texture(np.zeros((4, 4), np.float32), filter="point")
+    assert "emulated only" in str(err.value.message) and "--backend emu" in str(err.value.hint)
