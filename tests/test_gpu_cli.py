@@ -524,7 +524,8 @@ def test_optional_metrics_follow_what_the_ncu_at_hand_lists() -> None:
     from tuiprof.validate import RESEARCH, metric_base, missing_metrics, usable_metrics
 
     listing = "Device NVIDIA H100\n" + "\n".join(f"{metric_base(m)}   some description" for m in RESEARCH[:3])
-    assert usable_metrics(RESEARCH, listing) == RESEARCH[:3]
+    launch = tuple(m for m in RESEARCH if m.startswith("launch__"))  # attributes, often not listed: always asked
+    assert launch and usable_metrics(RESEARCH, listing) == RESEARCH[:3] + launch
     assert usable_metrics(RESEARCH, None) == RESEARCH and usable_metrics(RESEARCH, "no metrics here") == RESEARCH
     err = "==ERROR== Failed to find metric regex:^lts__t_sectors_srcunit_ltcfabric_op_read.sum$\n"
     assert missing_metrics(err, RESEARCH) == {"lts__t_sectors_srcunit_ltcfabric_op_read.sum"}

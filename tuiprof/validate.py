@@ -160,14 +160,16 @@ def metric_base(metric: str) -> str:
 
 
 def usable_metrics(wanted: Sequence[str], listing: str | None) -> tuple[str, ...]:
-    """The metrics of `wanted` that ``ncu --query-metrics`` (its output `listing`) knows; all of
-    them when the listing names no metric at all (an ncu that printed something else)."""
+    """The metrics of `wanted` that ``ncu --query-metrics`` (its output `listing`) knows, and the
+    ``launch__`` attributes (not counters: a listing may leave them out, and ncu still gives them;
+    one refused is dropped by `measure`); all of them when the listing names no metric at all (an
+    ncu that printed something else)."""
     if not listing:
         return tuple(wanted)
     known = set(_METRIC_NAME.findall(listing))
     if not known:
         return tuple(wanted)
-    return tuple(m for m in wanted if metric_base(m) in known)
+    return tuple(m for m in wanted if metric_base(m) in known or m.startswith("launch__"))
 
 
 def query_metrics(ncu: str, timeout: float = 60) -> str | None:
