@@ -18,38 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench_sweep import checkouts, load, run_report  # the same run of a report, timed
+
 TARGETS = ("vecadd", "demo_traces/vecadd.cu", "transpose-tiled")
 GOALS_CPU_S = {"demo_traces/vecadd.cu": 15.0, "transpose-tiled": 15.0}
 """Issue 23's goals for a first run, in CPU seconds."""
-
-
-def load() -> float:
-    return os.getloadavg()[0]
 
 
 def report(tree: Path, target: str, cache: Path) -> dict:
     """One ``tuiprof report`` of `target` from `tree` with user cache folder `cache`."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env.update(PYTHONPATH=str(tree), XDG_CACHE_HOME=str(cache))
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "report.json"
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "tuiprof", "report", target, "--format", "json", "-o", str(out)],
-                                cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            raise SystemExit(f"{tree}: tuiprof report {target} failed ({code}):\n{err[-2000:]}")
-    return dict(cpu=usage.ru_utime + usage.ru_stime, wall=wall, rss_mb=usage.ru_maxrss / 1024, load=load())
+    return run_report(tree, target, [], env)[0]
 
 
 def main() -> None:
@@ -58,8 +41,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None, help="write every measurement here")
     ap.add_argument("targets", nargs="*", default=list(TARGETS))
     args = ap.parse_args()
-    trees = [ROOT, *[b.resolve() for b in args.baseline]]
-    names = ["ours", *[f"base{i + 1}" if len(args.baseline) > 1 else "base" for i in range(len(args.baseline))]]
+    trees, names = checkouts(args.baseline)
     print(f"cores {os.cpu_count()}; load average {load():.2f}; trees: "
           + "; ".join(f"{n} = {t}" for n, t in zip(names, trees)), flush=True)
     print(f"\n{'target':<22} {'tree':<5} {'cold CPU':>8} {'warm CPU':>8} {'compile':>8} {'cold wall':>9} "

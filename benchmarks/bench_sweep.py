@@ -37,26 +37,37 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def report(tree: Path, demo: str, extra: list[str]) -> dict:
-    """One ``tuiprof report`` of `demo` from `tree` in a fresh process: its CPU, wall, peak
-    memory and the MD decision of its JSON output."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
+def checkouts(baselines: list[Path]) -> tuple[list[Path], list[str]]:
+    """This checkout and the `--baseline` ones, with the names the tables give them."""
+    names = ["ours", *[f"base{i + 1}" if len(baselines) > 1 else "base" for i in range(len(baselines))]]
+    return [ROOT, *[b.resolve() for b in baselines]], names
+
+
+def run_report(tree: Path, target: str, extra: list[str], env: dict[str, str]) -> tuple[dict, dict]:
+    """One ``tuiprof report TARGET --format json`` from `tree` in a fresh process with `env`: its
+    CPU, wall, peak memory and the load after it; and its JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report.json"
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "tuiprof", "report", demo, "--format", "json", "-o", str(out),
+        proc = subprocess.Popen([sys.executable, "-m", "tuiprof", "report", target, "--format", "json", "-o", str(out),
                                  *extra], cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""  # before the wait: a full pipe blocks
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            raise SystemExit(f"{tree}: tuiprof report {demo} failed ({proc.returncode}):\n{err[-2000:]}")
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise SystemExit(f"{tree}: tuiprof report {target} failed ({code}):\n{err[-2000:]}")
         doc = json.loads(out.read_text())
+    return dict(cpu=usage.ru_utime + usage.ru_stime, wall=wall, rss_mb=usage.ru_maxrss / 1024, load=load()), doc
+
+
+def report(tree: Path, demo: str, extra: list[str]) -> dict:
+    """One ``tuiprof report`` of `demo` from `tree` in a fresh process: its CPU, wall, peak
+    memory and the MD decision of its JSON output."""
+    figures, doc = run_report(tree, demo, extra, dict(os.environ, PYTHONPATH=str(tree)))
     run, d = doc["run"], doc["analysis"]["decisions"]
     md = d.get("md") or {}
-    return dict(cpu=usage.ru_utime + usage.ru_stime, wall=wall, rss_mb=usage.ru_maxrss / 1024, load=load(),
-                trials=doc["analysis"]["trials"], md=run["md"], recommended=md.get("recommended_md"),
+    return dict(figures, trials=doc["analysis"]["trials"], md=run["md"], recommended=md.get("recommended_md"),
                 gain=md.get("gain"), gain_range=md.get("gain_range"), thesis=md.get("thesis_md"),
                 low=md.get("low_confidence"), md_trials={r["md"]: (r.get("simulated") or {}).get("trials") for r in md.get("rows", [])},
                 note=d.get("md_note", ""))
@@ -84,8 +95,7 @@ def main() -> None:
     ap.add_argument("--no-warm", action="store_true", help="skip the compile pass")
     ap.add_argument("demos", nargs="*", default=list(DEMOS))
     args = ap.parse_args()
-    trees = [ROOT, *[b.resolve() for b in args.baseline]]
-    names = ["ours", *[f"base{i + 1}" if len(args.baseline) > 1 else "base" for i in range(len(args.baseline))]]
+    trees, names = checkouts(args.baseline)
     print(f"cores {os.cpu_count()}; load average {load():.2f}; trees: "
           + "; ".join(f"{n} = {t}" for n, t in zip(names, trees)), flush=True)
     if not args.no_warm:
