@@ -266,6 +266,21 @@ def _count_space(op_space, sop, rsp):
         op_space[sop, 2] += 1
 
 
+@njit(**INLINE)
+def _close_access(op_space, sop, act, rsp, rec, nrec):
+    """After a warp's load, store or atomic of op `sop`: ``(records, warp accesses)`` — the
+    access counted (by the space its lanes resolved to) when lanes were active, and the record
+    opened for it closed."""
+    accesses = 0
+    if sop >= 0 and act != 0:
+        accesses = 1
+        if rsp >= 0:
+            _count_space(op_space, sop, rsp)
+    if rec:
+        nrec += 1
+    return nrec, accesses
+
+
 @emu_kernel
 def mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
              seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
@@ -312,14 +327,7 @@ def mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
             if rec:
                 rec_addr[nrec, l] = np.uint64(_trace_address(rsp, off, a, t, l, total, local_size, local_words, cta,
                                                              W, w))
-    accesses = 0
-    if sop >= 0 and act != 0:
-        accesses = 1
-        if rsp >= 0:
-            _count_space(op_space, sop, rsp)
-    if rec:
-        nrec += 1
-    return nrec, accesses
+    return _close_access(op_space, sop, act, rsp, rec, nrec)
 
 
 @emu_kernel
@@ -360,14 +368,7 @@ def mem_atom(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
             if rec:
                 rec_addr[nrec, l] = np.uint64(_trace_address(rsp, off, a, t, l, nb, local_size, local_words, cta,
                                                              W, w))
-    accesses = 0
-    if sop >= 0 and act != 0:
-        accesses = 1
-        if rsp >= 0:
-            _count_space(op_space, sop, rsp)
-    if rec:
-        nrec += 1
-    return nrec, accesses
+    return _close_access(op_space, sop, act, rsp, rec, nrec)
 
 
 @emu_kernel
