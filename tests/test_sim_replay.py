@@ -85,6 +85,15 @@ EDGE = {
              address_hash="xor"),
     "write-through hashed L2, 3 channels (no power-of-two factor)":
         dict(address_hash="xor", l2__partitions=2, l2__size="16KiB", dram__channels=3, l1__store_policy="write-allocate"),
+    "64 B fills (l2.fetch_granularity) on a write-through linear L2 of 3 partitions, write-allocate L1":
+        dict(l2__fetch_granularity=64, l2__size="12KiB", l2__assoc=4, l2__partitions=3,
+             l1__store_policy="write-allocate"),
+    "128 B fills on a write-back hashed L2, write-allocate L1":
+        dict(l2__fetch_granularity=128, l2__write_policy="write-back", address_hash="xor", l2__size="16KiB",
+             l2__assoc=4, l2__partitions=2, l1__store_policy="write-allocate"),
+    "64 B fills on 64 B L2 lines of 32 B sectors under 128 B L1 lines (lockstep's geometry, run per set)":
+        dict(l1__sector=128, l1__assoc=4, l1__store_policy="write-evict", l2__line=64, l2__sector=32,
+             l2__fetch_granularity=64, l2__size="6KiB", l2__assoc=4, l2__partitions=3),
 }
 
 
@@ -127,7 +136,7 @@ def test_the_edge_geometries_take_the_paths_they_name() -> None:
     assert wide.wide_l2 and not wide.lockstep
     assert nolock.sub == 4 and not nolock.lockstep
     assert not any(x.l2_write_back or x.xor_hash for x in list(g.values())[:8])
-    hashed, wb_lock, hashed_sub, hashed_wide, by_sm, wt_hashed = list(g.values())[8:]
+    hashed, wb_lock, hashed_sub, hashed_wide, by_sm, wt_hashed = list(g.values())[8:14]
     assert hashed.l2_write_back and hashed.xor_hash and hashed.l2_sets == 24 and hashed.channels == 6
     assert wb_lock.l2_write_back and wb_lock.lockstep and not wb_lock.xor_hash
     assert hashed_sub.sub == 4 and hashed_sub.xor_hash and not hashed_sub.lockstep and hashed_sub.l2_write_back
@@ -135,6 +144,9 @@ def test_the_edge_geometries_take_the_paths_they_name() -> None:
     by3 = Geometry.of(pack_arch(small_arch(sm_count=3, **EDGE[list(EDGE)[12]])))
     assert by3.l1_by_sm and by3.l1_assoc > SCAN_MAX_ASSOC and by3.xor_hash and not by_sm.l1_by_sm
     assert wt_hashed.xor_hash and not wt_hashed.l2_write_back and wt_hashed.channels == 3
+    fill64, fill128, fill_sub = list(g.values())[14:]
+    assert fill64.l2_fetch_chunks == 2 and fill128.l2_fetch_chunks == 4 and fill128.xor_hash
+    assert fill_sub.sub == 2 and fill_sub.l2_fetch_chunks == 2 and not fill_sub.lockstep
 
 
 def test_lockstep_splits_a_class_on_a_partial_line_and_stays_exact() -> None:

@@ -108,6 +108,16 @@ class L2Config(CacheConfig):
     bandwidth_gbs: float = field(kw_only=True)
     """Sustained L2 bandwidth of the whole GPU (GB/s): the L2-bandwidth floor of the timing model
     and the base of the departure delays; 0 when the level is absent."""
+    fetch_granularity: int = field(default=0, kw_only=True)
+    """Bytes a read sector miss brings from DRAM (CUDA runtime API, ``cudaLimitMaxL2FetchGranularity``:
+    "a value between 0 and 128 that indicates the maximum fetch granularity of L2 (in Bytes)";
+    docs/memory-system.md): the aligned block of that size around each missing sector, its other
+    sectors filled unless already valid. 0 means one sector (today's model)."""
+
+    @property
+    def fetch(self) -> int:
+        """The effective fetch granularity in bytes: at least one sector."""
+        return max(self.fetch_granularity, self.sector)
 
 
 @dataclass(frozen=True)
@@ -211,7 +221,7 @@ class Arch:
 _SECTIONS = {"l1": CacheConfig, "l2": L2Config, "dram": DramConfig}
 _STR_FIELDS = {"name", "description", "compute_capability", "register_allocation", "replacement", "store_policy",
                "write_policy", "address_hash"}
-_SIZE_FIELDS = {"size", "line", "sector", "interleave", "row_size", "transaction",
+_SIZE_FIELDS = {"size", "line", "sector", "fetch_granularity", "interleave", "row_size", "transaction",
                 "shared_per_sm", "shared_per_cta", "shared_alloc_unit", "shared_reserved_per_cta", "unified_l1_shared"}
 _SIZE_LIST_FIELDS = {"shared_carveouts"}
 _FLOAT_FIELDS = {"bandwidth_gbs", "departure_del_coal", "departure_del_uncoal"}
@@ -378,7 +388,7 @@ LIMITS: dict[str, int] = {
     "max_registers_per_thread": 1024, "register_alloc_unit": 1 << 16, "register_subpartitions": 64,
     "warp_alloc_granularity": 256, "shared_per_sm": 16 * MiB, "shared_per_cta": 16 * MiB,
     "shared_alloc_unit": MiB, "shared_reserved_per_cta": MiB, "cores_per_sm": 4096, "shared_banks": 1024,
-    "l1.size": 16 * MiB, "l2.size": GiB, "line": 4096, "sector": 4096, "assoc": 1024, "partitions": 1024,
+    "l1.size": 16 * MiB, "l2.size": GiB, "l2.fetch_granularity": 4096, "line": 4096, "sector": 4096, "assoc": 1024, "partitions": 1024,
     "hit_latency": 100_000, "shared_latency": 100_000,
     "dram.channels": 1024, "dram.banks": 1024, "dram.interleave": MiB, "dram.row_size": MiB,
     "dram.base_latency": 1_000_000, "dram.row_hit_cycles": 1_000_000, "dram.row_miss_cycles": 1_000_000,
@@ -429,6 +439,10 @@ def validate(arch: Arch) -> None:
            "registers_per_sm must divide evenly among register_subpartitions")
     _validate_cache(arch, "l1", arch.l1)
     _validate_cache(arch, "l2", arch.l2)
+    fg = arch.l2.fetch_granularity
+    _check(fg == 0 or (_is_pow2(fg) and arch.l2.sector <= fg <= arch.l2.line), arch,
+           f"l2.fetch_granularity ({fg} B) must be 0 or a power of two from l2.sector ({arch.l2.sector} B) "
+           f"to l2.line ({arch.l2.line} B)", "the CUDA limit takes 0..128 B; write e.g. l2.fetch_granularity=64")
     if arch.l1.enabled and arch.l2.enabled:
         _check(arch.l1.line % arch.l2.sector == 0 or arch.l2.line % arch.l1.sector == 0, arch,
                "l1 and l2 sector/line sizes must nest (one a multiple of the other)")

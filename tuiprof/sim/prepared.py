@@ -34,7 +34,9 @@ P_L2_ON, P_L2_SETS, P_L2_ASSOC, P_L2_PARTS, P_L2_CPL, P_L2_CPS, P_L2_LRU = range
 P_L1_LINE = 26
 P_L2_WB, P_HASH, P_L2_POLY, P_DR_POLY = range(27, 31)
 P_L1_WAYS_MAX = 31
-N_PARAMS = 32
+P_L2_CPF = 32
+"""Chunks of an L2 read miss's DRAM fill (`L2Config.fetch`: the fetch granularity over 32 B)."""
+N_PARAMS = 33
 
 STORE_EVICT, STORE_NO_ALLOCATE, STORE_ALLOCATE = 0, 1, 2
 _STORE_CODES = {"write-evict": STORE_EVICT, "write-no-allocate": STORE_NO_ALLOCATE,
@@ -85,6 +87,7 @@ def pack_arch(arch: Arch) -> np.ndarray:
     p[P_L2_POLY] = hash_polynomial(max(1, l2.sets * l2.partitions))
     p[P_DR_POLY] = hash_polynomial(d.channels)
     p[P_L1_WAYS_MAX] = l1_ways_max(arch)
+    p[P_L2_CPF] = max(1, min(l2.fetch, l2.line) // CHUNK)
     return p
 
 

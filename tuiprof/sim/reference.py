@@ -11,7 +11,10 @@ merged stream:
    makes valid only the sectors it wrote entirely (a 4 B store leaves the other 28 bytes of its
    sector unfetched: a later load of the sector misses).
 6. **L2** (shared, sectored; inclusive in that every L1 fill also allocates in L2): read misses
-   fetch the missing sectors from DRAM; dirty victims are written back. A Fermi L1 miss (128 B
+   fetch the missing sectors from DRAM, or with an ``l2.fetch_granularity`` above the sector the
+   aligned block of that size around each (``cudaLimitMaxL2FetchGranularity``,
+   docs/memory-system.md): its other sectors become valid unless they were, each a DRAM read
+   charged to the load, and a later read of one is a hit; dirty victims are written back. A Fermi L1 miss (128 B
    line, 32 B L2 lines) thus becomes four L2 accesses (Baghsorkhi12 2.1). A store to a valid sector
    hits and makes it dirty. A store to an invalid sector follows ``l2.write_policy``:
    ``write-through`` (Fermi, Baghsorkhi12 2.1: "it updates the memory and brings the cache block to
@@ -49,7 +52,7 @@ from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find
                                expand_sectors, full_sectors, get_mask, get_tag, hslot, touch)
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_POLY, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL,
-                                  P_L1_CPS, P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_ON, P_L2_POLY,
+                                  P_L1_CPS, P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_CPF, P_L2_ON, P_L2_POLY,
                                   P_L2_WB, P_SM, STORE_EVICT, STORE_NO_ALLOCATE, Prepared)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  N_COUNTS, TrialResult)
@@ -276,6 +279,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     on1, parts1, sets1, repl1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
     on2, parts2, sets2, repl2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
     policy = params[P_L1_STORE]
+    cpf2 = params[P_L2_CPF]  # chunks of a read miss's DRAM fill (the fetch granularity)
     wb2 = on2 and params[P_L2_WB] != 0
     xor2 = params[P_HASH] == HASH_XOR
     tab2 = xor_table(nsets2, params[P_L2_POLY])
@@ -435,6 +439,8 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 else:
                     counts[C_L2_RA, o] += nsec2
                     counts[C_L2_RH, o] += popcount(smask2 & v & lead2)
+                    if on2 and cpf2 > cps2 and miss != 0:  # the fill: every aligned fetch block a miss touches
+                        miss = expand_sectors(miss, cpf2, cpl2 // cpf2) & ~v
                     if miss != 0:
                         nr = _emit(dbuf, dst, base, miss, cpl2, rop, txsh, txmul)
                         counts[C_DR, o] += nr

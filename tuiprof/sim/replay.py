@@ -65,7 +65,8 @@ from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
-                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L1_WAYS_MAX, P_L2_ASSOC, P_L2_CPL, P_L2_CPS,
+                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L1_WAYS_MAX, P_L2_ASSOC, P_L2_CPF, P_L2_CPL,
+                                  P_L2_CPS,
                                   P_L2_LRU, P_L2_ON, P_L2_PARTS, P_L2_SETS, P_L2_WB, P_SM, STORE_EVICT,
                                   STORE_NO_ALLOCATE)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
@@ -127,6 +128,9 @@ class Family:
     l2_sector_chunks: int
     l2_lru: bool
     l2_write_back: bool
+    l2_fetch_chunks: int
+    """Chunks of a read miss's DRAM fill (the fetch granularity); above the sector's, each miss
+    fills the aligned block around it."""
     l2_index: str
     lockstep: bool
     xor_hash: bool
@@ -196,6 +200,8 @@ class Geometry:
     """Whether the L1s run SM by SM before the merged walk (all SMs' L1s hold more than
     `L1_BY_SM_LINES` lines: too much state to stay in the CPU's caches when the merge jumps from
     SM to SM)."""
+    l2_fetch_chunks: int = 1
+    """Chunks of an L2 read miss's DRAM fill (`tuiprof.arch.model.L2Config.fetch` over 32 B)."""
     l1_ways_max: int = 0
     """The most ways this GPU's L1 takes (its own, or what the unified L1/shared array leaves
     beside the smallest carve-out): with the line size it chooses how the L1 is searched, so that
@@ -215,7 +221,8 @@ class Geometry:
                    channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
                    row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
                    l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES,
-                   l1_ways_max=max(p[P_L1_ASSOC], p[P_L1_WAYS_MAX]) if on1 else 1)
+                   l1_ways_max=max(p[P_L1_ASSOC], p[P_L1_WAYS_MAX]) if on1 else 1,
+                   l2_fetch_chunks=max(p[P_L2_CPF], p[P_L2_CPS]) if on2 else p[P_L2_CPS])
 
     @property
     def family(self) -> Family:
@@ -227,7 +234,7 @@ class Geometry:
                       l1_hashed=hashed, l1_ways=ways if hashed else self.l1_assoc,
                       l1_index=np.dtype(_index_dtype(max(ways, 255) if hashed else ways)).name,
                       l2_on=self.l2_on, l2_chunks=self.l2_chunks, l2_sector_chunks=self.l2_sector_chunks,
-                      l2_lru=self.l2_lru, l2_write_back=self.l2_write_back,
+                      l2_lru=self.l2_lru, l2_write_back=self.l2_write_back, l2_fetch_chunks=self.l2_fetch_chunks,
                       l2_index=np.dtype(_index_dtype(self.l2_assoc)).name, lockstep=self.lockstep,
                       xor_hash=self.xor_hash, transaction=self.transaction, l1_by_sm=self.l1_on and self.l1_by_sm,
                       one_run=self.lockstep and self.transaction == 32
@@ -254,8 +261,9 @@ class Geometry:
     @property
     def lockstep(self) -> bool:
         """Whether the L2 runs in class lockstep (see the module docstring; a hashed L2 does not
-        put the blocks of a line in adjacent sets)."""
-        return self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0 and not self.xor_hash
+        put the blocks of a line in adjacent sets; a fill wider than a sector runs per set)."""
+        return (self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0 and not self.xor_hash
+                and self.l2_fetch_chunks == self.l2_sector_chunks)
 
     @property
     def classes(self) -> int:
@@ -511,6 +519,9 @@ def _build(g: Family) -> Callable:
     CPS2 = g.l2_sector_chunks
     SPL2 = CPL2 // CPS2
     LEAD2 = _leaders(CPS2, SPL2)
+    CPF2 = g.l2_fetch_chunks
+    FPL2 = CPL2 // CPF2
+    FETCH2 = ON2 and CPF2 > CPS2  # a read miss fills its whole aligned fetch block
     LRU2 = g.l2_lru
     LT2 = np.dtype(g.l2_index).type
     NONE2 = int(np.iinfo(LT2).max)
@@ -934,6 +945,8 @@ def _build(g: Family) -> Callable:
                             else:
                                 c_l2ra += nsec2
                                 c_l2rh += hits
+                                if FETCH2 and miss != 0:  # the fill: every aligned fetch block a miss touches
+                                    miss = expand_sectors(miss, CPF2, FPL2) & ~v
                                 if miss != 0:
                                     n0 = nq
                                     nq = push(qtx, qop, nq, base, miss, rop, CPL2, TXMUL, TXSH)
