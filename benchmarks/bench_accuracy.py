@@ -2,10 +2,13 @@
 against Nsight Compute's values in ``demo_traces/measured.json``, with the mean absolute error per
 metric, per kernel family and overall (issue 24: "MAE per metric and per family").
 
-    python benchmarks/bench_accuracy.py [--trials 16] [--tree DIR] [--json FILE] [DEMO ...]
+    python benchmarks/bench_accuracy.py [--trials 16] [--tree DIR] [--variant NAME:KEY=VALUE[,KEY=VALUE]]
+                                        [--json FILE] [DEMO ...]
 
 ``--tree`` runs another checkout's tuiprof on the same demos and measurements (before/after
-figures in one invocation: ``--tree /work/base``). Errors are absolute, in percentage points.
+figures in one invocation: ``--tree /work/base``); ``--variant`` runs this checkout again with
+what-if settings (``--variant fetch64:l2.fetch_granularity=64``: a documented rule whose value is
+not documented, scored at each value it may take). Errors are absolute, in percentage points.
 The shipped demo traces keep the snapshot chosen for the arch they were recorded for.
 """
 
@@ -41,14 +44,17 @@ def family(demo: str) -> str:
     return "the rest"
 
 
-def predict(demos: list[str], arch: str, trials: int) -> dict[str, dict[str, float]]:
-    """Each demo's headline hit ratios simulated as `arch` (no MD sweep), in this process."""
+def predict(demos: list[str], arch: str, trials: int, overrides: dict[str, str] | None = None
+            ) -> dict[str, dict[str, float]]:
+    """Each demo's headline hit ratios simulated as `arch` (no MD sweep), in this process, with
+    `overrides` (``--set`` settings) applied."""
     from tuiprof.session import RunConfig, Session
     from tuiprof import demos as catalogue
 
     out = {}
     for d in demos:
-        a = Session(catalogue.load(catalogue.demo_path(d)), RunConfig(arch=arch, trials=trials, sweep=False)).run()
+        config = RunConfig(arch=arch, trials=trials, sweep=False, overrides=dict(overrides or {}))
+        a = Session(catalogue.load(catalogue.demo_path(d)), config).run()
         out[d] = {k: float(a.headline[k].mean) for k in KEYS if k in a.headline}
         print(f"  {d}", file=sys.stderr, flush=True)
     return out
@@ -90,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=16, help="trials per demo (default 16)")
     ap.add_argument("--tree", type=Path, action="append", default=[],
                     help="another checkout to run as well (repeatable); this one always runs")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+                    help="this checkout again with these arch settings (repeatable)")
     ap.add_argument("--json", type=Path, help="write every figure as JSON here")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -101,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = {"this tree": predict(demos, entry["arch"], args.trials)}
         for tree in args.tree:
             runs[str(tree)] = predict_in(tree, demos, entry["arch"], args.trials)
+        for v in args.variant:
+            name, _, settings = v.partition(":")
+            overrides = dict(kv.split("=", 1) for kv in settings.split(",") if kv)
+            runs[name] = predict(demos, entry["arch"], args.trials, overrides)
         print(f"\n{gpu} (simulated as {entry['arch']}, {args.trials} trials; errors in points)")
         for name, predicted in runs.items():
             err = errors(predicted, measured)
