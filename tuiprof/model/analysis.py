@@ -163,6 +163,19 @@ def representatives(ops: Sequence[StaticOp], accesses: np.ndarray) -> tuple[np.n
     return np.asarray(rep, dtype=np.int64)[order], rank[col_of]
 
 
+def ncu_columns(ops: Sequence[StaticOp]) -> tuple[np.ndarray, np.ndarray]:
+    """Which ops the kernel-wide L1 read and L2 write figures count, as Nsight Compute's do
+    (docs/memory-system.md, section 4): the L1 read figure is
+    ``l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate``, global loads only (a local load, a
+    spill, is ``mem_local``); the L2 write figure is ``lts__t_sector_op_write_hit_rate``, stores
+    only (atomics and reductions are ``op_atom`` / ``op_red``). The L2 read figure,
+    ``lts__t_sector_op_read_hit_rate``, counts every read sector the L2 sees, whatever its space,
+    so it needs no filter. Returns two bool arrays over `ops`."""
+    l1 = np.array([o.kind == "load" and o.space == "global" for o in ops], dtype=bool)
+    l2w = np.array([o.kind == "store" for o in ops], dtype=bool)
+    return l1, l2w
+
+
 def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[TrialResult], planned: int,
             accesses: np.ndarray, requests_per_access: np.ndarray, sectors_per_request: np.ndarray,
             elapsed: float, ideal_sectors: np.ndarray | None = None,
@@ -174,7 +187,7 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[Tria
     T = len(results)
     shared = passes or {}
     rep, col_of = representatives(ops, accesses)
-    is_load = np.array([ops[int(i)].kind == "load" for i in rep])
+    counted_l1, counted_l2w = ncu_columns([ops[int(i)] for i in rep])
     lat = op_latency(results, ops, arch, rep)
     h1, h2, h2_for_x, x, tm = lat.h1, lat.h2, lat.h2_for_x, lat.x, lat.tm
     for j, st in shared.items():  # no cache figures: its latency is its passes' (bank conflicts, serialisation)
@@ -193,9 +206,9 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[Tria
     tm_for_shares = np.where(np.isnan(tm), 0.0, tm)
 
     samples: dict[str, np.ndarray] = {
-        "l1_read": ratio(l1h[:, is_load].sum(axis=1), l1a[:, is_load].sum(axis=1)) if arch.l1.enabled else np.full(T, np.nan),
+        "l1_read": ratio(l1h[:, counted_l1].sum(axis=1), l1a[:, counted_l1].sum(axis=1)) if arch.l1.enabled else np.full(T, np.nan),
         "l2_read": ratio(l2rh.sum(axis=1), l2ra.sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
-        "l2_write": ratio(l2wh.sum(axis=1), l2wa.sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
+        "l2_write": ratio(l2wh[:, counted_l2w].sum(axis=1), l2wa[:, counted_l2w].sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
     }
     headline = {k: estimate(v, 0.0, 1.0) for k, v in samples.items()}
     samples["tm"] = trial_tm
