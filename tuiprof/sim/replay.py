@@ -65,10 +65,9 @@ from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
-                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L1_WAYS_MAX, P_L2_ASSOC, P_L2_CPF, P_L2_CPL,
-                                  P_L2_CPS,
-                                  P_L2_LRU, P_L2_ON, P_L2_PARTS, P_L2_SETS, P_L2_WB, P_SM, STORE_EVICT,
-                                  STORE_NO_ALLOCATE)
+                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L1_WAYS_MAX, P_L2_ASSOC, P_L2_CPF,
+                                  P_L2_CPL, P_L2_CPS, P_L2_LRU, P_L2_ON, P_L2_PARTS, P_L2_SETS, P_L2_WB, P_SM,
+                                  STORE_EVICT, STORE_NO_ALLOCATE)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  N_COUNTS)
 from tuiprof.sim.rng import rng_below
