@@ -26,6 +26,7 @@ def test_local_loads_and_atomics_stay_out_of_the_headline_figures() -> None:
                    (LOCAL_LOAD, lanes(9 * LINE), FULL), (STORE, lanes(20 * LINE), FULL),
                    (ATOMIC, one_lane(30 * LINE), LANE0)]], ops=OPS)
     a = Session(t, RunConfig(arch="h100", overrides={"sm_count": "1"}, trials=2, sweep=False)).run()
+    assert a is not None
     assert a.headline["l1_read"].mean == 0.5
     assert a.headline["l2_write"].mean == 1.0
     assert a.headline["l2_read"].mean == 0.0  # every L2 read sector (global and local) misses once

@@ -8,6 +8,7 @@ valid (each a DRAM read charged to the load) unless already valid, and a later r
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.test_sim_replay import differences
@@ -39,7 +40,7 @@ def both(trace, arch: Arch) -> TrialResult:
     return fast
 
 
-def sector_loads(*sectors: int, line: int = 5) -> list[tuple[int, object, int]]:
+def sector_loads(*sectors: int, line: int = 5) -> list[tuple[int, np.ndarray, int]]:
     """One 4 B load (lane 0) per sector of `line`, in order: one op per sector (op k = sector k)."""
     return [(k, one_lane(line * LINE + s * SECTOR_B), LANE0) for k, s in enumerate(sectors)]
 
