@@ -125,5 +125,20 @@ def shared_op_stats(trace: Trace, banks: int, width: int, latency: float) -> dic
     if ids.size == 0:
         return {}
     op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
-    actual, ideal, _ = wavefronts(trace.addr, trace.mask, trace.op, op_bytes, rows, int(banks), int(width))
-    return pass_stats("shared", ids, trace.op[rows], actual, ideal, latency)
+    if trace.packed is None:
+        actual, ideal, _ = wavefronts(trace.addr, trace.mask, trace.op, op_bytes, rows, int(banks), int(width))
+        return pass_stats("shared", ids, trace.op[rows], actual, ideal, latency)
+    from tuiprof.trace.packed import packed_chunks
+
+    # A loaded trace keeps its shared accesses packed: count each chunk's wavefronts as it is decoded.
+    wanted = np.zeros(len(trace.ops), dtype=bool)
+    wanted[ids] = True
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for crow, caddr in packed_chunks(trace, wanted):
+        cop, cmask = trace.op[crow], trace.mask[crow]
+        a, d, _ = wavefronts(caddr, cmask, cop, op_bytes, np.arange(crow.shape[0], dtype=np.int64), int(banks), int(width))
+        parts.append((cop, a, d))
+    if not parts:  # every shared op is packed, so this is the case of no shared access
+        return {}
+    of, actual, ideal = (np.concatenate(x) for x in zip(*parts))
+    return pass_stats("shared", ids, of, actual, ideal, latency)

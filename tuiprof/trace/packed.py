@@ -1,0 +1,125 @@
+"""Lane addresses a loaded trace keeps packed, and their decoding on demand.
+
+The cache model never replays shared-memory accesses; only the bank-conflict model
+(`tuiprof.model.shared`) and the address pattern (`tuiprof.model.pattern`) read their lanes. A
+loaded trace therefore keeps them as the file stores them (`tuiprof.trace.model.PackedLanes`:
+differenced per warp and op, each chunk of accesses in its narrowest integer type), a few bytes
+per lane instead of eight, and these functions decode them a chunk at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from tuiprof.trace.model import LANES, PackedLanes, Trace
+
+CHUNK = 1 << 16
+"""Warp accesses decoded at a time (16 MiB of addresses)."""
+
+
+class Undelta:
+    """The state of one decoding walk (`tuiprof.trace._codec.undelta`) over a trace's accesses
+    in program order, fed one chunk at a time."""
+
+    def __init__(self, n_ops: int, unit: int) -> None:
+        n = max(n_ops, 1)
+        self.unit = np.int64(unit)
+        self.prev = np.zeros((n, LANES), np.int64)
+        self.seen = np.zeros((n, LANES), np.bool_)
+        self.base = np.zeros(n, np.int64)
+        self.stamp = np.full(n, -1, np.int64)
+
+    def decode(self, warp: np.ndarray, op: np.ndarray, base_vals: np.ndarray, lane_vals: np.ndarray,
+               mask: np.ndarray, out: np.ndarray) -> bool:
+        """Decode one chunk into `out` (uint64 [C, 32]); False when an op id or shape does not fit."""
+        from tuiprof.trace._codec import undelta  # Numba: imported only when something is decoded
+
+        status = undelta(np.ascontiguousarray(warp, np.int64), np.ascontiguousarray(op, np.int32),
+                         np.ascontiguousarray(base_vals, np.int64), np.ascontiguousarray(lane_vals, np.int64),
+                         np.ascontiguousarray(mask, np.int64), self.unit, self.prev, self.seen, self.base, self.stamp,
+                         out.view(np.int64))
+        return bool(status == 0)
+
+
+def packed_chunks(trace: Trace, ops: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(rows int64 [c], lane addresses uint64 [c, 32]) of the trace's packed accesses, chunk by
+    chunk in program order; with `ops` (bool [n_ops]) only the accesses of those ops."""
+    p = trace.packed
+    if p is None:
+        return
+    state = Undelta(len(trace.ops), p.unit)
+    for k in range(len(p.bases)):
+        rows = p.rows[p.starts[k]:p.starts[k + 1]]
+        op = trace.op[rows]
+        base_vals, lane_vals = p.bases[k], p.lanes[k]
+        if ops is not None:
+            keep = ops[op]
+            if not keep.any():
+                continue
+            if not keep.all():
+                rows, op, base_vals, lane_vals = rows[keep], op[keep], base_vals[keep], lane_vals[keep]
+        warp = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
+        out = np.empty((rows.shape[0], LANES), np.uint64)
+        if not state.decode(warp, op, base_vals, lane_vals, trace.mask[rows], out):
+            raise ValueError("packed lane addresses do not fit their trace")  # check_trace rules this out
+        yield rows, out
+
+
+def lane_addresses(trace: Trace, rows: np.ndarray | None = None) -> np.ndarray:
+    """Lane addresses (uint64 [len(rows), 32], inactive lanes 0) of warp accesses `rows`
+    (default: all), decoding the packed ones among them (only their ops' accesses are walked)."""
+    p = trace.packed
+    if p is None:
+        return trace.addr if rows is None else trace.addr[rows]
+    rows = np.arange(trace.n_accesses, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = np.empty((rows.shape[0], LANES), np.uint64)
+    before = np.searchsorted(p.rows, rows)  # packed accesses before each row (or its own index)
+    hit = np.zeros(rows.shape[0], dtype=bool)
+    if p.rows.size:
+        hit = p.rows[np.minimum(before, p.rows.size - 1)] == rows
+    out[~hit] = trace.addr[rows[~hit] - before[~hit]]
+    if hit.any():
+        where = np.flatnonzero(hit)
+        order = np.argsort(rows[where], kind="stable")
+        want, where = rows[where][order], where[order]
+        ops = np.zeros(len(trace.ops), dtype=bool)
+        ops[trace.op[want]] = True
+        last = want[-1]
+        for crow, caddr in packed_chunks(trace, ops):
+            j = np.searchsorted(want, crow)
+            ok = j < want.size
+            ok[ok] = want[j[ok]] == crow[ok]
+            out[where[j[ok]]] = caddr[ok]
+            if crow[-1] >= last:
+                break
+    return out
+
+
+def address_blocks(trace: Trace, size: int = CHUNK) -> Iterator[np.ndarray]:
+    """Every access's lane addresses, in program order, as consecutive blocks of at most about
+    `size` rows (plus a packed chunk's span): what ``lane_addresses(trace)`` holds whole."""
+    p = trace.packed
+    if p is None:
+        for lo in range(0, trace.n_accesses, size):
+            yield trace.addr[lo:lo + size]
+        return
+    lo = 0
+    for crow, caddr in packed_chunks(trace):
+        hi = int(crow[-1]) + 1
+        block = np.empty((hi - lo, LANES), np.uint64)
+        packed = np.zeros(hi - lo, dtype=bool)
+        packed[crow - lo] = True
+        block[crow - lo] = caddr
+        dense = np.flatnonzero(~packed) + lo
+        block[dense - lo] = trace.addr[dense - np.searchsorted(p.rows, dense)]
+        yield block
+        lo = hi
+    for start in range(lo, trace.n_accesses, size):
+        stop = min(start + size, trace.n_accesses)
+        dense = np.arange(start, stop)
+        yield trace.addr[dense - p.rows.size]
+
+
+__all__ = ["CHUNK", "PackedLanes", "Undelta", "address_blocks", "lane_addresses", "packed_chunks"]
