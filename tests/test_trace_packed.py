@@ -145,7 +145,8 @@ def test_inconsistent_packing_is_refused() -> None:
     keep = np.ones(t.n_accesses, dtype=bool)
     keep[half] = False
     bad = PackedLanes(rows=half, starts=(0, half.size), bases=(np.zeros(half.size, np.int8),),
-                      lanes=(np.zeros((half.size, LANES), np.int8),), unit=4)
+                      steps=(np.zeros(half.size, np.int8),), odd=(np.zeros(0, np.int32),),
+                      lanes=(np.zeros((0, LANES), np.int8),), unit=4)
     with pytest.raises(TraceError, match="packed and unpacked"):
         dataclasses.replace(t, addr=t.addr[keep], packed=bad)
     with pytest.raises(TraceError, match="disagree in shape"):

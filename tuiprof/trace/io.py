@@ -1041,24 +1041,24 @@ def _decode(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray, mask: 
     the accesses the cache model replays as uint64 [R', 32]; the shared-memory ones packed, as
     the file differences them, each chunk in its narrowest type (`tuiprof.trace.packed`), so
     their 32 lanes of uint64 are never held whole."""
-    from tuiprof.trace.packed import CHUNK, Undelta  # Numba: imported only once a file gets this far
+    from tuiprof.trace.packed import CHUNK, Undelta, pack_chunk  # Numba: imported once a file gets this far
 
     n = hd.accesses
-    bases, lanes = values
+    base_reader, lane_reader = values
     shared = np.array([o.space == "shared" for o in hd.ops], dtype=bool)
     is_packed = shared[op] if shared.any() else np.zeros(n, dtype=bool)
     n_packed = int(np.count_nonzero(is_packed))
     addr = np.empty((n - n_packed, LANES), dtype=np.uint64)
     state = Undelta(len(hd.ops), hd.unit)
-    starts, packed_bases, packed_lanes = [0], [], []
+    starts: list[int] = [0]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     d = 0
     for lo in range(0, n, CHUNK):
         hi = min(lo + CHUNK, n)
-        base_vals, lane_vals = bases.read(hi - lo), lanes.read(hi - lo)
+        base_vals, lane_vals = base_reader.read(hi - lo), lane_reader.read(hi - lo)
         sel = is_packed[lo:hi]
         if sel.any():
-            packed_bases.append(_narrow(base_vals[sel]))
-            packed_lanes.append(_narrow(lane_vals[sel]))
+            parts.append(pack_chunk(base_vals[sel], lane_vals[sel], mask[lo:hi][sel]))
             starts.append(starts[-1] + int(np.count_nonzero(sel)))
             keep = ~sel
             base_vals, lane_vals = base_vals[keep], lane_vals[keep]
@@ -1074,8 +1074,9 @@ def _decode(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray, mask: 
         v.finish()
     if not n_packed:
         return addr, None
-    return addr, PackedLanes(rows=np.flatnonzero(is_packed).astype(np.int64), starts=tuple(starts),
-                             bases=tuple(packed_bases), lanes=tuple(packed_lanes), unit=hd.unit)
+    bases, steps, odd, lanes = (tuple(x) for x in zip(*parts))
+    return addr, PackedLanes(rows=np.flatnonzero(is_packed).astype(np.int64), starts=tuple(starts), bases=bases,
+                             steps=steps, odd=odd, lanes=lanes, unit=hd.unit)
 
 
 _HUGE = 1 << 62

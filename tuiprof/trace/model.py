@@ -228,23 +228,30 @@ class PackedLanes:
     """The lane addresses of some warp accesses (a loaded trace's shared-memory ones) kept as the
     file stores them, decoded on demand (`tuiprof.trace.packed`): per warp and op, in program
     order, a lane's address minus its previous one (its first: minus the access's base, itself
-    differenced), in `unit` bytes, each chunk of accesses in its narrowest integer type.
+    differenced), in `unit` bytes, each chunk of accesses in its narrowest integer type. Most
+    accesses step every active lane by the same amount (a tile walked row by row, a broadcast):
+    they keep that one step; only the others keep 32 lanes.
 
     - ``rows`` int64 [P]: the accesses packed, ascending; every access of their ops is among them
     - ``starts``: chunk k holds ``rows[starts[k]:starts[k+1]]``
-    - ``bases`` [c] and ``lanes`` [c, 32], per chunk: the differenced values
+    - per chunk: ``bases`` [c] the differenced bases; ``steps`` [c] the step all active lanes
+      share (0 where they do not); ``odd`` int32 [q] the accesses (of the chunk) whose lanes do
+      not share one, ascending, and ``lanes`` [q, 32] their lanes' values
     """
 
     rows: np.ndarray
     starts: tuple[int, ...]
     bases: tuple[np.ndarray, ...]
+    steps: tuple[np.ndarray, ...]
+    odd: tuple[np.ndarray, ...]
     lanes: tuple[np.ndarray, ...]
     unit: int = 1
 
     @property
     def nbytes(self) -> int:
         """Bytes the packed values take."""
-        return int(self.rows.nbytes + sum(a.nbytes for a in self.bases) + sum(a.nbytes for a in self.lanes))
+        return int(self.rows.nbytes + sum(a.nbytes for part in (self.bases, self.steps, self.odd, self.lanes)
+                                          for a in part))
 
 
 @dataclass(frozen=True)
@@ -405,14 +412,18 @@ def _check_packed(p: PackedLanes, op: np.ndarray, n_ops: int) -> None:
     if n and (rows[0] < 0 or rows[-1] >= op.shape[0] or np.any(rows[1:] <= rows[:-1])):
         _fail("packed rows must be distinct accesses in ascending order")
     starts = p.starts
-    if (len(starts) != len(p.bases) + 1 or len(p.lanes) != len(p.bases) or not starts or starts[0] != 0
-            or starts[-1] != n or any(b <= a for a, b in zip(starts, starts[1:]))):
+    chunks = len(p.bases)
+    if (len(starts) != chunks + 1 or not len(p.steps) == len(p.odd) == len(p.lanes) == chunks or not starts
+            or starts[0] != 0 or starts[-1] != n or any(b <= a for a, b in zip(starts, starts[1:]))):
         _fail("packed chunks do not cover the packed rows")
-    for k, (b, ln) in enumerate(zip(p.bases, p.lanes)):
+    for k, parts in enumerate(zip(p.bases, p.steps, p.odd, p.lanes)):
         c = starts[k + 1] - starts[k]
-        if (not isinstance(b, np.ndarray) or not isinstance(ln, np.ndarray) or b.dtype.kind != "i"
-                or ln.dtype.kind != "i" or b.shape != (c,) or ln.shape != (c, LANES)):
+        b, s, o, ln = parts
+        if (not all(isinstance(a, np.ndarray) and a.dtype.kind == "i" for a in parts) or b.shape != (c,)
+                or s.shape != (c,) or o.ndim != 1 or o.dtype != np.int32 or ln.shape != (o.shape[0], LANES)):
             _fail(f"packed chunk {k} has the wrong shape or type")
+        if o.size and (o[0] < 0 or o[-1] >= c or np.any(o[1:] <= o[:-1])):
+            _fail(f"packed chunk {k} names accesses outside it")
     if not isinstance(p.unit, int) or p.unit < 1 or p.unit & (p.unit - 1):
         _fail("packed.unit must be a power of two")
     if n and n_ops:  # an op's accesses are all packed or none is (each op decodes on its own)

@@ -43,6 +43,36 @@ class Undelta:
         return bool(status == 0)
 
 
+def narrowest(a: np.ndarray) -> np.ndarray:
+    """`a` (integers) in the narrowest signed type that holds every value."""
+    if a.size == 0:
+        return a.astype(np.int8)
+    lo, hi = int(a.min()), int(a.max())
+    for dt in (np.int8, np.int16, np.int32):
+        if np.iinfo(dt).min <= lo and hi <= np.iinfo(dt).max:
+            return a.astype(dt)
+    return a.astype(np.int64)
+
+
+def pack_chunk(base_vals: np.ndarray, lane_vals: np.ndarray, mask: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(bases, steps, odd, lanes) of one chunk of `PackedLanes` from the differenced values of
+    its accesses (int64 [c], [c, 32]) and their active `mask`s."""
+    active = ((mask.astype(np.uint32)[:, None] >> np.arange(LANES, dtype=np.uint32)) & 1).astype(bool)
+    first = lane_vals[np.arange(lane_vals.shape[0]), np.argmax(active, axis=1)]
+    shared_step = np.all(~active | (lane_vals == first[:, None]), axis=1)
+    odd = np.flatnonzero(~shared_step).astype(np.int32)
+    return (narrowest(base_vals), narrowest(np.where(shared_step, first, 0)), odd, narrowest(lane_vals[odd]))
+
+
+def unpack_chunk(steps: np.ndarray, odd: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """The lane values (int64 [c, 32]) of one chunk of `PackedLanes` (inactive lanes: any value)."""
+    out = np.empty((steps.shape[0], LANES), np.int64)
+    out[:] = steps[:, None]
+    out[odd] = lanes
+    return out
+
+
 def packed_chunks(trace: Trace, ops: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(rows int64 [c], lane addresses uint64 [c, 32]) of the trace's packed accesses, chunk by
     chunk in program order; with `ops` (bool [n_ops]) only the accesses of those ops."""
@@ -53,7 +83,7 @@ def packed_chunks(trace: Trace, ops: np.ndarray | None = None) -> Iterator[tuple
     for k in range(len(p.bases)):
         rows = p.rows[p.starts[k]:p.starts[k + 1]]
         op = trace.op[rows]
-        base_vals, lane_vals = p.bases[k], p.lanes[k]
+        base_vals, lane_vals = p.bases[k], unpack_chunk(p.steps[k], p.odd[k], p.lanes[k])
         if ops is not None:
             keep = ops[op]
             if not keep.any():
@@ -122,4 +152,5 @@ def address_blocks(trace: Trace, size: int = CHUNK) -> Iterator[np.ndarray]:
         yield trace.addr[dense - p.rows.size]
 
 
-__all__ = ["CHUNK", "PackedLanes", "Undelta", "address_blocks", "lane_addresses", "packed_chunks"]
+__all__ = ["CHUNK", "PackedLanes", "Undelta", "address_blocks", "lane_addresses", "narrowest", "pack_chunk",
+           "packed_chunks", "unpack_chunk"]
