@@ -73,9 +73,11 @@ def unpack_chunk(steps: np.ndarray, odd: np.ndarray, lanes: np.ndarray) -> np.nd
     return out
 
 
-def packed_chunks(trace: Trace, ops: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def packed_chunks(trace: Trace, ops: np.ndarray | None = None, warps: np.ndarray | None = None
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(rows int64 [c], lane addresses uint64 [c, 32]) of the trace's packed accesses, chunk by
-    chunk in program order; with `ops` (bool [n_ops]) only the accesses of those ops."""
+    chunk in program order; with `ops` (bool [n_ops]) only the accesses of those ops, with
+    `warps` (bool [W]) only those warps' (each warp's accesses of an op decode on their own)."""
     p = trace.packed
     if p is None:
         return
@@ -83,14 +85,17 @@ def packed_chunks(trace: Trace, ops: np.ndarray | None = None) -> Iterator[tuple
     for k in range(len(p.bases)):
         rows = p.rows[p.starts[k]:p.starts[k + 1]]
         op = trace.op[rows]
-        base_vals, lane_vals = p.bases[k], unpack_chunk(p.steps[k], p.odd[k], p.lanes[k])
-        if ops is not None:
-            keep = ops[op]
-            if not keep.any():
-                continue
-            if not keep.all():
-                rows, op, base_vals, lane_vals = rows[keep], op[keep], base_vals[keep], lane_vals[keep]
         warp = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
+        keep = np.ones(rows.shape[0], dtype=bool)
+        if ops is not None:
+            keep &= ops[op]
+        if warps is not None:
+            keep &= warps[warp]
+        if not keep.any():
+            continue
+        base_vals, lane_vals = p.bases[k], unpack_chunk(p.steps[k], p.odd[k], p.lanes[k])
+        if not keep.all():
+            rows, op, warp, base_vals, lane_vals = rows[keep], op[keep], warp[keep], base_vals[keep], lane_vals[keep]
         out = np.empty((rows.shape[0], LANES), np.uint64)
         if not state.decode(warp, op, base_vals, lane_vals, trace.mask[rows], out):
             raise ValueError("packed lane addresses do not fit their trace")  # check_trace rules this out
@@ -116,8 +121,10 @@ def lane_addresses(trace: Trace, rows: np.ndarray | None = None) -> np.ndarray:
         want, where = rows[where][order], where[order]
         ops = np.zeros(len(trace.ops), dtype=bool)
         ops[trace.op[want]] = True
+        warps = np.zeros(trace.n_warps, dtype=bool)
+        warps[np.searchsorted(trace.warp_offsets, want, side="right") - 1] = True
         last = want[-1]
-        for crow, caddr in packed_chunks(trace, ops):
+        for crow, caddr in packed_chunks(trace, ops, warps):
             j = np.searchsorted(want, crow)
             ok = j < want.size
             ok[ok] = want[j[ok]] == crow[ok]
