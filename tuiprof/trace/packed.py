@@ -15,8 +15,9 @@ import numpy as np
 
 from tuiprof.trace.model import LANES, PackedLanes, Trace
 
-CHUNK = 1 << 16
-"""Warp accesses decoded at a time (16 MiB of addresses)."""
+CHUNK = 1 << 14
+"""Warp accesses decoded at a time (4 MiB of addresses: the temporaries stay small beside the
+trace, the work per chunk large beside the Python around it)."""
 
 
 class Undelta:
