@@ -22,6 +22,12 @@ outgrows its declaration (decompression bombs cost nothing); warp offsets are pr
 arrays before the decoding kernel runs, and the kernel checks every index it reads anyway. Any
 problem is a TraceError naming the file and the problem in words. Files are written to a
 temporary name and renamed into place.
+
+The address members are never held whole: they stream in, one reader per byte plane, a chunk of
+accesses at a time (`_Values`), and each chunk is decoded at once. The accesses the cache model
+replays become uint64 lane addresses; the shared-memory ones, which only the bank-conflict model
+and the address pattern read, stay packed as the file differences them (`tuiprof.trace.packed`),
+so that a tiled kernel's trace takes a few bytes per shared access instead of 256.
 """
 
 from __future__ import annotations
