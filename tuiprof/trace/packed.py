@@ -59,9 +59,14 @@ def pack_chunk(base_vals: np.ndarray, lane_vals: np.ndarray, mask: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(bases, steps, odd, lanes) of one chunk of `PackedLanes` from the differenced values of
     its accesses (int64 [c], [c, 32]) and their active `mask`s."""
-    active = ((mask.astype(np.uint32)[:, None] >> np.arange(LANES, dtype=np.uint32)) & 1).astype(bool)
-    first = lane_vals[np.arange(lane_vals.shape[0]), np.argmax(active, axis=1)]
-    shared_step = np.all(~active | (lane_vals == first[:, None]), axis=1)
+    first = lane_vals[:, 0].copy()
+    shared_step = np.all(lane_vals == first[:, None], axis=1)  # every lane alike, inactive ones too
+    rest = np.flatnonzero(~shared_step)
+    if rest.size:  # the others: compare the active lanes only
+        vals = lane_vals[rest]
+        active = ((mask[rest].astype(np.uint32)[:, None] >> np.arange(LANES, dtype=np.uint32)) & 1).astype(bool)
+        first[rest] = vals[np.arange(rest.size), np.argmax(active, axis=1)]
+        shared_step[rest] = np.all(~active | (vals == first[rest, None]), axis=1)
     odd = np.flatnonzero(~shared_step).astype(np.int32)
     return (narrowest(base_vals), narrowest(np.where(shared_step, first, 0)), odd, narrowest(lane_vals[odd]))
 
@@ -83,20 +88,23 @@ def packed_chunks(trace: Trace, ops: np.ndarray | None = None, warps: np.ndarray
     if p is None:
         return
     state = Undelta(len(trace.ops), p.unit)
+    in_warps = None if warps is None else np.repeat(warps, np.diff(trace.warp_offsets))  # per access
     for k in range(len(p.bases)):
         rows = p.rows[p.starts[k]:p.starts[k + 1]]
+        if in_warps is not None and not in_warps[rows[0]:rows[-1] + 1].any():
+            continue
         op = trace.op[rows]
-        warp = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
         keep = np.ones(rows.shape[0], dtype=bool)
         if ops is not None:
             keep &= ops[op]
-        if warps is not None:
-            keep &= warps[warp]
+        if in_warps is not None:
+            keep &= in_warps[rows]
         if not keep.any():
             continue
         base_vals, lane_vals = p.bases[k], unpack_chunk(p.steps[k], p.odd[k], p.lanes[k])
         if not keep.all():
-            rows, op, warp, base_vals, lane_vals = rows[keep], op[keep], warp[keep], base_vals[keep], lane_vals[keep]
+            rows, op, base_vals, lane_vals = rows[keep], op[keep], base_vals[keep], lane_vals[keep]
+        warp = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
         out = np.empty((rows.shape[0], LANES), np.uint64)
         if not state.decode(warp, op, base_vals, lane_vals, trace.mask[rows], out):
             raise ValueError("packed lane addresses do not fit their trace")  # check_trace rules this out
