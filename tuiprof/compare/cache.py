@@ -88,7 +88,7 @@ def trace_digest(trace: "Trace") -> str:
             h.update(b"-")
             return
         h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(memoryview(a.ravel() if a.flags.c_contiguous else a.copy()).cast("B"))
+        h.update(np.ascontiguousarray(a).data.cast("B"))
 
     for a in (trace.snapshot.cta_ids, trace.warp_offsets, trace.warp_cta, trace.warp_index, trace.op, trace.mask):
         update(a)
@@ -96,7 +96,7 @@ def trace_digest(trace: "Trace") -> str:
     # (a loaded trace keeps its shared-memory accesses packed).
     h.update(f"{np.dtype(np.uint64).str}{(trace.n_accesses, 32)}".encode())
     for block in address_blocks(trace):
-        h.update(memoryview(np.ascontiguousarray(block)).cast("B"))
+        h.update(np.ascontiguousarray(block).data.cast("B"))
     for f in dataclasses.fields(trace.ctas):
         update(getattr(trace.ctas, f.name))
     return "trace:" + h.hexdigest()
