@@ -302,7 +302,7 @@ def test_shipped_traces_record_the_scripts_launch_and_addresses(case_run: tuple[
         assert trace.provenance.generator["launches"] == len(run.launches), demo.name
         lanes = (trace.mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1
         glob = np.array([trace.ops[o].space == "global" for o in trace.op])
-        addr = trace.addr[glob][lanes[glob].astype(bool)]
+        addr = trace.lane_addresses(np.flatnonzero(glob))[lanes[glob].astype(bool)]
         inside = np.zeros(addr.shape, bool)
         for b in run.buffers:
             inside |= (addr >= b.base) & (addr < b.base + b.nbytes)

@@ -17,13 +17,15 @@ from tuiprof.errors import OutputError, TraceError
 from tuiprof.trace.io import HEADER, load_trace, read_header, save_trace
 from tuiprof.trace.model import CtaRecords
 
-FIELDS = ("warp_offsets", "warp_cta", "warp_index", "op", "mask", "addr")
+FIELDS = ("warp_offsets", "warp_cta", "warp_index", "op", "mask")
 
 
 def assert_same(a, b) -> None:
     for f in FIELDS:
         x, y = getattr(a, f), getattr(b, f)
         assert x.dtype == y.dtype and np.array_equal(x, y), f
+    x, y = a.lane_addresses(), b.lane_addresses()  # a loaded trace keeps shared-memory accesses packed
+    assert x.dtype == y.dtype and np.array_equal(x, y), "addresses"
     assert a.ops == b.ops and a.launch == b.launch and a.sources == b.sources and a.provenance == b.provenance
     assert np.array_equal(a.snapshot.cta_ids, b.snapshot.cta_ids)
 

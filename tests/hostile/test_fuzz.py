@@ -198,7 +198,7 @@ def check(path: Path, failures: list[str], case: str) -> None:
     except Exception as exc:  # noqa: BLE001 - the point of the test
         failures.append(f"{case}: {type(exc).__name__}: {exc!s:.200}")
     else:
-        if t.n_accesses != t.op.shape[0] or t.addr.shape != (t.n_accesses, 32):
+        if t.n_accesses != t.op.shape[0] or t.lane_addresses().shape != (t.n_accesses, 32):
             failures.append(f"{case}: loaded an inconsistent trace")
 
 

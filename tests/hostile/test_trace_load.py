@@ -68,27 +68,27 @@ def test_unsigned_warp_lengths_past_int64_fail_cleanly(tmp_path: Path) -> None:
 
 
 def test_decode_kernel_checks_every_index_itself(tmp_path: Path) -> None:
-    """The kernel refuses offsets and op ids outside its arrays even when called directly (a
-    child process, so that a crash cannot take the test runner with it)."""
+    """The kernel refuses op ids and shapes outside its arrays even when called directly (a
+    child process, so that a crash cannot take the test runner with it); a warp id is only ever
+    compared, never used as an index."""
     script = """
 import numpy as np
-from tuiprof.trace.io import decode_addresses
-n = 4
-planes = np.zeros((1, n), np.uint8)
-lanes = np.zeros((1, n * 32), np.uint8)
+from tuiprof.trace._codec import undelta
+n, n_ops = 4, 2
+def call(op, lanes=None, stamp=None, warp=None):
+    out = np.zeros((n, 32), np.int64)
+    return undelta(np.arange(n, dtype=np.int64) if warp is None else warp, op, np.zeros(n, np.int64),
+                   np.zeros((n, 32), np.int64) if lanes is None else lanes, np.full(n, 0xFFFFFFFF, np.int64),
+                   np.int64(4), np.zeros((n_ops, 32), np.int64), np.zeros((n_ops, 32), np.bool_),
+                   np.zeros(n_ops, np.int64), np.full(n_ops, -1, np.int64) if stamp is None else stamp, out)
 op = np.zeros(n, np.int32)
-mask = np.full(n, 0xFFFFFFFF, np.uint32)
-cases = {
-    "offsets past the end": (np.array([0, 1 << 40], np.int64), op),
-    "wrapped offsets": (np.array([0, 2, -(1 << 62), 4], np.int64), op),
-    "falling offsets": (np.array([0, 3, 1, 4], np.int64), op),
-    "op id too large": (np.array([0, 4], np.int64), np.array([0, 0, 7, 0], np.int32)),
-    "negative op id": (np.array([0, 4], np.int64), np.array([0, -5, 0, 0], np.int32)),
-}
-for name, (offsets, ops) in cases.items():
-    assert decode_addresses(offsets, ops, mask, 2, planes, lanes) is None, name
-assert decode_addresses(np.array([0, 4], np.int64), op, mask, 1, planes, lanes[:, :-1]) is None
-assert decode_addresses(np.array([0, 4], np.int64), op, mask, 1, planes, lanes) is not None
+assert call(np.array([0, 0, 7, 0], np.int32)) == -1, "op id too large"
+assert call(np.array([0, -5, 0, 0], np.int32)) == -1, "negative op id"
+assert call(op, lanes=np.zeros((n - 1, 32), np.int64)) == -1, "fewer lane values than accesses"
+assert call(op, lanes=np.zeros((n, 31), np.int64)) == -1, "31 lanes"
+assert call(op, stamp=np.zeros(1, np.int64)) == -1, "state of the wrong size"
+assert call(op, warp=np.array([1 << 62, -(1 << 62), 0, 5], np.int64)) == 0, "any warp id"
+assert call(op) == 0
 print("ok")
 """
     r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600,

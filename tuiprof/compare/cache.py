@@ -79,14 +79,26 @@ def trace_digest(trace: "Trace") -> str:
               "rule": trace.snapshot.rule, "sources": [[s.name, s.text] for s in trace.sources],
               "provenance": [P.backend, P.arch, P.gpu, P.tool_version, P.date, P.generator, P.measured]}
     h.update(json.dumps(header, sort_keys=True, default=str).encode())
-    arrays = [trace.snapshot.cta_ids, trace.warp_offsets, trace.warp_cta, trace.warp_index, trace.op, trace.mask,
-              trace.addr, *(getattr(trace.ctas, f.name) for f in dataclasses.fields(trace.ctas))]
-    for a in arrays:
+    import numpy as np
+
+    from tuiprof.trace.packed import address_blocks
+
+    def update(a: "np.ndarray | None") -> None:
         if a is None:
             h.update(b"-")
-            continue
+            return
         h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(memoryview(a.ravel() if a.flags.c_contiguous else a.copy()).cast("B"))
+        h.update(np.ascontiguousarray(a).data.cast("B"))
+
+    for a in (trace.snapshot.cta_ids, trace.warp_offsets, trace.warp_cta, trace.warp_index, trace.op, trace.mask):
+        update(a)
+    # Every access's lane addresses, as one uint64 [R, 32] array would hash, a block at a time
+    # (a loaded trace keeps its shared-memory accesses packed).
+    h.update(f"{np.dtype(np.uint64).str}{(trace.n_accesses, 32)}".encode())
+    for block in address_blocks(trace):
+        h.update(np.ascontiguousarray(block).data.cast("B"))
+    for f in dataclasses.fields(trace.ctas):
+        update(getattr(trace.ctas, f.name))
     return "trace:" + h.hexdigest()
 
 

@@ -42,5 +42,5 @@ def const_op_stats(trace: Trace, latency: float) -> dict[int, PassStats]:
     ids, rows = space_rows(trace, "const")
     if ids.size == 0:
         return {}
-    actual = distinct_addresses(trace.addr[rows], trace.mask[rows])
+    actual = distinct_addresses(trace.lane_addresses(rows), trace.mask[rows])
     return pass_stats("const", ids, trace.op[rows], actual, np.ones_like(actual), latency)

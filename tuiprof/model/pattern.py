@@ -104,7 +104,7 @@ def pattern_of(trace: Trace, rows: np.ndarray, line_bytes: int, fill_bytes: int 
     warp_all = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
     pick = _sample(rows, warp_all)
     rows, warp = rows[pick], warp_all[pick]
-    addr = trace.addr[rows].astype(np.int64)                       # [n, 32]; < 2^63 in practice
+    addr = trace.lane_addresses(rows).astype(np.int64)            # [n, 32]; < 2^63 in practice
     lanes = np.arange(LANES, dtype=np.uint32)
     active = ((trace.mask[rows][:, None] >> lanes) & 1).astype(bool)
     # Coalescing: strides between adjacent active lanes, distinct lines per warp access.

@@ -28,6 +28,7 @@ other warp (Zhang11 sec. 4.2 counts them as transactions: `tuiprof.model.decisio
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from dataclasses import dataclass
@@ -95,17 +96,38 @@ def pass_stats(space: str, ids: np.ndarray, of: np.ndarray, actual: np.ndarray, 
                latency: float) -> dict[int, PassStats]:
     """`PassStats` of each op of `ids`, from the passes `actual` and `ideal` of each warp access
     whose op is `of`; `latency` is the space's latency without serialisation."""
+    return chunked_pass_stats(space, ids, [(of, actual, ideal)], latency)
+
+
+def chunked_pass_stats(space: str, ids: np.ndarray, chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                       latency: float) -> dict[int, PassStats]:
+    """`pass_stats` over chunks of warp accesses, each ``(of, actual, ideal)``, summed as they come
+    (the means are exact sums over counts, as NumPy's of the whole arrays)."""
+    wanted = ids.tolist()
+    n = dict.fromkeys(wanted, 0)
+    total, best, conflicted, extra = dict(n), dict(n), dict(n), dict(n)
+    hist = {i: np.zeros(MAX_WAVEFRONTS + 1, np.int64) for i in wanted}
+    for of, actual, ideal in chunks:
+        for i in wanted:
+            sel = of == i
+            k = int(np.count_nonzero(sel))
+            if k == 0:
+                continue
+            a, d = actual[sel], ideal[sel]
+            n[i] += k
+            total[i] += int(a.sum())
+            extra[i] += int(d.sum())
+            best[i] = max(best[i], int(a.max()))
+            conflicted[i] += int(np.count_nonzero(a > d))
+            hist[i] += np.bincount(np.minimum(a, MAX_WAVEFRONTS), minlength=MAX_WAVEFRONTS + 1)
     out = {}
-    for i in ids.tolist():
-        sel = of == i
-        n = int(sel.sum())
-        if n == 0:
+    for i in wanted:
+        if n[i] == 0:
             continue
-        a, d = actual[sel], ideal[sel]
-        hist = np.bincount(np.minimum(a, MAX_WAVEFRONTS), minlength=MAX_WAVEFRONTS + 1)
-        out[i] = PassStats(space=space, warp_accesses=n, passes=float(a.mean()), ideal=float(d.mean()),
-                           worst=int(a.max()), conflicted=float((a > d).mean()),
-                           latency=float(latency) + float((a - d).mean()), histogram=tuple(int(x) for x in hist))
+        out[i] = PassStats(space=space, warp_accesses=n[i], passes=float(total[i]) / n[i], ideal=float(extra[i]) / n[i],
+                           worst=best[i], conflicted=conflicted[i] / n[i],
+                           latency=float(latency) + float(total[i] - extra[i]) / n[i],
+                           histogram=tuple(int(x) for x in hist[i]))
     return out
 
 
@@ -125,5 +147,20 @@ def shared_op_stats(trace: Trace, banks: int, width: int, latency: float) -> dic
     if ids.size == 0:
         return {}
     op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
-    actual, ideal, _ = wavefronts(trace.addr, trace.mask, trace.op, op_bytes, rows, int(banks), int(width))
-    return pass_stats("shared", ids, trace.op[rows], actual, ideal, latency)
+    if trace.packed is None:
+        actual, ideal, _ = wavefronts(trace.addr, trace.mask, trace.op, op_bytes, rows, int(banks), int(width))
+        return pass_stats("shared", ids, trace.op[rows], actual, ideal, latency)
+    from tuiprof.trace.packed import packed_chunks
+
+    # A loaded trace keeps its shared accesses packed: count each chunk's wavefronts as it is decoded.
+    wanted = np.zeros(len(trace.ops), dtype=bool)
+    wanted[ids] = True
+
+    def counted() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for crow, caddr in packed_chunks(trace, wanted):
+            cop = trace.op[crow]
+            a, d, _ = wavefronts(caddr, trace.mask[crow], cop, op_bytes, np.arange(crow.shape[0], dtype=np.int64),
+                                 int(banks), int(width))
+            yield cop, a, d
+
+    return chunked_pass_stats("shared", ids, counted(), latency)

@@ -18,6 +18,7 @@ This runs once per (trace, L1 line size); every trial reuses the result.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,7 +102,17 @@ def coalesce_trace(trace, line: int) -> Coalesced:
     """`coalesce` over a `Trace`'s accesses and op table."""
     op_bytes = np.array([o.bytes for o in trace.ops], dtype=np.int64)
     cached = np.array([o.is_cached for o in trace.ops], dtype=np.uint8)
-    return coalesce(trace.op, trace.mask, trace.addr, op_bytes, cached, line)
+    if trace.packed is None:
+        return coalesce(trace.op, trace.mask, trace.addr, op_bytes, cached, line)
+    # A loaded trace's `addr` holds the accesses it did not pack (every cached one among them):
+    # coalesce those, then give the packed (shared-memory) accesses their zero requests.
+    unpacked = np.ones(trace.n_accesses, dtype=bool)
+    unpacked[trace.packed.rows] = False
+    c = coalesce(trace.op[unpacked], trace.mask[unpacked], trace.addr, op_bytes, cached, line)
+    req_off = np.empty(trace.n_accesses + 1, dtype=np.int64)
+    req_off[0] = 0
+    req_off[1:] = c.req_off[np.cumsum(unpacked)]
+    return dataclasses.replace(c, req_off=req_off)
 
 
 @njit(**KERNEL)

@@ -1,70 +1,54 @@
-"""The hot loop of .tptrace loading: undoing the lane-wise address differencing in one pass.
+"""The hot loop of .tptrace loading: undoing the lane-wise address differencing, chunk by chunk.
 
-The differenced values arrive as byte planes (``[itemsize, n]`` uint8, least significant first,
-as the file stores them), so neither the un-shuffled integers nor any [R, 32] temporary is ever
-materialised: loading peaks at the decoded addresses plus the compressed file's raw bytes.
+The loader streams the file's byte planes a chunk of accesses at a time (`tuiprof.trace.io`) and
+decodes each chunk here with the state the chunk before left; the same kernel decodes, on
+demand, the shared-memory accesses a loaded trace keeps packed (`tuiprof.trace.packed`).
 """
 
 from __future__ import annotations
 
-import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, njit
-
-
-@njit(**INLINE)
-def _value(planes, idx):  # pragma: no cover - jitted
-    """Signed little-endian integer number `idx` of a byte-plane array."""
-    k = planes.shape[0]
-    v = np.int64(0)
-    for j in range(k):
-        v |= np.int64(planes[j, idx]) << (8 * j)
-    if k < 8:
-        sign = np.int64(1) << (8 * k - 1)
-        if v & sign:
-            v -= sign << 1
-    return v
+from tuiprof.jit import KERNEL, njit
 
 
 @njit(**KERNEL)
-def decode_lanes(warp_offsets, op, mask, n_ops, base_planes, lane_planes, unit, out):  # pragma: no cover - jitted
-    """Fill `out` (int64 view of the uint64 addresses, zeroed) from the differenced encoding;
-    0 when done, -1 (with nothing read or written outside an array) when a shape, offset or op
-    id from the file does not fit the arrays.
+def undelta(row_warp, op, base_vals, lane_vals, mask, unit, prev, seen, base, stamp, out):  # pragma: no cover - jitted
+    """Lane addresses of consecutive warp accesses (``out`` uint64 [C, 32] as int64, inactive
+    lanes 0) from their differenced values (``base_vals`` int64 [C], ``lane_vals`` int64 [C, 32],
+    in `unit` bytes); ``row_warp`` [C] each access's warp. The decoding state (``prev``/``seen``
+    [n_ops, 32], ``base``/``stamp`` [n_ops]) carries over from the chunk before, so a trace is
+    decoded chunk by chunk, and the accesses of some ops alone decode as they do among all.
+    0 when done, -1 (nothing read or written outside an array) when a shape or op id does not fit.
 
     Per warp and per op, in program order: the access base accumulates the base deltas; a lane's
     first address in the group is base + its delta, later ones add their delta to the lane's
-    previous address. Values are in `unit` bytes; int64 wraps like uint64. Per-op state is reset
-    only for the ops a warp touches (`stamp`), so the work follows the accesses, not the op table.
+    previous address. int64 wraps like uint64. Per-op state is reset when a warp first touches
+    the op (`stamp`), so the work follows the accesses, not the op table.
     """
     n = op.shape[0]
-    if (mask.shape[0] != n or out.shape[0] != n or out.shape[1] != 32 or base_planes.shape[1] != n
-            or lane_planes.shape[1] != n * 32 or not 1 <= base_planes.shape[0] <= 8
-            or not 1 <= lane_planes.shape[0] <= 8 or warp_offsets.shape[0] < 1 or n_ops < 0):
+    n_ops = base.shape[0]
+    if (row_warp.shape[0] != n or base_vals.shape[0] != n or lane_vals.shape[0] != n or lane_vals.shape[1] != 32
+            or mask.shape[0] != n or out.shape[0] != n or out.shape[1] != 32 or prev.shape[0] != n_ops
+            or prev.shape[1] != 32 or seen.shape[0] != n_ops or seen.shape[1] != 32 or stamp.shape[0] != n_ops):
         return -1
-    prev = np.zeros((n_ops, 32), np.int64)
-    seen = np.zeros((n_ops, 32), np.bool_)
-    base = np.zeros(n_ops, np.int64)
-    stamp = np.full(n_ops, -1, np.int64)
-    for w in range(warp_offsets.shape[0] - 1):
-        lo, hi = warp_offsets[w], warp_offsets[w + 1]
-        if lo < 0 or hi < lo or hi > n:
+    for i in range(n):
+        o = op[i]
+        if o < 0 or o >= n_ops:
             return -1
-        for i in range(lo, hi):
-            o = op[i]
-            if o < 0 or o >= n_ops:
-                return -1
-            if stamp[o] != w:
-                stamp[o] = w
-                base[o] = 0
-                seen[o, :] = False
-            base[o] += _value(base_planes, i)
-            m = mask[i]
-            for lane in range(32):
-                if (m >> lane) & 1:
-                    d = _value(lane_planes, i * 32 + lane)
-                    v = prev[o, lane] + d if seen[o, lane] else base[o] + d
-                    seen[o, lane] = True
-                    prev[o, lane] = v
-                    out[i, lane] = v * unit
+        w = row_warp[i]
+        if stamp[o] != w:
+            stamp[o] = w
+            base[o] = 0
+            seen[o, :] = False
+        base[o] += base_vals[i]
+        m = mask[i]
+        for lane in range(32):
+            if (m >> lane) & 1:
+                d = lane_vals[i, lane]
+                v = prev[o, lane] + d if seen[o, lane] else base[o] + d
+                seen[o, lane] = True
+                prev[o, lane] = v
+                out[i, lane] = v * unit
+            else:
+                out[i, lane] = 0
     return 0

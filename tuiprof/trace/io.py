@@ -22,6 +22,12 @@ outgrows its declaration (decompression bombs cost nothing); warp offsets are pr
 arrays before the decoding kernel runs, and the kernel checks every index it reads anyway. Any
 problem is a TraceError naming the file and the problem in words. Files are written to a
 temporary name and renamed into place.
+
+The address members are never held whole: they stream in, one reader per byte plane, a chunk of
+accesses at a time (`_Values`), and each chunk is decoded at once. The accesses the cache model
+replays become uint64 lane addresses; the shared-memory ones, which only the bank-conflict model
+and the address pattern read, stay packed as the file differences them (`tuiprof.trace.packed`),
+so that a tiled kernel's trace takes a few bytes per shared access instead of 256.
 """
 
 from __future__ import annotations
@@ -52,8 +58,8 @@ from tuiprof.glossary import retag
 from tuiprof.output import write_bytes_to
 from tuiprof.resources import memory_budget
 from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
-                                 MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, Provenance,
-                                 Snapshot, SourceFile, StaticOp, Trace, measured_problem)
+                                 MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, PackedLanes,
+                                 Provenance, Snapshot, SourceFile, StaticOp, Trace, measured_problem)
 from tuiprof.trace.text import printable, shown_path
 
 _Choice = TypeVar("_Choice", bound=str)
@@ -136,7 +142,7 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     order, gstart = _group_order(t.warp_offsets, t.op, len(t.ops))
     lanes = np.arange(LANES, dtype=np.uint32)
     active = ((t.mask[order, None] >> lanes) & 1).astype(bool)
-    addr = t.addr[order]
+    addr = t.lane_addresses()[order]
     nonzero = np.bitwise_or.reduce(addr[active]) if active.any() else np.uint64(0)
     unit = int(nonzero & (~nonzero + np.uint64(1))) if nonzero else 1
     unit = min(unit, 1 << 16)
@@ -153,19 +159,6 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     base_out, lanes_out = np.empty_like(base), np.empty_like(lane_diff)
     base_out[order], lanes_out[order] = base - base_prev, lane_diff
     return {"addr_base": _narrow(base_out), "addr_lanes": _narrow(lanes_out)}, unit
-
-
-def decode_addresses(warp_offsets: np.ndarray, op: np.ndarray, mask: np.ndarray, n_ops: int,
-                     base_planes: np.ndarray, lane_planes: np.ndarray, unit: int = 1) -> np.ndarray | None:
-    """Inverse of `encode_addresses` from the byte planes of its two arrays: uint64 [R,32], or
-    None when an offset or op id would index outside the arrays (the kernel checks each one)."""
-    from tuiprof.trace._codec import decode_lanes  # Numba: imported only once a file gets this far
-
-    out = np.zeros((op.shape[0], LANES), dtype=np.uint64)
-    status = decode_lanes(np.ascontiguousarray(warp_offsets, dtype=np.int64), np.ascontiguousarray(op, dtype=np.int32),
-                          mask.astype(np.int64), np.int64(n_ops), np.ascontiguousarray(base_planes, dtype=np.uint8),
-                          np.ascontiguousarray(lane_planes, dtype=np.uint8), np.int64(unit), out.view(np.int64))
-    return out if status == 0 else None
 
 
 def _dependency_error(exc: ImportError) -> TuiprofError:
@@ -802,11 +795,12 @@ def _load_bytes(hd: _Header) -> int:
     return stored + widened + hd.accesses * (LANES * 8 + 4 + 4) + (hd.warps + 1) * 8
 
 
-def _read_npy(path: Path, name: str, data: bytearray, spec: _ArraySpec) -> np.ndarray:
-    """An .npy member as an array over its bytes (no pickle, no copy), exactly as declared."""
+def _npy_header(path: Path, name: str, head: bytes, spec: _ArraySpec) -> int:
+    """The length of an .npy member's header (its first bytes, `head`), once it declares exactly
+    the array the tptrace header does (no pickle)."""
     dtype, shape = spec.stored
     try:
-        fh = io.BytesIO(bytes(data[:_NPY_HEADER_SLACK]))
+        fh = io.BytesIO(head[:_NPY_HEADER_SLACK])
         version = np.lib.format.read_magic(fh)
         read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
         if read is None:
@@ -818,9 +812,182 @@ def _read_npy(path: Path, name: str, data: bytearray, spec: _ArraySpec) -> np.nd
         raise _bad(path, f"array {name} has a damaged .npy header") from None
     _expect(got_dtype == dtype and tuple(got_shape) == shape and not fortran, path,
             f"array {name} does not match its declaration in the header")
+    return fh.tell()
+
+
+def _read_npy(path: Path, name: str, data: bytearray, spec: _ArraySpec) -> np.ndarray:
+    """An .npy member as an array over its bytes (no pickle, no copy), exactly as declared."""
+    dtype, shape = spec.stored
+    offset = _npy_header(path, name, bytes(data[:_NPY_HEADER_SLACK]), spec)
     count = math.prod(shape)
-    _expect(len(data) - fh.tell() == count * dtype.itemsize, path, f"array {name} does not hold the data its header declares")
-    return np.frombuffer(data, dtype=dtype, count=count, offset=fh.tell()).reshape(shape)
+    _expect(len(data) - offset == count * dtype.itemsize, path, f"array {name} does not hold the data its header declares")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
+class _Stream:
+    """The uncompressed bytes of one zip member, read in order a piece at a time (what `_member`
+    reads whole, for the address members, too large to hold): never more than the member's
+    declared size; `fork` gives an independent reader at the same place (deflate: a copy of the
+    decompressor; LZMA, which cannot copy one: a new reader that decompresses up to there)."""
+
+    def __init__(self, path: Path, fh: BinaryIO, info: zipfile.ZipInfo, what: str) -> None:
+        if info.flag_bits & 0x1:
+            raise _bad(path, f"{what} is encrypted")
+        if info.header_offset < 0:
+            raise _bad(path, f"{what} lies outside the file (damaged zip directory)")
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise _bad(path, f"{what} is missing from the zip data (truncated or damaged file)")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        self.path, self.fh, self.info, self.what = path, fh, info, what
+        self.cpos, self.cleft = info.header_offset + 30 + name_len + extra_len, info.compress_size
+        self.pos, self.tail = 0, b""
+        self.method = info.compress_type
+        self.d: Any = None
+        if self.method == zipfile.ZIP_DEFLATED:
+            self.d = zlib.decompressobj(-15)
+        elif self.method == zipfile.ZIP_LZMA:
+            fh.seek(self.cpos)
+            self.d = _lzma_decompressor(path, fh, what, info.compress_size)
+            self.cpos, self.cleft = self.cpos + 9, self.cleft - 9
+        elif self.method != zipfile.ZIP_STORED:
+            raise _bad(path, f"{what} uses a compression method this tuiprof does not read (zip method {self.method})")
+
+    def _short(self) -> TraceError:
+        return _bad(self.path, f"{self.what} is shorter than the {self.info.file_size:,} bytes declared for it "
+                               "(truncated or damaged file)")
+
+    def _input(self) -> bytes:
+        if self.tail:
+            data, self.tail = self.tail, b""
+            return data
+        if self.cleft <= 0:
+            return b""
+        self.fh.seek(self.cpos)
+        data = self.fh.read(min(_CHUNK, self.cleft))
+        if not data:
+            raise _bad(self.path, f"{self.what} is cut short (truncated file)")
+        self.cpos += len(data)
+        self.cleft -= len(data)
+        return data
+
+    def _piece(self, need: int) -> bytes:
+        """At most `need` (> 0) more bytes of the member; b"" only at its end."""
+        try:
+            if self.method == zipfile.ZIP_STORED:
+                data = self._input()
+                piece, self.tail = data[:need], data[need:]
+                return piece
+            while not self.d.eof:
+                if self.method == zipfile.ZIP_DEFLATED:
+                    data = self._input()
+                    piece = self.d.decompress(data, need)
+                    self.tail = self.d.unconsumed_tail
+                else:
+                    data = self._input() if self.d.needs_input else b""
+                    piece = self.d.decompress(data, need)
+                if piece:
+                    return piece
+                if not data and not self.tail:  # no input left, and none of it gave output
+                    break
+            return b""
+        except (zlib.error, lzma.LZMAError, EOFError):
+            raise _bad(self.path, f"{self.what} has damaged compressed data") from None
+
+    def read(self, n: int) -> bytes:
+        """Exactly the next `n` bytes of the member."""
+        if self.pos + n > self.info.file_size:
+            raise _bad(self.path, f"{self.what} does not hold the data its header declares")
+        parts = []
+        while n > 0:
+            piece = self._piece(min(n, _CHUNK))
+            if not piece:
+                raise self._short()
+            parts.append(piece)
+            n -= len(piece)
+            self.pos += len(piece)
+        return b"".join(parts)
+
+    def finish(self) -> None:
+        """Refuse a member that goes on past its declared size (damage, or a decompression bomb)
+        or whose stream does not end there."""
+        if self.pos != self.info.file_size:
+            raise self._short()
+        if self._piece(1):
+            raise _bad(self.path, f"{self.what} decompresses to more than the {self.info.file_size:,} bytes declared "
+                                  "for it (damaged, or a decompression bomb)")
+        if self.d is not None and not self.d.eof:
+            raise _bad(self.path, f"{self.what} has damaged compressed data")
+
+    def fork(self) -> "_Stream":
+        twin = _Stream.__new__(_Stream)
+        twin.__dict__.update(self.__dict__)
+        if self.method == zipfile.ZIP_DEFLATED:
+            twin.d = self.d.copy()
+        elif self.method == zipfile.ZIP_LZMA:
+            twin = _Stream(self.path, self.fh, self.info, self.what)
+            for at in range(0, self.pos, _CHUNK):
+                twin.read(min(_CHUNK, self.pos - at))
+        return twin
+
+
+class _Values:
+    """The integers of one address member (`addr_base`, `addr_lanes`), `rows` accesses at a time,
+    straight from the file: one reader per byte plane, each at its plane's place, so the member
+    is never held whole. The checksum is verified at the end (`finish`)."""
+
+    def __init__(self, path: Path, fh: BinaryIO, info: zipfile.ZipInfo, spec: _ArraySpec, name: str) -> None:
+        self.path, self.name, self.spec, self.info = path, name, spec, info
+        what = f"array {name}"
+        if info.file_size > spec.nbytes + _NPY_HEADER_SLACK:
+            raise _bad(path, f"{what} is larger than declared ({info.file_size:,} bytes where at most "
+                             f"{spec.nbytes + _NPY_HEADER_SLACK:,} fit)")
+        s = _Stream(path, fh, info, what)
+        head = s.read(min(10, info.file_size))
+        if len(head) == 10 and head[:6] == b"\x93NUMPY" and head[6] in (1, 2):
+            if head[6] == 1:
+                more = struct.unpack("<H", head[8:10])[0]
+            else:
+                head += s.read(2)
+                more = struct.unpack("<I", head[8:12])[0]
+            _expect(len(head) + more <= _NPY_HEADER_SLACK, path, f"array {name} has a damaged .npy header")
+            head += s.read(more)
+        offset = _npy_header(path, name, head, spec)
+        self.per_value = spec.shape[1] if len(spec.shape) == 2 else 1  # lanes per access
+        self.k = spec.dtype.itemsize if spec.shuffled else 1
+        width = self.per_value * (1 if spec.shuffled else spec.dtype.itemsize)
+        plane = spec.shape[0] * width
+        _expect(info.file_size == offset + self.k * plane, path, f"array {name} does not hold the data its header declares")
+        self.width = width
+        self.crc = zlib.crc32(head)
+        self.cursors = []
+        for _ in range(self.k - 1):  # a reader at each plane's start, the last one `s` itself
+            self.cursors.append(s.fork())
+            for at in range(0, plane, _CHUNK):
+                self.crc = zlib.crc32(s.read(min(_CHUNK, plane - at)), self.crc)
+        self.cursors.append(s)
+
+    def read(self, rows: int) -> np.ndarray:
+        """The next `rows` accesses' values, int64 [rows] or [rows, 32]."""
+        n = rows * self.width
+        pieces = [c.read(n) for c in self.cursors]
+        self.crc = zlib.crc32(pieces[-1], self.crc)
+        dtype = self.spec.dtype
+        if self.spec.shuffled:
+            k = dtype.itemsize
+            u = np.zeros(rows * self.per_value, dtype=f"<u{k}")
+            for j, piece in enumerate(pieces):
+                u |= np.frombuffer(piece, np.uint8).astype(u.dtype) << u.dtype.type(8 * j)
+            v = u.view(dtype)
+        else:
+            v = np.frombuffer(pieces[0], dtype=dtype)
+        v = v.astype(np.int64)
+        return v.reshape(rows, self.per_value) if self.per_value > 1 else v
+
+    def finish(self) -> None:
+        self.cursors[-1].finish()
+        _expect(self.crc == self.info.CRC, self.path, f"array {self.name} fails its checksum (damaged file)")
 
 
 def _load(path: Path, fh: BinaryIO) -> Trace:
@@ -836,16 +1003,16 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
         for name, spec in hd.arrays.items():
             member = f"{name}.npy"
             _expect(member in infos, path, f"array {name} missing (truncated file?)")
+            if name in _ADDRESS_ARRAYS:
+                continue  # streamed while decoding (`_Values`)
             data = _member(path, fh, infos[member], spec.nbytes + _NPY_HEADER_SLACK, f"array {name}")
             a = _read_npy(path, name, data, spec)
-            if name in _ADDRESS_ARRAYS:  # decoded straight from the byte planes (see _codec)
-                arrays[name] = a if spec.shuffled else a.view(np.uint8).reshape(1, -1) if a.dtype.itemsize == 1 else planes(a)
-            else:
-                arrays[name] = from_planes(a, spec.dtype, spec.shape) if spec.shuffled else a
-    return _build(path, hd, arrays)
+            arrays[name] = from_planes(a, spec.dtype, spec.shape) if spec.shuffled else a
+        values = tuple(_Values(path, fh, infos[f"{name}.npy"], hd.arrays[name], name) for name in _ADDRESS_ARRAYS)
+        return _build(path, hd, arrays, values)
 
 
-def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
+def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray], values: tuple["_Values", ...]) -> Trace:
     n, n_ops = hd.accesses, len(hd.ops)
     lengths = arrays["warp_lengths"]
     _expect(lengths.size == 0 or (int(lengths.min()) >= 0 and int(lengths.max()) <= n), path,
@@ -861,9 +1028,7 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
     op = op.astype(np.int32)
     mask = arrays["mask"]
     _expect(not np.any(mask == 0), path, "an access has no active lane")
-    addr = decode_addresses(offsets, op, mask, n_ops, arrays["addr_base"], arrays["addr_lanes"], hd.unit)
-    if addr is None:
-        raise _bad(path, "an index in its arrays points outside them")
+    addr, packed = _decode(path, hd, offsets, op, mask, values)
     ctas = _cta_records(path, arrays)
     try:
         return Trace(launch=hd.launch, ops=hd.ops,
@@ -871,9 +1036,53 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray]) -> Trace:
                                        warm=hd.warm),
                      warp_offsets=offsets, warp_cta=_int32(path, "warp_cta", arrays["warp_cta"]),
                      warp_index=_int32(path, "warp_index", arrays["warp_index"]), op=op, mask=mask, addr=addr,
-                     sources=hd.sources, provenance=hd.provenance, ctas=ctas)
+                     sources=hd.sources, provenance=hd.provenance, ctas=ctas, packed=packed)
     except TraceError as exc:
         raise _bad(path, exc.message.removeprefix("invalid trace: ")) from None
+
+
+def _decode(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray, mask: np.ndarray,
+            values: tuple["_Values", ...]) -> tuple[np.ndarray, PackedLanes | None]:
+    """The lane addresses, decoded a chunk of accesses at a time as the file's planes stream in:
+    the accesses the cache model replays as uint64 [R', 32]; the shared-memory ones packed, as
+    the file differences them, each chunk in its narrowest type (`tuiprof.trace.packed`), so
+    their 32 lanes of uint64 are never held whole."""
+    from tuiprof.trace.packed import CHUNK, Undelta, pack_chunk  # Numba: imported once a file gets this far
+
+    n = hd.accesses
+    base_reader, lane_reader = values
+    shared = np.array([o.space == "shared" for o in hd.ops], dtype=bool)
+    is_packed = shared[op] if shared.any() else np.zeros(n, dtype=bool)
+    n_packed = int(np.count_nonzero(is_packed))
+    addr = np.empty((n - n_packed, LANES), dtype=np.uint64)
+    state = Undelta(len(hd.ops), hd.unit)
+    starts: list[int] = [0]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    d = 0
+    for lo in range(0, n, CHUNK):
+        hi = min(lo + CHUNK, n)
+        base_vals, lane_vals = base_reader.read(hi - lo), lane_reader.read(hi - lo)
+        sel = is_packed[lo:hi]
+        if sel.any():
+            parts.append(pack_chunk(base_vals[sel], lane_vals[sel], mask[lo:hi][sel]))
+            starts.append(starts[-1] + int(np.count_nonzero(sel)))
+            keep = ~sel
+            base_vals, lane_vals = base_vals[keep], lane_vals[keep]
+            rows = np.flatnonzero(keep) + lo
+        else:
+            rows = np.arange(lo, hi, dtype=np.int64)
+        if rows.size:
+            warp = np.searchsorted(offsets, rows, side="right") - 1
+            if not state.decode(warp, op[rows], base_vals, lane_vals, mask[rows], addr[d:d + rows.size]):
+                raise _bad(path, "an index in its arrays points outside them")
+            d += rows.size
+    for v in values:
+        v.finish()
+    if not n_packed:
+        return addr, None
+    bases, steps, odd, lanes = (tuple(x) for x in zip(*parts))
+    return addr, PackedLanes(rows=np.flatnonzero(is_packed).astype(np.int64), starts=tuple(starts), bases=bases,
+                             steps=steps, odd=odd, lanes=lanes, unit=hd.unit)
 
 
 _HUGE = 1 << 62

@@ -224,6 +224,37 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
+class PackedLanes:
+    """The lane addresses of some warp accesses (a loaded trace's shared-memory ones) kept as the
+    file stores them, decoded on demand (`tuiprof.trace.packed`): per warp and op, in program
+    order, a lane's address minus its previous one (its first: minus the access's base, itself
+    differenced), in `unit` bytes, each chunk of accesses in its narrowest integer type. Most
+    accesses step every active lane by the same amount (a tile walked row by row, a broadcast):
+    they keep that one step; only the others keep 32 lanes.
+
+    - ``rows`` int64 [P]: the accesses packed, ascending; every access of their ops is among them
+    - ``starts``: chunk k holds ``rows[starts[k]:starts[k+1]]``
+    - per chunk: ``bases`` [c] the differenced bases; ``steps`` [c] the step all active lanes
+      share (0 where they do not); ``odd`` int32 [q] the accesses (of the chunk) whose lanes do
+      not share one, ascending, and ``lanes`` [q, 32] their lanes' values
+    """
+
+    rows: np.ndarray
+    starts: tuple[int, ...]
+    bases: tuple[np.ndarray, ...]
+    steps: tuple[np.ndarray, ...]
+    odd: tuple[np.ndarray, ...]
+    lanes: tuple[np.ndarray, ...]
+    unit: int = 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the packed values take."""
+        return int(self.rows.nbytes + sum(a.nbytes for part in (self.bases, self.steps, self.odd, self.lanes)
+                                          for a in part))
+
+
+@dataclass(frozen=True)
 class Trace:
     """A launch, its static ops, its snapshot of warp accesses, and where it came from.
 
@@ -234,7 +265,9 @@ class Trace:
     - ``warp_index`` int32 [W]: the warp's index within its CTA
     - ``op`` int32 [R]: StaticOp id of each warp access
     - ``mask`` uint32 [R]: active lanes (bit i = lane i); never 0
-    - ``addr`` uint64 [R, 32]: lane addresses; inactive lanes hold 0
+    - ``addr`` uint64 [R, 32]: lane addresses; inactive lanes hold 0. With ``packed`` (a loaded
+      trace's shared-memory accesses), [R - P, 32]: the accesses not packed, in order; read any
+      access's addresses with `lane_addresses`
     """
 
     launch: Launch
@@ -249,6 +282,7 @@ class Trace:
     sources: tuple[SourceFile, ...]
     provenance: Provenance
     ctas: CtaRecords = field(default_factory=CtaRecords)
+    packed: PackedLanes | None = None
 
     def __post_init__(self) -> None:
         check_trace(self)
@@ -271,6 +305,15 @@ class Trace:
     def accesses_per_op(self) -> np.ndarray:
         """Dynamic warp accesses per static op, int64 [n_ops]."""
         return np.bincount(self.op, minlength=len(self.ops)).astype(np.int64)
+
+    def lane_addresses(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Lane addresses, uint64 [len(rows), 32], of warp accesses `rows` (default: all; packed
+        ones decoded, `tuiprof.trace.packed`)."""
+        if self.packed is None:
+            return self.addr if rows is None else self.addr[rows]
+        from tuiprof.trace.packed import lane_addresses
+
+        return lane_addresses(self, rows)
 
     def active_lanes(self) -> np.ndarray:
         """Active lane count of each warp access, int64 [R]."""
@@ -333,7 +376,12 @@ def check_trace(t: Trace) -> None:
     mask = arr("mask", t.mask, np.uint32, 1)
     addr = arr("addr", t.addr, np.uint64, 2)
     n_r = op.shape[0]
-    if mask.shape[0] != n_r or addr.shape != (n_r, LANES):
+    packed = t.packed
+    if packed is not None and (not isinstance(packed.rows, np.ndarray) or packed.rows.dtype != np.int64
+                               or packed.rows.ndim != 1):
+        _fail("packed.rows must be a 1-d int64 array")
+    n_packed = 0 if packed is None else packed.rows.shape[0]
+    if mask.shape[0] != n_r or addr.shape != (n_r - n_packed, LANES):
         _fail("access arrays disagree in shape")
     if offs[0] != 0 or offs[-1] != n_r or (n_w and np.any(np.diff(offs) < 0)):
         _fail("warp_offsets must rise from 0 to the number of accesses")
@@ -344,6 +392,8 @@ def check_trace(t: Trace) -> None:
             _fail("an access names an op id that does not exist")
         if np.any(mask == 0):
             _fail("an access has no active lane")
+    if packed is not None:
+        _check_packed(packed, op, n_ops)
     c = t.ctas
     for name in ("insts", "accesses", "sm", "start", "end"):
         a = getattr(c, name)
@@ -353,3 +403,31 @@ def check_trace(t: Trace) -> None:
                 _fail(f"ctas.{name} must have one entry per CTA of the grid ({L.grid_ctas})")
     if not t.sources:
         _fail("no source text")
+
+
+def _check_packed(p: PackedLanes, op: np.ndarray, n_ops: int) -> None:
+    """Raise TraceError unless `p` is consistent with the access table `op` (op ids in range)."""
+    rows = p.rows
+    n = rows.shape[0]
+    if n and (rows[0] < 0 or rows[-1] >= op.shape[0] or np.any(rows[1:] <= rows[:-1])):
+        _fail("packed rows must be distinct accesses in ascending order")
+    starts = p.starts
+    chunks = len(p.bases)
+    if (len(starts) != chunks + 1 or not len(p.steps) == len(p.odd) == len(p.lanes) == chunks or not starts
+            or starts[0] != 0 or starts[-1] != n or any(b <= a for a, b in zip(starts, starts[1:]))):
+        _fail("packed chunks do not cover the packed rows")
+    for k, parts in enumerate(zip(p.bases, p.steps, p.odd, p.lanes)):
+        c = starts[k + 1] - starts[k]
+        b, s, o, ln = parts
+        if (not all(isinstance(a, np.ndarray) and a.dtype.kind == "i" for a in parts) or b.shape != (c,)
+                or s.shape != (c,) or o.ndim != 1 or o.dtype != np.int32 or ln.shape != (o.shape[0], LANES)):
+            _fail(f"packed chunk {k} has the wrong shape or type")
+        if o.size and (o[0] < 0 or o[-1] >= c or np.any(o[1:] <= o[:-1])):
+            _fail(f"packed chunk {k} names accesses outside it")
+    if not isinstance(p.unit, int) or p.unit < 1 or p.unit & (p.unit - 1):
+        _fail("packed.unit must be a power of two")
+    if n and n_ops:  # an op's accesses are all packed or none is (each op decodes on its own)
+        every = np.bincount(op, minlength=n_ops)
+        some = np.bincount(op[rows], minlength=n_ops)
+        if np.any((some > 0) & (some != every)):
+            _fail("an op has packed and unpacked accesses")
