@@ -176,6 +176,12 @@ def emu_kernel(fn):  # noqa: ANN001, ANN201
     return plain_args(njit(**KERNEL)(fn))
 
 
+plain_kernel = emu_kernel
+"""The same for the simulator's helpers that kernels call with constant arguments (one compile
+per argument type: ``lists_init(.., 4, 5)`` from one replay family and ``(.., n, m)`` from
+another were separate compiles, as were ``xor_table``, ``access_lines`` and ``_phase``)."""
+
+
 @njit(**KERNEL)
 def keep(a):
     """Call at the very end of a kernel that branches, once per array argument.
@@ -390,5 +396,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]
