@@ -162,7 +162,9 @@ def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and o
     separate specialisation for each (the emulator's error helper had 13, at seconds each). The
     call sites pass the constants converted to the plain type. Not for a kernel whose callees
     need a literal (`find_tag`'s width)."""
-    typed = dispatcher.get_call_template
+    typed = getattr(dispatcher, "get_call_template", None)
+    if typed is None:  # NUMBA_DISABLE_JIT: njit gave the Python function back
+        return dispatcher
 
     def get_call_template(args, kws):  # noqa: ANN001, ANN202 (Numba's signature)
         return typed(tuple(types.unliteral(a) for a in args), {k: types.unliteral(v) for k, v in kws.items()})
