@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tuiprof.sim.rng import rng_new
-from tuiprof.sim.schedule import (SKEW_MAX, draw_entries, draw_joins, draw_weights, lag_share, merge_order,
+from tuiprof.sim.schedule import (SKEW_MAX, _stable_order, draw_entries, draw_joins, draw_weights, lag_share, merge_order,
                                    order_accesses, resident_set_accesses, schedule, weighted_round_robin)
 
 
@@ -286,3 +286,12 @@ def test_barrier_intervals_count_the_sequences_after_a_barrier() -> None:
     # sequences per warp: [op0 op1] [op2] [op0] [op2]: op2 after op1 crosses, op0 after op2
     # crosses, op2 after op0 does not: intervals 0, 1, 2, 2
     assert p.seq_epoch.tolist() == [0, 1, 2, 2] * 2
+
+
+def test_stable_order_is_numpys_stable_argsort() -> None:
+    """The SM entry order `merge_order` walks (an insertion sort) is NumPy's stable argsort, ties
+    by index, on keys with many ties, none and one value."""
+    rng = np.random.default_rng(5)
+    for n, hi in ((0, 1), (1, 1), (7, 2), (80, 5), (132, 1000), (64, 1)):
+        key = rng.integers(0, hi, n).astype(np.int64)
+        assert np.array_equal(_stable_order(key), np.argsort(key, kind="stable"))

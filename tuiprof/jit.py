@@ -162,7 +162,9 @@ def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and o
     separate specialisation for each (the emulator's error helper had 13, at seconds each). The
     call sites pass the constants converted to the plain type. Not for a kernel whose callees
     need a literal (`find_tag`'s width)."""
-    typed = dispatcher.get_call_template
+    typed = getattr(dispatcher, "get_call_template", None)
+    if typed is None:  # NUMBA_DISABLE_JIT: njit gave the Python function back
+        return dispatcher
 
     def get_call_template(args, kws):  # noqa: ANN001, ANN202 (Numba's signature)
         return typed(tuple(types.unliteral(a) for a in args), {k: types.unliteral(v) for k, v in kws.items()})
@@ -174,6 +176,12 @@ def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and o
 def emu_kernel(fn):  # noqa: ANN001, ANN201
     """``njit(**KERNEL)`` without literal specialisations (`plain_args`): the emulator's compiled helpers."""
     return plain_args(njit(**KERNEL)(fn))
+
+
+plain_kernel = emu_kernel
+"""The same for the simulator's helpers that kernels call with constant arguments (one compile
+per argument type: ``lists_init(.., 4, 5)`` from one replay family and ``(.., n, m)`` from
+another were separate compiles, as were ``xor_table``, ``access_lines`` and ``_phase``)."""
 
 
 @njit(**KERNEL)
@@ -390,5 +398,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]

@@ -34,7 +34,7 @@ from itertools import combinations
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, keep, mulhi, njit
+from tuiprof.jit import INLINE, KERNEL, keep, mulhi, njit, plain_kernel
 
 HASH_LINEAR, HASH_XOR = 0, 1
 HASH_CODES = {"linear": HASH_LINEAR, "xor": HASH_XOR}
@@ -112,7 +112,7 @@ def hash_polynomial(n: int) -> int:
     return polynomial(two_adic(n))
 
 
-@njit(**KERNEL)
+@plain_kernel
 def xor_table(n, poly):
     """``tab[j, b] = b(z) z^(k + 8j) mod poly(z)`` for the ``xor`` hash over `n` targets (k: the
     two-adic order of `n`, the degree of `poly`): ``h(q)`` is the XOR of ``tab[j, byte j of q]``.

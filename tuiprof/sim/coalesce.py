@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuiprof.jit import KERNEL, njit, popcount
+from tuiprof.jit import KERNEL, njit, plain_kernel, popcount
 
 CHUNK = 32
 """Bytes per chunk: the granularity of request masks, sector valid bits and DRAM transactions."""
@@ -162,7 +162,7 @@ def dense_ids(keys):
     return ids, _resized(distinct, count)
 
 
-@njit(**KERNEL)
+@plain_kernel
 def _resized(a, n):
     """A new int64 array of `n` entries that starts with `a`'s first ``min(n, len(a))`` (a loop:
     a slice copy compiles 20-odd error-message helpers, seconds of a first run)."""
@@ -172,7 +172,7 @@ def _resized(a, n):
     return out
 
 
-@njit(**KERNEL)
+@plain_kernel
 def access_lines(row, m, nbytes, cshift, tl, tm, tf, at, tc, tb):
     """Distinct lines (ascending, into ``tl`` from index `at`), chunk masks (``tm``) and
     full-chunk masks (``tf``) of one warp access.

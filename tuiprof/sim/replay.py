@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, popcount, prefetch
+from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, plain_kernel, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, divider, hash_polynomial, udivmod, xor_fold, xor_table
 from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import expand_sectors, full_sectors
@@ -294,7 +294,7 @@ def runtime_params(params: np.ndarray, geometry: Geometry | None = None) -> np.n
 
 # --- helpers: straight-line calls (LLVM inlines them; no reference counting in the hot loop) ----
 
-@njit(**KERNEL)
+@plain_kernel
 def lists_init(nxt, prv, n_sets, assoc, stride):
     """Every set's recency list (`stride` entries apart, at least assoc + 1): sentinel, way 0
     (front) .. way assoc-1 (back)."""

@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, keep, njit
+from tuiprof.jit import INLINE, KERNEL, keep, njit, plain_kernel
 from tuiprof.sim.rng import rng_below, rng_unit
 
 SKEW_MAX = 0.5
@@ -347,6 +347,23 @@ def draw_entries(st, lead, sm_acc_off):
     return entry
 
 
+@njit(**INLINE)
+def _stable_order(key):
+    """The indices of `key` in ascending order of their values, equal values by index (a stable
+    sort: ``np.argsort(kind="mergesort")``, by insertion: one value per SM, and Numba's merge sort
+    costs more than a second to compile on a first run)."""
+    n = key.shape[0]
+    idx = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        v = key[i]
+        j = i
+        while j > 0 and key[idx[j - 1]] > v:
+            idx[j] = idx[j - 1]
+            j -= 1
+        idx[j] = i
+    return idx
+
+
 @njit(**KERNEL)
 def merge_order(st, sm_acc_off, entry):
     """Step 4: the SM of each successive warp access of the merged stream. From position
@@ -357,7 +374,7 @@ def merge_order(st, sm_acc_off, entry):
     S = sm_acc_off.shape[0] - 1
     n = sm_acc_off[S]
     lab = np.empty(n, dtype=np.int64)
-    by_entry = np.argsort(entry, kind="mergesort")
+    by_entry = _stable_order(entry)
     nxt = 0
     m = 0
     for g in range(n):
@@ -375,16 +392,26 @@ def merge_order(st, sm_acc_off, entry):
     return lab
 
 
-@njit(**KERNEL)
+@plain_kernel
 def _phase(S, c0, c1, warp_seq_off, warp_cta, cta_warp_off, cta_warps, cta_acc):
     """CTAs ``c0 .. c1-1`` (``c0`` a multiple of `S`, so each keeps its SM) as a schedule of their
     own: ``(warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc)`` renumbered from
     0 (`warp_cta` is indexed by warp: only the phase's warps are read)."""
+    # loops rather than array expressions and slice copies: each of those compiles a ufunc loop or
+    # a copy with its error path on a first run (0.6 s for this small function)
     w0 = cta_warp_off[c0]
-    cwo = cta_warp_off[c0:c1 + 1] - w0
-    cw = cta_warps[w0:cta_warp_off[c1]].copy()
-    wc = warp_cta - np.int32(c0)
-    acc = cta_acc[c0:c1].copy()
+    cwo = np.empty(c1 - c0 + 1, dtype=cta_warp_off.dtype)
+    for c in range(c1 - c0 + 1):
+        cwo[c] = cta_warp_off[c0 + c] - w0
+    cw = np.empty(cta_warp_off[c1] - w0, dtype=cta_warps.dtype)
+    for i in range(cw.shape[0]):
+        cw[i] = cta_warps[w0 + i]
+    wc = np.empty(warp_cta.shape[0], dtype=warp_cta.dtype)
+    for w in range(wc.shape[0]):
+        wc[w] = warp_cta[w] - c0
+    acc = np.empty(c1 - c0, dtype=cta_acc.dtype)
+    for c in range(c1 - c0):
+        acc[c] = cta_acc[c0 + c]
     seqs = np.zeros(S + 1, dtype=np.int64)
     accs = np.zeros(S + 1, dtype=np.int64)
     for c in range(c1 - c0):
@@ -441,7 +468,10 @@ def order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, c
         for i in range(sao1[s], sao1[s + 1]):
             order[pos] = order1[i]
             pos += 1
-    lab = np.empty(lab0.shape[0] + lab1.shape[0], dtype=np.int64)
-    lab[:lab0.shape[0]] = lab0
-    lab[lab0.shape[0]:] = lab1
+    n0 = lab0.shape[0]
+    lab = np.empty(n0 + lab1.shape[0], dtype=np.int64)
+    for i in range(n0):  # loops, not slice copies: those compile Numba's shape-mismatch error path (1.7 s)
+        lab[i] = lab0[i]
+    for i in range(lab1.shape[0]):
+        lab[n0 + i] = lab1[i]
     return order, lab
