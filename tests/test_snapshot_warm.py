@@ -55,7 +55,7 @@ def test_a_warm_up_cta_fills_the_cache_and_is_not_counted() -> None:
     t = make_trace([lanes(X), lanes(X)], warps=[0, 1], n_ctas=2)
     for warm, (ra, rh, l2a) in ((0, (8, 4, 4)), (1, (4, 4, 0))):
         p = prepare(with_warm(t, warm), arch)
-        assert p.op_stats().accesses.tolist() == [2]  # coalescing covers every recorded access
+        assert p.op_stats().accesses.tolist() == [2 - warm]  # the counted CTAs' accesses only
         assert p.split == warm
         for md in (1, 2):
             for seed in (3, 4, 5):
@@ -102,6 +102,45 @@ def test_the_warm_up_runs_first_on_every_sm_and_in_the_merged_stream() -> None:
                 mine = stream[acc_warp[stream] == w]
                 assert np.all(np.diff(mine) > 0)
             assert differences(run_trial(p, arch, md, case), reference_trial(p, arch, md, case)) == []
+
+
+
+def test_per_op_counts_are_the_counted_ctas_as_if_recorded_cold() -> None:
+    """Oracle: a warm snapshot's per-op figures (warp accesses, L1 requests and sectors, requests
+    per SM, the report's per-op warp accesses and lanes, shared-memory passes) equal those of its
+    counted CTAs recorded alone and cold (the slice of the same accesses), and the warp accesses
+    equal a NumPy count over the trace's warps of CTAs >= warm. Random strided and scattered
+    addresses, 4 ops (one shared), 12 CTAs of which 6 warm up, on 3 SMs (6 is a multiple of 3, so
+    each counted CTA keeps its SM)."""
+    from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
+    from tuiprof.report import trace_section
+    from tuiprof.trace.model import StaticOp
+
+    rng = np.random.default_rng(24)
+    n_ctas, warm, arch = 12, 6, small_arch(sm_count=3)
+    warps = sorted(int(w) for w in rng.integers(0, n_ctas, size=300))
+    rows = [lanes(0x40000 + 128 * int(rng.integers(0, 32)), stride=int(rng.choice([4, 8, 132]))) for _ in warps]
+    ops = [int(x) for x in rng.integers(0, 4, size=len(warps))]
+    masks = [int(x) for x in rng.integers(1, 2**32, size=len(warps), dtype=np.uint64)]
+    t = make_trace(rows, warps=warps, ops=ops, masks=masks, n_ctas=n_ctas, kinds=("load", "store", "load", "load"))
+    t = dataclasses.replace(t, ops=tuple(dataclasses.replace(o, space="shared") if o.id == 3 else o for o in t.ops))
+    assert isinstance(t.ops[3], StaticOp) and not t.ops[3].is_cached
+    warm_t = with_warm(t, warm)
+    cold = cta_slice(t, warm, n_ctas - warm, 0)
+    pw, pc = prepare(warm_t, arch), prepare(cold, arch)
+    a, b = pw.op_stats(), pc.op_stats()
+    by_numpy = np.bincount(t.op[np.repeat(t.warp_cta >= warm, np.diff(t.warp_offsets))], minlength=4)
+    assert a.accesses.tolist() == b.accesses.tolist() == by_numpy.tolist()
+    assert a.requests.tolist() == b.requests.tolist() and a.sectors.tolist() == b.sectors.tolist()
+    assert np.allclose(a.requests_per_access, b.requests_per_access, equal_nan=True)
+    assert np.allclose(a.sectors_per_request, b.sectors_per_request, equal_nan=True)
+    assert pw.sm_requests.tolist() == pc.sm_requests.tolist()
+    assert prepare(t, arch).op_stats().accesses.tolist() == np.bincount(t.op, minlength=4).tolist()  # cold: all
+    sw, sc = trace_section(warm_t), trace_section(cold)
+    assert [(o["warp_accesses"], o["mean_active_lanes"]) for o in sw["ops"]] == \
+        [(o["warp_accesses"], o["mean_active_lanes"]) for o in sc["ops"]]
+    pass_w, pass_c = (shared_op_stats(x, 32, SHARED_BANK_WIDTH, 30.0) for x in (warm_t, cold))
+    assert pass_w == pass_c and pass_w[3].warp_accesses == by_numpy[3]
 
 
 def test_warm_up_survives_the_file_and_old_files_have_none(tmp_path: Path) -> None:

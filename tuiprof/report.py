@@ -64,9 +64,10 @@ def trace_section(trace: Trace, path: Path | None = None) -> TraceSection:
     """Launch, snapshot, provenance and static ops of a trace. Per-op strings are cut to the
     caps of `trace.model` (the whole strings are in the trace), so the report stays small."""
     L, P = trace.launch, trace.provenance
-    counts = trace.accesses_per_op()
-    lanes = trace.active_lanes()
-    lane_sum = [int(x) for x in np.bincount(trace.op, weights=lanes, minlength=len(trace.ops))]
+    counts = trace.accesses_per_op()  # of the counted CTAs, as every figure of the run
+    counted = trace.counted_accesses()
+    lanes = trace.active_lanes()[counted]
+    lane_sum = [int(x) for x in np.bincount(trace.op[counted], weights=lanes, minlength=len(trace.ops))]
     source_line = _SourceLines(trace)
     return {
         "path": str(path) if path else None,

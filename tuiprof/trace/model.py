@@ -268,9 +268,21 @@ class Trace:
                 return src.text
         raise KeyError(name)
 
-    def accesses_per_op(self) -> np.ndarray:
-        """Dynamic warp accesses per static op, int64 [n_ops]."""
-        return np.bincount(self.op, minlength=len(self.ops)).astype(np.int64)
+    def accesses_per_op(self, counted: bool = True) -> np.ndarray:
+        """Dynamic warp accesses per static op, int64 [n_ops]: of the counted CTAs (the snapshot's
+        warm-up aside, `Snapshot.warm`), or with `counted` False of every recorded CTA."""
+        op = self.op if not counted or self.snapshot.warm == 0 else self.op[self.counted_accesses()]
+        return np.bincount(op, minlength=len(self.ops)).astype(np.int64)
+
+    def counted_accesses(self) -> np.ndarray:
+        """bool [R]: the warp accesses of the counted CTAs (all of them without a warm-up): the
+        warm-up CTAs' accesses are replayed to warm the caches, never counted."""
+        return np.repeat(self.warp_cta >= self.snapshot.warm, np.diff(self.warp_offsets))
+
+    @property
+    def counted_warps(self) -> int:
+        """The warps of the counted CTAs (the snapshot's warm-up aside)."""
+        return int(np.count_nonzero(self.warp_cta >= self.snapshot.warm))
 
     def active_lanes(self) -> np.ndarray:
         """Active lane count of each warp access, int64 [R]."""
