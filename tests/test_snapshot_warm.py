@@ -169,6 +169,50 @@ def test_the_rule_records_the_ctas_before_the_snapshot() -> None:
     assert choose_snapshot(launch, load_arch("v100"), ctas=128).warm == 0
 
 
+
+def test_the_default_snapshot_is_warm() -> None:
+    """The command line's default (start and warm None): one resident set (SMs x CTAs/SM) before
+    the counted CTAs, the snapshot starting at CTA 0; bounded by the room the grid leaves after
+    the whole snapshot; none when the snapshot is the whole grid; warm 0 is the cold snapshot
+    from CTA 0; an explicit start takes the resident set before it. Every choice lies inside
+    `snapshot_span`, what a whole program's counting run counts before the launch is known."""
+    from tuiprof.arch import load_arch
+    from tuiprof.cli import build_parser
+    from tuiprof.cli_options import collect_options
+    from tuiprof.trace.model import Launch
+    from tuiprof.trace.snapshot import choose_snapshot, snapshot_span
+
+    v100 = load_arch("v100")  # 80 SMs
+    resident, want = 80 * 8, 4 * 80 * 8
+
+    def launch(grid: int) -> Launch:
+        return Launch("k", (grid, 1, 1), (256, 1, 1), 32, ctas_per_sm=8)
+
+    cases = [  # grid, start, warm -> first CTA, warm-up, counted
+        (4096, None, None, 0, resident, want),
+        (want + 200, None, None, 0, 200, want),
+        (want, None, None, 0, 0, want),
+        (100, None, None, 0, 0, 100),
+        (4096, None, 0, 0, 0, want),
+        (4096, None, 100, 0, 100, want),
+        (4096, 1000, None, 1000 - resident, resident, want),
+        (4096, 300, None, 0, 300, want),
+        (4096, 0, None, 0, 0, want),
+    ]
+    for grid, start, warm, first, w, counted in cases:
+        s = choose_snapshot(launch(grid), v100, start=start, warm=warm)
+        assert (int(s.cta_ids[0]), s.warm, s.counted_ctas) == (first, w, counted), (grid, start, warm)
+        assert np.array_equal(s.cta_ids, np.arange(first, first + w + counted))
+        assert ("the default warm-up" in s.rule) == (warm is None and w > 0)
+        lo, hi = snapshot_span(v100, None, start, warm)
+        assert lo <= s.cta_ids[0] and s.cta_ids[-1] < hi, (grid, start, warm)
+    args = build_parser().parse_args(["record", "k.cu", "-o", "k.tptrace"])
+    opts = collect_options(args)
+    assert (opts.snapshot_start, opts.snapshot_warm) == (None, None)
+    cold = collect_options(build_parser().parse_args(["record", "k.cu", "-o", "k.tptrace", "--snapshot-warm", "0"]))
+    assert (cold.snapshot_start, cold.snapshot_warm) == (None, 0)
+
+
 SMALL_MATMUL = '''
 import numpy as np
 ARCH = "h100"
