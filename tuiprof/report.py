@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tuiprof import __version__, units
+from tuiprof.metrics import BY_KEY
 from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
 from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
@@ -470,7 +471,7 @@ def _measured(doc: dict[str, Any], key: str, h: dict[str, Any]) -> str:
     value = (doc["trace"]["provenance"].get("measured") or {}).get(key)
     if value is None or h["mean"] is None:
         return ""
-    return f"{_pct(value)}, {100 * abs(h['mean'] - value):.1f} pts off"
+    return f"{_pct(value)}, {BY_KEY[key].format_error(abs(h['mean'] - value))} off"
 
 
 def _est(e: dict[str, Any], pct: bool) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from tuiprof.errors import TraceError
+from tuiprof.metrics import BY_KEY, MAX_WAVEFRONTS_PER_REQUEST
 
 OpKind = Literal["load", "store", "atomic"]
 """What a memory instruction does."""
@@ -56,11 +57,6 @@ MAX_MEASURED = 256
 MAX_MEASURED_CYCLES = 1e7
 """Largest latency a measured value may claim, in cycles: a few milliseconds of a GPU clock, far
 past any memory access (DRAM under contention takes thousands of cycles)."""
-MAX_WAVEFRONTS_PER_REQUEST = 128.0
-"""Largest shared-memory wavefronts-per-request a measured value may claim: 32 lanes of 16 B in
-quarter-warps, each lane's four words in one bank."""
-MAX_SECTORS_PER_REQUEST = 64.0
-"""Largest sectors-per-request a measured value may claim: 32 lanes, each touching two sectors."""
 MAX_LINE_CHARS = 160
 """Characters of one source line shown beside an op (reports, UI); longer ones end in an ellipsis."""
 MAX_LABEL_CHARS = 60
@@ -74,8 +70,9 @@ def measured_range(key: str) -> tuple[float, float, str]:
     so every view can draw any value a trace holds."""
     if key.endswith(".x"):
         return 0.0, MAX_MEASURED_CYCLES, "a latency in cycles"
-    if key == "sectors_per_request":
-        return 0.0, MAX_SECTORS_PER_REQUEST, "sectors per request"
+    metric = BY_KEY.get(key)
+    if metric is not None:  # the registry's bound (`tuiprof.metrics`)
+        return 0.0, metric.upper, metric.meaning
     if key.endswith("_wavefronts_per_request"):
         return 0.0, MAX_WAVEFRONTS_PER_REQUEST, "wavefronts per request"
     if key.endswith("_rate"):
