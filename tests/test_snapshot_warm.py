@@ -143,6 +143,38 @@ def test_per_op_counts_are_the_counted_ctas_as_if_recorded_cold() -> None:
     assert pass_w == pass_c and pass_w[3].warp_accesses == by_numpy[3]
 
 
+
+def test_dram_traffic_is_the_counted_ctas() -> None:
+    """Hand-computed, one SM, a write-back L2 of 32 sets x 8 ways of 128 B lines: warm-up CTA 0
+    stores 8 whole lines of set 0 (32 dirty sectors), counted CTA 1 stores 8 other lines of set
+    0, evicting all of CTA 0's (32 write-backs while CTA 1 runs) and leaving its own 32 dirty
+    sectors. The counted CTA's DRAM write traffic is its own 32 sectors: write-backs made since
+    it began (32) plus sectors owed beyond those owed when it began (32 - 32 = 0), as CTA 1
+    recorded alone and cold gives (0 + 32). The DRAM batches reported are those of CTA 1's
+    write-backs (the warm-up moves nothing to DRAM: its stores only dirty the L2). Product and
+    reference kernels alike, every MD and seed."""
+    from tests.test_sim_replay import differences
+
+    arch = small_arch(l2__write_policy="write-back")
+    line_of_set0 = [0x100000 + k * 32 * 128 for k in range(16)]
+    rows = [lanes(a) for a in line_of_set0]
+    t = make_trace(rows, warps=[0] * 8 + [1] * 8, n_ctas=2, kinds=("store",))
+    warm = with_warm(t, 1)
+    cold = cta_slice(t, 1, 1, 0)
+    pw, pc = prepare(warm, arch), prepare(cold, arch)
+    assert pw.warm_accesses == 8 and pc.warm_accesses == 0
+    for md in (1, 2):
+        for seed in (1, 2):
+            w, c = run_trial(pw, arch, md, seed), run_trial(pc, arch, md, seed)
+            assert differences(w, reference_trial(pw, arch, md, seed)) == []
+            assert (w.dram_writebacks, w.dram_writebacks_owed) == (32, 0), (md, seed)
+            assert (c.dram_writebacks, c.dram_writebacks_owed) == (0, 32)
+            assert int(w.l2_write_accesses.sum()) == int(c.l2_write_accesses.sum()) == 32
+            assert c.dram_batch_latencies.size == 0 < w.dram_batch_latencies.size  # CTA 1's write-backs only
+    full = run_trial(prepare(t, arch), arch, 1, 1)  # both counted: 64 dirty sectors, 32 evicted
+    assert (full.dram_writebacks, full.dram_writebacks_owed) == (32, 32)
+
+
 def test_warm_up_survives_the_file_and_old_files_have_none(tmp_path: Path) -> None:
     from tuiprof.trace.io import load_trace, save_trace
 

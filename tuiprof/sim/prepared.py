@@ -185,6 +185,13 @@ class Prepared:
         return int(self.op_write.shape[0])
 
     @property
+    def warm_accesses(self) -> int:
+        """Cached warp accesses of the warm-up CTAs: the first this many of a trial's merged stream
+        (`tuiprof.sim.schedule.order_accesses` runs the warm-up first), whose DRAM batches,
+        write-backs and dirty sectors the trial does not count."""
+        return int(self.cta_acc[:self.split].sum()) if self.split > 0 else 0
+
+    @property
     def sm_count(self) -> int:
         return int(self.sm_seq_off.shape[0] - 1)
 
