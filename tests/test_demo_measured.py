@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 
 from tests.ptx_support import DEMO_DIR
+from tuiprof.metrics import HEADLINE_METRICS
 
 MEASURED = DEMO_DIR / "measured.json"
 DEFAULT_BOUND = 0.10
 """Mean absolute error of the hit ratios allowed where the file gives no `mae_bound`."""
-HIT_KEYS = ("l1_read", "l2_read", "l2_write")
+HIT_KEYS = tuple(m.key for m in HEADLINE_METRICS)  # the headline hit ratios (tuiprof.metrics)
 
 
 @functools.cache

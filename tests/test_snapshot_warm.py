@@ -55,7 +55,7 @@ def test_a_warm_up_cta_fills_the_cache_and_is_not_counted() -> None:
     t = make_trace([lanes(X), lanes(X)], warps=[0, 1], n_ctas=2)
     for warm, (ra, rh, l2a) in ((0, (8, 4, 4)), (1, (4, 4, 0))):
         p = prepare(with_warm(t, warm), arch)
-        assert p.op_stats().accesses.tolist() == [2]  # coalescing covers every recorded access
+        assert p.op_stats().accesses.tolist() == [2 - warm]  # the counted CTAs' accesses only
         assert p.split == warm
         for md in (1, 2):
             for seed in (3, 4, 5):
@@ -104,6 +104,77 @@ def test_the_warm_up_runs_first_on_every_sm_and_in_the_merged_stream() -> None:
             assert differences(run_trial(p, arch, md, case), reference_trial(p, arch, md, case)) == []
 
 
+
+def test_per_op_counts_are_the_counted_ctas_as_if_recorded_cold() -> None:
+    """Oracle: a warm snapshot's per-op figures (warp accesses, L1 requests and sectors, requests
+    per SM, the report's per-op warp accesses and lanes, shared-memory passes) equal those of its
+    counted CTAs recorded alone and cold (the slice of the same accesses), and the warp accesses
+    equal a NumPy count over the trace's warps of CTAs >= warm. Random strided and scattered
+    addresses, 4 ops (one shared), 12 CTAs of which 6 warm up, on 3 SMs (6 is a multiple of 3, so
+    each counted CTA keeps its SM)."""
+    from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
+    from tuiprof.report import trace_section
+    from tuiprof.trace.model import StaticOp
+
+    rng = np.random.default_rng(24)
+    n_ctas, warm, arch = 12, 6, small_arch(sm_count=3)
+    warps = sorted(int(w) for w in rng.integers(0, n_ctas, size=300))
+    rows = [lanes(0x40000 + 128 * int(rng.integers(0, 32)), stride=int(rng.choice([4, 8, 132]))) for _ in warps]
+    ops = [int(x) for x in rng.integers(0, 4, size=len(warps))]
+    masks = [int(x) for x in rng.integers(1, 2**32, size=len(warps), dtype=np.uint64)]
+    t = make_trace(rows, warps=warps, ops=ops, masks=masks, n_ctas=n_ctas, kinds=("load", "store", "load", "load"))
+    t = dataclasses.replace(t, ops=tuple(dataclasses.replace(o, space="shared") if o.id == 3 else o for o in t.ops))
+    assert isinstance(t.ops[3], StaticOp) and not t.ops[3].is_cached
+    warm_t = with_warm(t, warm)
+    cold = cta_slice(t, warm, n_ctas - warm, 0)
+    pw, pc = prepare(warm_t, arch), prepare(cold, arch)
+    a, b = pw.op_stats(), pc.op_stats()
+    by_numpy = np.bincount(t.op[np.repeat(t.warp_cta >= warm, np.diff(t.warp_offsets))], minlength=4)
+    assert a.accesses.tolist() == b.accesses.tolist() == by_numpy.tolist()
+    assert a.requests.tolist() == b.requests.tolist() and a.sectors.tolist() == b.sectors.tolist()
+    assert np.allclose(a.requests_per_access, b.requests_per_access, equal_nan=True)
+    assert np.allclose(a.sectors_per_request, b.sectors_per_request, equal_nan=True)
+    assert pw.sm_requests.tolist() == pc.sm_requests.tolist()
+    assert prepare(t, arch).op_stats().accesses.tolist() == np.bincount(t.op, minlength=4).tolist()  # cold: all
+    sw, sc = trace_section(warm_t), trace_section(cold)
+    assert [(o["warp_accesses"], o["mean_active_lanes"]) for o in sw["ops"]] == \
+        [(o["warp_accesses"], o["mean_active_lanes"]) for o in sc["ops"]]
+    pass_w, pass_c = (shared_op_stats(x, 32, SHARED_BANK_WIDTH, 30.0) for x in (warm_t, cold))
+    assert pass_w == pass_c and pass_w[3].warp_accesses == by_numpy[3]
+
+
+
+def test_dram_traffic_is_the_counted_ctas() -> None:
+    """Hand-computed, one SM, a write-back L2 of 32 sets x 8 ways of 128 B lines: warm-up CTA 0
+    stores 8 whole lines of set 0 (32 dirty sectors), counted CTA 1 stores 8 other lines of set
+    0, evicting all of CTA 0's (32 write-backs while CTA 1 runs) and leaving its own 32 dirty
+    sectors. The counted CTA's DRAM write traffic is its own 32 sectors: write-backs made since
+    it began (32) plus sectors owed beyond those owed when it began (32 - 32 = 0), as CTA 1
+    recorded alone and cold gives (0 + 32). The DRAM batches reported are those of CTA 1's
+    write-backs (the warm-up moves nothing to DRAM: its stores only dirty the L2). Product and
+    reference kernels alike, every MD and seed."""
+    from tests.test_sim_replay import differences
+
+    arch = small_arch(l2__write_policy="write-back")
+    line_of_set0 = [0x100000 + k * 32 * 128 for k in range(16)]
+    rows = [lanes(a) for a in line_of_set0]
+    t = make_trace(rows, warps=[0] * 8 + [1] * 8, n_ctas=2, kinds=("store",))
+    warm = with_warm(t, 1)
+    cold = cta_slice(t, 1, 1, 0)
+    pw, pc = prepare(warm, arch), prepare(cold, arch)
+    assert pw.warm_accesses == 8 and pc.warm_accesses == 0
+    for md in (1, 2):
+        for seed in (1, 2):
+            w, c = run_trial(pw, arch, md, seed), run_trial(pc, arch, md, seed)
+            assert differences(w, reference_trial(pw, arch, md, seed)) == []
+            assert (w.dram_writebacks, w.dram_writebacks_owed) == (32, 0), (md, seed)
+            assert (c.dram_writebacks, c.dram_writebacks_owed) == (0, 32)
+            assert int(w.l2_write_accesses.sum()) == int(c.l2_write_accesses.sum()) == 32
+            assert c.dram_batch_latencies.size == 0 < w.dram_batch_latencies.size  # CTA 1's write-backs only
+    full = run_trial(prepare(t, arch), arch, 1, 1)  # both counted: 64 dirty sectors, 32 evicted
+    assert (full.dram_writebacks, full.dram_writebacks_owed) == (32, 32)
+
+
 def test_warm_up_survives_the_file_and_old_files_have_none(tmp_path: Path) -> None:
     from tuiprof.trace.io import load_trace, save_trace
 
@@ -128,6 +199,50 @@ def test_the_rule_records_the_ctas_before_the_snapshot() -> None:
     capped = choose_snapshot(launch, load_arch("v100"), ctas=128, start=50, warm=128)
     assert (capped.cta_ids[0], capped.warm) == (0, 50)
     assert choose_snapshot(launch, load_arch("v100"), ctas=128).warm == 0
+
+
+
+def test_the_default_snapshot_is_warm() -> None:
+    """The command line's default (start and warm None): one resident set (SMs x CTAs/SM) before
+    the counted CTAs, the snapshot starting at CTA 0; bounded by the room the grid leaves after
+    the whole snapshot; none when the snapshot is the whole grid; warm 0 is the cold snapshot
+    from CTA 0; an explicit start takes the resident set before it. Every choice lies inside
+    `snapshot_span`, what a whole program's counting run counts before the launch is known."""
+    from tuiprof.arch import load_arch
+    from tuiprof.cli import build_parser
+    from tuiprof.cli_options import collect_options
+    from tuiprof.trace.model import Launch
+    from tuiprof.trace.snapshot import choose_snapshot, snapshot_span
+
+    v100 = load_arch("v100")  # 80 SMs
+    resident, want = 80 * 8, 4 * 80 * 8
+
+    def launch(grid: int) -> Launch:
+        return Launch("k", (grid, 1, 1), (256, 1, 1), 32, ctas_per_sm=8)
+
+    cases = [  # grid, start, warm -> first CTA, warm-up, counted
+        (4096, None, None, 0, resident, want),
+        (want + 200, None, None, 0, 200, want),
+        (want, None, None, 0, 0, want),
+        (100, None, None, 0, 0, 100),
+        (4096, None, 0, 0, 0, want),
+        (4096, None, 100, 0, 100, want),
+        (4096, 1000, None, 1000 - resident, resident, want),
+        (4096, 300, None, 0, 300, want),
+        (4096, 0, None, 0, 0, want),
+    ]
+    for grid, start, warm, first, w, counted in cases:
+        s = choose_snapshot(launch(grid), v100, start=start, warm=warm)
+        assert (int(s.cta_ids[0]), s.warm, s.counted_ctas) == (first, w, counted), (grid, start, warm)
+        assert np.array_equal(s.cta_ids, np.arange(first, first + w + counted))
+        assert ("the default warm-up" in s.rule) == (warm is None and w > 0)
+        lo, hi = snapshot_span(v100, None, start, warm)
+        assert lo <= s.cta_ids[0] and s.cta_ids[-1] < hi, (grid, start, warm)
+    args = build_parser().parse_args(["record", "k.cu", "-o", "k.tptrace"])
+    opts = collect_options(args)
+    assert (opts.snapshot_start, opts.snapshot_warm) == (None, None)
+    cold = collect_options(build_parser().parse_args(["record", "k.cu", "-o", "k.tptrace", "--snapshot-warm", "0"]))
+    assert (cold.snapshot_start, cold.snapshot_warm) == (None, 0)
 
 
 SMALL_MATMUL = '''

@@ -438,3 +438,36 @@ def test_collect_program_end_to_end_on_the_runtime_stand_in(stubbed: Path, tmp_p
     assert "out[i] = in[idx[i]];" in t.source_text("app.cu")
     assert {t.ops[o].kernel for o in t.op} == {GATHER} and len(set(t.op.tolist())) == 1
     np.testing.assert_array_equal(np.sort(t.addr.ravel()), 0x7F0000100000 + 4 * np.arange(192, dtype=np.uint64))
+
+
+@needs_toolkit
+def test_collect_program_records_a_warm_up_before_the_snapshot(stubbed: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole programs take the snapshot's warm-up as kernel files do (issue 24.3): launch 1 of
+    gather has 2 CTAs; a snapshot of 1 CTA from CTA 1 after 1 warm-up CTA records CTAs 0 and 1,
+    CTA 0 only warming (Snapshot.warm 1, said in the rule); the command line's default (start
+    and warm None: one resident set of the H100, bounded by the CTAs before the snapshot) does
+    the same; --snapshot-warm 0 with the default start is the cold snapshot of CTA 0 alone. The
+    counting run counts the CTAs the warm-up takes too (the recording would refuse otherwise)."""
+    import dataclasses
+
+    from tests.emu_driver import emulator_as_gpu
+    from tuiprof.arch import load_arch
+    from tuiprof.collect.program_run import collect_program
+
+    shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
+    built = build_instrumented(["app.cu", "-arch=sm_80", "-o", "app.instr"], cwd=tmp_path)
+    [module] = built.modules
+    site = next(i for i, s in enumerate(module.sites) if s.function == GATHER)
+    prog = dataclasses.replace(built, binary=stubbed)
+    emulator_as_gpu(monkeypatch)
+    monkeypatch.setenv("TUIPROF_STUB_SITE", str(site))
+    h100 = load_arch("h100")
+    for start, warm, ids, counted in ((1, 1, [0, 1], 1), (None, None, [0, 1], 1), (None, 0, [0], 0)):
+        run = collect_program(prog, LAUNCHES, arch=h100, kernel="gather", launch_index=1, cwd=tmp_path,
+                              snapshot_ctas=1, snapshot_start=start, snapshot_warm=warm)
+        t = run.trace
+        assert run.exits == (0, 0) and t.snapshot.cta_ids.tolist() == ids, (start, warm)
+        assert t.snapshot.warm == counted and t.snapshot.counted_ctas == 1 and t.n_warps == 3 * len(ids)
+        assert ("that warm the caches" in t.snapshot.rule) == bool(counted)
+        assert ("the default warm-up" in t.snapshot.rule) == (warm is None)

@@ -199,12 +199,15 @@ def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> No
     g.add_argument("--launch-index", type=_int_in("--launch-index", 0), default=0, metavar="K",
                    help="profile the K-th launch of that kernel (default 0, the first)")
     g.add_argument("--snapshot", type=_int_in("--snapshot", 1), default=None, metavar="N",
-                   help="CTAs to record (default: 4 x the CTAs resident at once on the arch, Baghsorkhi12 sec. 3.1)")
-    g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=0, metavar="K",
-                   help="first CTA of the snapshot (default 0)")
-    g.add_argument("--snapshot-warm", type=_int_in("--snapshot-warm", 0), default=0, metavar="N",
+                   help="CTAs to record and count (default: 4 x the CTAs resident at once on the arch, Baghsorkhi12 sec. "
+                   "3.1), after the warm-up")
+    g.add_argument("--snapshot-start", type=_int_in("--snapshot-start", 0), default=None, metavar="K",
+                   help="first counted CTA of the snapshot (default: just after the warm-up, where the grid leaves "
+                   "room for the whole snapshot; 0 with --snapshot-warm 0)")
+    g.add_argument("--snapshot-warm", type=_int_in("--snapshot-warm", 0), default=None, metavar="N",
                    help="also record the N CTAs before the snapshot's first, replayed only to warm the caches "
-                   "(the steady state, not a cold start; default 0)")
+                   "(the steady state, not a cold start; default: one resident set, the CTAs that run at once "
+                   "on all SMs, none when the snapshot is the whole grid; 0 = a cold snapshot from CTA 0)")
     g.add_argument("--step-limit", type=_int_in("--step-limit", 1), default=None, metavar="N",
                    help="emulator: warp instructions one CTA may run before it is stopped as a runaway loop "
                    "(default 67,108,864 = 2^26)")

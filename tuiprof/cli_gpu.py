@@ -197,7 +197,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
           f"({analysis.trials} trials); trace with the measurements: {out}")
     print(render(compare(analysis, measured)), end="")
-    snap, grid = trace.snapshot.n_ctas, trace.launch.grid_ctas
+    snap, grid = trace.snapshot.counted_ctas, trace.launch.grid_ctas  # a warm-up is replayed, not counted
     if snap < grid:
         print(f"note: the trace holds {snap} of the {grid} CTAs ncu measured: reuse between them and the rest of "
               "the grid is not in the prediction, so the L2's cold misses weigh more (--snapshot N records more)")
@@ -308,7 +308,8 @@ def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
 
     prog = load_whole_program(binary.resolve())
     run = collect_program(prog, args.program_args, arch=arch, kernel=args.kernel, launch_index=args.launch_index,
-                          snapshot_ctas=args.snapshot, snapshot_start=args.snapshot_start)
+                          snapshot_ctas=args.snapshot, snapshot_start=args.snapshot_start,
+                          snapshot_warm=args.snapshot_warm)
     for note in run.notes:
         print(f"note: {note}")
     plain = plain_binary(prog.nvcc_args, prog.binary, Path.cwd())

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tuiprof import __version__, units
+from tuiprof.metrics import BY_KEY
 from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
 from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
@@ -64,9 +65,10 @@ def trace_section(trace: Trace, path: Path | None = None) -> TraceSection:
     """Launch, snapshot, provenance and static ops of a trace. Per-op strings are cut to the
     caps of `trace.model` (the whole strings are in the trace), so the report stays small."""
     L, P = trace.launch, trace.provenance
-    counts = trace.accesses_per_op()
-    lanes = trace.active_lanes()
-    lane_sum = [int(x) for x in np.bincount(trace.op, weights=lanes, minlength=len(trace.ops))]
+    counts = trace.accesses_per_op()  # of the counted CTAs, as every figure of the run
+    counted = trace.counted_accesses()
+    lanes = trace.active_lanes()[counted]
+    lane_sum = [int(x) for x in np.bincount(trace.op[counted], weights=lanes, minlength=len(trace.ops))]
     source_line = _SourceLines(trace)
     return {
         "path": str(path) if path else None,
@@ -469,7 +471,7 @@ def _measured(doc: dict[str, Any], key: str, h: dict[str, Any]) -> str:
     value = (doc["trace"]["provenance"].get("measured") or {}).get(key)
     if value is None or h["mean"] is None:
         return ""
-    return f"{_pct(value)}, {100 * abs(h['mean'] - value):.1f} pts off"
+    return f"{_pct(value)}, {BY_KEY[key].format_error(abs(h['mean'] - value))} off"
 
 
 def _est(e: dict[str, Any], pct: bool) -> str:

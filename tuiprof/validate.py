@@ -36,20 +36,18 @@ from typing import TYPE_CHECKING
 from collections.abc import Callable, Sequence
 
 from tuiprof.errors import TuiprofError
+from tuiprof.metrics import BY_KEY, HEADLINE_METRICS, Predictor
+from tuiprof.metrics import METRICS as REGISTRY
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis
 
-HIT_RATES = (("l1_read", "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct"),
-             ("l2_read", "lts__t_sector_op_read_hit_rate.pct"),
-             ("l2_write", "lts__t_sector_op_write_hit_rate.pct"))
-SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
-REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+HIT_RATES = tuple((m.key, m.ncu[0]) for m in HEADLINE_METRICS)
+"""The headline hit ratios' keys and ncu metrics (`tuiprof.metrics`)."""
+SECTORS, REQUESTS = BY_KEY["sectors_per_request"].ncu
 METRICS = tuple(m for _, m in HIT_RATES) + (SECTORS, REQUESTS)
-SHARED_WAVEFRONTS = (("shared_ld_wavefronts_per_request", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                      "smsp__sass_inst_executed_op_shared_ld.sum"),
-                     ("shared_st_wavefronts_per_request", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-                      "smsp__sass_inst_executed_op_shared_st.sum"))
+"""The ncu metrics every validation asks for."""
+SHARED_WAVEFRONTS = tuple((m.key, *m.ncu) for m in REGISTRY if m.key.endswith("_wavefronts_per_request"))
 """Shared-memory bank conflicts as Nsight Compute counts them: wavefronts over warp instructions
 (`tuiprof.model.shared`)."""
 RESEARCH = (
@@ -131,17 +129,10 @@ def measured_values(launch: NcuLaunch) -> dict[str, float]:
     """The validation keys of one launch: hit ratios in 0..1, global-load sectors per request and
     shared-memory wavefronts per request (keys whose metric ncu could not give are left out)."""
     out: dict[str, float] = {}
-    for key, metric in HIT_RATES:
-        v = launch.metrics.get(metric)
+    for m in REGISTRY:
+        v = m.from_ncu(launch.metrics, launch.units)
         if v is not None:
-            out[key] = v / 100.0 if launch.units.get(metric, "%") in ("%", "") else v
-    sectors, requests = launch.metrics.get(SECTORS), launch.metrics.get(REQUESTS)
-    if sectors is not None and requests:
-        out["sectors_per_request"] = sectors / requests
-    for key, wavefronts, instructions in SHARED_WAVEFRONTS:
-        w, n = launch.metrics.get(wavefronts), launch.metrics.get(instructions)
-        if w is not None and n:
-            out[key] = w / n
+            out[m.key] = v
     return out
 
 
@@ -311,24 +302,23 @@ def compare(analysis: "Analysis", measured: dict[str, float]) -> list[Comparison
     request have no spread: the snapshot's coalescing and banks are exact, the interval is the
     value itself)."""
     out: list[Comparison] = []
-    for key, _ in HIT_RATES:
-        est = analysis.headline.get(key)
-        if key in measured and est is not None and est.mean == est.mean:
-            out.append(Comparison(key, float(est.mean), float(est.spread_lo), float(est.spread_hi), measured[key]))
-    exact = {"sectors_per_request": predicted_sectors_per_request(analysis),
-             "shared_ld_wavefronts_per_request": predicted_wavefronts_per_request(analysis, "load"),
-             "shared_st_wavefronts_per_request": predicted_wavefronts_per_request(analysis, "store")}
-    for key, value in exact.items():
-        if key in measured and value is not None:
-            out.append(Comparison(key, value, value, value, measured[key]))
+    for m in HEADLINE_METRICS:
+        est = analysis.headline.get(m.key)
+        if m.key in measured and est is not None and est.mean == est.mean:
+            out.append(Comparison(m.key, float(est.mean), float(est.spread_lo), float(est.spread_hi), measured[m.key]))
+    exact: dict[Predictor, Callable[[], float | None]] = {
+        "sectors per request": lambda: predicted_sectors_per_request(analysis),
+        "shared load wavefronts": lambda: predicted_wavefronts_per_request(analysis, "load"),
+        "shared store wavefronts": lambda: predicted_wavefronts_per_request(analysis, "store")}
+    for m in REGISTRY:
+        value = exact[m.predictor]() if m.predictor in exact and m.key in measured else None
+        if value is not None:
+            out.append(Comparison(m.key, value, value, value, measured[m.key]))
     return out
 
 
-LABELS = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio",
-          "sectors_per_request": "sectors / request (global loads)",
-          "shared_ld_wavefronts_per_request": "wavefronts / request (shared loads)",
-          "shared_st_wavefronts_per_request": "wavefronts / request (shared stores)"}
-COUNTS = frozenset({"sectors_per_request", "shared_ld_wavefronts_per_request", "shared_st_wavefronts_per_request"})
+LABELS = {m.key: m.label for m in REGISTRY}
+COUNTS = frozenset(m.key for m in REGISTRY if not m.is_ratio)
 """Keys that are counts per request, not ratios (no interval, errors in their own units)."""
 
 
@@ -337,15 +327,15 @@ def render(rows: list[Comparison]) -> str:
     ratios)."""
     table = [["metric", "predicted", "95% interval", "measured (ncu)", "abs. error", ""]]
     for c in rows:
-        if c.key in COUNTS:
-            table.append([LABELS[c.key], f"{c.predicted:.2f}", "-", f"{c.measured:.2f}", f"{c.abs_error:.2f}", ""])
+        m = BY_KEY[c.key]
+        if not m.is_ratio:
+            table.append([m.label, m.format(c.predicted), "-", m.format(c.measured), m.format_error(c.abs_error), ""])
         else:
-            table.append([LABELS[c.key], f"{100 * c.predicted:.1f}%", f"{100 * c.low:.1f}-{100 * c.high:.1f}%",
-                          f"{100 * c.measured:.1f}%", f"{100 * c.abs_error:.1f} pts",
-                          "inside" if c.inside else "outside"])
+            table.append([m.label, m.format(c.predicted), f"{100 * c.low:.1f}-{100 * c.high:.1f}%",
+                          m.format(c.measured), m.format_error(c.abs_error), "inside" if c.inside else "outside"])
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in table]
-    ratios = [c.abs_error for c in rows if c.key not in COUNTS]
+    ratios = [c.abs_error for c in rows if BY_KEY[c.key].is_ratio]
     if ratios:
         lines.append(f"mean absolute error of the hit ratios: {100 * sum(ratios) / len(ratios):.1f} percentage points")
     return "\n".join(lines) + "\n"

@@ -881,8 +881,8 @@ def collect_gpu(program: Program, run_script: Callable[[object], None], *, arch_
 
 def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name: str | None = None,
                        kernel: str | None = None, launch_index: int = 0, snapshot_ctas: int | None = None,
-                       snapshot_start: int = 0, flags: Sequence[str] = (), compiler: str = "auto",
-                       cuda: str = "cuda-bindings", snapshot_warm: int = 0) -> GpuRun:
+                       snapshot_start: int | None = 0, flags: Sequence[str] = (), compiler: str = "auto",
+                       cuda: str = "cuda-bindings", snapshot_warm: int | None = 0) -> GpuRun:
     """`tuiprof KERNEL.cu --launch SCRIPT --backend gpu`: compile the kernel file for the GPU at
     hand, run the launch script (a `tuiprof.collect.script.LaunchScript`) counting then recording
     the chosen launch, and return the trace with the snapshot Baghsorkhi12's rule picks for `arch`

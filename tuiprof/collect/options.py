@@ -31,11 +31,14 @@ class CollectOptions:
     """Which launch of that kernel (0 = its first)."""
     snapshot: int | None = None
     """CTAs in the snapshot; None = Baghsorkhi12's 4 x the CTAs resident at once on the target."""
-    snapshot_start: int = 0
-    """The snapshot's first CTA (linear id)."""
-    snapshot_warm: int = 0
+    snapshot_start: int | None = 0
+    """The snapshot's first counted CTA (linear id); None = after the warm-up, where the grid
+    leaves room for the whole snapshot (the command line's default)."""
+    snapshot_warm: int | None = 0
     """CTAs just before the snapshot's first recorded too, replayed only to warm the caches
-    (`tuiprof.trace.snapshot.choose_snapshot`)."""
+    (`tuiprof.trace.snapshot.choose_snapshot`); None = one resident set
+    (`tuiprof.trace.snapshot.default_warm`: the command line's default). The fields' own
+    defaults (0, 0) are the cold snapshot from CTA 0 that a program asking for exact CTAs gets."""
     cflags: tuple[str, ...] = ()
     """Flags passed through to the compiler (-I, -D, -std=...)."""
     compiler: str = "auto"

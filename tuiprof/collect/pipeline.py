@@ -183,7 +183,8 @@ def record_program(source: Path, config: CollectRequest) -> tuple[Trace, Path]:
     _say(f"building {' '.join(a for a in command if a.endswith('.cu'))} with tuiprof's probes (once: the build is "
          "cached), then running it twice (a counting run, then a recording run)...")
     run = profile_sources(command, opts.program_args, arch=arch, kernel=opts.kernel, launch_index=opts.launch_index,
-                          snapshot_ctas=opts.snapshot, snapshot_start=opts.snapshot_start)
+                          snapshot_ctas=opts.snapshot, snapshot_start=opts.snapshot_start,
+                          snapshot_warm=opts.snapshot_warm)
     for note in run.notes:
         _say(f"note: {note}")
     trace = with_provenance(run.trace, arch=arch_name)

@@ -1,7 +1,7 @@
 """Profiling a whole program built by `tuiprof.build.wholeprog`: run it twice under its host runtime
 (a counting run, then a recording run of the chosen launch's snapshot), and turn the record file
 into a Trace. The launch is not known before the counting run, so that run counts the CTAs any
-snapshot may take (`max_snapshot_ctas` from --snapshot-start), not the whole grid.
+snapshot may take (`snapshot_span`: its warm-up and counted CTAs), not the whole grid.
 
 The program runs in the caller's folder, with the arguments the user gave, its own output shown on
 standard error (tuiprof's standard output is the report's) and no standard input (it runs twice).
@@ -30,7 +30,7 @@ from tuiprof.build.wholeprog import WholeProgram
 from tuiprof.collect.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.model import Launch, Provenance, SourceFile, Trace
-from tuiprof.trace.snapshot import choose_snapshot, max_snapshot_ctas
+from tuiprof.trace.snapshot import choose_snapshot, snapshot_span
 
 
 class ProgramError(TuiprofError):
@@ -108,9 +108,12 @@ def _one_launch(path: Path, code: int, what: str, name: str) -> LaunchRecords:
 
 
 def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kernel: str | None = None,
-                    launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
-                    timeout: float | None = None, cwd: Path | None = None) -> ProgramRun:
-    """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program."""
+                    launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int | None = 0,
+                    timeout: float | None = None, cwd: Path | None = None,
+                    snapshot_warm: int | None = 0) -> ProgramRun:
+    """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program;
+    the snapshot's options are `choose_snapshot`'s (None: the command line's defaults, a warm-up
+    of one resident set before the counted CTAs)."""
     from tuiprof.build.wholeprog import linked_module
     from tuiprof.collect.gpu import _open_driver, device_generator, probe_occupancy, require_gpu
     from tuiprof.ptx.ops import op_sources, static_ops
@@ -123,10 +126,11 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     name = prog.binary.name
     with tempfile.TemporaryDirectory(prefix="tuiprof-run-") as tmp:
         count_file, record_file = Path(tmp) / "count.tprec", Path(tmp) / "record.tprec"
-        # the counting run counts only the CTAs a snapshot may take: the launch is not known yet
-        count_hi = snapshot_start + max_snapshot_ctas(arch, ctas=snapshot_ctas)
+        # the counting run counts only the CTAs a snapshot (its warm-up included) may take: the
+        # launch is not known yet
+        count_lo, count_hi = snapshot_span(arch, snapshot_ctas, snapshot_start, snapshot_warm)
         code1 = run_program(prog.binary, args, dict(base_env, TUIPROF_MODE="count", TUIPROF_OUT=str(count_file),
-                                                    TUIPROF_COUNT_LO=str(snapshot_start),
+                                                    TUIPROF_COUNT_LO=str(count_lo),
                                                     TUIPROF_COUNT_HI=str(count_hi)), timeout, cwd)
         counted = _one_launch(count_file, code1, "counting", name)
         if code1 != 0:
@@ -139,7 +143,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
         md = occupancy(arch, threads, regs, static_shared, counted.dynamic_shared).ctas_per_sm
         launch = Launch(kernel=counted.kernel, grid=counted.grid, block=counted.block, registers_per_thread=regs,
                         static_shared=static_shared, dynamic_shared=counted.dynamic_shared, ctas_per_sm=md)
-        snapshot = choose_snapshot(launch, arch, ctas=snapshot_ctas, start=snapshot_start)
+        snapshot = choose_snapshot(launch, arch, ctas=snapshot_ctas, start=snapshot_start, warm=snapshot_warm)
         lo, hi = int(snapshot.cta_ids[0]), int(snapshot.cta_ids[0]) + snapshot.n_ctas
         code2 = run_program(prog.binary, args, dict(base_env, TUIPROF_MODE="record", TUIPROF_OUT=str(record_file),
                                                     TUIPROF_COUNTS=str(count_file), TUIPROF_CTA_LO=str(lo),
@@ -191,8 +195,9 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
 
 
 def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, arch: Arch, kernel: str | None = None,
-                    launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
-                    timeout: float | None = None, cwd: Path | None = None) -> ProgramRun:
+                    launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int | None = 0,
+                    timeout: float | None = None, cwd: Path | None = None,
+                    snapshot_warm: int | None = 0) -> ProgramRun:
     """`tuiprof app.cu [nvcc flags] [-- program args]` and `tuiprof -- nvcc -o app a.cu b.cu`: build
     the program instrumented (in the user cache, keyed by the command line and the sources'
     contents, so an unchanged program is not rebuilt), then profile it. A leading ``nvcc`` word
@@ -225,7 +230,8 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
         binary.parent.mkdir(parents=True, exist_ok=True)
         prog = build_instrumented(args, binary, cwd=folder, kernels=(kernel,) if kernel else ())
     return collect_program(prog, program_args, arch=arch, kernel=kernel, launch_index=launch_index,
-                           snapshot_ctas=snapshot_ctas, snapshot_start=snapshot_start, timeout=timeout, cwd=folder)
+                           snapshot_ctas=snapshot_ctas, snapshot_start=snapshot_start, timeout=timeout, cwd=folder,
+                           snapshot_warm=snapshot_warm)
 
 
 def instrumenter_digest() -> bytes:

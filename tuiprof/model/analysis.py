@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from tuiprof.arch.model import Arch
+from tuiprof.metrics import HEADLINE_METRICS
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.model.pattern import ideal_sectors as ideal_sectors_of
@@ -25,8 +26,9 @@ from tuiprof.trace.model import LANES, StaticOp
 if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult
 
-HEADLINES = {"l1_read": "L1 read hit ratio", "l2_read": "L2 read hit ratio", "l2_write": "L2 write hit ratio"}
-"""The kernel-wide hit ratios every view leads with (Baghsorkhi12 Figs. 5-6), by key, with their names."""
+HEADLINES = {m.key: m.label for m in HEADLINE_METRICS}
+"""The kernel-wide hit ratios every view leads with (Baghsorkhi12 Figs. 5-6), by key, with their names
+(`tuiprof.metrics.HEADLINE_METRICS`)."""
 
 
 @dataclass(frozen=True)

@@ -113,13 +113,13 @@ def working_set_lines(trace: Trace, req_off: np.ndarray, req_line: np.ndarray) -
 
 def coalescing_split(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_access: np.ndarray
                      ) -> tuple[float, float, float, float]:
-    """Per warp of the snapshot: (#Coal_Mem_insts, #Uncoal_Mem_insts, #Uncoal_per_mw, useful bytes
+    """Per counted warp of the snapshot: (#Coal_Mem_insts, #Uncoal_Mem_insts, #Uncoal_per_mw, useful bytes
     per warp access). An op is coalesced when its warp accesses need no more L1 requests than a
     full warp of its width ideally does (ceil(32 x bytes / line)); #Uncoal_per_mw is the
     access-weighted mean of the uncoalesced ops' requests per access. The useful bytes (32 lanes x
     width) are what the warp asks for, not what it moves: the timing model takes the moved bytes
     from the simulation."""
-    warps = max(trace.n_warps, 1)
+    warps = max(trace.counted_warps, 1)  # `accesses` are the counted CTAs' (`Prepared.op_stats`)
     coal = uncoal = weighted = 0.0
     bytes_sum = n_sum = 0.0
     for o in trace.ops:
@@ -146,7 +146,7 @@ def kernel_shape(trace: Trace, arch: Arch, accesses: np.ndarray, requests_per_ac
     """The timing model's view of the kernel: launch, snapshot and HongKim09's coalescing counts."""
     coal, uncoal, per_mw, _ = coalescing_split(trace, arch, accesses, requests_per_access)
     L = trace.launch
-    counted_warps = int(np.count_nonzero(trace.warp_cta >= trace.snapshot.warm))
+    counted_warps = trace.counted_warps
     return KernelShape(threads_per_cta=L.threads_per_cta, grid_ctas=L.grid_ctas,
                        snapshot_ctas=trace.snapshot.counted_ctas, snapshot_warps=max(counted_warps, 1), coal_mem_insts=coal, uncoal_mem_insts=uncoal,
                        uncoal_per_mw=per_mw, cta_insts=trace.ctas.insts)

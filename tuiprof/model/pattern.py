@@ -158,8 +158,9 @@ def ideal_sectors(op_bytes: int, active_lanes: float, sector: int = SECTOR) -> f
 
 
 def ideal_sectors_per_op(trace: Trace, sector: int = SECTOR) -> np.ndarray:
-    """`ideal_sectors` of every op at its mean active lanes in the snapshot."""
-    counts = np.bincount(trace.op, minlength=len(trace.ops))
-    lanes = np.bincount(trace.op, weights=trace.active_lanes(), minlength=len(trace.ops))
+    """`ideal_sectors` of every op at its mean active lanes in the snapshot's counted CTAs."""
+    counted = trace.counted_accesses()
+    counts = np.bincount(trace.op[counted], minlength=len(trace.ops))
+    lanes = np.bincount(trace.op[counted], weights=trace.active_lanes()[counted], minlength=len(trace.ops))
     mean = np.divide(lanes, counts, out=np.full(len(trace.ops), np.nan), where=counts > 0)
     return np.array([ideal_sectors(o.bytes, float(mean[o.id]), sector) for o in trace.ops])

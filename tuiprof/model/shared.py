@@ -132,9 +132,11 @@ def chunked_pass_stats(space: str, ids: np.ndarray, chunks: Iterable[tuple[np.nd
 
 
 def space_rows(trace: Trace, space: str) -> tuple[np.ndarray, np.ndarray]:
-    """(ids of the ops of `space`, rows of the warp accesses of those ops) of a trace."""
+    """(ids of the ops of `space`, rows of the warp accesses of those ops) of a trace: the counted
+    CTAs' accesses (a snapshot's warm-up CTAs are replayed, not counted)."""
     ids = np.array([o.id for o in trace.ops if o.space == space], dtype=np.int64)
-    rows = np.flatnonzero(np.isin(trace.op, ids)).astype(np.int64) if ids.size else np.zeros(0, np.int64)
+    rows = np.flatnonzero(np.isin(trace.op, ids) & trace.counted_accesses()).astype(np.int64) if ids.size \
+        else np.zeros(0, np.int64)
     return ids, rows
 
 

@@ -82,7 +82,7 @@ def run_bytes(arch: Arch, n_accesses: int, n_cached: int, threads: int, grid_cta
 def cached_accesses(trace: Trace) -> int:
     """The warp accesses of `trace` that go through the caches (global or local memory)."""
     cached = np.array([o.is_cached for o in trace.ops], dtype=bool)
-    return int(trace.accesses_per_op()[cached].sum())
+    return int(trace.accesses_per_op(counted=False)[cached].sum())
 
 
 def recorded_ctas(trace: Trace) -> int:

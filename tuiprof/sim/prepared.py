@@ -11,6 +11,7 @@ cache or DRAM variant of that GPU.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -187,6 +188,13 @@ class Prepared:
         return int(self.op_write.shape[0])
 
     @property
+    def warm_accesses(self) -> int:
+        """Cached warp accesses of the warm-up CTAs: the first this many of a trial's merged stream
+        (`tuiprof.sim.schedule.order_accesses` runs the warm-up first), whose DRAM batches,
+        write-backs and dirty sectors the trial does not count."""
+        return int(self.cta_acc[:self.split].sum()) if self.split > 0 else 0
+
+    @property
     def sm_count(self) -> int:
         return int(self.sm_seq_off.shape[0] - 1)
 
@@ -207,12 +215,23 @@ class Prepared:
         return used[0]
 
     def op_stats(self) -> "OpCoalescing":
-        """Per-op warp accesses and coalescing statistics (the same in every trial; over every
-        recorded access, warm-up CTAs' included: the same kernel's coalescing)."""
+        """Per-op warp accesses and coalescing statistics (the same in every trial) of the counted
+        CTAs: the snapshot's warm-up CTAs (shadow ops) are replayed, not counted, so a warm
+        snapshot's figures are those of its counted CTAs recorded alone."""
         co = self.coalesced
-        accesses = np.bincount(self.acc_op, minlength=self.kernel_ops).astype(np.int64)
-        if self.kernel_ops > self.n_ops:
-            accesses = accesses[:self.n_ops] + accesses[self.n_ops:]
+        n = self.n_ops
+        accesses = np.bincount(self.acc_op, minlength=self.kernel_ops).astype(np.int64)[:n]
+        if self.kernel_ops > n:
+            counted = self.acc_op < n
+            per_access = np.diff(co.req_off)
+            of_request = np.repeat(self.acc_op, per_access)
+            keep = of_request < n
+            cached = self.op_cached[:n].astype(bool)
+            op_accesses = np.where(cached, np.bincount(self.acc_op[counted], minlength=n), 0).astype(np.int64)
+            requests = np.bincount(of_request[keep], minlength=n).astype(np.int64)
+            sectors = np.bincount(of_request[keep], weights=np.bitwise_count(co.req_mask[keep]),
+                                  minlength=n).astype(np.int64)
+            co = dataclasses.replace(co, op_accesses=op_accesses, op_requests=requests, op_sectors=sectors)
         return OpCoalescing(accesses=accesses,
                             requests=co.op_requests, sectors=co.op_sectors,
                             requests_per_access=co.requests_per_access(),
@@ -303,7 +322,9 @@ def prepare(trace: Trace, arch: Arch) -> Prepared:
     sm_seq_off = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(sm_seq, out=sm_seq_off[1:])
     req_per_warp = co.req_off[wo[1:]] - co.req_off[wo[:-1]]
-    sm_requests = np.bincount(warp_sm, weights=req_per_warp, minlength=S).astype(np.int64)
+    counted_warp = trace.warp_cta >= trace.snapshot.warm  # the warm-up's requests are not counted
+    sm_requests = np.bincount(warp_sm[counted_warp], weights=req_per_warp[counted_warp],
+                              minlength=S).astype(np.int64)
     cached_acc = np.zeros(n_acc + 1, dtype=np.int64)
     np.cumsum(cached_op[trace.op], out=cached_acc[1:])
     warp_cached = cached_acc[wo[1:]] - cached_acc[wo[:-1]]

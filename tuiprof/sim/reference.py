@@ -270,10 +270,27 @@ def _emit(dbuf, dst, base_chunk, m, nchunks, rop, txsh, txmul):
 
 
 @njit(**KERNEL)
-def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off, req_line, req_mask, req_full, n_ops):
+def _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul):
+    """The DRAM write transactions the L2's dirty sectors owe, counted as `_emit` would queue
+    them (past the requests the buffer holds, which stay)."""
+    owed = 0
+    n = dst[D_N]
+    for slot in range(n_slots):
+        d = get_mask(meta2, slot, DIRTY)
+        if d != 0:
+            owed += _emit(dbuf, dst, get_tag(meta2, slot) * cpl2, d, cpl2, -1, txsh, txmul)
+            dst[D_N] = n
+    return owed
+
+
+@njit(**KERNEL)
+def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off, req_line, req_mask, req_full, n_ops,
+           n_warm):
     """Steps 5-7 over the merged stream: per-SM L1s, the shared L2, the DRAM batcher. Returns the
     per-op DRAM read latency sums, the batch latencies, the write-back transactions of evictions
-    and those the L2's dirty sectors still owe at the end."""
+    and those the L2's dirty sectors still owe at the end. The first `n_warm` accesses of the
+    stream are the snapshot's warm-up: the batches closed, the write-backs made and the dirty
+    sectors owed when the counted accesses begin are not the trial's."""
     S = params[P_SM]
     # L1: one copy per SM; L2: one shared copy.
     on1, parts1, sets1, repl1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
@@ -315,8 +332,16 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     chn = np.zeros(CH, dtype=np.int64)
     lat_sum = np.zeros(n_ops, dtype=np.int64)
 
+    n_slots = nsets2 * assoc2 if on2 else 0
+    wb0 = 0
+    bat0 = 0
+    owed0 = 0
+    taken = n_warm <= 0
     cur = sm_acc_off[:S].copy()
     for i in range(lab.shape[0]):
+        if not taken and i == n_warm:
+            wb0, bat0, taken = dst[D_WB], dst[D_BATCHES], True
+            owed0 = _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul)
         s = lab[i]
         r = order[cur[s]]
         cur[s] += 1
@@ -450,19 +475,16 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, False)
     _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, True)
     # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
-    owed = 0
-    for slot in range(nsets2 * assoc2 if on2 else 0):
-        d = get_mask(meta2, slot, DIRTY)
-        if d != 0:  # counted as `_emit` would queue them, in the emptied buffer
-            owed += _emit(dbuf, dst, get_tag(meta2, slot) * cpl2, d, cpl2, -1, txsh, txmul)
-            dst[D_N] = 0
-    return lat_sum.astype(np.float64), batches[:dst[D_BATCHES]].copy(), dst[D_WB], owed
+    owed = _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul)
+    if not taken:  # every access warmed up: nothing counted
+        return lat_sum.astype(np.float64), batches[:0].copy(), 0, 0
+    return lat_sum.astype(np.float64), batches[bat0:dst[D_BATCHES]].copy(), dst[D_WB] - wb0, owed - owed0
 
 
 @njit(**KERNEL)
 def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask, req_full,
                  seq_off, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc,
-                 split):
+                 split, n_warm):
     """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
     batch latencies, write-back transactions, write-back transactions owed at the end)``."""
     st = rng_new(seed)
@@ -471,7 +493,7 @@ def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, 
     order, lab = order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off,
                                 seq_off, acc_op, op_cached, sm_acc_off, cta_acc, split)
     lat_sum, batches, writebacks, owed = replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write,
-                                                req_off, req_line, req_mask, req_full, n_ops)
+                                                req_off, req_line, req_mask, req_full, n_ops, n_warm)
     return counts, lat_sum, batches, writebacks, owed
 
 
@@ -483,7 +505,7 @@ def reference_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
         params, int(md), seed, prepared.kernel_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
         co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.seq_epoch, prepared.warp_seq_off,
         prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off,
-        prepared.cta_acc, prepared.split)
+        prepared.cta_acc, prepared.split, prepared.warm_accesses)
     n = prepared.n_ops  # the warm-up CTAs' shadow columns are dropped: replayed, not counted
     return counts[:, :n], lat_sum[:n], batch, int(writebacks), int(owed)
 

@@ -496,6 +496,32 @@ def split_class(c, sub, assoc, chunks, tagS, valS, dtyS, nxtS, prvS, tag2, val2,
     return 0
 
 
+@njit(**KERNEL)
+def dirty_transactions(on2, dty2, tag2, lines, lines2, wide, sub, cpl1, cpl2, lock, split, dtyS, tagS, a2, low2,
+                       qtx, qop, txmul, txsh):
+    """The DRAM write transactions the L2's dirty sectors owe (a write-back each), as `push`
+    would queue them (in the scratch queue ``qtx``/``qop``): the sets' lines, and the lines of
+    the classes still in lockstep."""
+    owed = np.int64(0)
+    if on2:
+        for i in range(dty2.shape[0]):
+            od = np.int64(dty2[i])
+            if od != 0:
+                ob = l2_line_chunk(np.int64(tag2[i]), lines, lines2, wide, sub, cpl1, cpl2)
+                owed += push(qtx, qop, 0, ob, od, WRITEBACK, cpl2, txmul, txsh)
+        for c in range(split.shape[0] if lock else 0):  # the classes still in lockstep
+            if split[c] == 0:
+                for w in range(a2):
+                    od = np.int64(dtyS[c * a2 + w])
+                    if od != 0:
+                        ob = lines[np.int64(tagS[c * a2 + w])] * cpl1
+                        for jj in range(sub):
+                            odj = (od >> (jj * cpl2)) & low2
+                            if odj != 0:
+                                owed += push(qtx, qop, 0, ob + jj * cpl2, odj, WRITEBACK, cpl2, txmul, txsh)
+    return owed
+
+
 def _build(g: Family) -> Callable:
     """The replay kernel with `g`'s values frozen in (Numba treats closure variables as constants;
     its disk cache keys a closure by their values, so each family has its own machine code)."""
@@ -558,7 +584,7 @@ def _build(g: Family) -> Callable:
     PF = 48  # accesses ahead that the merged walk prefetches
 
     def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
-               lines, lines2, n_ids2, n_ops, rt):
+               lines, lines2, n_ids2, n_ops, rt, n_warm):
         S = rt[R_SM]
         BASE = rt[R_BASE]
         THIT = rt[R_HIT]
@@ -625,6 +651,13 @@ def _build(g: Family) -> Callable:
         wbs = np.int64(0)
         last_x = np.uint64(0)
         cch, cb, crow = locate(last_x, CH, NB, ILSH, ROWSH, XOR, tabch)
+        # The first `n_warm` accesses of the merged stream are the snapshot's warm-up (replayed,
+        # not counted): the DRAM batches closed, the write-backs made and the dirty sectors owed
+        # when the counted accesses begin are left out of the trial's figures.
+        wbs0 = np.int64(0)
+        nbat0 = 0
+        owed0 = np.int64(0)
+        taken = n_warm <= 0
 
         # With BY_SM the walk runs twice: step 5 SM by SM (an L1 sees its own SM's stream only,
         # whatever the merge; one SM's state at a time stays in the CPU's caches), recording what
@@ -650,6 +683,12 @@ def _build(g: Family) -> Callable:
             s = np.int64(0)
             sm_end = sm_acc_off[1]
             for i in range(n_acc):
+                if do_l2 and not taken and i == n_warm:
+                    wbs0 = wbs
+                    nbat0 = nbat
+                    owed0 = dirty_transactions(ON2, dty2, tag2, lines, lines2, WIDE, SUB, CPL1, CPL2, LOCK, split, dtyS,
+                                               tagS, A2, LOW2, qtx, qop, TXMUL, TXSH)
+                    taken = True
                 if not by_sm:
                     if i + 2 * PF < n_acc:
                         sa = lab[i + 2 * PF]
@@ -1030,24 +1069,15 @@ def _build(g: Family) -> Callable:
                 oo = touched[u]
                 lat_sum[oo] += lat * bop[oo]
         # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
-        owed = np.int64(0)
-        if ON2:
-            for i in range(NSETS2 * A2):
-                od = np.int64(dty2[i])
-                if od != 0:
-                    ob = l2_line_chunk(np.int64(tag2[i]), lines, lines2, WIDE, SUB, CPL1, CPL2)
-                    owed += push(qtx, qop, 0, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
-            for c in range(NCLS if LOCK else 0):  # the classes still in lockstep
-                if split[c] == 0:
-                    for w in range(A2):
-                        od = np.int64(dtyS[c * A2 + w])
-                        if od != 0:
-                            ob = lines[np.int64(tagS[c * A2 + w])] * CPL1
-                            for jj in range(SUB):
-                                odj = (od >> (jj * CPL2)) & LOW2
-                                if odj != 0:
-                                    owed += push(qtx, qop, 0, ob + jj * CPL2, odj, WRITEBACK, CPL2, TXMUL, TXSH)
-        return counts, lat_sum.astype(np.float64), batches[:nbat].copy(), wbs, owed
+        owed = dirty_transactions(ON2, dty2, tag2, lines, lines2, WIDE, SUB, CPL1, CPL2, LOCK, split, dtyS, tagS, A2,
+                                  LOW2, qtx, qop, TXMUL, TXSH)
+        if not taken:  # every access warmed up: nothing counted
+            return counts, lat_sum.astype(np.float64), batches[:0].copy(), np.int64(0), np.int64(0)
+        # Counted: the batches closed from the first counted access on, the write-backs made since,
+        # and the dirty sectors the L2 owes beyond those it owed then (every dirty sector reaches
+        # DRAM once, so these are the counted CTAs' write traffic; negative when they wrote back
+        # more of the warm-up's dirty sectors than they left).
+        return counts, lat_sum.astype(np.float64), batches[nbat0:nbat].copy(), wbs - wbs0, owed - owed0
 
     # One name per family: Numba names a compiled function's cache files and its environment
     # after the qualified name (the environment with a per-process counter), so geometries that

@@ -73,13 +73,17 @@ class TrialResult:
     dram_latency: np.ndarray
     """float64 [n_ops]: mean latency (cycles) of the op's DRAM reads; nan where it has none."""
     dram_batch_latencies: np.ndarray
-    """int64: latency of every batch of concurrently issued DRAM requests, in queue order."""
+    """int64: latency of every batch of concurrently issued DRAM requests, in queue order (those
+    closed from the first counted access on)."""
     dram_writebacks: int
-    """DRAM write transactions of dirty L2 evictions (belonging to no op)."""
+    """DRAM write transactions of dirty L2 evictions (belonging to no op), from the first counted
+    access on (a snapshot's warm-up CTAs are replayed, not counted)."""
     dram_writebacks_owed: int
     """DRAM write transactions the L2's dirty sectors still owe when the snapshot ends: written
     back after it, or when later CTAs evict them. Every dirty sector reaches DRAM once, so the
-    kernel's write traffic counts them (on a write-back L2 most stores end here)."""
+    kernel's write traffic counts them (on a write-back L2 most stores end here). With a warm-up,
+    those beyond the ones owed when the counted CTAs began (negative when the counted CTAs wrote
+    back more of the warm-up's dirty sectors than they left)."""
     sm_requests: np.ndarray
     """int64 [sm_count]: L1 requests issued by each SM."""
     elapsed: float

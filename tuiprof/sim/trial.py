@@ -92,7 +92,7 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     counts, lat_sum, batches, writebacks, owed = kernel(
         st, lab, order, prepared.sm_acc_off, prepared.acc_op, prepared.op_write, co.req_off, co.req_id, co.req_mask,
         co.req_full, co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.kernel_ops,
-        runtime_params(params, geometry))
+        runtime_params(params, geometry), prepared.warm_accesses)
     n = prepared.n_ops  # the warm-up CTAs' shadow columns are dropped: replayed, not counted
     return counts[:, :n], lat_sum[:n], batches, int(writebacks), int(owed)
 

@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from tuiprof.errors import TraceError
+from tuiprof.metrics import BY_KEY, MAX_WAVEFRONTS_PER_REQUEST
 
 OpKind = Literal["load", "store", "atomic"]
 """What a memory instruction does."""
@@ -56,11 +57,6 @@ MAX_MEASURED = 256
 MAX_MEASURED_CYCLES = 1e7
 """Largest latency a measured value may claim, in cycles: a few milliseconds of a GPU clock, far
 past any memory access (DRAM under contention takes thousands of cycles)."""
-MAX_WAVEFRONTS_PER_REQUEST = 128.0
-"""Largest shared-memory wavefronts-per-request a measured value may claim: 32 lanes of 16 B in
-quarter-warps, each lane's four words in one bank."""
-MAX_SECTORS_PER_REQUEST = 64.0
-"""Largest sectors-per-request a measured value may claim: 32 lanes, each touching two sectors."""
 MAX_LINE_CHARS = 160
 """Characters of one source line shown beside an op (reports, UI); longer ones end in an ellipsis."""
 MAX_LABEL_CHARS = 60
@@ -74,8 +70,9 @@ def measured_range(key: str) -> tuple[float, float, str]:
     so every view can draw any value a trace holds."""
     if key.endswith(".x"):
         return 0.0, MAX_MEASURED_CYCLES, "a latency in cycles"
-    if key == "sectors_per_request":
-        return 0.0, MAX_SECTORS_PER_REQUEST, "sectors per request"
+    metric = BY_KEY.get(key)
+    if metric is not None:  # the registry's bound (`tuiprof.metrics`)
+        return 0.0, metric.upper, metric.meaning
     if key.endswith("_wavefronts_per_request"):
         return 0.0, MAX_WAVEFRONTS_PER_REQUEST, "wavefronts per request"
     if key.endswith("_rate"):
@@ -302,9 +299,21 @@ class Trace:
                 return src.text
         raise KeyError(name)
 
-    def accesses_per_op(self) -> np.ndarray:
-        """Dynamic warp accesses per static op, int64 [n_ops]."""
-        return np.bincount(self.op, minlength=len(self.ops)).astype(np.int64)
+    def accesses_per_op(self, counted: bool = True) -> np.ndarray:
+        """Dynamic warp accesses per static op, int64 [n_ops]: of the counted CTAs (the snapshot's
+        warm-up aside, `Snapshot.warm`), or with `counted` False of every recorded CTA."""
+        op = self.op if not counted or self.snapshot.warm == 0 else self.op[self.counted_accesses()]
+        return np.bincount(op, minlength=len(self.ops)).astype(np.int64)
+
+    def counted_accesses(self) -> np.ndarray:
+        """bool [R]: the warp accesses of the counted CTAs (all of them without a warm-up): the
+        warm-up CTAs' accesses are replayed to warm the caches, never counted."""
+        return np.repeat(self.warp_cta >= self.snapshot.warm, np.diff(self.warp_offsets))
+
+    @property
+    def counted_warps(self) -> int:
+        """The warps of the counted CTAs (the snapshot's warm-up aside)."""
+        return int(np.count_nonzero(self.warp_cta >= self.snapshot.warm))
 
     def lane_addresses(self, rows: np.ndarray | None = None) -> np.ndarray:
         """Lane addresses, uint64 [len(rows), 32], of warp accesses `rows` (default: all; packed

@@ -25,6 +25,18 @@ def max_snapshot_ctas(arch: Arch, waves: float = PAPER_WAVES, ctas: int | None =
     return ctas if ctas is not None else max(1, int(round(waves * arch.sm_count * arch.max_ctas_per_sm)))
 
 
+def snapshot_span(arch: Arch, ctas: int | None = None, start: int | None = 0, warm: int | None = 0
+                  ) -> tuple[int, int]:
+    """``(lo, hi)``: CTAs ``lo .. hi - 1`` hold every CTA `choose_snapshot` may take, warm-up
+    included, with these options on `arch` for any launch (at most `max_ctas_per_sm` resident per
+    SM): what a counting run that must come before the launch is known counts."""
+    warm_max = warm if warm is not None else arch.sm_count * arch.max_ctas_per_sm
+    n_max = max_snapshot_ctas(arch, ctas=ctas)
+    if start is None:
+        return 0, warm_max + n_max
+    return max(start - warm_max, 0), start + n_max
+
+
 def check_recordable(launch: Launch) -> None:
     """Refuse (UsageError), when the recorded launch starts and before any of its work, a launch
     whose trace the .tptrace format could not hold: the caps of `trace.model`, the same the
@@ -39,8 +51,19 @@ def check_recordable(launch: Launch) -> None:
                          "give the kernel a shorter name (extern \"C\", or fewer template arguments)")
 
 
+def default_warm(launch: Launch, arch: Arch) -> int:
+    """The default warm-up: one resident set, the CTAs that run at once on all the SMs of `arch`
+    (`launch.ctas_per_sm` each). Every SM the snapshot covers then starts with its MD CTAs' lines
+    in its L1, as after the CTAs it ran before on the hardware, and the shared L2 holds what all
+    the SMs ran (the snapshot alone, replayed cold, counts the grid's cold misses once per
+    snapshot instead of once per kernel). A multiple of the SM count, so the counted CTAs keep
+    the SMs the model deals them (`tuiprof.sim.prepared.cta_layout`). `choose_snapshot` bounds it
+    by the CTAs before the snapshot's start: none when the snapshot is the whole grid."""
+    return arch.sm_count * max(launch.ctas_per_sm, 1)
+
+
 def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas: int | None = None,
-                    why: str = "", start: int = 0, warm: int = 0) -> Snapshot:
+                    why: str = "", start: int | None = 0, warm: int | None = 0) -> Snapshot:
     """Consecutive CTAs from CTA `start`: `waves` x the CTAs resident at once on all SMs (or exactly
     `ctas`), capped by the grid; the rule is recorded in words.
 
@@ -49,9 +72,21 @@ def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas
     hardware the CTAs before the snapshot's ran first and left their lines in the L1s and the L2;
     a snapshot replayed from cold caches counts cold misses that the kernel's steady state does
     not have (a 128-CTA snapshot of a 4096-CTA matrix product reads B cold once in 2 grid rows,
-    the whole kernel once in 64)."""
+    the whole kernel once in 64).
+
+    None is the command line's default (`default_warm`): `warm` None warms with one resident set,
+    and `start` None starts the counted CTAs after that warm-up where the grid leaves room for
+    the whole snapshot after it (so `start` None with `warm` 0 is the cold snapshot from CTA 0)."""
     grid = launch.grid_ctas
     check_recordable(launch)
+    auto = warm is None
+    per_sm = max(launch.ctas_per_sm, 1)
+    resident = arch.sm_count * per_sm
+    if warm is None:
+        warm = default_warm(launch, arch)
+    if start is None:
+        want = ctas if ctas is not None and ctas >= 1 else max(1, int(round(waves * resident)))
+        start = min(max(warm, 0), max(grid - want, 0))
     if not 0 <= start < grid:
         raise UsageError(f"--snapshot-start {start} is outside the grid of {grid} CTAs",
                          f"choose a CTA between 0 and {grid - 1}")
@@ -59,8 +94,6 @@ def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas
         raise UsageError(f"--snapshot must be at least 1 CTA, got {ctas}", "for example --snapshot 64")
     if warm < 0:
         raise UsageError(f"--snapshot-warm must be at least 0 CTAs, got {warm}", "for example --snapshot-warm 128")
-    per_sm = max(launch.ctas_per_sm, 1)
-    resident = arch.sm_count * per_sm
     want = ctas if ctas is not None else max(1, int(round(waves * resident)))
     n = min(want, grid - start)
     first = "CTA 0" if start == 0 else f"CTA {start}"
@@ -74,7 +107,7 @@ def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas
     w = min(warm, start)
     if w:
         rule += (f"; after {w} CTAs from CTA {start - w} that warm the caches, replayed and not counted "
-                 f"(the steady state, not a cold start)")
+                 f"(the steady state, not a cold start{'; the default warm-up: one resident set' if auto else ''})")
     if why:
         rule += f"; {why}"
     return Snapshot(cta_ids=np.arange(start - w, start + n, dtype=np.int64), rule=rule, warm=w)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tuiprof.metrics import measured_in
 from tuiprof.model.analysis import HEADLINES, running_std
-from tuiprof.tui import format as fmt
 from tuiprof.tui.panes.histogram import Series
 from tuiprof.tui.text import MAX_LABEL, clean
 
@@ -58,14 +58,13 @@ class Levels:
 
 
 def measured_value(measured: dict[str, float], key: str) -> tuple[float | None, str]:
-    """The hardware counter value for `key` if the trace carries one (``l1_read``,
-    ``l1_read_hit``, ``l1_read_hit_ratio``, or ``l1_read_hit_rate`` in percent), in the unit the
-    pane draws; the loader keeps each within its meaning (`trace.model.measured_range`)."""
-    for name in (key, f"{key}_hit", f"{key}_hit_ratio", f"{key}_hit_rate"):
-        if name in measured and fmt.finite(measured[name]):
-            v = float(measured[name])
-            return (v / 100.0 if name.endswith("_rate") else v), f"({name}, measured on the GPU)"
-    return None, ""
+    """The hardware counter value for `key` if the trace carries one under any of its spellings
+    (`tuiprof.metrics.measured_in`), in the unit the pane draws; the loader keeps each within its
+    meaning (`trace.model.measured_range`)."""
+    found = measured_in(measured, key)
+    if found is None:
+        return None, ""
+    return found[0], f"({found[1]}, measured on the GPU)"
 
 
 def series(analysis: "Analysis | None", metric: str, op: int | None, measured: dict[str, float]) -> Series | None:
