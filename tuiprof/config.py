@@ -13,9 +13,9 @@ DEFAULT_TOLERANCE = 0.01
 """The default early-stop tolerance: a half-width of 1 percentage point. The SpMV kernels' L2 read
 hit ratio spreads by about 2 points from trial to trial (Baghsorkhi12 Fig. 7: 0.02, its noisiest
 case), so +-0.5 points would take about 80 trials and +-1 point takes the minimum 20; the model's
-own error against hardware counters is larger still (Baghsorkhi12 sec. 5: 1.9 to 3.4 points for
-L2 and L1 reads), so a tighter interval buys precision the model does not have. ``--tolerance
-0.005`` (or `T` in the UI) asks for +-0.5 points."""
+own error against hardware counters for reads is larger still (Baghsorkhi12 sec. 5: 3.4 points
+for L1, 1.9 for L2, on average), so a tighter interval buys precision the model does not have.
+``--tolerance 0.005`` (or `T` in the UI) asks for +-0.5 points."""
 
 
 @dataclass(frozen=True)
