@@ -122,3 +122,20 @@ def test_readme_first_screen_says_what_how_and_how_to_read() -> None:
         assert needed.lower() in first.lower(), needed
     assert len(text.splitlines()) <= 160
     assert (ROOT / "docs" / "screenshot.svg").read_text().lstrip().startswith("<svg")
+
+
+def test_the_default_tolerance_is_the_one_the_docs_and_help_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """The early-stop tolerance decides how many trials a default run makes (issue 23 item 4: the
+    SpMV demos stop at 20 at +-1 point): the help, the usage table, the README's status bar and
+    its explanation say the value the code uses."""
+    from tuiprof.cli import main
+    from tuiprof.config import DEFAULT_TOLERANCE
+
+    pts = f"{100 * DEFAULT_TOLERANCE:g}"
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    assert f"(default {DEFAULT_TOLERANCE:g}," in " ".join(capsys.readouterr().out.split())
+    usage = (ROOT / "docs" / "usage.md").read_text()
+    assert f"default {DEFAULT_TOLERANCE:g} (±{pts} percentage point" in usage
+    readme = (ROOT / "README.md").read_text()
+    assert f"· ±{pts} pts " in readme and f"stops at (±{pts} percentage point" in readme

@@ -13,7 +13,7 @@ import pytest
 from tests.factories import make_trace
 from tuiprof.cli import main
 from tuiprof.report import build_report
-from tuiprof.session import RunConfig
+from tuiprof.session import DEFAULT_TOLERANCE, RunConfig
 from tuiprof.demos import demo_path
 from tuiprof.trace.io import save_trace
 
@@ -125,14 +125,14 @@ def test_tolerance_stops_a_converged_run_at_the_minimum(tmp_path: Path, capsys: 
     base = ["report", str(path), "--format", "json", "--arch", "gtx480", "--trials", "64", "--sweep-trials", "16"]
     assert main(base) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["run"]["tolerance"] == 0.005 and doc["run"]["stopped"] == "converged"
+    assert doc["run"]["tolerance"] == DEFAULT_TOLERANCE == 0.01 and doc["run"]["stopped"] == "converged"
     assert doc["analysis"]["trials"] == 20 and doc["analysis"]["planned"] == 64
     assert main(base + ["--tolerance", "0"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["run"]["tolerance"] is None and doc["run"]["stopped"] == "completed"
     assert doc["analysis"]["trials"] == 64
     assert main(base[:-4] + ["--format", "text", "--trials", "24", "--no-sweep"]) == 0
-    assert ("20/24 trials (converged: every headline ratio's 95% confidence interval within +-0.5 points)"
+    assert ("20/24 trials (converged: every headline ratio's 95% confidence interval within +-1 points)"
             in capsys.readouterr().out)
 
 

@@ -54,10 +54,10 @@ def _fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"--tolerance must be a number, got {text!r}", "for example --tolerance 0.005") from None
+        raise UsageError(f"--tolerance must be a number, got {text!r}", "for example --tolerance 0.01") from None
     if not 0 <= value < 1:
         raise UsageError(f"--tolerance must be at least 0 and below 1, got {value}",
-                         "0.005 stops when every 95% confidence interval of the mean is within +-0.5 percentage points; 0 runs every trial")
+                         "0.01 stops when every 95% confidence interval of the mean is within +-1 percentage point; 0 runs every trial")
     return value
 
 
@@ -83,7 +83,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="resident CTAs per SM to simulate (default: the occupancy limit)")
     p.add_argument("--tolerance", type=_fraction, default=None, metavar="T",
                    help="stop early once every headline hit ratio's 95%% confidence interval (of the mean) is within +-T (default "
-                   "0.005, after at least 20 trials; 0 runs every trial)")
+                   "0.01, after at least 20 trials; 0 runs every trial)")
     p.add_argument("--sweep-trials", type=_int_in("--sweep-trials", 1, MAX_TRIALS), default=None, metavar="N",
                    help="trials per MD in the MD sweep (default: adaptive, up to a quarter of --trials and at "
                    "least 8, fewer for the MDs that cannot change the decision)")
