@@ -704,3 +704,44 @@ async def test_a_runs_updates_redraw_only_what_changed(monkeypatch: pytest.Monke
         view.refresh()
         await pilot.pause(0.2)
         assert source_text() == shown  # a partial repaint left no row stale
+
+
+async def test_the_drill_down_redraws_only_the_sections_a_run_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a run streams in, the open drill-down's sections whose text did not change (the PTX,
+    the coalescing: the same in every trial) are not updated again: each update of a section lays
+    out the screen. Before, all of them were, with every analysis."""
+    from dataclasses import replace
+
+    import numpy as np
+    from textual.widgets import Static
+
+    from tests.fixed_analysis import fixed, made_up_trial
+    from tuiprof.session import AnalysisUpdated
+    from tuiprof.tui.screens.drill import DrillScreen
+
+    session, _ = fixed("spmv-u")
+    rng = np.random.default_rng(5)
+    main = [made_up_trial(session, session.md, i, rng) for i in range(8)]
+    per_md = {m: [made_up_trial(session, m, i, rng) for i in range(session.sweep_trial_count())]
+              for m in session.sweep_mds() if m != session.md}
+    updates = [replace(session.analysis_of(main[:k], per_md), decisions=None) for k in range(4, 9)]
+    updated: list[str] = []
+    real = Static.update
+
+    def spy(self: Static, *args: object, **kwargs: object) -> None:
+        updated.append(self.id or "")
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        app.phase = "running"
+        monkeypatch.setattr(Static, "update", spy)
+        for update in updates:
+            app._handle(AnalysisUpdated(update))
+            app._apply_pending()
+            await pilot.pause(0.1)
+        assert "drill-latency" in updated  # the figures moved: redrawn
+        assert "drill-ptx" not in updated and "drill-coalescing" not in updated, updated
