@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -125,15 +126,23 @@ def press_keys(term: Terminal, into: dict[str, list[float]], running: str | None
         print("  (the run ended while the keys were timed: not counted)", file=sys.stderr)
 
 
-def run_once(tree: str | None, demo: str, trials: int, cols: int, rows: int, out: Figures) -> None:
-    """One launch of the UI: first paint, first trial, the keys during a long main run, the
-    keys once it is cancelled (idle), then quit."""
+def trials_shown(screen: str) -> int:
+    """The trials the status line says have landed (0 before the first)."""
+    found = re.search(r"trial (\d+)/", screen.split("\n", 1)[0])
+    return int(found.group(1)) if found else 0
+
+
+def run_once(tree: str | None, demo: str, trials: int, cols: int, rows: int, out: Figures, after: int = 0) -> None:
+    """One launch of the UI: first paint, first trial, the keys during a long main run (once
+    `after` trials have landed), the keys once it is cancelled (idle), then quit."""
     term = Terminal(cols, rows)
     before = os.getloadavg()[0]
     try:
         t0 = term.start(command(tree, demo, ["--trials", str(trials), "--tolerance", "0", "--no-sweep"]))
         out.first_paint.append(term.wait(f"tuiprof {demo}", timeout=120) - t0)
         out.first_trial.append(term.wait("trial ", timeout=600) - t0)
+        while after and trials_shown(term.screen()) < after:
+            time.sleep(0.2)
         term.wait(MAIN, timeout=60)
         press_keys(term, out.keys, "trial ")
         term.key("c", "cancelled at", timeout=60)
@@ -218,6 +227,9 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=2048,
                     help="trials of the main run (tolerance 0, no MD sweep): enough that it is still running "
                          "while every key is timed (default 2048)")
+    ap.add_argument("--after", type=int, default=0,
+                    help="press the keys once this many trials have landed (default 0: at the first); the "
+                         "analysis the run makes ten times a second grows with the trials")
     ap.add_argument("--repeat", type=int, default=3, help="launches per tree (default 3)")
     ap.add_argument("--size", default="120x40", help="terminal columns x rows (default 120x40)")
     ap.add_argument("--sweep", action="store_true",
@@ -231,12 +243,13 @@ def main() -> None:
     for r in range(args.repeat):
         for tree in trees:
             print(f"repeat {r + 1}/{args.repeat}: {tree or 'this interpreter'}", file=sys.stderr, flush=True)
-            run_once(tree, args.demo, args.trials, cols, rows, figures[tree])
+            run_once(tree, args.demo, args.trials, cols, rows, figures[tree], args.after)
             if args.sweep:
                 figures[tree].quit_in_sweep.append(in_sweep(tree, args.demo, "q", 32))
                 figures[tree].cancel_in_sweep.append(in_sweep(tree, args.demo, "c", 32))
     print(f"demo {args.demo}, {cols}x{rows} tmux, main run of {args.trials} trials (tolerance 0, no sweep), "
-          f"{os.cpu_count()} cores; key to repaint includes tmux's send-keys and a {1000 * POLL:.0f} ms screen poll")
+          + (f"keys from trial {args.after} on, " if args.after else "")
+          + f"{os.cpu_count()} cores; key to repaint includes tmux's send-keys and a {1000 * POLL:.0f} ms screen poll")
     for tree, f in figures.items():
         report(tree or "this interpreter", f)
 

@@ -194,6 +194,8 @@ def test_dram_batches_and_latency_bounds() -> None:
     assert b.max() <= d.base_latency + max(128 * d.row_miss_cycles, 128 * d.burst_cycles)
     assert d.base_latency <= r.mean_dram_latency <= b.max()
     assert r.dram_latency[0] == pytest.approx(r.mean_dram_latency)
+    values, counts = r.dram_batch_counts  # tallied where the trial ran: what the analysis pools
+    assert values.tolist() == np.unique(b).tolist() and counts.tolist() == [int(np.sum(b == v)) for v in values]
 
 
 def test_dram_bank_conflicts_cost_more_than_spread_requests() -> None:

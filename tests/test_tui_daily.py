@@ -643,3 +643,105 @@ async def test_trials_run_below_the_ui_threads_priority(monkeypatch: pytest.Monk
         await wait_for(pilot, lambda: app.phase in ("cancelled", "done"))
     assert os.getpriority(os.PRIO_PROCESS, 0) == ui
     assert seen and all(p > ui for p in seen), (ui, seen)
+
+
+async def test_a_runs_updates_redraw_only_what_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each analysis a run streams in repaints the source rows whose figures moved and the cursor
+    op's detail, and lays nothing out: the SM and model panes, unchanged until the main run ends,
+    are left alone. Before, every update laid out the whole screen (the SM and model panes asked
+    for it) and redrew every source row (about 12 ms of the UI's thread per update, 10 a second,
+    while keys waited). What is drawn stays what a full repaint draws."""
+    from dataclasses import replace
+
+    import numpy as np
+    from textual.screen import Screen
+
+    from tests.fixed_analysis import fixed, made_up_trial
+    from tuiprof.session import AnalysisUpdated, TrialDone
+
+    session, _ = fixed("spmv-u")
+    rng = np.random.default_rng(11)
+    main = [made_up_trial(session, session.md, i, rng) for i in range(14)]
+    per_md = {m: [made_up_trial(session, m, i, rng) for i in range(session.sweep_trial_count())]
+              for m in session.sweep_mds() if m != session.md}
+    updates = [replace(session.analysis_of(main[:k], per_md), decisions=None) for k in range(3, 15)]  # mid-run: no models yet
+    layouts, lines = [0], [0]
+    real_layout, real_line = Screen._refresh_layout, SourceView.render_line
+
+    def count_layout(self: Screen, *args: object, **kwargs: object) -> None:
+        layouts[0] += 1
+        real_layout(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def count_line(self: SourceView, y: int):
+        lines[0] += 1
+        return real_line(self, y)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", count_layout)
+    monkeypatch.setattr(SourceView, "render_line", count_line)
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        app.phase, app.stale, app.analysis = "running", False, None
+        app._handle(AnalysisUpdated(updates[0]))
+        app._apply_pending()  # the run's first analysis: drawn whole
+        await pilot.pause(0.2)
+        view = app.query_one(SourceView)
+        op_rows = sum(1 for r in view.rows[view.top: view.top + view.body_height] if r.op is not None)
+        layouts[0] = lines[0] = 0
+        for k, update in enumerate(updates[1:], 4):
+            app._handle(TrialDone(main[k - 1], k, 64))
+            app._handle(AnalysisUpdated(update))
+            app._apply_pending()
+            await pilot.pause(0.15)
+        n = len(updates) - 1
+        assert layouts[0] <= 1, layouts[0]
+        assert lines[0] <= n * (op_rows + view.echo_rows), (lines[0], n, op_rows)
+        def source_text() -> list[str]:
+            r = view.region
+            return [line[r.x: r.right] for line in screen_text(app).split("\n")[r.y: r.bottom]]
+
+        shown = source_text()
+        view.refresh()
+        await pilot.pause(0.2)
+        assert source_text() == shown  # a partial repaint left no row stale
+
+
+async def test_the_drill_down_redraws_only_the_sections_a_run_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a run streams in, the open drill-down's sections whose text did not change (the PTX,
+    the coalescing: the same in every trial) are not updated again: each update of a section lays
+    out the screen. Before, all of them were, with every analysis."""
+    from dataclasses import replace
+
+    import numpy as np
+    from textual.widgets import Static
+
+    from tests.fixed_analysis import fixed, made_up_trial
+    from tuiprof.session import AnalysisUpdated
+    from tuiprof.tui.screens.drill import DrillScreen
+
+    session, _ = fixed("spmv-u")
+    rng = np.random.default_rng(5)
+    main = [made_up_trial(session, session.md, i, rng) for i in range(8)]
+    per_md = {m: [made_up_trial(session, m, i, rng) for i in range(session.sweep_trial_count())]
+              for m in session.sweep_mds() if m != session.md}
+    updates = [replace(session.analysis_of(main[:k], per_md), decisions=None) for k in range(4, 9)]
+    updated: list[str] = []
+    real = Static.update
+
+    def spy(self: Static, *args: object, **kwargs: object) -> None:
+        updated.append(self.id or "")
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    app = fixed_app("spmv-u")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await patterns_in(pilot)
+        await pilot.press("enter")
+        assert isinstance(app.screen, DrillScreen)
+        app.phase = "running"
+        monkeypatch.setattr(Static, "update", spy)
+        for update in updates:
+            app._handle(AnalysisUpdated(update))
+            app._apply_pending()
+            await pilot.pause(0.1)
+        assert "drill-latency" in updated  # the figures moved: redrawn
+        assert "drill-ptx" not in updated and "drill-coalescing" not in updated, updated

@@ -21,6 +21,7 @@ from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.model.pattern import ideal_sectors as ideal_sectors_of
 from tuiprof.model.shared import PassStats
+from tuiprof.sim.results import latency_counts
 from tuiprof.trace.model import LANES, StaticOp
 
 if TYPE_CHECKING:
@@ -143,6 +144,23 @@ def running_std(x: np.ndarray) -> np.ndarray:
     return out[1:]
 
 
+def batch_histogram(results: Sequence[TrialResult]) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, bin edges) of the DRAM batch latencies pooled over `results`: up to 16 equal bins
+    over their range, one per distinct latency when there are fewer (what `np.histogram` of the
+    pooled latencies gives). Pooled from each trial's tally (`TrialResult.batch_counts`), so
+    its cost follows the trials' distinct latencies, not their batches."""
+    tallies = [r.batch_counts() for r in results]
+    if not tallies:
+        return np.zeros(0, np.int64), np.zeros(1)
+    values, counts = latency_counts(np.concatenate([v for v, _ in tallies]), np.concatenate([c for _, c in tallies]))
+    if not values.size:
+        return np.zeros(0, np.int64), np.zeros(1)
+    at = values.astype(np.float64)
+    edges = np.histogram_bin_edges(at, bins=min(16, values.size))
+    hist, edges = np.histogram(at, bins=edges, weights=counts)
+    return hist.astype(np.int64), edges
+
+
 def representatives(ops: Sequence[StaticOp], accesses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the ops whose columns are computed, each op's column among them): every op some access
     names, plus the first unaccessed load and the first unaccessed other op, which stand for all
@@ -253,14 +271,8 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[Tria
                              sectors_per_access=spa, ideal_sectors=ideal,
                              h1=e_h1, h2=e_h2, x=e_x, tm=e_tm, cost=c, cost_share=cs,
                              l1_share=l1_share, l2_share=l2_share, dram_share=dram_share, passes=shared.get(j)))
-    batches = np.concatenate([np.asarray(r.dram_batch_latencies, dtype=np.float64) for r in results]) if T else np.zeros(0)
-    if batches.size:
-        edges = np.histogram_bin_edges(batches, bins=min(16, max(1, int(np.unique(batches).size))))
-        counts, edges = np.histogram(batches, bins=edges)
-    else:
-        counts, edges = np.zeros(0, np.int64), np.zeros(1)
     sm = np.mean([np.asarray(r.sm_requests, dtype=np.float64) for r in results], axis=0) if T else np.zeros(arch.sm_count)
     return Analysis(trials=T, planned=planned, md=md, arch=arch.name, ops=tuple(stats), headline=headline,
-                    samples=samples, tm=estimate(trial_tm, 0.0), dram_hist=(counts, edges),
+                    samples=samples, tm=estimate(trial_tm, 0.0), dram_hist=batch_histogram(results),
                     convergence={k: running_std(samples[k]) for k in HEADLINES},
                     sm_requests=sm, elapsed=elapsed, requests_per_second=trial_rate(results))

@@ -38,6 +38,31 @@ def _ratios(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
 
+SPAN_PER_VALUE = 4
+"""`latency_counts` counts into one slot per cycle of the values' span while the span is at most
+this many times the number of values (plus SPAN_FLOOR); past that it sorts."""
+SPAN_FLOOR = 4096
+
+
+def latency_counts(values: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values ascending, int64 count of each) of integer latencies `values`, each
+    counted `weights[i]` times (default once): a trial's DRAM batch latencies tallied, or many
+    trials' tallies pooled (their values and counts concatenated)."""
+    v = np.asarray(values, dtype=np.int64).ravel()
+    if v.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    w = None if weights is None else np.asarray(weights, dtype=np.int64).ravel()
+    lo, hi = int(v.min()), int(v.max())
+    if hi - lo <= SPAN_PER_VALUE * v.size + SPAN_FLOOR:  # latencies in cycles: a short span, no sort
+        slots = np.bincount(v - lo, weights=w)
+        distinct = np.flatnonzero(slots)
+        counts = slots[distinct]
+        return distinct + lo, (np.rint(counts).astype(np.int64) if w is not None else counts.astype(np.int64))
+    distinct, inverse = np.unique(v, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=w, minlength=distinct.size)
+    return distinct, np.rint(counts).astype(np.int64)
+
+
 @dataclass(frozen=True, eq=False)
 class TrialResult:
     """One trial: per-op counters (int64 [n_ops], indexed by StaticOp id), DRAM batch latencies,
@@ -92,6 +117,11 @@ class TrialResult:
     """The ops the per-op arrays hold (None: every op, by id)."""
     total_ops: int = 0
     """The op table's length when `op_ids` is given."""
+    dram_batch_counts: tuple[np.ndarray, np.ndarray] | None = None
+    """`dram_batch_latencies` tallied (`latency_counts`): the distinct latencies, ascending, and
+    how many batches had each. Made once on the trial's own thread, so that the analysis pools
+    thousands of trials' tens of thousands of batches by adding up a few dozen counts per trial
+    (issue 25: pooling the raw latencies held the GIL for seconds). None: tallied when asked."""
 
     @property
     def n_ops(self) -> int:
@@ -127,6 +157,13 @@ class TrialResult:
             return float("nan")
         lat = np.where(self.dram_reads > 0, self.dram_latency, 0.0)
         return float(np.sum(lat * self.dram_reads) / n)
+
+    def batch_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct DRAM batch latencies ascending, batches with each): `dram_batch_counts`, or
+        tallied from `dram_batch_latencies` when the result was made without it."""
+        if self.dram_batch_counts is not None:
+            return self.dram_batch_counts
+        return latency_counts(self.dram_batch_latencies)
 
     @property
     def mean_batch_latency(self) -> float:

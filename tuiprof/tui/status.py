@@ -72,6 +72,9 @@ class StatusBar(Widget):
         self.fields: list[Field] = []
 
     def show(self, fields: list[Field]) -> None:
+        """Show `fields` (redrawn only when they changed: the app calls this with every trial)."""
+        if fields == self.fields:
+            return
         self.fields = fields
         self.refresh()
 

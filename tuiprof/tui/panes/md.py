@@ -152,8 +152,16 @@ class MdPane(Widget):
 
     def show(self, decisions: "Decisions | None", sweep: "SweepProgress | None", current: int | None,
              phase: str = "done", previous: "MdDecision | None" = None, baseline: Sequence[Content] = ()) -> None:
+        """Show the models; nothing is redrawn when nothing changed (the app calls this with every
+        analysis of a run and every tick of the sweep, and a redraw here lays out the screen)."""
+        lines = tuple(baseline)
+        same = (decisions is self.decisions and previous is self.previous
+                and (sweep, current, phase) == (self.sweep, self.current, self.phase)
+                and [(c.plain, c.spans) for c in lines] == [(c.plain, c.spans) for c in self.baseline])
+        if same:
+            return
         self.decisions, self.sweep, self.current, self.phase, self.previous = decisions, sweep, current, phase, previous
-        self.baseline = baseline
+        self.baseline = lines
         self.refresh(layout=True)
 
     def render(self) -> Content:

@@ -95,9 +95,12 @@ class SmPane(Widget):
         self.waiting = "waiting for the main run…"
 
     def show(self, sm: "SmUtilisation | None", waiting: str | None = None) -> None:
-        self.sm = sm
-        if waiting is not None:
-            self.waiting = waiting
+        """Show `sm` (or `waiting` while there is none); nothing is redrawn when neither changed
+        (the app calls this with every analysis of a run, and a redraw here lays out the screen)."""
+        waiting = self.waiting if waiting is None else waiting
+        if sm is self.sm and waiting == self.waiting:
+            return
+        self.sm, self.waiting = sm, waiting
         self.refresh(layout=True)
 
     def render(self) -> Content:

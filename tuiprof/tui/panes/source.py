@@ -22,6 +22,7 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.content import Content
+from textual.geometry import Region
 from textual.highlight import highlight
 from textual.message import Message
 from textual.reactive import reactive
@@ -257,6 +258,8 @@ class SourceView(Widget, can_focus=True):
         GPU it simulated (an absent one's figures are not shown). The first analysis puts the
         cursor on #1, the costliest load, unless the user has moved."""
         first = self.analysis is None and analysis is not None
+        whole = analysis is None or first or (stale, levels) != (self.stale, self.levels)
+        before = {} if whole else self._shown_figures()
         self.analysis, self.stale, self.levels = analysis, stale, levels
         self._reasons = {}
         if analysis is None:
@@ -270,10 +273,34 @@ class SourceView(Widget, can_focus=True):
                     self.set_reactive(SourceView.cursor, self.row_of[order[0]])
                     self._scroll_to_cursor(centre=True)
                     self.post_message(self.CursorMoved(self.current_op))
-        self.refresh()
+        if whole:
+            self.refresh()
+        else:  # a run's next analysis: only the rows whose figures moved, and the cursor op's detail
+            after = self._shown_figures()
+            self._refresh_rows([k for k, figures in after.items() if before.get(k) != figures])
+
+    def _shown_figures(self) -> dict[int, tuple[object, ...]]:
+        """What each row on screen draws from the analysis (its op's rank and gutter cells), by row index."""
+        out: dict[int, tuple[object, ...]] = {}
+        for k in range(self.top, min(len(self.rows), self.top + self.body_height)):
+            op = self.rows[k].op
+            if op is not None and op in self.ops:
+                stats = self.stats.get(op)
+                out[k] = (self.ranks.get(op), stats is None,
+                          gutter_cells(stats, self.ops[op].kind == "load", self.levels.l1) if stats is not None else ())
+        return out
+
+    def _refresh_rows(self, rows: Sequence[int]) -> None:
+        """Repaint the code rows `rows` (row indices) and the rows below the code (the cursor op's
+        detail); the other rows keep what they drew (Textual re-renders only the dirty lines)."""
+        width = self.size.width
+        regions = [Region(0, k - self.top + 1, width, 1) for k in rows if self.top <= k < self.top + self.body_height]
+        self.refresh(*regions, Region(0, self.body_height + 1, width, self.echo_rows))
 
     def set_against(self, against: "Against | None", pinned: bool) -> None:
         """The run shown against the pinned baseline (`pinned`: the ΔX column is drawn)."""
+        if against is self.against and pinned == self.pinned:
+            return  # the app calls this with every analysis; nothing pinned, nothing to redraw
         self.against, self.pinned = against, pinned
         self.refresh()
 

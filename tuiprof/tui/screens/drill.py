@@ -113,6 +113,8 @@ class DrillScreen(Screen[None]):
         self.patterns = patterns
         self.against = against or (lambda: None)
         """The run against the pinned baseline, as the app has it now (`tuiprof.tui.delta`)."""
+        self._shown: dict[str, tuple[str, tuple[object, ...]]] = {}
+        """What each text section shows now (its text and styles)."""
 
     @property
     def pattern(self) -> "AddressPattern | None":
@@ -183,12 +185,22 @@ class DrillScreen(Screen[None]):
                                       (f" (one per distinct address; ideal 1) · {serial}", MUTED)),
                      Content.styled(f"X = constant cache hit {self.arch.l1.hit_latency} + {sh.extra:.2f} extra requests "
                                     f"= {fmt.cyc(sh.latency)} (the cache serves one address per cycle)", MUTED)]
-        self.query_one("#drill-latency", Static).update(Content("\n").join(lines))
-        self.query_one("#drill-coalescing", Static).update(Content(""))
-        self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
-        self.query_one("#drill-pattern", Static).update(Content(""))
-        self.query_one("#drill-advice", Static).update(Content("\n").join(
+        self._set("drill-latency", Content("\n").join(lines))
+        self._set("drill-coalescing", Content(""))
+        self._set("drill-ptx", Content("\n").join(ptx_lines(op)))
+        self._set("drill-pattern", Content(""))
+        self._set("drill-advice", Content("\n").join(
             [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in advice(s, None)]))
+
+    def _set(self, name: str, content: Content) -> None:
+        """Put `content` in the section `name`, unless it shows that already: a run's analyses
+        come ten times a second and most sections do not change, and each update lays out the
+        screen."""
+        widget = self.query_one(f"#{name}", Static)
+        key = (content.plain, tuple(content.spans))
+        if self._shown.get(name) != key:
+            self._shown[name] = key
+            widget.update(content)
 
     def update_analysis(self, analysis: "Analysis | None") -> None:
         self.analysis = analysis
@@ -207,7 +219,7 @@ class DrillScreen(Screen[None]):
                 hist.show(s)
         self.query_one("#drill-baseline", Static).display = against is not None
         if against is not None:
-            self.query_one("#drill-baseline", Static).update(Content("\n").join(
+            self._set("drill-baseline", Content("\n").join(
                 delta.drill_lines(against.baseline, against.op(self.op_id), self.levels)))
         self._render_text()
 
@@ -224,10 +236,10 @@ class DrillScreen(Screen[None]):
             (f" · {clean(op.file)}:{op.line} · {op.space} · {op.bytes} B/lane", ""),
             (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share)} of the cost" if s else "",
              MUTED))
-        self.query_one("#drill-title", Static).update(title)
+        self._set("drill-title", title)
         width = max(20, self.size.width - 4)
         if s is None or a is None:
-            self.query_one("#drill-latency", Static).update(Content.styled("waiting for the first trial…", MUTED))
+            self._set("drill-latency", Content.styled("waiting for the first trial…", MUTED))
             return
         if s.passes is not None:
             self._render_shared(op, s)
@@ -237,7 +249,7 @@ class DrillScreen(Screen[None]):
         eq = (f"{lv.formula()} with {', '.join([*given, f'Tm {fmt.cyc(s.tm.mean)}'])}: "
               f"X {fmt.cyc(s.x.mean)} (trials 95% [{fmt.cycles(s.x.spread_lo)}–{fmt.cycles(s.x.spread_hi)}], mean "
               f"±{fmt.cyc((s.x.ci_hi - s.x.ci_lo) / 2)} 95% CI; the model's randomness only; Baghsorkhi12 sec. 6.1)")
-        self.query_one("#drill-latency", Static).update(Content("\n").join([
+        self._set("drill-latency", Content("\n").join([
             Content.styled("Latency breakdown", "bold"), breakdown(s, min(width, 60), lv),
             Content.styled(eq, MUTED)]))
         ideal_lines = max(1, -(-self.arch.warp_size * op.bytes // self.arch.l1.line))
@@ -248,8 +260,8 @@ class DrillScreen(Screen[None]):
                 Content(f"L1 requests (lines) per warp access {fmt.num(s.requests_per_access, 2)} (ideal {ideal_lines})"
                         f" · sectors per L1 request {fmt.num(s.sectors_per_request, 2)}"
                         + (f" · active lanes {fmt.num(p.mean_active_lanes, 1)}/32" if p else ""))]
-        self.query_one("#drill-coalescing", Static).update(Content("\n").join(coal))
-        self.query_one("#drill-ptx", Static).update(Content("\n").join(ptx_lines(op)))
+        self._set("drill-coalescing", Content("\n").join(coal))
+        self._set("drill-ptx", Content("\n").join(ptx_lines(op)))
         if p is not None:
             sample = f" (whole warps sampled: {p.examined:,} of {p.warp_accesses:,})" if p.examined < p.warp_accesses else ""
             l1 = self.arch.l1
@@ -260,9 +272,9 @@ class DrillScreen(Screen[None]):
                    Content(f"reuse by the same warp: {fmt.pct(p.reuse)} of {p.line_touches:,} {unit} touches "
                            f"({p.distinct_lines:,} distinct {unit}s); median reuse distance "
                            f"{fmt.num(p.reuse_distance, 0)} warp accesses")]
-            self.query_one("#drill-pattern", Static).update(Content("\n").join(pat))
-            self.query_one("#drill-advice", Static).update(Content("\n").join(
+            self._set("drill-pattern", Content("\n").join(pat))
+            self._set("drill-advice", Content("\n").join(
                 [Content.styled("Advice", "bold")] + [Content(f"• {clean(t, MAX_MESSAGE)}") for t in tips]))
         else:
-            self.query_one("#drill-pattern", Static).update(Content.styled(ANALYSING, MUTED))
-            self.query_one("#drill-advice", Static).update(Content(""))
+            self._set("drill-pattern", Content.styled(ANALYSING, MUTED))
+            self._set("drill-advice", Content(""))
