@@ -34,7 +34,7 @@ from itertools import combinations
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, keep, mulhi, njit, plain_kernel
+from tuiprof.jit import INLINE, keep, mulhi, njit, plain_kernel
 
 HASH_LINEAR, HASH_XOR = 0, 1
 HASH_CODES = {"linear": HASH_LINEAR, "xor": HASH_XOR}
