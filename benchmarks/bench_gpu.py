@@ -160,8 +160,8 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
 
 
 def emulated() -> dict[str, object]:
-    """Dynamic PTX warp instructions per CTA in the emulator (tests/emu_driver.py), plain and in
-    the counting and recording passes, for the small launches of tests/test_instrument_emu.py:
+    """Dynamic PTX warp instructions per CTA in the emulator (tests/support/emu_driver.py), plain and in
+    the counting and recording passes, for the small launches of tests/gpu/test_instrument_emu.py:
     the probes' instruction overhead on the CTAs outside the snapshot (a test and a branch per
     access, the per-CTA clock records) and inside it (the counting, the recording). A proxy for
     the slowdown where no GPU is at hand, and a rough one: it counts PTX instructions, not SASS
@@ -169,8 +169,8 @@ def emulated() -> dict[str, object]:
     memory-bound kernels the slowdown goal is about."""
     import numpy as np
 
-    from tests.emu_driver import EmuDriver, _where
-    from tests.test_instrument_emu import DEMOS, DEMO_DIR, _program
+    from tests.support.emu_driver import EmuDriver, _where
+    from tests.gpu.test_instrument_emu import DEMOS, DEMO_DIR, _program
     from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
     from tuiprof.collect.gpu import GpuDevice, LaunchChoice, instrument_for
     from tuiprof.ptx import parse_module

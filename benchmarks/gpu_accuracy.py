@@ -3,7 +3,7 @@ benchmarks/micro/, the L2's fetch granularity queried and set, ncu's source page
 comparison; everything into ``results.json`` beside ncu's CSV files, for
 ``benchmarks/fold_measured.py`` to fold into demo_traces/measured.json. Run by
 benchmarks/gpu_accuracy.sh (which says how); ``--dry-run`` prints the plan, commands and time
-caps without running anything (tests/test_gpu_accuracy.py checks it).
+caps without running anything (tests/gpu/test_gpu_accuracy.py checks it).
 
     python benchmarks/gpu_accuracy.py --out DIR [--budget SECONDS] [--cc 9.0] [--skip NAME ...] [--dry-run]
 

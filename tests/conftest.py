@@ -13,7 +13,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Under .ci/run (TUIPROF_TESTS_REQUIRE_COMPILERS=1) the tests that compile CUDA must run:
     a machine without nvcc or without NVRTC stops the session with one message instead of
     skipping them silently."""
-    from tests.ptx_support import REQUIRE_COMPILERS, find_nvcc, nvrtc_available
+    from tests.support.ptx_support import REQUIRE_COMPILERS, find_nvcc, nvrtc_available
 
     if not os.environ.get(REQUIRE_COMPILERS):
         return

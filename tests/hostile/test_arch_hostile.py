@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from tests.factories import make_trace
-from tests.hostile import hostile as H
+from tests.support.factories import make_trace
+from tests.support import hostile as H
 from tests.hostile.conftest import CAP, assert_clean_error, mknod, run_cli, snapshot
 from tests.hostile.test_cli_output import RUN, assert_one_error, tuiprof
 from tuiprof.arch import load_arch

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.factories import make_trace
-from tests.hostile import hostile as H
+from tests.support.factories import make_trace
+from tests.support import hostile as H
 from tests.hostile.conftest import PRELUDE_THEN_MAIN, ROOT, SLOW_WRITE, mknod
 from tuiprof.errors import OutputError
 from tuiprof.output import write_bytes_to, write_output

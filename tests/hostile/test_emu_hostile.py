@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.conftest import CAP, ROOT, Run, run_cli, snapshot
-from tests.ptx_support import require_compiler
+from tests.support.ptx_support import require_compiler
 
 KERNELS = r"""
 __global__ void spin(volatile int *flag, int *out)
@@ -169,7 +169,7 @@ def test_a_snapshot_too_large_to_keep_is_a_tuiprof_limit(tmp_path: Path, warm_em
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """KERNELS compiled to PTX and parsed once: (module, source path, source text)."""
-    from tests.emu_support import Compiler
+    from tests.support.emu_support import Compiler
 
     require_compiler()
     folder = tmp_path_factory.mktemp("emu-hostile-ptx")
@@ -313,7 +313,7 @@ def test_what_a_script_prints_goes_to_stderr_bounded(tmp_path: Path, warm_emulat
 async def test_the_ui_shows_a_script_that_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: the load thread died of SystemExit and the UI said "loading the trace..." forever.
     pytest.importorskip("textual")
-    from tests.tui_support import wait_for
+    from tests.support.tui_support import wait_for
     from tuiprof.collect.options import CollectOptions
     from tuiprof.session import RunConfig
     from tuiprof.tui.app import TuiprofApp

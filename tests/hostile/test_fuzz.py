@@ -26,8 +26,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from tests.factories import make_trace, random_trace
-from tests.hostile import hostile as H
+from tests.support.factories import make_trace, random_trace
+from tests.support import hostile as H
 from tests.hostile.conftest import run_cli
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.io import load_trace, save_trace

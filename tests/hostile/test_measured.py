@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.hostile import hostile as H
+from tests.support import hostile as H
 from tests.hostile.conftest import assert_clean_error, run_cli, snapshot
 from tuiprof.errors import TraceError
 from tuiprof.trace.io import load_trace
@@ -116,7 +116,7 @@ def test_the_ui_with_extreme_measured_values(tmp_path: Path, value: float, statu
     largest accepted one is drawn (q exits 0); either way the terminal comes back sane. Before:
     `ValueError: supplied range of [-8.99e306, inf] is not finite` when the histogram opened."""
     from tests.hostile.test_tui_signals import assert_sane, read_pid, script
-    from tests.tui_support import Tmux, wait_gone
+    from tests.support.tui_support import Tmux, wait_gone
 
     path = with_measured(tmp_path / "m.tptrace", {"op0.x": value, "op1.x": value, "op2.x": value,
                                                   "l1_read": 0.0, "l2_read": 1.0})

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from tests.hostile import hostile as H
+from tests.support import hostile as H
 from tests.hostile.conftest import ROOT, assert_clean_error, run_cli, snapshot
 from tuiprof.errors import OutputError, TraceError
 from tuiprof.trace.io import MAX_HEADER_BYTES, load_trace, read_header

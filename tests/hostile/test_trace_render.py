@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile import hostile as H
+from tests.support import hostile as H
 from tests.hostile.conftest import run_cli, snapshot
 from tuiprof.report import document, render
 from tuiprof.session import RunConfig, Session

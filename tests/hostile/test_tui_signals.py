@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui_support import Tmux, wait_gone
+from tests.support.tui_support import Tmux, wait_gone
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

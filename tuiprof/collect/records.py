@@ -31,7 +31,7 @@ from tuiprof.trace.model import LANES, CtaRecords, Launch, Provenance, Snapshot,
 
 LOCAL_TRACE_BASE = 0x7E00_0000_0000
 """Where local-memory addresses are laid out in traces, as the emulator lays them out (its
-constant of the same name; tests/test_instrument_emu.py checks both agree): each warp has a frame
+constant of the same name; tests/gpu/test_instrument_emu.py checks both agree): each warp has a frame
 of ``words x 128`` bytes (``words`` 4-byte words of local memory per thread) at ``BASE + (c * W +
 w) * words * 128`` for warp w of CTA c, where an access of ``size`` bytes per lane at per-thread
 offset ``a`` of lane l lands at ``((a // size) * 32 + l) * size + a % size``: the lanes' elements
