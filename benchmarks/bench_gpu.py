@@ -170,7 +170,8 @@ def emulated() -> dict[str, object]:
     import numpy as np
 
     from tests.support.emu_driver import EmuDriver, _where
-    from tests.gpu.test_instrument_emu import DEMOS, DEMO_DIR, _program
+    from tests.support.demo_launches import DEMOS, _program
+    from tests.support.ptx_support import DEMO_DIR
     from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
     from tuiprof.collect.gpu import GpuDevice, LaunchChoice, instrument_for
     from tuiprof.ptx import parse_module

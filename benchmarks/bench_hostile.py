@@ -207,7 +207,7 @@ TREE = ROOT
 
 
 def _emu_cases() -> dict[str, Case]:
-    from tests.hostile.test_emu_hostile import FULL_DISK, KERNELS, SPIN, TOUCH, script_text
+    from tests.support.hostile_kernels import FULL_DISK, KERNELS, SPIN, TOUCH, script_text
 
     def emu(body: str, *args: str, top: str = "", cap_gib: float | None = None) -> Case:
         def build(d: Path) -> Spec:

@@ -322,14 +322,16 @@ def test_diff_errors_are_one_line_with_a_hint(reuse_file: Path, capsys: pytest.C
 
 
 def test_docs_document_every_diff_json_key(trace) -> None:
-    from tests.report.test_report import ROOT, _keys
+    from tests.support.json_keys import json_keys
+
+    root = Path(__file__).resolve().parents[2]
 
     doc = diff_document(record(trace, config(0, trials=4)), record(trace, config(0, trials=4, **{"l1.size": "2KiB"})),
                         fail_if_worse=5, ops=["1"])
     json.dumps(doc)  # plain JSON data
-    section = (ROOT / "docs" / "compare.md").read_text()
+    section = (root / "docs" / "compare.md").read_text()
     data = set(doc["a"]["overrides"]) | set(doc["b"]["overrides"])  # the what-if settings: data, not schema
-    missing = sorted(_keys(doc, set()) - data - set(re.findall(r"`([a-z0-9_]+)`", section)))
+    missing = sorted(json_keys(doc, set()) - data - set(re.findall(r"`([a-z0-9_]+)`", section)))
     assert not missing, f"docs/compare.md does not mention {missing}"
 
 

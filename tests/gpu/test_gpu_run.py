@@ -171,7 +171,7 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
     up to the order between warps."""
     import dataclasses
 
-    from tests.gpu.test_instrument_emu import DEMOS, NativeEmuDriver
+    from tests.support.demo_launches import DEMOS, NativeEmuDriver
     from tuiprof.build import build_program
     from tuiprof.collect.gpu import GpuDevice, LaunchChoice
     from tuiprof.collect.records import build_trace

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.conftest import (PROGRAM, ROOT, assert_clean_error, kernel_file, mknod, run_cli,
+from tests.support.hostile_run import (PROGRAM, ROOT, assert_clean_error, kernel_file, mknod, run_cli,
                                     snapshot)
 from tuiprof.errors import BuildError
 

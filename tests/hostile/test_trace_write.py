@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.support.factories import make_trace
 from tests.support import hostile as H
-from tests.hostile.conftest import assert_clean_error, kernel_file, run_cli, snapshot
+from tests.support.hostile_run import assert_clean_error, kernel_file, run_cli, snapshot
 from tuiprof.errors import TraceError
 from tuiprof.trace import io as trace_io
 from tuiprof.trace.io import load_trace, save_trace

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from tests.support.decision_runs import LINE, ONE_SM, THIN, run, thrash_trace
 from tests.support.factories import make_trace
 from tuiprof.arch.presets import load_arch
 from tuiprof.model.decisions import (DRAM_TX, L2_SECTORS, MEM_LD, coalescing_split, md_sample, sm_model,
@@ -17,39 +18,8 @@ from tuiprof.model.latency import memory_latency
 from tuiprof.model.mwp_cwp import MEMORY_BOUND
 from tuiprof.model.timing import ISSUE_BOUND, TIMING
 from tuiprof.report import decisions_section
-from tuiprof.session import Finished, RunConfig, Session, SweepProgress
+from tuiprof.session import Finished, RunConfig, SweepProgress
 from tuiprof.sim.prepared import prepare
-from tuiprof.trace.model import CtaRecords
-
-LINE = 128
-ONE_SM = {"sm_count": "1", "dram.bandwidth_gbs": "5.91"}
-"""One GTX480 SM with its share of the DRAM bandwidth (88.7 GB/s / 15 SMs; its departure delays are
-derived from that share)."""
-THIN = {"sm_count": "1", "dram.bandwidth_gbs": "1.97"}
-"""One GTX480 SM left a third of that share (other kernels' traffic, or 45 SMs' worth of demand)."""
-
-
-def thrash_trace(ctas: int = 16, lines: int = 64, passes: int = 4, insts: int | None = None):
-    """One warp per CTA; each CTA reads its own `lines` 128 B lines `passes` times, one
-    coalesced line per warp access, every access its own bulk sequence (a loop back-edge)."""
-    lane = np.arange(32, dtype=np.uint64) * 4
-    rows, warps = [], []
-    for c in range(ctas):
-        base = 0x10000000 + c * lines * LINE
-        for _ in range(passes):
-            for k in range(lines):
-                rows.append(base + k * LINE + lane)
-                warps.append(c)
-    records = CtaRecords(insts=np.full(ctas, int(insts), dtype=np.int64)) if insts is not None else None
-    return make_trace(rows, warps=warps, starts=(True,), n_ctas=ctas, ctas=records)
-
-
-def run(trace, **config) -> tuple[object, list]:
-    events: list = []
-    cfg = dict(arch="gtx480", overrides=ONE_SM, trials=8, seed=1, threads=2)
-    cfg.update(config)
-    analysis = Session(trace, RunConfig(**cfg)).run(events.append)
-    return analysis, events
 
 
 def test_working_set_is_distinct_lines_per_cta() -> None:

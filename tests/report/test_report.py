@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.support.factories import make_trace
+from tests.support.json_keys import json_keys
 from tuiprof.cli import main
 from tuiprof.report import build_report
 from tuiprof.session import RunConfig
@@ -71,16 +72,6 @@ def test_trials_seed_md_arch_and_set_change_the_analysis(reuse_file: Path, capsy
     assert none["arch"]["name"] == "gtx285" and none["analysis"]["headline"]["l1_read"]["mean"] is None
 
 
-def _keys(obj: object, out: set[str]) -> set[str]:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.add(k)
-            _keys(v, out)
-    elif isinstance(obj, list) and obj:
-        _keys(obj[0], out)
-    return out
-
-
 def test_readme_documents_every_json_key(reuse_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(reuse_file), "--format", "json", "--arch", "gtx480", "--trials", "2",
                  "--sweep-trials", "2"]) == 0
@@ -90,7 +81,7 @@ def test_readme_documents_every_json_key(reuse_file: Path, capsys: pytest.Captur
     documented = set(re.findall(r"`([a-z0-9_]+)`", section))
     # Keys that are data, not schema: the component names of the bottleneck's times.
     data_keys = set(doc["analysis"]["decisions"]["bottleneck"]["times_s"])
-    missing = sorted(_keys(doc, set()) - documented - data_keys)
+    missing = sorted(json_keys(doc, set()) - documented - data_keys)
     assert not missing, f"docs/json.md does not mention {missing}"
 
 

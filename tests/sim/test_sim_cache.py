@@ -11,22 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cachesim import Cache, CacheSimulator, MainMemory
+from cachesim import Cache
 
+from tests.support.sim_oracles import pycachesim_hits
 from tests.support.sim_traces import FULL, LANE0, lanes, one_lane, small_arch, trace_of
 from tuiprof.sim.cache import Replacement, new_cache
 from tuiprof.sim.prepared import prepare
 from tuiprof.sim.trial import run_trial
-
-
-def pycachesim_hits(lines: np.ndarray, sets: int, ways: int, line: int, policy: str = "LRU") -> int:
-    mem = MainMemory()
-    cache = Cache("L", sets, ways, line, policy)
-    mem.load_to(cache)
-    mem.store_from(cache)
-    sim = CacheSimulator(cache, mem)
-    sim.load([int(x) * line for x in lines], length=1)
-    return int(cache.stats()["HIT_count"])
 
 
 def streams(seed: int, n: int = 6000) -> dict[str, np.ndarray]:

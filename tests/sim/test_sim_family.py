@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.sim.test_sim_montecarlo import contended_trace
-from tests.sim.test_sim_replay import assert_identical
+from tests.support.sim_runs import assert_identical, contended_trace
 from tuiprof.arch import load_arch
 from tuiprof.arch.occupancy import carveout_arch
 from tuiprof.sim.addressing import divider, udivmod

@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from tests.support.sim_runs import contended_trace
 from tests.support.sim_traces import FULL, small_arch, trace_of
 from tuiprof.errors import UsageError
 from tuiprof.sim.montecarlo import Convergence, MonteCarlo
@@ -14,21 +15,6 @@ from tuiprof.sim.rng import trial_seed
 
 FIELDS = ("l1_requests", "l1_read_hits", "l1_read_accesses", "l1_write_accesses", "l2_read_hits", "l2_read_accesses",
           "l2_write_hits", "l2_write_accesses", "dram_reads", "dram_writes", "dram_batch_latencies", "sm_requests")
-
-
-def contended_trace(seed: int = 0):
-    """8 CTAs of 2 warps, random gathers over 32 KiB plus a private stream per warp, so that
-    hits depend on the order of warps and SMs."""
-    rng = np.random.default_rng(seed)
-    warps = []
-    for w in range(16):
-        acc = []
-        for k in range(40):
-            gather = np.uint64(0x100000) + rng.integers(0, 8192, 32).astype(np.uint64) * np.uint64(4)
-            acc.append((0, gather, FULL))
-            acc.append((0, np.uint64(0x800000 + w * 0x10000 + (k % 12) * 128) + np.arange(32, dtype=np.uint64) * 4, FULL))
-        warps.append(acc)
-    return trace_of(warps, warps_per_cta=2, ctas_per_sm=2)
 
 
 ARCH = dict(sm_count=4, l1__size="2KiB", l1__assoc=4, l2__size="16KiB", l2__assoc=8)

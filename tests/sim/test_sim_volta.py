@@ -337,7 +337,7 @@ def test_the_sweep_simulates_each_md_with_its_own_l1() -> None:
 
 def test_the_readme_what_if_runs_on_the_tesla_c2050() -> None:
     # --set l1.size=48KiB: 6 sets of 64 ways (modulo indexing), against pycachesim's 6 sets.
-    from tests.sim.test_sim_cache import pycachesim_hits
+    from tests.support.sim_oracles import pycachesim_hits
 
     arch = arch_with("tesla-c2050", sm_count=1, l1__size="48KiB", l2__size=0)
     assert arch.l1.sets == 6

@@ -69,7 +69,7 @@ def test_the_warm_up_runs_first_on_every_sm_and_in_the_merged_stream() -> None:
     warm-up than others): every cached access issued once, each warp in program order, each SM's
     warm-up accesses before its counted ones, every warm-up access of the merged stream before
     any counted one; product and reference kernels agree trial for trial."""
-    from tests.sim.test_sim_replay import differences
+    from tests.support.sim_runs import differences
     from tuiprof.sim.schedule import order_accesses
     from tuiprof.sim.rng import rng_new
     from tuiprof.trace.model import CtaRecords

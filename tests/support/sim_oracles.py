@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import numpy as np
+from cachesim import Cache, CacheSimulator, MainMemory
 
 from tuiprof.arch import Arch
 from tuiprof.sim.coalesce import CHUNK, Coalesced
@@ -115,3 +116,13 @@ def program_order_counts(prepared: Prepared, arch: Arch) -> np.ndarray:
     replay(rng_new(0), params, lab, order, sm_acc_off, counts, prepared.acc_op, prepared.op_write, co.req_off,
            co.req_line, co.req_mask, co.req_full, prepared.n_ops)
     return counts
+
+
+def pycachesim_hits(lines: np.ndarray, sets: int, ways: int, line: int, policy: str = "LRU") -> int:
+    mem = MainMemory()
+    cache = Cache("L", sets, ways, line, policy)
+    mem.load_to(cache)
+    mem.store_from(cache)
+    sim = CacheSimulator(cache, mem)
+    sim.load([int(x) * line for x in lines], length=1)
+    return int(cache.stats()["HIT_count"])

@@ -448,7 +448,7 @@ def test_md_pane_marks_the_default_and_recommended_rows_and_the_timing_gain() ->
     """The ★ row is the recommended MD's, the D row the default's, and the gain printed is the
     timing model's T(default) / T(recommended) - 1 (before, the test asserted "D" in a text
     holding "DRAM", which cannot fail)."""
-    from tests.model.test_decisions import THIN, run, thrash_trace
+    from tests.support.decision_runs import THIN, run, thrash_trace
 
     analysis, _ = run(thrash_trace(), overrides=THIN)
     d = analysis.decisions
