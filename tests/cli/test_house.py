@@ -1,6 +1,7 @@
 """The house rules stay complete: every top-level module and package of tuiprof has its place in
 the layers contract of pyproject.toml (a module left out would escape every import rule), and every
-module named there exists."""
+module named there exists; the tests mirror the packages, share helpers only through tests/support/,
+and hold one copy of each CUDA fixture."""
 
 from __future__ import annotations
 
@@ -44,3 +45,27 @@ def test_the_headless_modules_load_no_textual() -> None:
             "print('UI', sorted(m for m in ('textual', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT).stdout
     assert "UI []" in out, out
+
+
+def test_tests_mirror_the_packages_and_import_only_support() -> None:
+    """Test modules live in their area's folder (tests/sim/, tests/emu/, ...), and none imports
+    another test module or a conftest: shared helpers are in tests/support/."""
+    tests = ROOT / "tests"
+    assert not sorted(p.name for p in tests.glob("test_*.py")), "test modules belong in an area folder"
+    crossing = re.compile(r"^\s*(?:from|import)\s+tests\.(?:[\w.]+\.)?(?:test_\w+|conftest)\b", re.M)
+    offenders = [str(p.relative_to(tests)) for p in sorted(tests.rglob("*.py")) if crossing.search(p.read_text())]
+    assert not offenders, f"import helpers from tests/support/, not from test modules: {offenders}"
+
+
+def test_each_cuda_fixture_is_one_copy() -> None:
+    """No two CUDA files of the tests are byte-identical (a second copy drifts from the first)."""
+    import hashlib
+
+    seen: dict[str, str] = {}
+    copies = []
+    for p in sorted((ROOT / "tests").rglob("*.cu")):
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()
+        if digest in seen:
+            copies.append((seen[digest], str(p.relative_to(ROOT))))
+        seen.setdefault(digest, str(p.relative_to(ROOT)))
+    assert not copies, f"identical CUDA files: {copies}"

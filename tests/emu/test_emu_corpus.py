@@ -17,7 +17,7 @@ def test_half_math(cuda_ptx):
     n = 200
     a = rng.uniform(0.5, 4, 256).astype(np.float16)
     b = rng.uniform(0.5, 4, 256).astype(np.float16)
-    ptx = cuda_ptx("emu_half_double")
+    ptx = cuda_ptx("ptx_half_double")
     _, _, c, f, _ = run(ptx, "half_math", 2, 128, (a, b, np.zeros(256, np.float16), np.zeros(256, np.float32), np.int32(n)))
     h = (a.astype(np.float32) + (a.astype(np.float32) * b.astype(np.float32)).astype(np.float16)).astype(np.float16)
     np.testing.assert_array_equal(c[:n], h[:n])
@@ -33,7 +33,7 @@ def test_half_math(cuda_ptx):
 def test_double_math(cuda_ptx):
     rng = np.random.default_rng(2)
     x = rng.uniform(0.1, 5, 128)
-    y, z, w = run(cuda_ptx("emu_half_double"), "double_math", 1, 128,
+    y, z, w = run(cuda_ptx("ptx_half_double"), "double_math", 1, 128,
                   (x, np.zeros(128), np.zeros(128, np.float32), np.zeros(128, np.int64), np.int32(128)))[1:4]
     r = np.sqrt(x) + np.exp(x) + x / 3.0 + (x * x + 1.0)
     np.testing.assert_allclose(y, r, rtol=1e-15)
@@ -46,7 +46,7 @@ def test_local_array_noinline_call_and_printf(cuda_ptx):
     rng = np.random.default_rng(3)
     n, k = 100, 7
     inp = rng.integers(-50, 50, 128).astype(np.int32)
-    out = run(cuda_ptx("emu_local_mem"), "local_array", 1, 128, (inp, np.zeros(128, np.int32), np.int32(n), np.int32(k)))[1]
+    out = run(cuda_ptx("ptx_local_mem"), "local_array", 1, 128, (inp, np.zeros(128, np.int32), np.int32(n), np.int32(k)))[1]
     ref = np.zeros(128, np.int32)
     for i in range(n):
         loc = [int(inp[(i + j) % n]) for j in range(16)]
@@ -57,7 +57,7 @@ def test_local_array_noinline_call_and_printf(cuda_ptx):
 def test_local_accesses_are_recorded_lane_interleaved(cuda_ptx):
     """Local memory is per thread; its recorded addresses model the hardware's interleaving (the
     lanes' elements side by side), so a warp's access to loc[j] is coalesced."""
-    module, src, text = cuda_ptx("emu_local_mem")
+    module, src, text = cuda_ptx("ptx_local_mem")
     dev = EmuDevice(module, src, text)
     inp = dev.to_device(np.arange(64, dtype=np.int32))
     dev.launch("local_array", 1, 64, (inp, dev.zeros(64, np.int32), np.int32(64), np.int32(3)))
@@ -74,7 +74,7 @@ def test_local_accesses_are_recorded_lane_interleaved(cuda_ptx):
 
 
 def test_constant_memory(cuda_ptx):
-    module, src, text = cuda_ptx("emu_local_mem")
+    module, src, text = cuda_ptx("ptx_local_mem")
     rng = np.random.default_rng(4)
     n = 100
     inp = rng.integers(-5, 5, 128).astype(np.float32)
@@ -87,7 +87,7 @@ def test_constant_memory(cuda_ptx):
 
 @pytest.mark.parametrize("use_shared", [0, 1])
 def test_generic_pointer_to_shared_or_global(cuda_ptx, use_shared):
-    module, src, text = cuda_ptx("emu_generic_ptr")
+    module, src, text = cuda_ptx("ptx_generic_ptr")
     rng = np.random.default_rng(5)
     g = rng.integers(-9, 9, 512).astype(np.float32)
     dev = EmuDevice(module, src, text)
@@ -103,7 +103,7 @@ def test_generic_pointer_to_shared_or_global(cuda_ptx, use_shared):
 
 
 def test_templates(cuda_ptx):
-    module, src, text = cuda_ptx("emu_template_saxpy")
+    module, src, text = cuda_ptx("ptx_template_saxpy")
     names = [k for k in module.kernels]
     rng = np.random.default_rng(6)
     for name, dtype, unroll, a in ((n, np.float32, 4, np.float32(2.5)) if "Li4" in n else
@@ -118,7 +118,7 @@ def test_templates(cuda_ptx):
 
 
 def test_vector_loads(cuda_ptx):
-    ptx = cuda_ptx("emu_vector_loads")
+    ptx = cuda_ptx("ptx_vector_loads")
     rng = np.random.default_rng(7)
     f4 = rng.integers(-9, 9, (128, 4)).astype(np.float32)
     out = run(ptx, "copy_float4", 1, 128, (f4, np.zeros((128, 4), np.float32), np.int32(100)))[1]
@@ -141,7 +141,7 @@ def test_vector_loads(cuda_ptx):
 
 
 def test_tiled_matmul_with_bounds_and_dynamic_shared_transpose(cuda_ptx):
-    ptx = cuda_ptx("emu_matmul_tiled")
+    ptx = cuda_ptx("ptx_matmul_tiled")
     rng = np.random.default_rng(8)
     n = 40   # not a multiple of the tile: the bounds checks pad with zeros
     a = rng.integers(-3, 4, (n, n)).astype(np.float32)
@@ -156,7 +156,7 @@ def test_tiled_matmul_with_bounds_and_dynamic_shared_transpose(cuda_ptx):
 
 
 def test_cp_async_and_barrier_reductions(cuda_ptx):
-    ptx = cuda_ptx("emu_modern_features")
+    ptx = cuda_ptx("ptx_modern_features")
     rng = np.random.default_rng(9)
     n = 500
     inp = rng.integers(-3, 4, 512).astype(np.float32)
@@ -180,7 +180,7 @@ def test_cooperative_groups_match_and_redux(cuda_ptx):
     rng = np.random.default_rng(10)
     n = 200
     inp = rng.integers(0, 4, 256).astype(np.int32)
-    out = run(cuda_ptx("emu_modern_features"), "cg_reduce", 2, 128, (inp, np.zeros(1, np.int32), np.int32(n)))[1]
+    out = run(cuda_ptx("ptx_modern_features"), "cg_reduce", 2, 128, (inp, np.zeros(1, np.int32), np.int32(n)))[1]
     v = np.where(np.arange(256) < n, inp, 0)
     total = 0
     for w in range(8):
@@ -193,5 +193,5 @@ def test_cooperative_groups_match_and_redux(cuda_ptx):
 def test_cub_block_reduce(cuda_ptx):
     rng = np.random.default_rng(11)
     inp = rng.integers(-100, 100, 512).astype(np.float32)
-    out = run(cuda_ptx("emu_modern_features"), "cub_block_sum", 4, 128, (inp, np.zeros(4, np.float32)))[1]
+    out = run(cuda_ptx("ptx_modern_features"), "cub_block_sum", 4, 128, (inp, np.zeros(4, np.float32)))[1]
     np.testing.assert_array_equal(out, inp.reshape(4, 128).sum(axis=1))

@@ -101,5 +101,5 @@ def _variant(compiled: tuple, kernel: str) -> int:
 
 def test_kernels_get_the_smallest_variant_that_runs_them(cuda_ptx: Compiler) -> None:  # noqa: F811
     assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "vecadd.cu"), "kernel_vec_add") == 0
-    assert _variant(cuda_ptx("emu_matmul_tiled"), "matmul_tiled") == 1   # CTA barriers
-    assert _variant(cuda_ptx("emu_reduce_shfl"), "reduce_shfl") == 2     # atomicAdd on floats
+    assert _variant(cuda_ptx("ptx_matmul_tiled"), "matmul_tiled") == 1   # CTA barriers
+    assert _variant(cuda_ptx("ptx_reduce_shfl"), "reduce_shfl") == 2     # atomicAdd on floats

@@ -16,7 +16,7 @@ def test_divergent_if_else_and_collatz_loops(cuda_ptx):
     rng = np.random.default_rng(1)
     n = 300
     inp = rng.integers(1, 200, 320).astype(np.int32)
-    out = run(cuda_ptx("emu_divergent"), "divergent", 3, 128, (inp, np.zeros(320, np.int32), np.int32(n)))[1]
+    out = run(cuda_ptx("ptx_divergent"), "divergent", 3, 128, (inp, np.zeros(320, np.int32), np.int32(n)))[1]
     ref = np.zeros(320, np.int32)
     for i in range(n):
         v, steps = int(inp[i]), 0
@@ -34,7 +34,7 @@ def test_switch(cuda_ptx):
     rng = np.random.default_rng(2)
     inp = rng.integers(-50, 50, 256).astype(np.int32)
     prev = rng.integers(-5, 5, 256).astype(np.float32)
-    out = run(cuda_ptx("emu_divergent"), "switch_kernel", 2, 128, (inp, prev.copy(), np.int32(250)))[1]
+    out = run(cuda_ptx("ptx_divergent"), "switch_kernel", 2, 128, (inp, prev.copy(), np.int32(250)))[1]
     ref = prev.copy()
     for i in range(250):
         c = inp[i] & 7
@@ -45,7 +45,7 @@ def test_switch(cuda_ptx):
 
 def test_shfl_on_both_sides_of_a_divergent_branch(cuda_ptx):
     v = (np.arange(64) * 3).astype(np.int32)
-    out = run(cuda_ptx("emu_sync_in_divergence"), "shfl_both_sides", 1, 64, (v, np.zeros(64, np.int32)))[1]
+    out = run(cuda_ptx("ptx_sync_in_divergence"), "shfl_both_sides", 1, 64, (v, np.zeros(64, np.int32)))[1]
     lane = np.arange(64) % 32
     partner = (np.arange(64) // 32) * 32 + (lane ^ 16)
     np.testing.assert_array_equal(out, np.where(lane < 16, v[partner] + 1, v[partner] - 1))
@@ -53,7 +53,7 @@ def test_shfl_on_both_sides_of_a_divergent_branch(cuda_ptx):
 
 def test_shfl_sources_computed_inside_each_side(cuda_ptx):
     v = (np.arange(32) * 3).astype(np.int32)
-    out = run(cuda_ptx("emu_sync_in_divergence"), "shfl_both_sides2", 1, 32, (v, np.zeros(32, np.int32)))[1]
+    out = run(cuda_ptx("ptx_sync_in_divergence"), "shfl_both_sides2", 1, 32, (v, np.zeros(32, np.int32)))[1]
     a, b = v * 2, v + 100
     lane = np.arange(32)
     np.testing.assert_array_equal(out, np.where(lane < 16, b[lane ^ 16] + 1, a[lane ^ 16] - 1))
@@ -61,7 +61,7 @@ def test_shfl_sources_computed_inside_each_side(cuda_ptx):
 
 def test_syncthreads_on_both_sides(cuda_ptx):
     v = np.arange(256, dtype=np.int32) * 7 - 100
-    out = run(cuda_ptx("emu_sync_in_divergence"), "bar_both_sides", 1, 256, (v, np.zeros(256, np.int32)))[1]
+    out = run(cuda_ptx("ptx_sync_in_divergence"), "bar_both_sides", 1, 256, (v, np.zeros(256, np.int32)))[1]
     s = np.where(np.arange(256) & 1, v * 2, v + 1)
     np.testing.assert_array_equal(out, s[np.arange(256) ^ 1])
 
@@ -69,7 +69,7 @@ def test_syncthreads_on_both_sides(cuda_ptx):
 def test_early_return_then_syncthreads(cuda_ptx):
     n = 200
     v = np.arange(256, dtype=np.int32) + 5
-    out = run(cuda_ptx("emu_sync_in_divergence"), "early_exit_then_bar", 2, 128, (v, np.zeros(256, np.int32), np.int32(n)))[1]
+    out = run(cuda_ptx("ptx_sync_in_divergence"), "early_exit_then_bar", 2, 128, (v, np.zeros(256, np.int32), np.int32(n)))[1]
     ref = np.zeros(256, np.int32)
     for i in range(n):
         c, t = divmod(i, 128)
@@ -79,7 +79,7 @@ def test_early_return_then_syncthreads(cuda_ptx):
 
 
 def test_spin_on_a_volatile_flag_set_by_another_lane(cuda_ptx):
-    flag, data = run(cuda_ptx("emu_modern_features"), "volatile_flag", 1, 32,
+    flag, data = run(cuda_ptx("ptx_modern_features"), "volatile_flag", 1, 32,
                      (np.zeros(1, np.int32), np.zeros(1, np.int32)))
     assert flag[0] == 1 and data[0] == 42
 
@@ -95,14 +95,14 @@ def test_spmv_divergent_loops(cuda_ptx):
     ref = np.array([np.sum(val[rowptr[r]:rowptr[r + 1]] * x[col[rowptr[r]:rowptr[r + 1]]]) for r in range(rows)],
                    np.float32)
     for kernel in ("spmv_csr", "spmv_csr_plain"):
-        y = run(cuda_ptx("emu_spmv_csr"), kernel, 4, 64, (np.int32(rows), rowptr, col, val, x, np.zeros(rows, np.float32)))[5]
+        y = run(cuda_ptx("ptx_spmv_csr"), kernel, 4, 64, (np.int32(rows), rowptr, col, val, x, np.zeros(rows, np.float32)))[5]
         np.testing.assert_array_equal(y, ref)
 
 
 def test_spmv_warp_accesses_cover_each_nonzero_once(cuda_ptx):
     """Every nonzero's column index is loaded by exactly one lane of one warp access, at its address
     (nvcc unrolls this loop by 4, so several ops share the work)."""
-    module, src, text = cuda_ptx("emu_spmv_csr")
+    module, src, text = cuda_ptx("ptx_spmv_csr")
     rows = 32
     lens = np.arange(rows) % 7
     rowptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
@@ -123,10 +123,10 @@ def test_warp_reduction_and_votes(cuda_ptx):
     rng = np.random.default_rng(4)
     n = 1000
     inp = rng.integers(-3, 4, n).astype(np.float32)
-    out = run(cuda_ptx("emu_reduce_shfl"), "reduce_shfl", 4, 128, (inp, np.zeros(1, np.float32), np.int32(n)))[1]
+    out = run(cuda_ptx("ptx_reduce_shfl"), "reduce_shfl", 4, 128, (inp, np.zeros(1, np.float32), np.int32(n)))[1]
     assert out[0] == inp.sum()
     vi = rng.integers(-5, 6, 96).astype(np.int32)
-    got = run(cuda_ptx("emu_reduce_shfl"), "vote_ops", 1, 96, (vi, np.zeros(96, np.uint32), np.int32(90)))[1]
+    got = run(cuda_ptx("ptx_reduce_shfl"), "vote_ops", 1, 96, (vi, np.zeros(96, np.uint32), np.int32(90)))[1]
     v = np.where(np.arange(96) < 90, vi, 0).astype(np.int64)
     ref = np.zeros(96, np.uint64)
     for w in range(3):
@@ -152,7 +152,7 @@ def test_histogram_atomics_under_contention(cuda_ptx):
     data = (rng.integers(0, 256, 5000) ** 2 % 256).astype(np.uint8)   # skewed: many lanes hit one bin
     ref = np.bincount(data, minlength=256).astype(np.uint32)
     for kernel in ("histogram_global", "histogram_shared"):
-        hist = run(cuda_ptx("emu_histogram_atomic"), kernel, 4, 128,
+        hist = run(cuda_ptx("ptx_histogram_atomic"), kernel, 4, 128,
                    (data, np.int32(data.shape[0]), np.zeros(256, np.uint32)))[2]
         np.testing.assert_array_equal(hist, ref)
 
@@ -162,7 +162,7 @@ def test_every_atomic_operation(cuda_ptx):
     p[1] = 1000
     p[4] = -1
     f, d, u = np.zeros(1, np.float32), np.zeros(1, np.float64), np.zeros(1, np.uint64)
-    p, f, d, u = run(cuda_ptx("emu_histogram_atomic"), "atomics_misc", 1, 64, (p, f, d, u))
+    p, f, d, u = run(cuda_ptx("ptx_histogram_atomic"), "atomics_misc", 1, 64, (p, f, d, u))
     t = np.arange(64)
     assert p[0] == 63 and p[1] == 0           # max, min
     assert p[2] == 64                         # cas(t -> t+1) applied by threads in order 0..63

@@ -82,7 +82,7 @@ def test_nvrtc_is_bounded_in_time() -> None:
     from tuiprof.build import build_program
 
     with pytest.raises(BuildError, match="took longer than 0.01 s, tuiprof's time limit"):
-        build_program(ROOT / "tests" / "cuda" / "build_spmv.cu", compute_capability=(8, 0), compiler="nvrtc",
+        build_program(ROOT / "tests" / "cuda" / "ptx_spmv_csr.cu", compute_capability=(8, 0), compiler="nvrtc",
                       cache=False, timeout=0.01)
 
 

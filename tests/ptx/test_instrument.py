@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.ptx_support import CUDA_DIR, DEMO_DIR, compile_nvcc, find_nvcc, fixtures, source_for
+from tests.support.ptx_support import (CUDA_DIR, DEMO_DIR, compile_nvcc, corpus_sources, find_nvcc, fixtures,
+                                        source_for)
 from tuiprof.collect.records import site_to_op
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import COMPRESSED_BIT, CTL_SYMBOL, SITE_BITS, Instrumented, instrument, is_instrumented
@@ -27,6 +28,8 @@ NVCC_FIXTURES = fixtures("nvcc")
 BUILD_SOURCES = sorted(p for p in CUDA_DIR.glob("build_*.cu")
                        if p.stem not in ("build_syntax_error", "build_missing_include"))
 EMU_SOURCES = sorted(CUDA_DIR.glob("emu_*.cu")) + [CUDA_DIR / "instrument_local.cu"]
+SHARED_SOURCES = [p for p in corpus_sources() if p.stem != "ptx_extras"]
+"""The PTX corpus files that the build and emulator tests use as well (one copy of each in tests/cuda)."""
 ALL_DEMO_SOURCES = sorted(DEMO_DIR.glob("*.cu"))
 PLAIN_PTX_INVALID = {"emu_alu.cu": "Arguments mismatch for instruction 'shl'"}
 """Corpus files whose *uninstrumented* PTX ptxas refuses already: emu_alu's inline asm shifts by a
@@ -75,7 +78,7 @@ def test_instrumented_fixture_assembles(fixture: Path, tmp_path: Path) -> None:
 
 @needs_ptxas
 @needs_nvcc
-@pytest.mark.parametrize("src", BUILD_SOURCES + ALL_DEMO_SOURCES + EMU_SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("src", BUILD_SOURCES + SHARED_SOURCES + ALL_DEMO_SOURCES + EMU_SOURCES, ids=lambda p: p.name)
 def test_fresh_nvcc_compile_instrumented_assembles(src: Path, tmp_path: Path) -> None:
     """The rest of tests/cuda (the build and emulator corpora) and every demo, compiled now by the
     nvcc at hand."""

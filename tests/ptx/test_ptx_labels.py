@@ -160,7 +160,7 @@ def test_labels_are_never_the_other_side(cuda_ptx) -> None:
     # A store's label is what it writes and a load's what it reads, on every op of the corpus.
     from tuiprof.ptx.ops import static_ops
 
-    for name in ("labels_same_line", "emu_vector_loads", "emu_matmul_tiled", "emu_histogram_atomic"):
+    for name in ("labels_same_line", "ptx_vector_loads", "ptx_matmul_tiled", "ptx_histogram_atomic"):
         module, src, text = cuda_ptx(name)
         lines = text.splitlines()
         for kernel in module.kernels:

@@ -30,7 +30,8 @@ SM80_ONLY = ("ptx_modern_features.cu",)
 
 
 def corpus_sources() -> list[Path]:
-    """The CUDA files of the PTX corpus: tests/cuda/ptx_*.cu."""
+    """The CUDA files of the PTX corpus: tests/cuda/ptx_*.cu (the build and emulator tests use most of
+    them too: tests/cuda holds one copy of each kernel file)."""
     return sorted(CUDA_DIR.glob("ptx_*.cu"))
 
 

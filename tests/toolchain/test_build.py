@@ -42,8 +42,8 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="needs nvcc (the CUDA toolk
 needs_nvrtc = pytest.mark.skipif(not HAS_NVRTC, reason="needs cuda-bindings with the NVRTC wheel")
 COMPILERS = [pytest.param("nvcc", marks=needs_nvcc), pytest.param("nvrtc", marks=needs_nvrtc)]
 
-CORPUS = ["build_spmv.cu", "build_matmul.cu", "build_local_mem.cu", "build_half_double.cu",
-          "build_templates.cu", "build_vector_loads.cu", "build_atomics.cu", "build_modern.cu", "build_cxx.cu"]
+CORPUS = ["ptx_spmv_csr.cu", "ptx_matmul_tiled.cu", "ptx_local_mem.cu", "ptx_half_double.cu",
+          "ptx_template_saxpy.cu", "ptx_vector_loads.cu", "ptx_histogram_atomic.cu", "build_modern.cu", "build_cxx.cu"]
 
 # Bytes declared in the sources: __shared__ arrays (static shared per CTA) and __constant__ arrays.
 STATIC_SHARED = {
@@ -55,7 +55,7 @@ STATIC_SHARED = {
     "async_copy": 256 * 4,             # float buf[256]
     "spmv_csr": 0,
 }
-CONST_BYTES = {"build_local_mem.cu": 16 * 4, "build_spmv.cu": 0, "build_matmul.cu": 0}  # float coeffs[16]
+CONST_BYTES = {"ptx_local_mem.cu": 16 * 4, "ptx_spmv_csr.cu": 0, "ptx_matmul_tiled.cu": 0}  # float coeffs[16]
 
 
 @pytest.fixture(scope="module")
@@ -127,14 +127,14 @@ def test_corpus_compiles_to_ptx_with_line_info(name: str, compiler: str) -> None
             assert kernel.resources.static_shared == STATIC_SHARED[kernel.name], kernel.name
         if name in CONST_BYTES:
             assert kernel.resources.const_bytes == CONST_BYTES[name]
-    if name == "build_local_mem.cu":
+    if name == "ptx_local_mem.cu":
         local = program.kernel("local_array").resources
         assert local is not None and local.local_bytes_per_thread >= 16 * 4  # int loc[16] lives in local memory
 
 
 @needs_nvcc
 @pytest.mark.parametrize("cc", [(7, 5), (8, 0), (9, 0)])
-@pytest.mark.parametrize("name", ["build_matmul.cu", "build_local_mem.cu", "build_atomics.cu", "build_vector_loads.cu"])
+@pytest.mark.parametrize("name", ["ptx_matmul_tiled.cu", "ptx_local_mem.cu", "ptx_histogram_atomic.cu", "ptx_vector_loads.cu"])
 def test_registers_match_ptxas_v_on_every_target(name: str, cc: tuple[int, int], tmp_path: Path) -> None:
     program = build(name, "nvcc", cc)
     report, cubin = ptxas_report(program.ptx, program.target, tmp_path)
@@ -151,7 +151,7 @@ def test_registers_match_ptxas_v_on_every_target(name: str, cc: tuple[int, int],
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("name", ["build_matmul.cu", "build_local_mem.cu", "build_half_double.cu", "build_cxx.cu"])
+@pytest.mark.parametrize("name", ["ptx_matmul_tiled.cu", "ptx_local_mem.cu", "ptx_half_double.cu", "build_cxx.cu"])
 @pytest.mark.parametrize("cc", [(8, 0), (9, 0)])
 def test_nvrtc_cubin_resources_match_its_own_ptxas_report(name: str, cc: tuple[int, int]) -> None:
     from cuda.bindings import nvrtc
@@ -176,7 +176,7 @@ def test_nvrtc_cubin_resources_match_its_own_ptxas_report(name: str, cc: tuple[i
 
 @needs_nvcc
 @needs_nvrtc
-@pytest.mark.parametrize("name", ["build_spmv.cu", "build_cxx.cu", "build_templates.cu"])
+@pytest.mark.parametrize("name", ["ptx_spmv_csr.cu", "build_cxx.cu", "ptx_template_saxpy.cu"])
 def test_nvcc_and_nvrtc_agree_on_kernels_and_line_table(name: str) -> None:
     a, b = build(name, "nvcc"), build(name, "nvrtc")
     assert a.kernel_names == b.kernel_names
@@ -201,7 +201,7 @@ def test_target_is_floored_at_the_oldest_and_capped_at_the_newest_supported() ->
 def test_nvcc_target_floor_comes_from_the_compiler() -> None:
     listing = subprocess.run([str(NVCC), "--list-gpu-arch"], capture_output=True, text=True, timeout=60).stdout
     oldest = min(int(a) for a in re.findall(r"compute_(\d+)", listing))
-    program = build("build_spmv.cu", "nvcc", (2, 0))
+    program = build("ptx_spmv_csr.cu", "nvcc", (2, 0))
     assert program.target == f"sm_{oldest}" and program.requested == (2, 0)
     assert f".target sm_{oldest}" in program.ptx
 
@@ -211,7 +211,7 @@ def test_nvrtc_target_floor_comes_from_the_library() -> None:
     from cuda.bindings import nvrtc
 
     _, archs = nvrtc.nvrtcGetSupportedArchs()
-    program = build("build_spmv.cu", "nvrtc", (1, 3))
+    program = build("ptx_spmv_csr.cu", "nvrtc", (1, 3))
     assert program.target == f"sm_{min(archs)}" and program.requested == (1, 3)
 
 
@@ -252,9 +252,9 @@ def test_bad_paths_and_arguments_are_build_errors(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match="is a directory"):
         build_program(tmp_path, compute_capability=(8, 0))
     with pytest.raises(BuildError, match="compute capability"):
-        build_program(CUDA / "build_spmv.cu", compute_capability=(8,))  # type: ignore[arg-type]
+        build_program(CUDA / "ptx_spmv_csr.cu", compute_capability=(8,))  # type: ignore[arg-type]
     with pytest.raises(BuildError, match="unknown compiler"):
-        build_program(CUDA / "build_spmv.cu", compute_capability=(8, 0), compiler="clang")
+        build_program(CUDA / "ptx_spmv_csr.cu", compute_capability=(8, 0), compiler="clang")
 
 
 @pytest.mark.parametrize("compiler", COMPILERS)
@@ -333,10 +333,10 @@ def test_flag_normalisation(tmp_path: Path) -> None:
 
 @needs_nvrtc
 def test_nvrtc_leaves_out_host_only_flags_and_reports_unknown_ones() -> None:
-    program = build("build_spmv.cu", "nvrtc", flags=("-O3", "-Xcompiler", "-Wall"))
+    program = build("ptx_spmv_csr.cu", "nvrtc", flags=("-O3", "-Xcompiler", "-Wall"))
     assert program.flags == ("-O3", "-Xcompiler", "-Wall")
     with pytest.raises(BuildError) as info:
-        build("build_spmv.cu", "nvrtc", flags=("--no-such-flag",), cache=False)
+        build("ptx_spmv_csr.cu", "nvrtc", flags=("--no-such-flag",), cache=False)
     assert "--no-such-flag" in info.value.message and "NVRTC" in info.value.hint
 
 
@@ -349,7 +349,7 @@ def test_compiles_in_a_private_folder_and_cleans_up(compiler: str, tmp_path: Pat
     src_dir, tmp_dir = tmp_path / "src", tmp_path / "tmp"
     src_dir.mkdir()
     tmp_dir.mkdir()
-    shutil.copy(CUDA / "build_spmv.cu", src_dir / "spmv.cu")
+    shutil.copy(CUDA / "ptx_spmv_csr.cu", src_dir / "spmv.cu")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_dir))
     monkeypatch.chdir(src_dir)
     build_program(src_dir / "spmv.cu", compute_capability=(8, 0), compiler=compiler, cache=False)
@@ -393,13 +393,13 @@ def test_an_unwritable_cache_still_builds(compiler: str, tmp_path: Path, monkeyp
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    program = build("build_spmv.cu", compiler)
+    program = build("ptx_spmv_csr.cu", compiler)
     assert program.kernel_names == ("spmv_csr", "spmv_csr_plain")
 
 
 @needs_nvcc
 def test_cache_entries_round_trip() -> None:
-    program = build("build_local_mem.cu", "nvcc")
+    program = build("ptx_local_mem.cu", "nvcc")
     assert build_cache.from_json(build_cache.to_json(program)) == program
     assert build_cache.from_json('{"version": 0}') is None and build_cache.from_json("garbage") is None
 
@@ -437,7 +437,7 @@ def test_without_nvcc_nvrtc_compiles(tmp_path: Path) -> None:
     out = run_without_nvcc(
         "from tuiprof.build import build_program\n"
         "from tuiprof.build.toolchain import find_nvcc\n"
-        f"p = build_program({str(CUDA / 'build_matmul.cu')!r}, compute_capability=(8, 0))\n"
+        f"p = build_program({str(CUDA / 'ptx_matmul_tiled.cu')!r}, compute_capability=(8, 0))\n"
         "print(find_nvcc(), p.compiler, p.target, p.resources_from, p.kernel('matmul_tiled').resources.static_shared)\n",
         tmp_path).stdout
     none, compiler, version, target, origin, shared = out.split()
@@ -449,7 +449,7 @@ def test_no_compiler_at_all_is_one_clear_message(tmp_path: Path) -> None:
     out = run_without_nvcc(
         "from tuiprof.build import build_program, BuildError\n"
         "try:\n"
-        f"    build_program({str(CUDA / 'build_spmv.cu')!r}, compute_capability=(8, 0))\n"
+        f"    build_program({str(CUDA / 'ptx_spmv_csr.cu')!r}, compute_capability=(8, 0))\n"
         "except BuildError as e:\n"
         "    print(e.render())\n", tmp_path, hide_nvrtc=True).stdout
     assert out.startswith("error: no CUDA compiler found")
@@ -478,7 +478,7 @@ def test_demangling_and_kernel_lookup() -> None:
 
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_kernel_lookup_by_symbol_signature_or_plain_name(compiler: str) -> None:
-    program = build("build_templates.cu", compiler)
+    program = build("ptx_template_saxpy.cu", compiler)
     assert program.kernel("_Z4axpyIdLi2EEvT_PKS0_PS0_i").demangled == \
         "void axpy<double, 2>(double, double const*, double*, int)"
     with pytest.raises(BuildError, match="ambiguous"):
@@ -595,30 +595,30 @@ P = "ptr"
 # Hand-written from the sources: per kernel, each argument as a NumPy dtype (a value) or
 # (P, dtype, lanes) (a device array).
 EXPECTED_LAUNCHES = {
-    "build_spmv.cu": [
+    "ptx_spmv_csr.cu": [
         ("spmv_csr", [np.int32, (P, np.int32, 1), (P, np.int32, 1), (P, np.float32, 1), (P, np.float32, 1),
                       (P, np.float32, 1)]),
         ("spmv_csr_plain", [np.int32, (P, np.int32, 1), (P, np.int32, 1), (P, np.float32, 1), (P, np.float32, 1),
                             (P, np.float32, 1)])],
-    "build_half_double.cu": [
+    "ptx_half_double.cu": [
         ("half_math", [(P, np.float16, 1), (P, np.float16, 1), (P, np.float16, 1), (P, np.float32, 1), np.int32]),
         ("half2_math", [(P, np.float16, 2), (P, np.float16, 2), np.int32]),
         ("double_math", [(P, np.float64, 1), (P, np.float64, 1), (P, np.float32, 1), (P, np.int64, 1), np.int32])],
-    "build_vector_loads.cu": [
+    "ptx_vector_loads.cu": [
         ("copy_float4", [(P, np.float32, 4), (P, np.float32, 4), np.int32]),
         ("copy_uint4", [(P, np.uint32, 4), (P, np.uint32, 4), np.int32]),
         ("copy_float2_ldg", [(P, np.float32, 2), (P, np.float32, 2), np.int32]),
         ("shared_vec", [(P, np.float32, 4), (P, np.float32, 4)])],
-    "build_templates.cu": [  # C++ kernels by the names a programmer writes (issue 22)
+    "ptx_template_saxpy.cu": [  # C++ kernels by the names a programmer writes (issue 22)
         ("axpy<float, 4>", [np.float32, (P, np.float32, 1), (P, np.float32, 1), np.int32])],
     "build_cxx.cu": [
         ("ops::scale", [(P, np.float32, 1), (P, np.float32, 1), np.float32, np.uint32]),
         ("affine", [np.void, (P, np.float64, 1), (P, np.float64, 1), np.int64]),
         ("plain_c", [(P, np.int16, 1), (P, np.uint8, 1), np.int32])],
-    "build_matmul.cu": [
+    "ptx_matmul_tiled.cu": [
         ("matmul_tiled", [(P, np.float32, 1), (P, np.float32, 1), (P, np.float32, 1), np.int32]),
         ("transpose_dyn", [(P, np.float32, 1), (P, np.float32, 1), np.int32, np.int32])],
-    "build_local_mem.cu": [
+    "ptx_local_mem.cu": [
         ("local_array", [(P, np.int32, 1), (P, np.int32, 1), np.int32, np.int32]),
         ("const_mem", [(P, np.float32, 1), (P, np.float32, 1), np.uint64])],
 }
@@ -657,13 +657,13 @@ def test_init_script_launches_with_the_kernels_dtypes(name: str, compiler: str, 
             assert shared == 0
     text = path.read_text()
     assert "def setup(dev):" in text and "adapt" in text
-    if name == "build_templates.cu":
+    if name == "ptx_template_saxpy.cu":
         assert "axpy<double, 2>" in text and "axpy<int, 1>" in text
 
 
 @needs_nvcc
 def test_init_script_inputs_and_outputs(tmp_path: Path) -> None:
-    shutil.copy(CUDA / "build_spmv.cu", tmp_path / "k.cu")
+    shutil.copy(CUDA / "ptx_spmv_csr.cu", tmp_path / "k.cu")
     launches = run_script(write_launch_script(tmp_path / "k.cu"))
     _, _, _, args, _ = launches[0]
     n, rowptr, colidx, vals, x, y = args
@@ -675,7 +675,7 @@ def test_init_script_inputs_and_outputs(tmp_path: Path) -> None:
 
 @needs_nvcc
 def test_init_never_overwrites_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    shutil.copy(CUDA / "build_spmv.cu", tmp_path / "k.cu")
+    shutil.copy(CUDA / "ptx_spmv_csr.cu", tmp_path / "k.cu")
     target = tmp_path / "mine.py"
     target.write_text("# my own launch script\n")
     assert main(["init", str(tmp_path / "k.cu"), "-o", str(target)]) == 2
