@@ -111,7 +111,8 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice, LaunchChoice, _open_driver, gpu_problem, instrument_for
+    from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for
+    from tuiprof.collect.gpu.driver import _open_driver, gpu_problem
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 
@@ -173,7 +174,7 @@ def emulated() -> dict[str, object]:
     from tests.support.demo_launches import DEMOS, _program
     from tests.support.ptx_support import DEMO_DIR
     from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
-    from tuiprof.collect.gpu import GpuDevice, LaunchChoice, instrument_for
+    from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for
     from tuiprof.ptx import parse_module
     from tuiprof.trace.model import Snapshot
 

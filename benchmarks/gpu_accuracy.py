@@ -120,7 +120,7 @@ def plan(out: Path, cc: str, ncu: str = "ncu", all_spmv: bool = False) -> list[S
     """Every step, in the order they run (module docstring)."""
     py = sys.executable
     steps = [Step("metrics", 40, (ncu, "--query-metrics"), kind="metrics", estimate=5)]
-    query = ("import json; from tuiprof.collect.gpu import gpu_info; i = gpu_info('cuda-bindings'); "
+    query = ("import json; from tuiprof.collect.gpu.driver import gpu_info; i = gpu_info('cuda-bindings'); "
              "print(json.dumps({'gpu': i.name, 'driver': i.driver, 'l2_bytes': i.l2_bytes, "
              "'l2_fetch_granularity': i.l2_fetch_granularity}))")
     steps.append(Step("fetch-granularity", 40, (py, "-c", query), kind="granularity",

@@ -35,11 +35,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `gpu` run only where a GPU is usable (tuiprof.collect.gpu.gpu_problem)."""
+    """Tests marked `gpu` run only where a GPU is usable (tuiprof.collect.gpu.driver.gpu_problem)."""
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return
-    from tuiprof.collect.gpu import gpu_problem
+    from tuiprof.collect.gpu.driver import gpu_problem
 
     problem = gpu_problem()
     if problem is not None:

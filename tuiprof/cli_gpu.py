@@ -147,12 +147,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import tempfile
 
     from tuiprof.cli_options import run_config
-    from tuiprof.collect.gpu import gpu_info, require_gpu
+    from tuiprof.collect.gpu.driver import gpu_info, require_gpu
     from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
     from tuiprof.output import check_output
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
-    from tuiprof.collect.gpu import L2_FETCH_ENV
+    from tuiprof.collect.gpu.driver import L2_FETCH_ENV
     from tuiprof.validate import NCU_HINT, ValidateError, compare, counters, find_ncu, measure, measured_values, \
         ncu_command, render
 
@@ -214,7 +214,7 @@ def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -
     import subprocess
     import tempfile
 
-    from tuiprof.collect.gpu import JIT_LINEINFO_ENV
+    from tuiprof.collect.gpu.driver import JIT_LINEINFO_ENV
     from tuiprof.validate import ValidateError
     from tuiprof.validate_ops import parse_source_page, source_page_commands
 
@@ -280,7 +280,7 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
 def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
                         cc: tuple[int, int]) -> tuple[Any, list[str], str | None]:
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import record_kernel_file
+    from tuiprof.collect.gpu.run import record_kernel_file
     from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
     from tuiprof.validate import plain_command
 

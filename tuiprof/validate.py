@@ -358,7 +358,7 @@ def plain_run(source: str, script: str, compute_capability: tuple[int, int], fla
               compiler: str, cuda: str) -> None:
     """Run the launch script on the program's own PTX (no probes): what ncu measures."""
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice
+    from tuiprof.collect.gpu.device import GpuDevice
     from tuiprof.collect.script import read_launch_script
     from tuiprof.ptx import parse_module
 

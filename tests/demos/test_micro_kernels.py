@@ -210,7 +210,8 @@ def test_the_gpu_size_launches_pass_their_checks(run: int, monkeypatch: pytest.M
     import sys
 
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice, gpu_info
+    from tuiprof.collect.gpu.device import GpuDevice
+    from tuiprof.collect.gpu.driver import gpu_info
     from tuiprof.ptx import parse_module
 
     sys.path.insert(0, str(MICRO.parent))

@@ -154,7 +154,7 @@ def test_an_l2_unlike_the_drivers_is_said_so() -> None:
 
 def test_calibrate_without_gpu_is_one_clear_error() -> None:
     from tuiprof.collect.calibrate import measure
-    from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+    from tuiprof.collect.gpu.driver import GpuUnavailable, gpu_problem
 
     if gpu_problem() is None:
         pytest.skip("a GPU is usable here")

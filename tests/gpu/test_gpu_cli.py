@@ -23,7 +23,7 @@ import pytest
 
 from tests.support.ptx_support import CUDA_DIR, find_nvcc, nvrtc_available
 from tuiprof.cli import main
-from tuiprof.collect.gpu import DeviceInfo, GpuUnavailable, gpu_problem
+from tuiprof.collect.gpu.driver import DeviceInfo, GpuUnavailable, gpu_problem
 from tuiprof.model.latency import Estimate
 from tuiprof.trace.model import StaticOp
 from tuiprof.validate import (METRICS, Comparison, ValidateError, compare, measured_values, ncu_command,
@@ -164,9 +164,9 @@ def test_backend_choice_without_gpu() -> None:
 def test_cli_choices_are_the_collectors() -> None:
     """The CLI repeats the choices (importing tuiprof.collect would import NumPy into --help)."""
     from tuiprof import cli_gpu
-    from tuiprof.collect import gpu, options
+    from tuiprof.collect import options
 
-    assert cli_gpu.BACKENDS == options.BACKENDS and cli_gpu.CUDA_LIBRARIES == options.CUDA_LIBRARIES == gpu.CUDA_LIBRARIES
+    assert cli_gpu.BACKENDS == options.BACKENDS and cli_gpu.CUDA_LIBRARIES == options.CUDA_LIBRARIES
 
 
 @pytest.mark.skipif(find_nvcc() is None and not nvrtc_available(), reason="no CUDA compiler")
@@ -192,17 +192,17 @@ def test_auto_backend_without_gpu_records_in_the_emulator(app: Path, capsys: pyt
 @pytest.fixture
 def pretend_gpu(monkeypatch: pytest.MonkeyPatch) -> DeviceInfo:
     """`gpu_problem` and `gpu_info` answer as on an H100; nothing may reach a real driver."""
-    from tuiprof.collect import gpu
+    from tuiprof.collect.gpu import driver
 
     info = DeviceInfo(name="pretend H100", compute_capability=(9, 0), sm_count=132, clock_mhz=1755,
                       memory_clock_mhz=2619, driver="13.0", library="cuda-bindings (pretend)")
-    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
-    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
+    monkeypatch.setattr(driver, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
+    monkeypatch.setattr(driver, "_INFO", {"cuda-bindings": info, "pycuda": info})
 
     def no_driver(cuda: str) -> None:
         raise AssertionError("a test with a pretended GPU opened a driver")
 
-    monkeypatch.setattr(gpu, "_open_driver", no_driver)
+    monkeypatch.setattr(driver, "_open_driver", no_driver)
     return info
 
 
@@ -258,16 +258,16 @@ def test_whole_program_command_lines_reach_the_program(app: Path, pretend_gpu: D
 def test_kernel_file_on_the_gpu(app: Path, pretend_gpu: DeviceInfo, monkeypatch: pytest.MonkeyPatch) -> None:
     """--backend gpu and auto (a GPU is usable) record through `record_kernel_file` with --cuda's
     library, the launch script beside the source and the GPU generation's arch."""
-    from tuiprof.collect import gpu
+    from tuiprof.collect.gpu import run
     from tuiprof.trace.io import load_trace
 
     calls: list[dict[str, Any]] = []
 
     def fake(source: Any, script: Any, **kw: Any) -> Any:
         calls.append(dict(kw, source=source, script=script.path))
-        return gpu.GpuRun(_some_trace(), 0.1, 0.1, pretend_gpu, (("twice", 0.1), ("twice", 0.2)))
+        return run.GpuRun(_some_trace(), 0.1, 0.1, pretend_gpu, (("twice", 0.1), ("twice", 0.2)))
 
-    monkeypatch.setattr(gpu, "record_kernel_file", fake)
+    monkeypatch.setattr(run, "record_kernel_file", fake)
     assert main(["record", "k.cu", "-o", "k.tptrace", "--backend", "gpu", "--cuda", "pycuda", "--snapshot", "3"]) == 0
     kw = calls[-1]
     assert kw["cuda"] == "pycuda" and kw["snapshot_ctas"] == 3 and kw["arch_name"] == "h100"

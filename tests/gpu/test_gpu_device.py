@@ -13,7 +13,8 @@ import pytest
 
 from tests.support.ptx_support import DEMO_DIR
 from tuiprof.collect import DeviceArray
-from tuiprof.collect.gpu import EMULATOR_HINT, GpuUnavailable, gpu_problem, pack_params, require_gpu
+from tuiprof.collect.gpu.driver import EMULATOR_HINT, GpuUnavailable, gpu_problem, require_gpu
+from tuiprof.collect.gpu.params import pack_params
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.model import param_layout
@@ -117,7 +118,7 @@ def test_struct_by_value_reaches_the_kernel(tmp_path: Path) -> None:
     kernel reads back the values the launch script packed as NumPy structured scalars."""
     from tests.support.emu_driver import EmuDriver
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice
+    from tuiprof.collect.gpu.device import GpuDevice
 
     src = tmp_path / "byval.cu"
     src.write_text(STRUCT_KERNEL)
@@ -141,8 +142,8 @@ def test_a_device_closes_the_driver_it_opened(monkeypatch: pytest.MonkeyPatch) -
     run's `--cuda pycuda` validate printed that); a driver passed in stays open for its owner."""
     from tests.support.emu_driver import EmuDriver
     from tuiprof.build import build_program
-    from tuiprof.collect import gpu
-    from tuiprof.collect.gpu import GpuDevice
+    from tuiprof.collect.gpu import driver
+    from tuiprof.collect.gpu.device import GpuDevice
 
     closed: list[int] = []
 
@@ -150,7 +151,7 @@ def test_a_device_closes_the_driver_it_opened(monkeypatch: pytest.MonkeyPatch) -
         def close(self) -> None:
             closed.append(1)
 
-    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: Counted())
+    monkeypatch.setattr(driver, "_open_driver", lambda cuda: Counted())
     program = build_program(DEMO_DIR / "vecadd.cu", compute_capability=(8, 0))
     module = parse_module(program.ptx)
     with GpuDevice(program, module) as dev:
@@ -162,8 +163,8 @@ def test_a_device_closes_the_driver_it_opened(monkeypatch: pytest.MonkeyPatch) -
     with GpuDevice(program, module, driver=shared):
         pass
     assert closed == [1]
-    monkeypatch.setattr(Counted, "load", lambda self, ptx: (_ for _ in ()).throw(gpu.GpuError("no", "hint")))
-    with pytest.raises(gpu.GpuError):
+    monkeypatch.setattr(Counted, "load", lambda self, ptx: (_ for _ in ()).throw(driver.GpuError("no", "hint")))
+    with pytest.raises(driver.GpuError):
         GpuDevice(program, module)
     assert closed == [1, 1]
 
@@ -209,9 +210,9 @@ def test_the_driver_calls_exist_in_the_installed_cuda_bindings() -> None:
     import re
 
     drv = pytest.importorskip("cuda.bindings.driver")
-    from tuiprof.collect import gpu
+    from tuiprof.collect.gpu import driver
 
-    source = inspect.getsource(gpu._CudaBindings)
+    source = inspect.getsource(driver._CudaBindings)
     calls = set(re.findall(r"\bdrv\.(cu[A-Za-z0-9_]+|CU[A-Za-z_]+)", source))
     assert {"cuInit", "cuModuleLoadData", "cuLaunchKernel", "cuFuncGetAttribute", "cuMemcpyDtoH"} <= calls
     missing = [name for name in sorted(calls) if not hasattr(drv, name)]
@@ -229,7 +230,7 @@ def test_a_texture_on_the_gpu_path_is_one_clear_refusal(tmp_path: Path) -> None:
     one is an error that says so and names the way that works, not a crash mid-launch."""
     from tests.support.emu_driver import EmuDriver
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice
+    from tuiprof.collect.gpu.device import GpuDevice
 
     src = tmp_path / "byval.cu"
     src.write_text(STRUCT_KERNEL)

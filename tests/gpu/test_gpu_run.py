@@ -33,7 +33,7 @@ def _setup(script: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def device_cc() -> tuple[int, int]:
-    from tuiprof.collect.gpu import _open_driver
+    from tuiprof.collect.gpu.driver import _open_driver
 
     drv = _open_driver("cuda-bindings")
     cc = drv.info.compute_capability
@@ -49,7 +49,8 @@ def _plain_then_recorded(script: Path, device_cc: tuple[int, int], flags: tuple[
     from tuiprof.arch.calibrate import base_preset
     from tuiprof.arch.occupancy import occupancy
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice, collect_gpu
+    from tuiprof.collect.gpu.device import GpuDevice
+    from tuiprof.collect.gpu.run import collect_gpu
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 
@@ -173,7 +174,7 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
 
     from tests.support.demo_launches import DEMOS, NativeEmuDriver
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice, LaunchChoice
+    from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
     from tuiprof.collect.records import build_trace
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.ops import static_ops
@@ -222,7 +223,7 @@ def test_cli_kernel_file_on_gpu(tmp_path: Path) -> None:
     """`tuiprof record KERNEL.cu --backend gpu [--cuda LIB]`, and auto choosing the GPU: a GPU trace
     that names its library; cuda-bindings and pycuda (when installed) record the same ops and masks."""
     from tuiprof.cli import main
-    from tuiprof.collect.gpu import gpu_problem
+    from tuiprof.collect.gpu.driver import gpu_problem
     from tuiprof.trace.io import load_trace
 
     libraries = ["cuda-bindings"] + (["pycuda"] if gpu_problem("pycuda") is None else [])

@@ -34,7 +34,8 @@ def assert_same_accesses(source: Path, setup: Callable[[Any], dict[str, np.ndarr
     traces' accesses and the script's outputs are the same; return the probes' trace."""
     import dataclasses
 
-    from tuiprof.collect.gpu import GpuDevice, LaunchChoice, collect_gpu
+    from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
+    from tuiprof.collect.gpu.run import collect_gpu
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.ops import static_ops
     from tuiprof.trace.model import Snapshot
@@ -205,7 +206,7 @@ def test_a_warp_that_records_more_than_counted_writes_only_inside_its_region(pro
     the records that fit whole and nothing else; no other warp's region changes, nothing is
     written past the buffer's end, and the host reports the lost records."""
     from tests.support.emu_driver import EmuDriver
-    from tuiprof.collect.gpu import GpuDevice, LaunchChoice
+    from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
     from tuiprof.collect.records import RecordsError, check_regions
     from tuiprof.ptx import parse_module
     from tuiprof.trace.model import Snapshot

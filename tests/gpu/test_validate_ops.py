@@ -181,7 +181,7 @@ def test_the_source_page_run_with_a_stand_in_ncu(tmp_path: Path, fail_collect: b
 def test_per_op_on_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """On a GPU with ncu: validate vecadd --per-op prints a row for line 6's loads with ncu's
     4.00 sectors per request (the JIT keeps line information, ncu's page names the lines)."""
-    from tuiprof.collect.gpu import gpu_problem
+    from tuiprof.collect.gpu.driver import gpu_problem
     from tuiprof.validate import find_ncu
 
     if gpu_problem() is not None or find_ncu() is None:

@@ -108,7 +108,8 @@ def test_a_measured_timeline_says_when_the_probes_ran_at_lower_occupancy() -> No
     import dataclasses
 
     from tuiprof.arch import load_arch
-    from tuiprof.collect.gpu import DeviceInfo, probe_occupancy
+    from tuiprof.collect.gpu.driver import DeviceInfo
+    from tuiprof.collect.gpu.occupancy import probe_occupancy
     from tuiprof.model.decisions import sm_model
     from tuiprof import demos
     from tuiprof.trace.io import load_trace

@@ -353,7 +353,7 @@ class _PtxasDriver:
     per thread as ``ptxas -v`` reports them for the loaded PTX."""
 
     def __init__(self, tmp: Path, cc: tuple[int, int] = (8, 0), max_threads_per_sm: int = 2048) -> None:
-        from tuiprof.collect.gpu import DeviceInfo
+        from tuiprof.collect.gpu.driver import DeviceInfo
 
         self.info = DeviceInfo(name="ptxas", compute_capability=cc, sm_count=108, clock_mhz=1410,
                                memory_clock_mhz=1215, driver="", library="", max_threads_per_sm=max_threads_per_sm)
@@ -388,7 +388,7 @@ def test_instrumented_kernels_keep_the_plain_occupancy_unless_that_spills(demo: 
 
     from tuiprof.arch import load_arch
     from tuiprof.arch.occupancy import _registers_limit, register_cap
-    from tuiprof.collect.gpu import instrument_for
+    from tuiprof.collect.gpu.device import instrument_for
 
     ptx = (Path(__file__).parents[1] / "ptx" / "nvcc" / f"demo_{demo}.sm75.ptx").read_text()
     module = parse_module(ptx)
@@ -416,7 +416,7 @@ def test_register_caps_follow_the_device_warp_slots(tmp_path: Path) -> None:
     may take 40 there and keep its occupancy (65536 / (48 x 32) = 42.7, in steps of 8), 32 on an A100."""
     from types import SimpleNamespace
 
-    from tuiprof.collect.gpu import instrument_for
+    from tuiprof.collect.gpu.device import instrument_for
 
     ptx = (Path(__file__).parents[1] / "ptx" / "nvcc" / "demo_vecadd.sm75.ptx").read_text()
     module = parse_module(ptx)

@@ -1,4 +1,4 @@
-"""The GPU collector's driver interface (`tuiprof.collect.gpu.Driver`) on the emulator's engine:
+"""The GPU collector's driver interface (`tuiprof.collect.gpu.driver.Driver`) on the emulator's engine:
 instrumented PTX decoded and run by the Numba interpreter, device memory in its heap.
 
 With it, the whole GPU path — `GpuDevice`, the counting and recording passes, the probes
@@ -15,7 +15,8 @@ import pytest
 from tuiprof.collect.emu.decode import Program, decode, module_constants
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
-from tuiprof.collect.gpu import DeviceInfo, KernelParams
+from tuiprof.collect.gpu.driver import DeviceInfo
+from tuiprof.collect.gpu.params import KernelParams
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.cfg import ipdom
 from tuiprof.ptx.model import Function, Module, SourceLoc
@@ -49,7 +50,7 @@ def _where(loc: SourceLoc | None) -> str:
 
 
 class EmuDriver:
-    """`tuiprof.collect.gpu.Driver` on the emulator: one heap, modules placed in it at load."""
+    """`tuiprof.collect.gpu.driver.Driver` on the emulator: one heap, modules placed in it at load."""
 
     def __init__(self, n_sms: int = 80, threads: int = 2) -> None:
         self.heap = Heap()
@@ -137,9 +138,9 @@ class EmuDriver:
 def emulator_as_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the GPU collector see a usable GPU whose driver is a fresh EmuDriver each time it
     opens one: every GPU path runs but the device's."""
-    from tuiprof.collect import gpu
+    from tuiprof.collect.gpu import driver
 
     info = EmuDriver().info
-    monkeypatch.setattr(gpu, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
-    monkeypatch.setattr(gpu, "_INFO", {"cuda-bindings": info, "pycuda": info})
-    monkeypatch.setattr(gpu, "_open_driver", lambda cuda: EmuDriver())
+    monkeypatch.setattr(driver, "_PROBLEM", {"cuda-bindings": None, "pycuda": None})
+    monkeypatch.setattr(driver, "_INFO", {"cuda-bindings": info, "pycuda": info})
+    monkeypatch.setattr(driver, "_open_driver", lambda cuda: EmuDriver())

@@ -335,7 +335,7 @@ def test_program_exit_and_missing_records(tmp_path: Path) -> None:
 
 def test_collect_program_without_gpu_is_one_clear_error(tmp_path: Path) -> None:
     from tuiprof.arch import load_arch
-    from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+    from tuiprof.collect.gpu.driver import GpuUnavailable, gpu_problem
     from tuiprof.collect.program_run import collect_program
 
     if gpu_problem() is None:
@@ -347,7 +347,7 @@ def test_collect_program_without_gpu_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_profile_sources_without_gpu(tmp_path: Path) -> None:
     from tuiprof.arch import load_arch
-    from tuiprof.collect.gpu import GpuUnavailable, gpu_problem
+    from tuiprof.collect.gpu.driver import GpuUnavailable, gpu_problem
     from tuiprof.collect.program_run import profile_sources
 
     if gpu_problem() is None:

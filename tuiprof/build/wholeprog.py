@@ -470,7 +470,7 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
                      kernels: Sequence[str] = ()) -> ModuleMeta:
     """Instrument one translation unit's PTX in place (the plain text kept in `folder`), its
     kernels capped at the registers that keep their plain occupancy where ptxas need not spill
-    for it (`tuiprof.collect.gpu.instrument_for` on the GPU path); the plain kernels' resources
+    for it (`tuiprof.collect.gpu.device.instrument_for` on the GPU path); the plain kernels' resources
     (registers, shared and local memory: ``ptxas -v``) go into the metadata."""
     text = ptx_path.read_text()
     found = re.search(r"^\.target\s+(\S+)", text, re.M)

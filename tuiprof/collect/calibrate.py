@@ -17,7 +17,7 @@ from tuiprof.arch.calibrate import (Measurements, arch_toml, base_preset,
 from tuiprof.arch.model import Arch
 
 if TYPE_CHECKING:
-    from tuiprof.collect.gpu import Driver
+    from tuiprof.collect.gpu.driver import Driver
 
 
 MICROBENCHMARKS = r"""
@@ -68,7 +68,8 @@ def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress
     """Run the microbenchmarks on GPU 0 (see the module docstring), or through `driver` (which
     it then closes); needs a GPU. CalibrationError when a sweep does not show what it measures."""
     from tuiprof.build import build_program
-    from tuiprof.collect.gpu import _open_driver, pack_params, require_gpu
+    from tuiprof.collect.gpu.driver import _open_driver, require_gpu
+    from tuiprof.collect.gpu.params import pack_params
     from tuiprof.ptx import parse_module
 
     if driver is None:

@@ -99,7 +99,7 @@ def program_hint(source: Path | str) -> str:
 def choose_backend(opts: CollectOptions) -> tuple[str, str | None]:
     """``("gpu", None)`` or ``("emu", why)`` for a kernel file: what --backend asks for, auto meaning
     the GPU when one is usable (`why` then says why the emulator was chosen)."""
-    from tuiprof.collect.gpu import gpu_problem, require_gpu
+    from tuiprof.collect.gpu.driver import gpu_problem, require_gpu
 
     if opts.backend == "emu":
         return "emu", None
@@ -154,8 +154,9 @@ def collect_trace(source: Path, config: CollectRequest, progress: Progress = ign
 
 
 def _collect_on_gpu(source: Path, script_path: Path, config: CollectRequest) -> Trace:
-    """The kernel file's chosen launch recorded on the GPU (`tuiprof.collect.gpu.record_kernel_file`)."""
-    from tuiprof.collect.gpu import gpu_info, record_kernel_file
+    """The kernel file's chosen launch recorded on the GPU (`tuiprof.collect.gpu.run.record_kernel_file`)."""
+    from tuiprof.collect.gpu.driver import gpu_info
+    from tuiprof.collect.gpu.run import record_kernel_file
 
     opts = config.collect
     arch, arch_name = gpu_arch(config, gpu_info(opts.cuda).compute_capability)
@@ -171,7 +172,7 @@ def record_program(source: Path, config: CollectRequest) -> tuple[Trace, Path]:
     """`tuiprof app.cu [nvcc args] [-- args]` and `tuiprof -- nvcc ...`: build the program with
     probes (cached), run it twice on the GPU (its own output on standard error, its exit status
     said), and keep the trace beside the cached binary. Returns the trace and where it is kept."""
-    from tuiprof.collect.gpu import gpu_info, require_gpu
+    from tuiprof.collect.gpu.driver import gpu_info, require_gpu
     from tuiprof.collect.program_run import profile_sources
     from tuiprof.trace.io import save_trace
 

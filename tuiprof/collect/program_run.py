@@ -112,7 +112,8 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
                     timeout: float | None = None, cwd: Path | None = None) -> ProgramRun:
     """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program."""
     from tuiprof.build.wholeprog import linked_module
-    from tuiprof.collect.gpu import _open_driver, device_generator, probe_occupancy, require_gpu
+    from tuiprof.collect.gpu.driver import _open_driver, device_generator, require_gpu
+    from tuiprof.collect.gpu.occupancy import probe_occupancy
     from tuiprof.ptx.ops import op_sources, static_ops
 
     require_gpu(f"profiling {prog.binary.name}", hint="whole programs run on the GPU; a kernel file with a launch "
@@ -198,7 +199,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
     contents, so an unchanged program is not rebuilt), then profile it. A leading ``nvcc`` word
     and any ``-o`` are dropped: the binary lives in the cache."""
     from tuiprof.build.wholeprog import _output_of, build_instrumented, check_args, load_whole_program
-    from tuiprof.collect.gpu import require_gpu
+    from tuiprof.collect.gpu.driver import require_gpu
     from tuiprof.resources import user_cache_dir
 
     require_gpu("profiling a whole program", hint="whole programs run on the GPU; a kernel file with a launch "
