@@ -103,7 +103,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import sys
 
-    from tuiprof.collect.calibrate import calibrate
+    from tuiprof.collect.gpu.calibrate import calibrate
 
     def say(text: str) -> None:
         print(f"  {text}...", file=sys.stderr, flush=True)
@@ -303,7 +303,7 @@ def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
                     arch_name: str) -> tuple[Any, list[str], str | None]:
     from tuiprof.build.wholeprog import load_whole_program
     from tuiprof.collect.pipeline import with_provenance
-    from tuiprof.collect.program_run import collect_program, resolve_kernel
+    from tuiprof.collect.gpu.program_run import collect_program, resolve_kernel
     from tuiprof.validate import plain_binary
 
     prog = load_whole_program(binary.resolve())

@@ -153,7 +153,7 @@ def test_an_l2_unlike_the_drivers_is_said_so() -> None:
 
 
 def test_calibrate_without_gpu_is_one_clear_error() -> None:
-    from tuiprof.collect.calibrate import measure
+    from tuiprof.collect.gpu.calibrate import measure
     from tuiprof.collect.gpu.driver import GpuUnavailable, gpu_problem
 
     if gpu_problem() is None:
@@ -245,7 +245,7 @@ def test_measure_recovers_a_modelled_gpu() -> None:
     """`tuiprof calibrate`'s sweeps end to end, on the modelled GPU: the latencies, the L1 and L2
     capacities, the sector and line sizes and the DRAM batch cost it was given."""
     from tests.support.ptx_support import compiler_missing
-    from tuiprof.collect.calibrate import measure
+    from tuiprof.collect.gpu.calibrate import measure
 
     if compiler_missing():
         pytest.skip("nvcc or NVRTC is needed to compile the microbenchmarks")
@@ -269,7 +269,7 @@ def test_measure_on_a_gpu_without_cache_steps_is_one_clear_error() -> None:
     calibration with one CalibrationError that says what was seen, never a bare exception."""
     from tests.support.emu_driver import EmuDriver
     from tests.support.ptx_support import compiler_missing
-    from tuiprof.collect.calibrate import measure
+    from tuiprof.collect.gpu.calibrate import measure
 
     if compiler_missing():
         pytest.skip("nvcc or NVRTC is needed to compile the microbenchmarks")

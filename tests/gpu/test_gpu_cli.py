@@ -222,8 +222,8 @@ def test_whole_program_command_lines_reach_the_program(app: Path, pretend_gpu: D
     """`tuiprof record app.cu [nvcc args] -- ARGS` and `tuiprof record -- nvcc ... -- ARGS`: the
     nvcc arguments and the program's own arguments reach `profile_sources` as given, the arch is
     the GPU's generation, the notes are said, and the trace is kept beside the cached binary."""
-    from tuiprof.collect import program_run
-    from tuiprof.collect.program_run import ProgramRun
+    from tuiprof.collect.gpu import program_run
+    from tuiprof.collect.gpu.program_run import ProgramRun
     from tuiprof.trace.io import load_trace
 
     calls: list[tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]] = []

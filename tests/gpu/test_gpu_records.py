@@ -1,4 +1,4 @@
-"""Probe-buffer decoding (tuiprof.collect.records) on bytes built by hand from the layout that
+"""Probe-buffer decoding (tuiprof.collect.gpu.records) on bytes built by hand from the layout that
 tuiprof.ptx.instrument documents: hand-computed cases, an independent encoder under hypothesis,
 lost and damaged records, the site -> op mapping, local and shared addresses, per-CTA records and
 the whole-program record file."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuiprof.collect.records import (LOCAL_TRACE_BASE, RECORD_MAGIC, RecordsError, check_regions, cta_records,
+from tuiprof.collect.gpu.records import (LOCAL_TRACE_BASE, RECORD_MAGIC, RecordsError, check_regions, cta_records,
                                      decode_words, read_record_file, site_to_op, to_accesses)
 from tuiprof.ptx.instrument import LOCAL_TAG, SHARED_TAG, Site
 from tuiprof.trace.model import StaticOp
@@ -226,7 +226,7 @@ def test_record_file(tmp_path) -> None:
 
 
 def test_build_trace_from_buffers() -> None:
-    from tuiprof.collect.records import build_trace
+    from tuiprof.collect.gpu.records import build_trace
     from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile
 
     # snapshot CTAs 1..2 of a 3-CTA grid, 40 threads = 2 warps per CTA

@@ -125,7 +125,7 @@ def test_whole_program_end_to_end(tmp_path: Path, device_cc: tuple[int, int]) ->
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
     from tuiprof.build.wholeprog import build_instrumented
-    from tuiprof.collect.program_run import collect_program
+    from tuiprof.collect.gpu.program_run import collect_program
 
     shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
     prog = build_instrumented(["app.cu", f"-arch=sm_{device_cc[0]}{device_cc[1]}", "-o", "app"], cwd=tmp_path)
@@ -175,7 +175,7 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
     from tests.support.demo_launches import DEMOS, NativeEmuDriver
     from tuiprof.build import build_program
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
-    from tuiprof.collect.records import build_trace
+    from tuiprof.collect.gpu.records import build_trace
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.ops import static_ops
     from tuiprof.trace.model import Provenance, Snapshot, SourceFile

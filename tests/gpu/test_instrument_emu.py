@@ -125,7 +125,7 @@ def test_local_array_and_mixed_space_pointer(programs: dict) -> None:
     emulator lays them out), a generic pointer local in odd lanes and global in even ones (each
     lane classified by `isspacep`), and the early return's partial masks in the last CTA."""
     from tuiprof.collect.emu.kernel import codes
-    from tuiprof.collect.records import LOCAL_TRACE_BASE
+    from tuiprof.collect.gpu.records import LOCAL_TRACE_BASE
 
     assert LOCAL_TRACE_BASE == codes.LOCAL_TRACE_BASE  # one layout of local memory in every trace
     t = assert_same_accesses(CUDA_DIR / "instrument_local.cu", _local_setup, 3, programs, "local_mix")
@@ -207,7 +207,7 @@ def test_a_warp_that_records_more_than_counted_writes_only_inside_its_region(pro
     written past the buffer's end, and the host reports the lost records."""
     from tests.support.emu_driver import EmuDriver
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
-    from tuiprof.collect.records import RecordsError, check_regions
+    from tuiprof.collect.gpu.records import RecordsError, check_regions
     from tuiprof.ptx import parse_module
     from tuiprof.trace.model import Snapshot
 

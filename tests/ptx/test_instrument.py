@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.ptx_support import (CUDA_DIR, DEMO_DIR, compile_nvcc, corpus_sources, find_nvcc, fixtures,
                                         source_for)
-from tuiprof.collect.records import site_to_op
+from tuiprof.collect.gpu.records import site_to_op
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import COMPRESSED_BIT, CTL_SYMBOL, SITE_BITS, Instrumented, instrument, is_instrumented
 from tuiprof.ptx.model import Function, Instruction, Module, PtxError, Reg

@@ -2,7 +2,7 @@
 instrumented PTX decoded and run by the Numba interpreter, device memory in its heap.
 
 With it, the whole GPU path — `GpuDevice`, the counting and recording passes, the probes
-themselves, `collect/records.py` — runs in CI without a GPU, and its trace can be compared
+themselves, `collect/gpu/records.py` — runs in CI without a GPU, and its trace can be compared
 access for access with what the emulator records natively from the uninstrumented PTX
 (tests/gpu/test_instrument_emu.py). Nothing here imitates a GPU: every probe instruction executes.
 """

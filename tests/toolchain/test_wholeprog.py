@@ -21,7 +21,7 @@ import pytest
 from tests.support.ptx_support import CUDA_DIR, find_nvcc
 from tuiprof.build.wholeprog import (RUNTIME_SOURCE, WRAP_FLAGS, WholeProgram, build_instrumented, check_args,
                                      load_whole_program, parse_dryrun)
-from tuiprof.collect.records import RECORD_MAGIC, cta_records, read_record_file
+from tuiprof.collect.gpu.records import RECORD_MAGIC, cta_records, read_record_file
 from tuiprof.errors import BuildError, TuiprofError
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import CTL_SYMBOL, instrument
@@ -127,7 +127,7 @@ def test_two_units_with_rdc_link(tmp_path: Path) -> None:
         prog.module_with("nothere")
     # the kernel's op table covers the device function it calls in the other unit
     from tuiprof.build.wholeprog import linked_module
-    from tuiprof.collect.records import site_to_op
+    from tuiprof.collect.gpu.records import site_to_op
     from tuiprof.ptx.ops import static_ops
 
     main = prog.module_with("_Z5applyPfPKfi")
@@ -297,7 +297,7 @@ def _fake_program(tmp_path: Path) -> WholeProgram:
 
 
 def test_resolve_kernel(tmp_path: Path) -> None:
-    from tuiprof.collect.program_run import resolve_kernel
+    from tuiprof.collect.gpu.program_run import resolve_kernel
 
     prog = _fake_program(tmp_path)
     assert resolve_kernel(prog, None) is None
@@ -311,7 +311,7 @@ def test_resolve_kernel(tmp_path: Path) -> None:
 
 
 def test_program_exit_and_missing_records(tmp_path: Path) -> None:
-    from tuiprof.collect.program_run import ProgramError, _one_launch, run_program
+    from tuiprof.collect.gpu.program_run import ProgramError, _one_launch, run_program
 
     script = tmp_path / "prog.sh"
     script.write_text("#!/bin/sh\necho \"args: $*\"\nexit 3\n")
@@ -336,7 +336,7 @@ def test_program_exit_and_missing_records(tmp_path: Path) -> None:
 def test_collect_program_without_gpu_is_one_clear_error(tmp_path: Path) -> None:
     from tuiprof.arch import load_arch
     from tuiprof.collect.gpu.driver import GpuUnavailable, gpu_problem
-    from tuiprof.collect.program_run import collect_program
+    from tuiprof.collect.gpu.program_run import collect_program
 
     if gpu_problem() is None:
         pytest.skip("a GPU is usable here")
@@ -348,7 +348,7 @@ def test_collect_program_without_gpu_is_one_clear_error(tmp_path: Path) -> None:
 def test_profile_sources_without_gpu(tmp_path: Path) -> None:
     from tuiprof.arch import load_arch
     from tuiprof.collect.gpu.driver import GpuUnavailable, gpu_problem
-    from tuiprof.collect.program_run import profile_sources
+    from tuiprof.collect.gpu.program_run import profile_sources
 
     if gpu_problem() is None:
         pytest.skip("a GPU is usable here")
@@ -396,7 +396,7 @@ def test_instrumented_units_keep_the_plain_occupancy(tmp_path: Path) -> None:
 def test_cached_builds_are_keyed_by_the_instrumenter(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A program built by other probes is never reused: the build cache's key covers the
     instrumentation pass's and the build's code."""
-    from tuiprof.collect import program_run
+    from tuiprof.collect.gpu import program_run
 
     before = program_run.instrumenter_digest()
     assert before == program_run.instrumenter_digest()
@@ -418,7 +418,7 @@ def test_collect_program_end_to_end_on_the_runtime_stand_in(stubbed: Path, tmp_p
 
     from tests.support.emu_driver import emulator_as_gpu
     from tuiprof.arch import load_arch
-    from tuiprof.collect.program_run import collect_program
+    from tuiprof.collect.gpu.program_run import collect_program
 
     shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
     built = build_instrumented(["app.cu", "-arch=sm_80", "-o", "app.instr"], cwd=tmp_path)

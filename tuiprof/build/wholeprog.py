@@ -5,7 +5,7 @@ environment, then host preprocessing, cudafe++, cicc, ptxas, fatbinary, the host
 and the final link). `build_instrumented` runs those steps itself, and right after each ``cicc``
 step (which writes ``D/<name>.ptx``) instruments that PTX in place (`tuiprof.ptx.instrument`,
 one module tag per cicc step), so that ptxas and the fatbinary's embedded JIT PTX both take the
-instrumented module. The final host link gets the host runtime (``collect/runtime/tuiprof_rt.cpp``,
+instrumented module. The final host link gets the host runtime (``collect/gpu/runtime/tuiprof_rt.cpp``,
 compiled on first use and cached) and ``-Wl,--wrap`` for the three launch entry points. The build
 leaves beside the binary a folder ``<binary>.tuiprof/`` with ``meta.json`` (per module: tag, the
 source it came from, its site table, kernels and their uninstrumented resources) and each
@@ -57,7 +57,7 @@ from tuiprof.resources import user_cache_dir
 
 WRAP_FLAGS = ("-Wl,--wrap=__cudaLaunchKernel", "-Wl,--wrap=__cudaLaunchKernel_ptsz", "-Wl,--wrap=cudaLaunchKernel")
 """Linker flags that route every kernel launch through the host runtime."""
-RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "collect" / "runtime" / "tuiprof_rt.cpp"
+RUNTIME_SOURCE = Path(__file__).resolve().parent.parent / "collect" / "gpu" / "runtime" / "tuiprof_rt.cpp"
 META_VERSION = 1
 NOT_LINKING = {"-c": "compiles without linking", "--compile": "compiles without linking",
                "-ptx": "stops at PTX", "--ptx": "stops at PTX", "-cubin": "stops at a cubin",

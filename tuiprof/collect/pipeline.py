@@ -173,7 +173,7 @@ def record_program(source: Path, config: CollectRequest) -> tuple[Trace, Path]:
     probes (cached), run it twice on the GPU (its own output on standard error, its exit status
     said), and keep the trace beside the cached binary. Returns the trace and where it is kept."""
     from tuiprof.collect.gpu.driver import gpu_info, require_gpu
-    from tuiprof.collect.program_run import profile_sources
+    from tuiprof.collect.gpu.program_run import profile_sources
     from tuiprof.trace.io import save_trace
 
     opts = config.collect

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from tuiprof import __version__
 from tuiprof.build.program import Program
-from tuiprof.collect.records import build_trace
+from tuiprof.collect.gpu.records import build_trace
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.model import Module
 from tuiprof.trace.model import Launch, Provenance, Snapshot, StaticOp, Trace

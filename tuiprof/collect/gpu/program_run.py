@@ -8,7 +8,7 @@ standard error (tuiprof's standard output is the report's) and no standard input
 Its exit status is reported; a crash after the chosen launch still keeps the trace (the record
 file is complete once written), a crash before it is one clear error. The program must make the
 same launches in both runs (deterministic control flow); if it does not,
-`tuiprof.collect.records.check_regions` says so instead of losing records silently.
+`tuiprof.collect.gpu.records.check_regions` says so instead of losing records silently.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import occupancy
 from tuiprof.build.wholeprog import WholeProgram
-from tuiprof.collect.records import LaunchRecords, RecordsError, build_trace, read_record_file
+from tuiprof.collect.gpu.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.model import Launch, Provenance, SourceFile, Trace
 from tuiprof.trace.snapshot import choose_snapshot, max_snapshot_ctas
