@@ -39,13 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tuiprof.demos import CATALOGUE
-from tuiprof.validate import (
-    METRICS,
-    RESEARCH,
-    SHARED_WAVEFRONTS,
-    missing_metrics,
-    usable_metrics,
-)
+from tuiprof.collect.gpu.ncu import METRICS, RESEARCH, SHARED_WAVEFRONTS, missing_metrics, usable_metrics
 from tuiprof.validate_ops import source_page_commands
 
 MICRO = ROOT / "benchmarks" / "micro"
@@ -63,7 +57,7 @@ EXTRA = (
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "launch__grid_size", "launch__block_size",
     "launch__waves_per_multiprocessor", "launch__occupancy_limit_blocks", "gpu__time_duration.sum",
 )
-"""Counters of this session beyond `tuiprof.validate.RESEARCH` (stores, the fabric's writes, the
+"""Counters of this session beyond `tuiprof.collect.gpu.ncu.RESEARCH` (stores, the fabric's writes, the
 launch's shape, the kernel's time)."""
 WANTED = tuple(dict.fromkeys(METRICS + tuple(m for _, w, n in SHARED_WAVEFRONTS for m in (w, n)) + RESEARCH + EXTRA))
 
@@ -100,8 +94,8 @@ class Step:
 
 
 def plain_program(source: Path, script: Path, cc: str) -> list[str]:
-    """The uninstrumented run ncu profiles (`tuiprof.validate.plain_command`'s command line)."""
-    return [sys.executable, "-m", "tuiprof.validate", "--plain-run", str(source), str(script), cc, "nvcc",
+    """The uninstrumented run ncu profiles (`tuiprof.collect.gpu.ncu.plain_command`'s command line)."""
+    return [sys.executable, "-m", "tuiprof.collect.gpu.ncu", "--plain-run", str(source), str(script), cc, "nvcc",
             "cuda-bindings"]
 
 

@@ -153,8 +153,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
     from tuiprof.collect.gpu.driver import L2_FETCH_ENV
-    from tuiprof.validate import NCU_HINT, ValidateError, compare, counters, find_ncu, measure, measured_values, \
-        ncu_command, render
+    from tuiprof.collect.gpu.ncu import NCU_HINT, ValidateError, counters, find_ncu, measure, measured_values, ncu_command
+    from tuiprof.validate import compare, render
 
     if args.source_csv:
         return _validate_source_csv(args)
@@ -215,7 +215,7 @@ def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -
     import tempfile
 
     from tuiprof.collect.gpu.driver import JIT_LINEINFO_ENV
-    from tuiprof.validate import ValidateError
+    from tuiprof.collect.gpu.ncu import ValidateError
     from tuiprof.validate_ops import parse_source_page, source_page_commands
 
     env = {**os.environ, JIT_LINEINFO_ENV: "1"}  # for the plain run ncu launches
@@ -249,7 +249,7 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
     from tuiprof.session import Session
     from tuiprof import demos
     from tuiprof.trace.io import SUFFIX, load_trace
-    from tuiprof.validate import ValidateError
+    from tuiprof.collect.gpu.ncu import ValidateError
     from tuiprof.validate_ops import compare_ops, parse_source_page, render_ops
 
     target = args.target
@@ -282,7 +282,7 @@ def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
     from tuiprof.build import build_program
     from tuiprof.collect.gpu.run import record_kernel_file
     from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
-    from tuiprof.validate import plain_command
+    from tuiprof.collect.gpu.ncu import plain_command
 
     script_path = opts.launch or find_launch_script(source)
     if script_path is None:
@@ -304,7 +304,7 @@ def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
     from tuiprof.build.wholeprog import load_whole_program
     from tuiprof.collect.pipeline import with_provenance
     from tuiprof.collect.gpu.program_run import collect_program, resolve_kernel
-    from tuiprof.validate import plain_binary
+    from tuiprof.collect.gpu.ncu import plain_binary
 
     prog = load_whole_program(binary.resolve())
     run = collect_program(prog, args.program_args, arch=arch, kernel=args.kernel, launch_index=args.launch_index,

@@ -26,7 +26,7 @@ import fold_measured
 import gpu_accuracy
 
 from tuiprof.demos import CATALOGUE
-from tuiprof.validate import METRICS, RESEARCH, metric_base
+from tuiprof.collect.gpu.ncu import METRICS, RESEARCH, metric_base
 
 
 def dry_run(tmp_path: Path, **env: str) -> str:

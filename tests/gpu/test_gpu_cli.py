@@ -26,8 +26,8 @@ from tuiprof.cli import main
 from tuiprof.collect.gpu.driver import DeviceInfo, GpuUnavailable, gpu_problem
 from tuiprof.model.latency import Estimate
 from tuiprof.trace.model import StaticOp
-from tuiprof.validate import (METRICS, Comparison, ValidateError, compare, measured_values, ncu_command,
-                              parse_ncu_csv, predicted_sectors_per_request, render)
+from tuiprof.collect.gpu.ncu import METRICS, ValidateError, measured_values, ncu_command, parse_ncu_csv
+from tuiprof.validate import Comparison, compare, predicted_sectors_per_request, render
 
 ROOT = Path(__file__).resolve().parents[2]
 no_gpu = pytest.mark.skipif(gpu_problem() is None, reason="a GPU is usable here")
@@ -416,7 +416,7 @@ def test_compare_and_render() -> None:
 
 
 def test_plain_run_usage() -> None:
-    r = subprocess.run([sys.executable, "-m", "tuiprof.validate"], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([sys.executable, "-m", "tuiprof.collect.gpu.ncu"], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 2 and "usage:" in r.stderr
 
@@ -490,8 +490,8 @@ def test_validate_a_kernel_file_end_to_end(app: Path, monkeypatch: pytest.Monkey
     assert args[args.index("--cache-control") + 1] == "all" and args[args.index("--launch-skip") + 1] == "0"
     assert "--kernel-name" not in args  # no --kernel: the first launch of any kernel, as recorded
     program = args[args.index("--") + 1:]
-    assert program[:3] == [sys.executable, "-m", "tuiprof.validate"] and str(app / "k_launch.py") in program
-    from tuiprof.validate import _main as plain_main
+    assert program[:3] == [sys.executable, "-m", "tuiprof.collect.gpu.ncu"] and str(app / "k_launch.py") in program
+    from tuiprof.collect.gpu.ncu import _main as plain_main
 
     assert plain_main(program[3:]) == 0  # what ncu runs: the launch script on the plain kernel
     t = load_trace(app / "v.tptrace")
@@ -521,7 +521,7 @@ async def test_the_ui_records_a_kernel_file_on_the_gpu_when_one_is_usable(app: P
 # --- the measurements of issue 24: optional metrics, counters, shared wavefronts -----------------
 
 def test_optional_metrics_follow_what_the_ncu_at_hand_lists() -> None:
-    from tuiprof.validate import RESEARCH, metric_base, missing_metrics, usable_metrics
+    from tuiprof.collect.gpu.ncu import RESEARCH, metric_base, missing_metrics, usable_metrics
 
     listing = "Device NVIDIA H100\n" + "\n".join(f"{metric_base(m)}   some description" for m in RESEARCH[:3])
     launch = tuple(m for m in RESEARCH if m.startswith("launch__"))  # attributes, often not listed: always asked
@@ -534,7 +534,7 @@ def test_optional_metrics_follow_what_the_ncu_at_hand_lists() -> None:
 def test_measure_drops_a_metric_this_ncu_refuses_and_keeps_the_headline(tmp_path: Path) -> None:
     # A stand-in ncu: lists every metric but one it then refuses by name, and writes the CSV of
     # whatever it is asked for (each metric 1.0, hit rates 50%).
-    from tuiprof.validate import METRICS, RESEARCH, SHARED_WAVEFRONTS, counters, measure
+    from tuiprof.collect.gpu.ncu import METRICS, RESEARCH, SHARED_WAVEFRONTS, counters, measure
 
     refused = RESEARCH[5]
     listed = list(METRICS) + [m for _, w, n in SHARED_WAVEFRONTS for m in (w, n)] + list(RESEARCH)

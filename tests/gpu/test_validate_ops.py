@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tuiprof.cli import main
-from tuiprof.validate import ValidateError
+from tuiprof.collect.gpu.ncu import ValidateError
 from tuiprof.validate_ops import SassRow, parse_source_page, source_page_commands
 
 FIXTURE = Path(__file__).resolve().parents[1] / "ncu" / "vecadd_source_page.csv"
@@ -182,7 +182,7 @@ def test_per_op_on_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str], m
     """On a GPU with ncu: validate vecadd --per-op prints a row for line 6's loads with ncu's
     4.00 sectors per request (the JIT keeps line information, ncu's page names the lines)."""
     from tuiprof.collect.gpu.driver import gpu_problem
-    from tuiprof.validate import find_ncu
+    from tuiprof.collect.gpu.ncu import find_ncu
 
     if gpu_problem() is not None or find_ncu() is None:
         pytest.skip("needs a GPU and ncu")
