@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tuiprof.collect.emu.decode import Program, decode, module_constants
+from tuiprof.collect.emu.decode import DecodedKernel, decode, module_constants
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
 from tuiprof.collect.gpu.driver import DeviceInfo
@@ -30,10 +30,10 @@ cuModuleGetGlobal of a ``__constant__`` variable gives an address the host can w
 class _EmuModule:
     def __init__(self, module: Module) -> None:
         self.module = module
-        self.programs: dict[str, Program] = {}
+        self.programs: dict[str, DecodedKernel] = {}
         self._ipdom: dict[str, list[int]] = {}
 
-    def program(self, kernel: str) -> Program:
+    def program(self, kernel: str) -> DecodedKernel:
         if kernel not in self.programs:
             def ipdoms(fn: Function) -> list[int]:
                 if fn.name not in self._ipdom:
@@ -127,7 +127,7 @@ class EmuDriver:
                 threads=self.threads, step_limit=DEFAULT_STEP_LIMIT, source_name=_where, constants=self.constants(prog))
         return 0.0
 
-    def constants(self, prog: Program) -> bytes:
+    def constants(self, prog: DecodedKernel) -> bytes:
         """The constant bank of `prog`'s module as the host last wrote it."""
         return self.heap.read(CONST_BANK, len(prog.const_image)).tobytes() if prog.const_image else b""
 

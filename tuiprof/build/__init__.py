@@ -6,9 +6,9 @@ package loads no CUDA library: NVRTC is imported on the first compile that needs
 """
 
 from tuiprof.build.compile import build_program
-from tuiprof.build.program import KernelInfo, KernelResources, Program, SourceFile
+from tuiprof.build.program import KernelInfo, KernelResources, Program, InputFile
 from tuiprof.build.toolchain import choose_target, find_compiler
 from tuiprof.errors import BuildError
 
-__all__ = ["BuildError", "KernelInfo", "KernelResources", "Program", "SourceFile", "build_program",
+__all__ = ["BuildError", "KernelInfo", "KernelResources", "Program", "InputFile", "build_program",
            "choose_target", "find_compiler"]

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from collections.abc import Sequence
 
-from tuiprof.build.program import KernelInfo, KernelResources, Program, SourceFile
+from tuiprof.build.program import KernelInfo, KernelResources, Program, InputFile
 from tuiprof.resources import user_cache_dir
 
 CACHE_VERSION = 1
@@ -28,7 +28,7 @@ def cache_dir() -> Path:
     return user_cache_dir() / "build"
 
 
-def cache_key(source: SourceFile, headers: Sequence[SourceFile], flags: Sequence[str], target: str,
+def cache_key(source: InputFile, headers: Sequence[InputFile], flags: Sequence[str], target: str,
               compiler: str, compiler_path: str) -> str:
     """The digest naming the cache entry of one compile."""
     doc = {
@@ -59,7 +59,7 @@ def from_json(text: str) -> Program | None:
             for k in p["kernels"])
         return Program(ptx=p["ptx"], compiler=p["compiler"], target=p["target"],
                        requested=tuple(p["requested"]), flags=tuple(p["flags"]),
-                       source=SourceFile(**p["source"]), headers=tuple(SourceFile(**h) for h in p["headers"]),
+                       source=InputFile(**p["source"]), headers=tuple(InputFile(**h) for h in p["headers"]),
                        kernels=kernels, resources_from=p["resources_from"], log=p["log"])
     except (ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -13,7 +13,7 @@ from tuiprof.build.compilers import Compiled, compile_nvcc, compile_nvrtc, ptx_e
 from tuiprof.build.demangle import demangle
 from tuiprof.build.flags import normalize_flags
 from tuiprof.build.headers import local_headers, read_source
-from tuiprof.build.program import KernelInfo, KernelResources, Program, SourceFile
+from tuiprof.build.program import KernelInfo, KernelResources, Program, InputFile
 from tuiprof.build.toolchain import Nvcc, choose_target, find_compiler
 from tuiprof.errors import BuildError
 from tuiprof.progress import Phase, Progress, ignore
@@ -45,7 +45,7 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
     sm = choose_target(compute_capability, found.archs)
     target = f"sm_{sm}"
     headers = local_headers(path, text, include_dirs)
-    src = SourceFile(str(path), text)
+    src = InputFile(str(path), text)
     compiler_path = found.path if isinstance(found, Nvcc) else "cuda-bindings"
     key = build_cache.cache_key(src, headers, norm_flags, target, found.name, compiler_path)
     if cache:
@@ -105,11 +105,11 @@ def ptx_program(source: str | os.PathLike[str], *, compute_capability: tuple[int
     if not kernels:
         raise BuildError(f"{path.name} defines no kernel (no .entry)", "give the PTX of a kernel")
     return Program(ptx=text, compiler="ptx file", target=m.group(1), requested=compute_capability, flags=(),
-                   source=SourceFile(str(path), ""), headers=(), kernels=kernels, resources_from=origin)
+                   source=InputFile(str(path), ""), headers=(), kernels=kernels, resources_from=origin)
 
 
 def _program(compiled: Compiled, compiler: str, target: str, requested: tuple[int, int],
-             flags: tuple[str, ...], source: SourceFile, headers: tuple[SourceFile, ...]) -> Program:
+             flags: tuple[str, ...], source: InputFile, headers: tuple[InputFile, ...]) -> Program:
     kernels = tuple(KernelInfo(name, demangle(name), compiled.resources.get(name))
                     for name in ptx_entries(compiled.ptx))
     if not kernels:

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from collections.abc import Sequence
 
-from tuiprof.build.program import SourceFile
+from tuiprof.build.program import InputFile
 from tuiprof.errors import BuildError
 from tuiprof.files import FileRole, read_regular, read_regular_text, regular_file_problem
 from tuiprof.trace.model import MAX_SOURCE_CHARS
@@ -45,7 +45,7 @@ def read_text(path: Path) -> str:
     return read_regular_text(path, CUDA_SOURCE, MAX_SOURCE_BYTES)
 
 
-def local_headers(source: Path, text: str, include_dirs: Sequence[Path]) -> tuple[SourceFile, ...]:
+def local_headers(source: Path, text: str, include_dirs: Sequence[Path]) -> tuple[InputFile, ...]:
     """The local headers `source` (whose text is `text`) includes, directly or not, in the order
     first met."""
     found: dict[Path, str] = {}
@@ -72,7 +72,7 @@ def local_headers(source: Path, text: str, include_dirs: Sequence[Path]) -> tupl
             pending.append((path, header_text))
             if len(found) >= MAX_HEADERS:
                 break
-    return tuple(SourceFile(str(p), t) for p, t in found.items())
+    return tuple(InputFile(str(p), t) for p, t in found.items())
 
 
 def _resolve(name: str, kind: str, here: Path, include_dirs: Sequence[Path]) -> Path | None:

@@ -50,7 +50,7 @@ class KernelInfo:
 
 
 @dataclass(frozen=True)
-class SourceFile:
+class InputFile:
     """A file that went into the compile, with its absolute path and text."""
 
     path: str
@@ -75,8 +75,8 @@ class Program:
     target: str
     requested: tuple[int, int]
     flags: tuple[str, ...]
-    source: SourceFile
-    headers: tuple[SourceFile, ...]
+    source: InputFile
+    headers: tuple[InputFile, ...]
     kernels: tuple[KernelInfo, ...]
     resources_from: str
     log: str = ""
@@ -103,7 +103,7 @@ class Program:
         return source_enums([f.text for f in self.files])
 
     @property
-    def files(self) -> tuple[SourceFile, ...]:
+    def files(self) -> tuple[InputFile, ...]:
         """The source followed by its local headers."""
         return (self.source, *self.headers)
 

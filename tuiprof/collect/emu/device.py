@@ -24,7 +24,7 @@ import numpy as np
 
 from tuiprof import units
 from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
-from tuiprof.collect.emu.decode import KernelParam, Program, const_image, decode, module_constants, module_globals
+from tuiprof.collect.emu.decode import ParamSlot, DecodedKernel, const_image, decode, module_constants, module_globals
 from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
@@ -135,7 +135,7 @@ class EmuDevice:
         self.threads = max(int(threads), 1)
         self.step_limit = int(step_limit)
         self.heap = Heap()
-        self._programs: dict[str, tuple[Program, tuple[StaticOp, ...]]] = {}
+        self._programs: dict[str, tuple[DecodedKernel, tuple[StaticOp, ...]]] = {}
         self._launch_counts: dict[str, int] = {}
         self.launches: list[tuple[str, tuple[int, int, int], tuple[int, int, int]]] = []
         """Every launch made so far: (kernel, grid, block)."""
@@ -287,7 +287,7 @@ class EmuDevice:
             self._enum_table = source_enums([t for t in (self.source_text, *self.headers.values()) if t])
         return self._enum_table
 
-    def _program(self, kernel: str) -> tuple[Program, tuple[StaticOp, ...]]:
+    def _program(self, kernel: str) -> tuple[DecodedKernel, tuple[StaticOp, ...]]:
         if kernel not in self._programs:
             from tuiprof.ptx.cfg import ipdom
             from tuiprof.ptx.ops import static_ops
@@ -314,7 +314,7 @@ class EmuDevice:
             self._programs[kernel] = (prog, tuple(ops[i] for i in range(len(ops))))
         return self._programs[kernel]
 
-    def _params(self, prog: Program, args: Sequence[KernelArg]) -> bytes:
+    def _params(self, prog: DecodedKernel, args: Sequence[KernelArg]) -> bytes:
         params = prog.params
         if isinstance(args, (DeviceArray, np.generic)) or not isinstance(args, (tuple, list)):
             raise TuiprofError(f"launch args of {prog.kernel} must be a tuple or list, not {type(args).__name__}",
@@ -327,7 +327,7 @@ class EmuDevice:
             buf[p.offset:p.offset + p.size] = self._param_bytes(prog, k, p, a)
         return bytes(buf)
 
-    def _param_bytes(self, prog: Program, k: int, p: KernelParam, a: KernelArg) -> bytes:
+    def _param_bytes(self, prog: DecodedKernel, k: int, p: ParamSlot, a: KernelArg) -> bytes:
         where = f"argument {k} of {prog.kernel} ({p.name}, .{p.type}, {p.size} bytes)"
         if isinstance(a, DeviceArray):
             if p.size != 8 or p.type not in ("u64", "b64", "s64"):
@@ -427,7 +427,7 @@ class EmuDevice:
         return ids
 
     def _recording(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], dyn: int,
-                   prog: Program, ops: tuple[StaticOp, ...], res: ResourcesLike | None, snapshot: np.ndarray,
+                   prog: DecodedKernel, ops: tuple[StaticOp, ...], res: ResourcesLike | None, snapshot: np.ndarray,
                    result) -> RecordedLaunch:
         threads = block[0] * block[1] * block[2]
         wpc = -(-threads // LANES)

@@ -39,7 +39,7 @@ class LaunchChoice:
 
 
 @dataclass
-class RecordedLaunch:
+class ProbeBuffers:
     """What the chosen launch left: its configuration, the snapshot, and the raw probe buffers."""
 
     kernel: str
@@ -73,7 +73,7 @@ class GpuDevice:
 
     def __init__(self, program: Program, module: Module, *, mode: str = "plain", choice: LaunchChoice = LaunchChoice(),
                  snapshot_rule: SnapshotRule | None = None, instrumented: Instrumented | None = None,
-                 counts: RecordedLaunch | None = None, cuda: str = "cuda-bindings", driver: Driver | None = None) -> None:
+                 counts: ProbeBuffers | None = None, cuda: str = "cuda-bindings", driver: Driver | None = None) -> None:
         if mode not in ("plain", "count", "record"):
             raise ValueError(mode)
         if mode == "record" and counts is None:
@@ -101,7 +101,7 @@ class GpuDevice:
         self._buffers: dict[int, _Buffer] = {}
         self._scratch: list[int] = []
         self._launches: dict[str | None, int] = {}
-        self.recorded: RecordedLaunch | None = None
+        self.recorded: ProbeBuffers | None = None
         self.times_ms: list[tuple[str, float]] = []
         self._symbols: dict[str, Symbol] | None = None
         self._written: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
@@ -266,7 +266,7 @@ class GpuDevice:
         self.drv.dtoh(used, counters)
         cta = np.zeros(grid_ctas * CTA_WORDS, np.uint64)
         self.drv.dtoh(cta, cta_ptr)
-        rec = RecordedLaunch(symbol, g, b, shared, snapshot, used, cta=cta, elapsed_ms=elapsed)
+        rec = ProbeBuffers(symbol, g, b, shared, snapshot, used, cta=cta, elapsed_ms=elapsed)
         if self.mode == "record":
             assert woff is not None
             words = np.zeros(int(woff[-1]), np.uint64)
