@@ -36,7 +36,7 @@ import json, sys, time
 import numpy as np
 root, which = sys.argv[1], sys.argv[2]
 from pathlib import Path
-from tuiprof.build.compile import build_program
+from tuiprof.toolchain.compile import build_program
 from tuiprof.ptx.parse import parse_module
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
 src = Path(root) / {"vecadd": "demo_traces/vecadd.cu", "matmul": "tests/cuda/ptx_matmul_tiled.cu",

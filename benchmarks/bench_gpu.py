@@ -43,7 +43,7 @@ def _text_size(cubin: Path) -> int:
 
 def _ptxas(ptx: str, tmp: Path, name: str) -> tuple[int, dict[str, tuple[int, int, int]]]:
     """SASS bytes, and kernel -> (registers, static shared, local bytes) (``ptxas -v``, sm_80)."""
-    from tuiprof.build.compilers import parse_ptxas_report
+    from tuiprof.toolchain.compilers import parse_ptxas_report
 
     src = tmp / f"{name}.ptx"
     src.write_text(ptx)
@@ -110,7 +110,7 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
     (`instrument_for`, as the GPU path does) and no trace built, so that only kernels are timed."""
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for
     from tuiprof.collect.gpu.driver import _open_driver, gpu_problem
     from tuiprof.ptx import parse_module

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from tuiprof.build.wholeprog import build_instrumented
+    from tuiprof.toolchain.wholeprog import build_instrumented
     from tuiprof.errors import UsageError
 
     nvcc_args = [a for a in args.nvcc_args if a != "--"]
@@ -279,7 +279,7 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
 
 def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
                         cc: tuple[int, int]) -> tuple[Any, list[str], str | None]:
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.run import record_kernel_file
     from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
     from tuiprof.collect.gpu.ncu import plain_command
@@ -301,7 +301,7 @@ def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
 
 def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
                     arch_name: str) -> tuple[Any, list[str], str | None]:
-    from tuiprof.build.wholeprog import load_whole_program
+    from tuiprof.toolchain.wholeprog import load_whole_program
     from tuiprof.collect.pipeline import with_provenance
     from tuiprof.collect.gpu.program_run import collect_program, resolve_kernel
     from tuiprof.collect.gpu.ncu import plain_binary

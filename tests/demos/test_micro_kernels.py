@@ -209,7 +209,7 @@ def test_the_gpu_size_launches_pass_their_checks(run: int, monkeypatch: pytest.M
     import runpy
     import sys
 
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
     from tuiprof.collect.gpu.driver import gpu_info
     from tuiprof.ptx import parse_module

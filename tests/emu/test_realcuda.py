@@ -20,8 +20,8 @@ import pytest
 
 from tests.support.emu_support import Compiler, cuda_ptx  # noqa: F401 (cuda_ptx is a fixture)
 from tests.support.ptx_support import find_nvcc, require_compiler
-from tuiprof.build.demangle import itanium_demangle
-from tuiprof.build.names import find_symbol, read_name, source_enums
+from tuiprof.toolchain.demangle import itanium_demangle
+from tuiprof.toolchain.names import find_symbol, read_name, source_enums
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
 from tuiprof.errors import TuiprofError
 
@@ -419,7 +419,7 @@ void fill(float* d, int n) { fill_kernel<<<(n + 127) / 128, 128>>>(d, n); }
 def test_whole_program_builds_with_thrust_or_cub(program: str, tmp_path: Path) -> None:
     """Two multi-file programs with Thrust or CUB build instrumented: the program's own kernels
     probed, the library's left as they are (then one chosen by --kernel)."""
-    from tuiprof.build.wholeprog import build_instrumented
+    from tuiprof.toolchain.wholeprog import build_instrumented
 
     if program == "thrust":
         (tmp_path / "main.cu").write_text(THRUST_MAIN)

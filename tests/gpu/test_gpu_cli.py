@@ -133,7 +133,7 @@ def test_misplaced_program_arguments(app: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_whole_program_is_recognised_by_its_main() -> None:
-    from tuiprof.build.wholeprog import defines_main
+    from tuiprof.toolchain.wholeprog import defines_main
 
     assert defines_main((CUDA_DIR / "wholeprog_main.cu").read_text())
     assert defines_main((CUDA_DIR / "wholeprog_rdc_main.cu").read_text())
@@ -319,7 +319,7 @@ def test_build_command(tmp_path: Path) -> None:
 @pytest.mark.skipif(find_nvcc() is None or shutil.which("g++") is None, reason="nvcc and g++ are needed")
 def test_build_of_a_kernel_file_says_it_has_no_main(tmp_path: Path) -> None:
     """A kernel file (no main) fails at the link: the hint says why and where to go instead, and the
-    failed build leaves no metadata folder behind (it used to leave v.instr.tuiprof/build/)."""
+    failed build leaves no metadata folder behind (it used to leave v.instr.tuiprof/toolchain/)."""
     shutil.copy(ROOT / "demo_traces" / "vecadd.cu", tmp_path / "vecadd.cu")
     r = tuiprof("build", "vecadd.cu", "-o", "v.instr", "-arch=sm_75", cwd=tmp_path)
     # a build that takes over a few seconds says its steps first (`tuiprof build: step 6/12 ...`)

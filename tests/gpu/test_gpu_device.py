@@ -117,7 +117,7 @@ def test_struct_by_value_reaches_the_kernel(tmp_path: Path) -> None:
     collector's device (the emulator as its driver, the parameter buffer as pycuda passes it): the
     kernel reads back the values the launch script packed as NumPy structured scalars."""
     from tests.support.emu_driver import EmuDriver
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
 
     src = tmp_path / "byval.cu"
@@ -141,7 +141,7 @@ def test_a_device_closes_the_driver_it_opened(monkeypatch: pytest.MonkeyPatch) -
     module fails (pycuda aborts the process at exit when a context is left pushed: the first GPU
     run's `--cuda pycuda` validate printed that); a driver passed in stays open for its owner."""
     from tests.support.emu_driver import EmuDriver
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu import driver
     from tuiprof.collect.gpu.device import GpuDevice
 
@@ -229,7 +229,7 @@ def test_a_texture_on_the_gpu_path_is_one_clear_refusal(tmp_path: Path) -> None:
     """Texture objects are emulated only (issue 22 item 4): on the GPU collector's device, making
     one is an error that says so and names the way that works, not a crash mid-launch."""
     from tests.support.emu_driver import EmuDriver
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
 
     src = tmp_path / "byval.cu"

@@ -48,7 +48,7 @@ def _plain_then_recorded(script: Path, device_cc: tuple[int, int], flags: tuple[
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
     from tuiprof.collect.gpu.run import collect_gpu
     from tuiprof.ptx import parse_module
@@ -124,7 +124,7 @@ def test_without_fused_multiply_add_outputs_are_bit_identical(device_cc: tuple[i
 def test_whole_program_end_to_end(tmp_path: Path, device_cc: tuple[int, int]) -> None:
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
-    from tuiprof.build.wholeprog import build_instrumented
+    from tuiprof.toolchain.wholeprog import build_instrumented
     from tuiprof.collect.gpu.program_run import collect_program
 
     shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
@@ -173,7 +173,7 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
     import dataclasses
 
     from tests.support.demo_launches import DEMOS, NativeEmuDriver
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
     from tuiprof.collect.gpu.records import build_trace
     from tuiprof.ptx import parse_module

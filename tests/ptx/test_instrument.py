@@ -361,7 +361,7 @@ class _PtxasDriver:
         self.loads = 0
 
     def load(self, ptx: str) -> dict[str, tuple[int, int, int]]:
-        from tuiprof.build.compilers import parse_ptxas_report
+        from tuiprof.toolchain.compilers import parse_ptxas_report
 
         self.loads += 1
         src = self.tmp / f"m{self.loads}.ptx"

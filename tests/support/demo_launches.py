@@ -53,7 +53,7 @@ class NativeEmuDriver(EmuDriver):
 
 
 def _program(cache: dict[Path, Any], src: Path) -> Any:
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
 
     if src not in cache:
         cache[src] = build_program(src, compute_capability=(8, 0))

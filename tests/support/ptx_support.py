@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tuiprof.build.toolchain import find_nvcc as _product_find_nvcc
+from tuiprof.toolchain.locate import find_nvcc as _product_find_nvcc
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_DIR = Path(__file__).resolve().parents[1] / "cuda"
@@ -53,7 +53,7 @@ def min_arch(src: Path) -> int:
 
 def find_nvcc() -> str | None:
     """The nvcc tuiprof itself would use (PATH, CUDA_HOME, CUDA_PATH, /usr/local/cuda:
-    `tuiprof.build.toolchain.find_nvcc`), or None."""
+    `tuiprof.toolchain.locate.find_nvcc`), or None."""
     found = _product_find_nvcc()
     return None if found is None else str(found)
 
@@ -124,7 +124,7 @@ def run_without_nvcc(code: str, tmp_path: Path, hide_nvrtc: bool = False, cwd: P
 
         if kernel_cache_dir() is not None:
             env["NUMBA_CACHE_DIR"] = str(kernel_cache_dir())
-    prelude = "import tuiprof.build.toolchain as t\nt.STANDARD_ROOTS = ()\n"
+    prelude = "import tuiprof.toolchain.locate as t\nt.STANDARD_ROOTS = ()\n"
     if hide_nvrtc:
         prelude += "import sys\nsys.modules['cuda'] = None\n"
     out = subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True,

@@ -1,4 +1,4 @@
-"""tuiprof.build: CUDA source -> Program with nvcc and with NVRTC, kernel resources checked
+"""tuiprof.toolchain: CUDA source -> Program with nvcc and with NVRTC, kernel resources checked
 against ptxas's own report, errors, flags, the target floor, the cache; and `tuiprof init`.
 
 Truth comes from outside the code under test: ptxas -v run by the test itself, the sizes of the
@@ -22,16 +22,16 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import run_without_nvcc
-from tuiprof.build import BuildError, Program, build_program, choose_target
-from tuiprof.build import cache as build_cache
-from tuiprof.build import toolchain
-from tuiprof.build.cubin import kernel_resources, read_elf
-from tuiprof.build.demangle import demangle
-from tuiprof.build.diagnostics import summarize_errors
-from tuiprof.build.flags import normalize_flags
-from tuiprof.build.init_script import write_launch_script
-from tuiprof.build.signature import entry_params, kernel_signatures, parse_param
-from tuiprof.build.toolchain import find_nvcc, nvrtc_compiler
+from tuiprof.toolchain import BuildError, Program, build_program, choose_target
+from tuiprof.toolchain import cache as build_cache
+from tuiprof.toolchain import locate
+from tuiprof.toolchain.cubin import kernel_resources, read_elf
+from tuiprof.toolchain.demangle import demangle
+from tuiprof.toolchain.diagnostics import summarize_errors
+from tuiprof.toolchain.flags import normalize_flags
+from tuiprof.toolchain.init_script import write_launch_script
+from tuiprof.toolchain.signature import entry_params, kernel_signatures, parse_param
+from tuiprof.toolchain.locate import find_nvcc, nvrtc_compiler
 from tuiprof.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -360,7 +360,7 @@ def test_compiles_in_a_private_folder_and_cleans_up(compiler: str, tmp_path: Pat
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_cache_returns_the_same_program_without_compiling(compiler: str, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    import tuiprof.build.compile as compile_mod
+    import tuiprof.toolchain.compile as compile_mod
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     for name in ("build_cxx.cu", "build_cxx.cuh"):
@@ -417,14 +417,14 @@ def test_nvcc_is_found_on_path_then_cuda_home_then_cuda_path_then_the_standard_f
         return str(tmp_path / name)
 
     on_path, home, cuda_path, standard = (toolkit(n) for n in ("on_path", "home", "cuda_path", "standard"))
-    monkeypatch.setattr(toolchain, "STANDARD_ROOTS", (toolkit("not_executable", executable=False), standard))
+    monkeypatch.setattr(locate, "STANDARD_ROOTS", (toolkit("not_executable", executable=False), standard))
     (tmp_path / "empty").mkdir()
     env = {"PATH": f"{tmp_path / 'empty'}{os.pathsep}{on_path}/bin", "CUDA_HOME": home, "CUDA_PATH": cuda_path}
     found = []
     for unset in ("PATH", "CUDA_HOME", "CUDA_PATH", "STANDARD_ROOTS"):
         found.append(find_nvcc(env))
         if unset == "STANDARD_ROOTS":
-            monkeypatch.setattr(toolchain, "STANDARD_ROOTS", ())
+            monkeypatch.setattr(locate, "STANDARD_ROOTS", ())
         else:
             env[unset] = str(tmp_path / "empty") if unset == "PATH" else ""
     found.append(find_nvcc(env))
@@ -435,8 +435,8 @@ def test_nvcc_is_found_on_path_then_cuda_home_then_cuda_path_then_the_standard_f
 @needs_nvrtc
 def test_without_nvcc_nvrtc_compiles(tmp_path: Path) -> None:
     out = run_without_nvcc(
-        "from tuiprof.build import build_program\n"
-        "from tuiprof.build.toolchain import find_nvcc\n"
+        "from tuiprof.toolchain import build_program\n"
+        "from tuiprof.toolchain.locate import find_nvcc\n"
         f"p = build_program({str(CUDA / 'ptx_matmul_tiled.cu')!r}, compute_capability=(8, 0))\n"
         "print(find_nvcc(), p.compiler, p.target, p.resources_from, p.kernel('matmul_tiled').resources.static_shared)\n",
         tmp_path).stdout
@@ -447,7 +447,7 @@ def test_without_nvcc_nvrtc_compiles(tmp_path: Path) -> None:
 
 def test_no_compiler_at_all_is_one_clear_message(tmp_path: Path) -> None:
     out = run_without_nvcc(
-        "from tuiprof.build import build_program, BuildError\n"
+        "from tuiprof.toolchain import build_program, BuildError\n"
         "try:\n"
         f"    build_program({str(CUDA / 'ptx_spmv_csr.cu')!r}, compute_capability=(8, 0))\n"
         "except BuildError as e:\n"

@@ -1,4 +1,4 @@
-"""Whole programs without a GPU (tuiprof.build.wholeprog): nvcc's -dryrun plan parsed; a program
+"""Whole programs without a GPU (tuiprof.toolchain.wholeprog): nvcc's -dryrun plan parsed; a program
 with `main` and a two-unit -rdc=true program build instrumented and link with the host runtime
 (the launch stub calls the wrapper); the runtime's own file writer and count reader (compiled
 without CUDA) agree with tuiprof's decoding; its launch wrapper, linked with a CUDA runtime
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import CUDA_DIR, find_nvcc
-from tuiprof.build.wholeprog import (RUNTIME_SOURCE, WRAP_FLAGS, WholeProgram, build_instrumented, check_args,
+from tuiprof.toolchain.wholeprog import (RUNTIME_SOURCE, WRAP_FLAGS, WholeProgram, build_instrumented, check_args,
                                      load_whole_program, parse_dryrun)
 from tuiprof.collect.gpu.records import RECORD_MAGIC, cta_records, read_record_file
 from tuiprof.errors import BuildError, TuiprofError
@@ -126,7 +126,7 @@ def test_two_units_with_rdc_link(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match="no instrumented module defines kernel nothere"):
         prog.module_with("nothere")
     # the kernel's op table covers the device function it calls in the other unit
-    from tuiprof.build.wholeprog import linked_module
+    from tuiprof.toolchain.wholeprog import linked_module
     from tuiprof.collect.gpu.records import site_to_op
     from tuiprof.ptx.ops import static_ops
 
@@ -290,7 +290,7 @@ def test_runtime_leaves_other_launches_alone(stubbed: Path, tmp_path: Path) -> N
 
 
 def _fake_program(tmp_path: Path) -> WholeProgram:
-    from tuiprof.build.wholeprog import ModuleMeta
+    from tuiprof.toolchain.wholeprog import ModuleMeta
 
     mods = (ModuleMeta(0, "/src/a.cu", "m0.ptx", "sm_80", (), ("_Z4spmvPfi", "_Z3addIfEvPT_", "_Z3addIiEvPT_"), {}),)
     return WholeProgram(tmp_path / "app", tmp_path / "app.tuiprof", mods, ())
@@ -365,7 +365,7 @@ def test_instrumented_units_keep_the_plain_occupancy(tmp_path: Path) -> None:
 
     from tuiprof.arch import load_arch
     from tuiprof.arch.occupancy import register_cap
-    from tuiprof.build.wholeprog import _instrument_file, ptxas_report as _ptxas_report
+    from tuiprof.toolchain.wholeprog import _instrument_file, ptxas_report as _ptxas_report
 
     fixture = Path(__file__).parents[1] / "ptx" / "nvcc" / "demo_matmul_tiles.sm75.ptx"
     ptx = tmp_path / "unit.ptx"

@@ -38,7 +38,7 @@ _RESOLVED_SPACES: tuple[Space, ...] = ("global", "shared", "local")
 """What a generic op resolves to: the space most of its accesses fell in."""
 
 if TYPE_CHECKING:
-    from tuiprof.build.names import Enums
+    from tuiprof.toolchain.names import Enums
     from tuiprof.ptx.ops import SourceMap
 
 MAX_THREADS_PER_CTA = 1024
@@ -51,7 +51,7 @@ launch starts; returns the linear ids of the snapshot CTAs."""
 
 
 class ResourcesLike(Protocol):
-    """What the device reads of a kernel's resources (`tuiprof.build.program.KernelResources`)."""
+    """What the device reads of a kernel's resources (`tuiprof.toolchain.program.KernelResources`)."""
 
     @property
     def registers_per_thread(self) -> int: ...
@@ -272,8 +272,8 @@ class EmuDevice:
 
     def kernel_name(self, name: str) -> str:
         """The PTX entry `name` refers to: itself, its demangled signature, or the C++ name as
-        written (``axpy<float, 4>``, ``ns::kern``; `tuiprof.build.names.find_symbol`)."""
-        from tuiprof.build.names import find_symbol
+        written (``axpy<float, 4>``, ``ns::kern``; `tuiprof.toolchain.names.find_symbol`)."""
+        from tuiprof.toolchain.names import find_symbol
 
         if name not in self._names:
             self._names[name] = find_symbol(name, tuple(self.module.kernels), where=self.source_name or "the module",
@@ -281,7 +281,7 @@ class EmuDevice:
         return self._names[name]
 
     def _enums(self) -> Enums:
-        from tuiprof.build.names import source_enums
+        from tuiprof.toolchain.names import source_enums
 
         if self._enum_table is None:
             self._enum_table = source_enums([t for t in (self.source_text, *self.headers.values()) if t])
@@ -398,7 +398,7 @@ class EmuDevice:
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
         recorded = ", the recorded one" if chosen else ""
-        from tuiprof.build.demangle import demangle
+        from tuiprof.toolchain.demangle import demangle
 
         what = f"emulating launch {len(self.launches)} ({demangle(kernel).split('(', 1)[0]}{recorded})"
         self.progress(Phase(what, 0, n_ctas, "CTAs"))

@@ -67,7 +67,7 @@ def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress
             driver: Driver | None = None) -> Measurements:
     """Run the microbenchmarks on GPU 0 (see the module docstring), or through `driver` (which
     it then closes); needs a GPU. CalibrationError when a sweep does not show what it measures."""
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.driver import _open_driver, require_gpu
     from tuiprof.collect.gpu.params import pack_params
     from tuiprof.ptx import parse_module

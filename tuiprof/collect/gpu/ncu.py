@@ -264,7 +264,7 @@ def measure(ncu: str, command: Callable[[Sequence[str]], list[str]], timeout: fl
 def plain_run(source: str, script: str, compute_capability: tuple[int, int], flags: Sequence[str],
               compiler: str, cuda: str) -> None:
     """Run the launch script on the program's own PTX (no probes): what ncu measures."""
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
     from tuiprof.collect.script import read_launch_script
     from tuiprof.ptx import parse_module
@@ -283,7 +283,7 @@ def plain_command(source: str, script: str, compute_capability: tuple[int, int],
 
 def plain_binary(nvcc_args: Sequence[str], binary: Path, cwd: Path) -> Path:
     """The program built by plain nvcc (the same arguments), beside its instrumented metadata."""
-    from tuiprof.build.toolchain import find_nvcc
+    from tuiprof.toolchain.locate import find_nvcc
 
     out = binary.with_name(binary.name + ".tuiprof") / "plain"
     if out.is_file():

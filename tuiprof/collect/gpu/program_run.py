@@ -1,4 +1,4 @@
-"""Profiling a whole program built by `tuiprof.build.wholeprog`: run it twice under its host runtime
+"""Profiling a whole program built by `tuiprof.toolchain.wholeprog`: run it twice under its host runtime
 (a counting run, then a recording run of the chosen launch's snapshot), and turn the record file
 into a Trace. The launch is not known before the counting run, so that run counts the CTAs any
 snapshot may take (`max_snapshot_ctas` from --snapshot-start), not the whole grid.
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from tuiprof import __version__
 from tuiprof.arch.model import Arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.build.wholeprog import WholeProgram
+from tuiprof.toolchain.wholeprog import WholeProgram
 from tuiprof.collect.gpu.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.model import Launch, Provenance, SourceFile, Trace
@@ -50,8 +50,8 @@ class ProgramRun:
 
 def resolve_kernel(prog: WholeProgram, name: str | None) -> str | None:
     """The PTX symbol of the kernel `name` names (symbol, demangled signature, or the C++ name as
-    written, `tuiprof.build.names`); None for "the first kernel launched"."""
-    from tuiprof.build.names import find_symbol
+    written, `tuiprof.toolchain.names`); None for "the first kernel launched"."""
+    from tuiprof.toolchain.names import find_symbol
 
     if name is None:
         return None
@@ -111,7 +111,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
                     launch_index: int = 0, snapshot_ctas: int | None = None, snapshot_start: int = 0,
                     timeout: float | None = None, cwd: Path | None = None) -> ProgramRun:
     """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program."""
-    from tuiprof.build.wholeprog import linked_module
+    from tuiprof.toolchain.wholeprog import linked_module
     from tuiprof.collect.gpu.driver import _open_driver, device_generator, require_gpu
     from tuiprof.collect.gpu.occupancy import probe_occupancy
     from tuiprof.ptx.ops import op_sources, static_ops
@@ -153,7 +153,7 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
         raise ProgramError("the two runs made different launches (kernel, grid or snapshot differ)",
                            "the program must make the same launches every time it runs")
     if rec.kernel not in set(prog.kernels):
-        from tuiprof.build.demangle import demangle
+        from tuiprof.toolchain.demangle import demangle
 
         raise ProgramError(f"the launch recorded is of {demangle(rec.kernel)[:200]}, which the build left without probes "
                            "(a library kernel: Thrust's, CUB's)", "profile it by name, --kernel NAME, so that the "
@@ -198,7 +198,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
     the program instrumented (in the user cache, keyed by the command line and the sources'
     contents, so an unchanged program is not rebuilt), then profile it. A leading ``nvcc`` word
     and any ``-o`` are dropped: the binary lives in the cache."""
-    from tuiprof.build.wholeprog import _output_of, build_instrumented, check_args, load_whole_program
+    from tuiprof.toolchain.wholeprog import _output_of, build_instrumented, check_args, load_whole_program
     from tuiprof.collect.gpu.driver import require_gpu
     from tuiprof.resources import user_cache_dir
 
@@ -232,7 +232,7 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
 def instrumenter_digest() -> bytes:
     """What a cached instrumented build depends on besides the program: the instrumentation pass
     and the build's own code (the probes, the register caps, the metadata)."""
-    from tuiprof.build import wholeprog
+    from tuiprof.toolchain import wholeprog
     from tuiprof.ptx import instrument
 
     h = hashlib.sha256()
@@ -244,7 +244,7 @@ def instrumenter_digest() -> bytes:
 def _read(path: str) -> str | None:
     """A module's source text for the trace (None when it cannot be read: a regular file of a
     trace's size at most, read by the one bounded reader, never a device or a FIFO)."""
-    from tuiprof.build.headers import read_text
+    from tuiprof.toolchain.headers import read_text
 
     try:
         return read_text(Path(path))

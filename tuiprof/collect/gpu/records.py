@@ -300,7 +300,7 @@ def build_trace(*, launch: Launch, table: tuple[tuple[str, int, StaticOp], ...],
     """The Trace of one recorded launch, from its probe buffers (the kernel-file and the
     whole-program collectors both end here). `other_sites` are the site tables of other modules
     whose device functions the kernel calls (``-rdc`` programs; `table` must cover them, see
-    `tuiprof.build.wholeprog.linked_module`). A generic op takes the space most of its accesses
+    `tuiprof.toolchain.wholeprog.linked_module`). A generic op takes the space most of its accesses
     resolved to (as the emulator's ops do); those that reached shared or local memory are counted
     per space in ``provenance.generator["generic_ops_by_space"]``. `sources` are named as the ops
     name their files (`tuiprof.ptx.ops.static_ops`: the file name without its folder), so that

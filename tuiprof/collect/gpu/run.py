@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 
 from tuiprof import __version__
-from tuiprof.build.program import Program
+from tuiprof.toolchain.program import Program
 from tuiprof.collect.gpu.records import build_trace
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.model import Module
@@ -102,7 +102,7 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
     the chosen launch, and return the trace with the snapshot Baghsorkhi12's rule picks for `arch`
     (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build.compile import load_program
+    from tuiprof.toolchain.compile import load_program
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 

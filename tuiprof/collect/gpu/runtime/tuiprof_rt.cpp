@@ -1,4 +1,4 @@
-// tuiprof host runtime for whole programs built by `tuiprof build` (tuiprof/build/wholeprog.py).
+// tuiprof host runtime for whole programs built by `tuiprof build` (tuiprof/toolchain/wholeprog.py).
 //
 // Linked into the program with
 //     -Wl,--wrap=__cudaLaunchKernel -Wl,--wrap=__cudaLaunchKernel_ptsz -Wl,--wrap=cudaLaunchKernel

@@ -1,6 +1,6 @@
 """The two ways to compile a CUDA source to PTX and a cubin: nvcc and NVRTC (through
 cuda-bindings), each in a child process bounded in memory and time that dies with tuiprof
-(`tuiprof.build.child`).
+(`tuiprof.toolchain.child`).
 
 Each returns a `Compiled`: the PTX text, the kernel resources and where they came from, and the
 compiler's warnings. Both run with line info on and write only into the private `workdir` they
@@ -17,12 +17,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuiprof.build import nvrtc_child
-from tuiprof.build.child import limit_words, run_bounded
-from tuiprof.build.cubin import kernel_resources
-from tuiprof.build.diagnostics import missing_include, summarize_errors, warnings_of
-from tuiprof.build.program import KernelResources
-from tuiprof.build.toolchain import Nvcc, Nvrtc
+from tuiprof.toolchain import nvrtc_child
+from tuiprof.toolchain.child import limit_words, run_bounded
+from tuiprof.toolchain.cubin import kernel_resources
+from tuiprof.toolchain.diagnostics import missing_include, summarize_errors, warnings_of
+from tuiprof.toolchain.program import KernelResources
+from tuiprof.toolchain.locate import Nvcc, Nvrtc
 from tuiprof.errors import BuildError
 
 MAX_OUTPUT_BYTES = 1 << 20
@@ -158,7 +158,7 @@ def parse_ptxas_report(output: str) -> dict[str, tuple[int, int, int]]:
 
 def compile_nvrtc(nvrtc_info: Nvrtc, source: Path, text: bytes, flags: tuple[str, ...], sm: int, workdir: Path,
                   timeout: float) -> Compiled:
-    """NVRTC in a child process (`tuiprof.build.nvrtc_child`, bounded like nvcc): the PTX and the
+    """NVRTC in a child process (`tuiprof.toolchain.nvrtc_child`, bounded like nvcc): the PTX and the
     cubin of ``-arch=sm_XX --generate-line-info``; the kernel resources from the cubin. The
     program is named by the source's absolute path, so quoted includes resolve beside it and the
     PTX ``.file`` table names it."""

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from collections.abc import Sequence
 
-from tuiprof.build.program import KernelInfo, KernelResources, Program, InputFile
+from tuiprof.toolchain.program import KernelInfo, KernelResources, Program, InputFile
 from tuiprof.resources import user_cache_dir
 
 CACHE_VERSION = 1

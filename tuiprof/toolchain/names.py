@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 
-from tuiprof.build.demangle import demangle
+from tuiprof.toolchain.demangle import demangle
 from tuiprof.errors import TuiprofError
 
 HIDDEN_SCOPE = re.compile(r"^(?:(?:CUB|THRUST|CCCL|LIBCUDACXX)_\d+(?:_SM_\d+)*(?:_NS)?|__\d+|_INTERNAL_\w*"

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from collections.abc import Sequence
 
-from tuiprof.build.program import InputFile
+from tuiprof.toolchain.program import InputFile
 from tuiprof.errors import BuildError
 from tuiprof.files import FileRole, read_regular, read_regular_text, regular_file_problem
 from tuiprof.trace.model import MAX_SOURCE_CHARS

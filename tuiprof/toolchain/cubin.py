@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from tuiprof.build.program import KernelResources
+from tuiprof.toolchain.program import KernelResources
 from tuiprof.errors import BuildError
 
 EIFMT_SVAL = 0x04

@@ -7,14 +7,14 @@ import os
 from pathlib import Path
 from collections.abc import Sequence
 
-from tuiprof.build import cache as build_cache
-from tuiprof.build.child import temp_folder
-from tuiprof.build.compilers import Compiled, compile_nvcc, compile_nvrtc, ptx_entries
-from tuiprof.build.demangle import demangle
-from tuiprof.build.flags import normalize_flags
-from tuiprof.build.headers import local_headers, read_source
-from tuiprof.build.program import KernelInfo, KernelResources, Program, InputFile
-from tuiprof.build.toolchain import Nvcc, choose_target, find_compiler
+from tuiprof.toolchain import cache as build_cache
+from tuiprof.toolchain.child import temp_folder
+from tuiprof.toolchain.compilers import Compiled, compile_nvcc, compile_nvrtc, ptx_entries
+from tuiprof.toolchain.demangle import demangle
+from tuiprof.toolchain.flags import normalize_flags
+from tuiprof.toolchain.headers import local_headers, read_source
+from tuiprof.toolchain.program import KernelInfo, KernelResources, Program, InputFile
+from tuiprof.toolchain.locate import Nvcc, choose_target, find_compiler
 from tuiprof.errors import BuildError
 from tuiprof.progress import Phase, Progress, ignore
 
@@ -29,7 +29,7 @@ def build_program(source: str | os.PathLike[str], *, compute_capability: tuple[i
 
     `flags` pass through to the compiler (``-I``, ``-D``, ``-std=``...; see `normalize_flags`).
     `compiler` is ``"auto"`` (nvcc when found, else NVRTC), ``"nvcc"`` or ``"nvrtc"``. Either runs
-    in a child bounded in memory and by `timeout` (`tuiprof.build.child`). Raises BuildError when
+    in a child bounded in memory and by `timeout` (`tuiprof.toolchain.child`). Raises BuildError when
     the file cannot be read, no compiler is found, the source does not compile, or the compiler
     hits one of those limits.
        `progress` hears which compiler runs (not when the build cache has the program).
@@ -83,8 +83,8 @@ def ptx_program(source: str | os.PathLike[str], *, compute_capability: tuple[int
     ``.py`` file for Triton or Numba), read when the trace is made."""
     import re
 
-    from tuiprof.build.wholeprog import ptxas_report
-    from tuiprof.build.toolchain import find_nvcc, nvcc_compiler
+    from tuiprof.toolchain.wholeprog import ptxas_report
+    from tuiprof.toolchain.locate import find_nvcc, nvcc_compiler
 
     path = Path(source).expanduser().resolve()
     text = read_source(path).decode("utf-8", "replace")

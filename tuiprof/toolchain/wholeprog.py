@@ -45,10 +45,10 @@ from collections.abc import Callable, Sequence
 from tuiprof.arch import load_arch
 from tuiprof.arch.calibrate import base_preset
 from tuiprof.arch.occupancy import next_register_cap, register_cap
-from tuiprof.build.child import ChildResult, limit_words, run_bounded, temp_folder
-from tuiprof.build.compilers import parse_ptxas_report
-from tuiprof.build.program import KernelResources
-from tuiprof.build.toolchain import find_nvcc
+from tuiprof.toolchain.child import ChildResult, limit_words, run_bounded, temp_folder
+from tuiprof.toolchain.compilers import parse_ptxas_report
+from tuiprof.toolchain.program import KernelResources
+from tuiprof.toolchain.locate import find_nvcc
 from tuiprof.errors import BuildError, OutputError
 from tuiprof.files import FileRole, read_regular
 from tuiprof.ptx.instrument import Site, instrument_capped
@@ -296,7 +296,7 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
                        timeout: float = DEFAULT_TIMEOUT, kernels: Sequence[str] = ()) -> WholeProgram:
     """Build the program nvcc `args` describe (sources, flags, optionally ``-o``), instrumented;
     `output` overrides ``-o`` (default ``a.out`` as nvcc's). ``-lineinfo`` is added when missing.
-    `kernels` (C++ names as written, `tuiprof.build.names`) limits the probes to those kernels and
+    `kernels` (C++ names as written, `tuiprof.toolchain.names`) limits the probes to those kernels and
     the functions they call (a program's other kernels, Thrust's and CUB's, run as they are).
     Steps are said on stderr once the build has run two seconds. The output is checked first and
     renamed into place last (module docstring). Raises BuildError naming the failing step with its
@@ -364,7 +364,7 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
                              "the kernels of the program's own files)")
         left = sorted({k for m in modules for k in m.plain_kernels} - {k for m in modules for k in m.kernels})
         if left and not kernels:
-            from tuiprof.build.demangle import demangle
+            from tuiprof.toolchain.demangle import demangle
             from tuiprof.output import note
 
             note(f"tuiprof build: {len(left)} library kernel(s) (Thrust, CUB...) run without probes, e.g. "
@@ -477,7 +477,7 @@ def _instrument_file(ptx_path: Path, tag: int, source: str, folder: Path,
     target = found.group(1).rstrip(",") if found else ""
     sm = target if re.fullmatch(r"sm_\d+[a-z]?", target) else "sm_75"
     only = _chosen(text, kernels) | _user_functions(text, exported_only=True) if kernels else _user_functions(text)
-    from tuiprof.build.compilers import ptx_entries
+    from tuiprof.toolchain.compilers import ptx_entries
 
     every = ptx_entries(text)
     if not only:  # no chosen kernel and none of the user's functions here: the module runs as it is
@@ -526,8 +526,8 @@ def _user_functions(ptx: str, exported_only: bool = False) -> set[str]:
 def _chosen(ptx: str, kernels: Sequence[str]) -> set[str]:
     """The kernels of a module's PTX that the written names `kernels` name (none when it has none
     of them)."""
-    from tuiprof.build.compilers import ptx_entries
-    from tuiprof.build.names import find_symbol
+    from tuiprof.toolchain.compilers import ptx_entries
+    from tuiprof.toolchain.names import find_symbol
     from tuiprof.errors import TuiprofError
 
     entries = ptx_entries(ptx)
@@ -631,7 +631,7 @@ def _shift_loc(loc: SourceLoc | None, shift: int) -> SourceLoc | None:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float, what: str, stage: Path) -> ChildResult:
-    """Run a build step bounded and killed with tuiprof (`tuiprof.build.child`), its temporaries
+    """Run a build step bounded and killed with tuiprof (`tuiprof.toolchain.child`), its temporaries
     in the staging folder (removed with it, by the guard too if tuiprof is killed)."""
     r = run_bounded(cmd, cwd=cwd, timeout=timeout, what=what, env=dict(os.environ, TMPDIR=str(stage)), cleanup=[stage])
     if r.limit is not None:

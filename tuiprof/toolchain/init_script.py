@@ -11,7 +11,7 @@ bounds, with the kernels' own types:
   ``__nv_bfloat16*`` bfloat16 bits), else from the source; every pointer gets an array of its
   element's dtype, inputs (``const`` pointees) random floats or zero integers (zeros keep index
   arrays in bounds), outputs zeros; a ``cudaTextureObject_t`` a texture of random floats;
-- the block and the CTAs each cover come from the code (`tuiprof.build.geometry`: the tile that
+- the block and the CTAs each cover come from the code (`tuiprof.toolchain.geometry`: the tile that
   ``blockIdx`` is scaled by, ``__launch_bounds__`` with the template arguments and macros in
   scope, the fixed shared arrays), the grid covers the problem size, and every array is sized
   from it with room for the 16-byte vector loads the kernel may make;
@@ -34,16 +34,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
-from tuiprof.build.geometry import Geometry, evaluate, launch_geometry
-from tuiprof.build.program import KernelInfo, Program
-from tuiprof.build.signature import (ITEMSIZE, EntryParam, KernelParam, KernelSignature, classify,
+from tuiprof.toolchain.geometry import Geometry, evaluate, launch_geometry
+from tuiprof.toolchain.program import KernelInfo, Program
+from tuiprof.toolchain.signature import (ITEMSIZE, EntryParam, KernelParam, KernelSignature, classify,
                                      demangled_params, entry_params, kernel_signatures, strip_comments,
                                      type_aliases)
 from tuiprof.errors import BuildError, OutputError
 from tuiprof.output import check_output, shown, write_bytes_to
 
 if TYPE_CHECKING:
-    from tuiprof.build.names import Enums
+    from tuiprof.toolchain.names import Enums
 
 _RESERVED_NAMES = {"dev", "np", "rng", "n", "size", "block", "grid", "shared", "setup"}
 _PTX_SCALAR = {"f32": "float32", "f64": "float64", "f16": "float16", "u8": "uint8", "s8": "int8",
@@ -100,7 +100,7 @@ def plan_launches(source_name: str, text: str, program: Program | None,
     """(one plan per launchable kernel, notes on what was left out), for the source `text` named
     `source_name`, its local `headers` as (name, text), and its compiled `program` (None when no
     compiler was available: then names are not checked and C++ kernels are named unmangled)."""
-    from tuiprof.build.names import source_enums
+    from tuiprof.toolchain.names import source_enums
     from tuiprof.ptx.labels import source_scope
 
     signatures: list[tuple[str, str, KernelSignature, dict[str, str]]] = []
@@ -164,11 +164,11 @@ def plan_launches(source_name: str, text: str, program: Program | None,
 
 
 def written_name(kernel: KernelInfo, kernels: Sequence[KernelInfo], enums: "Enums | None" = None) -> str:
-    """The shortest C++ name that launches `kernel` among `kernels` (`tuiprof.build.names`): its
+    """The shortest C++ name that launches `kernel` among `kernels` (`tuiprof.toolchain.names`): its
     qualified name with its template arguments (``blas::axpy<float, 4>``, an enum argument by its
     enumerator, ``img::tone_map<img::Curve::Gamma>``, when `enums` knows it), else its whole
     demangled signature (overloads), else the symbol."""
-    from tuiprof.build.names import NO_ENUMS, find_symbol
+    from tuiprof.toolchain.names import NO_ENUMS, find_symbol
 
     if kernel.name == kernel.demangled:
         return kernel.name
@@ -193,7 +193,7 @@ def written_name(kernel: KernelInfo, kernels: Sequence[KernelInfo], enums: "Enum
 
 def _without_params(signature: str) -> str:
     """``void ns::k<float, 4>(float*, int)`` -> ``ns::k<float, 4>``."""
-    from tuiprof.build.program import top_level_paren
+    from tuiprof.toolchain.program import top_level_paren
 
     cut = top_level_paren(signature)
     head = signature[:cut if cut >= 0 else len(signature)].strip()
@@ -210,7 +210,7 @@ def _without_params(signature: str) -> str:
 
 def _template_args(sig: KernelSignature, kernel: KernelInfo) -> dict[str, int]:
     """The instantiation's integer template arguments by their parameters' names."""
-    from tuiprof.build.names import read_name
+    from tuiprof.toolchain.names import read_name
 
     scopes = read_name(kernel.demangled).scopes
     args = scopes[-1][1] if scopes and scopes[-1][1] else ()
@@ -238,7 +238,7 @@ def _typed(params: Sequence[KernelParam], kernel: KernelInfo, aliases: dict[str,
 
 
 def _shaped(plan: LaunchPlan, sig: KernelSignature, text: str, consts: dict[str, int]) -> LaunchPlan:
-    """`plan` with the geometry its code implies (`tuiprof.build.geometry`)."""
+    """`plan` with the geometry its code implies (`tuiprof.toolchain.geometry`)."""
     bound = evaluate(sig.bounds[0], consts) if sig.bounds else None
     max_threads = bound if bound and 0 < bound <= 1024 else plan.max_threads
     geo = launch_geometry(sig.body, text, plan.dims, consts, max_threads)
@@ -378,7 +378,7 @@ def _scalar(p: KernelParam, ptx_size: int | None, texture_dims: int = 2) -> tupl
 
 def _geometry(plan: LaunchPlan) -> list[str]:
     """The lines setting n, block, grid and size for a 1-, 2- or 3-D kernel: the block and the
-    elements each CTA covers from the code (`tuiprof.build.geometry`), the grid covering n (or n x
+    elements each CTA covers from the code (`tuiprof.toolchain.geometry`), the grid covering n (or n x
     n...) elements, and the arrays sized from it."""
     geo = plan.geometry or launch_geometry("", "", plan.dims, {}, plan.max_threads)
     ints = sum(1 for p in plan.params if not p.pointer and p.dtype is not None and p.dtype not in _FLOATS
@@ -407,7 +407,7 @@ def _geometry(plan: LaunchPlan) -> list[str]:
 
 
 def _function_name(plan: LaunchPlan, taken: set[str]) -> str:
-    from tuiprof.build.program import base_name
+    from tuiprof.toolchain.program import base_name
 
     stem = "".join(c if c.isalnum() or c == "_" else "_" for c in base_name(plan.title)) or "kernel"
     name, k = f"launch_{stem}", 2
@@ -519,8 +519,8 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
     report` profiles for, so that both read the same PTX), which the script then names as its
     ``ARCH`` when given; with no compiler at all, the source alone is used."""
     from tuiprof.arch.presets import load_arch
-    from tuiprof.build.compile import build_program
-    from tuiprof.build.headers import read_text
+    from tuiprof.toolchain.compile import build_program
+    from tuiprof.toolchain.headers import read_text
     from tuiprof.collect.options import DEFAULT_CU_ARCH
 
     source = Path(kernel).expanduser()

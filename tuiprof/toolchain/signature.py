@@ -381,7 +381,7 @@ def kernel_signatures(text: str) -> tuple[KernelSignature, ...]:
 def demangled_params(signature: str, aliases: dict[str, str] | None = None) -> tuple[KernelParam, ...] | None:
     """The parameter types of a demangled signature (``void axpy<float, 4>(float, float const*,
     float*, int)``), unnamed; None when it has no parameter list."""
-    from tuiprof.build.program import top_level_paren
+    from tuiprof.toolchain.program import top_level_paren
 
     open_at = top_level_paren(signature.replace("(anonymous namespace)", " " * 21))
     if open_at < 0:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from tuiprof.errors import BuildError
 
 if TYPE_CHECKING:
-    from tuiprof.build.names import Enums
+    from tuiprof.toolchain.names import Enums
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,8 @@ class Program:
 
     def kernel(self, name: str) -> KernelInfo:
         """The kernel called `name`: its PTX symbol, its demangled signature, or its C++ name as
-        written (``spmv``, ``axpy<float, 4>``, ``ns::reduce<256, true>``; `tuiprof.build.names`)."""
-        from tuiprof.build.names import find_symbol
+        written (``spmv``, ``axpy<float, 4>``, ``ns::reduce<256, true>``; `tuiprof.toolchain.names`)."""
+        from tuiprof.toolchain.names import find_symbol
 
         by_name = {k.name: k for k in self.kernels}
         symbol = find_symbol(name, tuple(by_name), where=self.source.path, enums=self.enums,
@@ -98,7 +98,7 @@ class Program:
     @property
     def enums(self) -> "Enums":
         """The enumerators of the source and its headers (template arguments by name)."""
-        from tuiprof.build.names import source_enums
+        from tuiprof.toolchain.names import source_enums
 
         return source_enums([f.text for f in self.files])
 

@@ -77,9 +77,9 @@ def find_nvcc(environ: Mapping[str, str] | None = None) -> Path | None:
 
 
 def _run(cmd: list[str], timeout: float = 30.0) -> str:
-    """`cmd`'s standard output, run bounded (`tuiprof.build.child`) with a private TMPDIR (nvcc
+    """`cmd`'s standard output, run bounded (`tuiprof.toolchain.child`) with a private TMPDIR (nvcc
     writes temporaries even to list its targets: an unwritable TMPDIR must not change the answer)."""
-    from tuiprof.build.child import run_bounded, temp_folder
+    from tuiprof.toolchain.child import run_bounded, temp_folder
 
     with temp_folder() as tmp:
         out = run_bounded(cmd, cwd=tmp, timeout=timeout, what=" ".join(cmd), env=dict(os.environ, TMPDIR=str(tmp)),

@@ -1,9 +1,9 @@
-"""NVRTC in a child process: ``python -m tuiprof.build.nvrtc_child FOLDER``.
+"""NVRTC in a child process: ``python -m tuiprof.toolchain.nvrtc_child FOLDER``.
 
 NVRTC compiles inside the process that calls it, where no limit can stop it: a source that
 includes ``/dev/zero`` by a macro would grow tuiprof itself until the machine ran out of memory.
-`tuiprof.build.compilers.compile_nvrtc` therefore runs this module as a compiler of its own,
-under `tuiprof.build.child.run_bounded` (memory and time limits, killed with tuiprof).
+`tuiprof.toolchain.compilers.compile_nvrtc` therefore runs this module as a compiler of its own,
+under `tuiprof.toolchain.child.run_bounded` (memory and time limits, killed with tuiprof).
 
 The request is ``FOLDER/request.json`` (the program's name, the options, the source's file); the
 answer is ``FOLDER/result.json`` (the NVRTC status of each step) with the log, the PTX and the
