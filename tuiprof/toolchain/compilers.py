@@ -201,11 +201,10 @@ def compile_nvrtc(nvrtc_info: Nvrtc, source: Path, text: bytes, flags: tuple[str
 
 def _read_limited(path: Path, limit: int) -> str:
     """The first `limit` bytes of a file the child wrote, as text ("" when it wrote none)."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
+    from tuiprof.files import read_regular_quietly
+
+    data = read_regular_quietly(path, limit)
+    return "" if data is None else data[:limit].decode("utf-8", "replace")
 
 
 _HOST_ONLY = re.compile(r"^(?:-O[0-3s]?|--optimize(?:=\d)?)$")
