@@ -47,7 +47,7 @@ FIRST_TRIAL_GOAL = 10.0
 
 
 def _module(name: str):
-    from tuiprof.build.compile import build_program
+    from tuiprof.toolchain.compile import build_program
     from tuiprof.ptx.parse import parse_module
 
     src = ROOT / "demo_traces" / name

@@ -4,8 +4,8 @@
     python benchmarks/bench_emu_compile.py [--only vecadd matmul reduce report] [--compare /work/main]
 
 Kernels: ``vecadd`` (demo_traces/vecadd.cu, its launch script: 3 arithmetic instructions, loads
-and stores), ``matmul`` (tests/cuda/emu_matmul_tiled.cu, ``matmul_tiled`` on 40 x 40: shared
-memory, CTA barriers, fma, divergent bounds checks) and ``reduce`` (tests/cuda/emu_reduce_shfl.cu,
+and stores), ``matmul`` (tests/cuda/ptx_matmul_tiled.cu, ``matmul_tiled`` on 40 x 40: shared
+memory, CTA barriers, fma, divergent bounds checks) and ``reduce`` (tests/cuda/ptx_reduce_shfl.cu,
 ``reduce_shfl``: shfl.sync, a float atomic add). Each child process compiles the CUDA file to PTX
 first (not timed), then times one launch on an EmuDevice: ``cold`` in a fresh NUMBA_CACHE_DIR,
 ``warm`` a second process on the cache the first filled; cold - warm is what compiling the
@@ -36,11 +36,11 @@ import json, sys, time
 import numpy as np
 root, which = sys.argv[1], sys.argv[2]
 from pathlib import Path
-from tuiprof.build.compile import build_program
+from tuiprof.toolchain.compile import build_program
 from tuiprof.ptx.parse import parse_module
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
-src = Path(root) / {"vecadd": "demo_traces/vecadd.cu", "matmul": "tests/cuda/emu_matmul_tiled.cu",
-                    "reduce": "tests/cuda/emu_reduce_shfl.cu"}[which]
+src = Path(root) / {"vecadd": "demo_traces/vecadd.cu", "matmul": "tests/cuda/ptx_matmul_tiled.cu",
+                    "reduce": "tests/cuda/ptx_reduce_shfl.cu"}[which]
 prog = build_program(src, compute_capability=(7, 5))
 module = parse_module(prog.ptx)
 dev = EmuDevice(module, str(src), src.read_text(), record=RecordChoice(snapshot=(0,)), threads=1)

@@ -43,7 +43,7 @@ def _text_size(cubin: Path) -> int:
 
 def _ptxas(ptx: str, tmp: Path, name: str) -> tuple[int, dict[str, tuple[int, int, int]]]:
     """SASS bytes, and kernel -> (registers, static shared, local bytes) (``ptxas -v``, sm_80)."""
-    from tuiprof.build.compilers import parse_ptxas_report
+    from tuiprof.toolchain.compilers import parse_ptxas_report
 
     src = tmp / f"{name}.ptx"
     src.write_text(ptx)
@@ -110,8 +110,9 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
     (`instrument_for`, as the GPU path does) and no trace built, so that only kernels are timed."""
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
-    from tuiprof.build import build_program
-    from tuiprof.collect.gpu import GpuDevice, LaunchChoice, _open_driver, gpu_problem, instrument_for
+    from tuiprof.toolchain import build_program
+    from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for
+    from tuiprof.collect.gpu.driver import _open_driver, gpu_problem
     from tuiprof.ptx import parse_module
     from tuiprof.trace.snapshot import choose_snapshot
 
@@ -160,8 +161,8 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
 
 
 def emulated() -> dict[str, object]:
-    """Dynamic PTX warp instructions per CTA in the emulator (tests/emu_driver.py), plain and in
-    the counting and recording passes, for the small launches of tests/test_instrument_emu.py:
+    """Dynamic PTX warp instructions per CTA in the emulator (tests/support/emu_driver.py), plain and in
+    the counting and recording passes, for the small launches of tests/gpu/test_instrument_emu.py:
     the probes' instruction overhead on the CTAs outside the snapshot (a test and a branch per
     access, the per-CTA clock records) and inside it (the counting, the recording). A proxy for
     the slowdown where no GPU is at hand, and a rough one: it counts PTX instructions, not SASS
@@ -169,10 +170,11 @@ def emulated() -> dict[str, object]:
     memory-bound kernels the slowdown goal is about."""
     import numpy as np
 
-    from tests.emu_driver import EmuDriver, _where
-    from tests.test_instrument_emu import DEMOS, DEMO_DIR, _program
+    from tests.support.emu_driver import EmuDriver, _where
+    from tests.support.demo_launches import DEMOS, _program
+    from tests.support.ptx_support import DEMO_DIR
     from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
-    from tuiprof.collect.gpu import GpuDevice, LaunchChoice, instrument_for
+    from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for
     from tuiprof.ptx import parse_module
     from tuiprof.trace.model import Snapshot
 

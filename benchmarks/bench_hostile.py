@@ -40,7 +40,7 @@ from collections.abc import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.hostile import hostile as H  # noqa: E402
+from tests.support import hostile as H  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ TREE = ROOT
 
 
 def _emu_cases() -> dict[str, Case]:
-    from tests.hostile.test_emu_hostile import FULL_DISK, KERNELS, SPIN, TOUCH, script_text
+    from tests.support.hostile_kernels import FULL_DISK, KERNELS, SPIN, TOUCH, script_text
 
     def emu(body: str, *args: str, top: str = "", cap_gib: float | None = None) -> Case:
         def build(d: Path) -> Spec:
@@ -428,7 +428,7 @@ def _issue21_cases() -> dict[str, Callable[[Path], Run21]]:
     R = ["--trials", "2", "--no-sweep"]
 
     def stream(d: Path) -> Run21:
-        from tests.factories import make_trace
+        from tests.support.factories import make_trace
         from tuiprof.trace.io import save_trace  # this checkout's writer: the same format
 
         import numpy as np

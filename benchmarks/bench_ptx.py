@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
-    from tests.ptx_support import CUDA_DIR, fixture_text, replicate
+    from tests.support.ptx_support import CUDA_DIR, fixture_text, replicate
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.cfg import build_cfg, ipdom
     from tuiprof.ptx.ops import static_ops

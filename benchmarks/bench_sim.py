@@ -95,7 +95,7 @@ def bench_trial(demo: str, arch_name: str, seeds: int) -> dict:
 _COMPILE_CHILD = """
 import json, sys, time
 sys.path.insert(0, {root!r})
-from tests.test_sim_support import trace_of, lanes, FULL, small_arch
+from tests.support.sim_traces import trace_of, lanes, FULL, small_arch
 from tuiprof.arch import load_arch
 from tuiprof.sim.prepared import pack_arch, prepare
 from tuiprof.sim.trial import trial_arrays
@@ -187,7 +187,7 @@ _START_CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {root!r})
-from tests.test_sim_support import trace_of, lanes, FULL
+from tests.support.sim_traces import trace_of, lanes, FULL
 from tuiprof.arch import load_arch
 from tuiprof.sim.montecarlo import MonteCarlo
 t_import = time.perf_counter() - t0

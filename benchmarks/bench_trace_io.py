@@ -52,7 +52,7 @@ print(json.dumps({"seconds": dt, "peak_mib": (rss1 - rss0) / 1024, "accesses": n
 
 
 def spmv_like(n: int, seed: int = 0):
-    from tests.factories import make_trace
+    from tests.support.factories import make_trace
 
     rng = np.random.default_rng(seed)
     lanes = np.arange(32, dtype=np.uint64)

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuiprof.validate import NcuLaunch, ValidateError, measured_values, parse_ncu_csv
+from tuiprof.collect.gpu.ncu import NcuLaunch, ValidateError, measured_values, parse_ncu_csv
 
 MEASURED = ROOT / "demo_traces" / "measured.json"
 

@@ -3,7 +3,7 @@ benchmarks/micro/, the L2's fetch granularity queried and set, ncu's source page
 comparison; everything into ``results.json`` beside ncu's CSV files, for
 ``benchmarks/fold_measured.py`` to fold into demo_traces/measured.json. Run by
 benchmarks/gpu_accuracy.sh (which says how); ``--dry-run`` prints the plan, commands and time
-caps without running anything (tests/test_gpu_accuracy.py checks it).
+caps without running anything (tests/gpu/test_gpu_accuracy.py checks it).
 
     python benchmarks/gpu_accuracy.py --out DIR [--budget SECONDS] [--cc 9.0] [--skip NAME ...] [--dry-run]
 
@@ -39,13 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tuiprof.demos import CATALOGUE
-from tuiprof.validate import (
-    METRICS,
-    RESEARCH,
-    SHARED_WAVEFRONTS,
-    missing_metrics,
-    usable_metrics,
-)
+from tuiprof.collect.gpu.ncu import METRICS, RESEARCH, SHARED_WAVEFRONTS, missing_metrics, usable_metrics
 from tuiprof.validate_ops import source_page_commands
 
 MICRO = ROOT / "benchmarks" / "micro"
@@ -63,7 +57,7 @@ EXTRA = (
     "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "launch__grid_size", "launch__block_size",
     "launch__waves_per_multiprocessor", "launch__occupancy_limit_blocks", "gpu__time_duration.sum",
 )
-"""Counters of this session beyond `tuiprof.validate.RESEARCH` (stores, the fabric's writes, the
+"""Counters of this session beyond `tuiprof.collect.gpu.ncu.RESEARCH` (stores, the fabric's writes, the
 launch's shape, the kernel's time)."""
 WANTED = tuple(dict.fromkeys(METRICS + tuple(m for _, w, n in SHARED_WAVEFRONTS for m in (w, n)) + RESEARCH + EXTRA))
 
@@ -100,8 +94,8 @@ class Step:
 
 
 def plain_program(source: Path, script: Path, cc: str) -> list[str]:
-    """The uninstrumented run ncu profiles (`tuiprof.validate.plain_command`'s command line)."""
-    return [sys.executable, "-m", "tuiprof.validate", "--plain-run", str(source), str(script), cc, "nvcc",
+    """The uninstrumented run ncu profiles (`tuiprof.collect.gpu.ncu.plain_command`'s command line)."""
+    return [sys.executable, "-m", "tuiprof.collect.gpu.ncu", "--plain-run", str(source), str(script), cc, "nvcc",
             "cuda-bindings"]
 
 
@@ -120,7 +114,7 @@ def plan(out: Path, cc: str, ncu: str = "ncu", all_spmv: bool = False) -> list[S
     """Every step, in the order they run (module docstring)."""
     py = sys.executable
     steps = [Step("metrics", 40, (ncu, "--query-metrics"), kind="metrics", estimate=5)]
-    query = ("import json; from tuiprof.collect.gpu import gpu_info; i = gpu_info('cuda-bindings'); "
+    query = ("import json; from tuiprof.collect.gpu.driver import gpu_info; i = gpu_info('cuda-bindings'); "
              "print(json.dumps({'gpu': i.name, 'driver': i.driver, 'l2_bytes': i.l2_bytes, "
              "'l2_fetch_granularity': i.l2_fetch_granularity}))")
     steps.append(Step("fetch-granularity", 40, (py, "-c", query), kind="granularity",

@@ -11,7 +11,7 @@
 #
 # What it runs, most needed first; each step is capped by its own limit and by the time left, and a
 # step that finds less than 15 s left is skipped (summary.txt says so):
-#   1. the tests marked `gpu` (tests/test_gpu_run.py) and the other GPU-path tests    -> pytest.log
+#   1. the tests marked `gpu` (tests/gpu/test_gpu_run.py) and the other GPU-path tests    -> pytest.log
 #   2. benchmarks/bench_gpu.py: instrumentation slowdown per demo launch (device events) -> bench_gpu.json
 #   3. tuiprof validate on the demos vecadd and spmv-u (ncu, caches flushed)           -> validate.log
 #   4. tuiprof calibrate --quick, then a report with --arch calibrated                 -> calibrate.log
@@ -19,7 +19,7 @@
 #      after --), `tuiprof app.cu --once -- ARGS` end to end, `--cuda pycuda` (its sdist built in the
 #      background from the start), more demos validated; a dump of every trace saved  -> validate.log, pycuda.log
 #   6. ncu's values per validated demo -> measured.json (copy it to demo_traces/measured.json, with a
-#      "mae_bound" per GPU, so that CI checks the prediction against them: tests/test_demo_measured.py)
+#      "mae_bound" per GPU, so that CI checks the prediction against them: tests/demos/test_demo_measured.py)
 # summary.txt: GPU, driver, toolkit and package versions, then each step's exit status and seconds;
 # rest.tgz: junit XML, install and build logs, bench stderr, the saved traces, the calibrated arch.
 set -u
@@ -53,7 +53,7 @@ BUILD=$!
 X=""; python3 -c 'import xdist' 2>/dev/null && X="-n 4"
 python3 -c 'import pytest_timeout' 2>/dev/null && X="$X --timeout 100 --timeout-method thread"
 step pytest_gpu 190 "$O/pytest.log" python3 -m pytest -p no:cacheprovider -q -rs $X --durations=25 \
-  --junitxml "$W/junit.xml" ${GC_TESTS:-tests/test_gpu_run.py tests/test_gpu_cli.py tests/test_gpu_device.py tests/test_wholeprog.py}
+  --junitxml "$W/junit.xml" ${GC_TESTS:-tests/gpu/test_gpu_run.py tests/gpu/test_gpu_cli.py tests/gpu/test_gpu_device.py tests/toolchain/test_wholeprog.py}
 step bench_gpu 130 "$W/bench.err" python3 benchmarks/bench_gpu.py --gpu-only --repeat 2 --out "$O/bench_gpu.json"
 
 V="--trials 16 --no-sweep"; L=$O/validate.log
@@ -82,7 +82,7 @@ for p, t in T.items():
 a, b = T.get(w + "/val_vecadd.tptrace"), T.get(w + "/val_pycuda.tptrace")
 if a and b:
     print("pycuda vs cuda-bindings, same ops and masks:", np.array_equal(a.op, b.op) and np.array_equal(a.mask, b.mask))
-# ncu's values per demo, for demo_traces/measured.json (tests/test_demo_measured.py checks the prediction against them)
+# ncu's values per demo, for demo_traces/measured.json (tests/demos/test_demo_measured.py checks the prediction against them)
 import json
 measured = {}
 for p, t in T.items():

@@ -13,7 +13,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Under .ci/run (TUIPROF_TESTS_REQUIRE_COMPILERS=1) the tests that compile CUDA must run:
     a machine without nvcc or without NVRTC stops the session with one message instead of
     skipping them silently."""
-    from tests.ptx_support import REQUIRE_COMPILERS, find_nvcc, nvrtc_available
+    from tests.support.ptx_support import REQUIRE_COMPILERS, find_nvcc, nvrtc_available
 
     if not os.environ.get(REQUIRE_COMPILERS):
         return
@@ -35,11 +35,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `gpu` run only where a GPU is usable (tuiprof.collect.gpu.gpu_problem)."""
+    """Tests marked `gpu` run only where a GPU is usable (tuiprof.collect.gpu.driver.gpu_problem)."""
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return
-    from tuiprof.collect.gpu import gpu_problem
+    from tuiprof.collect.gpu.driver import gpu_problem
 
     problem = gpu_problem()
     if problem is not None:

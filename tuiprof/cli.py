@@ -428,7 +428,7 @@ def cmd_gpu(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from tuiprof.build.init_script import write_launch_script
+    from tuiprof.toolchain.init_script import write_launch_script
     from tuiprof.progress import SlowPhases
 
     slow = SlowPhases.on_stderr()  # the compile that names the kernels can take a while: say so past 2 s
@@ -562,7 +562,7 @@ def _terminate(signum: int, frame: object) -> None:
 
     from tuiprof.output import discard_pending
 
-    child = sys.modules.get("tuiprof.build.child")
+    child = sys.modules.get("tuiprof.toolchain.child")
     if child is not None:  # compilers running: stop them, remove their temporary folders
         child.stop_all()
     discard_pending()

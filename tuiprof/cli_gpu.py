@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from tuiprof.build.wholeprog import build_instrumented
+    from tuiprof.toolchain.wholeprog import build_instrumented
     from tuiprof.errors import UsageError
 
     nvcc_args = [a for a in args.nvcc_args if a != "--"]
@@ -103,7 +103,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import sys
 
-    from tuiprof.collect.calibrate import calibrate
+    from tuiprof.collect.gpu.calibrate import calibrate
 
     def say(text: str) -> None:
         print(f"  {text}...", file=sys.stderr, flush=True)
@@ -147,14 +147,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import tempfile
 
     from tuiprof.cli_options import run_config
-    from tuiprof.collect.gpu import gpu_info, require_gpu
+    from tuiprof.collect.gpu.driver import gpu_info, require_gpu
     from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
     from tuiprof.output import check_output
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
-    from tuiprof.collect.gpu import L2_FETCH_ENV
-    from tuiprof.validate import NCU_HINT, ValidateError, compare, counters, find_ncu, measure, measured_values, \
-        ncu_command, render
+    from tuiprof.collect.gpu.driver import L2_FETCH_ENV
+    from tuiprof.collect.gpu.ncu import NCU_HINT, ValidateError, counters, find_ncu, measure, measured_values, ncu_command
+    from tuiprof.validate import compare, render
 
     if args.source_csv:
         return _validate_source_csv(args)
@@ -214,8 +214,8 @@ def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -
     import subprocess
     import tempfile
 
-    from tuiprof.collect.gpu import JIT_LINEINFO_ENV
-    from tuiprof.validate import ValidateError
+    from tuiprof.collect.gpu.driver import JIT_LINEINFO_ENV
+    from tuiprof.collect.gpu.ncu import ValidateError
     from tuiprof.validate_ops import parse_source_page, source_page_commands
 
     env = {**os.environ, JIT_LINEINFO_ENV: "1"}  # for the plain run ncu launches
@@ -249,7 +249,7 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
     from tuiprof.session import Session
     from tuiprof import demos
     from tuiprof.trace.io import SUFFIX, load_trace
-    from tuiprof.validate import ValidateError
+    from tuiprof.collect.gpu.ncu import ValidateError
     from tuiprof.validate_ops import compare_ops, parse_source_page, render_ops
 
     target = args.target
@@ -279,10 +279,10 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
 
 def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
                         cc: tuple[int, int]) -> tuple[Any, list[str], str | None]:
-    from tuiprof.build import build_program
-    from tuiprof.collect.gpu import record_kernel_file
+    from tuiprof.toolchain import build_program
+    from tuiprof.collect.gpu.run import record_kernel_file
     from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
-    from tuiprof.validate import plain_command
+    from tuiprof.collect.gpu.ncu import plain_command
 
     script_path = opts.launch or find_launch_script(source)
     if script_path is None:
@@ -301,10 +301,10 @@ def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
 
 def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
                     arch_name: str) -> tuple[Any, list[str], str | None]:
-    from tuiprof.build.wholeprog import load_whole_program
+    from tuiprof.toolchain.wholeprog import load_whole_program
     from tuiprof.collect.pipeline import with_provenance
-    from tuiprof.collect.program_run import collect_program, resolve_kernel
-    from tuiprof.validate import plain_binary
+    from tuiprof.collect.gpu.program_run import collect_program, resolve_kernel
+    from tuiprof.collect.gpu.ncu import plain_binary
 
     prog = load_whole_program(binary.resolve())
     run = collect_program(prog, args.program_args, arch=arch, kernel=args.kernel, launch_index=args.launch_index,

@@ -67,7 +67,7 @@ CATALOGUE: dict[str, Demo] = {d.name: d for d in (
     Demo("bfs", "bfs.cu", "bfs_launch.py", kernel="bfs_expand", launch_index=5),  # the busiest BFS level
 )}
 """Every demo. The synthetic models of `tuiprof.trace.synth` stay as the test oracles of the
-emulator's recordings (tests/test_collect_pipeline.py)."""
+emulator's recordings (tests/collect/test_collect_pipeline.py)."""
 
 
 def _built_names() -> list[str]:

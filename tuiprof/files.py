@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from tuiprof.errors import TuiprofError
+from tuiprof.units import size
+
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+"""How every reader here opens a file: never blocking (a FIFO or a device), never becoming the
+controlling terminal, never inherited by a child process."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ def open_regular(path: str | os.PathLike[str], role: FileRole) -> BinaryIO:
     if problem is not None:
         raise problem
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         raise cannot_read(path, exc, role) from None
     try:
@@ -121,8 +126,8 @@ def read_regular(path: str | os.PathLike[str], role: FileRole, limit: int) -> by
         except OSError as exc:
             raise cannot_read(path, exc, role) from None
     if len(data) > limit:
-        raise role.error(f"{_name(path, role)} is larger than {_size(limit)}{role.too_large}",
-                         f"tuiprof reads {role.expected.removeprefix('a ').removeprefix('an ')}s of up to {_size(limit)}")
+        raise role.error(f"{_name(path, role)} is larger than {size(limit)}{role.too_large}",
+                         f"tuiprof reads {role.expected.removeprefix('a ').removeprefix('an ')}s of up to {size(limit)}")
     return data
 
 
@@ -131,12 +136,27 @@ def read_regular_text(path: str | os.PathLike[str], role: FileRole, limit: int) 
     return read_regular(path, role, limit).decode("utf-8", "replace")
 
 
-def _size(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    return f"{n:,} bytes"
+def read_regular_quietly(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """At most `limit` + 1 bytes of the regular file `path` (one byte more than `limit` says the file
+    is larger), opened as `open_regular` opens it; None instead of an error where it would refuse or
+    fail: for files tuiprof only peeks at (the sources a PTX ``.file`` names, a compiler's log)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)  # checked on the descriptor: a folder opens too
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            return fh.read(limit + 1)
+        except OSError:
+            return None
 
 
 __all__ = ["FileRole", "cannot_read", "kind_of_file", "not_regular", "open_regular", "read_regular",
-           "read_regular_text", "regular_file_problem"]
+           "read_regular_quietly", "read_regular_text", "regular_file_problem"]

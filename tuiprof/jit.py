@@ -23,7 +23,7 @@ from typing import Literal, TypedDict
 
 from tuiprof.resources import user_cache_dir
 
-KERNEL_SOURCES = ("jit.py", "sim/*.py", "trace/_codec.py", "collect/emu/kernel/*.py", "collect/records.py",
+KERNEL_SOURCES = ("jit.py", "sim/*.py", "trace/_codec.py", "collect/emu/kernel/*.py", "collect/gpu/records.py",
                   "model/wavefronts.py")
 """The modules, relative to the package, whose kernels share the cache folder (globs)."""
 

@@ -1,6 +1,6 @@
 """The JSON report's shape, a contract users script against: TypedDicts that `tuiprof.report`
 builds (mypy checks every key and value type there), and the JSON Schema generated from them,
-shipped as ``tuiprof/report.schema.json`` (`schema_text`; tests/test_report_schema.py checks that
+shipped as ``tuiprof/report.schema.json`` (`schema_text`; tests/report/test_report_schema.py checks that
 the shipped file is the generated one and that a real report validates against it).
 
 ``schema_version`` in every report says which shape it has: it changes when a key is removed or

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from tuiprof.validate import ValidateError
+from tuiprof.collect.gpu.ncu import ValidateError
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis

@@ -1,4 +1,4 @@
-// Version 2 of a small kernel for tests/test_compare.py (matching ops across two versions):
+// Version 2 of a small kernel for tests/compare/test_compare.py (matching ops across two versions):
 // lines inserted above and inside the kernel, j renamed to col, in[i] read on a line of its own,
 // and one load added (idx[n - 1 - i]).
 // (one more line of comment, so that every line below moves)

@@ -1,4 +1,4 @@
-// Cooperative groups as production code writes them (tests/test_emu_collectives.py): tiles of 16
+// Cooperative groups as production code writes them (tests/emu/test_emu_collectives.py): tiles of 16
 // reduced with cg::reduce, warp-aggregated atomics over coalesced_threads() as in NVIDIA's samples,
 // a reduction over a coalesced group, and invoke_one. nvcc lowers cg::reduce to shuffles on sm_75,
 // to redux.sync on sm_80, and invoke_one to elect.sync on sm_90.

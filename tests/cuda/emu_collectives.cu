@@ -1,4 +1,4 @@
-// The emulator's cross-lane instructions against NumPy references (tests/test_emu_collectives.py).
+// The emulator's cross-lane instructions against NumPy references (tests/emu/test_emu_collectives.py).
 // Each warp runs one case: per lane a membermask (0: the lane skips the collectives), a value,
 // shfl operands, and flags (bit 0: the lane exits first; bit 1: it runs the collectives from a
 // second copy of the code, so that one group meets across two PCs). Inline PTX pins the exact

@@ -1,4 +1,4 @@
-// Local memory through the probes (tests/test_instrument_emu.py): a local array indexed at run
+// Local memory through the probes (tests/gpu/test_instrument_emu.py): a local array indexed at run
 // time, and a generic pointer that is local for odd threads and global for even ones, so one
 // warp access mixes spaces lane by lane. No printf (the emulator's vprintf is not the point here).
 extern "C" __global__ void local_mix(const int *in, int *out, int n, int k)

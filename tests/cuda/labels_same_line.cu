@@ -1,5 +1,5 @@
 // Several accesses of one array on one source line, in the idioms of production kernels: each
-// instruction must be labelled from its own address (issue 20 part 2). tests/test_ptx_labels.py
+// instruction must be labelled from its own address (issue 20 part 2). tests/ptx/test_ptx_labels.py
 // checks every recorded address against the expression its op is labelled with.
 #include <cuda_fp16.h>
 

@@ -1,4 +1,4 @@
-// A whole program for tuiprof's instrumented build (tests/test_wholeprog.py): SAXPY then a
+// A whole program for tuiprof's instrumented build (tests/toolchain/test_wholeprog.py): SAXPY then a
 // gather through an index array, checked on the host; prints "ok" and exits 0 when the results
 // are right, explains and exits 1 when no GPU is usable.
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Two translation units linked with -rdc=true (tests/test_wholeprog.py): the kernel here calls
+// Two translation units linked with -rdc=true (tests/toolchain/test_wholeprog.py): the kernel here calls
 // a device function defined in wholeprog_rdc_lib.cu; each unit's instrumented PTX declares the
 // probes' control block, which must link (.weak).
 #include <cstdio>

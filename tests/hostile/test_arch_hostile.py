@@ -17,10 +17,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from tests.factories import make_trace
-from tests.hostile import hostile as H
-from tests.hostile.conftest import CAP, assert_clean_error, mknod, run_cli, snapshot
-from tests.hostile.test_cli_output import RUN, assert_one_error, tuiprof
+from tests.support.cli_run import RUN, assert_one_error, tuiprof
+from tests.support.factories import make_trace
+from tests.support import hostile as H
+from tests.support.hostile_run import CAP, assert_clean_error, mknod, run_cli, snapshot
 from tuiprof.arch import load_arch
 from tuiprof.arch.model import LIMITS
 from tuiprof.errors import ArchError, UsageError

@@ -18,31 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.factories import make_trace
-from tests.hostile import hostile as H
-from tests.hostile.conftest import PRELUDE_THEN_MAIN, ROOT, SLOW_WRITE, mknod
+from tests.support.cli_run import RUN, assert_one_error, tuiprof
+from tests.support.factories import make_trace
+from tests.support import hostile as H
+from tests.support.hostile_run import PRELUDE_THEN_MAIN, ROOT, SLOW_WRITE, mknod
 from tuiprof.errors import OutputError
 from tuiprof.output import write_bytes_to, write_output
 from tuiprof.trace.io import load_trace, save_trace
-
-RUN = ("--trials", "2", "--no-sweep")
-
-
-def tuiprof(*args: str | bytes, env: dict[str, str] | None = None, cwd: Path | None = None,
-            preexec=None, stdout=subprocess.PIPE) -> subprocess.CompletedProcess[bytes]:
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tuiprof", *args], stdout=stdout, stderr=subprocess.PIPE,
-                          env=full_env, cwd=cwd, preexec_fn=preexec, timeout=300)
-
-
-def assert_one_error(r: subprocess.CompletedProcess[bytes], *needles: str) -> None:
-    err = r.stderr.decode("utf-8", "replace")
-    assert r.returncode == 2, err
-    assert "Traceback" not in err
-    assert err.startswith("error: ") and "\nhint: " in err, err
-    for needle in needles:
-        assert needle in err, err
-
 
 @pytest.fixture()
 def trace_file(tmp_path: Path) -> Path:

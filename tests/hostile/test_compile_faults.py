@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.conftest import (PROGRAM, ROOT, assert_clean_error, kernel_file, mknod, run_cli,
+from tests.support.hostile_run import (PROGRAM, ROOT, assert_clean_error, kernel_file, mknod, run_cli,
                                     snapshot)
 from tuiprof.errors import BuildError
 
@@ -79,15 +79,15 @@ def test_a_compiler_past_its_memory_is_stopped_and_says_so(tmp_path: Path) -> No
 def test_nvrtc_is_bounded_in_time() -> None:
     """NVRTC runs in a child of its own, so its compile can be stopped. Before: in process, its
     time bound did not apply (nor any memory bound)."""
-    from tuiprof.build import build_program
+    from tuiprof.toolchain import build_program
 
     with pytest.raises(BuildError, match="took longer than 0.01 s, tuiprof's time limit"):
-        build_program(ROOT / "tests" / "cuda" / "build_spmv.cu", compute_capability=(8, 0), compiler="nvrtc",
+        build_program(ROOT / "tests" / "cuda" / "ptx_spmv_csr.cu", compute_capability=(8, 0), compiler="nvrtc",
                       cache=False, timeout=0.01)
 
 
 def test_the_guard_bounds_memory_and_names_the_limit(tmp_path: Path) -> None:
-    from tuiprof.build.child import run_bounded
+    from tuiprof.toolchain.child import run_bounded
 
     r = run_bounded([sys.executable, "-c", "x = bytearray(1 << 30)"], cwd=tmp_path, timeout=60, what="a hog",
                     memory=256 << 20)
@@ -118,7 +118,7 @@ def test_an_unusable_tmpdir_is_not_an_unsupported_gpu(tmp_path: Path, tmpdir: st
 
 
 def test_the_hint_says_when_the_target_was_a_guess() -> None:
-    from tuiprof.build.compilers import _failure
+    from tuiprof.toolchain.compilers import _failure
 
     err = _failure("nvcc 13.0", Path("k.cu"), "sm_70", "nvcc fatal   : Unsupported gpu architecture 'sm_70'", (),
                    "nvcc --list-gpu-arch failed: Could not open output file '/nonexistent/tmpxft'")
@@ -128,7 +128,7 @@ def test_the_hint_says_when_the_target_was_a_guess() -> None:
 def test_no_folder_for_temporaries_names_tmpdir(monkeypatch: pytest.MonkeyPatch) -> None:
     import tempfile
 
-    from tuiprof.build import child
+    from tuiprof.toolchain import child
 
     def none(*args: object) -> str:
         raise FileNotFoundError(2, "No usable temporary directory found in ['/x']")

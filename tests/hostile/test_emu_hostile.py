@@ -16,50 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.conftest import CAP, ROOT, Run, run_cli, snapshot
-from tests.ptx_support import require_compiler
+from tests.support.hostile_kernels import FULL_DISK, KERNELS, SPIN, TOUCH, script_text
+from tests.support.hostile_run import CAP, ROOT, Run, run_cli, snapshot
+from tests.support.ptx_support import require_compiler
 
-KERNELS = r"""
-__global__ void spin(volatile int *flag, int *out)
-{
-    while (flag[0] == 0) {   // SPIN
-    }
-    out[threadIdx.x] = 1;
-}
-
-__global__ void runaway(const int *a, int *out)
-{
-    int s = 0;
-    for (unsigned i = 0; a[32] == 0; i++) {   // RUNAWAY: a[32] is 0
-        s += a[i & 31];
-        out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-    }
-}
-
-__global__ void many(const int *a, int *out, int n)
-{
-    int s = 0;
-    for (int i = 0; i < n; i++)
-        s += a[(i + threadIdx.x) & 31];
-    out[threadIdx.x] = s;
-}
-
-__global__ void touch(int *out, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = i;
-}
-
-__global__ void breakpoint(int *out)
-{
-    out[threadIdx.x] = 1;
-    if (threadIdx.x == 3)
-        asm volatile("brkpt;");   // BRKPT
-    out[threadIdx.x] = 2;
-}
-"""
-SPIN = "flag = dev.zeros(1, np.int32)\nout = dev.zeros(32, np.int32)\ndev.launch('spin', 1, 32, (flag, out))"
-TOUCH = "out = dev.zeros(1024, np.int32)\ndev.launch('touch', {grid}, 32, (out, np.int32(1024)))"
 RUN = ("--trials", "2", "--no-sweep")
 SLOW = pytest.mark.slow
 
@@ -81,11 +41,6 @@ def kernel_cache() -> Path:
 def child_env(tmp_path: Path, numba: Path | None = None) -> dict[str, str]:
     """A child's caches: builds under the test's folder, compiled kernels in `numba` (default: the warm folder)."""
     return {"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_CACHE_DIR": str(numba or kernel_cache())}
-
-
-def script_text(setup_body: str, top: str = "") -> str:
-    body = "\n".join("    " + ln for ln in setup_body.splitlines())
-    return f"import sys\nimport numpy as np\n{top}\n\ndef setup(dev):\n{body}\n"
 
 
 def emulate(tmp_path: Path, setup_body: str, *args: str, top: str = "", cap: int = CAP, timeout: float = 120.0,
@@ -169,7 +124,7 @@ def test_a_snapshot_too_large_to_keep_is_a_tuiprof_limit(tmp_path: Path, warm_em
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """KERNELS compiled to PTX and parsed once: (module, source path, source text)."""
-    from tests.emu_support import Compiler
+    from tests.support.emu_support import Compiler
 
     require_compiler()
     folder = tmp_path_factory.mktemp("emu-hostile-ptx")
@@ -313,7 +268,7 @@ def test_what_a_script_prints_goes_to_stderr_bounded(tmp_path: Path, warm_emulat
 async def test_the_ui_shows_a_script_that_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: the load thread died of SystemExit and the UI said "loading the trace..." forever.
     pytest.importorskip("textual")
-    from tests.tui_support import wait_for
+    from tests.support.tui_support import wait_for
     from tuiprof.collect.options import CollectOptions
     from tuiprof.session import RunConfig
     from tuiprof.tui.app import TuiprofApp
@@ -373,18 +328,6 @@ def test_a_damaged_numba_cache_is_discarded_and_recompiled_once(tmp_path: Path, 
     assert _figures(first.stdout) == _figures(reference.stdout)
     again = _report(tmp_path, numba)                       # recovered: the entries were compiled and saved again
     assert again.code == 0 and again.stderr == "" and _figures(again.stdout) == _figures(reference.stdout)
-
-
-FULL_DISK = """
-import builtins as _b, errno as _e, os as _os
-_open, _root = _b.open, _os.environ["NUMBA_CACHE_DIR"]
-def _full(file, mode="r", *args, **kwargs):
-    if isinstance(file, str) and file.startswith(_root) and any(c in mode for c in "wax+"):
-        raise OSError(_e.ENOSPC, "No space left on device", file)
-    return _open(file, mode, *args, **kwargs)
-_b.open = _full
-"""
-"""Every file Numba opens for writing in the kernel folder fails as on a full disk."""
 
 
 def test_a_full_disk_under_the_numba_cache_runs_uncached(tmp_path: Path, warm_numba: None) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile import hostile as H
-from tests.hostile.conftest import ROOT, assert_clean_error, run_cli, snapshot
+from tests.support import hostile as H
+from tests.support.hostile_run import ROOT, assert_clean_error, run_cli, snapshot
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.trace.io import load_trace
 

@@ -26,9 +26,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from tests.factories import make_trace, random_trace
-from tests.hostile import hostile as H
-from tests.hostile.conftest import run_cli
+from tests.support.factories import make_trace, random_trace
+from tests.support import hostile as H
+from tests.support.hostile_run import run_cli
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.model import CtaRecords

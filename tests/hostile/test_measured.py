@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.hostile import hostile as H
-from tests.hostile.conftest import assert_clean_error, run_cli, snapshot
+from tests.support import hostile as H
+from tests.support.hostile_run import assert_clean_error, run_cli, snapshot
 from tuiprof.errors import TraceError
 from tuiprof.trace.io import load_trace
 from tuiprof.trace.model import MAX_MEASURED_CYCLES, measured_range
@@ -115,8 +115,8 @@ def test_the_ui_with_extreme_measured_values(tmp_path: Path, value: float, statu
     """A huge measured latency is refused when the trace loads (the UI says so, q exits 2); the
     largest accepted one is drawn (q exits 0); either way the terminal comes back sane. Before:
     `ValueError: supplied range of [-8.99e306, inf] is not finite` when the histogram opened."""
-    from tests.hostile.test_tui_signals import assert_sane, read_pid, script
-    from tests.tui_support import Tmux, wait_gone
+    from tests.support.terminal_run import assert_sane, read_pid, script
+    from tests.support.tui_support import Tmux, wait_gone
 
     path = with_measured(tmp_path / "m.tptrace", {"op0.x": value, "op1.x": value, "op2.x": value,
                                                   "l1_read": 0.0, "l2_read": 1.0})

@@ -20,8 +20,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from tests.hostile import hostile as H
-from tests.hostile.conftest import ROOT, assert_clean_error, run_cli, snapshot
+from tests.support import hostile as H
+from tests.support.hostile_run import ROOT, assert_clean_error, run_cli, snapshot
 from tuiprof.errors import OutputError, TraceError
 from tuiprof.trace.io import MAX_HEADER_BYTES, load_trace, read_header
 from tuiprof.trace.model import MAX_OPS, MAX_SOURCE_CHARS

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile import hostile as H
-from tests.hostile.conftest import run_cli, snapshot
+from tests.support import hostile as H
+from tests.support.hostile_run import run_cli, snapshot
 from tuiprof.report import document, render
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.io import load_trace

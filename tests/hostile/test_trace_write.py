@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.factories import make_trace
-from tests.hostile import hostile as H
-from tests.hostile.conftest import assert_clean_error, kernel_file, run_cli, snapshot
+from tests.support.factories import make_trace
+from tests.support import hostile as H
+from tests.support.hostile_run import assert_clean_error, kernel_file, run_cli, snapshot
 from tuiprof.errors import TraceError
 from tuiprof.trace import io as trace_io
 from tuiprof.trace.io import load_trace, save_trace

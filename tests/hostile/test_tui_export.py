@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui_support import finished, wait_for
+from tests.support.tui_support import finished, wait_for
 from tuiprof.session import RunConfig, Session
 
 pytest.importorskip("textual")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui_support import DEMO, wait_for
+from tests.support.tui_support import DEMO, wait_for
 from tuiprof.session import Cancelled, RunConfig, Session
 from tuiprof.sim import montecarlo
 from tuiprof.sim.montecarlo import MonteCarlo

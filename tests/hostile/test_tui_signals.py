@@ -9,44 +9,19 @@ import os
 import re
 import shutil
 import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.tui_support import Tmux, wait_gone
+from tests.support.terminal_run import assert_sane, read_pid, script
+from tests.support.tui_support import Tmux, wait_gone
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
-ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 2.0
 """Seconds the process may take to end after the signal (it takes well under one; the margin
 is for a loaded machine)."""
-
-
-def script(tmp_path: Path, *args: str) -> tuple[str, Path]:
-    """A shell script that runs tuiprof with `args` (its pid written to a file), then prints its
-    exit status and the terminal's echo/icanon modes, then leaves a shell prompt."""
-    pidfile = tmp_path / "tuiprof.pid"
-    py = " ".join(map(shlex_quote, (sys.executable, "-m", "tuiprof", *args)))
-    env = f"PYTHONPATH={shlex_quote(os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')])))}"
-    text = (f"cd {shlex_quote(str(ROOT))}\n"
-            f"sh -c 'echo $$ > {pidfile}; exec env -u COLUMNS -u LINES {env} \"$@\"' sh {py}\n"
-            'echo "EXIT=$?"\n'
-            "echo \"TTY=$(stty -a | tr ' ;' '\\n\\n' | grep -x -e echo -e -echo -e icanon -e -icanon | tr '\\n' ' ')\"\n"
-            "PS1='PROMPT$ ' exec sh -i\n")
-    return text, pidfile
-
-
-def shlex_quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
-def read_pid(pidfile: Path) -> int:
-    return int(pidfile.read_text().strip())
 
 
 @pytest.fixture()
@@ -54,19 +29,6 @@ def tmux():
     t = Tmux()
     yield t
     t.close()
-
-
-def assert_sane(tmux: Tmux, status: int) -> str:
-    """The shell got the terminal back in a sane state; returns the screen."""
-    text = tmux.wait_screen("PROMPT$", 10)
-    assert f"EXIT={status}" in text, text
-    tty = next(line for line in text.splitlines() if line.startswith("TTY="))
-    assert tty.split("=", 1)[1].split() == ["icanon", "echo"], tty      # not -echo / -icanon (raw)
-    flags = tmux.flags()
-    assert flags["alternate_on"] == "0" and flags["cursor_flag"] == "1", flags
-    assert {flags[k] for k in flags if k.startswith("mouse")} == {"0"}, flags
-    assert "Traceback" not in text
-    return text
 
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])

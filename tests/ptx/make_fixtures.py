@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.ptx_support import (FIXTURES, compile_nvcc, compile_nvrtc, corpus_sources,  # noqa: E402
+from tests.support.ptx_support import (FIXTURES, compile_nvcc, compile_nvrtc, corpus_sources,  # noqa: E402
                          demo_sources, min_arch)
 
 

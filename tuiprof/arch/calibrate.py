@@ -17,7 +17,7 @@ dependent loads, timed with ``clock64()`` in SM cycles:
   concurrent requests: 1, 2, 4 ... warps per SM each chasing its own chain (Baghsorkhi12's Tm).
 
 The analysis of the sweeps (`capacity`, `sector_size`, `line_size`, `calibrated_arch`,
-`arch_toml`) is plain functions over arrays, tested without a GPU; `tuiprof.collect.calibrate`
+`arch_toml`) is plain functions over arrays, tested without a GPU; `tuiprof.collect.gpu.calibrate`
 runs the kernels (`measure`) and needs one. Everything not measured is the preset of the same compute capability, and the file
 says which values are measured and which come from it.
 """

@@ -71,7 +71,7 @@ def load_arch(spec: str, overrides: Mapping[str, str] | None = None) -> Arch:
     ``--set`` overrides."""
     if spec in preset_names():
         arch = _preset(spec)
-    elif spec == CALIBRATED:  # written by `tuiprof calibrate` (tuiprof.collect.calibrate)
+    elif spec == CALIBRATED:  # written by `tuiprof calibrate` (tuiprof.collect.gpu.calibrate)
         arch = load_calibrated()
     elif spec.endswith(".toml") or "/" in spec or Path(spec).exists():
         path = Path(spec)

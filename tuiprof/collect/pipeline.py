@@ -34,7 +34,7 @@ from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.trace.model import Provenance, Snapshot, Trace
 
 if TYPE_CHECKING:
-    from tuiprof.build.program import KernelResources
+    from tuiprof.toolchain.program import KernelResources
     from tuiprof.ptx.model import Function
 
 
@@ -74,13 +74,13 @@ def gpu_arch(config: CollectRequest, cc: tuple[int, int]) -> tuple[Arch, str]:
 def is_whole_program(source: Path, opts: CollectOptions) -> bool:
     """Whether `source` is profiled as a whole program (built and run as it is, on the GPU) rather
     than as a kernel file run by a launch script (see the module docstring)."""
-    from tuiprof.build.wholeprog import defines_main
+    from tuiprof.toolchain.wholeprog import defines_main
 
     if opts.compile_command:
         return True
     if opts.launch is not None or opts.backend == "emu" or source.suffix != ".cu":
         return False
-    from tuiprof.build.headers import read_text
+    from tuiprof.toolchain.headers import read_text
 
     try:
         return defines_main(read_text(source))
@@ -99,7 +99,7 @@ def program_hint(source: Path | str) -> str:
 def choose_backend(opts: CollectOptions) -> tuple[str, str | None]:
     """``("gpu", None)`` or ``("emu", why)`` for a kernel file: what --backend asks for, auto meaning
     the GPU when one is usable (`why` then says why the emulator was chosen)."""
-    from tuiprof.collect.gpu import gpu_problem, require_gpu
+    from tuiprof.collect.gpu.driver import gpu_problem, require_gpu
 
     if opts.backend == "emu":
         return "emu", None
@@ -123,7 +123,7 @@ def collect_trace(source: Path, config: CollectRequest, progress: Progress = ign
     emulator; `progress` hears each phase (compiling, each launch and its CTAs, recording)."""
     opts = config.collect
     if not opts.compile_command:
-        from tuiprof.build.headers import CUDA_SOURCE
+        from tuiprof.toolchain.headers import CUDA_SOURCE
         from tuiprof.files import regular_file_problem
 
         problem = regular_file_problem(source, CUDA_SOURCE)
@@ -154,8 +154,9 @@ def collect_trace(source: Path, config: CollectRequest, progress: Progress = ign
 
 
 def _collect_on_gpu(source: Path, script_path: Path, config: CollectRequest) -> Trace:
-    """The kernel file's chosen launch recorded on the GPU (`tuiprof.collect.gpu.record_kernel_file`)."""
-    from tuiprof.collect.gpu import gpu_info, record_kernel_file
+    """The kernel file's chosen launch recorded on the GPU (`tuiprof.collect.gpu.run.record_kernel_file`)."""
+    from tuiprof.collect.gpu.driver import gpu_info
+    from tuiprof.collect.gpu.run import record_kernel_file
 
     opts = config.collect
     arch, arch_name = gpu_arch(config, gpu_info(opts.cuda).compute_capability)
@@ -171,8 +172,8 @@ def record_program(source: Path, config: CollectRequest) -> tuple[Trace, Path]:
     """`tuiprof app.cu [nvcc args] [-- args]` and `tuiprof -- nvcc ...`: build the program with
     probes (cached), run it twice on the GPU (its own output on standard error, its exit status
     said), and keep the trace beside the cached binary. Returns the trace and where it is kept."""
-    from tuiprof.collect.gpu import gpu_info, require_gpu
-    from tuiprof.collect.program_run import profile_sources
+    from tuiprof.collect.gpu.driver import gpu_info, require_gpu
+    from tuiprof.collect.gpu.program_run import profile_sources
     from tuiprof.trace.io import save_trace
 
     opts = config.collect
@@ -207,7 +208,7 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
 def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest, progress: Progress = ignore) -> Trace:
     """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.build.compile import load_program
+    from tuiprof.toolchain.compile import load_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
     from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
@@ -274,7 +275,7 @@ def bounded_resources(res: "KernelResources | None", fn: "Function", arch: Arch)
     no assembler measured them (PTX without ptxas): occupancy then counts what the compiler would
     leave it, not an unlimited register file."""
     from tuiprof.arch.occupancy import bounded_registers
-    from tuiprof.build.program import KernelResources
+    from tuiprof.toolchain.program import KernelResources
 
     if res is not None and res.registers_per_thread > 0:
         return res

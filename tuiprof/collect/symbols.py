@@ -1,7 +1,7 @@
 """``__constant__`` and ``__device__`` variables as a launch script sees them: ``dev.set_symbol(name,
 value)`` and ``dev.get_symbol(name)``, the launch-script form of ``cudaMemcpyToSymbol`` and
 ``cudaMemcpyFromSymbol``. Both devices share what is here: finding the variable a C++ name means
-(`tuiprof.build.names`: ``c_Kernel``, ``img::c_gamma_lut``, a ``static`` one), checking what the
+(`tuiprof.toolchain.names`: ``c_Kernel``, ``img::c_gamma_lut``, a ``static`` one), checking what the
 script writes against its size, and giving back what it reads with the dtype and shape it wrote
 (else the variable's own PTX type and dimensions, else bytes).
 """
@@ -17,7 +17,7 @@ from tuiprof.errors import TuiprofError
 from tuiprof.ptx.model import Module, Variable
 
 if TYPE_CHECKING:
-    from tuiprof.build.names import Enums
+    from tuiprof.toolchain.names import Enums
 
 _PTX_DTYPES = {"f16": "f2", "f32": "f4", "f64": "f8", "u8": "u1", "s8": "i1", "u16": "u2", "s16": "i2",
                "u32": "u4", "s32": "i4", "u64": "u8", "s64": "i8"}
@@ -56,7 +56,7 @@ def _symbol(v: Variable) -> Symbol:
 def find_variable(symbols: dict[str, Symbol], name: str, where: str, enums: Enums | None = None) -> Symbol:
     """The variable `name` names (its PTX symbol, or its C++ name as written); one error listing
     the module's variables when there is none or several."""
-    from tuiprof.build.names import NO_ENUMS, find_symbol
+    from tuiprof.toolchain.names import NO_ENUMS, find_symbol
 
     if not isinstance(name, str):
         raise TuiprofError(f"a symbol name must be a string, not {type(name).__name__}",

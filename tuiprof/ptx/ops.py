@@ -391,17 +391,10 @@ def op_sources(module: Module, source_name: str, source_text: str | None, header
 def _read_text(path: str, limit: int) -> str | None:
     """A regular file's text, when it holds at most `limit` bytes (never a device or a FIFO a
     ``.file`` entry names: it could block)."""
-    import stat
+    from tuiprof.files import read_regular_quietly
 
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        data = fh.read(limit + 1)
-    return data.decode("utf-8", "replace") if len(data) <= limit else None
+    data = read_regular_quietly(path, limit)
+    return data.decode("utf-8", "replace") if data is not None and len(data) <= limit else None
 
 
 class _Origins:

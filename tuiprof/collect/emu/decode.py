@@ -67,7 +67,7 @@ class UnsupportedPtx(TuiprofError):
 
 
 @dataclass(frozen=True)
-class KernelParam:
+class ParamSlot:
     """One kernel parameter as the launch must pass it: where it sits in the parameter buffer."""
 
     name: str
@@ -89,7 +89,7 @@ class GlobalVar:
 
 
 @dataclass(frozen=True)
-class Program:
+class DecodedKernel:
     """A kernel decoded for the interpreter (see the module docstring)."""
 
     kernel: str
@@ -107,7 +107,7 @@ class Program:
     """The instruction as written (opcode and modifiers), for messages."""
     functions: tuple[str, ...]
     """The function each row belongs to."""
-    params: tuple[KernelParam, ...]
+    params: tuple[ParamSlot, ...]
     param_size: int
     shared_static: int
     dynamic_shared_offset: int
@@ -268,7 +268,7 @@ class _Decoder:
         self.sym_global: dict[str, int] = {}
         self.sym_local: dict[tuple[str, str], int] = {}
         self.frame: dict[tuple[str, str], int] = {}   # (function, param name) -> local offset
-        self.kparams: dict[str, KernelParam] = {}
+        self.kparams: dict[str, ParamSlot] = {}
         at = 0
         dyn_align = 16
         extern_shared: list[str] = []
@@ -320,7 +320,7 @@ class _Decoder:
         kfn = self.module.functions[self.kernel]
         offsets, self.param_size = param_layout(kfn.params)
         for p, at in zip(kfn.params, offsets):
-            self.kparams[p.name] = KernelParam(p.name, p.type, at, p.size_bytes, p.align, p.is_pointer_hint)
+            self.kparams[p.name] = ParamSlot(p.name, p.type, at, p.size_bytes, p.align, p.is_pointer_hint)
 
     def alias_call_params(self, funcs: list[Function]) -> None:
         """Map each call block's ``.param`` variables onto the callee's frame."""
@@ -1186,7 +1186,7 @@ def call_tree(module: Module, kernel: str) -> list[Function]:
 
 def decode(module: Module, kernel: str, ipdom: Callable[[Function], Sequence[int]],
            op_ids: Mapping[tuple[str, int], int | tuple[int, int]], n_ops: int,
-           source_name: Callable[[SourceLoc | None], str]) -> Program:
+           source_name: Callable[[SourceLoc | None], str]) -> DecodedKernel:
     """Decode `kernel` of `module` for the interpreter.
 
     `ipdom(function)` gives the immediate post-dominator instruction index of each guarded branch
@@ -1210,7 +1210,7 @@ def decode(module: Module, kernel: str, ipdom: Callable[[Function], Sequence[int
     code = np.array(d.rows, dtype=np.int64).reshape(-1, N_FIELDS)
     assign_families(code)
     consts = np.array(sorted((slot, v) for v, slot in d.consts.items()), dtype=np.int64).reshape(-1, 2)
-    return Program(
+    return DecodedKernel(
         kernel=kernel, code=code, n_slots=max(d.n_slots, 1), const_slots=consts,
         special_slots=tuple((slot, name) for name, slot in d.specials.items()),
         entry=0, ptx_lines=tuple(d.ptx_lines), locs=tuple(d.locs), texts=tuple(d.texts), functions=tuple(d.owner),

@@ -24,7 +24,7 @@ import numpy as np
 
 from tuiprof import units
 from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
-from tuiprof.collect.emu.decode import KernelParam, Program, const_image, decode, module_constants, module_globals
+from tuiprof.collect.emu.decode import ParamSlot, DecodedKernel, const_image, decode, module_constants, module_globals
 from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
@@ -38,7 +38,7 @@ _RESOLVED_SPACES: tuple[Space, ...] = ("global", "shared", "local")
 """What a generic op resolves to: the space most of its accesses fell in."""
 
 if TYPE_CHECKING:
-    from tuiprof.build.names import Enums
+    from tuiprof.toolchain.names import Enums
     from tuiprof.ptx.ops import SourceMap
 
 MAX_THREADS_PER_CTA = 1024
@@ -51,7 +51,7 @@ launch starts; returns the linear ids of the snapshot CTAs."""
 
 
 class ResourcesLike(Protocol):
-    """What the device reads of a kernel's resources (`tuiprof.build.program.KernelResources`)."""
+    """What the device reads of a kernel's resources (`tuiprof.toolchain.program.KernelResources`)."""
 
     @property
     def registers_per_thread(self) -> int: ...
@@ -135,7 +135,7 @@ class EmuDevice:
         self.threads = max(int(threads), 1)
         self.step_limit = int(step_limit)
         self.heap = Heap()
-        self._programs: dict[str, tuple[Program, tuple[StaticOp, ...]]] = {}
+        self._programs: dict[str, tuple[DecodedKernel, tuple[StaticOp, ...]]] = {}
         self._launch_counts: dict[str, int] = {}
         self.launches: list[tuple[str, tuple[int, int, int], tuple[int, int, int]]] = []
         """Every launch made so far: (kernel, grid, block)."""
@@ -272,8 +272,8 @@ class EmuDevice:
 
     def kernel_name(self, name: str) -> str:
         """The PTX entry `name` refers to: itself, its demangled signature, or the C++ name as
-        written (``axpy<float, 4>``, ``ns::kern``; `tuiprof.build.names.find_symbol`)."""
-        from tuiprof.build.names import find_symbol
+        written (``axpy<float, 4>``, ``ns::kern``; `tuiprof.toolchain.names.find_symbol`)."""
+        from tuiprof.toolchain.names import find_symbol
 
         if name not in self._names:
             self._names[name] = find_symbol(name, tuple(self.module.kernels), where=self.source_name or "the module",
@@ -281,13 +281,13 @@ class EmuDevice:
         return self._names[name]
 
     def _enums(self) -> Enums:
-        from tuiprof.build.names import source_enums
+        from tuiprof.toolchain.names import source_enums
 
         if self._enum_table is None:
             self._enum_table = source_enums([t for t in (self.source_text, *self.headers.values()) if t])
         return self._enum_table
 
-    def _program(self, kernel: str) -> tuple[Program, tuple[StaticOp, ...]]:
+    def _program(self, kernel: str) -> tuple[DecodedKernel, tuple[StaticOp, ...]]:
         if kernel not in self._programs:
             from tuiprof.ptx.cfg import ipdom
             from tuiprof.ptx.ops import static_ops
@@ -314,7 +314,7 @@ class EmuDevice:
             self._programs[kernel] = (prog, tuple(ops[i] for i in range(len(ops))))
         return self._programs[kernel]
 
-    def _params(self, prog: Program, args: Sequence[KernelArg]) -> bytes:
+    def _params(self, prog: DecodedKernel, args: Sequence[KernelArg]) -> bytes:
         params = prog.params
         if isinstance(args, (DeviceArray, np.generic)) or not isinstance(args, (tuple, list)):
             raise TuiprofError(f"launch args of {prog.kernel} must be a tuple or list, not {type(args).__name__}",
@@ -327,7 +327,7 @@ class EmuDevice:
             buf[p.offset:p.offset + p.size] = self._param_bytes(prog, k, p, a)
         return bytes(buf)
 
-    def _param_bytes(self, prog: Program, k: int, p: KernelParam, a: KernelArg) -> bytes:
+    def _param_bytes(self, prog: DecodedKernel, k: int, p: ParamSlot, a: KernelArg) -> bytes:
         where = f"argument {k} of {prog.kernel} ({p.name}, .{p.type}, {p.size} bytes)"
         if isinstance(a, DeviceArray):
             if p.size != 8 or p.type not in ("u64", "b64", "s64"):
@@ -398,7 +398,7 @@ class EmuDevice:
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
         recorded = ", the recorded one" if chosen else ""
-        from tuiprof.build.demangle import demangle
+        from tuiprof.toolchain.demangle import demangle
 
         what = f"emulating launch {len(self.launches)} ({demangle(kernel).split('(', 1)[0]}{recorded})"
         self.progress(Phase(what, 0, n_ctas, "CTAs"))
@@ -427,7 +427,7 @@ class EmuDevice:
         return ids
 
     def _recording(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], dyn: int,
-                   prog: Program, ops: tuple[StaticOp, ...], res: ResourcesLike | None, snapshot: np.ndarray,
+                   prog: DecodedKernel, ops: tuple[StaticOp, ...], res: ResourcesLike | None, snapshot: np.ndarray,
                    result) -> RecordedLaunch:
         threads = block[0] * block[1] * block[2]
         wpc = -(-threads // LANES)

@@ -2,7 +2,7 @@
 translation of the interpreter's status codes into TuiprofErrors naming the source line.
 
 CTAs are independent unless the kernel communicates between them (global atomics, volatile
-accesses, fences: `Program.serial`); independent CTAs run in parallel batches on `threads` worker
+accesses, fences: `DecodedKernel.serial`); independent CTAs run in parallel batches on `threads` worker
 threads (the interpreter releases the GIL), serial kernels run CTA 0, 1, 2... in order on one.
 Each CTA's records are kept per CTA, so the snapshot is the same whatever the thread count.
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tuiprof import units
-from tuiprof.collect.emu.decode import Program, UnsupportedPtx
+from tuiprof.collect.emu.decode import DecodedKernel, UnsupportedPtx
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_MASK, E_MASK2,
                                               E_OTHER, E_PC, E_REASON, E_SPACE, E_STATUS, E_THREAD, N_CTL, N_ERR,
@@ -82,7 +82,7 @@ class RunResult:
     """Thread instructions executed (active lanes summed over warp instructions), for throughput."""
 
 
-def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
+def register_template(prog: DecodedKernel, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
                       n_sms: int) -> tuple[np.ndarray, np.ndarray]:
     """Initial registers of a CTA (constants, thread and launch special registers) and the table of
     per-CTA special registers the interpreter fills."""
@@ -127,7 +127,7 @@ def register_template(prog: Program, grid: tuple[int, int, int], block: tuple[in
     return regs, np.array(spec, np.int64).reshape(-1, 2)
 
 
-def _where(prog: Program, pc: int, source_name: Callable[[SourceLoc | None], str]) -> str:
+def _where(prog: DecodedKernel, pc: int, source_name: Callable[[SourceLoc | None], str]) -> str:
     if 0 <= pc < len(prog.texts):
         return f"{prog.texts[pc]} at {source_name(prog.locs[pc])} (PTX line {prog.ptx_lines[pc]})"
     return "an unknown instruction"
@@ -143,7 +143,7 @@ def _cta(c: int, grid: tuple[int, int, int]) -> str:
     return f"CTA ({x},{y},{z})"
 
 
-def raise_for(err: np.ndarray, prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int],
+def raise_for(err: np.ndarray, prog: DecodedKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
               source_name: Callable[[SourceLoc | None], str], step_limit: int) -> None:
     """Turn a failed run's status into one clear EmulationError."""
     status = int(err[E_STATUS])
@@ -246,7 +246,7 @@ def _batches(n_ctas: int, threads: int) -> list[tuple[int, int]]:
     return [(int(edges[i]), int(edges[i + 1])) for i in range(n_batches) if edges[i + 1] > edges[i]]
 
 
-def _refusal(err: np.ndarray, prog: Program, block: tuple[int, int, int],
+def _refusal(err: np.ndarray, prog: DecodedKernel, block: tuple[int, int, int],
              source_name: Callable[[SourceLoc | None], str]) -> TuiprofError:
     """The error for a run stopped with ST_UNSUPPORTED: an instruction the interpreter has no case
     for, or a case that PTX leaves undefined (kernel/sync.py), named as the decoder names the
@@ -282,7 +282,7 @@ def _refusal(err: np.ndarray, prog: Program, block: tuple[int, int, int],
                           f"{prog.ptx_lines[pc]}) in {prog.kernel}: {what}", undefined)
 
 
-def execute(prog: Program, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
+def execute(prog: DecodedKernel, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
             source_name: Callable[[SourceLoc | None], str], per_cta: bool = True,
             on_ctas: Callable[[int], None] | None = None, constants: bytes | None = None) -> RunResult:
