@@ -26,6 +26,7 @@ import pytest
 from tests.support.ptx_support import compile_ptx, needs_compiler
 from tuiprof.trace import synth
 from tuiprof.demos import CATALOGUE
+from tuiprof.trace.packed import lane_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo_traces"
@@ -302,7 +303,7 @@ def test_shipped_traces_record_the_scripts_launch_and_addresses(case_run: tuple[
         assert trace.provenance.generator["launches"] == len(run.launches), demo.name
         lanes = (trace.mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1
         glob = np.array([trace.ops[o].space == "global" for o in trace.op])
-        addr = trace.lane_addresses(np.flatnonzero(glob))[lanes[glob].astype(bool)]
+        addr = lane_addresses(trace, np.flatnonzero(glob))[lanes[glob].astype(bool)]
         inside = np.zeros(addr.shape, bool)
         for b in run.buffers:
             inside |= (addr >= b.base) & (addr < b.base + b.nbytes)

@@ -28,6 +28,7 @@ from tuiprof.model.latency import Estimate
 from tuiprof.trace.model import StaticOp
 from tuiprof.collect.gpu.ncu import METRICS, ValidateError, measured_values, ncu_command, parse_ncu_csv
 from tuiprof.validate import Comparison, compare, predicted_sectors_per_request, render
+from tuiprof.trace.packed import lane_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 no_gpu = pytest.mark.skipif(gpu_problem() is None, reason="a GPU is usable here")
@@ -183,7 +184,7 @@ def test_auto_backend_without_gpu_records_in_the_emulator(app: Path, capsys: pyt
     assert auto.provenance.backend == emu.provenance.backend == "emulator"
     assert auto.provenance.generator["backend_choice"].startswith("--backend auto chose the emulator: ")
     assert "backend_choice" not in emu.provenance.generator
-    np.testing.assert_array_equal(auto.lane_addresses(), emu.lane_addresses())
+    np.testing.assert_array_equal(lane_addresses(auto), lane_addresses(emu))
 
 
 # --------------------------------------------------------------------------- with a GPU, pretended
@@ -443,7 +444,7 @@ def test_kernel_file_end_to_end_through_the_gpu_path(app: Path, monkeypatch: pyt
     np.testing.assert_array_equal(g.op, e.op)
     np.testing.assert_array_equal(g.mask, e.mask)
     def relative(t: Any) -> np.ndarray:  # x (op 0) and y (op 1): each op's addresses from its buffer's start
-        addr = t.lane_addresses().copy()
+        addr = lane_addresses(t).copy()
         for op in (0, 1):
             addr[t.op == op] -= addr[t.op == op].min()
         return addr

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import CUDA_DIR, DEMO_DIR
+from tuiprof.trace.packed import lane_addresses
 
 pytestmark = pytest.mark.gpu
 
@@ -140,7 +141,7 @@ def test_whole_program_end_to_end(tmp_path: Path, device_cc: tuple[int, int]) ->
     gather_op = next(i for i, lab in labels.items() if lab.startswith("in["))
     idx_op = next(i for i, lab in labels.items() if lab.startswith("idx["))
     cta_of = t.snapshot.cta_ids[t.warp_cta]
-    addrs = t.lane_addresses()
+    addrs = lane_addresses(t)
     for w in range(t.n_warps):
         lo, hi = t.warp_offsets[w], t.warp_offsets[w + 1]
         first = (int(cta_of[w]) * 128 + int(t.warp_index[w]) * 32)
@@ -213,7 +214,7 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
     np.testing.assert_array_equal(t.op, res.op.astype(np.int32))
     np.testing.assert_array_equal(t.mask, res.mask.astype(np.uint32))
     global_rows = np.array([t.ops[o].space == "global" for o in t.op], bool)
-    np.testing.assert_array_equal(_normalise(t.lane_addresses()[global_rows], gpu_buffers),
+    np.testing.assert_array_equal(_normalise(lane_addresses(t)[global_rows], gpu_buffers),
                                   _normalise(res.addr.astype(np.uint64)[global_rows], emu_buffers))
 
 

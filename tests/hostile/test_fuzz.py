@@ -32,6 +32,7 @@ from tests.support.hostile_run import run_cli
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.model import CtaRecords
+from tuiprof.trace.packed import lane_addresses
 
 SEED = 20261122
 EXCEPTION_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")
@@ -198,7 +199,7 @@ def check(path: Path, failures: list[str], case: str) -> None:
     except Exception as exc:  # noqa: BLE001 - the point of the test
         failures.append(f"{case}: {type(exc).__name__}: {exc!s:.200}")
     else:
-        if t.n_accesses != t.op.shape[0] or t.lane_addresses().shape != (t.n_accesses, 32):
+        if t.n_accesses != t.op.shape[0] or lane_addresses(t).shape != (t.n_accesses, 32):
             failures.append(f"{case}: loaded an inconsistent trace")
 
 

@@ -16,6 +16,7 @@ from tests.support.factories import make_trace, random_trace
 from tuiprof.errors import OutputError, TraceError
 from tuiprof.trace.io import HEADER, load_trace, read_header, save_trace
 from tuiprof.trace.model import CtaRecords
+from tuiprof.trace.packed import lane_addresses
 
 FIELDS = ("warp_offsets", "warp_cta", "warp_index", "op", "mask")
 
@@ -24,7 +25,7 @@ def assert_same(a, b) -> None:
     for f in FIELDS:
         x, y = getattr(a, f), getattr(b, f)
         assert x.dtype == y.dtype and np.array_equal(x, y), f
-    x, y = a.lane_addresses(), b.lane_addresses()  # a loaded trace keeps shared-memory accesses packed
+    x, y = lane_addresses(a), lane_addresses(b)  # a loaded trace keeps shared-memory accesses packed
     assert x.dtype == y.dtype and np.array_equal(x, y), "addresses"
     assert a.ops == b.ops and a.launch == b.launch and a.sources == b.sources and a.provenance == b.provenance
     assert np.array_equal(a.snapshot.cta_ids, b.snapshot.cta_ids)

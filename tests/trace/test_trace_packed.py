@@ -14,6 +14,7 @@ from tests.support.factories import random_trace
 from tuiprof.errors import TraceError
 from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.model import LANES, PackedLanes, Trace
+from tuiprof.trace.packed import lane_addresses
 
 FIXTURE_DEMO = Path(__file__).resolve().parents[2] / "demo_traces" / "transpose-tiled.tptrace"
 
@@ -26,7 +27,7 @@ def with_shared(t: Trace, shared: set[int], bytes_per_lane: int = 4) -> Trace:
 
 def dense(t: Trace) -> Trace:
     """The same trace with every access's addresses in one uint64 [R, 32] array (the old way)."""
-    return dataclasses.replace(t, addr=np.ascontiguousarray(t.lane_addresses()), packed=None)
+    return dataclasses.replace(t, addr=np.ascontiguousarray(lane_addresses(t)), packed=None)
 
 
 def numpy_wavefronts(addr: np.ndarray, mask: np.ndarray, nbytes: int, banks: int, width: int = 4) -> np.ndarray:
@@ -70,9 +71,9 @@ def test_packed_addresses_decode_to_the_saved_ones(tmp_path: Path, small_chunks:
     assert u.packed is not None and u.packed.rows.size == np.isin(t.op, [1, 3]).sum()
     assert len(u.packed.bases) > 1  # several chunks
     assert u.addr.shape == (t.n_accesses - u.packed.rows.size, LANES)
-    assert np.array_equal(u.lane_addresses(), t.addr)
+    assert np.array_equal(lane_addresses(u), t.addr)
     rows = np.random.default_rng(seed).permutation(t.n_accesses)[:40]  # any rows, in any order
-    assert np.array_equal(u.lane_addresses(rows), t.addr[rows])
+    assert np.array_equal(lane_addresses(u, rows), t.addr[rows])
 
 
 def test_a_trace_without_shared_accesses_loads_unpacked(tmp_path: Path) -> None:
@@ -135,7 +136,7 @@ def test_a_packed_trace_saves_what_it_loaded(tmp_path: Path) -> None:
     t = with_shared(random_trace(11, n=90, n_ops=4), {0})
     u = load_trace(save_trace(t, tmp_path / "a.tptrace"))
     v = load_trace(save_trace(u, tmp_path / "b.tptrace"))
-    assert np.array_equal(v.lane_addresses(), t.addr)
+    assert np.array_equal(lane_addresses(v), t.addr)
 
 
 def test_inconsistent_packing_is_refused() -> None:

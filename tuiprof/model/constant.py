@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tuiprof.model.shared import PassStats, pass_stats, space_rows
+from tuiprof.trace.packed import lane_addresses
 
 if TYPE_CHECKING:
     from tuiprof.trace.model import Trace
@@ -42,5 +43,5 @@ def const_op_stats(trace: Trace, latency: float) -> dict[int, PassStats]:
     ids, rows = space_rows(trace, "const")
     if ids.size == 0:
         return {}
-    actual = distinct_addresses(trace.lane_addresses(rows), trace.mask[rows])
+    actual = distinct_addresses(lane_addresses(trace, rows), trace.mask[rows])
     return pass_stats("const", ids, trace.op[rows], actual, np.ones_like(actual), latency)

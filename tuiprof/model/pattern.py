@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tuiprof.trace.model import LANES, Trace
+from tuiprof.trace.packed import lane_addresses
 
 SAMPLE = 25_000
 """Warp accesses examined per op; beyond, whole warps are sampled evenly (the figures are shares
@@ -104,7 +105,7 @@ def pattern_of(trace: Trace, rows: np.ndarray, line_bytes: int, fill_bytes: int 
     warp_all = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
     pick = _sample(rows, warp_all)
     rows, warp = rows[pick], warp_all[pick]
-    addr = trace.lane_addresses(rows).astype(np.int64)            # [n, 32]; < 2^63 in practice
+    addr = lane_addresses(trace, rows).astype(np.int64)            # [n, 32]; < 2^63 in practice
     lanes = np.arange(LANES, dtype=np.uint32)
     active = ((trace.mask[rows][:, None] >> lanes) & 1).astype(bool)
     # Coalescing: strides between adjacent active lanes, distinct lines per warp access.

@@ -61,6 +61,7 @@ from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, M
                                  MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, PackedLanes,
                                  Provenance, Snapshot, SourceFile, StaticOp, Trace, measured_problem)
 from tuiprof.trace.text import printable, shown_path
+from tuiprof.trace.packed import lane_addresses
 
 _Choice = TypeVar("_Choice", bound=str)
 """One of a fixed set of strings (a Literal type) that a header field must be."""
@@ -142,7 +143,7 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     order, gstart = _group_order(t.warp_offsets, t.op, len(t.ops))
     lanes = np.arange(LANES, dtype=np.uint32)
     active = ((t.mask[order, None] >> lanes) & 1).astype(bool)
-    addr = t.lane_addresses()[order]
+    addr = lane_addresses(t)[order]
     nonzero = np.bitwise_or.reduce(addr[active]) if active.any() else np.uint64(0)
     unit = int(nonzero & (~nonzero + np.uint64(1))) if nonzero else 1
     unit = min(unit, 1 << 16)

@@ -315,15 +315,6 @@ class Trace:
         """The warps of the counted CTAs (the snapshot's warm-up aside)."""
         return int(np.count_nonzero(self.warp_cta >= self.snapshot.warm))
 
-    def lane_addresses(self, rows: np.ndarray | None = None) -> np.ndarray:
-        """Lane addresses, uint64 [len(rows), 32], of warp accesses `rows` (default: all; packed
-        ones decoded, `tuiprof.trace.packed`)."""
-        if self.packed is None:
-            return self.addr if rows is None else self.addr[rows]
-        from tuiprof.trace.packed import lane_addresses
-
-        return lane_addresses(self, rows)
-
     def active_lanes(self) -> np.ndarray:
         """Active lane count of each warp access, int64 [R]."""
         return popcount32(self.mask)
