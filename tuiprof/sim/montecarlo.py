@@ -6,10 +6,10 @@ kernel releases the GIL, so threads run trials truly in parallel.
 
 Early stop (Baghsorkhi12 Fig. 7): with a `tolerance`, the run stops at the first prefix of
 ``n >= min_trials`` trials (in index order) where the 95% confidence interval half-width
-``t975(n - 1) * std / sqrt(n)`` (Student's t, `tuiprof.stats`) of every headline hit ratio (L1 read, L2 read, L2 write; ratios a
-trial leaves undefined are ignored) is below the tolerance. Testing prefixes in index order,
-not in completion order, keeps the stopping point, and so the result set, independent of
-thread timing. A trial is streamed once it is certain to belong to the set.
+``t975(n - 1) * std / sqrt(n)`` (Student's t, `tuiprof.stats`) of every headline hit ratio
+(L1 read, L2 read, L2 write; ratios a trial leaves undefined are ignored) is below the tolerance.
+Testing prefixes in index order, not in completion order, keeps the stopping point, and so the
+result set, independent of thread timing. A trial is streamed once it is certain to belong to the set.
 
 Several runs (the main run and the MD sweep's runs) share one pool of workers (`TrialPool`), so
 that no core idles where one run ends and the next begins: the first run has every free worker
