@@ -31,6 +31,7 @@ def scheduler_figures(trials: int) -> None:
     from tuiprof.arch.presets import load_arch, preset_arch
     from tuiprof.sim.montecarlo import MonteCarlo
     from tuiprof.demos import demo_path, load
+    from tuiprof.stats import ci_half_width
 
     for name, arch_name, label in SCHEDULER_CASES:
         trace = load(demo_path(name))
@@ -46,7 +47,7 @@ def scheduler_figures(trials: int) -> None:
         h1 = np.array([r.op_l1_read_hit_ratio()[op] for r in results])
         sd = h1.std(ddof=1)
         print(f"  H1 of {label} (line {trace.ops[op].line}): mean {h1.mean():.4f} "
-              f"± {1.96 * sd / np.sqrt(h1.size):.4f} (95% CI), std {sd:.2e}")
+              f"± {ci_half_width(sd, h1.size):.4f} (95% CI), std {sd:.2e}")
 
 
 PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")

@@ -30,8 +30,8 @@ class RunConfig:
     md: int | None = None
     """Resident CTAs per SM; None = the occupancy limit."""
     tolerance: float | None = DEFAULT_TOLERANCE
-    """Stop early once every headline hit ratio's 95% confidence interval (of the mean: 1.96 std /
-    sqrt(n)) has a half-width below this (a ratio: 0.01 = 1 percentage point), after at least 20 trials (Baghsorkhi12 Fig. 7; the MD
+    """Stop early once every headline hit ratio's 95% confidence interval (of the mean: t std /
+    sqrt(n), Student's t with n - 1 degrees of freedom) has a half-width below this (a ratio: 0.01 = 1 percentage point), after at least 20 trials (Baghsorkhi12 Fig. 7; the MD
     sweep after 8); None runs every trial."""
     threads: int | None = None
     sweep: bool = True

@@ -112,7 +112,8 @@ GLOSSARY: tuple[tuple[str, tuple[Term, ...]], ...] = (
         Term("N-way conflict", "shared memory: N lanes hit one bank, N wavefronts"),
     )),
     ("Uncertainty (histogram, status bar)", (
-        Term("mean ± CI", "the 95% confidence interval of the mean: mean ± 1.96 σ/√n over n trials"),
+        Term("mean ± CI", "the 95% confidence interval of the mean: mean ± t σ/√n over n trials, "
+                          "t of Student with n-1 degrees of freedom (2.093 at 20 trials, 1.96 at many)"),
         Term("σ", "standard deviation of the trials"),
         Term("σ vs trials", "how σ settles as trials are added (Baghsorkhi12 Fig. 7): flat means enough trials"),
         Term("spread ├─▲─┤", "where one run may fall: mean ± 1.96 σ over the trials; both this and the CI "

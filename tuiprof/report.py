@@ -35,7 +35,7 @@ from tuiprof.tui.format import cycles, pct
 
 HIST_BINS = 20
 UNCERTAINTY_NOTE = ("trials 95% = spread of trials, mean +- 1.96 std (where one run may fall);",
-                    "CI 95% = confidence interval of the mean, mean +- 1.96 std/sqrt(n) (where the mean is);",
+                    "CI 95% = confidence interval of the mean, mean +- t std/sqrt(n), Student's t for n-1 df (where the mean is);",
                     "both cover only the model's randomness, not the error of its assumptions")
 """What the two uncertainties of every estimate are (Baghsorkhi12 sec. 5.2), one line each."""
 

@@ -23,7 +23,8 @@ SCHEMA_VERSION = 1
 
 class Estimate(TypedDict):
     """An estimate over the trials: the spread of single trials and the confidence interval of the
-    mean (both mean +- 1.96: of the std, and of the std / sqrt(n)); None where undefined."""
+    mean (mean +- 1.96 std, and mean +- t std / sqrt(n) with Student's t for n - 1 degrees of freedom);
+    None where undefined."""
 
     mean: float | None
     std: float | None

@@ -140,3 +140,18 @@ def test_paired_trials_narrow_the_gain_when_the_mds_share_their_randomness() -> 
     p_lo, p_hi = paired_gain_interval(t1, t2)
     assert p_lo < float(np.mean(t2 / t1 - 1)) < p_hi and p_hi - p_lo < 0.5 * np.ptp(t2 / t1)
     assert paired_gain_interval(t1[:1], t2[:1]) == (-np.inf, np.inf)
+
+
+def test_paired_gain_interval_is_students_t_on_the_pairs() -> None:
+    # 41 pairs (40 df: t = 2.021 in a printed table, past the old table's 1.96 fallback) and 5 (t = 2.776).
+    from tuiprof.model.timing import paired_gain_interval
+
+    rng = np.random.default_rng(11)
+    for n, t in ((41, 2.021), (5, 2.776)):
+        t_md = rng.uniform(1e-3, 2e-3, n)
+        t_over = t_md * rng.normal(0.9, 0.05, n)
+        g = t_over / t_md - 1.0
+        half = t * float(np.std(g, ddof=1)) / np.sqrt(n)
+        lo, hi = paired_gain_interval(t_md, t_over)
+        assert lo == pytest.approx(float(np.mean(g)) - half, abs=5e-4 * half)
+        assert hi == pytest.approx(float(np.mean(g)) + half, abs=5e-4 * half)

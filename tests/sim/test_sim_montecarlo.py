@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -68,12 +70,25 @@ def test_trial_to_trial_spread_is_stable_and_its_standard_error_shrinks(trace) -
     assert 0.4 < s_large / s_small < 2.5  # the spread is a property of the model, not of n
     se_small, se_large = s_small / np.sqrt(20), s_large / np.sqrt(80)
     assert se_large < se_small
-    # Convergence reproduces the textbook half-width.
+    # Convergence reproduces the textbook half-width: Student's t with 79 df (1.9905, a t table).
     conv = Convergence()
     for r in res:
         conv.add(r)
-    assert conv.half_width("l2_read_hit_ratio") == pytest.approx(1.96 * s_large / np.sqrt(80))
+    assert conv.half_width("l2_read_hit_ratio") == pytest.approx(1.9905 * s_large / np.sqrt(80), rel=1e-4)
     assert np.isnan(conv.half_width("l2_write_hit_ratio"))  # no stores: ignored
+
+
+def test_convergence_stops_on_students_t_not_on_the_normal_quantile() -> None:
+    # 20 trials whose L1 read ratio has std s: the half-width is 2.093 s / sqrt(20). A tolerance
+    # between the normal (1.96) and Student's widths does not stop the run; one above both does.
+    x = np.random.default_rng(5).normal(0.7, 0.02, 20)
+    conv = Convergence()
+    for v in x:
+        conv.add(SimpleNamespace(l1_read_hit_ratio=float(v), l2_read_hit_ratio=math.nan,
+                                 l2_write_hit_ratio=math.nan))
+    se = float(np.std(x, ddof=1)) / np.sqrt(20)
+    assert conv.half_width("l1_read_hit_ratio") == pytest.approx(2.093 * se, rel=2e-4)
+    assert not conv.converged(2.0 * se) and conv.converged(2.1 * se)
 
 
 def test_early_stop_is_a_deterministic_prefix(trace) -> None:

@@ -15,8 +15,7 @@ from tuiprof.sim.montecarlo import MonteCarlo
 from tuiprof.sim.results import TrialResult
 from tuiprof.trace import synth
 from tuiprof.demos import demo_path, load
-
-Z95 = 1.96
+from tuiprof.stats import t975
 
 
 def trials(trace, arch_name: str, n: int) -> list[TrialResult]:
@@ -42,7 +41,7 @@ def assert_per_load_means_settle(results: list[TrialResult]) -> None:
         loads = ~np.isnan(x).any(axis=0)
         assert loads.sum() >= 3
         a, b = x[:half, loads], x[half:2 * half, loads]
-        ha, hb = (Z95 * y.std(axis=0, ddof=1) / np.sqrt(half) for y in (a, b))
+        ha, hb = (t975(half - 1) * y.std(axis=0, ddof=1) / np.sqrt(half) for y in (a, b))
         assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) <= ha + hb), ratio
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from tuiprof.arch.model import Arch
 from tuiprof.errors import UsageError
 from tuiprof.model.mwp_cwp import MwpCwp, mwp_cwp_for_arch
+from tuiprof.stats import ci_half_width
 
 DEPARTURE_RANGE = (0.5, 2.0)
 """Factors on the Arch's departure delays spanned by the gain's range: they are derived from
@@ -250,11 +251,6 @@ def gain_range(arch: Arch, shape: KernelShape, tables: Sequence[np.ndarray], md:
     return lo, hi
 
 
-# Two-sided 95% quantiles of Student's t, by degrees of freedom (1.96 beyond the table).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
 def trial_times(arch: Arch, shape: KernelShape, table: np.ndarray, md: int) -> np.ndarray:
     """T(md) predicted from each trial's traffic alone (`table` rows as in `gain_range`)."""
     c = constants(arch)
@@ -274,6 +270,6 @@ def paired_gain_interval(times_md: np.ndarray, times_over: np.ndarray) -> tuple[
         gains = times_over[:n] / times_md[:n] - 1.0
     if not np.all(np.isfinite(gains)):
         return -math.inf, math.inf
-    half = (_T975[n - 2] if n - 2 < len(_T975) else 1.96) * float(np.std(gains, ddof=1)) / math.sqrt(n)
+    half = ci_half_width(float(np.std(gains, ddof=1)), n)
     mean = float(np.mean(gains))
     return mean - half, mean + half

@@ -5,11 +5,11 @@ a run gives the same set of results whatever the thread count or completion orde
 kernel releases the GIL, so threads run trials truly in parallel.
 
 Early stop (Baghsorkhi12 Fig. 7): with a `tolerance`, the run stops at the first prefix of
-``n >= min_trials`` trials (in index order) where the 95% interval half-width
-``1.96 * std / sqrt(n)`` of every headline hit ratio (L1 read, L2 read, L2 write; ratios a
-trial leaves undefined are ignored) is below the tolerance. Testing prefixes in index order,
-not in completion order, keeps the stopping point, and so the result set, independent of
-thread timing. A trial is streamed once it is certain to belong to the set.
+``n >= min_trials`` trials (in index order) where the 95% confidence interval half-width
+``t975(n - 1) * std / sqrt(n)`` (Student's t, `tuiprof.stats`) of every headline hit ratio
+(L1 read, L2 read, L2 write; ratios a trial leaves undefined are ignored) is below the tolerance.
+Testing prefixes in index order, not in completion order, keeps the stopping point, and so the
+result set, independent of thread timing. A trial is streamed once it is certain to belong to the set.
 
 Several runs (the main run and the MD sweep's runs) share one pool of workers (`TrialPool`), so
 that no core idles where one run ends and the next begins: the first run has every free worker
@@ -34,10 +34,10 @@ from tuiprof.sim.prepared import OpCoalescing, Prepared, default_md, pack_arch, 
 from tuiprof.sim.results import TrialResult
 from tuiprof.sim.rng import trial_seed
 from tuiprof.sim.trial import run_trial
+from tuiprof.stats import ci_half_width
 from tuiprof.trace.model import Trace
 
 HEADLINE = ("l1_read_hit_ratio", "l2_read_hit_ratio", "l2_write_hit_ratio")
-Z95 = 1.96
 CANCEL_POLL = 0.05
 """Seconds between checks for a cancel while waiting for trials: a cancelled run returns at once
 instead of after the trial in flight (seconds on a large trace)."""
@@ -71,11 +71,12 @@ class Convergence:
             self._m2[k] += d * (x - self._mean[k])
 
     def half_width(self, key: str) -> float:
-        """95% interval half-width of the mean of `key` (nan with fewer than two values)."""
+        """95% confidence interval half-width of the mean of `key`, t975(n - 1) std / sqrt(n) (nan with
+        fewer than two values)."""
         n = self.n[key]
         if n < 2:
             return float("nan")
-        return Z95 * math.sqrt(self._m2[key] / (n - 1)) / math.sqrt(n)
+        return ci_half_width(math.sqrt(self._m2[key] / (n - 1)), n)
 
     def converged(self, tolerance: float) -> bool:
         """Every ratio defined in at least two trials has a half-width below `tolerance`."""
