@@ -119,8 +119,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
     """What `tuiprof validate TARGET` records: a kernel file or a demo (its source, and the collect
-    options of the command line with the demo's own launch script, kernel, launch and snapshot
-    where the command line names none), or a program built by `tuiprof build` (its binary, None)."""
+    options of the command line with the demo's own launch script, kernel, launch and snapshot,
+    its start and warm-up included, where the command line names none: the demo's shipped trace and
+    `measured.json` were recorded so), or a program built by `tuiprof build` (its binary, None)."""
     import dataclasses
 
     from tuiprof.cli_options import collect_options
@@ -137,7 +138,9 @@ def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
         source, demo = demo_collection(target)
         return source, dataclasses.replace(
             opts, launch=opts.launch or demo.launch, kernel=opts.kernel or demo.kernel,
-            launch_index=opts.launch_index if opts.kernel else demo.launch_index, snapshot=opts.snapshot or demo.snapshot)
+            launch_index=opts.launch_index if opts.kernel else demo.launch_index, snapshot=opts.snapshot or demo.snapshot,
+            snapshot_start=demo.snapshot_start if opts.snapshot_start is None else opts.snapshot_start,
+            snapshot_warm=demo.snapshot_warm if opts.snapshot_warm is None else opts.snapshot_warm)
     return Path(target), None
 
 

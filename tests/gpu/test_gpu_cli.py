@@ -280,8 +280,8 @@ def test_kernel_file_on_the_gpu(app: Path, pretend_gpu: DeviceInfo, monkeypatch:
 
 
 def test_validate_targets() -> None:
-    """A demo name validates the demo's kernel file with its own launch script, kernel and launch
-    (the command line's where it names them); a .cu is a kernel file; anything else a built program,
+    """A demo name validates the demo's kernel file with its own launch script, kernel, launch and
+    snapshot (start and warm-up too: as its trace was recorded; the command line's where it names them); a .cu is a kernel file; anything else a built program,
     whose arguments follow -- after any options."""
     from tuiprof.cli import build_parser, parse_command_line
     from tuiprof.cli_gpu import _validate_target
@@ -297,6 +297,11 @@ def test_validate_targets() -> None:
     assert (opts.kernel, opts.launch_index, opts.snapshot) == ("bfs_update", 2, 4)
     source, opts = target("matmul-tile8", "--cuda", "pycuda")
     assert source.name == "matmul_tiles.cu" and opts.snapshot == 512 and opts.cuda == "pycuda"
+    assert (opts.snapshot_start, opts.snapshot_warm) == (512, 512)  # the demo's, not the automatic warm-up
+    source, opts = target("matmul-tile8", "--snapshot-warm", "0")
+    assert (opts.snapshot_start, opts.snapshot_warm) == (512, 0)
+    source, opts = target("bfs")
+    assert (opts.snapshot_start, opts.snapshot_warm) == (0, 0)
     source, opts = target("demo_traces/vecadd.cu")
     assert source == Path("demo_traces/vecadd.cu") and opts.launch is None
     args = parse_command_line(build_parser(), ["validate", "app.instr", "--kernel", "gather", "--", "1048576", "-v"])

@@ -153,7 +153,7 @@ def test_dram_traffic_is_the_counted_ctas() -> None:
     recorded alone and cold gives (0 + 32). The DRAM batches reported are those of CTA 1's
     write-backs (the warm-up moves nothing to DRAM: its stores only dirty the L2). Product and
     reference kernels alike, every MD and seed."""
-    from tests.test_sim_replay import differences
+    from tests.support.sim_runs import differences
 
     arch = small_arch(l2__write_policy="write-back")
     line_of_set0 = [0x100000 + k * 32 * 128 for k in range(16)]
