@@ -21,7 +21,7 @@ CHILD = r'''
 import asyncio, dataclasses, json, sys, time
 import numpy as np
 demo, counts, updates = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], int(sys.argv[3])
-from tests.fixed_analysis import fixed, fixed_app, made_up_trial
+from tests.support.fixed_analysis import fixed, fixed_app, made_up_trial
 from tuiprof.session import AnalysisUpdated, RunConfig, Session, TrialDone
 from tuiprof.sim.montecarlo import MonteCarlo
 out = {}

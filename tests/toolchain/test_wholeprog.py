@@ -451,9 +451,9 @@ def test_collect_program_records_a_warm_up_before_the_snapshot(stubbed: Path, tm
     counting run counts the CTAs the warm-up takes too (the recording would refuse otherwise)."""
     import dataclasses
 
-    from tests.emu_driver import emulator_as_gpu
+    from tests.support.emu_driver import emulator_as_gpu
     from tuiprof.arch import load_arch
-    from tuiprof.collect.program_run import collect_program
+    from tuiprof.collect.gpu.program_run import collect_program
 
     shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
     built = build_instrumented(["app.cu", "-arch=sm_80", "-o", "app.instr"], cwd=tmp_path)

@@ -656,7 +656,7 @@ async def test_a_runs_updates_redraw_only_what_changed(monkeypatch: pytest.Monke
     import numpy as np
     from textual.screen import Screen
 
-    from tests.fixed_analysis import fixed, made_up_trial
+    from tests.support.fixed_analysis import fixed, made_up_trial
     from tuiprof.session import AnalysisUpdated, TrialDone
 
     session, _ = fixed("spmv-u")
@@ -715,7 +715,7 @@ async def test_the_drill_down_redraws_only_the_sections_a_run_changes(monkeypatc
     import numpy as np
     from textual.widgets import Static
 
-    from tests.fixed_analysis import fixed, made_up_trial
+    from tests.support.fixed_analysis import fixed, made_up_trial
     from tuiprof.session import AnalysisUpdated
     from tuiprof.tui.screens.drill import DrillScreen
 
