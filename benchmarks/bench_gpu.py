@@ -176,7 +176,7 @@ def emulated() -> dict[str, object]:
     from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for
     from tuiprof.ptx import parse_module
-    from tuiprof.trace.model import Snapshot
+    from tuiprof.trace.data import Snapshot
 
     class Counting(EmuDriver):
         def __init__(self) -> None:

@@ -20,7 +20,7 @@ from tuiprof import __version__
 from tuiprof.errors import OutputError, TraceError, UsageError
 from tuiprof.resources import data_dir, user_cache_dir
 from tuiprof.trace.io import SUFFIX, load_trace, read_header
-from tuiprof.trace.model import Trace
+from tuiprof.trace.data import Trace
 from tuiprof.trace.text import printable, shown_path
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ Each `Metric` names its key (in a trace's ``provenance.measured`` and in
 ``demo_traces/measured.json``), the label every view prints, the Nsight Compute metrics it is
 read from, its unit, what predicts it, how it is written and the largest value a trace may
 claim. `tuiprof.validate` reads ncu's output and compares through it, the report and the UI's
-histogram label and format it, the trace loader bounds it (`tuiprof.trace.model.measured_range`),
+histogram label and format it, the trace loader bounds it (`tuiprof.trace.data.measured_range`),
 and `tuiprof.model.analysis.HEADLINES` are its kernel-wide hit ratios. Adding a measured metric
 is one entry here (and its predictor in `tuiprof.validate.compare` when it is a new kind).
 

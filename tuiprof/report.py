@@ -29,7 +29,7 @@ from tuiprof.report_schema import (SCHEMA_VERSION, AnalysisOp, AnalysisSection, 
                                    ThesisRow, TimeRow, TraceSection)
 from tuiprof.report_schema import Estimate as EstimateDict
 from tuiprof.session import RunConfig, Session
-from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
+from tuiprof.trace.data import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
 from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
 from tuiprof.tui.format import cycles, pct
 
@@ -63,7 +63,7 @@ class _SourceLines:
 
 def trace_section(trace: Trace, path: Path | None = None) -> TraceSection:
     """Launch, snapshot, provenance and static ops of a trace. Per-op strings are cut to the
-    caps of `trace.model` (the whole strings are in the trace), so the report stays small."""
+    caps of `trace.data` (the whole strings are in the trace), so the report stays small."""
     L, P = trace.launch, trace.provenance
     counts = trace.accesses_per_op()  # of the counted CTAs, as every figure of the run
     counted = trace.counted_accesses()

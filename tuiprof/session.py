@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from collections.abc import Callable, Mapping
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
 from tuiprof.config import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE  # re-exported: the run's defaults
 from tuiprof.config import RunConfig as RunConfig
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.sim.budget import check_run_memory
-from tuiprof.trace.model import Trace
+from tuiprof.trace.data import Trace
 
 if TYPE_CHECKING:
     import numpy as np

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tuiprof.arch import load_arch, preset_names
-from tuiprof.arch.model import parse_size
+from tuiprof.arch.spec import parse_size
 from tuiprof.arch.presets import parse_overrides
 from tuiprof.errors import ArchError
 

@@ -10,7 +10,7 @@ import pytest
 
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
 from tuiprof.errors import TuiprofError
-from tuiprof.trace.model import Launch
+from tuiprof.trace.data import Launch
 from tuiprof.trace.snapshot import choose_snapshot
 from tuiprof.arch import load_arch
 
@@ -109,7 +109,7 @@ def test_no_snapshot_is_larger_than_the_counting_bound() -> None:
     """A whole program's counting run counts, before the launch is known, the CTAs any snapshot
     may take: 4 waves of the most CTAs an SM can hold (4 x 132 x 32 on an H100), or --snapshot."""
     from tuiprof.arch import load_arch
-    from tuiprof.trace.model import Launch
+    from tuiprof.trace.data import Launch
     from tuiprof.trace.snapshot import choose_snapshot, max_snapshot_ctas
 
     h100 = load_arch("h100")

@@ -24,7 +24,7 @@ from tuiprof.compare.record import RunRecord, record_of
 from tuiprof.model.significance import betainc, holm, t_cdf, t_two_sided, welch
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.io import save_trace
-from tuiprof.trace.model import SourceFile
+from tuiprof.trace.data import SourceFile
 
 # --- the Student t distribution and Welch's test --------------------------------------------
 

@@ -97,7 +97,7 @@ PTX_HEAD = ".version 8.4\n.target sm_80\n.address_size 64\n"
 
 
 def test_warp_sz_and_a_parse_error_that_names_the_source_line() -> None:
-    from tuiprof.ptx.model import Imm, PtxError
+    from tuiprof.ptx.module import Imm, PtxError
     from tuiprof.ptx.parse import parse_module
 
     body = (".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\t.loc 1 7 3\n\tmov.u32 %r1, WARP_SZ;\n"
@@ -134,7 +134,7 @@ def test_constant_memory_set_by_the_script_and_counted_as_the_constant_cache(cud
     taps are broadcasts (1 request per warp access), the gamma table indexed by the data is
     serialised (as many requests as distinct bytes a warp reads)."""
     from tuiprof.model.constant import const_op_stats
-    from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile, Trace
+    from tuiprof.trace.data import Launch, Provenance, Snapshot, SourceFile, Trace
 
     def stats(dev: EmuDevice) -> dict[str, Any]:
         r = dev.recorded

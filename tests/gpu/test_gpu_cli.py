@@ -25,7 +25,7 @@ from tests.support.ptx_support import CUDA_DIR, find_nvcc, nvrtc_available
 from tuiprof.cli import main
 from tuiprof.collect.gpu.driver import DeviceInfo, GpuUnavailable, gpu_problem
 from tuiprof.model.latency import Estimate
-from tuiprof.trace.model import StaticOp
+from tuiprof.trace.data import StaticOp
 from tuiprof.collect.gpu.ncu import METRICS, ValidateError, measured_values, ncu_command, parse_ncu_csv
 from tuiprof.validate import Comparison, compare, predicted_sectors_per_request, render
 from tuiprof.trace.packed import lane_addresses
@@ -577,7 +577,7 @@ open(log, "w").write("\\n".join(rows) + "\\n")
 
 def test_shared_wavefronts_are_compared_with_the_prediction() -> None:
     from tuiprof.model.shared import PassStats
-    from tuiprof.trace.model import measured_problem
+    from tuiprof.trace.data import measured_problem
     from tuiprof.validate import predicted_wavefronts_per_request
 
     def passes(n: int, per: float) -> PassStats:

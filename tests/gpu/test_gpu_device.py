@@ -17,7 +17,7 @@ from tuiprof.collect.gpu.driver import EMULATOR_HINT, GpuUnavailable, gpu_proble
 from tuiprof.collect.gpu.params import pack_params
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx import parse_module
-from tuiprof.ptx.model import param_layout
+from tuiprof.ptx.module import param_layout
 from tests.support.ptx_support import find_nvcc, nvrtc_available
 
 PTX = """

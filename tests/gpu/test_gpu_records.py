@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tuiprof.collect.gpu.records import (LOCAL_TRACE_BASE, RECORD_MAGIC, RecordsError, check_regions, cta_records,
                                      decode_words, read_record_file, site_to_op, to_accesses)
 from tuiprof.ptx.instrument import LOCAL_TAG, SHARED_TAG, Site
-from tuiprof.trace.model import StaticOp
+from tuiprof.trace.data import StaticOp
 
 U64 = (1 << 64) - 1
 
@@ -227,7 +227,7 @@ def test_record_file(tmp_path) -> None:
 
 def test_build_trace_from_buffers() -> None:
     from tuiprof.collect.gpu.records import build_trace
-    from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile
+    from tuiprof.trace.data import Launch, Provenance, Snapshot, SourceFile
 
     # snapshot CTAs 1..2 of a 3-CTA grid, 40 threads = 2 warps per CTA
     table = (("k", 4, _op(0)), ("k", 9, _op(1, "store")))

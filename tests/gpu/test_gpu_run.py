@@ -180,7 +180,7 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
     from tuiprof.collect.gpu.records import build_trace
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.ops import static_ops
-    from tuiprof.trace.model import Provenance, Snapshot, SourceFile
+    from tuiprof.trace.data import Provenance, Snapshot, SourceFile
 
     source, setup, kernel, index, n_ctas = DEMOS[case]
     program = build_program(DEMO_DIR / source, compute_capability=device_cc)

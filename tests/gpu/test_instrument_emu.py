@@ -38,7 +38,7 @@ def assert_same_accesses(source: Path, setup: Callable[[Any], dict[str, np.ndarr
     from tuiprof.collect.gpu.run import collect_gpu
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.ops import static_ops
-    from tuiprof.trace.model import Snapshot
+    from tuiprof.trace.data import Snapshot
 
     program = _program(programs, source)
     # the emulator's own local-memory layout (not ptxas's stack frame) for the probes' local accesses
@@ -209,7 +209,7 @@ def test_a_warp_that_records_more_than_counted_writes_only_inside_its_region(pro
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
     from tuiprof.collect.gpu.records import RecordsError, check_regions
     from tuiprof.ptx import parse_module
-    from tuiprof.trace.model import Snapshot
+    from tuiprof.trace.data import Snapshot
 
     program = _program(programs, DEMO_DIR / "vecadd.cu")
     module = parse_module(program.ptx)

@@ -22,10 +22,10 @@ from tests.support.factories import make_trace
 from tests.support import hostile as H
 from tests.support.hostile_run import CAP, assert_clean_error, mknod, run_cli, snapshot
 from tuiprof.arch import load_arch
-from tuiprof.arch.model import LIMITS
+from tuiprof.arch.spec import LIMITS
 from tuiprof.errors import ArchError, UsageError
 from tuiprof.trace.io import save_trace
-from tuiprof.trace.model import MAX_GRID_CTAS, Provenance
+from tuiprof.trace.data import MAX_GRID_CTAS, Provenance
 
 def trace_naming(tmp_path: Path, arch: str) -> Path:
     addr = 0x7F0000000000 + np.arange(32, dtype=np.uint64).reshape(1, 32) * 4

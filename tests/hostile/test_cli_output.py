@@ -306,7 +306,7 @@ def test_ascii_terminal_with_a_non_ascii_trace(tmp_path: Path) -> None:
     t = make_trace(addr)
     from dataclasses import replace
 
-    from tuiprof.trace.model import SourceFile
+    from tuiprof.trace.data import SourceFile
 
     t = replace(t, sources=(SourceFile("k.cu", "// größe ≤ 4 µs\n" + t.sources[0].text),))
     path = save_trace(t, tmp_path / "ü.tptrace")

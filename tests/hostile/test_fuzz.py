@@ -31,7 +31,7 @@ from tests.support import hostile as H
 from tests.support.hostile_run import run_cli
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.io import load_trace, save_trace
-from tuiprof.trace.model import CtaRecords
+from tuiprof.trace.data import CtaRecords
 from tuiprof.trace.packed import lane_addresses
 
 SEED = 20261122

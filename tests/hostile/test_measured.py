@@ -18,7 +18,7 @@ from tests.support import hostile as H
 from tests.support.hostile_run import assert_clean_error, run_cli, snapshot
 from tuiprof.errors import TraceError
 from tuiprof.trace.io import load_trace
-from tuiprof.trace.model import MAX_MEASURED_CYCLES, measured_range
+from tuiprof.trace.data import MAX_MEASURED_CYCLES, measured_range
 
 RUN = ("--trials", "2", "--no-sweep")
 

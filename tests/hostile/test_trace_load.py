@@ -24,7 +24,7 @@ from tests.support import hostile as H
 from tests.support.hostile_run import ROOT, assert_clean_error, run_cli, snapshot
 from tuiprof.errors import OutputError, TraceError
 from tuiprof.trace.io import MAX_HEADER_BYTES, load_trace, read_header
-from tuiprof.trace.model import MAX_OPS, MAX_SOURCE_CHARS
+from tuiprof.trace.data import MAX_OPS, MAX_SOURCE_CHARS
 
 EXCEPTION_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")
 

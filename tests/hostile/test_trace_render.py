@@ -16,7 +16,7 @@ from tests.support.hostile_run import run_cli, snapshot
 from tuiprof.report import document, render
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.io import load_trace
-from tuiprof.trace.model import MAX_LABEL_CHARS, MAX_LINE_CHARS
+from tuiprof.trace.data import MAX_LABEL_CHARS, MAX_LINE_CHARS
 
 # Anything a terminal could act on: C0 controls but the newline, DEL, C1 controls, and the
 # format characters that reorder text (bidirectional overrides and isolates).

@@ -33,7 +33,7 @@ def test_local_loads_and_atomics_stay_out_of_the_headline_figures() -> None:
 
 
 def test_ncu_columns() -> None:
-    from tuiprof.trace.model import StaticOp
+    from tuiprof.trace.data import StaticOp
 
     ops = [StaticOp(id=i, kernel="k", kind=k, space=s, bytes=4, file="k.cu", line=1)  # type: ignore[arg-type]
            for i, (k, s) in enumerate([("load", "global"), ("load", "local"), ("load", "texture"),

@@ -56,7 +56,7 @@ def run_and_record(compiled, kernel: str, block, args):
 
 def stats_by_label(compiled, kernel: str, block, args, banks: int = 32):
     from tuiprof.collect.pipeline import with_provenance  # noqa: F401  (a Trace from the recording)
-    from tuiprof.trace.model import Launch, Provenance, Snapshot, SourceFile, Trace
+    from tuiprof.trace.data import Launch, Provenance, Snapshot, SourceFile, Trace
 
     dev, dargs = run_and_record(compiled, kernel, block, args)
     r = dev.recorded

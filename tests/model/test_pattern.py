@@ -17,7 +17,7 @@ from tuiprof.model.analysis import Analysis, OpStats, running_std
 from tuiprof.model.latency import estimate
 from tuiprof.model.advice import advice, hot_reason
 from tuiprof.model.pattern import SAMPLE, address_pattern, address_patterns, ideal_sectors, ideal_sectors_per_op
-from tuiprof.trace.model import LANES, StaticOp
+from tuiprof.trace.data import LANES, StaticOp
 
 LANE = np.arange(LANES, dtype=np.uint64)
 

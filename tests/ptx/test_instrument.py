@@ -20,7 +20,7 @@ from tests.support.ptx_support import (CUDA_DIR, DEMO_DIR, compile_nvcc, corpus_
 from tuiprof.collect.gpu.records import site_to_op
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import COMPRESSED_BIT, CTL_SYMBOL, SITE_BITS, Instrumented, instrument, is_instrumented
-from tuiprof.ptx.model import Function, Instruction, Module, PtxError, Reg
+from tuiprof.ptx.module import Function, Instruction, Module, PtxError, Reg
 from tuiprof.ptx.ops import defs_uses, memory_ops, static_ops
 
 PTXAS = shutil.which("ptxas")

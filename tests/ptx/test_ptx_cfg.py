@@ -8,7 +8,7 @@ import pytest
 from tests.support.ptx_support import fixtures
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.cfg import EXIT, build_cfg, ipdom
-from tuiprof.ptx.model import CFG, Function
+from tuiprof.ptx.module import CFG, Function
 
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
 

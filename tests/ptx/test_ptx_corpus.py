@@ -13,7 +13,7 @@ from tests.support.ptx_support import (CUDA_DIR, DEMO_SOURCES, compile_nvcc, com
                                fixture_text, fixtures, min_arch, nvrtc_available, replicate,
                                source_for)
 from tuiprof.ptx import parse_module
-from tuiprof.ptx.model import Module
+from tuiprof.ptx.module import Module
 from tuiprof.ptx.ops import resolve_loc, static_ops, user_file
 
 FIXTURES = fixtures()

@@ -16,7 +16,7 @@ import pytest
 from tests.support.emu_support import cuda_ptx  # noqa: F401  (fixture)
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
 from tuiprof.ptx.labels import candidates
-from tuiprof.trace.model import LANES
+from tuiprof.trace.data import LANES
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_traces"
 

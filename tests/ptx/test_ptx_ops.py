@@ -7,8 +7,8 @@ import pytest
 
 from tests.support.ptx_support import DEMO_DIR, FIXTURES, compile_nvcc, find_nvcc
 from tuiprof.ptx import PtxError, parse_module
-from tuiprof.ptx.model import Module
-from tuiprof.ptx.model import ResolvedLoc
+from tuiprof.ptx.module import Module
+from tuiprof.ptx.module import ResolvedLoc
 from tuiprof.ptx.ops import (barrier_functions, candidates, instruction_location, memory_ops,
                              sequence_starts, source_params, static_ops, user_file)
 from tuiprof.trace import synth

@@ -109,7 +109,7 @@ def test_trial_fifo_l2_matches_pycachesim() -> None:
 
 def test_popcount_counts_the_low_32_bits_of_any_integer() -> None:
     from tuiprof.jit import njit, popcount
-    from tuiprof.trace.model import popcount32
+    from tuiprof.trace.data import popcount32
 
     @njit
     def counts(xs, ys):

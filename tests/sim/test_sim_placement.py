@@ -12,7 +12,7 @@ from tests.support.sim_traces import lanes, small_arch
 from tuiprof.sim.prepared import measured_placement, prepare
 from tuiprof.sim.reference import reference_trial
 from tuiprof.sim.trial import run_trial
-from tuiprof.trace.model import CtaRecords
+from tuiprof.trace.data import CtaRecords
 
 X, Y = 0x10000, 0x20000
 

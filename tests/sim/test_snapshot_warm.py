@@ -20,7 +20,7 @@ from tuiprof.errors import TraceError
 from tuiprof.sim.prepared import prepare
 from tuiprof.sim.reference import reference_trial
 from tuiprof.sim.trial import run_trial
-from tuiprof.trace.model import Snapshot, Trace
+from tuiprof.trace.data import Snapshot, Trace
 
 X = 0x10000
 
@@ -72,7 +72,7 @@ def test_the_warm_up_runs_first_on_every_sm_and_in_the_merged_stream() -> None:
     from tests.support.sim_runs import differences
     from tuiprof.sim.schedule import order_accesses
     from tuiprof.sim.rng import rng_new
-    from tuiprof.trace.model import CtaRecords
+    from tuiprof.trace.data import CtaRecords
 
     rng = np.random.default_rng(7)
     n_ctas, arch = 10, small_arch(sm_count=3)
@@ -114,7 +114,7 @@ def test_per_op_counts_are_the_counted_ctas_as_if_recorded_cold() -> None:
     each counted CTA keeps its SM)."""
     from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
     from tuiprof.report import trace_section
-    from tuiprof.trace.model import StaticOp
+    from tuiprof.trace.data import StaticOp
 
     rng = np.random.default_rng(24)
     n_ctas, warm, arch = 12, 6, small_arch(sm_count=3)
@@ -189,7 +189,7 @@ def test_warm_up_survives_the_file_and_old_files_have_none(tmp_path: Path) -> No
 
 def test_the_rule_records_the_ctas_before_the_snapshot() -> None:
     from tuiprof.arch import load_arch
-    from tuiprof.trace.model import Launch
+    from tuiprof.trace.data import Launch
     from tuiprof.trace.snapshot import choose_snapshot
 
     launch = Launch("k", (64, 64, 1), (16, 16, 1), 32, ctas_per_sm=8)
@@ -211,7 +211,7 @@ def test_the_default_snapshot_is_warm() -> None:
     from tuiprof.arch import load_arch
     from tuiprof.cli import build_parser
     from tuiprof.cli_options import collect_options
-    from tuiprof.trace.model import Launch
+    from tuiprof.trace.data import Launch
     from tuiprof.trace.snapshot import choose_snapshot, snapshot_span
 
     v100 = load_arch("v100")  # 80 SMs

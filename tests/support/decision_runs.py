@@ -8,7 +8,7 @@ import numpy as np
 
 from tests.support.factories import make_trace
 from tuiprof.session import RunConfig, Session
-from tuiprof.trace.model import CtaRecords
+from tuiprof.trace.data import CtaRecords
 
 LINE = 128
 ONE_SM = {"sm_count": "1", "dram.bandwidth_gbs": "5.91"}

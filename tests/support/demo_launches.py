@@ -14,7 +14,7 @@ import numpy as np
 from tests.support.emu_driver import EmuDriver, _where
 from tuiprof.collect.emu.decode import decode
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
-from tuiprof.ptx.model import Function
+from tuiprof.ptx.module import Function
 
 
 class NativeEmuDriver(EmuDriver):

@@ -19,7 +19,7 @@ from tuiprof.collect.gpu.driver import DeviceInfo
 from tuiprof.collect.gpu.params import KernelParams
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.cfg import ipdom
-from tuiprof.ptx.model import Function, Module, SourceLoc
+from tuiprof.ptx.module import Function, Module, SourceLoc
 
 
 CONST_BANK = 0x7E40_0000_0000

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.ptx_support import compile_ptx, require_compiler
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
-from tuiprof.ptx.model import Module
+from tuiprof.ptx.module import Module
 from tuiprof.ptx.parse import parse_module
 
 CUDA = Path(__file__).resolve().parents[1] / "cuda"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.trace.model import (LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile,
+from tuiprof.trace.data import (LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile,
                                  StaticOp, Trace)
 
 SOURCE = "__global__ void k(float *a) {\n  a[threadIdx.x] = a[threadIdx.x] + 1.0f;\n}\n"

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from tuiprof.arch import Arch, load_arch
-from tuiprof.trace.model import LANES, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
+from tuiprof.trace.data import LANES, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
 FULL = 0xFFFFFFFF
 LANE0 = 0x1

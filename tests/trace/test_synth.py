@@ -15,7 +15,7 @@ from hypothesis.extra.numpy import arrays
 from tests.support.ptx_support import compile_ptx, needs_compiler
 from tuiprof.errors import UsageError
 from tuiprof.trace import synth
-from tuiprof.trace.model import LANES, Trace
+from tuiprof.trace.data import LANES, Trace
 
 ROOT = Path(__file__).resolve().parents[2]
 LANE = np.arange(LANES, dtype=np.int64)

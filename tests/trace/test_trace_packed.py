@@ -13,7 +13,7 @@ import pytest
 from tests.support.factories import random_trace
 from tuiprof.errors import TraceError
 from tuiprof.trace.io import load_trace, save_trace
-from tuiprof.trace.model import LANES, PackedLanes, Trace
+from tuiprof.trace.data import LANES, PackedLanes, Trace
 from tuiprof.trace.packed import lane_addresses
 
 FIXTURE_DEMO = Path(__file__).resolve().parents[2] / "demo_traces" / "transpose-tiled.tptrace"

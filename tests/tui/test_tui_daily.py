@@ -446,7 +446,7 @@ def test_one_percentage_rule_and_one_cycle_rule() -> None:
 def test_one_byte_size_rendering() -> None:
     """Three formatters gave '48 KiB', '48.0 KiB' and '48 KiB' (and '49153 B' for a byte more)."""
     from tuiprof import units
-    from tuiprof.arch.model import format_size
+    from tuiprof.arch.spec import format_size
     from tuiprof.resources import human_size
 
     assert format_size is units.size and human_size is units.size

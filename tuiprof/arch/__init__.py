@@ -1,6 +1,6 @@
 """GPU models: the Arch dataclass, TOML presets, occupancy."""
 
-from tuiprof.arch.model import Arch, CacheConfig, DramConfig, parse_size
+from tuiprof.arch.spec import Arch, CacheConfig, DramConfig, parse_size
 from tuiprof.arch.presets import load_arch, preset_names
 
 __all__ = ["Arch", "CacheConfig", "DramConfig", "load_arch", "parse_size", "preset_names"]

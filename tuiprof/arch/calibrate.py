@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tuiprof import units
-from tuiprof.arch.model import Arch, arch_from_mapping, arch_to_mapping
+from tuiprof.arch.spec import Arch, arch_from_mapping, arch_to_mapping
 from tuiprof.arch.presets import CALIBRATED, calibrated_path
 from tuiprof.errors import TuiprofError
 

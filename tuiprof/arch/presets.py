@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-from tuiprof.arch.model import Arch, arch_from_mapping
+from tuiprof.arch.spec import Arch, arch_from_mapping
 from tuiprof.errors import ArchError
 from tuiprof.files import FileRole, read_regular
 

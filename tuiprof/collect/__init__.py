@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from tuiprof.ptx.model import Function
+    from tuiprof.ptx.module import Function
 
 Dim = int | Sequence[int]
 """A grid or block size: an int (x) or a sequence of up to three ints (x, y, z)."""

@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from tuiprof import __version__
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.collect.options import DEFAULT_CU_ARCH, CollectOptions
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
 from tuiprof.errors import BuildError, TuiprofError, UsageError
 from tuiprof.output import note as _say
 from tuiprof.progress import Phase, Progress, ignore
-from tuiprof.trace.model import Provenance, Snapshot, Trace
+from tuiprof.trace.data import Provenance, Snapshot, Trace
 
 if TYPE_CHECKING:
     from tuiprof.toolchain.program import KernelResources
-    from tuiprof.ptx.model import Function
+    from tuiprof.ptx.module import Function
 
 
 class CollectRequest(Protocol):
@@ -212,7 +212,7 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
     from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
-    from tuiprof.trace.model import Launch
+    from tuiprof.trace.data import Launch
     from tuiprof.trace.snapshot import choose_snapshot
 
     opts = config.collect

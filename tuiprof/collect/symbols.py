@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tuiprof.errors import TuiprofError
-from tuiprof.ptx.model import Module, Variable
+from tuiprof.ptx.module import Module, Variable
 
 if TYPE_CHECKING:
     from tuiprof.toolchain.names import Enums

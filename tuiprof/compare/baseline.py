@@ -21,7 +21,7 @@ from tuiprof.model.significance import welch
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis
-    from tuiprof.trace.model import Trace
+    from tuiprof.trace.data import Trace
 
 OP_METRICS = ("h1", "h2", "x")
 

@@ -35,14 +35,14 @@ from tuiprof import __version__
 from tuiprof.resources import user_cache_dir
 
 if TYPE_CHECKING:
-    from tuiprof.arch.model import Arch
+    from tuiprof.arch.spec import Arch
     from tuiprof.compare.record import RunRecord
     from tuiprof.model.analysis import Analysis
     from tuiprof.session import RunConfig, Session
-    from tuiprof.trace.model import Trace
+    from tuiprof.trace.data import Trace
 
 MODEL_SOURCES = ("jit.py", "session.py", "sim/*.py", "model/*.py", "arch/*.py", "arch/presets/*.toml",
-                 "trace/model.py")
+                 "trace/data.py")
 """The files, relative to the package, whose change may change a run's results (globs)."""
 LIMIT_BYTES = 256 << 20
 LIMIT_ENTRIES = 256

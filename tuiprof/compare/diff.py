@@ -32,7 +32,7 @@ from tuiprof.model.analysis import HEADLINES
 from tuiprof.model.latency import estimate
 from tuiprof.model.significance import ALPHA, TEST_NAME, holm
 from tuiprof.report import UNCERTAINTY_NOTE, _cell, _pct, _table, _us
-from tuiprof.trace.model import CACHED_SPACES
+from tuiprof.trace.data import CACHED_SPACES
 from tuiprof.trace.text import printable
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Mapping, Sequence
 
 if TYPE_CHECKING:
-    from tuiprof.trace.model import Trace
+    from tuiprof.trace.data import Trace
 
 SAME, EDITED, MOVED = "same line", "edited line", "moved"
 

@@ -10,7 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tuiprof.model.pattern import AddressPattern
-from tuiprof.trace.model import LANES
+from tuiprof.trace.data import LANES
 
 if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis, OpStats

@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.metrics import HEADLINE_METRICS
 from tuiprof.model.decisions import Decisions
 from tuiprof.model.latency import Estimate, estimate, op_latency, ratio, stack_counter
 from tuiprof.model.pattern import ideal_sectors as ideal_sectors_of
 from tuiprof.model.shared import PassStats
 from tuiprof.sim.results import latency_counts
-from tuiprof.trace.model import LANES, StaticOp
+from tuiprof.trace.data import LANES, StaticOp
 
 if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.errors import UsageError
 
 INSTRUCTION = "instruction pipeline"

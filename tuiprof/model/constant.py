@@ -22,7 +22,7 @@ from tuiprof.model.shared import PassStats, pass_stats, space_rows
 from tuiprof.trace.packed import lane_addresses
 
 if TYPE_CHECKING:
-    from tuiprof.trace.model import Trace
+    from tuiprof.trace.data import Trace
 
 
 def distinct_addresses(addr: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -21,14 +21,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.model.latency import memory_latency, op_latency
 from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_throughputs
 from tuiprof.model.md import MdDecision, MdSample
 from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp
 from tuiprof.model.sm_util import SmUtilisation, sm_utilisation
 from tuiprof.model.timing import KernelShape, KernelTime, Traffic, kernel_time, mean_traffic
-from tuiprof.trace.model import Trace
+from tuiprof.trace.data import Trace
 
 if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult

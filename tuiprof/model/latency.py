@@ -28,9 +28,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.stats import t975
-from tuiprof.trace.model import StaticOp
+from tuiprof.trace.data import StaticOp
 
 if TYPE_CHECKING:
     from tuiprof.sim.results import TrialResult

@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import dynamic_shared_for_md, occupancy
 from tuiprof.errors import UsageError
 from tuiprof.model.timing import TIMING, MdTiming

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.errors import UsageError
 
 NOT_ENOUGH_WARPS = "not enough warps"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuiprof.trace.model import LANES, Trace
+from tuiprof.trace.data import LANES, Trace
 from tuiprof.trace.packed import lane_addresses
 
 SAMPLE = 25_000

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 if TYPE_CHECKING:
-    from tuiprof.trace.model import Trace
+    from tuiprof.trace.data import Trace
 
 SHARED_BANK_WIDTH = 4
 """Bytes per shared-memory bank and cycle on every NVIDIA GPU tuiprof models (CUDA C Programming
@@ -141,7 +141,7 @@ def space_rows(trace: Trace, space: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def shared_op_stats(trace: Trace, banks: int, width: int, latency: float) -> dict[int, PassStats]:
-    """`PassStats` of every shared-memory op of `trace` (a `tuiprof.trace.model.Trace`) with
+    """`PassStats` of every shared-memory op of `trace` (a `tuiprof.trace.data.Trace`) with
     ``banks`` banks of ``width`` bytes and a conflict-free latency of ``latency`` cycles."""
     from tuiprof.model.wavefronts import wavefronts
 

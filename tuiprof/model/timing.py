@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.errors import UsageError
 from tuiprof.model.mwp_cwp import MwpCwp, mwp_cwp_for_arch
 from tuiprof.stats import ci_half_width

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from tuiprof.ptx.dataflow import defs_uses
-from tuiprof.ptx.model import Addr, Function, Imm, Instruction, Reg, Special, Sym
+from tuiprof.ptx.module import Addr, Function, Imm, Instruction, Reg, Special, Sym
 
 Leaf = tuple[str, ...]
 """A term of a form: ``("param", "0")``, ``("special", "tid.x")``, ``("load", "17")`` (the
@@ -184,7 +184,7 @@ def instruction_text(ins: Instruction) -> str:
 
 
 def _operand_text(o: object) -> str:
-    from tuiprof.ptx.model import Args, Label, NegPred, PredDest, Sink, Vec
+    from tuiprof.ptx.module import Args, Label, NegPred, PredDest, Sink, Vec
 
     if isinstance(o, Reg):
         return o.name

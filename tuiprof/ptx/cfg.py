@@ -7,7 +7,7 @@ bulk-sequence analysis ends a sequence at every loop back-edge; both come from h
 
 from __future__ import annotations
 
-from tuiprof.ptx.model import CFG, BasicBlock, Function, Instruction, Label, PtxError
+from tuiprof.ptx.module import CFG, BasicBlock, Function, Instruction, Label, PtxError
 
 EXIT_OPCODES = frozenset({"ret", "exit", "trap"})
 """Instructions that leave the function (for the calling thread) when they execute."""

@@ -4,7 +4,7 @@ neither of those imports the other for it."""
 
 from __future__ import annotations
 
-from tuiprof.ptx.model import Addr, Args, Instruction, NegPred, Operand, PredDest, Reg, TexAddr, Vec
+from tuiprof.ptx.module import Addr, Args, Instruction, NegPred, Operand, PredDest, Reg, TexAddr, Vec
 
 NO_DEST_OPCODES = frozenset({
     "st", "red", "sust", "sured", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "call",

@@ -69,7 +69,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from tuiprof.ptx.model import TYPE_SIZES, Addr, Function, Instruction, Module, PtxError, Reg, Sym
+from tuiprof.ptx.module import TYPE_SIZES, Addr, Function, Instruction, Module, PtxError, Reg, Sym
 from tuiprof.ptx.ops import memory_ops
 from tuiprof.ptx.parse import _FUNC_RE, _TOKEN, _blank_comments, parse_module
 

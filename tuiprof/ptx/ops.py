@@ -9,7 +9,7 @@ model like shared memory (`tuiprof.model.constant`).
 *Source location*: nvcc's ``.loc`` column is the start of the statement, not of the accessed
 expression, and inlined code carries an ``inlined_at`` chain. An op is attributed to the
 innermost location of its chain that lies in one of the user's files (every ``.file`` entry but
-the toolkit's, CCCL's and the C++ library's headers, `tuiprof.ptx.model.is_system_path`): code
+the toolkit's, CCCL's and the C++ library's headers, `tuiprof.ptx.module.is_system_path`): code
 inlined from a CUDA header (``__ldg``, ``atomicAdd``) lands on its call site, code of the user's
 own device functions on their own lines, in whichever of the user's files they are (a kernel in a
 ``.cuh`` on that header's lines). `SourceMap` names the user's files as the ops and the trace's
@@ -45,10 +45,10 @@ from tuiprof.ptx.address import AddressForms, instruction_text
 from tuiprof.ptx.cfg import build_cfg
 from tuiprof.ptx.dataflow import defs_uses, registers_of
 from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, plain_name, source_params, statement_text
-from tuiprof.ptx.model import (TYPE_SIZES, Addr, Function, Imm, Instruction, Module,
+from tuiprof.ptx.module import (TYPE_SIZES, Addr, Function, Imm, Instruction, Module,
                                PtxError, Reg, ResolvedLoc, SourceLoc,
                                Sym, TexAddr, is_system_path)
-from tuiprof.trace.model import MAX_OP_PTX, MAX_SOURCE_CHARS, OpKind, SourceFile, Space, StaticOp
+from tuiprof.trace.data import MAX_OP_PTX, MAX_SOURCE_CHARS, OpKind, SourceFile, Space, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})
 STORE_OPCODES = frozenset({"st"})

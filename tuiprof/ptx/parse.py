@@ -13,7 +13,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from tuiprof.ptx.model import (NEWEST_PTX_ISA, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
+from tuiprof.ptx.module import (NEWEST_PTX_ISA, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
                                NegPred, Operand, Param, PredDest, PtxError, Reg, Sink, SourceLoc,
                                Special, Sym, TexAddr, Variable, Vec, is_system_path)
 

@@ -1,5 +1,5 @@
 """Which L2 set (slice and set) and which DRAM channel an address maps to: ``linear`` or ``xor``
-(`tuiprof.arch.model.ADDRESS_HASHES`).
+(`tuiprof.arch.spec.ADDRESS_HASHES`).
 
 A unit ``x`` (an L2 line number, or an address over the channel interleave) maps to one of ``n``
 targets (the L2's sets across all slices, or the DRAM channels). Write ``x = q n + r``:

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from tuiprof import units
-from tuiprof.arch.model import Arch, CacheConfig
+from tuiprof.arch.spec import Arch, CacheConfig
 from tuiprof.errors import UsageError
 from tuiprof.resources import memory_budget
-from tuiprof.trace.model import Trace
+from tuiprof.trace.data import Trace
 
 PROCESS_BYTES = 192 << 20
 """The process before any trace: measured 156-165 MiB (vecadd, whose trace is 1,920 accesses)."""

@@ -28,14 +28,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from collections.abc import Callable, Iterator, Sequence
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.errors import UsageError
 from tuiprof.sim.prepared import OpCoalescing, Prepared, default_md, pack_arch, prepare
 from tuiprof.sim.results import TrialResult
 from tuiprof.sim.rng import trial_seed
 from tuiprof.sim.trial import run_trial
 from tuiprof.stats import ci_half_width
-from tuiprof.trace.model import Trace
+from tuiprof.trace.data import Trace
 
 HEADLINE = ("l1_read_hit_ratio", "l2_read_hit_ratio", "l2_write_hit_ratio")
 CANCEL_POLL = 0.05

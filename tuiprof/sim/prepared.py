@@ -17,13 +17,13 @@ from typing import cast
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.errors import ArchError
 from tuiprof.jit import KERNEL, njit
 from tuiprof.sim.addressing import HASH_CODES, hash_polynomial
 from tuiprof.sim.cache import Replacement
 from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids, numpy_owned
-from tuiprof.trace.model import Trace
+from tuiprof.trace.data import Trace
 
 # Indices into the parameter vector of `pack_arch`. The L1 and L2 fields run in the same order
 # (`_pack_level`, `tuiprof.sim.reference._level`, `tuiprof.sim.replay.Geometry`).
@@ -143,7 +143,7 @@ class Prepared:
       cached warp accesses)
     - ``cta_acc`` int64 [C]: cached warp accesses of each CTA (what one resident set weighs)
     - ``seq_epoch`` int32 [Q]: the barrier interval of each sequence within its warp (the CTA
-      barriers its warp has passed before it: `tuiprof.trace.model.StaticOp.barrier_after`)
+      barriers its warp has passed before it: `tuiprof.trace.data.StaticOp.barrier_after`)
     """
 
     arch: Arch

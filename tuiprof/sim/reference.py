@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, target, xor_fold, xor_table
 from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find, cache_invalidate, cache_set,

@@ -200,7 +200,7 @@ class Geometry:
     `L1_BY_SM_LINES` lines: too much state to stay in the CPU's caches when the merge jumps from
     SM to SM)."""
     l2_fetch_chunks: int = 1
-    """Chunks of an L2 read miss's DRAM fill (`tuiprof.arch.model.L2Config.fetch` over 32 B)."""
+    """Chunks of an L2 read miss's DRAM fill (`tuiprof.arch.spec.L2Config.fetch` over 32 B)."""
     l1_ways_max: int = 0
     """The most ways this GPU's L1 takes (its own, or what the unified L1/shared array leaves
     beside the smallest carve-out): with the line size it chooses how the L1 is searched, so that

@@ -10,7 +10,7 @@ compare it with), so both replay one order.
 1. **CTA placement.** Snapshot CTA k runs on SM ``k % sm_count`` (`tuiprof.sim.prepared` numbers
    the CTAs so: in snapshot order, or on each CTA's measured SM in the order it ran them when a
    GPU recording carries them, `tuiprof.sim.prepared.measured_placement`). A snapshot's warm-up
-   CTAs (`tuiprof.trace.model.Snapshot.warm`) run first, as a schedule of their own, and the
+   CTAs (`tuiprof.trace.data.Snapshot.warm`) run first, as a schedule of their own, and the
    counted CTAs after them (`order_accesses`). Each SM holds ``md`` CTAs at
    once and starts the next CTA assigned to it as soon as one has issued all its sequences
    (back-to-back execution).

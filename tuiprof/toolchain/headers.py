@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from tuiprof.toolchain.program import InputFile
 from tuiprof.errors import BuildError
 from tuiprof.files import FileRole, read_regular, read_regular_text, regular_file_problem
-from tuiprof.trace.model import MAX_SOURCE_CHARS
+from tuiprof.trace.data import MAX_SOURCE_CHARS
 
 MAX_HEADERS = 64
 MAX_HEADER_BYTES = 1 << 20
 MAX_SOURCE_BYTES = MAX_SOURCE_CHARS
-"""A source tuiprof compiles: no larger than the text a trace may embed (`trace.model`), so that
+"""A source tuiprof compiles: no larger than the text a trace may embed (`trace.data`), so that
 whatever compiles can be recorded."""
 CUDA_SOURCE = FileRole(noun="", expected="a CUDA source file", error=BuildError,
                        missing_hint="check the path of the .cu file", other_hint="give the path of a .cu file",

@@ -52,7 +52,7 @@ from tuiprof.toolchain.locate import find_nvcc
 from tuiprof.errors import BuildError, OutputError
 from tuiprof.files import FileRole, read_regular
 from tuiprof.ptx.instrument import Site, instrument_capped
-from tuiprof.ptx.model import Module, PtxError, SourceLoc
+from tuiprof.ptx.module import Module, PtxError, SourceLoc
 from tuiprof.resources import user_cache_dir
 
 WRAP_FLAGS = ("-Wl,--wrap=__cudaLaunchKernel", "-Wl,--wrap=__cudaLaunchKernel_ptsz", "-Wl,--wrap=cudaLaunchKernel")
@@ -508,7 +508,7 @@ def _user_functions(ptx: str, exported_only: bool = False) -> set[str]:
     library's headers (Thrust's and CUB's kernels, whose probes would cost ptxas minutes;
     `--kernel` probes one of them); with `exported_only`, the device functions another translation
     unit may call (``-rdc``)."""
-    from tuiprof.ptx.model import is_system_path
+    from tuiprof.ptx.module import is_system_path
     from tuiprof.ptx.parse import parse_module
 
     module = parse_module(ptx)

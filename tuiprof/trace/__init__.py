@@ -1,6 +1,6 @@
 """Traces: the model, the .tptrace file, synthetic workloads."""
 
-from tuiprof.trace.model import (CtaRecords, Launch, Provenance, SourceFile, Snapshot, StaticOp,
+from tuiprof.trace.data import (CtaRecords, Launch, Provenance, SourceFile, Snapshot, StaticOp,
                                  Trace)
 
 __all__ = ["CtaRecords", "Launch", "Provenance", "SourceFile", "Snapshot", "StaticOp", "Trace"]

@@ -15,7 +15,7 @@ each array grouped by significance before DEFLATE. Strided loops and sorted gath
 become small repeated integers that compress to a fraction of a byte per lane.
 
 A trace is a file people exchange, so loading treats it as hostile: only a regular file is
-opened; every header field is checked for type and range (with the caps of `trace.model`) before
+opened; every header field is checked for type and range (with the caps of `trace.data`) before
 any array is read; every array's size is declared in the header and the total is checked against
 a memory budget; members are decompressed in bounded chunks that stop as soon as a stream
 outgrows its declaration (decompression bombs cost nothing); warp offsets are proven inside the
@@ -51,13 +51,13 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from tuiprof import __version__, units
-from tuiprof.arch.model import LIMITS
+from tuiprof.arch.spec import LIMITS
 from tuiprof.errors import TraceError, TuiprofError
 from tuiprof.files import FileRole, cannot_read, open_regular
 from tuiprof.glossary import retag
 from tuiprof.output import write_bytes_to
 from tuiprof.resources import memory_budget
-from tuiprof.trace.model import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
+from tuiprof.trace.data import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
                                  MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, PackedLanes,
                                  Provenance, Snapshot, SourceFile, StaticOp, Trace, measured_problem)
 from tuiprof.trace.text import printable, shown_path
@@ -292,7 +292,7 @@ def _header_bytes(header: dict[str, Any]) -> int:
 
 def _checked_header(path: Path, header: dict[str, Any]) -> bytes:
     """The header as the file stores it, once the loader's own checks (`_parse_header`, with the
-    caps of `trace.model`, and `MAX_HEADER_BYTES`) accept it: the writer and the reader share one
+    caps of `trace.data`, and `MAX_HEADER_BYTES`) accept it: the writer and the reader share one
     set of limits, so every file tuiprof writes loads again; a trace past them is refused
     (TraceError) before a byte is written."""
     def refuse(what: str) -> NoReturn:

@@ -2,7 +2,7 @@
 
 The cache model never replays shared-memory accesses; only the bank-conflict model
 (`tuiprof.model.shared`) and the address pattern (`tuiprof.model.pattern`) read their lanes. A
-loaded trace therefore keeps them as the file stores them (`tuiprof.trace.model.PackedLanes`:
+loaded trace therefore keeps them as the file stores them (`tuiprof.trace.data.PackedLanes`:
 differenced per warp and op, each chunk of accesses in its narrowest integer type), a few bytes
 per lane instead of eight, and these functions decode them a chunk at a time.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from tuiprof.trace.model import LANES, PackedLanes, Trace
+from tuiprof.trace.data import LANES, PackedLanes, Trace
 
 CHUNK = 1 << 14
 """Warp accesses decoded at a time (4 MiB of addresses: the temporaries stay small beside the

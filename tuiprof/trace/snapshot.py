@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.errors import UsageError
-from tuiprof.trace.model import MAX_GRID_CTAS, MAX_NAME_CHARS, Launch, Snapshot
+from tuiprof.trace.data import MAX_GRID_CTAS, MAX_NAME_CHARS, Launch, Snapshot
 from tuiprof.trace.text import printable
 
 PAPER_WAVES = 4.0
@@ -39,7 +39,7 @@ def snapshot_span(arch: Arch, ctas: int | None = None, start: int | None = 0, wa
 
 def check_recordable(launch: Launch) -> None:
     """Refuse (UsageError), when the recorded launch starts and before any of its work, a launch
-    whose trace the .tptrace format could not hold: the caps of `trace.model`, the same the
+    whose trace the .tptrace format could not hold: the caps of `trace.data`, the same the
     loader and the writer check."""
     if launch.grid_ctas > MAX_GRID_CTAS:
         raise UsageError(f"the launch of {printable(launch.kernel, 80)} has a grid of {launch.grid_ctas:,} CTAs, more than "

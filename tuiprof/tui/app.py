@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from tuiprof.model.md import MdDecision
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.session import Event
-    from tuiprof.trace.model import Trace
+    from tuiprof.trace.data import Trace
 
 REFRESH = 0.1
 """Seconds between repaints of the panes while a run streams in (about 10 per second)."""

@@ -27,7 +27,7 @@ from tuiprof.tui.panes.md import seconds
 if TYPE_CHECKING:
     from tuiprof.compare.record import RunRecord
     from tuiprof.model.analysis import Analysis
-    from tuiprof.trace.model import Trace
+    from tuiprof.trace.data import Trace
 
 GUTTER = 6
 """Cells the ΔX column adds to the source gutter (a space and five)."""

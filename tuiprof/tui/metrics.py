@@ -16,7 +16,7 @@ from tuiprof.tui.panes.histogram import Series
 from tuiprof.tui.text import MAX_LABEL, clean
 
 if TYPE_CHECKING:
-    from tuiprof.arch.model import Arch
+    from tuiprof.arch.spec import Arch
     from tuiprof.model.analysis import Analysis
 
 OP_PARTS = {"x": "X expected latency (cyc)", "h1": "H1 (L1 hit ratio)", "h2": "H2 (L2 hit ratio)"}
@@ -60,7 +60,7 @@ class Levels:
 def measured_value(measured: dict[str, float], key: str) -> tuple[float | None, str]:
     """The hardware counter value for `key` if the trace carries one under any of its spellings
     (`tuiprof.metrics.measured_in`), in the unit the pane draws; the loader keeps each within its
-    meaning (`trace.model.measured_range`)."""
+    meaning (`trace.data.measured_range`)."""
     found = measured_in(measured, key)
     if found is None:
         return None, ""

@@ -23,7 +23,7 @@ import numpy as np
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
 from tuiprof.collect.emu.kernel.warp import assign_families
 from tuiprof.errors import TuiprofError
-from tuiprof.ptx.model import (TEXTURE_OPCODES, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
+from tuiprof.ptx.module import (TEXTURE_OPCODES, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
                                NegPred, Operand, PredDest, Reg, Sink, SourceLoc, Special, Sym, TexAddr, Vec,
                                param_layout)
 

@@ -31,8 +31,8 @@ from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
 from tuiprof.errors import TuiprofError
 from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.resources import memory_budget
-from tuiprof.ptx.model import Function, Module, SourceLoc
-from tuiprof.trace.model import LANES, CtaRecords, Launch, Space, StaticOp
+from tuiprof.ptx.module import Function, Module, SourceLoc
+from tuiprof.trace.data import LANES, CtaRecords, Launch, Space, StaticOp
 
 _RESOLVED_SPACES: tuple[Space, ...] = ("global", "shared", "local")
 """What a generic op resolves to: the space most of its accesses fell in."""
@@ -73,7 +73,7 @@ class RecordChoice:
 
 @dataclass(frozen=True)
 class RecordedLaunch:
-    """The recorded launch: its geometry, op table and the Trace arrays (see trace.model.Trace)."""
+    """The recorded launch: its geometry, op table and the Trace arrays (see trace.data.Trace)."""
 
     kernel: str
     grid: tuple[int, int, int]

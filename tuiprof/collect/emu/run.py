@@ -39,9 +39,9 @@ from tuiprof.collect.emu.kernel.interp import (C_BATCH, C_CONST, C_ENTRY, C_GX, 
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import note_first_compile
-from tuiprof.ptx.model import SourceLoc
+from tuiprof.ptx.module import SourceLoc
 from tuiprof.resources import memory_budget
-from tuiprof.trace.model import LANES, MAX_GRID_CTAS
+from tuiprof.trace.data import LANES, MAX_GRID_CTAS
 
 
 _SPACE_NAMES = {SP_GLOBAL: "global", SP_SHARED: "shared", SP_LOCAL: "local", SP_CONST: "const", SP_PARAM: "param",

@@ -14,7 +14,7 @@ import numpy as np
 from tuiprof.arch.calibrate import (Measurements, arch_toml, base_preset,
                                     calibrated_arch, capacity, check_levels, line_size, random_chain,
                                     refine_capacity, sector_size, strided_chain, write_calibrated)
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 
 if TYPE_CHECKING:
     from tuiprof.collect.gpu.driver import Driver

@@ -19,8 +19,8 @@ from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, che
 from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
-from tuiprof.ptx.model import Module
-from tuiprof.trace.model import Launch, Snapshot
+from tuiprof.ptx.module import Module
+from tuiprof.trace.data import Launch, Snapshot
 from tuiprof.collect.gpu import driver as gpu_driver
 from tuiprof.collect.gpu.driver import Driver
 from tuiprof.collect.gpu.occupancy import device_arch

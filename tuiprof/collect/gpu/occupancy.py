@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 
-from tuiprof.arch.model import Arch
-from tuiprof.trace.model import Launch
+from tuiprof.arch.spec import Arch
+from tuiprof.trace.data import Launch
 from tuiprof.collect.gpu.driver import DeviceInfo
 
 def device_arch(info: DeviceInfo) -> Arch:

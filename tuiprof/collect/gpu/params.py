@@ -10,7 +10,7 @@ import numpy as np
 
 from tuiprof.collect import DeviceArray, KernelArg
 from tuiprof.errors import TuiprofError
-from tuiprof.ptx.model import Function, Param, param_layout
+from tuiprof.ptx.module import Function, Param, param_layout
 
 _PARAM_KINDS = {"f16": "f", "bf16": "u", "f32": "f", "f64": "f"}
 

@@ -24,12 +24,12 @@ from pathlib import Path
 from collections.abc import Sequence
 
 from tuiprof import __version__
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import occupancy
 from tuiprof.toolchain.wholeprog import WholeProgram
 from tuiprof.collect.gpu.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
-from tuiprof.trace.model import Launch, Provenance, SourceFile, Trace
+from tuiprof.trace.data import Launch, Provenance, SourceFile, Trace
 from tuiprof.trace.snapshot import choose_snapshot, snapshot_span
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import KERNEL, njit
 from tuiprof.ptx.instrument import CTA_WORDS, LOCAL_TAG, MAX_TAG, SHARED_TAG, Site
-from tuiprof.trace.model import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, Space, StaticOp, Trace
+from tuiprof.trace.data import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, Space, StaticOp, Trace
 
 LOCAL_TRACE_BASE = 0x7E00_0000_0000
 """Where local-memory addresses are laid out in traces, as the emulator lays them out (its
@@ -77,7 +77,7 @@ class Records:
 
 @dataclass(frozen=True)
 class Accesses:
-    """Warp accesses in trace form (see `tuiprof.trace.model.Trace`), plus per op how many of its
+    """Warp accesses in trace form (see `tuiprof.trace.data.Trace`), plus per op how many of its
     accesses resolved to global, shared and local memory (generic ops may go to any)."""
 
     warp_offsets: np.ndarray

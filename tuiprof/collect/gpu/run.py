@@ -17,8 +17,8 @@ from tuiprof import __version__
 from tuiprof.toolchain.program import Program
 from tuiprof.collect.gpu.records import build_trace
 from tuiprof.errors import TuiprofError
-from tuiprof.ptx.model import Module
-from tuiprof.trace.model import Launch, Provenance, Snapshot, StaticOp, Trace
+from tuiprof.ptx.module import Module
+from tuiprof.trace.data import Launch, Provenance, Snapshot, StaticOp, Trace
 from tuiprof.collect.gpu import driver as gpu_driver
 from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, SnapshotRule, instrument_for
 from tuiprof.collect.gpu.driver import DeviceInfo, Driver, device_generator

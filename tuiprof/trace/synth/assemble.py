@@ -9,9 +9,9 @@ import numpy as np
 
 from tuiprof import __version__
 from tuiprof.arch import load_arch
-from tuiprof.arch.model import Arch
+from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.trace.model import CtaRecords, Launch, Provenance, Snapshot, SourceFile, Trace
+from tuiprof.trace.data import CtaRecords, Launch, Provenance, Snapshot, SourceFile, Trace
 from tuiprof.trace.synth.build import CountSink, Kernel, PAPER_WAVES, TraceSink, cta_warps, kernel_source
 from tuiprof.trace.synth.kernels import (BLOCK_ROWS, MATMUL_BLOCK, Matmul16, SPMV_BLOCKSIZE, STENCIL_BLOCK,
                                          SpmvScalar, SpmvVector, Stencil7, TILE_DIM, TransposeNaive,

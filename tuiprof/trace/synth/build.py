@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tuiprof.resources import data_dir
-from tuiprof.trace.model import LANES, OpKind, Space, StaticOp
+from tuiprof.trace.data import LANES, OpKind, Space, StaticOp
 
 ARRAY_BASE = 0x7F00_0000_0000
 """Where the first global array starts (a typical cudaMalloc address on Linux x86-64)."""

@@ -9,7 +9,7 @@ from functools import partial
 from collections.abc import Callable
 
 from tuiprof.errors import UsageError
-from tuiprof.trace.model import Trace
+from tuiprof.trace.data import Trace
 from tuiprof.trace.synth.kernels import SPMV_MATRICES
 from tuiprof.trace.synth.assemble import matmul16, spmv, stencil7, transpose, vecadd
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis, OpStats
     from tuiprof.tui.delta import Against
     from tuiprof.model.pattern import AddressPattern
-    from tuiprof.trace.model import StaticOp
+    from tuiprof.trace.data import StaticOp
 
 HOT = 3
 """Loads ranked 1..HOT by cost are hot (#1 is the costliest load): their rank and row stand out."""

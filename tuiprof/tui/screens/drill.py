@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tuiprof.model.analysis import Analysis, OpStats
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.session import Session
-    from tuiprof.trace.model import StaticOp
+    from tuiprof.trace.data import StaticOp
     from tuiprof.tui.delta import Against
 
 ANALYSING = "address pattern: analysing the op's warp accesses…"
