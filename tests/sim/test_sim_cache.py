@@ -229,3 +229,14 @@ def test_replacement_numbering_is_pycachesims() -> None:
     """The Arch's replacement names pack into the trial parameters as these numbers."""
     assert {p.name: int(p) for p in Replacement} == {"FIFO": 0, "LRU": 1, "MRU": 2, "RANDOM": 3}
     assert Cache.replacement_policy_enum == {"FIFO": 0, "LRU": 1, "MRU": 2, "RR": 3}
+
+
+def test_every_replacement_policy_loads_and_packs_as_pycachesim_numbers_it() -> None:
+    from tuiprof.arch import load_arch
+    from tuiprof.sim.prepared import P_L1_LRU, P_L2_LRU, pack_arch
+
+    for number, name in ((0, "fifo"), (1, "lru"), (2, "mru"), (3, "random")):
+        a = load_arch("v100", {"l1.replacement": name, "l2.replacement": name})
+        assert a.l1.replacement == a.l2.replacement == name
+        p = pack_arch(a)
+        assert p[P_L1_LRU] == p[P_L2_LRU] == number

@@ -10,7 +10,8 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
 - **Flat narrow-typed per-set arrays**: per way a tag (int32 id, -1 invalid) and valid/dirty chunk
   masks; per set a circular recency list of way numbers (uint8 while the associativity allows)
   with a sentinel at index ``assoc``: the sentinel's next is the most recent way, its previous the
-  victim. Invalid ways always sit at the back, so a fill takes an invalid way while one is left.
+  victim. Under LRU and FIFO invalid ways sit at the back, so a fill takes an invalid way while
+  one is left; MRU leaves a fill at the back, RANDOM replaces a drawn way (`tuiprof.sim.cache`).
 - **L1**: a branch-free tag scan over the set with unsigned indices (LLVM vectorises it; signed
   indices turn it into gathers, 8x slower), then a list splice. Above `SCAN_MAX_ASSOC` ways (the
   512-way H100 L1 reads 2 KiB of tags per scan), a per-SM open-addressing table of line id -> way
