@@ -213,6 +213,8 @@ def test_new_fields_take_overrides() -> None:
     ("departure_del_uncoal", "-1", "positive"),
     ("dram.bandwidth_gbs", "2000000", "at most 1e+06"),
     ("shared_carveouts", "0,96KiB,32MiB", "at most 16 MiB"),
+    ("l2.replacement", "plru", "l2.replacement must be one of lru, fifo, mru, random"),
+    ("l1.replacement", "LRU", "e.g. --set l1.replacement=lru"),
 ])
 def test_new_fields_are_validated(key: str, value: str, needle: str) -> None:
     with pytest.raises(ArchError) as e:

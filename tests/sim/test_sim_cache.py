@@ -174,6 +174,50 @@ def test_random_matches_pycachesim_in_distribution(sets: int, ways: int) -> None
         assert abs(ours.mean() - theirs) <= 4 * max(float(ours.std(ddof=1)), 1.0), (name, ours, theirs)
 
 
+@pytest.mark.parametrize("level,sets,ways", [("l1", 8, 4), ("l1", 1, 256), ("l2", 16, 8)])
+def test_trial_mru_matches_pycachesim(level: str, sets: int, ways: int) -> None:
+    """The replay kernel's MRU (a scanned L1, a hashed 256-way L1, the L2's ``way_of`` sets) hit for
+    hit as pycachesim's, inside a whole trial (the other level absent)."""
+    lines = streams(sets * 7 + ways, 3000)["hot-cold"] % 1500
+    if level == "l1":
+        arch = small_arch(l1__size=sets * ways * 128, l1__assoc=ways, l1__sector=128, l1__replacement="mru", l2__size=0)
+        t = _single_warp_trace([one_lane(int(x) * 128 + 4) for x in lines])
+        line = 128
+    else:
+        arch = small_arch(l1__size=0, l2__size=sets * ways * 32, l2__line=32, l2__sector=32, l2__assoc=ways,
+                          l2__replacement="mru")
+        t = _single_warp_trace([one_lane(int(x) * 32) for x in lines])
+        line = 32
+    r = run_trial(prepare(t, arch), None, 1, 5)
+    hits = r.l1_read_hits[0] if level == "l1" else r.l2_read_hits[0]
+    assert hits == pycachesim_hits(lines, sets, ways, line, "MRU")
+    assert hits != pycachesim_hits(lines, sets, ways, line, "LRU")  # the policy reached the kernel
+
+
+@pytest.mark.parametrize("level", ["l1", "l2"])
+def test_trial_random_matches_pycachesim_in_distribution(level: str) -> None:
+    """The replay kernel's RANDOM (a way drawn from the trial's seed) against pycachesim's RR, as
+    `test_random_matches_pycachesim_in_distribution`: the mean of 8 seeds within 4 standard
+    deviations of pycachesim's run, on a cyclic stream where LRU and FIFO never hit."""
+    lines = np.tile(np.arange(40), 40)  # 40 lines through 4 sets of 8 ways: LRU and FIFO never hit
+    if level == "l1":
+        arch = small_arch(l1__size=4 * 8 * 128, l1__assoc=8, l1__sector=128, l1__replacement="random", l2__size=0)
+        t = _single_warp_trace([one_lane(int(x) * 128 + 4) for x in lines])
+        line = 128
+    else:
+        arch = small_arch(l1__size=0, l2__size=4 * 8 * 32, l2__line=32, l2__sector=32, l2__assoc=8,
+                          l2__replacement="random")
+        t = _single_warp_trace([one_lane(int(x) * 32) for x in lines])
+        line = 32
+    p = prepare(t, arch)
+    runs = [run_trial(p, None, 1, s) for s in range(8)]
+    ours = np.array([r.l1_read_hits[0] if level == "l1" else r.l2_read_hits[0] for r in runs])
+    theirs = pycachesim_hits(lines, 4, 8, line, "RR")
+    assert pycachesim_hits(lines, 4, 8, line, "LRU") == 0 and theirs > 200
+    assert abs(ours.mean() - theirs) <= 4 * max(float(ours.std(ddof=1)), 1.0), (ours, theirs)
+    assert len(set(ours.tolist())) > 1  # the seed draws the victims
+
+
 def test_random_replacement_is_reproducible_by_seed() -> None:
     lines = streams(7)["hot-cold"]
     one = new_cache(4, 4, policy=Replacement.RANDOM, seed=3).run(lines)
@@ -185,3 +229,14 @@ def test_replacement_numbering_is_pycachesims() -> None:
     """The Arch's replacement names pack into the trial parameters as these numbers."""
     assert {p.name: int(p) for p in Replacement} == {"FIFO": 0, "LRU": 1, "MRU": 2, "RANDOM": 3}
     assert Cache.replacement_policy_enum == {"FIFO": 0, "LRU": 1, "MRU": 2, "RR": 3}
+
+
+def test_every_replacement_policy_loads_and_packs_as_pycachesim_numbers_it() -> None:
+    from tuiprof.arch import load_arch
+    from tuiprof.sim.prepared import P_L1_LRU, P_L2_LRU, pack_arch
+
+    for number, name in ((0, "fifo"), (1, "lru"), (2, "mru"), (3, "random")):
+        a = load_arch("v100", {"l1.replacement": name, "l2.replacement": name})
+        assert a.l1.replacement == a.l2.replacement == name
+        p = pack_arch(a)
+        assert p[P_L1_LRU] == p[P_L2_LRU] == number

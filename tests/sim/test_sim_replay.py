@@ -54,7 +54,7 @@ def test_the_edge_geometries_take_the_paths_they_name() -> None:
     by3 = Geometry.of(pack_arch(small_arch(sm_count=3, **EDGE[list(EDGE)[12]])))
     assert by3.l1_by_sm and by3.l1_assoc > SCAN_MAX_ASSOC and by3.xor_hash and not by_sm.l1_by_sm
     assert wt_hashed.xor_hash and not wt_hashed.l2_write_back and wt_hashed.channels == 3
-    fill64, fill128, fill_sub = list(g.values())[14:]
+    fill64, fill128, fill_sub = list(g.values())[14:17]
     assert fill64.l2_fetch_chunks == 2 and fill128.l2_fetch_chunks == 4 and fill128.xor_hash
     assert fill_sub.sub == 2 and fill_sub.l2_fetch_chunks == 2 and not fill_sub.lockstep
 

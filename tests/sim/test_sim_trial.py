@@ -61,6 +61,46 @@ def test_fifo_and_lru_differ_where_they_should() -> None:
         assert r.l1_read_hits[0] == 4 * hits, policy
 
 
+def test_mru_evicts_the_most_recent_fill_unless_a_hit_moved_it() -> None:
+    # 1-set, 2-way cache, lines A=0, B=8, C=16: A A B A C B A. MRU (pycachesim's): a fill takes
+    # the back and stays there; a hit moves its line to the front. A miss [-, A]; A hit [A, -];
+    # B miss into the invalid back [A, B]; A hit; C miss evicts B, the back [A, C]; B miss evicts
+    # C [A, B]; A hit: 3 hits. LRU: C evicts B, B evicts A, A misses: 2. FIFO (hits move nothing):
+    # C evicts A, the first filled; B hits; A misses: 3 (with the first A hit and the second).
+    seq = [0, 0, 8, 0, 16, 8, 0]
+    for level in ("l1", "l2"):
+        for policy, hits in (("mru", 3), ("lru", 2), ("fifo", 3)):
+            if level == "l1":
+                arch = small_arch(l1__size=256, l1__assoc=2, l1__replacement=policy)
+            else:
+                arch = small_arch(l1__size=0, l2__size=256, l2__assoc=2, l2__replacement=policy)
+            r = run(trace_of([stream(seq)]), arch)
+            got = r.l1_read_hits[0] if level == "l1" else r.l2_read_hits[0]
+            assert got == 4 * hits, (level, policy)
+
+
+def test_mru_on_a_cycle_keeps_only_the_line_a_hit_saved() -> None:
+    # 1-set, 2-way L1, A B A B A: under MRU each fill evicts the previous fill (the back) and the
+    # invalid front way is never reached: no hit at all, where LRU hits on every line from the third.
+    seq = [0, 8, 0, 8, 0]
+    for policy, hits in (("mru", 0), ("lru", 3)):
+        r = run(trace_of([stream(seq)]), small_arch(l1__size=256, l1__assoc=2, l1__replacement=policy))
+        assert r.l1_read_hits[0] == 4 * hits, policy
+
+
+def test_random_replacement_follows_the_trial_seed() -> None:
+    # A cyclic stream of 12 lines through a 1-set, 8-way L1: RANDOM hits some (LRU and FIFO none),
+    # the same seed the same trial, another seed other victims.
+    seq = list(range(0, 12 * 8, 8)) * 6
+    arch = small_arch(l1__size=1024, l1__assoc=8, l1__replacement="random")
+    t = trace_of([stream(seq)])
+    hits = [int(run(t, arch, seed=s).l1_read_hits[0]) for s in range(6)]
+    assert all(0 < h < 4 * len(seq) for h in hits)
+    assert hits[0] == int(run(t, arch, seed=0).l1_read_hits[0])
+    assert len(set(hits)) > 1
+    assert run(t, small_arch(l1__size=1024, l1__assoc=8, l1__replacement="lru")).l1_read_hits[0] == 0
+
+
 def test_random_gathers_hit_l2_in_proportion_to_its_size() -> None:
     # Independent uniform references to N lines through an LRU cache of C lines hit with
     # probability C / N. L1 off; 32 B L2 lines so that each lane is a whole line.

@@ -98,6 +98,24 @@ EDGE = {
     "64 B fills on 64 B L2 lines of 32 B sectors under 128 B L1 lines (lockstep's geometry, run per set)":
         dict(l1__sector=128, l1__assoc=4, l1__store_policy="write-evict", l2__line=64, l2__sector=32,
              l2__fetch_granularity=64, l2__size="6KiB", l2__assoc=4, l2__partitions=3),
+    "MRU L1 and L2, write-allocate L1, linear L2 of 3 partitions":
+        dict(l1__replacement="mru", l2__replacement="mru", l1__store_policy="write-allocate", l2__size="6KiB",
+             l2__assoc=4, l2__partitions=3),
+    "MRU lockstep L2 (32 B lines under unsectored 128 B L1 lines), MRU write-evict L1":
+        dict(l1__sector=128, l1__assoc=4, l1__store_policy="write-evict", l1__replacement="mru", l2__line=32,
+             l2__sector=32, l2__size="6KiB", l2__assoc=4, l2__partitions=3, l2__replacement="mru"),
+    "MRU hashed 256-way L1s, MRU write-back hashed L2":
+        dict(l1__size="512KiB", l1__assoc=256, l1__store_policy="write-allocate", l1__replacement="mru",
+             l2__write_policy="write-back", address_hash="xor", l2__replacement="mru"),
+    "RANDOM L1 and L2, write-allocate L1, write-back linear L2 of 3 partitions":
+        dict(l1__replacement="random", l2__replacement="random", l1__store_policy="write-allocate",
+             l2__write_policy="write-back", l2__size="6KiB", l2__assoc=4, l2__partitions=3),
+    "RANDOM on the lockstep geometry (32 B L2 lines under 128 B L1 lines: run per set), write-evict":
+        dict(l1__sector=128, l1__assoc=4, l1__store_policy="write-evict", l1__replacement="random", l2__line=32,
+             l2__sector=32, l2__size="6KiB", l2__assoc=4, l2__partitions=3, l2__replacement="random"),
+    "RANDOM hashed 256-way L1s (SM by SM with 3 SMs), RANDOM hashed L2":
+        dict(l1__size="512KiB", l1__assoc=256, l1__store_policy="write-allocate", l1__replacement="random",
+             address_hash="xor", l2__replacement="random"),
 }
 
 

@@ -24,7 +24,10 @@ STORE_POLICIES = ("write-evict", "write-no-allocate", "write-allocate")
 - ``write-no-allocate``: a store leaves L1 unchanged.
 - ``write-allocate``: the stored sectors become valid in L1 (Volta and later).
 """
-REPLACEMENTS = ("lru", "fifo")
+REPLACEMENTS = ("lru", "fifo", "mru", "random")
+"""Cache replacement policies (`tuiprof.sim.cache.Replacement`, pycachesim's four): ``lru`` evicts
+the least recently used way, ``fifo`` the earliest filled, ``mru`` the most recently used (a fill
+stays the next victim until a hit), ``random`` a way drawn from the trial's seed."""
 REGISTER_ALLOCATION = ("warp", "cta")
 L2_WRITE_POLICIES = ("write-through", "write-back")
 """What an L2 store *miss* does (a store hit always writes the sector and marks it dirty):
@@ -358,7 +361,8 @@ def _validate_cache(arch: Arch, label: str, c: CacheConfig) -> None:
     _check(_is_pow2(c.sector), arch, f"{label}.sector ({c.sector} B) must be a power of two")
     _check(c.line % c.sector == 0, arch, f"{label}.line ({c.line} B) must be a multiple of {label}.sector ({c.sector} B)")
     _check(c.line // c.sector <= 32, arch, f"{label}: at most 32 sectors per line")
-    _check(c.replacement in REPLACEMENTS, arch, f"{label}.replacement must be one of {', '.join(REPLACEMENTS)}")
+    _check(c.replacement in REPLACEMENTS, arch, f"{label}.replacement must be one of {', '.join(REPLACEMENTS)}",
+           f"e.g. --set {label}.replacement=lru")
     _check(c.store_policy in STORE_POLICIES, arch, f"{label}.store_policy must be one of {', '.join(STORE_POLICIES)}")
     if c.enabled:
         per_set = c.line * c.assoc * c.partitions

@@ -48,15 +48,15 @@ import numpy as np
 from tuiprof.arch.spec import Arch
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, target, xor_fold, xor_table
-from tuiprof.sim.cache import (DIRTY, VALID, cache_alloc, cache_fill, cache_find, cache_invalidate, cache_set,
-                               expand_sectors, full_sectors, get_mask, get_tag, hslot, touch)
+from tuiprof.sim.cache import (DIRTY, RANDOM, VALID, cache_alloc, cache_fill_slot, cache_find, cache_invalidate,
+                               cache_set, expand_sectors, full_sectors, get_mask, get_tag, hslot, placed, touch, victim)
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_POLY, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL,
                                   P_L1_CPS, P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_CPF, P_L2_ON, P_L2_POLY,
                                   P_L2_WB, P_SM, STORE_EVICT, STORE_NO_ALLOCATE, Prepared)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  N_COUNTS, TrialResult)
-from tuiprof.sim.rng import rng_below, rng_new
+from tuiprof.sim.rng import rng_below, rng_below_at, rng_new, rng_streams
 from tuiprof.sim.schedule import order_accesses
 
 
@@ -95,6 +95,18 @@ def _level(params, at, copies):
     nsets = sets * parts if on else 1
     meta, htab, hs = cache_alloc(nsets, assoc, copies if on else 1)
     return on, parts, sets, repl, cps, cpl, spl, _leaders(cps, spl), nsets, assoc, meta, htab, hs
+
+
+@njit(**INLINE)
+def _fill(meta, htab, hbase, hshift, sent, first, assoc, line, repl, rs, k):
+    """Fill `line` (absent) into the set closed by `sent` (first slot `first`) under `repl`:
+    `tuiprof.sim.cache.victim` then `placed`; RANDOM draws its way from stream `k` of `rs`.
+    Returns ``(slot, evicted_line, evicted_dirty_mask)`` as `cache_fill_slot`."""
+    way = rng_below_at(rs, k, assoc) if repl == RANDOM else 0
+    slot, old, old_dirty = cache_fill_slot(meta, htab, hbase, hshift, sent, line, victim(meta, sent, first, repl, way))
+    placed(meta, sent, slot, repl)
+    keep(rs)
+    return slot, old, old_dirty
 
 
 @njit(**INLINE)
@@ -292,6 +304,9 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     stream are the snapshot's warm-up: the batches closed, the write-backs made and the dirty
     sectors owed when the counted accesses begin are not the trial's."""
     S = params[P_SM]
+    # RANDOM replacement's draws: stream s for SM s's L1, stream S for the L2, forked from `st`
+    # so that the trial's other draws stay where they were.
+    rs = rng_streams(st, S + 1)
     # L1: one copy per SM; L2: one shared copy.
     on1, parts1, sets1, repl1, cps1, cpl1, spl1, lead1, nsets1, assoc1, meta1, htab1, hs1 = _level(params, P_L1_ON, S)
     on2, parts2, sets2, repl2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
@@ -367,14 +382,16 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
             if wr:
                 counts[C_L1_WA, o] += nsec
                 if on1 and policy != STORE_NO_ALLOCATE:
-                    sent = sent1 + cache_set(line1, parts1, sets1)
+                    g1 = cache_set(line1, parts1, sets1)
+                    sent = sent1 + g1
                     slot = cache_find(meta1, htab1, hb1, hs1, line1)
                     if policy == STORE_EVICT:
                         if slot >= 0:
                             cache_invalidate(meta1, htab1, hb1, hs1, sent, slot)
                     else:  # write-allocate
                         if slot < 0:
-                            slot, _, _ = cache_fill(meta1, htab1, hb1, hs1, sent, line1)
+                            slot, _, _ = _fill(meta1, htab1, hb1, hs1, sent, row0 + g1 * assoc1, assoc1, line1, repl1,
+                                               rs, s)
                         else:
                             touch(meta1, sent, slot, repl1)
                         meta1[slot, VALID] = get_mask(meta1, slot, VALID) | full_sectors(np.int64(req_full[j]), cps1,
@@ -382,7 +399,8 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
             else:
                 counts[C_L1_RA, o] += nsec
                 if on1:
-                    sent = sent1 + cache_set(line1, parts1, sets1)
+                    g1 = cache_set(line1, parts1, sets1)
+                    sent = sent1 + g1
                     slot = cache_find(meta1, htab1, hb1, hs1, line1)
                     if slot >= 0:
                         v1 = get_mask(meta1, slot, VALID)
@@ -391,7 +409,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                         touch(meta1, sent, slot, repl1)
                     else:
                         send = smask
-                        slot, _, _ = cache_fill(meta1, htab1, hb1, hs1, sent, line1)
+                        slot, _, _ = _fill(meta1, htab1, hb1, hs1, sent, row0 + g1 * assoc1, assoc1, line1, repl1, rs, s)
                     meta1[slot, VALID] = get_mask(meta1, slot, VALID) | send
             if send == 0:
                 continue
@@ -435,7 +453,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                         v = get_mask(meta2, slot, VALID)
                         touch(meta2, sent, slot, repl2)
                     else:
-                        slot, old, old_dirty = cache_fill(meta2, htab2, 0, hs2, sent, line)
+                        slot, old, old_dirty = _fill(meta2, htab2, 0, hs2, sent, g * assoc2, assoc2, line, repl2, rs, S)
                         if old >= 0 and old_dirty != 0:
                             nw = _emit(dbuf, dst, old * cpl2, old_dirty, cpl2, -1, txsh, txmul)
                             dst[D_WB] += nw

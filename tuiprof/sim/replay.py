@@ -10,7 +10,8 @@ at 4-5x its speed, by the design of ``shared/research/sim-speed.md``:
 - **Flat narrow-typed per-set arrays**: per way a tag (int32 id, -1 invalid) and valid/dirty chunk
   masks; per set a circular recency list of way numbers (uint8 while the associativity allows)
   with a sentinel at index ``assoc``: the sentinel's next is the most recent way, its previous the
-  victim. Invalid ways always sit at the back, so a fill takes an invalid way while one is left.
+  victim. Under LRU and FIFO invalid ways sit at the back, so a fill takes an invalid way while
+  one is left; MRU leaves a fill at the back, RANDOM replaces a drawn way (`tuiprof.sim.cache`).
 - **L1**: a branch-free tag scan over the set with unsigned indices (LLVM vectorises it; signed
   indices turn it into gathers, 8x slower), then a list splice. Above `SCAN_MAX_ASSOC` ways (the
   512-way H100 L1 reads 2 KiB of tags per scan), a per-SM open-addressing table of line id -> way
@@ -62,7 +63,7 @@ import numpy as np
 from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, plain_kernel, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, divider, hash_polynomial, udivmod, xor_fold, xor_table
 from tuiprof.sim.budget import L1_BY_SM_LINES
-from tuiprof.sim.cache import expand_sectors, full_sectors
+from tuiprof.sim.cache import LRU, MRU, RANDOM, expand_sectors, full_sectors
 from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
                                   P_DR_IL, P_DR_MISS, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
                                   P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L1_WAYS_MAX, P_L2_ASSOC, P_L2_CPF,
@@ -70,7 +71,7 @@ from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P
                                   STORE_EVICT, STORE_NO_ALLOCATE)
 from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
                                  N_COUNTS)
-from tuiprof.sim.rng import rng_below
+from tuiprof.sim.rng import rng_below, rng_below_at, rng_streams
 
 WRITEBACK = -2
 """Op code of a queued write-back transaction (a store's write-through is -1, a read its op)."""
@@ -112,7 +113,8 @@ class Family:
     l1_on: bool
     l1_chunks: int
     l1_sector_chunks: int
-    l1_lru: bool
+    l1_policy: int
+    """The L1's `tuiprof.sim.cache.Replacement`, as an int."""
     l1_store: int
     l1_hashed: bool
     """Each SM's L1 keeps a hash table of line id -> way (it may take more than `SCAN_MAX_ASSOC`
@@ -125,7 +127,7 @@ class Family:
     l2_on: bool
     l2_chunks: int
     l2_sector_chunks: int
-    l2_lru: bool
+    l2_policy: int
     l2_write_back: bool
     l2_fetch_chunks: int
     """Chunks of a read miss's DRAM fill (the fetch granularity); above the sector's, each miss
@@ -178,14 +180,15 @@ class Geometry:
     l1_assoc: int
     l1_chunks: int
     l1_sector_chunks: int
-    l1_lru: bool
+    l1_policy: int
+    """The L1's `tuiprof.sim.cache.Replacement` (as packed, an int)."""
     l1_store: int
     l2_on: bool
     l2_sets: int
     l2_assoc: int
     l2_chunks: int
     l2_sector_chunks: int
-    l2_lru: bool
+    l2_policy: int
     l2_write_back: bool
     """A write-back L2 (stores allocate dirty without DRAM; false when the L2 is absent)."""
     xor_hash: bool
@@ -213,10 +216,10 @@ class Geometry:
         on1, on2 = p[P_L1_ON] != 0, p[P_L2_ON] != 0
         return cls(l1_on=on1, l1_sets=p[P_L1_SETS] * p[P_L1_PARTS] if on1 else 1,
                    l1_assoc=p[P_L1_ASSOC] if on1 else 1, l1_chunks=p[P_L1_CPL], l1_sector_chunks=p[P_L1_CPS],
-                   l1_lru=p[P_L1_LRU] != 0, l1_store=p[P_L1_STORE],
+                   l1_policy=p[P_L1_LRU], l1_store=p[P_L1_STORE],
                    l2_on=on2, l2_sets=p[P_L2_SETS] * p[P_L2_PARTS] if on2 else 1,
                    l2_assoc=p[P_L2_ASSOC] if on2 else 1, l2_chunks=p[P_L2_CPL], l2_sector_chunks=p[P_L2_CPS],
-                   l2_lru=p[P_L2_LRU] != 0, l2_write_back=on2 and p[P_L2_WB] != 0, xor_hash=p[P_HASH] == HASH_XOR,
+                   l2_policy=p[P_L2_LRU], l2_write_back=on2 and p[P_L2_WB] != 0, xor_hash=p[P_HASH] == HASH_XOR,
                    channels=p[P_DR_CH], banks=p[P_DR_BANKS], interleave=p[P_DR_IL],
                    row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
                    l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES,
@@ -229,11 +232,11 @@ class Geometry:
         ways = max(self.l1_assoc, self.l1_ways_max)
         hashed = self.l1_on and ways > SCAN_MAX_ASSOC
         return Family(l1_on=self.l1_on, l1_chunks=self.l1_chunks, l1_sector_chunks=self.l1_sector_chunks,
-                      l1_lru=self.l1_lru, l1_store=self.l1_store,
+                      l1_policy=self.l1_policy, l1_store=self.l1_store,
                       l1_hashed=hashed, l1_ways=ways if hashed else self.l1_assoc,
                       l1_index=np.dtype(_index_dtype(max(ways, 255) if hashed else ways)).name,
                       l2_on=self.l2_on, l2_chunks=self.l2_chunks, l2_sector_chunks=self.l2_sector_chunks,
-                      l2_lru=self.l2_lru, l2_write_back=self.l2_write_back, l2_fetch_chunks=self.l2_fetch_chunks,
+                      l2_policy=self.l2_policy, l2_write_back=self.l2_write_back, l2_fetch_chunks=self.l2_fetch_chunks,
                       l2_index=np.dtype(_index_dtype(self.l2_assoc)).name, lockstep=self.lockstep,
                       xor_hash=self.xor_hash, transaction=self.transaction, l1_by_sm=self.l1_on and self.l1_by_sm,
                       one_run=self.lockstep and self.transaction == 32
@@ -260,9 +263,10 @@ class Geometry:
     @property
     def lockstep(self) -> bool:
         """Whether the L2 runs in class lockstep (see the module docstring; a hashed L2 does not
-        put the blocks of a line in adjacent sets; a fill wider than a sector runs per set)."""
+        put the blocks of a line in adjacent sets; a fill wider than a sector runs per set; RANDOM
+        replacement draws a victim per set, so its sets do not stay alike)."""
         return (self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0 and not self.xor_hash
-                and self.l2_fetch_chunks == self.l2_sector_chunks)
+                and self.l2_fetch_chunks == self.l2_sector_chunks and self.l2_policy != RANDOM)
 
     @property
     def classes(self) -> int:
@@ -530,7 +534,9 @@ def _build(g: Family) -> Callable:
     CPS1 = g.l1_sector_chunks
     SPL1 = CPL1 // CPS1
     LEAD1 = _leaders(CPS1, SPL1)
-    LRU1 = g.l1_lru
+    TOUCH1 = g.l1_policy == LRU or g.l1_policy == MRU  # a hit makes its way the front
+    MRU1 = g.l1_policy == MRU  # a fill leaves its way at the back
+    RAND1 = g.l1_policy == RANDOM  # a fill replaces a drawn way
     EVICT1 = g.l1_store == STORE_EVICT
     STORES1 = ON1 and g.l1_store != STORE_NO_ALLOCATE  # stores update the L1
     HASH1 = ON1 and g.l1_hashed
@@ -547,7 +553,9 @@ def _build(g: Family) -> Callable:
     CPF2 = g.l2_fetch_chunks
     FPL2 = CPL2 // CPF2
     FETCH2 = ON2 and CPF2 > CPS2  # a read miss fills its whole aligned fetch block
-    LRU2 = g.l2_lru
+    TOUCH2 = g.l2_policy == LRU or g.l2_policy == MRU
+    MRU2 = g.l2_policy == MRU
+    RAND2 = g.l2_policy == RANDOM
     LT2 = np.dtype(g.l2_index).type
     NONE2 = int(np.iinfo(LT2).max)
     VT2 = _mask_dtype(CPL2)
@@ -644,6 +652,9 @@ def _build(g: Family) -> Callable:
         nbat = 0
         qtx = np.empty(QMAX, dtype=np.int64)
         qop = np.empty(QMAX, dtype=np.int64)
+        # RANDOM replacement's draws (as the reference): stream s for SM s's L1, stream S for the
+        # L2, forked from `st` without advancing it
+        rs = rng_streams(st, S + 1 if RAND1 or RAND2 else 0)
         target = draw_batch(st, S, GROUP)
         nin = np.int64(0)
         maxb = np.int64(0)
@@ -773,15 +784,16 @@ def _build(g: Family) -> Callable:
                                         to_back(nxt1, prv1, L1, w, A1)
                                 else:  # write-allocate
                                     if w < 0:
-                                        w = np.int64(prv1[L1 + A1])
+                                        w = rng_below_at(rs, s, A1) if RAND1 else np.int64(prv1[L1 + A1])
                                         if HASH1:
                                             if tag1[b1 + w] >= 0:
                                                 hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
                                             hput(htab1, hb, HB1, id1, w)
                                         tag1[b1 + w] = t1
                                         val1[b1 + w] = 0
-                                        to_front(nxt1, prv1, L1, w, A1)
-                                    elif LRU1:
+                                        if not MRU1:  # MRU: the filled way stays the back
+                                            to_front(nxt1, prv1, L1, w, A1)
+                                    elif TOUCH1:
                                         to_front(nxt1, prv1, L1, w, A1)
                                     val1[b1 + w] = np.int64(val1[b1 + w]) | full_sectors(np.int64(req_full[j]), CPS1,
                                                                                          SPL1)
@@ -790,18 +802,19 @@ def _build(g: Family) -> Callable:
                                     v1 = np.int64(val1[b1 + w])
                                     c_l1rh += popcount(smask & v1 & LEAD1)
                                     send = smask & ~v1
-                                    if LRU1:
+                                    if TOUCH1:
                                         to_front(nxt1, prv1, L1, w, A1)
                                 else:
                                     send = smask
-                                    w = np.int64(prv1[L1 + A1])
+                                    w = rng_below_at(rs, s, A1) if RAND1 else np.int64(prv1[L1 + A1])
                                     if HASH1:
                                         if tag1[b1 + w] >= 0:
                                             hdel(htab1, hb, HB1, np.int64(tag1[b1 + w]))
                                         hput(htab1, hb, HB1, id1, w)
                                     tag1[b1 + w] = t1
                                     val1[b1 + w] = 0
-                                    to_front(nxt1, prv1, L1, w, A1)
+                                    if not MRU1:
+                                        to_front(nxt1, prv1, L1, w, A1)
                                 val1[b1 + w] = np.int64(val1[b1 + w]) | send
                         if BY_SM:
                             sends[j] = send
@@ -834,7 +847,7 @@ def _build(g: Family) -> Callable:
                                 ob = np.int64(0)
                                 if wS != NONE2:
                                     V = np.int64(valS[bS + wS])
-                                    if LRU2:
+                                    if TOUCH2:
                                         to_front(nxtS, prvS, LS, wS, A2)
                                 else:
                                     V = np.int64(0)
@@ -848,7 +861,8 @@ def _build(g: Family) -> Callable:
                                     tagS[bS + wS] = np.int32(id1)
                                     wayS[id1] = wS
                                     dtyS[bS + wS] = 0
-                                    to_front(nxtS, prvS, LS, wS, A2)
+                                    if not MRU2:  # (no lockstep under RANDOM)
+                                        to_front(nxtS, prvS, LS, wS, A2)
                                 sm2 = expand_sectors(send, CPS2, SPW)
                                 miss = sm2 & ~V
                                 fetch = np.int64(0)  # a write-through store miss fetches what it did not write
@@ -940,10 +954,10 @@ def _build(g: Family) -> Callable:
                                 w2 = np.int64(way2[id2])
                                 if w2 != NONE2:
                                     v = np.int64(val2[b2 + w2])
-                                    if LRU2:
+                                    if TOUCH2:
                                         to_front(nxt2, prv2, L2, w2, A2)
                                 else:
-                                    w2 = np.int64(prv2[L2 + A2])
+                                    w2 = rng_below_at(rs, S, A2) if RAND2 else np.int64(prv2[L2 + A2])
                                     old = np.int64(tag2[b2 + w2])
                                     if old >= 0:
                                         way2[old] = NONE2
@@ -954,7 +968,8 @@ def _build(g: Family) -> Callable:
                                     tag2[b2 + w2] = np.int32(id2)
                                     way2[id2] = w2
                                     dty2[b2 + w2] = 0
-                                    to_front(nxt2, prv2, L2, w2, A2)
+                                    if not MRU2:
+                                        to_front(nxt2, prv2, L2, w2, A2)
                             # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
                             miss = (smask2 & ~v) if ON2 else m2
                             hits = popcount(smask2 & v & LEAD2)

@@ -46,6 +46,30 @@ def rng_unit(st: np.ndarray) -> float:
     return np.float64(rng_next(st) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+@njit(**KERNEL)
+def rng_streams(st: np.ndarray, n: int) -> np.ndarray:
+    """`n` generator states forked from `st`'s current state without advancing it: independent
+    streams (state k starts at a hashed point of the sequence) for draws that must not shift
+    `st`'s own, read with `rng_below_at`."""
+    out = np.empty(max(n, 1), dtype=np.uint64)
+    tmp = np.empty(1, dtype=np.uint64)
+    for k in range(n):
+        tmp[0] = st[0] ^ ((np.uint64(k) + np.uint64(1)) * _M2)
+        out[k] = rng_next(tmp)
+    return out
+
+
+@njit(**INLINE)
+def rng_below_at(sts: np.ndarray, k: int, n: int) -> int:
+    """`rng_below` on stream `k` of `sts` (`rng_streams`)."""
+    z = sts[k] + _GOLDEN
+    sts[k] = z
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    z = z ^ (z >> np.uint64(31))
+    return np.int64(((z >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
 def trial_seed(seed: int, index: int) -> int:
     """The seed of trial `index` of a run seeded with `seed`: independent streams per trial."""
     ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFFFFFFFFFF, int(index)])
