@@ -48,8 +48,8 @@ def predict(demos: list[str], arch: str, trials: int, overrides: dict[str, str] 
             ) -> dict[str, dict[str, float]]:
     """Each demo's headline hit ratios simulated as `arch` (no MD sweep), in this process, with
     `overrides` (``--set`` settings) applied."""
-    from tuiprof.session import RunConfig, Session
     from tuiprof import demos as catalogue
+    from tuiprof.session import RunConfig, Session
 
     out = {}
     for d in demos:

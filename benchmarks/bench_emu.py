@@ -47,8 +47,8 @@ FIRST_TRIAL_GOAL = 10.0
 
 
 def _module(name: str):
-    from tuiprof.toolchain.compile import build_program
     from tuiprof.ptx.parse import parse_module
+    from tuiprof.toolchain.compile import build_program
 
     src = ROOT / "demo_traces" / name
     prog = build_program(src, compute_capability=(7, 5))

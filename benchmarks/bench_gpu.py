@@ -110,10 +110,10 @@ def on_gpu(repeat: int, progress: object = None) -> dict[str, object]:
     (`instrument_for`, as the GPU path does) and no trace built, so that only kernels are timed."""
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for
     from tuiprof.collect.gpu.driver import _open_driver, gpu_problem
     from tuiprof.ptx import parse_module
+    from tuiprof.toolchain import build_program
     from tuiprof.trace.snapshot import choose_snapshot
 
     problem = gpu_problem()
@@ -170,8 +170,8 @@ def emulated() -> dict[str, object]:
     memory-bound kernels the slowdown goal is about."""
     import numpy as np
 
-    from tests.support.emu_driver import EmuDriver, _where
     from tests.support.demo_launches import DEMOS, _program
+    from tests.support.emu_driver import EmuDriver, _where
     from tests.support.ptx_support import DEMO_DIR
     from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, execute
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, instrument_for

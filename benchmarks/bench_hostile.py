@@ -33,9 +33,9 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -327,8 +327,8 @@ MEMORY_CASES: dict[str, list[str]] = {
 def estimate(args: list[str]) -> float:
     """`run_bytes` (MiB) of `report ARGS` on this machine's cores, as the session computes it."""
     from tuiprof.arch.presets import load_arch, parse_overrides
-    from tuiprof.sim.budget import cached_accesses, run_bytes
     from tuiprof.demos import resolve_target
+    from tuiprof.sim.budget import cached_accesses, run_bytes
     from tuiprof.trace.io import load_trace
 
     t = load_trace(resolve_target(args[0]))
@@ -428,10 +428,10 @@ def _issue21_cases() -> dict[str, Callable[[Path], Run21]]:
     R = ["--trials", "2", "--no-sweep"]
 
     def stream(d: Path) -> Run21:
+        import numpy as np
+
         from tests.support.factories import make_trace
         from tuiprof.trace.io import save_trace  # this checkout's writer: the same format
-
-        import numpy as np
 
         n = 1 << 17
         addr = 0x7F0000000000 + np.arange(n, dtype=np.uint64)[:, None] * 128 + np.arange(32, dtype=np.uint64) * 4

@@ -55,10 +55,10 @@ def load(pct: str = "") -> str:
 def bench_trial(demo: str, arch_name: str, seeds: int) -> dict:
     """One trial of `demo` on `arch_name`, product against reference, interleaved per seed."""
     from tuiprof.arch import load_arch
+    from tuiprof.demos import resolve_target
     from tuiprof.sim.prepared import default_md, pack_arch, prepare
     from tuiprof.sim.reference import reference_arrays
     from tuiprof.sim.trial import trial_arrays
-    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     trace = load_trace(resolve_target(demo))
@@ -163,8 +163,8 @@ def bench_compile() -> tuple[dict, dict]:
 
 def bench_threads(trials: int) -> dict:
     from tuiprof.arch import load_arch
-    from tuiprof.sim.montecarlo import MonteCarlo
     from tuiprof.demos import resolve_target
+    from tuiprof.sim.montecarlo import MonteCarlo
     from tuiprof.trace.io import load_trace
 
     trace, arch = load_trace(resolve_target("spmv-u")), load_arch("tesla-c2050")

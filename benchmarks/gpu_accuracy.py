@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuiprof.demos import CATALOGUE
 from tuiprof.collect.gpu.ncu import METRICS, RESEARCH, SHARED_WAVEFRONTS, missing_metrics, usable_metrics
+from tuiprof.demos import CATALOGUE
 from tuiprof.validate_ops import source_page_commands
 
 MICRO = ROOT / "benchmarks" / "micro"

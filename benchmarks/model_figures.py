@@ -29,8 +29,8 @@ def scheduler_figures(trials: int) -> None:
     import numpy as np
 
     from tuiprof.arch.presets import load_arch, preset_arch
-    from tuiprof.sim.montecarlo import MonteCarlo
     from tuiprof.demos import demo_path, load
+    from tuiprof.sim.montecarlo import MonteCarlo
     from tuiprof.stats import ci_half_width
 
     for name, arch_name, label in SCHEDULER_CASES:
@@ -61,12 +61,12 @@ def part2_figures(seeds: int = 3) -> None:
     simulator had before part 2, so that the same script measures the code before and after."""
     import numpy as np
 
-    from tuiprof.arch.presets import preset_arch
     from tuiprof import units
+    from tuiprof.arch.presets import preset_arch
+    from tuiprof.demos import demo_path
     from tuiprof.session import RunConfig, Session
     from tuiprof.sim.prepared import default_md, prepare
     from tuiprof.sim.trial import run_trial
-    from tuiprof.demos import demo_path
     from tuiprof.trace.io import load_trace
 
     def trials(trace, arch):
@@ -119,9 +119,9 @@ def main() -> None:
             part2_figures()
         return
     from tuiprof.arch.presets import parse_overrides
+    from tuiprof.demos import demo_path
     from tuiprof.report import build_report
     from tuiprof.session import RunConfig
-    from tuiprof.demos import demo_path
 
     over = parse_overrides(args.overrides)
     for name in ("spmv-u", "stencil7"):

@@ -9,18 +9,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
 
 from tuiprof import __version__
-from tuiprof.errors import TuiprofError, UsageError
-from tuiprof.output import note as _say
-from tuiprof.output import shown, write_output
 
 # The run and collect options as a RunConfig: their own module, which the GPU commands share.
 from tuiprof.cli_options import collect_options as collect_options
 from tuiprof.cli_options import run_config as run_config
+from tuiprof.errors import TuiprofError, UsageError
+from tuiprof.output import note as _say
+from tuiprof.output import shown, write_output
 
 FORMATS = ("text", "json", "md")
 DEFAULT_DEMO = "spmv-u"
@@ -227,11 +227,10 @@ def _add_ui_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """Compile and record a `.cu` target (emulator or GPU; a whole program on the GPU) into a .tptrace file."""
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
     from tuiprof.collect.pipeline import collect_trace
     from tuiprof.session import RunConfig
     from tuiprof.trace.io import save_trace
-
-    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
 
     target = _target_arg(args.target)
     if Path(target).suffix not in KERNEL_FILE_SUFFIXES:
@@ -324,9 +323,8 @@ def _target_arg(target: str) -> str:
 def _ui_target(target: str) -> Path:
     """The trace path of a UI target; anything that is not a file, a trace path or a demo name is
     refused here, before any UI starts, like an unknown command."""
-    from tuiprof.demos import demo_names, resolve_target
-
     from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
+    from tuiprof.demos import demo_names, resolve_target
 
     path = Path(_target_arg(target))
     if path.suffix in KERNEL_FILE_SUFFIXES:
@@ -428,8 +426,8 @@ def cmd_gpu(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from tuiprof.toolchain.init_script import write_launch_script
     from tuiprof.progress import SlowPhases
+    from tuiprof.toolchain.init_script import write_launch_script
 
     slow = SlowPhases.on_stderr()  # the compile that names the kernels can take a while: say so past 2 s
     try:

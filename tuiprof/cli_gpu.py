@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 BACKENDS = ("auto", "gpu", "emu")
 """`tuiprof.collect.options.BACKENDS`, repeated: importing that package would import NumPy."""
@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from tuiprof.toolchain.wholeprog import build_instrumented
     from tuiprof.errors import UsageError
+    from tuiprof.toolchain.wholeprog import build_instrumented
 
     nvcc_args = [a for a in args.nvcc_args if a != "--"]
     if not nvcc_args:
@@ -125,8 +125,8 @@ def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
     import dataclasses
 
     from tuiprof.cli_options import collect_options
-    from tuiprof.errors import UsageError
     from tuiprof.demos import CATALOGUE, demo_collection
+    from tuiprof.errors import UsageError
 
     target, opts = args.target, collect_options(args)
     if target.endswith(".cu") or (target in CATALOGUE and not Path(target).exists()):
@@ -150,13 +150,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import tempfile
 
     from tuiprof.cli_options import run_config
-    from tuiprof.collect.gpu.driver import gpu_info, require_gpu
+    from tuiprof.collect.gpu.driver import L2_FETCH_ENV, gpu_info, require_gpu
+    from tuiprof.collect.gpu.ncu import (
+        NCU_HINT,
+        ValidateError,
+        counters,
+        find_ncu,
+        measure,
+        measured_values,
+        ncu_command,
+    )
     from tuiprof.collect.pipeline import gpu_arch, program_hint, with_provenance
     from tuiprof.output import check_output
     from tuiprof.session import Session
     from tuiprof.trace.io import save_trace
-    from tuiprof.collect.gpu.driver import L2_FETCH_ENV
-    from tuiprof.collect.gpu.ncu import NCU_HINT, ValidateError, counters, find_ncu, measure, measured_values, ncu_command
     from tuiprof.validate import compare, render
 
     if args.source_csv:
@@ -247,12 +254,12 @@ def _source_page(ncu: str, program: list[str], kernel: str | None, index: int) -
 def _validate_source_csv(args: argparse.Namespace) -> int:
     """``--source-csv FILE``: a trace (or demo) simulated and compared op by op with a source
     page saved earlier; no GPU."""
+    from tuiprof import demos
     from tuiprof.cli_options import run_config
+    from tuiprof.collect.gpu.ncu import ValidateError
     from tuiprof.errors import UsageError
     from tuiprof.session import Session
-    from tuiprof import demos
     from tuiprof.trace.io import SUFFIX, load_trace
-    from tuiprof.collect.gpu.ncu import ValidateError
     from tuiprof.validate_ops import compare_ops, parse_source_page, render_ops
 
     target = args.target
@@ -282,10 +289,10 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
 
 def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
                         cc: tuple[int, int]) -> tuple[Any, list[str], str | None]:
-    from tuiprof.toolchain import build_program
+    from tuiprof.collect.gpu.ncu import plain_command
     from tuiprof.collect.gpu.run import record_kernel_file
     from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
-    from tuiprof.collect.gpu.ncu import plain_command
+    from tuiprof.toolchain import build_program
 
     script_path = opts.launch or find_launch_script(source)
     if script_path is None:
@@ -304,10 +311,10 @@ def _record_kernel_file(source: Path, opts: Any, arch: Any, arch_name: str,
 
 def _record_program(args: argparse.Namespace, binary: Path, arch: Any,
                     arch_name: str) -> tuple[Any, list[str], str | None]:
-    from tuiprof.toolchain.wholeprog import load_whole_program
-    from tuiprof.collect.pipeline import with_provenance
-    from tuiprof.collect.gpu.program_run import collect_program, resolve_kernel
     from tuiprof.collect.gpu.ncu import plain_binary
+    from tuiprof.collect.gpu.program_run import collect_program, resolve_kernel
+    from tuiprof.collect.pipeline import with_provenance
+    from tuiprof.toolchain.wholeprog import load_whole_program
 
     prog = load_whole_program(binary.resolve())
     run = collect_program(prog, args.program_args, arch=arch, kernel=args.kernel, launch_index=args.launch_index,

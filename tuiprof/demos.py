@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from tuiprof import __version__
 from tuiprof.errors import OutputError, TraceError, UsageError
 from tuiprof.resources import data_dir, user_cache_dir
-from tuiprof.trace.io import SUFFIX, load_trace, read_header
 from tuiprof.trace.data import Trace
+from tuiprof.trace.io import SUFFIX, load_trace, read_header
 from tuiprof.trace.text import printable, shown_path
 
 if TYPE_CHECKING:
@@ -110,11 +110,10 @@ def _cache_path(name: str) -> Path:
 
 def _build(name: str, cached: Path, why: str = "first use only") -> None:
     """Record demo `name` with the emulator into `cached` (atomically), saying so and `why`."""
-    from tuiprof.trace.io import save_trace
-
     import tempfile
 
     from tuiprof.output import note
+    from tuiprof.trace.io import save_trace
 
     folder = cached.parent
     try:  # before the recording (a minute): a cache that cannot take the result fails at once

@@ -80,11 +80,11 @@ def kernel_cache_dir() -> Path | None:
     """Where compiled kernels are cached; None when they cannot be (no writable folder)."""
     return _CACHE_DIR
 
+import numpy as np  # noqa: E402
 from llvmlite import ir  # noqa: E402
 from numba import njit  # noqa: E402
 from numba.core import cgutils, types  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
-import numpy as np  # noqa: E402
 
 _said: set[str] = set()
 

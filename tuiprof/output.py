@@ -30,9 +30,9 @@ import re
 import stat
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
-from collections.abc import Callable, Iterable
 
 from tuiprof.errors import OutputError
 

@@ -8,25 +8,38 @@ and the JSON Schema shipped beside this module), versioned by its ``schema_versi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
-from collections.abc import Callable
 
 import numpy as np
 
 from tuiprof import __version__, units
 from tuiprof.metrics import BY_KEY
+from tuiprof.model.advice import insight
 from tuiprof.model.analysis import HEADLINES, Analysis, OpStats
 from tuiprof.model.decisions import Decisions, sm_list, summary
 from tuiprof.model.latency import Estimate
 from tuiprof.model.md import LOW_CONFIDENCE_RATIO
-from tuiprof.model.advice import insight
 from tuiprof.model.pattern import AddressPattern
 from tuiprof.model.shared import PassStats
 from tuiprof.model.timing import DEPARTURE_RANGE, L2_BANDWIDTH_RANGE
-from tuiprof.report_schema import (SCHEMA_VERSION, AnalysisOp, AnalysisSection, ConstSection, DecisionsSection, Histogram,
-                                   MdSection, MdSimulated, MdTimingRow, ReportDocument, SharedSection,
-                                   ThesisRow, TimeRow, TraceSection)
+from tuiprof.report_schema import (
+    SCHEMA_VERSION,
+    AnalysisOp,
+    AnalysisSection,
+    ConstSection,
+    DecisionsSection,
+    Histogram,
+    MdSection,
+    MdSimulated,
+    MdTimingRow,
+    ReportDocument,
+    SharedSection,
+    ThesisRow,
+    TimeRow,
+    TraceSection,
+)
 from tuiprof.report_schema import Estimate as EstimateDict
 from tuiprof.session import RunConfig, Session
 from tuiprof.trace.data import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace

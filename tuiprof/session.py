@@ -7,13 +7,13 @@ import dataclasses
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
-from collections.abc import Callable, Mapping
 
-from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import Occupancy, carveout, carveout_arch, occupancy
+from tuiprof.arch.spec import Arch
 from tuiprof.config import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE  # re-exported: the run's defaults
 from tuiprof.config import RunConfig as RunConfig
 from tuiprof.errors import TuiprofError, UsageError
@@ -63,10 +63,9 @@ def input_files(target: str | Path, config: RunConfig) -> list[Path]:
     (or CUDA source, and every source of a whole program's nvcc command line), the launch script
     (given, or the one found beside the source) and an arch TOML file."""
     from tuiprof.arch.presets import preset_names
+    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
     from tuiprof.collect.script import find_launch_script
     from tuiprof.demos import resolve_target
-
-    from tuiprof.collect.options import KERNEL_FILE_SUFFIXES
 
     path = Path(target)
     kernel_file = path.suffix in KERNEL_FILE_SUFFIXES
@@ -440,8 +439,8 @@ class Session:
 
     def _prepare(self, mc: "MonteCarlo") -> None:
         """What every analysis of this run reads and no trial changes (once per run)."""
-        from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
         from tuiprof.model.constant import const_op_stats
+        from tuiprof.model.pattern import SECTOR, ideal_sectors_per_op
         from tuiprof.model.shared import SHARED_BANK_WIDTH, shared_op_stats
 
         self._op_stats = mc.op_stats()

@@ -19,8 +19,8 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, replace
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 WARMUP_DEMO = "transpose-tiled"
 """A small demo (82K warp accesses) with global and shared-memory ops."""
@@ -68,8 +68,8 @@ def needed(step: Step) -> bool:
 
 def run_step(step: Step) -> None:
     """Compile (or load) `step`'s kernels by running them once on a small demo."""
-    from tuiprof.session import RunConfig, Session
     from tuiprof.demos import demo_collection, load, resolve_target
+    from tuiprof.session import RunConfig, Session
 
     if step.target == EMULATOR:
         from tuiprof.collect.pipeline import collect_trace

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tuiprof.arch import load_arch, preset_names
-from tuiprof.arch.spec import parse_size
 from tuiprof.arch.presets import parse_overrides
+from tuiprof.arch.spec import parse_size
 from tuiprof.errors import ArchError
 
 PRESETS = ["a100", "gtx285", "gtx480", "h100", "tesla-c2050", "v100"]

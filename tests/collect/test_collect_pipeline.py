@@ -15,10 +15,10 @@ import pytest
 
 from tests.support.ptx_support import CUDA_DIR as CUDA
 from tests.support.ptx_support import find_nvcc, needs_compiler, nvrtc_available, run_without_nvcc
+from tuiprof.arch.presets import load_arch
 from tuiprof.cli import main
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT, CollectOptions
 from tuiprof.collect.pipeline import collect_trace
-from tuiprof.arch.presets import load_arch
 from tuiprof.errors import TuiprofError
 from tuiprof.session import RunConfig
 from tuiprof.sim.prepared import prepare

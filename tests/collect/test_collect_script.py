@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tuiprof.arch import load_arch
 from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_launch_script
 from tuiprof.errors import TuiprofError
 from tuiprof.trace.data import Launch
 from tuiprof.trace.snapshot import choose_snapshot
-from tuiprof.arch import load_arch
 
 
 class Recorder:

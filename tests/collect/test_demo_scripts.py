@@ -14,18 +14,18 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from tests.support.ptx_support import compile_ptx, needs_compiler
-from tuiprof.trace import synth
 from tuiprof.demos import CATALOGUE
+from tuiprof.trace import synth
 from tuiprof.trace.packed import lane_addresses
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ from tuiprof.compare.match import EDITED, MOVED, SAME, OpRef, match_ops
 from tuiprof.compare.record import RunRecord, record_of
 from tuiprof.model.significance import betainc, holm, t_cdf, t_two_sided, welch
 from tuiprof.session import RunConfig, Session
-from tuiprof.trace.io import save_trace
 from tuiprof.trace.data import SourceFile
+from tuiprof.trace.io import save_trace
 
 # --- the Student t distribution and Welch's test --------------------------------------------
 

@@ -29,8 +29,8 @@ HIT_KEYS = tuple(m.key for m in HEADLINE_METRICS)  # the headline hit ratios (tu
 def predictions(demo: str, arch: str) -> dict[str, float]:
     """The demo's headline hit ratios simulated as `arch` (16 trials, no MD sweep; seeded, so the
     same every time: simulated once per test session)."""
-    from tuiprof.session import RunConfig, Session
     from tuiprof import demos
+    from tuiprof.session import RunConfig, Session
 
     analysis = Session(demos.load(demos.demo_path(demo)), RunConfig(arch=arch, trials=16, sweep=False)).run()
     return {k: float(analysis.headline[k].mean) for k in HIT_KEYS if k in analysis.headline}

@@ -209,10 +209,10 @@ def test_the_gpu_size_launches_pass_their_checks(run: int, monkeypatch: pytest.M
     import runpy
     import sys
 
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
     from tuiprof.collect.gpu.driver import gpu_info
     from tuiprof.ptx import parse_module
+    from tuiprof.toolchain import build_program
 
     sys.path.insert(0, str(MICRO.parent))
     from gpu_accuracy import MICRO_RUNS

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuiprof.session import RunConfig, Session
 from tuiprof.demos import SUFFIX, demo_dir, load
+from tuiprof.session import RunConfig, Session
 
 CHEAP = "transpose-tiled"
 """82K warp accesses, 8 MDs on its preset, a gain worth recommending."""

@@ -8,9 +8,9 @@ kernels do not depend on the sizes beyond the grid.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable
 
 import pytest
 

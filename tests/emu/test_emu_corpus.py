@@ -4,7 +4,6 @@ groups, CUB) run on the emulator; outputs equal NumPy references."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

@@ -20,10 +20,10 @@ import pytest
 
 from tests.support.emu_support import Compiler, cuda_ptx  # noqa: F401 (cuda_ptx is a fixture)
 from tests.support.ptx_support import find_nvcc, require_compiler
-from tuiprof.toolchain.demangle import itanium_demangle
-from tuiprof.toolchain.names import find_symbol, read_name, source_enums
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
 from tuiprof.errors import TuiprofError
+from tuiprof.toolchain.demangle import itanium_demangle
+from tuiprof.toolchain.names import find_symbol, read_name, source_enums
 
 CORPUS = Path(__file__).resolve().parents[1] / "realcuda"
 KERNELS = sorted(p.stem for p in CORPUS.glob("*.cu"))

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import fold_measured
 import gpu_accuracy
 
-from tuiprof.demos import CATALOGUE
 from tuiprof.collect.gpu.ncu import METRICS, RESEARCH, metric_base
+from tuiprof.demos import CATALOGUE
 
 
 def dry_run(tmp_path: Path, **env: str) -> str:

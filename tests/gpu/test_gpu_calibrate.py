@@ -15,9 +15,22 @@ import numpy as np
 import pytest
 
 from tuiprof.arch import load_arch
-from tuiprof.arch.calibrate import (CalibrationError, Measurements, arch_toml, base_preset, calibrated_arch,
-                                    calibrated_path, capacity, fit_cache, line_size, random_chain, refine_capacity,
-                                    sector_size, strided_chain, write_calibrated)
+from tuiprof.arch.calibrate import (
+    CalibrationError,
+    Measurements,
+    arch_toml,
+    base_preset,
+    calibrated_arch,
+    calibrated_path,
+    capacity,
+    fit_cache,
+    line_size,
+    random_chain,
+    refine_capacity,
+    sector_size,
+    strided_chain,
+    write_calibrated,
+)
 from tuiprof.errors import ArchError
 
 T_HIT, T_MISS = 30.0, 250.0

@@ -13,10 +13,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -24,11 +24,11 @@ import pytest
 from tests.support.ptx_support import CUDA_DIR, find_nvcc, nvrtc_available
 from tuiprof.cli import main
 from tuiprof.collect.gpu.driver import DeviceInfo, GpuUnavailable, gpu_problem
+from tuiprof.collect.gpu.ncu import METRICS, ValidateError, measured_values, ncu_command, parse_ncu_csv
 from tuiprof.model.latency import Estimate
 from tuiprof.trace.data import StaticOp
-from tuiprof.collect.gpu.ncu import METRICS, ValidateError, measured_values, ncu_command, parse_ncu_csv
-from tuiprof.validate import Comparison, compare, predicted_sectors_per_request, render
 from tuiprof.trace.packed import lane_addresses
+from tuiprof.validate import Comparison, compare, predicted_sectors_per_request, render
 
 ROOT = Path(__file__).resolve().parents[2]
 no_gpu = pytest.mark.skipif(gpu_problem() is None, reason="a GPU is usable here")

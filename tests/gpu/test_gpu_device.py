@@ -11,14 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.ptx_support import DEMO_DIR
+from tests.support.ptx_support import DEMO_DIR, find_nvcc, nvrtc_available
 from tuiprof.collect import DeviceArray
 from tuiprof.collect.gpu.driver import EMULATOR_HINT, GpuUnavailable, gpu_problem, require_gpu
 from tuiprof.collect.gpu.params import pack_params
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.module import param_layout
-from tests.support.ptx_support import find_nvcc, nvrtc_available
 
 PTX = """
 .version 8.0
@@ -117,8 +116,8 @@ def test_struct_by_value_reaches_the_kernel(tmp_path: Path) -> None:
     collector's device (the emulator as its driver, the parameter buffer as pycuda passes it): the
     kernel reads back the values the launch script packed as NumPy structured scalars."""
     from tests.support.emu_driver import EmuDriver
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
+    from tuiprof.toolchain import build_program
 
     src = tmp_path / "byval.cu"
     src.write_text(STRUCT_KERNEL)
@@ -141,9 +140,9 @@ def test_a_device_closes_the_driver_it_opened(monkeypatch: pytest.MonkeyPatch) -
     module fails (pycuda aborts the process at exit when a context is left pushed: the first GPU
     run's `--cuda pycuda` validate printed that); a driver passed in stays open for its owner."""
     from tests.support.emu_driver import EmuDriver
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu import driver
     from tuiprof.collect.gpu.device import GpuDevice
+    from tuiprof.toolchain import build_program
 
     closed: list[int] = []
 
@@ -229,8 +228,8 @@ def test_a_texture_on_the_gpu_path_is_one_clear_refusal(tmp_path: Path) -> None:
     """Texture objects are emulated only (issue 22 item 4): on the GPU collector's device, making
     one is an error that says so and names the way that works, not a crash mid-launch."""
     from tests.support.emu_driver import EmuDriver
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
+    from tuiprof.toolchain import build_program
 
     src = tmp_path / "byval.cu"
     src.write_text(STRUCT_KERNEL)

@@ -12,8 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tuiprof.collect.gpu.records import (LOCAL_TRACE_BASE, RECORD_MAGIC, RecordsError, check_regions, cta_records,
-                                     decode_words, read_record_file, site_to_op, to_accesses)
+from tuiprof.collect.gpu.records import (
+    LOCAL_TRACE_BASE,
+    RECORD_MAGIC,
+    RecordsError,
+    check_regions,
+    cta_records,
+    decode_words,
+    read_record_file,
+    site_to_op,
+    to_accesses,
+)
 from tuiprof.ptx.instrument import LOCAL_TAG, SHARED_TAG, Site
 from tuiprof.trace.data import StaticOp
 

@@ -49,10 +49,10 @@ def _plain_then_recorded(script: Path, device_cc: tuple[int, int], flags: tuple[
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
     from tuiprof.collect.gpu.run import collect_gpu
     from tuiprof.ptx import parse_module
+    from tuiprof.toolchain import build_program
     from tuiprof.trace.snapshot import choose_snapshot
 
     ns = _setup(script)
@@ -125,8 +125,8 @@ def test_without_fused_multiply_add_outputs_are_bit_identical(device_cc: tuple[i
 def test_whole_program_end_to_end(tmp_path: Path, device_cc: tuple[int, int]) -> None:
     from tuiprof.arch import load_arch
     from tuiprof.arch.calibrate import base_preset
-    from tuiprof.toolchain.wholeprog import build_instrumented
     from tuiprof.collect.gpu.program_run import collect_program
+    from tuiprof.toolchain.wholeprog import build_instrumented
 
     shutil.copy(CUDA_DIR / "wholeprog_main.cu", tmp_path / "app.cu")
     prog = build_instrumented(["app.cu", f"-arch=sm_{device_cc[0]}{device_cc[1]}", "-o", "app"], cwd=tmp_path)
@@ -175,11 +175,11 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
     import dataclasses
 
     from tests.support.demo_launches import DEMOS, NativeEmuDriver
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice
     from tuiprof.collect.gpu.records import build_trace
     from tuiprof.ptx import parse_module
     from tuiprof.ptx.ops import static_ops
+    from tuiprof.toolchain import build_program
     from tuiprof.trace.data import Provenance, Snapshot, SourceFile
 
     source, setup, kernel, index, n_ctas = DEMOS[case]

@@ -6,9 +6,9 @@ launch scripts' outputs are the same with and without probes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import numpy as np
 import pytest

@@ -9,23 +9,24 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
+from tests.support import hostile as H
 from tests.support.cli_run import RUN, assert_one_error, tuiprof
 from tests.support.factories import make_trace
-from tests.support import hostile as H
 from tests.support.hostile_run import CAP, assert_clean_error, mknod, run_cli, snapshot
 from tuiprof.arch import load_arch
 from tuiprof.arch.spec import LIMITS
 from tuiprof.errors import ArchError, UsageError
-from tuiprof.trace.io import save_trace
 from tuiprof.trace.data import MAX_GRID_CTAS, Provenance
+from tuiprof.trace.io import save_trace
+
 
 def trace_naming(tmp_path: Path, arch: str) -> Path:
     addr = 0x7F0000000000 + np.arange(32, dtype=np.uint64).reshape(1, 32) * 4

@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support import hostile as H
 from tests.support.cli_run import RUN, assert_one_error, tuiprof
 from tests.support.factories import make_trace
-from tests.support import hostile as H
 from tests.support.hostile_run import PRELUDE_THEN_MAIN, ROOT, SLOW_WRITE, mknod
 from tuiprof.errors import OutputError
 from tuiprof.output import write_bytes_to, write_output
 from tuiprof.trace.io import load_trace, save_trace
+
 
 @pytest.fixture()
 def trace_file(tmp_path: Path) -> Path:

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.hostile_run import (PROGRAM, ROOT, assert_clean_error, kernel_file, mknod, run_cli,
-                                    snapshot)
+from tests.support.hostile_run import PROGRAM, ROOT, assert_clean_error, kernel_file, mknod, run_cli, snapshot
 from tuiprof.errors import BuildError
 
 RUN = ("--trials", "2", "--no-sweep")

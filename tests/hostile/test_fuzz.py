@@ -19,19 +19,19 @@ import random
 import re
 import resource
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from tests.support.factories import make_trace, random_trace
 from tests.support import hostile as H
+from tests.support.factories import make_trace, random_trace
 from tests.support.hostile_run import run_cli
 from tuiprof.errors import TuiprofError
-from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.data import CtaRecords
+from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.packed import lane_addresses
 
 SEED = 20261122

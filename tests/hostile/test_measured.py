@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from tests.support import hostile as H
 from tests.support.hostile_run import assert_clean_error, run_cli, snapshot
 from tuiprof.errors import TraceError
-from tuiprof.trace.io import load_trace
 from tuiprof.trace.data import MAX_MEASURED_CYCLES, measured_range
+from tuiprof.trace.io import load_trace
 
 RUN = ("--trials", "2", "--no-sweep")
 
@@ -93,8 +93,8 @@ def test_the_histogram_draws_every_value_the_loader_accepts(kv: tuple[str, float
 
 
 def test_a_measured_latency_at_the_top_of_its_range_is_drawn() -> None:
-    from tuiprof.tui.metrics import measured_value
     from tuiprof.model.latency import estimate
+    from tuiprof.tui.metrics import measured_value
     from tuiprof.tui.panes.histogram import Series, render_histogram
 
     v = np.array([400.0, 420.0, 410.0])

@@ -18,8 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.hostile_run import (PRELUDE_THEN_MAIN, PROGRAM, ROOT, SLOW_WRITE, assert_clean_error, kernel_file, mknod,
-                                    read_only_mount, run_cli, snapshot)
+from tests.support.hostile_run import (
+    PRELUDE_THEN_MAIN,
+    PROGRAM,
+    ROOT,
+    SLOW_WRITE,
+    assert_clean_error,
+    kernel_file,
+    mknod,
+    read_only_mount,
+    run_cli,
+    snapshot,
+)
 
 RUN = ("--trials", "2", "--no-sweep")
 

@@ -14,8 +14,8 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +23,8 @@ import pytest
 from tests.support import hostile as H
 from tests.support.hostile_run import ROOT, assert_clean_error, run_cli, snapshot
 from tuiprof.errors import OutputError, TraceError
-from tuiprof.trace.io import MAX_HEADER_BYTES, load_trace, read_header
 from tuiprof.trace.data import MAX_OPS, MAX_SOURCE_CHARS
+from tuiprof.trace.io import MAX_HEADER_BYTES, load_trace, read_header
 
 EXCEPTION_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")
 

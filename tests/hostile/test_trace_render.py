@@ -15,8 +15,8 @@ from tests.support import hostile as H
 from tests.support.hostile_run import run_cli, snapshot
 from tuiprof.report import document, render
 from tuiprof.session import RunConfig, Session
-from tuiprof.trace.io import load_trace
 from tuiprof.trace.data import MAX_LABEL_CHARS, MAX_LINE_CHARS
+from tuiprof.trace.io import load_trace
 
 # Anything a terminal could act on: C0 controls but the newline, DEL, C1 controls, and the
 # format characters that reorder text (bidirectional overrides and isolates).

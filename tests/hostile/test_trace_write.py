@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.support.factories import make_trace
 from tests.support import hostile as H
+from tests.support.factories import make_trace
 from tests.support.hostile_run import assert_clean_error, kernel_file, run_cli, snapshot
 from tuiprof.errors import TraceError
 from tuiprof.trace import io as trace_io
-from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.data import MAX_GRID_CTAS, MAX_NAME_CHARS, MAX_OPS, MAX_SOURCE_CHARS, Launch, Trace
+from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.packed import lane_addresses
 
 RUN = ("--trials", "2", "--no-sweep")

@@ -12,8 +12,16 @@ import pytest
 from tests.support.decision_runs import LINE, ONE_SM, THIN, run, thrash_trace
 from tests.support.factories import make_trace
 from tuiprof.arch.presets import load_arch
-from tuiprof.model.decisions import (DRAM_TX, L2_SECTORS, MEM_LD, coalescing_split, md_sample, sm_model,
-                                     trial_table, working_set_lines)
+from tuiprof.model.decisions import (
+    DRAM_TX,
+    L2_SECTORS,
+    MEM_LD,
+    coalescing_split,
+    md_sample,
+    sm_model,
+    trial_table,
+    working_set_lines,
+)
 from tuiprof.model.latency import memory_latency
 from tuiprof.model.mwp_cwp import MEMORY_BOUND
 from tuiprof.model.timing import ISSUE_BOUND, TIMING

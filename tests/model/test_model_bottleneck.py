@@ -8,11 +8,22 @@ import pytest
 
 from tuiprof.arch import load_arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.model.bottleneck import (GLOBAL, INSTRUCTION, SHARED, StageWork, Throughputs,
-                                      bank_conflict_degree, bottleneck, component_times,
-                                      gt200_throughputs, peak_global_bandwidth,
-                                      peak_instruction_throughput, peak_shared_bandwidth,
-                                      scaled_throughputs, shared_transactions)
+from tuiprof.model.bottleneck import (
+    GLOBAL,
+    INSTRUCTION,
+    SHARED,
+    StageWork,
+    Throughputs,
+    bank_conflict_degree,
+    bottleneck,
+    component_times,
+    gt200_throughputs,
+    peak_global_bandwidth,
+    peak_instruction_throughput,
+    peak_shared_bandwidth,
+    scaled_throughputs,
+    shared_transactions,
+)
 
 FULL = 0xFFFFFFFF
 

@@ -18,11 +18,23 @@ import pytest
 
 from tuiprof.arch import load_arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.model.md import (COMPUTE_BOUND_RATIO, MEASURED, THESIS, MdSample, decide_md,
-                              dram_read_increasing_rate, is_compute_bound, latency_growth_rate,
-                              pipeline_adverse_effect, predict_dram_reads, predict_from_measurements,
-                              predict_thesis, relative_performance_from_times, speedup_disagreement,
-                              step_rates)
+from tuiprof.model.md import (
+    COMPUTE_BOUND_RATIO,
+    MEASURED,
+    THESIS,
+    MdSample,
+    decide_md,
+    dram_read_increasing_rate,
+    is_compute_bound,
+    latency_growth_rate,
+    pipeline_adverse_effect,
+    predict_dram_reads,
+    predict_from_measurements,
+    predict_thesis,
+    relative_performance_from_times,
+    speedup_disagreement,
+    step_rates,
+)
 from tuiprof.model.timing import TIMING, KernelShape, MdTiming, Traffic, predict_timing
 
 C = 128  # L1 lines (16 KB / 128 B)

@@ -9,8 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuiprof.arch import load_arch
-from tuiprof.model.mwp_cwp import (COMPUTE_BOUND, INSTS_PER_MEM_INST, MEMORY_BOUND, NOT_ENOUGH_WARPS,
-                                   dram_bandwidth_gbs, insts_per_warp, mwp_cwp, mwp_cwp_for_arch)
+from tuiprof.model.mwp_cwp import (
+    COMPUTE_BOUND,
+    INSTS_PER_MEM_INST,
+    MEMORY_BOUND,
+    NOT_ENOUGH_WARPS,
+    dram_bandwidth_gbs,
+    insts_per_warp,
+    mwp_cwp,
+    mwp_cwp_for_arch,
+)
 
 # A machine for hand arithmetic: 1 GHz, 10 active SMs, 128 B per warp load, 100 blocks.
 BASE = dict(freq_ghz=1.0, active_sms=10, blocks=100, load_bytes_per_warp=128.0, issue_cycles=4.0,

@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 
 from tuiprof.errors import UsageError
-from tuiprof.model.sm_util import (ACCESS_WEIGHT, INST_WEIGHT, MEASURED, MODELED, cta_cost,
-                                   measured_sm_utilisation, modeled_sm_utilisation, sm_utilisation)
+from tuiprof.model.sm_util import (
+    ACCESS_WEIGHT,
+    INST_WEIGHT,
+    MEASURED,
+    MODELED,
+    cta_cost,
+    measured_sm_utilisation,
+    modeled_sm_utilisation,
+    sm_utilisation,
+)
 
 
 def test_measured_busy_fractions_by_hand() -> None:
@@ -107,11 +115,11 @@ def test_a_measured_timeline_says_when_the_probes_ran_at_lower_occupancy() -> No
     probes; when the probes ran fewer CTAs per SM, the measured SM figures say so (and only then)."""
     import dataclasses
 
+    from tuiprof import demos
     from tuiprof.arch import load_arch
     from tuiprof.collect.gpu.driver import DeviceInfo
     from tuiprof.collect.gpu.occupancy import probe_occupancy
     from tuiprof.model.decisions import sm_model
-    from tuiprof import demos
     from tuiprof.trace.io import load_trace
 
     t = load_trace(demos.demo_path("vecadd"))

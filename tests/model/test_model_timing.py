@@ -9,9 +9,20 @@ import pytest
 
 from tuiprof.arch import load_arch
 from tuiprof.model.mwp_cwp import MEMORY_BOUND, NOT_ENOUGH_WARPS
-from tuiprof.model.timing import (DEPARTURE_RANGE, DRAM_BOUND, L2_BANDWIDTH_RANGE, L2_BOUND, MWP_BOUND,
-                                  KernelShape, Traffic, constants, gain_range, kernel_time, mean_traffic,
-                                  predict_timing)
+from tuiprof.model.timing import (
+    DEPARTURE_RANGE,
+    DRAM_BOUND,
+    L2_BANDWIDTH_RANGE,
+    L2_BOUND,
+    MWP_BOUND,
+    KernelShape,
+    Traffic,
+    constants,
+    gain_range,
+    kernel_time,
+    mean_traffic,
+    predict_timing,
+)
 
 GTX480 = load_arch("gtx480")   # no L2 (Yen14 Table 8), DRAM 88.7 GB/s, 15 SMs at 1.4 GHz, 1-cycle issue
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from tests.support.factories import make_trace
+from tuiprof.model.advice import advice, hot_reason
 from tuiprof.model.analysis import Analysis, OpStats, running_std
 from tuiprof.model.latency import estimate
-from tuiprof.model.advice import advice, hot_reason
 from tuiprof.model.pattern import SAMPLE, address_pattern, address_patterns, ideal_sectors, ideal_sectors_per_op
 from tuiprof.trace.data import LANES, StaticOp
 

@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.support.ptx_support import (FIXTURES, compile_nvcc, compile_nvrtc, corpus_sources,  # noqa: E402
-                         demo_sources, min_arch)
+from tests.support.ptx_support import FIXTURES, compile_nvcc, compile_nvrtc, corpus_sources, demo_sources, min_arch  # noqa: E402
 
 
 def main(only: list[str]) -> None:

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.ptx_support import (CUDA_DIR, DEMO_DIR, compile_nvcc, corpus_sources, find_nvcc, fixtures,
-                                        source_for)
+from tests.support.ptx_support import CUDA_DIR, DEMO_DIR, compile_nvcc, corpus_sources, find_nvcc, fixtures, source_for
 from tuiprof.collect.gpu.records import site_to_op
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import COMPRESSED_BIT, CTL_SYMBOL, SITE_BITS, Instrumented, instrument, is_instrumented

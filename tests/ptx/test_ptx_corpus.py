@@ -9,9 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.ptx_support import (CUDA_DIR, DEMO_SOURCES, compile_nvcc, compile_nvrtc, corpus_sources, find_nvcc,
-                               fixture_text, fixtures, min_arch, nvrtc_available, replicate,
-                               source_for)
+from tests.support.ptx_support import (
+    CUDA_DIR,
+    DEMO_SOURCES,
+    compile_nvcc,
+    compile_nvrtc,
+    corpus_sources,
+    find_nvcc,
+    fixture_text,
+    fixtures,
+    min_arch,
+    nvrtc_available,
+    replicate,
+    source_for,
+)
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.module import Module
 from tuiprof.ptx.ops import resolve_loc, static_ops, user_file

@@ -7,10 +7,17 @@ import pytest
 
 from tests.support.ptx_support import DEMO_DIR, FIXTURES, compile_nvcc, find_nvcc
 from tuiprof.ptx import PtxError, parse_module
-from tuiprof.ptx.module import Module
-from tuiprof.ptx.module import ResolvedLoc
-from tuiprof.ptx.ops import (barrier_functions, candidates, instruction_location, memory_ops,
-                             sequence_starts, source_params, static_ops, user_file)
+from tuiprof.ptx.module import Module, ResolvedLoc
+from tuiprof.ptx.ops import (
+    barrier_functions,
+    candidates,
+    instruction_location,
+    memory_ops,
+    sequence_starts,
+    source_params,
+    static_ops,
+    user_file,
+)
 from tuiprof.trace import synth
 
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"

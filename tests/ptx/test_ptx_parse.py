@@ -8,8 +8,7 @@ import pytest
 
 from tuiprof.errors import TuiprofError
 from tuiprof.ptx import PtxError, parse_module
-from tuiprof.ptx.module import (Addr, Args, Imm, Label, NegPred, PredDest, Reg, Sink, SourceLoc,
-                               Special, Sym, Vec)
+from tuiprof.ptx.module import Addr, Args, Imm, Label, NegPred, PredDest, Reg, Sink, SourceLoc, Special, Sym, Vec
 
 HEADER = ".version 9.0\n.target sm_75\n.address_size 64\n"
 

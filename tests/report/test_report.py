@@ -13,9 +13,9 @@ import pytest
 from tests.support.factories import make_trace
 from tests.support.json_keys import json_keys
 from tuiprof.cli import main
+from tuiprof.demos import demo_path
 from tuiprof.report import build_report
 from tuiprof.session import DEFAULT_TOLERANCE, RunConfig
-from tuiprof.demos import demo_path
 from tuiprof.trace.io import save_trace
 
 ROOT = Path(__file__).resolve().parents[2]

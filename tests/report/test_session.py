@@ -10,8 +10,7 @@ import pytest
 
 from tests.support.factories import make_trace
 from tuiprof.errors import TuiprofError, UsageError
-from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
-                             TrialDone)
+from tuiprof.session import AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress, TrialDone
 
 
 def trace():

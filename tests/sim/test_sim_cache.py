@@ -133,8 +133,8 @@ def test_popcount_counts_the_low_32_bits_of_any_integer() -> None:
 
 def test_store_evict_makes_the_way_the_next_victim() -> None:
     # 1 set, 4 ways: A B C D resident; invalidating B must leave A C D resident when E comes in.
-    from tuiprof.sim.cache import cache_alloc, cache_find, cache_invalidate, cache_load_line
     from tuiprof.jit import njit
+    from tuiprof.sim.cache import cache_alloc, cache_find, cache_invalidate, cache_load_line
 
     @njit
     def scenario():

@@ -197,8 +197,8 @@ def test_coalescing_carries_the_dense_ids_of_its_requests() -> None:
 
 def test_the_working_set_per_cta_is_the_models_definition() -> None:
     from tests.support.factories import random_trace
-    from tuiprof.model.decisions import working_set_lines
     from tuiprof.demos import resolve_target
+    from tuiprof.model.decisions import working_set_lines
     from tuiprof.trace.io import load_trace
 
     for t in (random_trace(4, n=500, n_warps=12), load_trace(resolve_target("stencil7"))):

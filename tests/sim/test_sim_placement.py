@@ -65,10 +65,10 @@ def test_the_model_places_ctas_when_the_trace_has_no_or_foreign_sm_ids() -> None
 def test_the_h100_stencil_recording_runs_on_its_measured_sms() -> None:
     """stencil7 recorded on an H100: the L1 requests per SM are those of the CTAs its %smid put
     there (NumPy over the trace's own records), not those of ``k mod 132``."""
+    from tests.support.ptx_support import DEMO_DIR
     from tuiprof.arch import load_arch
     from tuiprof.sim.coalesce import coalesce_trace
     from tuiprof.trace.io import load_trace
-    from tests.support.ptx_support import DEMO_DIR
 
     t = load_trace(DEMO_DIR / "gpu" / "stencil7-h100.tptrace")
     arch = load_arch("h100")

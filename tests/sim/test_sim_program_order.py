@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from tests.support.sim_oracles import HIT_COUNTERS, guaranteed_misses, program_order_counts
 from tests.support.sim_traces import lanes, op, trace_of
 from tuiprof.arch import load_arch
-from tuiprof.sim.prepared import default_md, pack_arch, prepare
-from tuiprof.sim.trial import trial_arrays
-from tuiprof.sim.results import C_L1_RA, C_L1_RH, C_L2_RA, C_L2_RH
 from tuiprof.demos import demo_names, demo_path, load
+from tuiprof.sim.prepared import default_md, pack_arch, prepare
+from tuiprof.sim.results import C_L1_RA, C_L1_RH, C_L2_RA, C_L2_RH
+from tuiprof.sim.trial import trial_arrays
 
 PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")
 LINE = 128

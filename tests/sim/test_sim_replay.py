@@ -14,10 +14,10 @@ from tests.support.factories import random_trace
 from tests.support.sim_runs import EDGE, assert_identical, contended_trace, rewrite_trace
 from tests.support.sim_traces import FULL, lanes, op, small_arch, trace_of
 from tuiprof.arch import load_arch
+from tuiprof.demos import demo_names, demo_path, resolve_target
 from tuiprof.sim.prepared import default_md, pack_arch, prepare
 from tuiprof.sim.replay import SCAN_MAX_ASSOC, Geometry, hdel, hfind, hput
 from tuiprof.sim.trial import run_trial
-from tuiprof.demos import demo_names, demo_path, resolve_target
 from tuiprof.trace.io import load_trace
 
 PRESETS = ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100")

@@ -9,8 +9,19 @@ import numpy as np
 import pytest
 
 from tuiprof.sim.rng import rng_new
-from tuiprof.sim.schedule import (SKEW_MAX, _stable_order, draw_entries, draw_joins, draw_weights, lag_share, merge_order,
-                                   order_accesses, resident_set_accesses, schedule, weighted_round_robin)
+from tuiprof.sim.schedule import (
+    SKEW_MAX,
+    _stable_order,
+    draw_entries,
+    draw_joins,
+    draw_weights,
+    lag_share,
+    merge_order,
+    order_accesses,
+    resident_set_accesses,
+    schedule,
+    weighted_round_robin,
+)
 
 
 def layout(seqs_per_warp, warps_per_cta, S):

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from tuiprof.arch import load_arch
+from tuiprof.demos import demo_path, load
 from tuiprof.sim.montecarlo import MonteCarlo
 from tuiprof.sim.results import TrialResult
-from tuiprof.trace import synth
-from tuiprof.demos import demo_path, load
 from tuiprof.stats import t975
+from tuiprof.trace import synth
 
 
 def trials(trace, arch_name: str, n: int) -> list[TrialResult]:

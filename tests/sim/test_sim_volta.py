@@ -303,9 +303,9 @@ def test_before_volta_the_l1_is_the_presets_split(preset: str) -> None:
 
 
 def test_a_session_simulates_the_carve_out_l1_unless_the_l1_is_set() -> None:
+    from tuiprof.demos import resolve_target
     from tuiprof.report import build_report
     from tuiprof.session import RunConfig, Session
-    from tuiprof.demos import resolve_target
     from tuiprof.trace.io import load_trace
 
     t = load_trace(resolve_target("transpose-tiled"))
@@ -324,8 +324,8 @@ def test_a_session_simulates_the_carve_out_l1_unless_the_l1_is_set() -> None:
 
 
 def test_the_sweep_simulates_each_md_with_its_own_l1() -> None:
-    from tuiprof.session import RunConfig, Session
     from tuiprof.demos import resolve_target
+    from tuiprof.session import RunConfig, Session
     from tuiprof.trace.io import load_trace
 
     t = load_trace(resolve_target("transpose-tiled"))

@@ -70,8 +70,8 @@ def test_the_warm_up_runs_first_on_every_sm_and_in_the_merged_stream() -> None:
     warm-up accesses before its counted ones, every warm-up access of the merged stream before
     any counted one; product and reference kernels agree trial for trial."""
     from tests.support.sim_runs import differences
-    from tuiprof.sim.schedule import order_accesses
     from tuiprof.sim.rng import rng_new
+    from tuiprof.sim.schedule import order_accesses
     from tuiprof.trace.data import CtaRecords
 
     rng = np.random.default_rng(7)

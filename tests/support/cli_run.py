@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 RUN = ("--trials", "2", "--no-sweep")
 """A quick report: two trials, no MD sweep."""
 

@@ -21,7 +21,6 @@ from tuiprof.ptx import parse_module
 from tuiprof.ptx.cfg import ipdom
 from tuiprof.ptx.module import Function, Module, SourceLoc
 
-
 CONST_BANK = 0x7E40_0000_0000
 """Where this driver keeps a module's constant bank in device memory (as a GPU backs it), so that
 cuModuleGetGlobal of a ``__constant__`` variable gives an address the host can write."""

@@ -4,8 +4,8 @@ NumPy inputs."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.trace.data import (LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile,
-                                 StaticOp, Trace)
+from tuiprof.trace.data import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
 
 SOURCE = "__global__ void k(float *a) {\n  a[threadIdx.x] = a[threadIdx.x] + 1.0f;\n}\n"
 

@@ -4,7 +4,6 @@ setup body (`script_text`), and a prelude that fills the disk under Numba's cach
 
 from __future__ import annotations
 
-
 KERNELS = r"""
 __global__ void spin(volatile int *flag, int *out)
 {

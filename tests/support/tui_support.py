@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from tuiprof.session import RunConfig, Session
 

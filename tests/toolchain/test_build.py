@@ -22,17 +22,16 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import run_without_nvcc
-from tuiprof.toolchain import BuildError, Program, build_program, choose_target
+from tuiprof.cli import main
+from tuiprof.toolchain import BuildError, Program, build_program, choose_target, locate
 from tuiprof.toolchain import cache as build_cache
-from tuiprof.toolchain import locate
 from tuiprof.toolchain.cubin import kernel_resources, read_elf
 from tuiprof.toolchain.demangle import demangle
 from tuiprof.toolchain.diagnostics import summarize_errors
 from tuiprof.toolchain.flags import normalize_flags
 from tuiprof.toolchain.init_script import write_launch_script
-from tuiprof.toolchain.signature import entry_params, kernel_signatures, parse_param
 from tuiprof.toolchain.locate import find_nvcc, nvrtc_compiler
-from tuiprof.cli import main
+from tuiprof.toolchain.signature import entry_params, kernel_signatures, parse_param
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = Path(__file__).resolve().parents[1] / "cuda"

@@ -19,12 +19,19 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import CUDA_DIR, find_nvcc
-from tuiprof.toolchain.wholeprog import (RUNTIME_SOURCE, WRAP_FLAGS, WholeProgram, build_instrumented, check_args,
-                                     load_whole_program, parse_dryrun)
 from tuiprof.collect.gpu.records import RECORD_MAGIC, cta_records, read_record_file
 from tuiprof.errors import BuildError, TuiprofError
 from tuiprof.ptx import parse_module
 from tuiprof.ptx.instrument import CTL_SYMBOL, instrument
+from tuiprof.toolchain.wholeprog import (
+    RUNTIME_SOURCE,
+    WRAP_FLAGS,
+    WholeProgram,
+    build_instrumented,
+    check_args,
+    load_whole_program,
+    parse_dryrun,
+)
 
 needs_toolkit = pytest.mark.skipif(find_nvcc() is None or shutil.which("g++") is None,
                                    reason="nvcc and g++ are needed to build whole programs")
@@ -126,9 +133,9 @@ def test_two_units_with_rdc_link(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match="no instrumented module defines kernel nothere"):
         prog.module_with("nothere")
     # the kernel's op table covers the device function it calls in the other unit
-    from tuiprof.toolchain.wholeprog import linked_module
     from tuiprof.collect.gpu.records import site_to_op
     from tuiprof.ptx.ops import static_ops
+    from tuiprof.toolchain.wholeprog import linked_module
 
     main = prog.module_with("_Z5applyPfPKfi")
     module, lent = linked_module(prog, main)
@@ -365,7 +372,8 @@ def test_instrumented_units_keep_the_plain_occupancy(tmp_path: Path) -> None:
 
     from tuiprof.arch import load_arch
     from tuiprof.arch.occupancy import register_cap
-    from tuiprof.toolchain.wholeprog import _instrument_file, ptxas_report as _ptxas_report
+    from tuiprof.toolchain.wholeprog import _instrument_file
+    from tuiprof.toolchain.wholeprog import ptxas_report as _ptxas_report
 
     fixture = Path(__file__).parents[1] / "ptx" / "nvcc" / "demo_matmul_tiles.sm75.ptx"
     ptx = tmp_path / "unit.ptx"

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from tests.support.factories import make_trace, random_trace
 from tuiprof.errors import OutputError, TraceError
-from tuiprof.trace.io import HEADER, load_trace, read_header, save_trace
 from tuiprof.trace.data import CtaRecords
+from tuiprof.trace.io import HEADER, load_trace, read_header, save_trace
 from tuiprof.trace.packed import lane_addresses
 
 FIELDS = ("warp_offsets", "warp_cta", "warp_index", "op", "mask")
@@ -204,8 +204,8 @@ def test_ptx_lists_and_barrier_pairs_round_trip_and_give_way_to_the_header_cap(t
     import dataclasses
 
     from tests.support.factories import make_trace
-    from tuiprof.trace.io import load_trace, save_trace
     from tuiprof.trace.data import MAX_OP_PTX
+    from tuiprof.trace.io import load_trace, save_trace
 
     t = make_trace([[4 * i for i in range(32)]] * 2, ops=[0, 1], kinds=("load", "store"))
     ops = (dataclasses.replace(t.ops[0], ptx=((12, "ld.global.f32 %f1, [%rd4];"),), barrier_after=(1,)), t.ops[1])

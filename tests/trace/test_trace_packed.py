@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.factories import random_trace
 from tuiprof.errors import TraceError
-from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.data import LANES, PackedLanes, Trace
+from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.packed import lane_addresses
 
 FIXTURE_DEMO = Path(__file__).resolve().parents[2] / "demo_traces" / "transpose-tiled.tptrace"

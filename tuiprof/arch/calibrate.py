@@ -25,16 +25,16 @@ says which values are measured and which come from it.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import numpy as np
 
 from tuiprof import units
-from tuiprof.arch.spec import Arch, arch_from_mapping, arch_to_mapping
 from tuiprof.arch.presets import CALIBRATED, calibrated_path
+from tuiprof.arch.spec import Arch, arch_from_mapping, arch_to_mapping
 from tuiprof.errors import TuiprofError
 
 # --------------------------------------------------------------------------- analysis

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 from tuiprof.arch.spec import Arch, arch_from_mapping
 from tuiprof.errors import ArchError

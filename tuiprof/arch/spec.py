@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
-from collections.abc import Mapping
 
 from tuiprof.errors import ArchError
 from tuiprof.units import size

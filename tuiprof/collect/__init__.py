@@ -12,9 +12,9 @@ Nothing heavy is imported here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
-from collections.abc import Sequence
 
 import numpy as np
 

@@ -34,8 +34,8 @@ from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.trace.data import Provenance, Snapshot, Trace
 
 if TYPE_CHECKING:
-    from tuiprof.toolchain.program import KernelResources
     from tuiprof.ptx.module import Function
+    from tuiprof.toolchain.program import KernelResources
 
 
 class CollectRequest(Protocol):
@@ -123,8 +123,8 @@ def collect_trace(source: Path, config: CollectRequest, progress: Progress = ign
     emulator; `progress` hears each phase (compiling, each launch and its CTAs, recording)."""
     opts = config.collect
     if not opts.compile_command:
-        from tuiprof.toolchain.headers import CUDA_SOURCE
         from tuiprof.files import regular_file_problem
+        from tuiprof.toolchain.headers import CUDA_SOURCE
 
         problem = regular_file_problem(source, CUDA_SOURCE)
         if problem is not None:
@@ -208,10 +208,10 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
 def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest, progress: Progress = ignore) -> Trace:
     """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.toolchain.compile import load_program
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
     from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
+    from tuiprof.toolchain.compile import load_program
     from tuiprof.trace.data import Launch
     from tuiprof.trace.snapshot import choose_snapshot
 

@@ -17,10 +17,10 @@ import io
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
-from collections.abc import Callable
 
 from tuiprof.errors import TuiprofError
 from tuiprof.files import FileRole, read_regular

@@ -27,9 +27,9 @@ import json
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
-from collections.abc import Iterable
 
 from tuiprof import __version__
 from tuiprof.resources import user_cache_dir

@@ -16,10 +16,10 @@ relative change are the report's (mean traffic), the test is over the per-trial 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -67,8 +67,8 @@ def run_side(side: Side, cache: "RunCache | None", note: Callable[[str], None] =
     no load."""
     from tuiprof.compare.cache import file_digest, run_key, trace_digest
     from tuiprof.compare.record import record_of
-    from tuiprof.session import Session, arch_for
     from tuiprof.demos import load, resolve_target
+    from tuiprof.session import Session, arch_for
     from tuiprof.trace.io import read_header
 
     shown = printable(side.target, 80)

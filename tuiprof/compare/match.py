@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping, Sequence
 
 if TYPE_CHECKING:
     from tuiprof.trace.data import Trace

@@ -9,9 +9,9 @@ convergence of the standard deviation with the number of trials (Fig. 7).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from collections.abc import Sequence
 
 import numpy as np
 
 from tuiprof.arch.spec import Arch
-from tuiprof.model.latency import memory_latency, op_latency
 from tuiprof.model.bottleneck import Bottleneck, StageWork, bottleneck, scaled_throughputs
+from tuiprof.model.latency import memory_latency, op_latency
 from tuiprof.model.md import MdDecision, MdSample
 from tuiprof.model.mwp_cwp import INSTS_PER_MEM_INST, MwpCwp
 from tuiprof.model.sm_util import SmUtilisation, sm_utilisation

@@ -22,9 +22,9 @@ against hardware counters: a few points of hit ratio).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from collections.abc import Sequence
 
 import numpy as np
 

@@ -34,11 +34,11 @@ shared memory that caps residency at the recommended MD (`dynamic_shared_for_md`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import dynamic_shared_for_md, occupancy
+from tuiprof.arch.spec import Arch
 from tuiprof.errors import UsageError
 from tuiprof.model.timing import TIMING, MdTiming
 

@@ -29,9 +29,8 @@ other warp (Zhang11 sec. 4.2 counts them as transactions: `tuiprof.model.decisio
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -15,9 +15,9 @@ continued fraction (modified Lentz; Numerical Recipes 6.4), so no table and no l
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from collections.abc import Sequence
 
 if TYPE_CHECKING:
     import numpy as np

@@ -28,8 +28,8 @@ delays (the Arch's values are derived from bandwidth shares) and the sustained L
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 

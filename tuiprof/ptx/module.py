@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 from tuiprof.errors import TuiprofError
 
-
 NEWEST_PTX_ISA = (9, 9)
 """The newest PTX ISA version whose instructions tuiprof reads (PTX ISA 6.x-9.x, sm_75-sm_90)."""
 

@@ -45,9 +45,21 @@ from tuiprof.ptx.address import AddressForms, instruction_text
 from tuiprof.ptx.cfg import build_cfg
 from tuiprof.ptx.dataflow import defs_uses, registers_of
 from tuiprof.ptx.labels import Access, Candidate, candidates, label_accesses, plain_name, source_params, statement_text
-from tuiprof.ptx.module import (TYPE_SIZES, Addr, Function, Imm, Instruction, Module,
-                               PtxError, Reg, ResolvedLoc, SourceLoc,
-                               Sym, TexAddr, is_system_path)
+from tuiprof.ptx.module import (
+    TYPE_SIZES,
+    Addr,
+    Function,
+    Imm,
+    Instruction,
+    Module,
+    PtxError,
+    Reg,
+    ResolvedLoc,
+    SourceLoc,
+    Sym,
+    TexAddr,
+    is_system_path,
+)
 from tuiprof.trace.data import MAX_OP_PTX, MAX_SOURCE_CHARS, OpKind, SourceFile, Space, StaticOp
 
 LOAD_OPCODES = frozenset({"ld", "ldu"})

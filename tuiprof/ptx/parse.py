@@ -13,9 +13,31 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from tuiprof.ptx.module import (NEWEST_PTX_ISA, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
-                               NegPred, Operand, Param, PredDest, PtxError, Reg, Sink, SourceLoc,
-                               Special, Sym, TexAddr, Variable, Vec, is_system_path)
+from tuiprof.ptx.module import (
+    NEWEST_PTX_ISA,
+    TYPE_SIZES,
+    Addr,
+    Args,
+    Function,
+    Imm,
+    Instruction,
+    Label,
+    Module,
+    NegPred,
+    Operand,
+    Param,
+    PredDest,
+    PtxError,
+    Reg,
+    Sink,
+    SourceLoc,
+    Special,
+    Sym,
+    TexAddr,
+    Variable,
+    Vec,
+    is_system_path,
+)
 
 # --------------------------------------------------------------------------- lexical pieces
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount  # noqa: F401 (popcount: re-exported)
 
+
 class Replacement(IntEnum):
     """A cache's replacement policy (the Arch's ``replacement``; pycachesim's numbering). The
     trial kernels take it as an int: Numba reads the members as compile-time constants."""

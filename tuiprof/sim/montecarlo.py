@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from collections.abc import Callable, Iterator, Sequence
 
 from tuiprof.arch.spec import Arch
 from tuiprof.errors import UsageError

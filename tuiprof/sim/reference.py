@@ -48,14 +48,69 @@ import numpy as np
 from tuiprof.arch.spec import Arch
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, target, xor_fold, xor_table
-from tuiprof.sim.cache import (DIRTY, RANDOM, VALID, cache_alloc, cache_fill_slot, cache_find, cache_invalidate,
-                               cache_set, expand_sectors, full_sectors, get_mask, get_tag, hslot, placed, touch, victim)
-from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
-                                  P_DR_IL, P_DR_MISS, P_DR_POLY, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL,
-                                  P_L1_CPS, P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L2_CPF, P_L2_ON, P_L2_POLY,
-                                  P_L2_WB, P_SM, STORE_EVICT, STORE_NO_ALLOCATE, Prepared)
-from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
-                                 N_COUNTS, TrialResult)
+from tuiprof.sim.cache import (
+    DIRTY,
+    RANDOM,
+    VALID,
+    cache_alloc,
+    cache_fill_slot,
+    cache_find,
+    cache_invalidate,
+    cache_set,
+    expand_sectors,
+    full_sectors,
+    get_mask,
+    get_tag,
+    hslot,
+    placed,
+    touch,
+    victim,
+)
+from tuiprof.sim.prepared import (
+    OP_STORE,
+    P_DR_BANKS,
+    P_DR_BASE,
+    P_DR_BURST,
+    P_DR_CH,
+    P_DR_GROUP,
+    P_DR_HIT,
+    P_DR_IL,
+    P_DR_MISS,
+    P_DR_POLY,
+    P_DR_ROW,
+    P_DR_TX,
+    P_HASH,
+    P_L1_ASSOC,
+    P_L1_CPL,
+    P_L1_CPS,
+    P_L1_LRU,
+    P_L1_ON,
+    P_L1_PARTS,
+    P_L1_SETS,
+    P_L1_STORE,
+    P_L2_CPF,
+    P_L2_ON,
+    P_L2_POLY,
+    P_L2_WB,
+    P_SM,
+    STORE_EVICT,
+    STORE_NO_ALLOCATE,
+    Prepared,
+)
+from tuiprof.sim.results import (
+    C_DR,
+    C_DW,
+    C_L1_RA,
+    C_L1_REQ,
+    C_L1_RH,
+    C_L1_WA,
+    C_L2_RA,
+    C_L2_RH,
+    C_L2_WA,
+    C_L2_WH,
+    N_COUNTS,
+    TrialResult,
+)
 from tuiprof.sim.rng import rng_below, rng_below_at, rng_new, rng_streams
 from tuiprof.sim.schedule import order_accesses
 

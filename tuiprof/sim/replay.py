@@ -53,10 +53,10 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from dataclasses import astuple, dataclass
 from collections.abc import Callable
-from typing import Any, cast
+from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -64,13 +64,54 @@ from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, plain_kernel, popc
 from tuiprof.sim.addressing import HASH_XOR, divider, hash_polynomial, udivmod, xor_fold, xor_table
 from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import LRU, MRU, RANDOM, expand_sectors, full_sectors
-from tuiprof.sim.prepared import (OP_STORE, P_DR_BANKS, P_DR_BASE, P_DR_BURST, P_DR_CH, P_DR_GROUP, P_DR_HIT,
-                                  P_DR_IL, P_DR_MISS, P_DR_ROW, P_DR_TX, P_HASH, P_L1_ASSOC, P_L1_CPL, P_L1_CPS,
-                                  P_L1_LRU, P_L1_ON, P_L1_PARTS, P_L1_SETS, P_L1_STORE, P_L1_WAYS_MAX, P_L2_ASSOC, P_L2_CPF,
-                                  P_L2_CPL, P_L2_CPS, P_L2_LRU, P_L2_ON, P_L2_PARTS, P_L2_SETS, P_L2_WB, P_SM,
-                                  STORE_EVICT, STORE_NO_ALLOCATE)
-from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
-                                 N_COUNTS)
+from tuiprof.sim.prepared import (
+    OP_STORE,
+    P_DR_BANKS,
+    P_DR_BASE,
+    P_DR_BURST,
+    P_DR_CH,
+    P_DR_GROUP,
+    P_DR_HIT,
+    P_DR_IL,
+    P_DR_MISS,
+    P_DR_ROW,
+    P_DR_TX,
+    P_HASH,
+    P_L1_ASSOC,
+    P_L1_CPL,
+    P_L1_CPS,
+    P_L1_LRU,
+    P_L1_ON,
+    P_L1_PARTS,
+    P_L1_SETS,
+    P_L1_STORE,
+    P_L1_WAYS_MAX,
+    P_L2_ASSOC,
+    P_L2_CPF,
+    P_L2_CPL,
+    P_L2_CPS,
+    P_L2_LRU,
+    P_L2_ON,
+    P_L2_PARTS,
+    P_L2_SETS,
+    P_L2_WB,
+    P_SM,
+    STORE_EVICT,
+    STORE_NO_ALLOCATE,
+)
+from tuiprof.sim.results import (
+    C_DR,
+    C_DW,
+    C_L1_RA,
+    C_L1_REQ,
+    C_L1_RH,
+    C_L1_WA,
+    C_L2_RA,
+    C_L2_RH,
+    C_L2_WA,
+    C_L2_WH,
+    N_COUNTS,
+)
 from tuiprof.sim.rng import rng_below, rng_below_at, rng_streams
 
 WRITEBACK = -2

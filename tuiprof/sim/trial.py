@@ -18,8 +18,20 @@ import numpy as np
 from tuiprof.arch.spec import Arch
 from tuiprof.sim.prepared import P_L1_LINE, P_SM, Prepared, pack_arch
 from tuiprof.sim.replay import Geometry, replay_kernel, runtime_params
-from tuiprof.sim.results import (C_DR, C_DW, C_L1_RA, C_L1_REQ, C_L1_RH, C_L1_WA, C_L2_RA, C_L2_RH, C_L2_WA, C_L2_WH,
-                                 TrialResult, latency_counts)
+from tuiprof.sim.results import (
+    C_DR,
+    C_DW,
+    C_L1_RA,
+    C_L1_REQ,
+    C_L1_RH,
+    C_L1_WA,
+    C_L2_RA,
+    C_L2_RH,
+    C_L2_WA,
+    C_L2_WH,
+    TrialResult,
+    latency_counts,
+)
 from tuiprof.sim.rng import rng_new
 from tuiprof.sim.schedule import order_accesses
 

@@ -5,10 +5,10 @@ launch-script generator of ``tuiprof init`` is `tuiprof.toolchain.init_script`. 
 package loads no CUDA library: NVRTC is imported on the first compile that needs it.
 """
 
-from tuiprof.toolchain.compile import build_program
-from tuiprof.toolchain.program import KernelInfo, KernelResources, Program, InputFile
-from tuiprof.toolchain.locate import choose_target, find_compiler
 from tuiprof.errors import BuildError
+from tuiprof.toolchain.compile import build_program
+from tuiprof.toolchain.locate import choose_target, find_compiler
+from tuiprof.toolchain.program import InputFile, KernelInfo, KernelResources, Program
 
 __all__ = ["BuildError", "KernelInfo", "KernelResources", "Program", "InputFile", "build_program",
            "choose_target", "find_compiler"]

@@ -13,12 +13,12 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from collections.abc import Sequence
 
-from tuiprof.toolchain.program import KernelInfo, KernelResources, Program, InputFile
 from tuiprof.resources import user_cache_dir
+from tuiprof.toolchain.program import InputFile, KernelInfo, KernelResources, Program
 
 CACHE_VERSION = 1
 MAX_ENTRIES = 256

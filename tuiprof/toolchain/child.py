@@ -33,10 +33,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
-from collections.abc import Iterator, Mapping, Sequence
 
 from tuiprof.errors import BuildError
 from tuiprof.output import sweep_stale

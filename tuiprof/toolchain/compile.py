@@ -4,19 +4,19 @@ private temporary folder (never beside the user's source) and caches the result.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
+from tuiprof.errors import BuildError
+from tuiprof.progress import Phase, Progress, ignore
 from tuiprof.toolchain import cache as build_cache
 from tuiprof.toolchain.child import temp_folder
 from tuiprof.toolchain.compilers import Compiled, compile_nvcc, compile_nvrtc, ptx_entries
 from tuiprof.toolchain.demangle import demangle
 from tuiprof.toolchain.flags import normalize_flags
 from tuiprof.toolchain.headers import local_headers, read_source
-from tuiprof.toolchain.program import KernelInfo, KernelResources, Program, InputFile
 from tuiprof.toolchain.locate import Nvcc, choose_target, find_compiler
-from tuiprof.errors import BuildError
-from tuiprof.progress import Phase, Progress, ignore
+from tuiprof.toolchain.program import InputFile, KernelInfo, KernelResources, Program
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -83,8 +83,8 @@ def ptx_program(source: str | os.PathLike[str], *, compute_capability: tuple[int
     ``.py`` file for Triton or Numba), read when the trace is made."""
     import re
 
-    from tuiprof.toolchain.wholeprog import ptxas_report
     from tuiprof.toolchain.locate import find_nvcc, nvcc_compiler
+    from tuiprof.toolchain.wholeprog import ptxas_report
 
     path = Path(source).expanduser().resolve()
     text = read_source(path).decode("utf-8", "replace")

@@ -17,13 +17,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuiprof.errors import BuildError
 from tuiprof.toolchain import nvrtc_child
 from tuiprof.toolchain.child import limit_words, run_bounded
 from tuiprof.toolchain.cubin import kernel_resources
 from tuiprof.toolchain.diagnostics import missing_include, summarize_errors, warnings_of
-from tuiprof.toolchain.program import KernelResources
 from tuiprof.toolchain.locate import Nvcc, Nvrtc
-from tuiprof.errors import BuildError
+from tuiprof.toolchain.program import KernelResources
 
 MAX_OUTPUT_BYTES = 1 << 20
 """How much of a compiler's log is read back."""

@@ -24,8 +24,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from tuiprof.toolchain.program import KernelResources
 from tuiprof.errors import BuildError
+from tuiprof.toolchain.program import KernelResources
 
 EIFMT_SVAL = 0x04
 EIATTR_FRAME_SIZE = 0x11

@@ -15,8 +15,8 @@ import ctypes.util
 import functools
 import shutil
 import subprocess
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 
 def demangle(name: str) -> str:

@@ -17,8 +17,8 @@ own message.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 from tuiprof.errors import BuildError
 

@@ -17,8 +17,8 @@ bounds and the 1024 threads of a CTA.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from tuiprof.ptx.address import AddressForm
 from tuiprof.ptx.labels import index_form, match_bracket

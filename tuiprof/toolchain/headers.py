@@ -15,12 +15,12 @@ and headers are read with `tuiprof.files`, the one bounded regular-file reader.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
-from tuiprof.toolchain.program import InputFile
 from tuiprof.errors import BuildError
 from tuiprof.files import FileRole, read_regular, read_regular_text, regular_file_problem
+from tuiprof.toolchain.program import InputFile
 from tuiprof.trace.data import MAX_SOURCE_CHARS
 
 MAX_HEADERS = 64

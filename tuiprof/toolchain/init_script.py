@@ -29,18 +29,27 @@ from __future__ import annotations
 import keyword
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Sequence
 
-from tuiprof.toolchain.geometry import Geometry, evaluate, launch_geometry
-from tuiprof.toolchain.program import KernelInfo, Program
-from tuiprof.toolchain.signature import (ITEMSIZE, EntryParam, KernelParam, KernelSignature, classify,
-                                     demangled_params, entry_params, kernel_signatures, strip_comments,
-                                     type_aliases)
 from tuiprof.errors import BuildError, OutputError
 from tuiprof.output import check_output, shown, write_bytes_to
+from tuiprof.toolchain.geometry import Geometry, evaluate, launch_geometry
+from tuiprof.toolchain.program import KernelInfo, Program
+from tuiprof.toolchain.signature import (
+    ITEMSIZE,
+    EntryParam,
+    KernelParam,
+    KernelSignature,
+    classify,
+    demangled_params,
+    entry_params,
+    kernel_signatures,
+    strip_comments,
+    type_aliases,
+)
 
 if TYPE_CHECKING:
     from tuiprof.toolchain.names import Enums
@@ -100,8 +109,8 @@ def plan_launches(source_name: str, text: str, program: Program | None,
     """(one plan per launchable kernel, notes on what was left out), for the source `text` named
     `source_name`, its local `headers` as (name, text), and its compiled `program` (None when no
     compiler was available: then names are not checked and C++ kernels are named unmangled)."""
-    from tuiprof.toolchain.names import source_enums
     from tuiprof.ptx.labels import source_scope
+    from tuiprof.toolchain.names import source_enums
 
     signatures: list[tuple[str, str, KernelSignature, dict[str, str]]] = []
     for name, body in ((source_name, text), *headers):
@@ -519,9 +528,9 @@ def write_launch_script(kernel: str | os.PathLike[str], output: str | os.PathLik
     report` profiles for, so that both read the same PTX), which the script then names as its
     ``ARCH`` when given; with no compiler at all, the source alone is used."""
     from tuiprof.arch.presets import load_arch
+    from tuiprof.collect.options import DEFAULT_CU_ARCH
     from tuiprof.toolchain.compile import build_program
     from tuiprof.toolchain.headers import read_text
-    from tuiprof.collect.options import DEFAULT_CU_ARCH
 
     source = Path(kernel).expanduser()
     target = Path(output).expanduser() if output is not None else source.with_name(f"{source.stem}_launch.py")

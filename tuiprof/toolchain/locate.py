@@ -14,9 +14,9 @@ import functools
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 
 from tuiprof.errors import BuildError
 

@@ -20,11 +20,11 @@ when written) are the same.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from tuiprof.toolchain.demangle import demangle
 from tuiprof.errors import TuiprofError
+from tuiprof.toolchain.demangle import demangle
 
 HIDDEN_SCOPE = re.compile(r"^(?:(?:CUB|THRUST|CCCL|LIBCUDACXX)_\d+(?:_SM_\d+)*(?:_NS)?|__\d+|_INTERNAL_\w*"
                           r"|\(anonymous namespace\)|_GLOBAL__N\w*)$")

@@ -38,22 +38,22 @@ import re
 import shlex
 import shutil
 import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Sequence
 
 from tuiprof.arch import load_arch
 from tuiprof.arch.calibrate import base_preset
 from tuiprof.arch.occupancy import next_register_cap, register_cap
-from tuiprof.toolchain.child import ChildResult, limit_words, run_bounded, temp_folder
-from tuiprof.toolchain.compilers import parse_ptxas_report
-from tuiprof.toolchain.program import KernelResources
-from tuiprof.toolchain.locate import find_nvcc
 from tuiprof.errors import BuildError, OutputError
 from tuiprof.files import FileRole, read_regular
 from tuiprof.ptx.instrument import Site, instrument_capped
 from tuiprof.ptx.module import Module, PtxError, SourceLoc
 from tuiprof.resources import user_cache_dir
+from tuiprof.toolchain.child import ChildResult, limit_words, run_bounded, temp_folder
+from tuiprof.toolchain.compilers import parse_ptxas_report
+from tuiprof.toolchain.locate import find_nvcc
+from tuiprof.toolchain.program import KernelResources
 
 WRAP_FLAGS = ("-Wl,--wrap=__cudaLaunchKernel", "-Wl,--wrap=__cudaLaunchKernel_ptsz", "-Wl,--wrap=cudaLaunchKernel")
 """Linker flags that route every kernel launch through the host runtime."""
@@ -364,8 +364,8 @@ def build_instrumented(args: Sequence[str], output: str | os.PathLike[str] | Non
                              "the kernels of the program's own files)")
         left = sorted({k for m in modules for k in m.plain_kernels} - {k for m in modules for k in m.kernels})
         if left and not kernels:
-            from tuiprof.toolchain.demangle import demangle
             from tuiprof.output import note
+            from tuiprof.toolchain.demangle import demangle
 
             note(f"tuiprof build: {len(left)} library kernel(s) (Thrust, CUB...) run without probes, e.g. "
                  f"{demangle(left[0])[:100]}; `tuiprof build --kernel NAME ...` probes one of them")
@@ -526,9 +526,9 @@ def _user_functions(ptx: str, exported_only: bool = False) -> set[str]:
 def _chosen(ptx: str, kernels: Sequence[str]) -> set[str]:
     """The kernels of a module's PTX that the written names `kernels` name (none when it has none
     of them)."""
+    from tuiprof.errors import TuiprofError
     from tuiprof.toolchain.compilers import ptx_entries
     from tuiprof.toolchain.names import find_symbol
-    from tuiprof.errors import TuiprofError
 
     entries = ptx_entries(ptx)
     out = set()

@@ -7,7 +7,6 @@ demand, the shared-memory accesses a loaded trace keeps packed (`tuiprof.trace.p
 
 from __future__ import annotations
 
-
 from tuiprof.jit import KERNEL, njit
 
 

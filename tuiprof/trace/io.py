@@ -43,10 +43,10 @@ import struct
 import warnings
 import zipfile
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, TypeVar
-from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -57,11 +57,30 @@ from tuiprof.files import FileRole, cannot_read, open_regular
 from tuiprof.glossary import retag
 from tuiprof.output import write_bytes_to
 from tuiprof.resources import memory_budget
-from tuiprof.trace.data import (BACKENDS, LANES, MAX_GRID_CTAS, MAX_MEASURED, MAX_NAME_CHARS, MAX_OP_PTX, MAX_OPS,
-                                 MAX_SOURCE_CHARS, MAX_SOURCES, OP_KINDS, SPACES, CtaRecords, Launch, PackedLanes,
-                                 Provenance, Snapshot, SourceFile, StaticOp, Trace, measured_problem)
-from tuiprof.trace.text import printable, shown_path
+from tuiprof.trace.data import (
+    BACKENDS,
+    LANES,
+    MAX_GRID_CTAS,
+    MAX_MEASURED,
+    MAX_NAME_CHARS,
+    MAX_OP_PTX,
+    MAX_OPS,
+    MAX_SOURCE_CHARS,
+    MAX_SOURCES,
+    OP_KINDS,
+    SPACES,
+    CtaRecords,
+    Launch,
+    PackedLanes,
+    Provenance,
+    Snapshot,
+    SourceFile,
+    StaticOp,
+    Trace,
+    measured_problem,
+)
 from tuiprof.trace.packed import lane_addresses
+from tuiprof.trace.text import printable, shown_path
 
 _Choice = TypeVar("_Choice", bound=str)
 """One of a fixed set of strings (a Literal type) that a header field must be."""

@@ -19,11 +19,11 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
-from collections.abc import Callable, Iterable
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -35,19 +35,28 @@ from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from tuiprof.compare.cache import SessionRuns
 from tuiprof.errors import TuiprofError
 from tuiprof.model.analysis import HEADLINES, load_rank
 from tuiprof.progress import Phase
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
-from tuiprof.session import (AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress,
-                             TrialDone)
-from tuiprof.compare.cache import SessionRuns
+from tuiprof.session import AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress, TrialDone
 from tuiprof.tui import delta
 from tuiprof.tui import format as fmt
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
-from tuiprof.tui.messages import (Compiling, ExportDone, LoadFailed, LoadProgress, PatternsReady, RecollectFailed,
-                                  RunEvent, RunReused, TraceLoaded, WarmupProgress)
+from tuiprof.tui.messages import (
+    Compiling,
+    ExportDone,
+    LoadFailed,
+    LoadProgress,
+    PatternsReady,
+    RecollectFailed,
+    RunEvent,
+    RunReused,
+    TraceLoaded,
+    WarmupProgress,
+)
 from tuiprof.tui.metrics import DEFAULT, OP_PARTS, Levels, series
 from tuiprof.tui.panes.histogram import HistogramView
 from tuiprof.tui.panes.md import MdPane

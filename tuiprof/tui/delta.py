@@ -21,8 +21,8 @@ from textual.content import Content
 from tuiprof.compare.baseline import Delta, baseline_values, kernel_deltas, op_deltas, op_map
 from tuiprof.tui import format as fmt
 from tuiprof.tui.metrics import Levels
-from tuiprof.tui.themes import MUTED
 from tuiprof.tui.panes.md import seconds
+from tuiprof.tui.themes import MUTED
 
 if TYPE_CHECKING:
     from tuiprof.compare.record import RunRecord

@@ -9,9 +9,9 @@ Every figure is drawn with a glyph *and* a number, so nothing depends on colour 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TypeGuard
-from collections.abc import Sequence
 
 import numpy as np
 

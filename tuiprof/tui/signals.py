@@ -18,8 +18,8 @@ import os
 import signal
 import sys
 import threading
-from types import FrameType
 from collections.abc import Callable
+from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE = 0.7

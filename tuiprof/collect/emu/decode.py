@@ -15,17 +15,36 @@ Anything the interpreter cannot execute is refused here, with the instruction's 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
 from tuiprof.collect.emu.kernel.warp import assign_families
 from tuiprof.errors import TuiprofError
-from tuiprof.ptx.module import (TEXTURE_OPCODES, TYPE_SIZES, Addr, Args, Function, Imm, Instruction, Label, Module,
-                               NegPred, Operand, PredDest, Reg, Sink, SourceLoc, Special, Sym, TexAddr, Vec,
-                               param_layout)
+from tuiprof.ptx.module import (
+    TEXTURE_OPCODES,
+    TYPE_SIZES,
+    Addr,
+    Args,
+    Function,
+    Imm,
+    Instruction,
+    Label,
+    Module,
+    NegPred,
+    Operand,
+    PredDest,
+    Reg,
+    Sink,
+    SourceLoc,
+    Special,
+    Sym,
+    TexAddr,
+    Vec,
+    param_layout,
+)
 
 # Special registers. Per-thread values depend only on the thread's index; per-CTA ones are
 # written by the interpreter when a CTA starts; per-launch ones are constants of a launch.

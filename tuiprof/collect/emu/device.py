@@ -16,30 +16,30 @@ parameter's (``np.int32(n)`` for an ``int``); anything else is refused with a cl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
-from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from tuiprof import units
 from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
-from tuiprof.collect.emu.decode import ParamSlot, DecodedKernel, const_image, decode, module_constants, module_globals
-from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
+from tuiprof.collect.emu.decode import DecodedKernel, ParamSlot, const_image, decode, module_constants, module_globals
 from tuiprof.collect.emu.heap import Heap
 from tuiprof.collect.emu.run import DEFAULT_STEP_LIMIT, check_grid, execute
+from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
 from tuiprof.errors import TuiprofError
 from tuiprof.progress import Phase, Progress, ignore
-from tuiprof.resources import memory_budget
 from tuiprof.ptx.module import Function, Module, SourceLoc
+from tuiprof.resources import memory_budget
 from tuiprof.trace.data import LANES, CtaRecords, Launch, Space, StaticOp
 
 _RESOLVED_SPACES: tuple[Space, ...] = ("global", "shared", "local")
 """What a generic op resolves to: the space most of its accesses fell in."""
 
 if TYPE_CHECKING:
-    from tuiprof.toolchain.names import Enums
     from tuiprof.ptx.ops import SourceMap
+    from tuiprof.toolchain.names import Enums
 
 MAX_THREADS_PER_CTA = 1024
 MAX_SHARED_PER_CTA = 227 << 10

@@ -14,35 +14,97 @@ its step limit, which is the error it gets), and the first failing CTA stops eve
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from collections.abc import Callable
 
 import numpy as np
 
 from tuiprof import units
 from tuiprof.collect.emu.decode import DecodedKernel, UnsupportedPtx
 from tuiprof.collect.emu.heap import Heap
-from tuiprof.collect.emu.kernel.codes import (CTL_FAILED, CTL_RECORDS, E_ADDR, E_BYTES, E_CTA, E_INFO, E_MASK, E_MASK2,
-                                              E_OTHER, E_PC, E_REASON, E_SPACE, E_STATUS, E_THREAD, N_CTL, N_ERR,
-                                              SP_CONST, SP_FPARAM, SP_GLOBAL, SP_LOCAL, SP_PARAM, SP_SHARED, ST_ABORTED,
-                                              ST_BAD_BARRIER, ST_CALL_DEPTH, ST_CBAR_OVERFLOW, ST_DEADLOCK,
-                                              ST_MISALIGNED, ST_NONUNIFORM, ST_OK, ST_OOB, ST_SPACE, ST_STEP_LIMIT,
-                                              ST_TEXTURE,
-                                              ST_TRAP, ST_UNSUPPORTED, TRAP_ASSERT, TRAP_BREAKPOINT, TS_BAR, TS_CBAR,
-                                              TS_SYNC, UNS_BAR_MIX, UNS_BAR_TWICE, UNS_MASK_CONFLICT, UNS_NOT_MEMBER,
-                                              UNS_SHFL_SOURCE)
-from tuiprof.collect.emu.kernel.interp import (C_BATCH, C_CONST, C_ENTRY, C_GX, C_GY, C_GZ, C_LOCAL, C_LOCAL_WORDS,
-                                               C_NSLOTS, C_LANES, C_NSOPS, C_PARAM, C_REC_CAP, C_REC_MAX, C_SHARED,
-                                               C_SM_BASE, C_SMS, C_STEP_LIMIT, C_T, C_W,
-                                               CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID, N_CFG, run_ctas_for)
+from tuiprof.collect.emu.kernel.codes import (
+    CTL_FAILED,
+    CTL_RECORDS,
+    E_ADDR,
+    E_BYTES,
+    E_CTA,
+    E_INFO,
+    E_MASK,
+    E_MASK2,
+    E_OTHER,
+    E_PC,
+    E_REASON,
+    E_SPACE,
+    E_STATUS,
+    E_THREAD,
+    N_CTL,
+    N_ERR,
+    SP_CONST,
+    SP_FPARAM,
+    SP_GLOBAL,
+    SP_LOCAL,
+    SP_PARAM,
+    SP_SHARED,
+    ST_ABORTED,
+    ST_BAD_BARRIER,
+    ST_CALL_DEPTH,
+    ST_CBAR_OVERFLOW,
+    ST_DEADLOCK,
+    ST_MISALIGNED,
+    ST_NONUNIFORM,
+    ST_OK,
+    ST_OOB,
+    ST_SPACE,
+    ST_STEP_LIMIT,
+    ST_TEXTURE,
+    ST_TRAP,
+    ST_UNSUPPORTED,
+    TRAP_ASSERT,
+    TRAP_BREAKPOINT,
+    TS_BAR,
+    TS_CBAR,
+    TS_SYNC,
+    UNS_BAR_MIX,
+    UNS_BAR_TWICE,
+    UNS_MASK_CONFLICT,
+    UNS_NOT_MEMBER,
+    UNS_SHFL_SOURCE,
+)
+from tuiprof.collect.emu.kernel.interp import (
+    C_BATCH,
+    C_CONST,
+    C_ENTRY,
+    C_GX,
+    C_GY,
+    C_GZ,
+    C_LANES,
+    C_LOCAL,
+    C_LOCAL_WORDS,
+    C_NSLOTS,
+    C_NSOPS,
+    C_PARAM,
+    C_REC_CAP,
+    C_REC_MAX,
+    C_SHARED,
+    C_SM_BASE,
+    C_SMS,
+    C_STEP_LIMIT,
+    C_T,
+    C_W,
+    CS_CTAID_X,
+    CS_CTAID_Y,
+    CS_CTAID_Z,
+    CS_SMID,
+    N_CFG,
+    run_ctas_for,
+)
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
 from tuiprof.jit import note_first_compile
 from tuiprof.ptx.module import SourceLoc
 from tuiprof.resources import memory_budget
 from tuiprof.trace.data import LANES, MAX_GRID_CTAS
-
 
 _SPACE_NAMES = {SP_GLOBAL: "global", SP_SHARED: "shared", SP_LOCAL: "local", SP_CONST: "const", SP_PARAM: "param",
                 SP_FPARAM: "parameter"}

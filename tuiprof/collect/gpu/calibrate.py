@@ -11,9 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tuiprof.arch.calibrate import (Measurements, arch_toml, base_preset,
-                                    calibrated_arch, capacity, check_levels, line_size, random_chain,
-                                    refine_capacity, sector_size, strided_chain, write_calibrated)
+from tuiprof.arch.calibrate import (
+    Measurements,
+    arch_toml,
+    base_preset,
+    calibrated_arch,
+    capacity,
+    check_levels,
+    line_size,
+    random_chain,
+    refine_capacity,
+    sector_size,
+    strided_chain,
+    write_calibrated,
+)
 from tuiprof.arch.spec import Arch
 
 if TYPE_CHECKING:
@@ -67,10 +78,10 @@ def measure(cuda: str = "cuda-bindings", quick: bool = False, progress: Progress
             driver: Driver | None = None) -> Measurements:
     """Run the microbenchmarks on GPU 0 (see the module docstring), or through `driver` (which
     it then closes); needs a GPU. CalibrationError when a sweep does not show what it measures."""
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.driver import _open_driver, require_gpu
     from tuiprof.collect.gpu.params import pack_params
     from tuiprof.ptx import parse_module
+    from tuiprof.toolchain import build_program
 
     if driver is None:
         require_gpu("tuiprof calibrate", cuda, hint="calibration measures a real GPU; without one, choose a preset "

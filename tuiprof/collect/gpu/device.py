@@ -9,22 +9,22 @@ of the grid also leaves its %smid and start/end %globaltimer, so the SM pane say
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from tuiprof.toolchain.program import Program
 from tuiprof.collect import NULL, DeviceArray, Dim, KernelArg, array_layout, check_launch_bounds, dim3
-from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
-from tuiprof.errors import TuiprofError
-from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
-from tuiprof.ptx.module import Module
-from tuiprof.trace.data import Launch, Snapshot
 from tuiprof.collect.gpu import driver as gpu_driver
 from tuiprof.collect.gpu.driver import Driver
 from tuiprof.collect.gpu.occupancy import device_arch
 from tuiprof.collect.gpu.params import KernelParams, pack_params
+from tuiprof.collect.symbols import Symbol, find_variable, module_symbols, symbol_bytes, symbol_view
+from tuiprof.errors import TuiprofError
+from tuiprof.ptx.instrument import CTA_WORDS, CTL_SYMBOL, CTL_WORDS, Instrumented
+from tuiprof.ptx.module import Module
+from tuiprof.toolchain.program import Program
+from tuiprof.trace.data import Launch, Snapshot
 
 U64_MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
 

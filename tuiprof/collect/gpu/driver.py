@@ -11,14 +11,14 @@ usable (no driver, no device, no library), and every GPU command turns that into
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
-from collections.abc import Callable
 
 import numpy as np
 
-from tuiprof.errors import TuiprofError
 from tuiprof.collect.gpu.params import KernelParams
+from tuiprof.errors import TuiprofError
 
 EMULATOR_HINT = ("run it in the emulator instead: --backend emu (no GPU needed; the same launch script, "
                  "exact addresses)")

@@ -32,9 +32,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Sequence
 
 from tuiprof.errors import TuiprofError
 from tuiprof.metrics import BY_KEY, HEADLINE_METRICS
@@ -255,10 +255,10 @@ def measure(ncu: str, command: Callable[[Sequence[str]], list[str]], timeout: fl
 def plain_run(source: str, script: str, compute_capability: tuple[int, int], flags: Sequence[str],
               compiler: str, cuda: str) -> None:
     """Run the launch script on the program's own PTX (no probes): what ncu measures."""
-    from tuiprof.toolchain import build_program
     from tuiprof.collect.gpu.device import GpuDevice
     from tuiprof.collect.script import read_launch_script
     from tuiprof.ptx import parse_module
+    from tuiprof.toolchain import build_program
 
     program = build_program(source, compute_capability=compute_capability, flags=flags, compiler=compiler)
     with GpuDevice(program, parse_module(program.ptx), mode="plain", cuda=cuda) as dev:

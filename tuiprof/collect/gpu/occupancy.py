@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-
 from tuiprof.arch.spec import Arch
-from tuiprof.trace.data import Launch
 from tuiprof.collect.gpu.driver import DeviceInfo
+from tuiprof.trace.data import Launch
+
 
 def device_arch(info: DeviceInfo) -> Arch:
     """The preset of the device's generation with the device's own warp slots (48 on CC 8.6 and

@@ -19,16 +19,16 @@ import os
 import signal
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 
 from tuiprof import __version__
-from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import occupancy
-from tuiprof.toolchain.wholeprog import WholeProgram
+from tuiprof.arch.spec import Arch
 from tuiprof.collect.gpu.records import LaunchRecords, RecordsError, build_trace, read_record_file
 from tuiprof.errors import TuiprofError
+from tuiprof.toolchain.wholeprog import WholeProgram
 from tuiprof.trace.data import Launch, Provenance, SourceFile, Trace
 from tuiprof.trace.snapshot import choose_snapshot, snapshot_span
 
@@ -114,10 +114,10 @@ def collect_program(prog: WholeProgram, args: Sequence[str], *, arch: Arch, kern
     """Profile launch `launch_index` of `kernel` (default: of any kernel) of the built program;
     the snapshot's options are `choose_snapshot`'s (None: the command line's defaults, a warm-up
     of one resident set before the counted CTAs)."""
-    from tuiprof.toolchain.wholeprog import linked_module
     from tuiprof.collect.gpu.driver import _open_driver, device_generator, require_gpu
     from tuiprof.collect.gpu.occupancy import probe_occupancy
     from tuiprof.ptx.ops import op_sources, static_ops
+    from tuiprof.toolchain.wholeprog import linked_module
 
     require_gpu(f"profiling {prog.binary.name}", hint="whole programs run on the GPU; a kernel file with a launch "
                 "script runs in the emulator (--backend emu)")
@@ -203,9 +203,9 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
     the program instrumented (in the user cache, keyed by the command line and the sources'
     contents, so an unchanged program is not rebuilt), then profile it. A leading ``nvcc`` word
     and any ``-o`` are dropped: the binary lives in the cache."""
-    from tuiprof.toolchain.wholeprog import _output_of, build_instrumented, check_args, load_whole_program
     from tuiprof.collect.gpu.driver import require_gpu
     from tuiprof.resources import user_cache_dir
+    from tuiprof.toolchain.wholeprog import _output_of, build_instrumented, check_args, load_whole_program
 
     require_gpu("profiling a whole program", hint="whole programs run on the GPU; a kernel file with a launch "
                 "script runs in the emulator (--backend emu)")
@@ -238,8 +238,8 @@ def profile_sources(nvcc_args: Sequence[str], program_args: Sequence[str], *, ar
 def instrumenter_digest() -> bytes:
     """What a cached instrumented build depends on besides the program: the instrumentation pass
     and the build's own code (the probes, the register caps, the metadata)."""
-    from tuiprof.toolchain import wholeprog
     from tuiprof.ptx import instrument
+    from tuiprof.toolchain import wholeprog
 
     h = hashlib.sha256()
     for mod in (instrument, wholeprog):

@@ -18,9 +18,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 
 import numpy as np
 

@@ -7,22 +7,22 @@ file for the GPU at hand first.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
-
 
 from tuiprof import __version__
-from tuiprof.toolchain.program import Program
-from tuiprof.collect.gpu.records import build_trace
-from tuiprof.errors import TuiprofError
-from tuiprof.ptx.module import Module
-from tuiprof.trace.data import Launch, Provenance, Snapshot, StaticOp, Trace
 from tuiprof.collect.gpu import driver as gpu_driver
 from tuiprof.collect.gpu.device import GpuDevice, LaunchChoice, SnapshotRule, instrument_for
 from tuiprof.collect.gpu.driver import DeviceInfo, Driver, device_generator
 from tuiprof.collect.gpu.occupancy import probe_occupancy
+from tuiprof.collect.gpu.records import build_trace
+from tuiprof.errors import TuiprofError
+from tuiprof.ptx.module import Module
+from tuiprof.toolchain.program import Program
+from tuiprof.trace.data import Launch, Provenance, Snapshot, StaticOp, Trace
+
 
 @dataclass(frozen=True)
 class GpuRun:
@@ -102,8 +102,8 @@ def record_kernel_file(source: str | Path, script: Any, *, arch: Any, arch_name:
     the chosen launch, and return the trace with the snapshot Baghsorkhi12's rule picks for `arch`
     (an `Arch`; the trace names `arch_name`, default its name). Raises GpuUnavailable without a GPU."""
     from tuiprof.arch.occupancy import occupancy
-    from tuiprof.toolchain.compile import load_program
     from tuiprof.ptx import parse_module
+    from tuiprof.toolchain.compile import load_program
     from tuiprof.trace.snapshot import choose_snapshot
 
     gpu_driver.require_gpu(f"recording {Path(source).name} on the GPU", cuda)

@@ -33,15 +33,49 @@ Conventions shared by every model:
 
 from __future__ import annotations
 
-from tuiprof.trace.synth.build import (ARRAY_ALIGN, ARRAY_BASE, PAPER_WAVES, CountSink, Kernel, OpSpec,
-                                       TraceSink, Warps, allocate, cta_warps, kernel_source, lane_addr, locate,
-                                       loop, mask_bits, seq_key)
-from tuiprof.trace.synth.kernels import (SPMV_BLOCKSIZE, SPMV_MATRICES, CsrPattern, Matmul16, SpmvScalar,
-                                         SpmvVector, Stencil7, TransposeNaive, TransposeTiled, VecAdd,
-                                         csr_pattern)
-from tuiprof.trace.synth.assemble import (assemble, choose_snapshot, grid_records, make_launch, matmul16, spmv,
-                                          stencil7, transpose, vecadd)
+from tuiprof.trace.synth.assemble import (
+                                       assemble,
+                                       choose_snapshot,
+                                       grid_records,
+                                       make_launch,
+                                       matmul16,
+                                       spmv,
+                                       stencil7,
+                                       transpose,
+                                       vecadd,
+)
+from tuiprof.trace.synth.build import (
+                                       ARRAY_ALIGN,
+                                       ARRAY_BASE,
+                                       PAPER_WAVES,
+                                       CountSink,
+                                       Kernel,
+                                       OpSpec,
+                                       TraceSink,
+                                       Warps,
+                                       allocate,
+                                       cta_warps,
+                                       kernel_source,
+                                       lane_addr,
+                                       locate,
+                                       loop,
+                                       mask_bits,
+                                       seq_key,
+)
 from tuiprof.trace.synth.demos import DEMOS, DemoSpec, build_demo
+from tuiprof.trace.synth.kernels import (
+                                       SPMV_BLOCKSIZE,
+                                       SPMV_MATRICES,
+                                       CsrPattern,
+                                       Matmul16,
+                                       SpmvScalar,
+                                       SpmvVector,
+                                       Stencil7,
+                                       TransposeNaive,
+                                       TransposeTiled,
+                                       VecAdd,
+                                       csr_pattern,
+)
 
 __all__ = ["ARRAY_ALIGN", "ARRAY_BASE", "CountSink", "CsrPattern", "DEMOS", "DemoSpec", "Kernel", "Matmul16",
            "OpSpec", "PAPER_WAVES", "SPMV_BLOCKSIZE", "SPMV_MATRICES", "SpmvScalar", "SpmvVector",

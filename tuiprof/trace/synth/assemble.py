@@ -9,14 +9,25 @@ import numpy as np
 
 from tuiprof import __version__
 from tuiprof.arch import load_arch
-from tuiprof.arch.spec import Arch
 from tuiprof.arch.occupancy import occupancy
+from tuiprof.arch.spec import Arch
 from tuiprof.trace.data import CtaRecords, Launch, Provenance, Snapshot, SourceFile, Trace
-from tuiprof.trace.synth.build import CountSink, Kernel, PAPER_WAVES, TraceSink, cta_warps, kernel_source
-from tuiprof.trace.synth.kernels import (BLOCK_ROWS, MATMUL_BLOCK, Matmul16, SPMV_BLOCKSIZE, STENCIL_BLOCK,
-                                         SpmvScalar, SpmvVector, Stencil7, TILE_DIM, TransposeNaive,
-                                         TransposeTiled, VecAdd, csr_pattern)
-
+from tuiprof.trace.synth.build import PAPER_WAVES, CountSink, Kernel, TraceSink, cta_warps, kernel_source
+from tuiprof.trace.synth.kernels import (
+    BLOCK_ROWS,
+    MATMUL_BLOCK,
+    SPMV_BLOCKSIZE,
+    STENCIL_BLOCK,
+    TILE_DIM,
+    Matmul16,
+    SpmvScalar,
+    SpmvVector,
+    Stencil7,
+    TransposeNaive,
+    TransposeTiled,
+    VecAdd,
+    csr_pattern,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Assembly: launch, snapshot, trace, per-CTA records

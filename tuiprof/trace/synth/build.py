@@ -5,10 +5,10 @@ ops, launch resources)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from functools import partial, cache
-from typing import Protocol, cast
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, partial
+from typing import Protocol, cast
 
 import numpy as np
 

@@ -4,15 +4,14 @@ models and how it is built. The shipped traces are the emulator's recordings
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from collections.abc import Callable
 
 from tuiprof.errors import UsageError
 from tuiprof.trace.data import Trace
-from tuiprof.trace.synth.kernels import SPMV_MATRICES
 from tuiprof.trace.synth.assemble import matmul16, spmv, stencil7, transpose, vecadd
-
+from tuiprof.trace.synth.kernels import SPMV_MATRICES
 
 # ---------------------------------------------------------------------------------------------
 # The demos: stable CLI names

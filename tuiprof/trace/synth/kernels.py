@@ -11,7 +11,6 @@ import numpy as np
 
 from tuiprof.trace.synth.build import Kernel, OpSpec, Sink, Warps, allocate, lane_addr, loop, seq_key
 
-
 # ---------------------------------------------------------------------------------------------
 # vecadd: Yen14, Table 3
 

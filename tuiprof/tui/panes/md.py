@@ -6,8 +6,8 @@ progress; after a cancel it says so; `m` picks an MD to rerun at."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 from textual.widget import Widget

@@ -13,9 +13,9 @@ so heat never rests on colour alone. Everything drawn from the trace is cleaned 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from textual.style import Style as VisualStyle
 
     from tuiprof.model.analysis import Analysis, OpStats
-    from tuiprof.tui.delta import Against
     from tuiprof.model.pattern import AddressPattern
     from tuiprof.trace.data import StaticOp
+    from tuiprof.tui.delta import Against
 
 HOT = 3
 """Loads ranked 1..HOT by cost are hot (#1 is the costliest load): their rank and row stand out."""

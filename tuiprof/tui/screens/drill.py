@@ -5,9 +5,9 @@ the same reason and advice the report prints (`tuiprof.model.pattern`)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
-from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Iterable
 
 from textual.app import ComposeResult
 from textual.binding import Binding

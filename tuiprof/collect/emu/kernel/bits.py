@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from tuiprof.jit import INLINE, njit  # first: it sets Numba's cache folder before numba is imported
 
+# isort: split
+
 from llvmlite import ir  # noqa: E402
 from numba.core import cgutils, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402

@@ -14,9 +14,28 @@ import math
 import numpy as np
 
 from tuiprof.collect.emu.kernel.bits import bits_f32, bits_f64, f32_of, f64_of, fma64
-from tuiprof.collect.emu.kernel.codes import (RND_RM, RND_RMI, RND_RN, RND_RNA, RND_RP, RND_RPI, RND_RZ,
-                                              RND_RZI, T_BF16, T_F16, T_F32, T_F64, T_S8, T_S16, T_S32, T_S64,
-                                              T_U8, T_U16, T_U32, T_U64)
+from tuiprof.collect.emu.kernel.codes import (
+    RND_RM,
+    RND_RMI,
+    RND_RN,
+    RND_RNA,
+    RND_RP,
+    RND_RPI,
+    RND_RZ,
+    RND_RZI,
+    T_BF16,
+    T_F16,
+    T_F32,
+    T_F64,
+    T_S8,
+    T_S16,
+    T_S32,
+    T_S64,
+    T_U8,
+    T_U16,
+    T_U32,
+    T_U64,
+)
 from tuiprof.jit import emu_kernel
 
 F32_P, F32_EMIN, F32_EMAX = 24, -126, 127

@@ -29,15 +29,47 @@ import numpy as np
 from tuiprof.collect.emu.kernel.alu import float_op, int_op2, sext, tbits, ult, zext
 from tuiprof.collect.emu.kernel.bits import f32_of, load_bits, popc64, store_bits
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
-from tuiprof.collect.emu.kernel.codes import (AT_ADD, AT_AND, AT_CAS, AT_DEC, AT_EXCH, AT_INC, AT_MAX, AT_MIN, AT_OR,
-                                              AT_XOR)
+from tuiprof.collect.emu.kernel.codes import (
+    AT_ADD,
+    AT_AND,
+    AT_CAS,
+    AT_DEC,
+    AT_EXCH,
+    AT_INC,
+    AT_MAX,
+    AT_MIN,
+    AT_OR,
+    AT_XOR,
+)
 from tuiprof.collect.emu.kernel.memory import K_CONST, K_HEAP, K_LOCAL, K_PARAM, K_SHARED, find_segment, resolve
-from tuiprof.collect.emu.kernel.texture import descriptor, fetch, heap_load, heap_store, surface
-from tuiprof.collect.emu.kernel.sync import (B_WMASK, N_BAR_FIELDS, barrier_arrive, barriers_after_exit, exec_sync,
-                                             member_mask_slot, release_syncs, reset_barrier)
+from tuiprof.collect.emu.kernel.sync import (
+    B_WMASK,
+    N_BAR_FIELDS,
+    barrier_arrive,
+    barriers_after_exit,
+    exec_sync,
+    member_mask_slot,
+    release_syncs,
+    reset_barrier,
+)
 from tuiprof.collect.emu.kernel.sync import lowest_lane as _lowest
-from tuiprof.collect.emu.kernel.warp import (alu_cmp, alu_cvt, alu_float, alu_int, ex_cvt_int, ex_cvta, ex_float_plain,
-                                             ex_iadd, ex_imul, ex_logic, ex_mov, ex_selp, ex_setp_int, ex_shift)
+from tuiprof.collect.emu.kernel.texture import descriptor, fetch, heap_load, heap_store, surface
+from tuiprof.collect.emu.kernel.warp import (
+    alu_cmp,
+    alu_cvt,
+    alu_float,
+    alu_int,
+    ex_cvt_int,
+    ex_cvta,
+    ex_float_plain,
+    ex_iadd,
+    ex_imul,
+    ex_logic,
+    ex_mov,
+    ex_selp,
+    ex_setp_int,
+    ex_shift,
+)
 from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, borrowed, emu_kernel, njit
 from tuiprof.jit import keep as keep_alive
 

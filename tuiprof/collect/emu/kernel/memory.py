@@ -8,8 +8,19 @@ constant bank, 4 the launch's kernel parameters. Generic addresses are classifie
 
 from __future__ import annotations
 
-from tuiprof.collect.emu.kernel.codes import (CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW, SP_CONST, SP_FPARAM,
-                                              SP_GENERIC, SP_GLOBAL, SP_LOCAL, SP_PARAM, SP_SHARED, WINDOW_SIZE)
+from tuiprof.collect.emu.kernel.codes import (
+    CONST_WINDOW,
+    LOCAL_WINDOW,
+    SHARED_WINDOW,
+    SP_CONST,
+    SP_FPARAM,
+    SP_GENERIC,
+    SP_GLOBAL,
+    SP_LOCAL,
+    SP_PARAM,
+    SP_SHARED,
+    WINDOW_SIZE,
+)
 from tuiprof.jit import INLINE, njit
 
 K_HEAP, K_SHARED, K_LOCAL, K_CONST, K_PARAM = 0, 1, 2, 3, 4

@@ -29,10 +29,36 @@ import math
 import numpy as np
 
 from tuiprof.collect.emu.kernel.bits import bits_f32, f32_of, load_bits, store_bits
-from tuiprof.collect.emu.kernel.codes import (AM_BORDER, AM_CLAMP, AM_MIRROR, AM_WRAP, SU_CLAMP, SU_TRAP, T_F16,
-                                              T_F32, T_S8, T_S16, T_S32, T_U8, T_U16, TEXTURE_MAGIC, TX_CHANNELS,
-                                              TX_D, TX_DATA, TX_ELEM, TX_FILTER, TX_H, TX_MAGIC, TX_MODE_X,
-                                              TX_NORMALIZED, TX_PITCH, TX_READ_FLOAT, TX_SLICE, TX_W, TX_WORDS)
+from tuiprof.collect.emu.kernel.codes import (
+    AM_BORDER,
+    AM_CLAMP,
+    AM_MIRROR,
+    AM_WRAP,
+    SU_CLAMP,
+    SU_TRAP,
+    T_F16,
+    T_F32,
+    T_S8,
+    T_S16,
+    T_S32,
+    T_U8,
+    T_U16,
+    TEXTURE_MAGIC,
+    TX_CHANNELS,
+    TX_D,
+    TX_DATA,
+    TX_ELEM,
+    TX_FILTER,
+    TX_H,
+    TX_MAGIC,
+    TX_MODE_X,
+    TX_NORMALIZED,
+    TX_PITCH,
+    TX_READ_FLOAT,
+    TX_SLICE,
+    TX_W,
+    TX_WORDS,
+)
 from tuiprof.collect.emu.kernel.fp import f16_value
 from tuiprof.collect.emu.kernel.memory import find_segment
 from tuiprof.jit import INLINE, emu_kernel, njit

@@ -12,9 +12,38 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.collect.emu.kernel.alu import (add_sat_s32, bfe, bfi, bfind, brev, clz, combine, compare, cvt, cvt_pack2,
-                                            float_op, icmp, int_div, int_mul, int_op2, lop3, low_mask, popc, prmt, rd,
-                                            sext, shf, shift, shl_bits, sub_sat_s32, tbits, testp, ult, wr, zext)
+from tuiprof.collect.emu.kernel.alu import (
+    add_sat_s32,
+    bfe,
+    bfi,
+    bfind,
+    brev,
+    clz,
+    combine,
+    compare,
+    cvt,
+    cvt_pack2,
+    float_op,
+    icmp,
+    int_div,
+    int_mul,
+    int_op2,
+    lop3,
+    low_mask,
+    popc,
+    prmt,
+    rd,
+    sext,
+    shf,
+    shift,
+    shl_bits,
+    sub_sat_s32,
+    tbits,
+    testp,
+    ult,
+    wr,
+    zext,
+)
 from tuiprof.collect.emu.kernel.bits import bits_f32, bits_f64, f32_of, f64_of, fma32, fma64
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
 from tuiprof.jit import INLINE, emu_kernel, njit
