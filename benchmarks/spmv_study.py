@@ -39,7 +39,7 @@ VECTOR_LOADS = ("indices4[j / 4]", "val4[j / 4]", "y[ind.x]", "y[ind.y]", "y[ind
 
 def diff(a: str, b: str, options: tuple[str, ...] = OPTIONS) -> dict[str, Any]:
     """`tuiprof diff A B --format json` (in this process) as a document."""
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "diff.json"

@@ -1,5 +1,5 @@
 """`python -m tuiprof`."""
 
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 
 raise SystemExit(main())

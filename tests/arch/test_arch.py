@@ -228,7 +228,7 @@ def test_l2_bandwidth_may_be_zero_only_without_an_l2() -> None:
 
 def test_archs_show_is_a_loadable_arch_file(tmp_path, capsys) -> None:
     """`tuiprof archs --show` prints TOML that loads back to the same Arch (lists and floats included)."""
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
 
     for name in PRESETS:
         assert main(["archs", "--show", name]) == 0

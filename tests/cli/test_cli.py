@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.support.factories import make_trace
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.trace.io import save_trace
 
 
@@ -26,7 +26,7 @@ def trace_file(tmp_path: Path) -> Path:
 
 
 def test_help_imports_nothing_heavy() -> None:
-    code = ("import sys; from tuiprof.cli import main\n"
+    code = ("import sys; from tuiprof.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('numba', 'textual', 'numpy', 'pycuda') if m in sys.modules]\n"
             "print('HEAVY', heavy)")

@@ -41,7 +41,7 @@ def test_the_headless_modules_load_no_textual() -> None:
     neither Textual nor Rich (the report reaches tui/format.py, which must stay free of both)."""
     import subprocess
 
-    code = ("import sys, tuiprof.report, tuiprof.session, tuiprof.cli_gpu, tuiprof.validate\n"
+    code = ("import sys, tuiprof.report, tuiprof.session, tuiprof.cli.gpu, tuiprof.validate\n"
             "print('UI', sorted(m for m in ('textual', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT).stdout
     assert "UI []" in out, out

@@ -74,7 +74,7 @@ def test_every_documented_command_parses(tmp_path: Path, monkeypatch: pytest.Mon
     """Each `tuiprof ...` line of a code block in the README and docs/ is a command line tuiprof
     accepts: its command exists and every option it names is one tuiprof knows (the sources it
     names are made here: `app.cu` and `main.cu` whole programs, other `.cu` files kernel files)."""
-    from tuiprof.cli import COMMANDS, build_parser, parse_command_line
+    from tuiprof.cli.main import COMMANDS, build_parser, parse_command_line
 
     monkeypatch.chdir(tmp_path)
     seen = 0
@@ -128,7 +128,7 @@ def test_the_default_tolerance_is_the_one_the_docs_and_help_name(capsys: pytest.
     """The early-stop tolerance decides how many trials a default run makes (issue 23 item 4: the
     SpMV demos stop at 20 at +-1 point): the help, the usage table, the README's status bar and
     its explanation say the value the code uses."""
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
     from tuiprof.config import DEFAULT_TOLERANCE
 
     pts = f"{100 * DEFAULT_TOLERANCE:g}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import pytest
 from tests.support.ptx_support import CUDA_DIR as CUDA
 from tests.support.ptx_support import find_nvcc, needs_compiler, nvrtc_available, run_without_nvcc
 from tuiprof.arch.presets import load_arch
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT, CollectOptions
 from tuiprof.collect.pipeline import collect_trace
 from tuiprof.errors import TuiprofError
@@ -211,7 +211,7 @@ def test_the_step_limit_bounds_a_finite_loop_too(in_tmp: Path, capsys: pytest.Ca
 def test_no_compiler_at_all_through_the_cli(tmp_path: Path) -> None:
     write(tmp_path, "k.cu", KERNEL)
     write(tmp_path, "k_launch.py", "def setup(dev):\n    pass\n")
-    r = run_without_nvcc("from tuiprof.cli import main\nraise SystemExit(main(['report', 'k.cu']))\n", tmp_path,
+    r = run_without_nvcc("from tuiprof.cli.main import main\nraise SystemExit(main(['report', 'k.cu']))\n", tmp_path,
                          hide_nvrtc=True, check=False)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 2, r.stderr
@@ -263,7 +263,7 @@ def report_json(argv: list[str], out: Path, hide_nvcc: bool = False) -> dict:
     fresh interpreter that finds no nvcc (so NVRTC compiles); the parsed report."""
     argv = ["report", *argv, "--format", "json", "-o", str(out)]
     if hide_nvcc:
-        run_without_nvcc(f"from tuiprof.cli import main\nraise SystemExit(main({argv!r}))\n", out.parent)
+        run_without_nvcc(f"from tuiprof.cli.main import main\nraise SystemExit(main({argv!r}))\n", out.parent)
     else:
         assert main(argv) == 0
     return json.loads(out.read_text())

@@ -16,7 +16,7 @@ import pytest
 import tuiprof.jit  # noqa: F401  (the compiled kernels' folder is chosen before a test moves XDG_CACHE_HOME)
 from tests.support.emu_support import cuda_ptx  # noqa: F401  (fixture)
 from tests.support.sim_traces import FULL, lanes, op, trace_of
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.compare.cache import RunCache, file_digest, run_key, trace_digest
 from tuiprof.compare.diff import diff_document
 from tuiprof.compare.match import EDITED, MOVED, SAME, OpRef, match_ops

@@ -157,7 +157,7 @@ def test_through_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     with the hint, selected by --kernel, predicts L1 read 0.5 and L2 read 0 as counted above."""
     import json
 
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
 
     assert main(["report", str(MICRO / "streaming.cu"), "--backend", "emu", "--arch", "h100", "--kernel",
                  "read_twice_cs", "--format", "json", "--trials", "4", "--no-sweep"]) == 0

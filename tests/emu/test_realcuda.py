@@ -249,7 +249,7 @@ def test_texture_fetches_and_surfaces(cuda_ptx: Compiler) -> None:
 
 
 def _record(tmp: Path, name: str, script: str, capsys: pytest.CaptureFixture[str]) -> Any:
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
     from tuiprof.trace.io import load_trace
 
     out = tmp / f"{name}.tptrace"
@@ -268,7 +268,7 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _generated(work: Path, name: str, capsys: pytest.CaptureFixture[str]) -> Any:
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
 
     assert main(["init", str(work / f"{name}.cu"), "-o", str(work / f"{name}_gen.py")]) == 0, capsys.readouterr().err
     return _record(work, f"{name}.cu", f"{name}_gen.py", capsys)
@@ -309,7 +309,7 @@ def test_checked_script_passes_slow(work: Path, name: str, capsys: pytest.Captur
 def test_init_compiles_for_the_arch_report_uses(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """tuiprof init names kernels so that a report compiled for another arch finds them (CUB's
     architecture namespaces differ), and writes ARCH when asked for one."""
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
 
     assert main(["init", str(work / "cub_block_sum.cu"), "--arch", "h100", "-o", str(work / "g.py")]) == 0
     text = (work / "g.py").read_text()
@@ -348,7 +348,7 @@ def test_numba_compiles_ptx_tuiprof_reads() -> None:
 
 
 def test_build_takes_nvcc_arguments_flags_first() -> None:
-    from tuiprof.cli import build_parser, parse_command_line
+    from tuiprof.cli.main import build_parser, parse_command_line
 
     args = parse_command_line(build_parser(), ["build", "-I", "inc", "-o", "app", "a.cu", "--kernel", "k"])
     assert args.nvcc_args == ["-I", "inc", "-o", "app", "a.cu"] and args.kernels == ["k"]

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import CUDA_DIR, find_nvcc, nvrtc_available
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.collect.gpu.driver import DeviceInfo, GpuUnavailable, gpu_problem
 from tuiprof.collect.gpu.ncu import METRICS, ValidateError, measured_values, ncu_command, parse_ncu_csv
 from tuiprof.model.latency import Estimate
@@ -164,7 +164,7 @@ def test_backend_choice_without_gpu() -> None:
 
 def test_cli_choices_are_the_collectors() -> None:
     """The CLI repeats the choices (importing tuiprof.collect would import NumPy into --help)."""
-    from tuiprof import cli_gpu
+    from tuiprof.cli import gpu as cli_gpu
     from tuiprof.collect import options
 
     assert cli_gpu.BACKENDS == options.BACKENDS and cli_gpu.CUDA_LIBRARIES == options.CUDA_LIBRARIES
@@ -283,8 +283,8 @@ def test_validate_targets() -> None:
     """A demo name validates the demo's kernel file with its own launch script, kernel, launch and
     snapshot (start and warm-up too: as its trace was recorded; the command line's where it names them); a .cu is a kernel file; anything else a built program,
     whose arguments follow -- after any options."""
-    from tuiprof.cli import build_parser, parse_command_line
-    from tuiprof.cli_gpu import _validate_target
+    from tuiprof.cli.gpu import _validate_target
+    from tuiprof.cli.main import build_parser, parse_command_line
     from tuiprof.demos import demo_dir
 
     def target(*argv: str) -> tuple[Path, Any]:

@@ -224,7 +224,7 @@ def test_gpu_trace_equals_emulator_trace(case: int, device_cc: tuple[int, int]) 
 def test_cli_kernel_file_on_gpu(tmp_path: Path) -> None:
     """`tuiprof record KERNEL.cu --backend gpu [--cuda LIB]`, and auto choosing the GPU: a GPU trace
     that names its library; cuda-bindings and pycuda (when installed) record the same ops and masks."""
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
     from tuiprof.collect.gpu.driver import gpu_problem
     from tuiprof.trace.io import load_trace
 
@@ -265,7 +265,7 @@ def test_cli_whole_programs_on_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """`tuiprof record app.cu -- ARGS` end to end (the program's own output on stderr, the trace
     kept); a crash after the chosen launch keeps the trace and says so, one before it is one clear
     error; `tuiprof record -- nvcc -rdc=true ...` on two translation units."""
-    from tuiprof.cli import main
+    from tuiprof.cli.main import main
     from tuiprof.trace.io import load_trace
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.collect.gpu.ncu import ValidateError
 from tuiprof.validate_ops import SassRow, parse_source_page, source_page_commands
 
@@ -158,12 +158,12 @@ sys.stdout.write(open({page!r}).read())
 ])
 def test_the_source_page_run_with_a_stand_in_ncu(tmp_path: Path, fail_collect: bool, page: Path,
                                                  error: str | None) -> None:
-    """validate --per-op's ncu runs (`tuiprof.cli_gpu._source_page`) against a stand-in: the
+    """validate --per-op's ncu runs (`tuiprof.cli.gpu._source_page`) against a stand-in: the
     plain run is asked for line information, the printed page is parsed; a failed collection or a
     page that is not one is one ValidateError."""
     import sys
 
-    from tuiprof.cli_gpu import _source_page
+    from tuiprof.cli.gpu import _source_page
 
     ncu = tmp_path / "ncu"
     ncu.write_text(STAND_IN.format(python=sys.executable, fail_collect=fail_collect, page=str(page)))

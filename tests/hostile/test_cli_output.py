@@ -211,7 +211,7 @@ def test_an_interrupted_write_leaves_no_temp_file(tmp_path: Path) -> None:
 
 
 def test_sigterm_during_a_write_leaves_no_temp_file(tmp_path: Path) -> None:
-    code = ("import sys, time; from tuiprof import cli; from tuiprof.output import write_bytes_to\n"
+    code = ("import sys, time; import tuiprof.cli.main as cli; from tuiprof.output import write_bytes_to\n"
             "import signal; signal.signal(signal.SIGTERM, cli._terminate)\n"
             "def slow(fh):\n    fh.write(b'half'); print('writing', flush=True); time.sleep(60)\n"
             f"write_bytes_to({str(tmp_path / 'r.txt')!r}, slow)\n")

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.factories import make_trace
 from tests.support.json_keys import json_keys
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.demos import demo_path
 from tuiprof.report import build_report
 from tuiprof.session import DEFAULT_TOLERANCE, RunConfig

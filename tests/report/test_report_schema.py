@@ -14,7 +14,7 @@ import pytest
 
 import tuiprof
 from tests.support.factories import make_trace
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.report_schema import SCHEMA_VERSION, json_schema, schema_text
 from tuiprof.trace.io import save_trace
 

@@ -209,8 +209,8 @@ def test_the_default_snapshot_is_warm() -> None:
     from CTA 0; an explicit start takes the resident set before it. Every choice lies inside
     `snapshot_span`, what a whole program's counting run counts before the launch is known."""
     from tuiprof.arch import load_arch
-    from tuiprof.cli import build_parser
-    from tuiprof.cli_options import collect_options
+    from tuiprof.cli.main import build_parser
+    from tuiprof.cli.options import collect_options
     from tuiprof.trace.data import Launch
     from tuiprof.trace.snapshot import choose_snapshot, snapshot_span
 

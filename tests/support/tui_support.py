@@ -137,7 +137,7 @@ async def assert_ui_records_on_the_gpu(target: str) -> Any:
     """`tuiprof TARGET` with the command line's settings (--backend auto) in the UI: its worker
     records on the GPU, the status bar names the gpu trace and the SM pane says *measured*.
     Returns the trace."""
-    from tuiprof.cli import build_parser, parse_command_line, run_config
+    from tuiprof.cli.main import build_parser, parse_command_line, run_config
     from tuiprof.tui.app import TuiprofApp
 
     config = run_config(parse_command_line(build_parser(), [target, "--trials", "2", "--no-sweep"]))

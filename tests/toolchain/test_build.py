@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import run_without_nvcc
-from tuiprof.cli import main
+from tuiprof.cli.main import main
 from tuiprof.toolchain import BuildError, Program, build_program, choose_target, locate
 from tuiprof.toolchain import cache as build_cache
 from tuiprof.toolchain.cubin import kernel_resources, read_elf
@@ -458,7 +458,7 @@ def test_no_compiler_at_all_is_one_clear_message(tmp_path: Path) -> None:
 def test_init_without_any_compiler_writes_a_source_only_script(tmp_path: Path) -> None:
     shutil.copy(CUDA / "build_cxx.cu", tmp_path / "k.cu")
     shutil.copy(CUDA / "build_cxx.cuh", tmp_path / "build_cxx.cuh")
-    run_without_nvcc("from tuiprof.cli import main\nraise SystemExit(main(['init', 'k.cu']))\n", tmp_path,
+    run_without_nvcc("from tuiprof.cli.main import main\nraise SystemExit(main(['init', 'k.cu']))\n", tmp_path,
                      hide_nvrtc=True)
     script = (tmp_path / "k_launch.py").read_text()
     assert "source only" in script

@@ -9,7 +9,7 @@ restores the terminal) and arms a watchdog: if the app has not closed within `GR
 (a busy event loop, a signal before the loop started), the watchdog restores the terminal itself
 and ends the process. A second signal ends it at once. Either way the temp file of an export
 being written is removed. SIGHUP is the CLI's (the terminal is gone: remove the temp files and
-end now, see `tuiprof.cli`).
+end now, see `tuiprof.cli.main`).
 """
 
 from __future__ import annotations

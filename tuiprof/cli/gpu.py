@@ -1,5 +1,5 @@
 """The GPU commands of the `tuiprof` CLI: ``build``, ``calibrate``, ``validate``, and the
-``--backend`` / ``--cuda`` options of `.cu` targets. `tuiprof.cli` registers them with
+``--backend`` / ``--cuda`` options of `.cu` targets. `tuiprof.cli.main` registers them with
 `add_commands`; nothing heavy is imported until a command runs.
 
 Without a GPU, every command that needs one says so in one message that points at the emulator
@@ -124,7 +124,7 @@ def _validate_target(args: argparse.Namespace) -> tuple[Path, Any]:
     `measured.json` were recorded so), or a program built by `tuiprof build` (its binary, None)."""
     import dataclasses
 
-    from tuiprof.cli_options import collect_options
+    from tuiprof.cli.options import collect_options
     from tuiprof.demos import CATALOGUE, demo_collection
     from tuiprof.errors import UsageError
 
@@ -149,7 +149,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     simulate it and print the comparison."""
     import tempfile
 
-    from tuiprof.cli_options import run_config
+    from tuiprof.cli.options import run_config
     from tuiprof.collect.gpu.driver import L2_FETCH_ENV, gpu_info, require_gpu
     from tuiprof.collect.gpu.ncu import (
         NCU_HINT,
@@ -255,7 +255,7 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
     """``--source-csv FILE``: a trace (or demo) simulated and compared op by op with a source
     page saved earlier; no GPU."""
     from tuiprof import demos
-    from tuiprof.cli_options import run_config
+    from tuiprof.cli.options import run_config
     from tuiprof.collect.gpu.ncu import ValidateError
     from tuiprof.errors import UsageError
     from tuiprof.session import Session

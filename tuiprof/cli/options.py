@@ -1,5 +1,5 @@
 """The command line's run and collect options as the objects a run takes (`RunConfig`,
-`CollectOptions`): shared by `tuiprof.cli` and the GPU commands of `tuiprof.cli_gpu`, which would
+`CollectOptions`): shared by `tuiprof.cli.main` and the GPU commands of `tuiprof.cli.gpu`, which would
 otherwise import each other. Light at import: the targets are imported when called."""
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from typing import Any
 from tuiprof import __version__
 
 # The run and collect options as a RunConfig: their own module, which the GPU commands share.
-from tuiprof.cli_options import collect_options as collect_options
-from tuiprof.cli_options import run_config as run_config
+from tuiprof.cli.options import collect_options as collect_options
+from tuiprof.cli.options import run_config as run_config
 from tuiprof.errors import TuiprofError, UsageError
 from tuiprof.output import note as _say
 from tuiprof.output import shown, write_output
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME", nargs="?", default=DEFAULT_DEMO, help="a demo name (see `tuiprof demos`)")
     _add_ui_options(p)
 
-    from tuiprof.cli_gpu import add_commands  # build, calibrate, validate (light: argparse only)
+    from tuiprof.cli.gpu import add_commands  # build, calibrate, validate (light: argparse only)
 
     add_commands(sub, _add_run_options, _add_collect_options)
     return parser
@@ -190,7 +190,7 @@ def _add_compiler_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) 
 
 
 def _add_collect_options(p: argparse.ArgumentParser, backend: bool = True) -> None:
-    from tuiprof.cli_gpu import add_backend_options
+    from tuiprof.cli.gpu import add_backend_options
 
     g = p.add_argument_group("CUDA sources (a .cu TARGET: compiled, run on the GPU or in the emulator, recorded)")
     g.add_argument("--launch", metavar="SCRIPT", help="the launch script (default: launch.py or "
@@ -419,8 +419,8 @@ def cmd_demos(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu(args: argparse.Namespace) -> int:
-    """build, calibrate, validate: tuiprof.cli_gpu."""
-    from tuiprof.cli_gpu import run
+    """build, calibrate, validate: tuiprof.cli.gpu."""
+    from tuiprof.cli.gpu import run
 
     return run(args)
 
