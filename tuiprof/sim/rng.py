@@ -25,19 +25,32 @@ def rng_new(seed: int) -> np.ndarray:
 
 
 @njit(**INLINE)
-def rng_next(st: np.ndarray) -> np.uint64:
-    """The next 64 random bits (SplitMix64, Steele et al. 2014)."""
-    z = st[0] + _GOLDEN
-    st[0] = z
+def rng_next_at(sts: np.ndarray, k: int) -> np.uint64:
+    """The next 64 random bits of state `k` of `sts` (SplitMix64, Steele et al. 2014)."""
+    z = sts[k] + _GOLDEN
+    sts[k] = z
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))
 
 
 @njit(**INLINE)
+def rng_next(st: np.ndarray) -> np.uint64:
+    """The next 64 random bits of a generator state (`rng_next_at` of its one element)."""
+    return rng_next_at(st, 0)
+
+
+@njit(**INLINE)
+def rng_below_at(sts: np.ndarray, k: int, n: int) -> int:
+    """A uniform integer in [0, n) for 1 <= n < 2**32 from state `k` of `sts` (multiply-shift;
+    bias below n / 2**32)."""
+    return np.int64(((rng_next_at(sts, k) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(**INLINE)
 def rng_below(st: np.ndarray, n: int) -> int:
-    """A uniform integer in [0, n) for 1 <= n < 2**32 (multiply-shift; bias below n / 2**32)."""
-    return np.int64(((rng_next(st) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+    """`rng_below_at` of a generator state's one element."""
+    return rng_below_at(st, 0, n)
 
 
 @njit(**INLINE)
@@ -57,17 +70,6 @@ def rng_streams(st: np.ndarray, n: int) -> np.ndarray:
         tmp[0] = st[0] ^ ((np.uint64(k) + np.uint64(1)) * _M2)
         out[k] = rng_next(tmp)
     return out
-
-
-@njit(**INLINE)
-def rng_below_at(sts: np.ndarray, k: int, n: int) -> int:
-    """`rng_below` on stream `k` of `sts` (`rng_streams`)."""
-    z = sts[k] + _GOLDEN
-    sts[k] = z
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    z = z ^ (z >> np.uint64(31))
-    return np.int64(((z >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
 def trial_seed(seed: int, index: int) -> int:
