@@ -43,7 +43,7 @@ import struct
 import warnings
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, TypeVar
@@ -436,85 +436,14 @@ def _open_zip(path: Path, fh: BinaryIO) -> tuple[zipfile.ZipFile, dict[str, zipf
 
 
 def _member(path: Path, fh: BinaryIO, info: zipfile.ZipInfo, limit: int, what: str, declared: bool = True) -> bytearray:
-    """The uncompressed bytes of zip member `info`, decompressed in bounded chunks.
+    """The uncompressed bytes of zip member `info`, decompressed in bounded chunks (`_Stream`).
 
     Output never exceeds `limit` (what the JSON header declares) nor the size the zip directory
-    gives: a stream that goes on past it is refused as soon as it does, so a decompression bomb
-    costs at most `limit` bytes. The checksum is verified."""
-    if info.flag_bits & 0x1:
-        raise _bad(path, f"{what} is encrypted")
-    if info.file_size > limit:
-        raise _bad(path, f"{what} is larger than {'declared' if declared else 'allowed'} "
-                         f"({info.file_size:,} bytes where at most {limit:,} fit)")
-    size = info.file_size
-    if info.header_offset < 0:
-        raise _bad(path, f"{what} lies outside the file (damaged zip directory)")
-    fh.seek(info.header_offset)
-    local = fh.read(30)
-    if len(local) < 30 or local[:4] != b"PK\x03\x04":
-        raise _bad(path, f"{what} is missing from the zip data (truncated or damaged file)")
-    name_len, extra_len = struct.unpack("<HH", local[26:30])
-    fh.seek(info.header_offset + 30 + name_len + extra_len)
-    left = info.compress_size
-    method = info.compress_type
-
-    def compressed() -> Iterator[bytes]:
-        nonlocal left
-        while left > 0:
-            chunk = fh.read(min(_CHUNK, left))
-            if not chunk:
-                raise _bad(path, f"{what} is cut short (truncated file)")
-            left -= len(chunk)
-            yield chunk
-
-    out = bytearray(size)
-    pos = 0
-
-    def put(piece: bytes) -> None:
-        nonlocal pos
-        if pos + len(piece) > size:
-            raise _bad(path, f"{what} decompresses to more than the {size:,} bytes declared for it "
-                             "(damaged, or a decompression bomb)")
-        out[pos:pos + len(piece)] = piece
-        pos += len(piece)
-
-    try:
-        if method == zipfile.ZIP_STORED:
-            for chunk in compressed():
-                put(chunk)
-        elif method == zipfile.ZIP_DEFLATED:
-            d = zlib.decompressobj(-15)
-            for chunk in compressed():
-                data = chunk
-                while not d.eof:
-                    # zlib may hold output after taking the last input byte (the rest of a long
-                    # match): drain until a call neither leaves input nor gives output.
-                    piece = d.decompress(data, min(size - pos + 1, _CHUNK))
-                    put(piece)
-                    data = d.unconsumed_tail
-                    if not data and not piece:
-                        break
-                if d.eof:
-                    break
-        elif method == zipfile.ZIP_LZMA:
-            d = _lzma_decompressor(path, fh, what, info.compress_size)
-            left -= 4 + 5
-            for chunk in compressed():
-                piece = d.decompress(chunk, min(size - pos + 1, _CHUNK))
-                put(piece)
-                while not d.eof and not d.needs_input:  # output still held: drain it (as for deflate)
-                    piece = d.decompress(b"", min(size - pos + 1, _CHUNK))
-                    put(piece)
-                    if not piece:
-                        break
-                if d.eof:
-                    break
-        else:
-            raise _bad(path, f"{what} uses a compression method this tuiprof does not read (zip method {method})")
-    except (zlib.error, lzma.LZMAError, EOFError):
-        raise _bad(path, f"{what} has damaged compressed data") from None
-    if pos != size:
-        raise _bad(path, f"{what} is shorter than the {size:,} bytes declared for it (truncated or damaged file)")
+    gives: a stream that goes on past it is refused, so a decompression bomb costs at most
+    `limit` bytes. The checksum is verified."""
+    stream = _Stream(path, fh, info, what, limit, declared)
+    out = stream.read(info.file_size)
+    stream.finish()
     if zlib.crc32(out) != info.CRC:
         raise _bad(path, f"{what} fails its checksum (damaged file)")
     return out
@@ -815,7 +744,7 @@ def _load_bytes(hd: _Header) -> int:
     return stored + widened + hd.accesses * (LANES * 8 + 4 + 4) + (hd.warps + 1) * 8
 
 
-def _npy_header(path: Path, name: str, head: bytes, spec: _ArraySpec) -> int:
+def _npy_header(path: Path, name: str, head: bytes | bytearray, spec: _ArraySpec) -> int:
     """The length of an .npy member's header (its first bytes, `head`), once it declares exactly
     the array the tptrace header does (no pickle)."""
     dtype, shape = spec.stored
@@ -845,14 +774,20 @@ def _read_npy(path: Path, name: str, data: bytearray, spec: _ArraySpec) -> np.nd
 
 
 class _Stream:
-    """The uncompressed bytes of one zip member, read in order a piece at a time (what `_member`
-    reads whole, for the address members, too large to hold): never more than the member's
+    """The uncompressed bytes of one zip member, read in order a piece at a time (`_member` reads
+    one whole; the address members, too large to hold, are read a chunk at a time): never more than the member's
     declared size; `fork` gives an independent reader at the same place (deflate: a copy of the
     decompressor; LZMA, which cannot copy one: a new reader that decompresses up to there)."""
 
-    def __init__(self, path: Path, fh: BinaryIO, info: zipfile.ZipInfo, what: str) -> None:
+    def __init__(self, path: Path, fh: BinaryIO, info: zipfile.ZipInfo, what: str, limit: int,
+                 declared: bool = True) -> None:
+        """Refuse a member that is encrypted, larger than `limit` (what the JSON header declares, or
+        with `declared` False what is allowed), or not where the zip directory says."""
         if info.flag_bits & 0x1:
             raise _bad(path, f"{what} is encrypted")
+        if info.file_size > limit:
+            raise _bad(path, f"{what} is larger than {'declared' if declared else 'allowed'} "
+                             f"({info.file_size:,} bytes where at most {limit:,} fit)")
         if info.header_offset < 0:
             raise _bad(path, f"{what} lies outside the file (damaged zip directory)")
         fh.seek(info.header_offset)
@@ -915,19 +850,20 @@ class _Stream:
         except (zlib.error, lzma.LZMAError, EOFError):
             raise _bad(self.path, f"{self.what} has damaged compressed data") from None
 
-    def read(self, n: int) -> bytes:
+    def read(self, n: int) -> bytearray:
         """Exactly the next `n` bytes of the member."""
         if self.pos + n > self.info.file_size:
             raise _bad(self.path, f"{self.what} does not hold the data its header declares")
-        parts = []
-        while n > 0:
-            piece = self._piece(min(n, _CHUNK))
+        out = bytearray(n)
+        at = 0
+        while at < n:
+            piece = self._piece(min(n - at, _CHUNK))
             if not piece:
                 raise self._short()
-            parts.append(piece)
-            n -= len(piece)
+            out[at:at + len(piece)] = piece
+            at += len(piece)
             self.pos += len(piece)
-        return b"".join(parts)
+        return out
 
     def finish(self) -> None:
         """Refuse a member that goes on past its declared size (damage, or a decompression bomb)
@@ -946,7 +882,7 @@ class _Stream:
         if self.method == zipfile.ZIP_DEFLATED:
             twin.d = self.d.copy()
         elif self.method == zipfile.ZIP_LZMA:
-            twin = _Stream(self.path, self.fh, self.info, self.what)
+            twin = _Stream(self.path, self.fh, self.info, self.what, self.info.file_size)
             for at in range(0, self.pos, _CHUNK):
                 twin.read(min(_CHUNK, self.pos - at))
         return twin
@@ -959,11 +895,7 @@ class _Values:
 
     def __init__(self, path: Path, fh: BinaryIO, info: zipfile.ZipInfo, spec: _ArraySpec, name: str) -> None:
         self.path, self.name, self.spec, self.info = path, name, spec, info
-        what = f"array {name}"
-        if info.file_size > spec.nbytes + _NPY_HEADER_SLACK:
-            raise _bad(path, f"{what} is larger than declared ({info.file_size:,} bytes where at most "
-                             f"{spec.nbytes + _NPY_HEADER_SLACK:,} fit)")
-        s = _Stream(path, fh, info, what)
+        s = _Stream(path, fh, info, f"array {name}", spec.nbytes + _NPY_HEADER_SLACK)
         head = s.read(min(10, info.file_size))
         if len(head) == 10 and head[:6] == b"\x93NUMPY" and head[6] in (1, 2):
             if head[6] == 1:
