@@ -79,22 +79,21 @@ def choose_snapshot(launch: Launch, arch: Arch, waves: float = PAPER_WAVES, ctas
     the whole snapshot after it (so `start` None with `warm` 0 is the cold snapshot from CTA 0)."""
     grid = launch.grid_ctas
     check_recordable(launch)
+    if ctas is not None and ctas < 1:
+        raise UsageError(f"--snapshot must be at least 1 CTA, got {ctas}", "for example --snapshot 64")
     auto = warm is None
     per_sm = max(launch.ctas_per_sm, 1)
     resident = arch.sm_count * per_sm
+    want = ctas if ctas is not None else max(1, int(round(waves * resident)))
     if warm is None:
         warm = default_warm(launch, arch)
     if start is None:
-        want = ctas if ctas is not None and ctas >= 1 else max(1, int(round(waves * resident)))
         start = min(max(warm, 0), max(grid - want, 0))
     if not 0 <= start < grid:
         raise UsageError(f"--snapshot-start {start} is outside the grid of {grid} CTAs",
                          f"choose a CTA between 0 and {grid - 1}")
-    if ctas is not None and ctas < 1:
-        raise UsageError(f"--snapshot must be at least 1 CTA, got {ctas}", "for example --snapshot 64")
     if warm < 0:
         raise UsageError(f"--snapshot-warm must be at least 0 CTAs, got {warm}", "for example --snapshot-warm 128")
-    want = ctas if ctas is not None else max(1, int(round(waves * resident)))
     n = min(want, grid - start)
     first = "CTA 0" if start == 0 else f"CTA {start}"
     rule = (f"{n} consecutive CTAs from {first} (Baghsorkhi12 sec. 3.1): "
