@@ -1,0 +1,103 @@
+"""The .tptrace format version 2 (issue 23 item 5): the address members' byte planes are laid out
+block by block, so that loading inflates each byte once. Round trips across block and read
+boundaries, version 1 files (planes of the whole member) still load, and a damaged declaration
+is one message."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support import hostile as H
+from tests.support.factories import random_trace
+from tests.trace.test_trace_packed import with_shared
+from tuiprof.compare.cache import trace_digest
+from tuiprof.errors import TraceError
+from tuiprof.trace.io import load_trace, save_trace
+from tuiprof.trace.packed import lane_addresses
+
+N = 2600
+"""Accesses of the test traces: two whole blocks of 1,024 and a part one."""
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of 1,024 accesses (the least a file may declare), read 700 at a time, so that reads
+    straddle blocks."""
+    monkeypatch.setattr("tuiprof.trace.io.PLANE_ROWS", 1024)
+    monkeypatch.setattr("tuiprof.trace.packed.CHUNK", 700)
+
+
+def stored_arrays(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header and the logical arrays of a file, read with NumPy and the test's own plane layouts."""
+    with zipfile.ZipFile(path) as zf:
+        header = json.loads(zf.read(H.HEADER))
+        arrays = {}
+        for name, spec in header["arrays"].items():
+            dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
+            stored = np.lib.format.read_array(io.BytesIO(zf.read(f"{name}.npy")), allow_pickle=False)
+            if spec["shuffled"] and "plane_rows" in spec:
+                arrays[name] = H.from_blocked_planes(stored, dtype, shape, spec["plane_rows"])
+            else:
+                arrays[name] = H.from_planes(stored, dtype, shape) if spec["shuffled"] else stored
+    return header, arrays
+
+
+@pytest.mark.parametrize("compression", ["deflate", "lzma"])
+def test_version_2_round_trips_across_plane_blocks(tmp_path: Path, small_blocks: None, compression: str) -> None:
+    t = with_shared(random_trace(11, n=N, n_warps=7, n_ops=5), {1, 3})  # packed and replayed accesses
+    path = save_trace(t, tmp_path / "t.tptrace", compression=compression)
+    header, arrays = stored_arrays(path)
+    assert header["version"] == 2
+    assert header["arrays"]["addr_lanes"]["plane_rows"] == 1024 and arrays["addr_lanes"].dtype.itemsize > 1
+    u = load_trace(path)
+    assert u.packed is not None and u.addr.shape[0] > 0
+    assert np.array_equal(lane_addresses(u), t.addr)
+
+
+def test_version_1_files_still_load(tmp_path: Path, small_blocks: None) -> None:
+    """A version 2 file rewritten as version 1 lays each address member out as the planes of the
+    whole member; both load to the same trace."""
+    t = with_shared(random_trace(12, n=N, n_warps=4, n_ops=3), {0})
+    v2 = save_trace(t, tmp_path / "v2.tptrace")
+    old = H.TraceFile(v2)
+    old.header["version"] = 1
+    for spec in old.header["arrays"].values():
+        spec.pop("plane_rows", None)
+    v1 = old.save(tmp_path / "v1.tptrace")
+    with zipfile.ZipFile(v1) as zf:  # the old layout: planes [itemsize, size]
+        a = np.lib.format.read_array(io.BytesIO(zf.read("addr_lanes.npy")), allow_pickle=False)
+    assert a.shape == (8, N * 32)
+    u1, u2 = load_trace(v1), load_trace(v2)
+    assert np.array_equal(lane_addresses(u1), t.addr) and trace_digest(u1) == trace_digest(u2)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda h: h["arrays"]["addr_base"].update(plane_rows=1), "plane_rows must be a whole number from 1,024 to 65,536"),
+    (lambda h: h["arrays"]["addr_base"].update(plane_rows=True), "plane_rows must be a whole number"),
+    (lambda h: h["arrays"]["warp_cta"].update(plane_rows=16384), "plane_rows is only for the byte planes of an address"),
+    (lambda h: h.update(version=1), "plane_rows is only for the byte planes of an address member (version 2)"),
+], ids=["too small", "not a number", "not an address member", "in a version 1 file"])
+def test_a_wrong_plane_rows_is_named(tmp_path: Path, edit, needle: str) -> None:
+    t = H.TraceFile()
+    assert t.header["version"] == 2 and "plane_rows" in t.header["arrays"]["addr_base"]
+    edit(t.header)
+    with pytest.raises(TraceError) as e:
+        load_trace(t.save(tmp_path / "t.tptrace"))
+    assert needle in e.value.message and e.value.hint
+
+
+def test_a_short_blocked_member_is_named(tmp_path: Path, small_blocks: None) -> None:
+    """An address member cut inside its second block: the declared size is missing."""
+    path = save_trace(random_trace(13, n=N), tmp_path / "t.tptrace")
+    t = H.TraceFile(path)
+    member = t.member_bytes()["addr_lanes.npy"]
+    t.raw["addr_lanes.npy"] = member[:len(member) // 2]
+    with pytest.raises(TraceError) as e:
+        load_trace(t.save(tmp_path / "cut.tptrace"))
+    assert "addr_lanes" in e.value.message and e.value.hint
