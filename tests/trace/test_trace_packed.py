@@ -152,3 +152,27 @@ def test_inconsistent_packing_is_refused() -> None:
         dataclasses.replace(t, addr=t.addr[keep], packed=bad)
     with pytest.raises(TraceError, match="disagree in shape"):
         dataclasses.replace(t, packed=bad)
+
+
+@pytest.mark.parametrize("banks", [16, 32])
+@pytest.mark.parametrize("nbytes", [4, 8, 16])
+def test_structured_phases_wavefronts_equal_numpy(banks: int, nbytes: int) -> None:
+    """Strides (conflict-free, 2-way, 32-way, padded), broadcasts and near-broadcasts under random
+    masks: the kernel's one-wavefront shortcut and its counting path against the NumPy oracle."""
+    from tuiprof.model.wavefronts import wavefronts
+
+    rng = np.random.default_rng(banks * 100 + nbytes)
+    n = 600
+    lane = np.arange(LANES, dtype=np.uint64)
+    stride = rng.choice([0, 1, 2, 3, 32, 33], size=n).astype(np.uint64)  # in elements
+    addr = 0x1000 + rng.integers(0, 64, size=(n, 1)).astype(np.uint64) * np.uint64(nbytes) \
+        + lane * stride[:, None] * np.uint64(nbytes)
+    near = rng.random(n) < 0.2  # a broadcast but for one lane
+    addr[near, rng.integers(0, LANES, size=int(near.sum()))] += np.uint64(banks * 4)
+    mask = rng.integers(1, 2**32, size=n, dtype=np.uint64).astype(np.uint32)
+    mask[: n // 3] = 0xFFFFFFFF
+    actual, ideal, worst = wavefronts(addr, mask, np.zeros(n, np.int32), np.array([nbytes], np.int64),
+                                      np.arange(n, dtype=np.int64), banks, 4)
+    want = numpy_wavefronts(addr, mask, nbytes, banks)
+    assert np.array_equal(actual, want)
+    assert (actual == ideal).any() and (actual > ideal).any() and worst.max() >= 2
