@@ -22,6 +22,14 @@ def wavefronts(addr, mask, op, op_bytes, rows, banks, width):
     count = np.zeros(banks, dtype=np.int64)
     first = np.zeros(banks, dtype=np.int64)
     wavefront_bytes = banks * width
+    # Word and bank by shift and mask where they are powers of two (every GPU modelled): a
+    # division per lane otherwise dominates the kernel.
+    wshift = 64
+    if width > 0 and width & (width - 1) == 0:
+        wshift = 0
+        while (1 << wshift) < width:
+            wshift += 1
+    bmask = banks - 1 if banks > 0 and banks & (banks - 1) == 0 else -1
     for k in range(n):
         r = rows[k]
         b = op_bytes[op[r]]
@@ -38,10 +46,11 @@ def wavefronts(addr, mask, op, op_bytes, rows, banks, width):
                 for lane in range(p0, min(32, p0 + lanes)):
                     if (m >> np.uint32(lane)) & np.uint32(1) == 0:
                         continue
-                    w0 = np.int64(addr[r, lane] // np.uint64(width))
+                    a = addr[r, lane]
+                    w0 = np.int64(a >> np.uint64(wshift)) if wshift < 64 else np.int64(a // np.uint64(width))
                     for j in range(per_lane):
                         w = w0 + j
-                        q = w % banks
+                        q = w & bmask if bmask >= 0 else w % banks
                         bit = np.uint64(1) << np.uint64(q)
                         if used & bit:
                             if first[q] != w:
@@ -63,10 +72,11 @@ def wavefronts(addr, mask, op, op_bytes, rows, banks, width):
             for lane in range(p0, min(32, p0 + lanes)):
                 if (m >> np.uint32(lane)) & np.uint32(1) == 0:
                     continue
-                w0 = np.int64(addr[r, lane] // np.uint64(width))
+                a = addr[r, lane]
+                w0 = np.int64(a >> np.uint64(wshift)) if wshift < 64 else np.int64(a // np.uint64(width))
                 for j in range(per_lane):
                     w = w0 + j
-                    q = w % banks
+                    q = w & bmask if bmask >= 0 else w % banks
                     seen = False
                     for t in range(count[q]):
                         if words[q, t] == w:
