@@ -176,3 +176,23 @@ def test_structured_phases_wavefronts_equal_numpy(banks: int, nbytes: int) -> No
     want = numpy_wavefronts(addr, mask, nbytes, banks)
     assert np.array_equal(actual, want)
     assert (actual == ideal).any() and (actual > ideal).any() and worst.max() >= 2
+
+
+def test_packed_shared_stats_leave_the_warm_up_ctas_out(tmp_path: Path) -> None:
+    """A snapshot's warm-up CTAs are replayed, never counted: the packed path counts the same
+    shared accesses as the full addresses do (it used to count the warm-up CTAs' too, doubling
+    matmul-tile16's shared requests)."""
+    from tuiprof.model.shared import shared_op_stats
+
+    t = with_shared(random_trace(9, n=300, n_warps=6, n_ops=4), {1, 2})  # one warp per CTA: 6 CTAs
+    t = dataclasses.replace(t, snapshot=dataclasses.replace(t.snapshot, warm=2))
+    u = load_trace(save_trace(t, tmp_path / "t.tptrace"))
+    assert u.packed is not None
+    got, want = shared_op_stats(u, 32, 4, 30.0), shared_op_stats(dense(u), 32, 4, 30.0)
+    assert got == want
+    warp = np.searchsorted(t.warp_offsets, np.arange(t.n_accesses), side="right") - 1
+    counted = t.warp_cta[warp] >= 2
+    for op in (1, 2):
+        rows = np.flatnonzero((t.op == op) & counted)
+        assert got[op].warp_accesses == rows.size
+        assert got[op].total == numpy_wavefronts(t.addr[rows], t.mask[rows], 4, 32).sum()
