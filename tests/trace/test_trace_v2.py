@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.support import hostile as H
-from tests.support.factories import random_trace
+from tests.support.factories import make_trace, random_trace
 from tests.trace.test_trace_packed import with_shared
 from tuiprof.compare.cache import trace_digest
 from tuiprof.errors import TraceError
@@ -101,3 +101,31 @@ def test_a_short_blocked_member_is_named(tmp_path: Path, small_blocks: None) -> 
     with pytest.raises(TraceError) as e:
         load_trace(t.save(tmp_path / "cut.tptrace"))
     assert "addr_lanes" in e.value.message and e.value.hint
+
+
+def test_loading_a_tiled_trace_stays_far_below_its_full_addresses(tmp_path: Path, small_blocks: None) -> None:
+    """Memory, not time: loading a trace of shared-memory tile accesses (rows of a 32 x 32 tile,
+    and columns of it) allocates a small share of the uint64 [R, 32] array its addresses would
+    fill, since they stay packed and the file streams in blocks (tracemalloc sees NumPy's allocations)."""
+    import dataclasses
+    import tracemalloc
+
+    n = 40_000
+    lane = np.arange(32, dtype=np.uint64)
+    k = np.arange(n, dtype=np.uint64)[:, None]
+    rows = (k % np.uint64(32)) * np.uint64(128) + lane * np.uint64(4)  # a row of the tile
+    cols = (k % np.uint64(32)) * np.uint64(4) + lane * np.uint64(128)  # a column: 32-way
+    addr = np.where(k % np.uint64(2) == 0, rows, cols)
+    t = make_trace(addr, ops=[i % 2 for i in range(n)], warps=[(i // 100) % 8 for i in range(n)])
+    t = dataclasses.replace(t, ops=tuple(dataclasses.replace(o, space="shared") for o in t.ops))
+    path = save_trace(t, tmp_path / "tiles.tptrace")
+    load_trace(path)  # imports and compiles outside the measurement
+    tracemalloc.start()
+    try:
+        u = load_trace(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    full = n * 32 * 8
+    assert u.packed is not None and peak < 0.35 * full, (peak, full)
+    assert np.array_equal(lane_addresses(u), t.addr)
