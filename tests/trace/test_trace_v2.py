@@ -129,3 +129,17 @@ def test_loading_a_tiled_trace_stays_far_below_its_full_addresses(tmp_path: Path
     full = n * 32 * 8
     assert u.packed is not None and peak < 0.35 * full, (peak, full)
     assert np.array_equal(lane_addresses(u), t.addr)
+
+
+def test_a_hostile_version_2_file_is_one_error_line(tmp_path: Path) -> None:
+    """Through the command line: a plane_rows past the range gives one `error:` line naming the
+    file and the field, a `hint:`, exit status 2, no traceback, and nothing written."""
+    from tests.support.hostile_run import assert_clean_error, run_cli, snapshot
+
+    t = H.TraceFile()
+    t.header["arrays"]["addr_base"]["plane_rows"] = 1 << 40
+    path = t.save(tmp_path / "blocks.tptrace")
+    before = snapshot(tmp_path)
+    run = run_cli(["report", str(path), "--trials", "2", "--no-sweep"], tmp_path)
+    assert_clean_error(run, str(path), "arrays.addr_base.plane_rows must be a whole number from 1,024 to 65,536")
+    assert snapshot(tmp_path) == before
