@@ -289,6 +289,7 @@ def _epochs(trace: Trace, seq_starts: np.ndarray, warp_seq_off: np.ndarray) -> n
             crossed[1:] = table[keys]
         else:
             crossed[1:] = np.isin(keys, pairs)
+        del keys  # 8 bytes an access: not alive beside the sums below
         crossed[trace.warp_offsets[:-1][trace.warp_offsets[:-1] < op.size]] = 0  # a warp's first access
     total = np.cumsum(crossed)
     before_warp = np.concatenate([[0], total])[trace.warp_offsets[:-1]]
