@@ -67,6 +67,32 @@ def test_unsigned_warp_lengths_past_int64_fail_cleanly(tmp_path: Path) -> None:
     assert "warp length" in load_error(t.save(tmp_path / "u.tptrace")).message
 
 
+def test_packed_decode_kernel_checks_every_index_itself(tmp_path: Path) -> None:
+    """`undelta_packed`, which decodes a packed chunk from its steps and odd rows, refuses a lane
+    row past its lanes and arrays of the wrong length (in a child process, as below)."""
+    script = """
+import numpy as np
+from tuiprof.trace._codec import undelta_packed
+n, n_ops = 4, 2
+def call(lane_row, lanes=2, steps=n):
+    out = np.zeros((n, 32), np.int64)
+    return undelta_packed(np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(n, np.int64),
+                          np.ones(steps, np.int64), np.asarray(lane_row, np.int64), np.zeros((lanes, 32), np.int64),
+                          np.full(n, 0xFFFFFFFF, np.int64), np.int64(4), np.zeros((n_ops, 32), np.int64),
+                          np.zeros((n_ops, 32), np.bool_), np.zeros(n_ops, np.int64), np.full(n_ops, -1, np.int64), out)
+assert call([0, 1, 2, -1]) == -1, "lane row past the lanes"
+assert call([0, 1, 1 << 40, -1]) == -1, "lane row far past the lanes"
+assert call([0, -1, -1, -1], steps=3) == -1, "steps shorter than the accesses"
+assert call([0, -1, -1]) == -1, "lane rows shorter than the accesses"
+assert call([0, -7, -1, 1]) == 0, "any negative lane row: the step"
+assert call([-1, -1, -1, -1], lanes=0) == 0
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
 def test_decode_kernel_checks_every_index_itself(tmp_path: Path) -> None:
     """The kernel refuses op ids and shapes outside its arrays even when called directly (a
     child process, so that a crash cannot take the test runner with it); a warp id is only ever

@@ -24,6 +24,8 @@ from tuiprof.resources import data_dir
 
 BASE = data_dir("demo_traces") / "vecadd.tptrace"
 HEADER = "tptrace.json"
+PLANE_ROWS = 1 << 14
+"""Accesses per block of byte planes in the address members of a version 2 file, as the writer lays them."""
 
 
 def npy_bytes(a: np.ndarray) -> bytes:
@@ -43,6 +45,25 @@ def from_planes(p: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.nd
     return np.ascontiguousarray(p.T).view(dtype).reshape(shape)
 
 
+ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
+
+
+def to_blocked_planes(a: np.ndarray, rows: int) -> np.ndarray:
+    """Version 2's address members: the byte planes of each block of `rows` rows in turn (uint8 [a.nbytes])."""
+    blocks = [to_planes(a[lo:lo + rows]).reshape(-1) for lo in range(0, a.shape[0], rows)]
+    return np.concatenate(blocks) if blocks else np.zeros(0, np.uint8)
+
+
+def from_blocked_planes(b: np.ndarray, dtype: np.dtype, shape: tuple[int, ...], rows: int) -> np.ndarray:
+    k, per = dtype.itemsize, int(np.prod(shape[1:], dtype=np.int64))
+    out, at = [], 0
+    for lo in range(0, shape[0], rows):
+        m = min(rows, shape[0] - lo) * per
+        out.append(from_planes(b[at:at + k * m].reshape(k, m), dtype, (m,)))
+        at += k * m
+    return (np.concatenate(out) if out else np.zeros(0, dtype)).reshape(shape)
+
+
 class TraceFile:
     """The members of a .tptrace file, editable: `header` (the JSON dict) and `arrays` (logical
     arrays, as the Trace sees them before address decoding) plus `raw` member bytes that win."""
@@ -54,7 +75,10 @@ class TraceFile:
             for name, spec in self.header["arrays"].items():
                 dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
                 stored = np.lib.format.read_array(io.BytesIO(zf.read(f"{name}.npy")), allow_pickle=False)
-                self.arrays[name] = from_planes(stored, dtype, shape) if spec["shuffled"] else stored
+                if spec["shuffled"] and "plane_rows" in spec:
+                    self.arrays[name] = from_blocked_planes(stored, dtype, shape, spec["plane_rows"])
+                else:
+                    self.arrays[name] = from_planes(stored, dtype, shape) if spec["shuffled"] else stored
         self.raw: dict[str, bytes] = {}
 
     def copy(self) -> "TraceFile":
@@ -64,6 +88,8 @@ class TraceFile:
         """Replace array `name` and its declaration (dtype, shape, shuffled as the writer does)."""
         self.arrays[name] = a
         self.header["arrays"][name] = {"dtype": a.dtype.str, "shape": list(a.shape), "shuffled": a.dtype.itemsize > 1}
+        if name in ADDRESS_ARRAYS and a.dtype.itemsize > 1 and self.header.get("version") == 2:
+            self.header["arrays"][name]["plane_rows"] = PLANE_ROWS
 
     def member_bytes(self) -> dict[str, bytes]:
         """Every member's bytes, header first, as the writer orders them."""
@@ -72,7 +98,11 @@ class TraceFile:
         for name, a in self.arrays.items():
             spec = declared.get(name) if isinstance(declared, dict) else None
             shuffled = isinstance(spec, dict) and spec.get("shuffled") is True
-            stored = to_planes(a) if shuffled and a.dtype.itemsize > 1 else a
+            rows = spec.get("plane_rows") if isinstance(spec, dict) else None
+            if shuffled and a.dtype.itemsize > 1 and isinstance(rows, int) and rows > 0:
+                stored = to_blocked_planes(a, rows)
+            else:
+                stored = to_planes(a) if shuffled and a.dtype.itemsize > 1 else a
             out[f"{name}.npy"] = npy_bytes(stored)
         out.update(self.raw)
         return out

@@ -152,3 +152,47 @@ def test_inconsistent_packing_is_refused() -> None:
         dataclasses.replace(t, addr=t.addr[keep], packed=bad)
     with pytest.raises(TraceError, match="disagree in shape"):
         dataclasses.replace(t, packed=bad)
+
+
+@pytest.mark.parametrize("banks", [16, 32])
+@pytest.mark.parametrize("nbytes", [4, 8, 16])
+def test_structured_phases_wavefronts_equal_numpy(banks: int, nbytes: int) -> None:
+    """Strides (conflict-free, 2-way, 32-way, padded), broadcasts and near-broadcasts under random
+    masks: the kernel's one-wavefront shortcut and its counting path against the NumPy oracle."""
+    from tuiprof.model.wavefronts import wavefronts
+
+    rng = np.random.default_rng(banks * 100 + nbytes)
+    n = 600
+    lane = np.arange(LANES, dtype=np.uint64)
+    stride = rng.choice([0, 1, 2, 3, 32, 33], size=n).astype(np.uint64)  # in elements
+    addr = 0x1000 + rng.integers(0, 64, size=(n, 1)).astype(np.uint64) * np.uint64(nbytes) \
+        + lane * stride[:, None] * np.uint64(nbytes)
+    near = rng.random(n) < 0.2  # a broadcast but for one lane
+    addr[near, rng.integers(0, LANES, size=int(near.sum()))] += np.uint64(banks * 4)
+    mask = rng.integers(1, 2**32, size=n, dtype=np.uint64).astype(np.uint32)
+    mask[: n // 3] = 0xFFFFFFFF
+    actual, ideal, worst = wavefronts(addr, mask, np.zeros(n, np.int32), np.array([nbytes], np.int64),
+                                      np.arange(n, dtype=np.int64), banks, 4)
+    want = numpy_wavefronts(addr, mask, nbytes, banks)
+    assert np.array_equal(actual, want)
+    assert (actual == ideal).any() and (actual > ideal).any() and worst.max() >= 2
+
+
+def test_packed_shared_stats_leave_the_warm_up_ctas_out(tmp_path: Path) -> None:
+    """A snapshot's warm-up CTAs are replayed, never counted: the packed path counts the same
+    shared accesses as the full addresses do (it used to count the warm-up CTAs' too, doubling
+    matmul-tile16's shared requests)."""
+    from tuiprof.model.shared import shared_op_stats
+
+    t = with_shared(random_trace(9, n=300, n_warps=6, n_ops=4), {1, 2})  # one warp per CTA: 6 CTAs
+    t = dataclasses.replace(t, snapshot=dataclasses.replace(t.snapshot, warm=2))
+    u = load_trace(save_trace(t, tmp_path / "t.tptrace"))
+    assert u.packed is not None
+    got, want = shared_op_stats(u, 32, 4, 30.0), shared_op_stats(dense(u), 32, 4, 30.0)
+    assert got == want
+    warp = np.searchsorted(t.warp_offsets, np.arange(t.n_accesses), side="right") - 1
+    counted = t.warp_cta[warp] >= 2
+    for op in (1, 2):
+        rows = np.flatnonzero((t.op == op) & counted)
+        assert got[op].warp_accesses == rows.size
+        assert got[op].total == numpy_wavefronts(t.addr[rows], t.mask[rows], 4, 32).sum()

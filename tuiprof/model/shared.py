@@ -133,8 +133,9 @@ def chunked_pass_stats(space: str, ids: np.ndarray, chunks: Iterable[tuple[np.nd
 def space_rows(trace: Trace, space: str) -> tuple[np.ndarray, np.ndarray]:
     """(ids of the ops of `space`, rows of the warp accesses of those ops) of a trace: the counted
     CTAs' accesses (a snapshot's warm-up CTAs are replayed, not counted)."""
-    ids = np.array([o.id for o in trace.ops if o.space == space], dtype=np.int64)
-    rows = np.flatnonzero(np.isin(trace.op, ids) & trace.counted_accesses()).astype(np.int64) if ids.size \
+    in_space = np.array([o.space == space for o in trace.ops], dtype=bool)
+    ids = np.flatnonzero(in_space).astype(np.int64)
+    rows = np.flatnonzero(in_space[trace.op] & trace.counted_accesses()).astype(np.int64) if ids.size \
         else np.zeros(0, np.int64)
     return ids, rows
 
@@ -153,12 +154,14 @@ def shared_op_stats(trace: Trace, banks: int, width: int, latency: float) -> dic
         return pass_stats("shared", ids, trace.op[rows], actual, ideal, latency)
     from tuiprof.trace.packed import packed_chunks
 
-    # A loaded trace keeps its shared accesses packed: count each chunk's wavefronts as it is decoded.
+    # A loaded trace keeps its shared accesses packed: count each chunk's wavefronts as it is
+    # decoded, the counted CTAs' warps only (a warm-up CTA's warps are never decoded).
     wanted = np.zeros(len(trace.ops), dtype=bool)
     wanted[ids] = True
+    warps = trace.warp_cta >= trace.snapshot.warm if trace.snapshot.warm else None
 
     def counted() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        for crow, caddr in packed_chunks(trace, wanted):
+        for crow, caddr in packed_chunks(trace, wanted, warps):
             cop = trace.op[crow]
             a, d, _ = wavefronts(caddr, trace.mask[crow], cop, op_bytes, np.arange(crow.shape[0], dtype=np.int64),
                                  int(banks), int(width))

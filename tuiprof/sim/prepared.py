@@ -269,6 +269,10 @@ def _distinct_per_cta(cta_warp_off, cta_warps, warp_seq_off, seq_off, acc_op, op
     return count
 
 
+_PAIR_TABLE = 1 << 24
+"""Most (op, next op) pairs `_epochs` marks in a table (16 MiB); beyond, it searches the pairs."""
+
+
 def _epochs(trace: Trace, seq_starts: np.ndarray, warp_seq_off: np.ndarray) -> np.ndarray:
     """Each sequence's barrier interval in its warp (int32 [Q]): how many of the warp's accesses up
     to its first follow an access of an op after which a CTA barrier always lies
@@ -278,7 +282,14 @@ def _epochs(trace: Trace, seq_starts: np.ndarray, warp_seq_off: np.ndarray) -> n
     op = trace.op.astype(np.int64)
     crossed = np.zeros(op.size, dtype=np.int64)
     if pairs.size and op.size > 1:
-        crossed[1:] = np.isin(op[:-1] * n_ops + op[1:], pairs)
+        keys = op[:-1] * n_ops + op[1:]
+        if n_ops * n_ops <= _PAIR_TABLE:  # a lookup per access, far cheaper than np.isin's sort
+            table = np.zeros(n_ops * n_ops, dtype=bool)
+            table[pairs] = True
+            crossed[1:] = table[keys]
+        else:
+            crossed[1:] = np.isin(keys, pairs)
+        del keys  # 8 bytes an access: not alive beside the sums below
         crossed[trace.warp_offsets[:-1][trace.warp_offsets[:-1] < op.size]] = 0  # a warp's first access
     total = np.cumsum(crossed)
     before_warp = np.concatenate([[0], total])[trace.warp_offsets[:-1]]

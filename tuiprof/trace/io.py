@@ -1,6 +1,6 @@
 """The .tptrace file: one self-contained, versioned, compressed zip of NumPy arrays and JSON.
 
-Layout (format version 1):
+Layout (format version 2; version 1 files still load):
 
 - ``tptrace.json``: format, version, launch, static ops, snapshot rule (and ``snapshot_warm``, how
   many of the snapshot's first CTAs only warm the caches, when any do), provenance, sources
@@ -12,7 +12,10 @@ every lane stores its address minus its own previous address (its first one: min
 lowest active lane address, ``addr_base``, itself differenced along the group), in units of the
 largest power of two dividing all addresses, in the narrowest integer type, with the bytes of
 each array grouped by significance before DEFLATE. Strided loops and sorted gathers (CSR columns)
-become small repeated integers that compress to a fraction of a byte per lane.
+become small repeated integers that compress to a fraction of a byte per lane. Version 2 groups the
+bytes of the two address members block by block (``plane_rows`` accesses: every byte plane of the
+first block, then of the next), so that one reader inflates each byte once; version 1 grouped
+them over the whole member, and its planes need one reader each.
 
 A trace is a file people exchange, so loading treats it as hostile: only a regular file is
 opened; every header field is checked for type and range (with the caps of `trace.data`) before
@@ -23,8 +26,8 @@ arrays before the decoding kernel runs, and the kernel checks every index it rea
 problem is a TraceError naming the file and the problem in words. Files are written to a
 temporary name and renamed into place.
 
-The address members are never held whole: they stream in, one reader per byte plane, a chunk of
-accesses at a time (`_Values`), and each chunk is decoded at once. The accesses the cache model
+The address members are never held whole: they stream in a chunk of accesses at a time
+(`_Values`: one reader, or for version 1 one per byte plane), and each chunk is decoded at once. The accesses the cache model
 replays become uint64 lane addresses; the shared-memory ones, which only the bank-conflict model
 and the address pattern read, stay packed as the file differences them (`tuiprof.trace.packed`),
 so that a tiled kernel's trace takes a few bytes per shared access instead of 256.
@@ -86,7 +89,14 @@ _Choice = TypeVar("_Choice", bound=str)
 """One of a fixed set of strings (a Literal type) that a header field must be."""
 
 FORMAT = "tptrace"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""The format versions this tuiprof loads."""
+PLANE_ROWS = 1 << 14
+"""Accesses per block of byte planes in the address members (version 2)."""
+_PLANE_ROWS_RANGE = (1 << 10, 1 << 16)
+"""What a file may declare as ``plane_rows``: blocks large enough that the per-block work stays
+small beside the bytes, small enough that one block's values stay a few MiB."""
 HEADER = "tptrace.json"
 SUFFIX = ".tptrace"
 MAX_HEADER_BYTES = 16 << 20
@@ -206,6 +216,13 @@ def from_planes(b: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.nd
     return u.view(dtype).reshape(shape)
 
 
+def blocked_planes(a: np.ndarray, rows: int) -> np.ndarray:
+    """The bytes (uint8 [itemsize * a.size]) of an integer array as version 2 stores an address
+    member: the byte planes (`planes`) of its first `rows` rows, then of the next `rows`, ..."""
+    return np.concatenate([planes(a[lo:lo + rows]).reshape(-1) for lo in range(0, a.shape[0], rows)]
+                          or [np.zeros(0, np.uint8)])
+
+
 def _launch_json(L: Launch) -> dict[str, Any]:
     return {"kernel": L.kernel, "grid": list(L.grid), "block": list(L.block),
             "registers_per_thread": L.registers_per_thread, "static_shared": L.static_shared,
@@ -270,7 +287,8 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
         "sources": [{"name": s.name, "text": s.text} for s in t.sources],
         "counts": {"accesses": t.n_accesses, "warps": t.n_warps, "snapshot_ctas": t.snapshot.n_ctas},
         "address_unit": unit,
-        "arrays": {k: {"dtype": v.dtype.str, "shape": list(v.shape), "shuffled": v.dtype.itemsize > 1}
+        "arrays": {k: {"dtype": v.dtype.str, "shape": list(v.shape), "shuffled": v.dtype.itemsize > 1,
+                       **({"plane_rows": PLANE_ROWS} if k in _ADDRESS_ARRAYS and v.dtype.itemsize > 1 else {})}
                    for k, v in arrays.items()},
     }
     method = {"deflate": zipfile.ZIP_DEFLATED, "lzma": zipfile.ZIP_LZMA}[compression]
@@ -290,7 +308,12 @@ def save_trace(t: Trace, path: str | os.PathLike[str], *, compression: str = "de
             zf.writestr(member(HEADER), header_json)
             for name, a in arrays.items():
                 buf = io.BytesIO()
-                stored = planes(a) if a.dtype.itemsize > 1 else np.ascontiguousarray(a)
+                if a.dtype.itemsize == 1:
+                    stored = np.ascontiguousarray(a)
+                elif name in _ADDRESS_ARRAYS:
+                    stored = blocked_planes(a, PLANE_ROWS)
+                else:
+                    stored = planes(a)
                 np.lib.format.write_array(buf, stored, allow_pickle=False)
                 zf.writestr(member(f"{name}.npy"), buf.getvalue())
 
@@ -480,8 +503,9 @@ def _read_json(path: Path, fh: BinaryIO, infos: dict[str, zipfile.ZipInfo]) -> d
         raise _bad(path, "its header holds a number too long to read") from None
     _expect(isinstance(header, dict) and header.get("format") == FORMAT, path, "not a tptrace header")
     version = header.get("version")
-    if version != VERSION:
-        raise TraceError(f"{shown_path(path)} is tptrace version {_show(version)}; this tuiprof reads version {VERSION}",
+    if isinstance(version, bool) or version not in READS:
+        raise TraceError(f"{shown_path(path)} is tptrace version {_show(version)}; this tuiprof reads versions "
+                         f"{' and '.join(map(str, READS))}",
                          "upgrade tuiprof, or record the trace again with this version")
     return header
 
@@ -595,6 +619,8 @@ class _ArraySpec:
     dtype: np.dtype
     shape: tuple[int, ...]
     shuffled: bool
+    plane_rows: int = 0
+    """Rows per block of byte planes (version 2 address members); 0: planes of the whole array."""
 
     @property
     def size(self) -> int:
@@ -603,6 +629,8 @@ class _ArraySpec:
     @property
     def stored(self) -> tuple[np.dtype, tuple[int, ...]]:
         """dtype and shape of the .npy member (byte planes when shuffled)."""
+        if self.shuffled and self.plane_rows:
+            return np.dtype(np.uint8), (self.dtype.itemsize * self.size,)
         if self.shuffled:
             return np.dtype(np.uint8), (self.dtype.itemsize, self.size)
         return self.dtype, self.shape
@@ -726,7 +754,13 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
         shape = tuple(f.whole(x, f"{w}.shape[{i}]", 0, _MAX_DIM) for i, x in enumerate(f.items(spec, "shape", f"{w}.shape", 2)))
         if shape != expected[name]:
             f.fail(f"array {name} has shape {list(shape)}, but the counts make it {list(expected[name])}")
-        arrays[name] = _ArraySpec(np.dtype(dtype), shape, f.flag(spec, "shuffled", f"{w}.shuffled", False))
+        shuffled = f.flag(spec, "shuffled", f"{w}.shuffled", False)
+        plane_rows = 0
+        if "plane_rows" in spec:
+            if h.get("version") == 1 or name not in _ADDRESS_ARRAYS or not shuffled:
+                f.fail(f"{w}.plane_rows is only for the byte planes of an address member (version 2)")
+            plane_rows = f.integer(spec, "plane_rows", f"{w}.plane_rows", *_PLANE_ROWS_RANGE)
+        arrays[name] = _ArraySpec(np.dtype(dtype), shape, shuffled, plane_rows)
     for name in _REQUIRED:
         if name not in arrays:
             f.fail(f"array {name} missing")
@@ -890,8 +924,10 @@ class _Stream:
 
 class _Values:
     """The integers of one address member (`addr_base`, `addr_lanes`), `rows` accesses at a time,
-    straight from the file: one reader per byte plane, each at its plane's place, so the member
-    is never held whole. The checksum is verified at the end (`finish`)."""
+    straight from the file, so the member is never held whole. Version 2's blocked planes
+    (``plane_rows``) stream through one reader, each byte inflated once; version 1's planes of
+    the whole member need one reader per plane, each at its plane's place. The checksum is
+    verified at the end (`finish`)."""
 
     def __init__(self, path: Path, fh: BinaryIO, info: zipfile.ZipInfo, spec: _ArraySpec, name: str) -> None:
         self.path, self.name, self.spec, self.info = path, name, spec, info
@@ -914,17 +950,18 @@ class _Values:
         self.width = width
         self.crc = zlib.crc32(head)
         self.cursors = []
-        for _ in range(self.k - 1):  # a reader at each plane's start, the last one `s` itself
-            self.cursors.append(s.fork())
-            for at in range(0, plane, _CHUNK):
-                self.crc = zlib.crc32(s.read(min(_CHUNK, plane - at)), self.crc)
+        self.left = spec.shape[0]  # rows not yet read from the file
+        self.block: np.ndarray | None = None  # version 2: the values of the block being served
+        self.at = 0
+        if not spec.plane_rows:
+            for _ in range(self.k - 1):  # a reader at each plane's start, the last one `s` itself
+                self.cursors.append(s.fork())
+                for at in range(0, plane, _CHUNK):
+                    self.crc = zlib.crc32(s.read(min(_CHUNK, plane - at)), self.crc)
         self.cursors.append(s)
 
-    def read(self, rows: int) -> np.ndarray:
-        """The next `rows` accesses' values, int64 [rows] or [rows, 32]."""
-        n = rows * self.width
-        pieces = [c.read(n) for c in self.cursors]
-        self.crc = zlib.crc32(pieces[-1], self.crc)
+    def _values(self, pieces: list[bytearray], rows: int) -> np.ndarray:
+        """int64 [rows] or [rows, 32] from the byte planes (`pieces`, one per plane) of `rows` rows."""
         dtype = self.spec.dtype
         if self.spec.shuffled:
             k = dtype.itemsize
@@ -936,6 +973,32 @@ class _Values:
             v = np.frombuffer(pieces[0], dtype=dtype)
         v = v.astype(np.int64)
         return v.reshape(rows, self.per_value) if self.per_value > 1 else v
+
+    def read(self, rows: int) -> np.ndarray:
+        """The next `rows` accesses' values, int64 [rows] or [rows, 32]."""
+        if not self.spec.plane_rows:
+            n = rows * self.width
+            pieces = [c.read(n) for c in self.cursors]
+            self.crc = zlib.crc32(pieces[-1], self.crc)
+            return self._values(pieces, rows)
+        if rows == 0:
+            return self._values([bytearray()] * self.k, 0)
+        parts = []
+        need = rows
+        while need:
+            if self.block is None or self.at == self.block.shape[0]:
+                r = min(self.spec.plane_rows, self.left)
+                if r == 0:
+                    raise _bad(self.path, f"array {self.name} does not hold the data its header declares")
+                n = r * self.width
+                raw = self.cursors[0].read(self.k * n)
+                self.crc = zlib.crc32(raw, self.crc)
+                self.block, self.at, self.left = self._values([raw[j * n:(j + 1) * n] for j in range(self.k)], r), 0, self.left - r
+            take = min(need, self.block.shape[0] - self.at)
+            parts.append(self.block[self.at:self.at + take])
+            self.at += take
+            need -= take
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def finish(self) -> None:
         self.cursors[-1].finish()

@@ -43,6 +43,19 @@ class Undelta:
                          out.view(np.int64))
         return bool(status == 0)
 
+    def decode_packed(self, warp: np.ndarray, op: np.ndarray, base_vals: np.ndarray, steps: np.ndarray,
+                      lane_row: np.ndarray, lanes: np.ndarray, mask: np.ndarray, out: np.ndarray) -> bool:
+        """`decode` from a chunk of `PackedLanes` as it is kept (`steps`, and for accesses whose
+        ``lane_row`` is not -1 that row of `lanes`), without widening it to [C, 32] first."""
+        from tuiprof.trace._codec import undelta_packed
+
+        status = undelta_packed(np.ascontiguousarray(warp, np.int64), np.ascontiguousarray(op, np.int32),
+                                np.ascontiguousarray(base_vals, np.int64), np.ascontiguousarray(steps, np.int64),
+                                np.ascontiguousarray(lane_row, np.int64), np.ascontiguousarray(lanes, np.int64),
+                                np.ascontiguousarray(mask, np.int64), self.unit, self.prev, self.seen, self.base,
+                                self.stamp, out.view(np.int64))
+        return bool(status == 0)
+
 
 def narrowest(a: np.ndarray) -> np.ndarray:
     """`a` (integers) in the narrowest signed type that holds every value."""
@@ -71,14 +84,6 @@ def pack_chunk(base_vals: np.ndarray, lane_vals: np.ndarray, mask: np.ndarray
     return (narrowest(base_vals), narrowest(np.where(shared_step, first, 0)), odd, narrowest(lane_vals[odd]))
 
 
-def unpack_chunk(steps: np.ndarray, odd: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-    """The lane values (int64 [c, 32]) of one chunk of `PackedLanes` (inactive lanes: any value)."""
-    out = np.empty((steps.shape[0], LANES), np.int64)
-    out[:] = steps[:, None]
-    out[odd] = lanes
-    return out
-
-
 def packed_chunks(trace: Trace, ops: np.ndarray | None = None, warps: np.ndarray | None = None
                   ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(rows int64 [c], lane addresses uint64 [c, 32]) of the trace's packed accesses, chunk by
@@ -101,12 +106,14 @@ def packed_chunks(trace: Trace, ops: np.ndarray | None = None, warps: np.ndarray
             keep &= in_warps[rows]
         if not keep.any():
             continue
-        base_vals, lane_vals = p.bases[k], unpack_chunk(p.steps[k], p.odd[k], p.lanes[k])
+        base_vals, steps = p.bases[k], p.steps[k]
+        lane_row = np.full(steps.shape[0], -1, np.int64)
+        lane_row[p.odd[k]] = np.arange(p.odd[k].shape[0])
         if not keep.all():
-            rows, op, base_vals, lane_vals = rows[keep], op[keep], base_vals[keep], lane_vals[keep]
+            rows, op, base_vals, steps, lane_row = rows[keep], op[keep], base_vals[keep], steps[keep], lane_row[keep]
         warp = np.searchsorted(trace.warp_offsets, rows, side="right") - 1
         out = np.empty((rows.shape[0], LANES), np.uint64)
-        if not state.decode(warp, op, base_vals, lane_vals, trace.mask[rows], out):
+        if not state.decode_packed(warp, op, base_vals, steps, lane_row, p.lanes[k], trace.mask[rows], out):
             raise ValueError("packed lane addresses do not fit their trace")  # check_trace rules this out
         yield rows, out
 
@@ -169,4 +176,4 @@ def address_blocks(trace: Trace, size: int = CHUNK) -> Iterator[np.ndarray]:
 
 
 __all__ = ["CHUNK", "PackedLanes", "Undelta", "address_blocks", "lane_addresses", "narrowest", "pack_chunk",
-           "packed_chunks", "unpack_chunk"]
+           "packed_chunks"]
