@@ -41,9 +41,8 @@ from tuiprof.model.analysis import HEADLINES, load_rank
 from tuiprof.progress import Phase
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress, TrialDone
-from tuiprof.tui import delta
+from tuiprof.tui import delta, heap
 from tuiprof.tui import format as fmt
-from tuiprof.tui import heap
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
 from tuiprof.tui.messages import (
