@@ -169,7 +169,7 @@ async def test_the_drill_down_is_kept_and_reopened_on_the_op_under_the_cursor(mo
         assert f"op {first} " in screen_text(app)
         await pilot.press("escape")
         await pilot.pause(0.2)
-        assert not isinstance(app.screen, DrillScreen) and "spmv" in screen_text(app)
+        assert not isinstance(app.screen, DrillScreen) and " tuiprof " in screen_text(app)
         await pilot.press("n")
         await pilot.pause(0.2)
         second = view.current_op
