@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tuiprof.session import RunConfig
+
+
+ESCDELAY_MS = 50
+"""How long a lone Esc waits for the rest of a key's escape sequence before it counts as Esc
+(Textual's default is 100 ms, Neovim's ttimeoutlen 50 ms). The user's `ESCDELAY` wins: over a
+slow link whose bytes can arrive more than 50 ms apart, an arrow key could otherwise read as Esc
+and the rest of its sequence."""
+
+
+def prepare_terminal() -> None:
+    """Set tuiprof's Esc delay unless the user set `ESCDELAY` (before Textual is imported: it
+    reads the variable once)."""
+    os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))
 
 
 def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -> int:
@@ -17,6 +31,7 @@ def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -
     exit would join the trial pool's threads (seconds during an MD sweep) and then take another
     second unloading Numba. The terminal is restored by then. A trace that cannot be opened is
     printed as `error:`/`hint:` first (exit 2)."""
+    prepare_terminal()
     from tuiprof.tui.app import TuiprofApp
     from tuiprof.tui.signals import SignalExit, exit_status, finish
 

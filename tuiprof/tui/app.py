@@ -41,7 +41,7 @@ from tuiprof.model.analysis import HEADLINES, load_rank
 from tuiprof.progress import Phase
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress, TrialDone
-from tuiprof.tui import delta
+from tuiprof.tui import delta, heap
 from tuiprof.tui import format as fmt
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
 from tuiprof.tui.commands import TuiprofCommands
@@ -202,6 +202,11 @@ class TuiprofApp(App[int]):
         self.analysis: "Analysis | None" = analysis
         self._pending: "Analysis | None" = None
         self.generation = 0
+        self._settled = 0
+        """The run whose first trial froze the heap (`tuiprof.tui.heap`)."""
+        self.collector = heap.Collector()
+        self._drill: DrillScreen | None = None
+        self._key_at = 0.0
         self.phase: UiPhase = "done" if analysis is not None else "loading"
         self.trials_done = analysis.trials if analysis is not None else 0
         self.planned = analysis.planned if analysis is not None else self.config.trials
@@ -272,15 +277,25 @@ class TuiprofApp(App[int]):
         for theme in load_themes():
             self.register_theme(theme)
         self.theme = self.theme_name
+        self.collector.start()
         self.set_interval(REFRESH, self._tick)
         self._layout()
         self._render_tabs()
         if self.session is not None:
             self._show_trace()
             self._update_views()
+            self.call_after_refresh(heap.settle, True)
         else:
             self._load(self.target, self.config)
         self.query_one(SourceView).focus()
+
+    def on_unmount(self) -> None:
+        self.collector.stop()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._key_at = time.monotonic()
+        await super().on_event(event)
 
     def on_resize(self, event: events.Resize) -> None:
         """Lay out for the size the event carries: this handler runs before Textual's own stores
@@ -342,6 +357,7 @@ class TuiprofApp(App[int]):
         if fresh:
             self.analysis, self.patterns, self._patterns_asked = None, None, False
             self._show_trace()
+            self.call_after_refresh(heap.settle, True)  # after the first paint: the trace and what loading it imported
         if self._keep_line:
             self.query_one(SourceView).go_to_line(self._keep_line)
             self._keep_line = 0
@@ -524,6 +540,9 @@ class TuiprofApp(App[int]):
 
     def _handle(self, e: "Event") -> None:
         if isinstance(e, TrialDone):
+            if self._settled != self.generation:  # what the run's first trial compiled or imported lives on
+                self._settled = self.generation
+                heap.settle(False)
             self.trials_done, self.planned = e.done, e.planned
             self.phase = "running"
             if self.warm_up:  # this GPU's kernels are ready: the others compile beside the run
@@ -557,6 +576,7 @@ class TuiprofApp(App[int]):
             self._apply_pending()
         except NoMatches:  # the app is closing: its panes are gone
             pass
+        self.collector.tick(time.monotonic() - self._key_at)
 
     def _apply_pending(self) -> None:
         if self._pending is not None:
@@ -710,7 +730,13 @@ class TuiprofApp(App[int]):
     def open_drill(self, op: int) -> None:
         if self.trace is None or self.session is None:
             return
-        self.push_screen(DrillScreen(op, self.analysis, self.session, self.patterns, lambda: self._against))
+        drill = self._drill
+        if drill is None:  # one drill-down, kept when closed (installed): the next Enter does not compose it again
+            drill = self._drill = DrillScreen(op, self.analysis, self.session, self.patterns, lambda: self._against)
+            self.install_screen(drill, name="drill")
+        else:
+            drill.reopen(op, self.analysis, self.session, self.patterns)
+        self.push_screen(drill)
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:

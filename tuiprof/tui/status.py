@@ -95,7 +95,35 @@ class AppFooter(Footer):
     AppFooter .pinned FooterKey.-command-palette { dock: none; }
     """
 
+    def __init__(self, *children: Widget, **kwargs: object) -> None:
+        super().__init__(*children, **kwargs)  # type: ignore[arg-type]
+        self._composed: tuple[object, ...] | None = None
+        """What the keys shown were composed from (`_keys`)."""
+
+    def _keys(self) -> tuple[object, ...]:
+        """Everything `compose` reads: the screen's active bindings as shown (key, its display,
+        description, action, group, whether enabled, tooltip) and the palette's key."""
+        if not self._bindings_ready:
+            return ()
+        return (self.show_command_palette, tuple(
+            (b.key, self.app.get_key_display(b), b.description, b.action, b.group, b.show, enabled, tooltip)
+            for _, b, enabled, tooltip in self.screen.active_bindings.values()))
+
+    async def recompose(self) -> None:
+        """Rebuilt only when the keys it shows changed: Textual recomposes the footer on every
+        bindings change (each focus change, each screen closed over it), and removing and
+        mounting its ~25 keys cost ~20 ms of the UI thread for each dialog closed. Nor is it
+        rebuilt while its screen is covered by another (the drill-down's focus change would have
+        it rebuilt twice, for nobody): the bindings change that comes when its screen is shown
+        again brings it up to date."""
+        if not self.is_attached or self.screen is not self.app.screen:
+            return
+        if self._composed is not None and self._composed == self._keys():
+            return
+        await super().recompose()
+
     def compose(self) -> ComposeResult:
+        self._composed = self._keys()
         pinned: list[FooterKey] = []
         for widget in super().compose():
             if isinstance(widget, FooterKey) and (widget.action in PINNED or widget.has_class("-command-palette")):

@@ -113,6 +113,8 @@ class DrillScreen(Screen[None]):
         self.patterns = patterns
         self.against = against or (lambda: None)
         """The run against the pinned baseline, as the app has it now (`tuiprof.tui.delta`)."""
+        self._asked: "Session | None" = None
+        """The session whose address patterns this screen asked for."""
         self._shown: dict[str, tuple[str, tuple[object, ...]]] = {}
         """What each text section shows now (its text and styles)."""
 
@@ -137,15 +139,33 @@ class DrillScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.update_analysis(self.analysis)
-        if self.patterns is None:
-            session = self.session
+        self._ask_patterns()
 
-            def work() -> None:  # a second of NumPy on a large trace: off the UI thread
-                self.post_message(PatternsReady(session, session.patterns()))
+    def reopen(self, op_id: int, analysis: "Analysis | None", session: "Session",
+               patterns: dict[int, "AddressPattern"] | None) -> None:
+        """Show op `op_id` of `session` again in this screen, kept from the last time it was open
+        (the app keeps one: composing its widgets and footer again took ~40 ms of each Enter)."""
+        self.op_id, self.session, self.patterns = op_id, session, patterns
+        self.trace, self.arch = session.trace, session.arch
+        self.levels = Levels.of(session.arch)
+        self.query_one(VerticalScroll).scroll_home(animate=False)
+        self.update_analysis(analysis)
+        self._ask_patterns()
 
-            threading.Thread(target=work, name="tuiprof-pattern", daemon=True).start()
+    def _ask_patterns(self) -> None:
+        """Work out the address patterns on a thread of their own when nobody has them yet."""
+        if self.patterns is not None or self._asked is self.session:
+            return
+        session = self._asked = self.session
+
+        def work() -> None:  # a second of NumPy on a large trace: off the UI thread
+            self.post_message(PatternsReady(session, session.patterns()))
+
+        threading.Thread(target=work, name="tuiprof-pattern", daemon=True).start()
 
     def on_patterns_ready(self, message: PatternsReady) -> None:
+        if message.session.trace is not self.trace:
+            return  # asked for a trace no longer shown
         self.patterns = message.patterns
         self._render_text()
 
@@ -237,7 +257,7 @@ class DrillScreen(Screen[None]):
             (f" · {s.warp_accesses:,} warp accesses · {fmt.pct(s.cost_share)} of the cost" if s else "",
              MUTED))
         self._set("drill-title", title)
-        width = max(20, self.size.width - 4)
+        width = max(20, self.app.size.width - 4)  # the app's: a kept screen may not have followed a resize yet
         if s is None or a is None:
             self._set("drill-latency", Content.styled("waiting for the first trial…", MUTED))
             return
