@@ -143,6 +143,7 @@ class KernelOptions(TypedDict, total=False):
     cache: bool
     error_model: Literal["python", "numpy"]
     inline: Literal["never", "always"]
+    forceinline: bool
 
 
 KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy"}
@@ -176,6 +177,19 @@ def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and o
 def emu_kernel(fn):  # noqa: ANN001, ANN201
     """``njit(**KERNEL)`` without literal specialisations (`plain_args`): the emulator's compiled helpers."""
     return plain_args(njit(**KERNEL)(fn))
+
+
+HANDLER: KernelOptions = {**KERNEL, "forceinline": True}
+"""Options of the emulator's per-family handlers: compiled apart, once per argument types (Numba
+types each once, however many interpreter variants call it), then inlined by LLVM into each
+caller (``alwaysinline``), so a call costs what an inlined body does when its array arguments are
+`borrowed` (no reference counts to keep)."""
+
+
+def emu_handler(fn):  # noqa: ANN001, ANN201
+    """``njit(**HANDLER)`` without literal specialisations (`plain_args`): an emulator handler that
+    LLVM inlines into the interpreter."""
+    return plain_args(njit(**HANDLER)(fn))
 
 
 plain_kernel = emu_kernel
@@ -398,5 +412,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
+__all__ = ["HANDLER", "INLINE", "KERNEL", "emu_handler", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]
