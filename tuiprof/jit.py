@@ -143,7 +143,6 @@ class KernelOptions(TypedDict, total=False):
     cache: bool
     error_model: Literal["python", "numpy"]
     inline: Literal["never", "always"]
-    forceinline: bool
 
 
 KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy"}
@@ -154,7 +153,11 @@ INLINE: KernelOptions = {**KERNEL, "inline": "always"}
 """Options of the small helpers called inside hot loops: inlined at the Numba IR level. A call
 that is not inlined keeps an error-return path, and around it Numba's reference-count pruning
 cannot remove the caller's atomic incref/decref pairs on its arrays (measured: 20-40 ns per call
-instead of 2). Helpers must also not return arrays into a loop variable, for the same reason."""
+instead of 2). Helpers must also not return arrays into a loop variable, for the same reason.
+Inlining by LLVM instead (``forceinline=True``: each helper typed once, shared by the emulator's
+variants) compiles the vecadd interpreter 2.7 s faster but ran spmv, matmul32 and stencil 10-13%
+slower per instruction (bench_emu.py, against the inlined handlers in the same run), so the hot
+handlers stay inlined here."""
 
 
 def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and out)
@@ -177,19 +180,6 @@ def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and o
 def emu_kernel(fn):  # noqa: ANN001, ANN201
     """``njit(**KERNEL)`` without literal specialisations (`plain_args`): the emulator's compiled helpers."""
     return plain_args(njit(**KERNEL)(fn))
-
-
-HANDLER: KernelOptions = {**KERNEL, "forceinline": True}
-"""Options of the emulator's per-family handlers: compiled apart, once per argument types (Numba
-types each once, however many interpreter variants call it), then inlined by LLVM into each
-caller (``alwaysinline``), so a call costs what an inlined body does when its array arguments are
-`borrowed` (no reference counts to keep)."""
-
-
-def emu_handler(fn):  # noqa: ANN001, ANN201
-    """``njit(**HANDLER)`` without literal specialisations (`plain_args`): an emulator handler that
-    LLVM inlines into the interpreter."""
-    return plain_args(njit(**HANDLER)(fn))
 
 
 plain_kernel = emu_kernel
@@ -412,5 +402,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["HANDLER", "INLINE", "KERNEL", "emu_handler", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]

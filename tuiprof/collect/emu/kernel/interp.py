@@ -15,6 +15,10 @@ Each instruction runs in the handler of its family (codes.FAM_*, the F_FAM colum
 fills): the register-only ones in `warp`, memory and control here. `run_ctas_for` assembles the
 interpreter from the handlers of the families a kernel uses: the others are pruned before Numba
 compiles it, so a first run compiles what the kernel needs (in a few variants: `VARIANTS`).
+What runs per warp instruction is inlined (the common handlers, the scalar load/store path, the
+choice of a diverged warp's next group); the rarer control paths (a branch that diverges, call
+and ret, CTA barriers, warp collectives, the MISC instructions, every exit with the records) are
+functions compiled once for all variants and called, so each variant's scheduler stays smaller.
 
 A warp keeps running until it blocks, diverges, takes a backward branch while diverged, or has
 run `QUANTUM` instructions; then the next warp of the CTA runs. Failures (out-of-bounds or
@@ -70,7 +74,7 @@ from tuiprof.collect.emu.kernel.warp import (
     ex_setp_int,
     ex_shift,
 )
-from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, borrowed, emu_handler, emu_kernel, njit
+from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, borrowed, emu_kernel, njit
 from tuiprof.jit import keep as keep_alive
 
 QUANTUM = 4096
@@ -524,7 +528,7 @@ def mem_cpasync(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, 
 # ------------------------------------------------------------------ control: compiled apart, called
 # The rarer control instructions run in functions of their own, compiled once for every variant
 # of the interpreter and called (not inlined): the scheduler that Numba compiles per variant stays
-# small. Their array arguments are `borrowed` views, so a call costs no reference counts.
+# smaller. Their array arguments are `borrowed` views, so a call costs no atomic reference counts.
 
 
 @emu_kernel
@@ -721,7 +725,7 @@ PICK_RUN, PICK_NONE, PICK_AGAIN = 0, 1, 2
 converged, or every lane of the group waits at a convergence barrier)."""
 
 
-@emu_kernel
+@njit(**INLINE)
 def pick_group(w, base, NL, live, st, pc, wyield, conv, wpc, cb_rpc, cb_mask, cb_n, cbw):
     """The next group of lanes of the diverged warp `w` to run: ``(kind, P, g, other_min,
     arrived)`` with kind PICK_*, the group's row `P` and lanes `g`, the lowest PC above `P` of the
@@ -820,7 +824,7 @@ def diverge(P, act, g, w, base, NL, code, pc, cb_rpc, cb_mask, cb_n, wyield, con
     return 0
 
 
-@emu_handler
+@njit(**INLINE)
 def at_cbar(P, g, w, conv, cb_rpc, cb_mask, cb_n):
     """Whether the group `g` of warp `w`, arriving at row `P`, stops at a convergence barrier
     there (a diverged warp's lanes that registered it); a converged warp drops the barriers of

@@ -46,12 +46,12 @@ from tuiprof.collect.emu.kernel.alu import (
 )
 from tuiprof.collect.emu.kernel.bits import bits_f32, bits_f64, f32_of, f64_of, fma32, fma64
 from tuiprof.collect.emu.kernel.codes import *  # noqa: F403 (the shared numbering)
-from tuiprof.jit import INLINE, emu_handler, emu_kernel, njit
+from tuiprof.jit import INLINE, emu_kernel, njit
 
 # ------------------------------------------------------------------ inlined: the common instructions
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_mov(P, act, code, regs, base, NL):
     """mov: the source's low bits (.pred as 0/1)."""
     ty = code[P, F_TY]
@@ -68,7 +68,7 @@ def ex_mov(P, act, code, regs, base, NL):
                 regs[d0, base + l] = regs[s0, base + l] & msk
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_iadd(P, act, code, regs, base, NL):
     """add / sub (with .cc carry out, addc / subc carry in, .sat)."""
     op = code[P, F_OP]
@@ -115,7 +115,7 @@ def ex_iadd(P, act, code, regs, base, NL):
             regs[d0, t] = r
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_imul(P, act, code, regs, base, NL):
     """mul / mad: .lo, .wide, .hi (and mad.hi.sat)."""
     op = code[P, F_OP]
@@ -164,7 +164,7 @@ def ex_imul(P, act, code, regs, base, NL):
                 regs[d0, t] = r
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_shift(P, act, code, regs, base, NL):
     """shl / shr."""
     ty = code[P, F_TY]
@@ -185,7 +185,7 @@ def ex_shift(P, act, code, regs, base, NL):
             regs[d0, t] = shift(regs[s0, t], regs[s1, t], ty, False)
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_logic(P, act, code, regs, base, NL):
     """and / or / xor / not (on .pred: the logical forms)."""
     op = code[P, F_OP]
@@ -220,7 +220,7 @@ def setp_is_int(code, P):
                                                     or ty2 == T_S16 or ty2 == T_U16 or ty2 == T_S8 or ty2 == T_U8)
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_setp_int(P, act, code, regs, base, NL):
     """setp on integers, no boolean combination (`setp_is_int`)."""
     ty2 = code[P, F_TY2]
@@ -239,7 +239,7 @@ def ex_setp_int(P, act, code, regs, base, NL):
                 regs[d1, t] = 0 if c else 1
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_selp(P, act, code, regs, base, NL):
     """selp: s0 where the predicate s2 holds, else s1."""
     d0 = code[P, F_D0]
@@ -263,7 +263,7 @@ def cvt_is_int(code, P):
         and not (ty == T_F16 or ty == T_F32 or ty == T_F64 or ty == T_BF16 or ty == T_F16X2 or ty == T_BF16X2)
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_cvt_int(P, act, code, regs, base, NL):
     """cvt between integer types (`cvt_is_int`); a signed 8/16-bit result is sign-extended to its
     register's width (F_AUX2)."""
@@ -283,7 +283,7 @@ def ex_cvt_int(P, act, code, regs, base, NL):
             regs[d0, t] = zext(sext(x, db), dbits) if dsg else zext(x, db)
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_cvta(P, act, code, regs, base, NL):
     """cvta (generic <-> a space's own addresses; null stays null) and isspacep."""
     op = code[P, F_OP]
@@ -340,7 +340,7 @@ def float_is_plain(code, P):
         and (sub == RND_RN or sub == RND_NONE) and code[P, F_FLAGS] == 0
 
 
-@emu_handler
+@njit(**INLINE)
 def ex_float_plain(P, act, code, regs, base, NL):
     """add / sub / mul / fma.rn on f32 or f64 (`float_is_plain`); NaN results are canonical."""
     op = code[P, F_OP]
