@@ -940,7 +940,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
         cb_n_own = np.zeros(W, np.int64)
         wyield_own = np.full(W, -1, np.int64)
         bars_own = np.zeros((N_BARRIERS, N_BAR_FIELDS), np.int64)
-        # the scheduler's state, borrowed too: the control functions (`pick_group`, `ex_bar`...) are called
+        # the scheduler's state, borrowed too: the control functions (`diverge`, `ex_bar`...) are called
         pc = borrowed(pc_own)
         st = borrowed(st_own)
         cbw = borrowed(cbw_own)
