@@ -96,16 +96,18 @@ C_BATCH = 19
 N_CFG = 20
 
 ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_SHIFT, FAM_LOGIC, FAM_SETP_INT,
-                             FAM_SELP, FAM_CVT_INT, FAM_FLOAT_PLAIN, FAM_CVTA, FAM_BRA, FAM_LDST, FAM_MISC})
+                             FAM_SELP, FAM_CVT_INT, FAM_FLOAT_PLAIN, FAM_CVTA, FAM_LDST, FAM_MISC})
 """Families compiled into every variant of the interpreter: inlined, cheap to compile and in most
-kernels (integer and plain float arithmetic, scalar and vector loads and stores, branches)."""
+kernels (integer and plain float arithmetic, scalar and vector loads and stores)."""
 VARIANTS = (ALWAYS_COMPILED,
-            ALWAYS_COMPILED | {FAM_INT_MORE, FAM_BAR, FAM_SYNC, FAM_CALL},
+            ALWAYS_COMPILED | {FAM_BRA},
+            ALWAYS_COMPILED | {FAM_BRA, FAM_INT_MORE, FAM_BAR, FAM_SYNC, FAM_CALL},
             frozenset(range(FAM_NONE)))
 """The sets of families the interpreter is compiled for (`families_of`): a kernel gets the first
-that holds its families. Each variant compiles the whole scheduler again (15-20 s of CPU), so a
+that holds its families. Each variant compiles the whole scheduler again (10-20 s of CPU), so a
 handful of them, not one per combination (the tests' 150 kernels have 24): the first for kernels
-that only compute, load and store (vecadd, stencils, SpMV), the second adds CTA barriers, warp
+without a branch (vecadd, saxpy: a warp never diverges, so the divergence machinery is pruned
+too), the second adds branches (stencils, SpMV, bounds checks), the third CTA barriers, warp
 collectives, device-function calls and the rarer integer instructions (tiled kernels,
 reductions), the last has everything (the float rounding machinery, atomics, textures)."""
 
@@ -882,6 +884,10 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
     HAS_BAR = FAM_BAR in families
     HAS_SYNC = FAM_SYNC in families
     HAS_MISC = FAM_MISC in families
+    DIVERGES = HAS_BRA or HAS_CALL or HAS_BAR or HAS_SYNC
+    """Whether a warp can diverge: without branches, calls, CTA barriers and collectives its lanes
+    stay at one PC (an exit only removes lanes), so the per-lane PCs, the choice of a diverged
+    warp's group and the convergence barriers are pruned too."""
     def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, seg_hi, seg_off, const_buf,
                  param_buf, out_insts, out_acc, out_thr, op_space, err, ctl):
         """Run the CTAs `cta_list` (linear ids) of one launch to completion, recording the warp
@@ -1049,7 +1055,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                         cap = cap2
                     while budget > 0 and live[w] != 0:
                         # ---------------------------------------- pick the group to run
-                        if conv[w]:
+                        if not DIVERGES or conv[w]:
                             lw = live[w]
                             if st[base + _lowest(lw)] != TS_RUN:
                                 break
@@ -1073,7 +1079,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                         while True:
                             if P >= other_min or budget <= 0:
                                 break
-                            if cb_n[w] > 0 and P != P_start and at_cbar(P, g, w, conv, cb_rpc, cb_mask, cb_n):
+                            if DIVERGES and cb_n[w] > 0 and P != P_start and at_cbar(P, g, w, conv, cb_rpc, cb_mask, cb_n):
                                 break
                             P_start = -1
                             op = code[P, F_OP]
@@ -1265,7 +1271,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                         if reason != 0:
                                             _refuse(err, reason, pc[t], t, cta, barid[t], 0, 0)
                                             return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
-                                    if not conv[w]:
+                                    if DIVERGES and not conv[w]:
                                         release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live)
                                     if HAS_SYNC and not conv[w]:
                                         reason, lane, other = release_syncs(code, regs, pc, st, syncm, w, live)
@@ -1277,7 +1283,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                 if g == 0:
                                     writeback = False
                                     break
-                                if not conv[w] and act != 0:
+                                if DIVERGES and not conv[w] and act != 0:
                                     break
                             elif HAS_BAR and op == OP_BAR:
                                 if act == 0:
@@ -1314,7 +1320,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                 return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                         # ---------------------------------------- end of the group's run
                         if writeback:
-                            if conv[w]:
+                            if not DIVERGES or conv[w]:
                                 wpc[w] = P
                             else:
                                 for l in range(NL):
