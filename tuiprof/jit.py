@@ -153,7 +153,11 @@ INLINE: KernelOptions = {**KERNEL, "inline": "always"}
 """Options of the small helpers called inside hot loops: inlined at the Numba IR level. A call
 that is not inlined keeps an error-return path, and around it Numba's reference-count pruning
 cannot remove the caller's atomic incref/decref pairs on its arrays (measured: 20-40 ns per call
-instead of 2). Helpers must also not return arrays into a loop variable, for the same reason."""
+instead of 2). Helpers must also not return arrays into a loop variable, for the same reason.
+Inlining by LLVM instead (``forceinline=True``: each helper typed once, shared by the emulator's
+variants) compiles the vecadd interpreter 2.7 s faster but ran spmv, matmul32 and stencil 10-13%
+slower per instruction (bench_emu.py, against the inlined handlers in the same run), so the hot
+handlers stay inlined here."""
 
 
 def plain_args(dispatcher):  # noqa: ANN001, ANN201 (a Numba dispatcher in and out)

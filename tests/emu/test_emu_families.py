@@ -100,6 +100,7 @@ def _variant(compiled: tuple, kernel: str) -> int:
 
 
 def test_kernels_get_the_smallest_variant_that_runs_them(cuda_ptx: Compiler) -> None:  # noqa: F811
-    assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "vecadd.cu"), "kernel_vec_add") == 0
-    assert _variant(cuda_ptx("ptx_matmul_tiled"), "matmul_tiled") == 1   # CTA barriers
-    assert _variant(cuda_ptx("ptx_reduce_shfl"), "reduce_shfl") == 2     # atomicAdd on floats
+    assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "vecadd.cu"), "kernel_vec_add") == 0   # no branch
+    assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "stencil.cu"), "stencil7") == 1       # bounds checks
+    assert _variant(cuda_ptx("ptx_matmul_tiled"), "matmul_tiled") == 2   # CTA barriers
+    assert _variant(cuda_ptx("ptx_reduce_shfl"), "reduce_shfl") == 3     # atomicAdd on floats

@@ -15,6 +15,10 @@ Each instruction runs in the handler of its family (codes.FAM_*, the F_FAM colum
 fills): the register-only ones in `warp`, memory and control here. `run_ctas_for` assembles the
 interpreter from the handlers of the families a kernel uses: the others are pruned before Numba
 compiles it, so a first run compiles what the kernel needs (in a few variants: `VARIANTS`).
+What runs per warp instruction is inlined (the common handlers, the scalar load/store path, the
+choice of a diverged warp's next group); the rarer control paths (a branch that diverges, call
+and ret, CTA barriers, warp collectives, the MISC instructions, every exit with the records) are
+functions compiled once for all variants and called, so each variant's scheduler stays smaller.
 
 A warp keeps running until it blocks, diverges, takes a backward branch while diverged, or has
 run `QUANTUM` instructions; then the next warp of the CTA runs. Failures (out-of-bounds or
@@ -91,19 +95,23 @@ C_BATCH = 19
 """This batch's index: it stops (ST_ABORTED) once an earlier batch has failed."""
 N_CFG = 20
 
-ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_SHIFT, FAM_LOGIC, FAM_SETP_INT,
-                             FAM_SELP, FAM_CVT_INT, FAM_FLOAT_PLAIN, FAM_CVTA, FAM_BRA, FAM_LDST, FAM_MISC})
+ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_SHIFT, FAM_CVT_INT, FAM_FLOAT_PLAIN,
+                             FAM_CVTA, FAM_LDST})
 """Families compiled into every variant of the interpreter: inlined, cheap to compile and in most
-kernels (integer and plain float arithmetic, scalar and vector loads and stores, branches)."""
+kernels (address arithmetic, plain float arithmetic, scalar and vector loads and stores)."""
 VARIANTS = (ALWAYS_COMPILED,
-            ALWAYS_COMPILED | {FAM_INT_MORE, FAM_BAR, FAM_SYNC, FAM_CALL},
+            ALWAYS_COMPILED | {FAM_LOGIC, FAM_SETP_INT, FAM_SELP, FAM_MISC, FAM_BRA},
+            ALWAYS_COMPILED | {FAM_LOGIC, FAM_SETP_INT, FAM_SELP, FAM_MISC, FAM_BRA, FAM_INT_MORE, FAM_BAR, FAM_SYNC,
+                               FAM_CALL},
             frozenset(range(FAM_NONE)))
 """The sets of families the interpreter is compiled for (`families_of`): a kernel gets the first
-that holds its families. Each variant compiles the whole scheduler again (15-20 s of CPU), so a
-handful of them, not one per combination (the tests' 150 kernels have 24): the first for kernels
-that only compute, load and store (vecadd, stencils, SpMV), the second adds CTA barriers, warp
-collectives, device-function calls and the rarer integer instructions (tiled kernels,
-reductions), the last has everything (the float rounding machinery, atomics, textures)."""
+that holds its families. Each variant compiles the whole scheduler again (10-20 s of CPU), so a
+handful of them, not one per combination (the tests' 150 kernels have 24): the first for
+straight-line kernels that compute addresses and values, load and store (vecadd, saxpy: without
+a branch a warp never diverges, so the divergence machinery is pruned too), the second adds
+predicates, branches and the bitwise instructions (stencils, SpMV, bounds checks), the third CTA
+barriers, warp collectives, device-function calls and the rarer integer instructions (tiled
+kernels, reductions), the last has everything (the float rounding machinery, atomics, textures)."""
 
 # per-CTA special registers (cta_spec[:, 1])
 CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID = 0, 1, 2, 3
@@ -521,6 +529,335 @@ def mem_cpasync(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, 
     return nrec, accesses
 
 
+# ------------------------------------------------------------------ control: compiled apart, called
+# The rarer control instructions run in functions of their own, compiled once for every variant
+# of the interpreter and called (not inlined): the scheduler that Numba compiles per variant stays
+# smaller. Their array arguments are `borrowed` views, so a call costs no atomic reference counts.
+
+
+@emu_kernel
+def ex_call(P, act, g, w, base, NL, code, pc, cstack, csp, cb_rpc, cb_mask, cb_n, conv, err, cta):
+    """call and ret (FAM_CALL) for the lanes `act` of the group `g` at row `P`: ``(next row, 0)``
+    when the group goes on together, ``(P, 1)`` when it diverged (the lanes' PCs are set and a
+    convergence barrier waits at the return address), ``(P, -1)`` after a fault in `err`."""
+    if code[P, F_OP] == OP_CALL:
+        if act != 0:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    t = base + l
+                    if csp[t] >= MAX_CALL_DEPTH:
+                        _fail(err, ST_CALL_DEPTH, P, t, cta, 0, 0, 0, 0)
+                        return P, -1
+                    cstack[t, csp[t]] = P + 1
+                    csp[t] += 1
+        tgt = code[P, F_TGT]
+        if act == g:
+            return tgt, 0
+        if act == 0:
+            return P + 1, 0
+        for l in range(NL):
+            if (g >> l) & 1:
+                pc[base + l] = tgt if (act >> l) & 1 else P + 1
+        found = False
+        for k in range(cb_n[w]):
+            if cb_rpc[w, k] == P + 1:
+                cb_mask[w, k] |= g
+                found = True
+        if not found and cb_n[w] < MAX_CBARS:
+            cb_rpc[w, cb_n[w]] = P + 1
+            cb_mask[w, cb_n[w]] = g
+            cb_n[w] += 1
+        conv[w] = False
+        return P, 1
+    same = True
+    ret_to = -1
+    for l in range(NL):
+        if (act >> l) & 1:
+            t = base + l
+            if csp[t] > 0:
+                csp[t] -= 1
+                r = cstack[t, csp[t]]
+            else:
+                r = P + 1
+            pc[t] = r
+            if ret_to < 0:
+                ret_to = r
+            elif r != ret_to:
+                same = False
+    if act == g and same:
+        return ret_to, 0
+    if act == 0:
+        return P + 1, 0
+    for l in range(NL):
+        if (g >> l) & 1 and not (act >> l) & 1:
+            pc[base + l] = P + 1
+    conv[w] = False
+    return P, 1
+
+
+@emu_kernel
+def ex_bar(P, act, g, w, base, NL, W, code, regs, pc, st, barid, bars, conv, wpc, live, err, cta):
+    """bar.sync / barrier (FAM_BAR) for the lanes `act` (not 0) of the group `g`: each thread waits
+    at its barrier, the warp arrives once all its non-exited threads do. 0, or -1 after a fault
+    in `err`; the group's run ends either way."""
+    s0 = code[P, F_S0]
+    s1 = code[P, F_S1]
+    bids = np.int64(0)
+    for l in range(NL):
+        if (act >> l) & 1:
+            t = base + l
+            bid = regs[s0, t] if s0 >= 0 else 0
+            need = regs[s1, t] if s1 >= 0 else -1
+            if bid < 0 or bid >= N_BARRIERS or (s1 >= 0 and (need <= 0 or need % 32 != 0)):
+                _fail(err, ST_BAD_BARRIER, P, t, cta, bid, need, 0, 0)
+                return -1
+            if (bars[bid, B_WMASK] >> w) & 1:
+                _refuse(err, UNS_BAR_TWICE, P, t, cta, bid, 0, 0)
+                return -1
+            st[t] = TS_BAR
+            barid[t] = bid
+            pc[t] = P
+            bids |= np.int64(1) << bid
+    rest = g & ~act
+    if rest != 0:
+        for l in range(NL):
+            if (rest >> l) & 1:
+                pc[base + l] = P + 1
+        conv[w] = False
+    for bid in range(N_BARRIERS):
+        if (bids >> bid) & 1:
+            reason = barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W)
+            if reason != 0:
+                _refuse(err, reason, P, base + _lowest(act), cta, bid, 0, 0)
+                return -1
+    return 0
+
+
+@emu_kernel
+def ex_sync(P, act, g, w, base, NL, code, regs, pc, st, syncm, conv, live, err, cta):
+    """A ``.sync`` collective (FAM_SYNC: shfl, vote, match, redux, bar.warp.sync) for the lanes
+    `act` (not 0) of the group `g`, each with its own membermask (sync.py: a group is one mask less
+    the exited lanes): 0 when it ran at once (one group, all here) and the group goes on, 1 when
+    lanes wait for members elsewhere (the group's run ends), -1 after a fault in `err`."""
+    ms = member_mask_slot(code, P)
+    m0 = np.int64(-1)
+    uniform = True
+    for l in range(NL):
+        if (act >> l) & 1:
+            t = base + l
+            ml = zext(regs[ms, t], 32) if ms >= 0 else np.int64(0xFFFFFFFF)
+            if not (ml >> l) & 1:
+                _refuse(err, UNS_NOT_MEMBER, P, t, cta, l, ml, ml)
+                return -1
+            syncm[t] = ml
+            pc[t] = P
+            if m0 < 0:
+                m0 = ml
+            elif ml != m0:
+                uniform = False
+    if uniform and (m0 & live[w]) == act:
+        reason, lane, other = exec_sync(code, regs, pc, st, act, base)
+        if reason != 0:
+            _refuse(err, reason, P, base + lane, cta, other, m0, m0)
+            return -1
+        return 0
+    if not uniform:
+        # lanes executing one collective together must give every lane they name the same mask
+        for l in range(NL):
+            if (act >> l) & 1:
+                ml = syncm[base + l]
+                for q in range(NL):
+                    if (act >> q) & 1 and (ml >> q) & 1 and syncm[base + q] != ml:
+                        _refuse(err, UNS_MASK_CONFLICT, P, base + l, cta, q, ml, syncm[base + q])
+                        return -1
+    # groups with members elsewhere wait for them; complete ones run now
+    for l in range(NL):
+        if (act >> l) & 1:
+            st[base + l] = TS_SYNC
+    rest = g & ~act
+    for l in range(NL):
+        if (rest >> l) & 1:
+            pc[base + l] = P + 1
+    conv[w] = False
+    reason, lane, other = release_syncs(code, regs, pc, st, syncm, w, live)
+    if reason != 0:
+        _refuse(err, reason, pc[base + lane], base + lane, cta, other, syncm[base + lane], syncm[base + other])
+        return -1
+    return 1
+
+
+@emu_kernel
+def ex_misc(P, act, code, regs, base, NL, local, local_size, now, err, cta):
+    """activemask, clock reads (`now`: the CTA's instruction clock), nanosleep, printf and trap
+    (FAM_MISC) for the lanes `act`: 0 to go on, 1 after nanosleep (a diverged group yields), -1
+    after a trap described in `err`."""
+    op = code[P, F_OP]
+    d0 = code[P, F_D0]
+    if op == OP_ACTIVEMASK:
+        # the threads executing it (PTX ISA, activemask: inactive and predicated-off threads give 0)
+        for l in range(NL):
+            if (act >> l) & 1:
+                regs[d0, base + l] = act
+    elif op == OP_CLOCK:
+        sub = code[P, F_SUB]
+        for l in range(NL):
+            if (act >> l) & 1:
+                t = base + l
+                if sub == CLK_CLOCK or sub == CLK_GLOBALTIMER_LO:
+                    regs[d0, t] = zext(now, 32)
+                elif sub == CLK_GLOBALTIMER_HI:
+                    regs[d0, t] = zext(now >> 32, 32)
+                else:
+                    regs[d0, t] = now
+    elif op == OP_NANOSLEEP:
+        return 1
+    elif op == OP_PRINTF:
+        off = code[P, F_AOFF]
+        if off >= 0:
+            for l in range(NL):
+                if (act >> l) & 1:
+                    store_bits(local, (base + l) * local_size + off, 4, 0)
+    elif op == OP_TRAP:
+        if act != 0:
+            _fail(err, ST_TRAP, P, base + _lowest(act), cta, 0, 0, 0, code[P, F_AUX])
+            return -1
+    return 0
+
+
+PICK_RUN, PICK_NONE, PICK_AGAIN = 0, 1, 2
+"""What `pick_group` found: a group to run, no lane that can run, or look again (the warp has
+converged, or every lane of the group waits at a convergence barrier)."""
+
+
+@njit(**INLINE)
+def pick_group(w, base, NL, live, st, pc, wyield, conv, wpc, cb_rpc, cb_mask, cb_n, cbw):
+    """The next group of lanes of the diverged warp `w` to run: ``(kind, P, g, other_min,
+    arrived)`` with kind PICK_*, the group's row `P` and lanes `g`, the lowest PC above `P` of the
+    warp's other running lanes (where the group stops), and whether lanes arrived at a convergence
+    barrier. The lowest PC runs first, except that a group that has just taken a backward branch
+    (``wyield``) yields to another; lanes reaching a convergence barrier wait there, released with
+    `release_cbars`."""
+    lw = live[w]
+    minp = BIG
+    maxp = -1
+    nrun = 0
+    yp = wyield[w]
+    minp2 = BIG
+    for l in range(NL):
+        if (lw >> l) & 1:
+            t = base + l
+            if st[t] == TS_RUN:
+                p = pc[t]
+                nrun += 1
+                if p < minp:
+                    minp = p
+                if p > maxp:
+                    maxp = p
+                if p != yp and p < minp2:
+                    minp2 = p
+    if nrun == 0:
+        return PICK_NONE, 0, 0, BIG, False
+    if nrun == popc64(lw) and minp == maxp:
+        conv[w] = True
+        wpc[w] = minp
+        wyield[w] = -1
+        return PICK_AGAIN, 0, 0, BIG, False
+    if yp >= 0 and minp2 != BIG:
+        P = minp2
+    else:
+        P = minp
+        wyield[w] = -1
+    g = np.int64(0)
+    other_min = BIG
+    for l in range(NL):
+        if (lw >> l) & 1:
+            t = base + l
+            if st[t] == TS_RUN:
+                p = pc[t]
+                if p == P:
+                    g |= np.int64(1) << l
+                elif p > P and p < other_min:
+                    other_min = p
+    arrived = False
+    for k in range(cb_n[w]):
+        if cb_rpc[w, k] == P:
+            arr = g & cb_mask[w, k]
+            if arr != 0:
+                for l in range(NL):
+                    if (arr >> l) & 1:
+                        st[base + l] = TS_CBAR
+                        cbw[base + l] = P
+                g &= ~arr
+                arrived = True
+    if arrived:
+        release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live)
+        if g == 0:
+            return PICK_AGAIN, P, g, other_min, True
+    return PICK_RUN, P, g, other_min, arrived
+
+
+@emu_kernel
+def diverge(P, act, g, w, base, NL, code, pc, cb_rpc, cb_mask, cb_n, wyield, conv, err, cta):
+    """A guarded branch at row `P` taken by some lanes `act` of the group `g`: per-lane PCs and a
+    convergence barrier at the branch's IPDOM. 0, or -1 after a fault in `err` (a ``bra.uni`` that
+    diverged, too many convergence barriers)."""
+    tgt = code[P, F_TGT]
+    if code[P, F_FLAGS] & FL_UNI:
+        _fail(err, ST_NONUNIFORM, P, base + _lowest(g), cta, act, g, 0, 0)
+        return -1
+    for l in range(NL):
+        if (g >> l) & 1:
+            pc[base + l] = tgt if (act >> l) & 1 else P + 1
+    rpc = code[P, F_IPDOM]
+    if rpc >= 0:
+        found = False
+        for k in range(cb_n[w]):
+            if cb_rpc[w, k] == rpc:
+                cb_mask[w, k] |= g
+                found = True
+        if not found:
+            if cb_n[w] >= MAX_CBARS:
+                _fail(err, ST_CBAR_OVERFLOW, P, base + _lowest(g), cta, 0, 0, 0, 0)
+                return -1
+            cb_rpc[w, cb_n[w]] = rpc
+            cb_mask[w, cb_n[w]] = g
+            cb_n[w] += 1
+    if tgt <= P:
+        wyield[w] = tgt
+    conv[w] = False
+    return 0
+
+
+@njit(**INLINE)
+def at_cbar(P, g, w, conv, cb_rpc, cb_mask, cb_n):
+    """Whether the group `g` of warp `w`, arriving at row `P`, stops at a convergence barrier
+    there (a diverged warp's lanes that registered it); a converged warp drops the barriers of
+    `P` instead (every lane is here)."""
+    if conv[w]:
+        k = 0
+        while k < cb_n[w]:
+            if cb_rpc[w, k] == P:
+                n = cb_n[w] - 1
+                cb_rpc[w, k] = cb_rpc[w, n]
+                cb_mask[w, k] = cb_mask[w, n]
+                cb_n[w] = n
+            else:
+                k += 1
+        return False
+    hit = False
+    for k in range(cb_n[w]):
+        if cb_rpc[w, k] == P and (cb_mask[w, k] & g) != 0:
+            hit = True
+    return hit
+
+
+@emu_kernel
+def _kept(rec_key, rec_op, rec_mask, rec_addr, nrec):
+    """The first `nrec` records, as `run_ctas` returns them (one call at each of its exits, not
+    four slices lowered at each)."""
+    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+
+
 def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
     """`run_ctas` for kernels whose rows are of `families` (codes.FAM_*): the handlers of the other
     families are pruned before Numba types the function (a constant condition on a free variable),
@@ -549,6 +886,10 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
     HAS_BAR = FAM_BAR in families
     HAS_SYNC = FAM_SYNC in families
     HAS_MISC = FAM_MISC in families
+    DIVERGES = HAS_BRA or HAS_CALL or HAS_BAR or HAS_SYNC
+    """Whether a warp can diverge: without branches, calls, CTA barriers and collectives its lanes
+    stay at one PC (an exit only removes lanes), so the per-lane PCs, the choice of a diverged
+    warp's group and the convergence barriers are pruned too."""
     def run_ctas(code, cfg, init_regs, cta_spec, cta_list, snap_pos, heap, seg_lo, seg_hi, seg_off, const_buf,
                  param_buf, out_insts, out_acc, out_thr, op_space, err, ctl):
         """Run the CTAs `cta_list` (linear ids) of one launch to completion, recording the warp
@@ -592,21 +933,37 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
         seg_lo = borrowed(seg_lo)
         seg_hi = borrowed(seg_hi)
         seg_off = borrowed(seg_off)
-        pc = np.zeros(Tp, np.int64)
-        st = np.zeros(Tp, np.int64)
-        cbw = np.full(Tp, -1, np.int64)
-        syncm = np.zeros(Tp, np.int64)
-        barid = np.full(Tp, -1, np.int64)
-        cstack = np.zeros((Tp, MAX_CALL_DEPTH), np.int64)
-        csp = np.zeros(Tp, np.int64)
-        conv = np.zeros(W, np.bool_)
-        wpc = np.zeros(W, np.int64)
-        live = np.zeros(W, np.int64)
-        cb_rpc = np.zeros((W, MAX_CBARS), np.int64)
-        cb_mask = np.zeros((W, MAX_CBARS), np.int64)
-        cb_n = np.zeros(W, np.int64)
-        wyield = np.full(W, -1, np.int64)
-        bars = np.zeros((N_BARRIERS, N_BAR_FIELDS), np.int64)
+        pc_own = np.zeros(Tp, np.int64)
+        st_own = np.zeros(Tp, np.int64)
+        cbw_own = np.full(Tp, -1, np.int64)
+        syncm_own = np.zeros(Tp, np.int64)
+        barid_own = np.full(Tp, -1, np.int64)
+        cstack_own = np.zeros((Tp, MAX_CALL_DEPTH), np.int64)
+        csp_own = np.zeros(Tp, np.int64)
+        conv_own = np.zeros(W, np.bool_)
+        wpc_own = np.zeros(W, np.int64)
+        live_own = np.zeros(W, np.int64)
+        cb_rpc_own = np.zeros((W, MAX_CBARS), np.int64)
+        cb_mask_own = np.zeros((W, MAX_CBARS), np.int64)
+        cb_n_own = np.zeros(W, np.int64)
+        wyield_own = np.full(W, -1, np.int64)
+        bars_own = np.zeros((N_BARRIERS, N_BAR_FIELDS), np.int64)
+        # the scheduler's state, borrowed too: the control functions (`diverge`, `ex_bar`...) are called
+        pc = borrowed(pc_own)
+        st = borrowed(st_own)
+        cbw = borrowed(cbw_own)
+        syncm = borrowed(syncm_own)
+        barid = borrowed(barid_own)
+        cstack = borrowed(cstack_own)
+        csp = borrowed(csp_own)
+        conv = borrowed(conv_own)
+        wpc = borrowed(wpc_own)
+        live = borrowed(live_own)
+        cb_rpc = borrowed(cb_rpc_own)
+        cb_mask = borrowed(cb_mask_own)
+        cb_n = borrowed(cb_n_own)
+        wyield = borrowed(wyield_own)
+        bars = borrowed(bars_own)
         offs = np.zeros(32, np.int64)
         addrs = np.zeros(32, np.int64)
         nseg = seg_lo.shape[0]
@@ -624,7 +981,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
             cta = cta_list[ci]
             if atomic_get(ctl, CTL_FAILED) < batch:
                 _fail(err, ST_ABORTED, -1, 0, cta, 0, 0, 0, 0)
-                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
             spos = snap_pos[ci]
             recording = spos >= 0
             # ---------------------------------------------------------------- CTA set-up
@@ -700,7 +1057,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                         cap = cap2
                     while budget > 0 and live[w] != 0:
                         # ---------------------------------------- pick the group to run
-                        if conv[w]:
+                        if not DIVERGES or conv[w]:
                             lw = live[w]
                             if st[base + _lowest(lw)] != TS_RUN:
                                 break
@@ -709,88 +1066,23 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                             other_min = BIG
                             P_start = -1
                         else:
-                            lw = live[w]
-                            minp = BIG
-                            maxp = -1
-                            nrun = 0
-                            yp = wyield[w]
-                            minp2 = BIG
-                            for l in range(NL):
-                                if (lw >> l) & 1:
-                                    t = base + l
-                                    if st[t] == TS_RUN:
-                                        p = pc[t]
-                                        nrun += 1
-                                        if p < minp:
-                                            minp = p
-                                        if p > maxp:
-                                            maxp = p
-                                        if p != yp and p < minp2:
-                                            minp2 = p
-                            if nrun == 0:
-                                break
-                            if nrun == popc64(lw) and minp == maxp:
-                                conv[w] = True
-                                wpc[w] = minp
-                                wyield[w] = -1
-                                continue
-                            if yp >= 0 and minp2 != BIG:
-                                P = minp2
-                            else:
-                                P = minp
-                                wyield[w] = -1
-                            g = np.int64(0)
-                            other_min = BIG
-                            for l in range(NL):
-                                if (lw >> l) & 1:
-                                    t = base + l
-                                    if st[t] == TS_RUN:
-                                        p = pc[t]
-                                        if p == P:
-                                            g |= np.int64(1) << l
-                                        elif p > P and p < other_min:
-                                            other_min = p
-                            # lanes arriving at a convergence barrier wait there
-                            arrived = False
-                            for k in range(cb_n[w]):
-                                if cb_rpc[w, k] == P:
-                                    arr = g & cb_mask[w, k]
-                                    if arr != 0:
-                                        for l in range(NL):
-                                            if (arr >> l) & 1:
-                                                st[base + l] = TS_CBAR
-                                                cbw[base + l] = P
-                                        g &= ~arr
-                                        arrived = True
+                            # a diverged warp: the group of lanes to run (`pick_group`)
+                            kind, P, g, other_min, arrived = pick_group(w, base, NL, live, st, pc, wyield, conv, wpc, cb_rpc, cb_mask,
+                                                                        cb_n, cbw)
                             if arrived:
                                 progress = True
-                                release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live)
-                                if g == 0:
-                                    continue
+                            if kind == PICK_NONE:
+                                break
+                            if kind != PICK_RUN:
+                                continue
                             P_start = P
                         # ---------------------------------------- run the group
                         writeback = True
                         while True:
                             if P >= other_min or budget <= 0:
                                 break
-                            if cb_n[w] > 0 and P != P_start:
-                                if conv[w]:
-                                    k = 0
-                                    while k < cb_n[w]:
-                                        if cb_rpc[w, k] == P:
-                                            n = cb_n[w] - 1
-                                            cb_rpc[w, k] = cb_rpc[w, n]
-                                            cb_mask[w, k] = cb_mask[w, n]
-                                            cb_n[w] = n
-                                        else:
-                                            k += 1
-                                else:
-                                    hit = False
-                                    for k in range(cb_n[w]):
-                                        if cb_rpc[w, k] == P and (cb_mask[w, k] & g) != 0:
-                                            hit = True
-                                    if hit:
-                                        break
+                            if DIVERGES and cb_n[w] > 0 and P != P_start and at_cbar(P, g, w, conv, cb_rpc, cb_mask, cb_n):
+                                break
                             P_start = -1
                             op = code[P, F_OP]
                             insts += 1
@@ -809,7 +1101,6 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                             ty = code[P, F_TY]
                             d0 = code[P, F_D0]
                             s0 = code[P, F_S0]
-                            s1 = code[P, F_S1]
                             # ------------------------------------ the instruction, by family (codes.FAM_*)
                             fam = code[P, F_FAM]
                             if fam < FAM_LDST:
@@ -847,7 +1138,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                         ok = alu_cvt(P, act, code, regs, base, NL)
                                     if not ok:
                                         _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
-                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                        return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                                 P += 1
                             elif fam <= FAM_CPASYNC:
                                 done = False
@@ -941,7 +1232,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                         _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
                                         nrec = -1
                                     if nrec < 0:
-                                        return rec_key[:0], rec_op[:0], rec_mask[:0], rec_addr[:0]
+                                        return _kept(rec_key, rec_op, rec_mask, rec_addr, 0)
                                     accesses += nacc
                                 P += 1
                             elif HAS_BRA and op == OP_BRA:
@@ -951,30 +1242,9 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                 elif act == 0:
                                     nxt = P + 1
                                 else:
-                                    if code[P, F_FLAGS] & FL_UNI:
-                                        _fail(err, ST_NONUNIFORM, P, base + _lowest(g), cta, act, g, 0, 0)
-                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                                     # divergence: per-lane PCs and a convergence barrier at the IPDOM
-                                    for l in range(NL):
-                                        if (g >> l) & 1:
-                                            pc[base + l] = tgt if (act >> l) & 1 else P + 1
-                                    rpc = code[P, F_IPDOM]
-                                    if rpc >= 0:
-                                        found = False
-                                        for k in range(cb_n[w]):
-                                            if cb_rpc[w, k] == rpc:
-                                                cb_mask[w, k] |= g
-                                                found = True
-                                        if not found:
-                                            if cb_n[w] >= MAX_CBARS:
-                                                _fail(err, ST_CBAR_OVERFLOW, P, base + _lowest(g), cta, 0, 0, 0, 0)
-                                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                            cb_rpc[w, cb_n[w]] = rpc
-                                            cb_mask[w, cb_n[w]] = g
-                                            cb_n[w] += 1
-                                    if tgt <= P:
-                                        wyield[w] = tgt
-                                    conv[w] = False
+                                    if diverge(P, act, g, w, base, NL, code, pc, cb_rpc, cb_mask, cb_n, wyield, conv, err, cta) < 0:
+                                        return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                                     writeback = False
                                     break
                                 if nxt <= P and not conv[w]:
@@ -982,62 +1252,11 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                     P = nxt
                                     break
                                 P = nxt
-                            elif HAS_CALL and op == OP_CALL:
-                                if act != 0:
-                                    for l in range(NL):
-                                        if (act >> l) & 1:
-                                            t = base + l
-                                            if csp[t] >= MAX_CALL_DEPTH:
-                                                _fail(err, ST_CALL_DEPTH, P, t, cta, 0, 0, 0, 0)
-                                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                            cstack[t, csp[t]] = P + 1
-                                            csp[t] += 1
-                                tgt = code[P, F_TGT]
-                                if act == g:
-                                    P = tgt
-                                elif act == 0:
-                                    P += 1
-                                else:
-                                    for l in range(NL):
-                                        if (g >> l) & 1:
-                                            pc[base + l] = tgt if (act >> l) & 1 else P + 1
-                                    found = False
-                                    for k in range(cb_n[w]):
-                                        if cb_rpc[w, k] == P + 1:
-                                            cb_mask[w, k] |= g
-                                            found = True
-                                    if not found and cb_n[w] < MAX_CBARS:
-                                        cb_rpc[w, cb_n[w]] = P + 1
-                                        cb_mask[w, cb_n[w]] = g
-                                        cb_n[w] += 1
-                                    conv[w] = False
-                                    writeback = False
-                                    break
-                            elif HAS_CALL and op == OP_RET:
-                                same = True
-                                ret_to = -1
-                                for l in range(NL):
-                                    if (act >> l) & 1:
-                                        t = base + l
-                                        if csp[t] > 0:
-                                            csp[t] -= 1
-                                            r = cstack[t, csp[t]]
-                                        else:
-                                            r = P + 1
-                                        pc[t] = r
-                                        if ret_to < 0:
-                                            ret_to = r
-                                        elif r != ret_to:
-                                            same = False
-                                if act == g and same:
-                                    P = ret_to
-                                elif act == 0:
-                                    P += 1
-                                else:
-                                    for l in range(NL):
-                                        if (g >> l) & 1 and not (act >> l) & 1:
-                                            pc[base + l] = P + 1
-                                    conv[w] = False
+                            elif HAS_CALL and (op == OP_CALL or op == OP_RET):
+                                P, out = ex_call(P, act, g, w, base, NL, code, pc, cstack, csp, cb_rpc, cb_mask, cb_n, conv, err, cta)
+                                if out < 0:
+                                    return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
+                                if out == 1:
                                     writeback = False
                                     break
                             elif op == OP_EXIT:
@@ -1053,54 +1272,27 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                                                         W)
                                         if reason != 0:
                                             _refuse(err, reason, pc[t], t, cta, barid[t], 0, 0)
-                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                    if not conv[w]:
+                                            return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
+                                    if DIVERGES and not conv[w]:
                                         release_cbars(w, cb_rpc, cb_mask, cb_n, st, cbw, live)
                                     if HAS_SYNC and not conv[w]:
                                         reason, lane, other = release_syncs(code, regs, pc, st, syncm, w, live)
                                         if reason != 0:
                                             _refuse(err, reason, pc[base + lane], base + lane, cta, other,
                                                     syncm[base + lane], syncm[base + other])
-                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                            return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                                 P += 1
                                 if g == 0:
                                     writeback = False
                                     break
-                                if not conv[w] and act != 0:
+                                if DIVERGES and not conv[w] and act != 0:
                                     break
                             elif HAS_BAR and op == OP_BAR:
                                 if act == 0:
                                     P += 1
                                     continue
-                                # each thread waits at its barrier; the warp arrives once all its non-exited threads do
-                                bids = np.int64(0)
-                                for l in range(NL):
-                                    if (act >> l) & 1:
-                                        t = base + l
-                                        bid = regs[s0, t] if s0 >= 0 else 0
-                                        need = regs[s1, t] if s1 >= 0 else -1
-                                        if bid < 0 or bid >= N_BARRIERS or (s1 >= 0 and (need <= 0 or need % 32 != 0)):
-                                            _fail(err, ST_BAD_BARRIER, P, t, cta, bid, need, 0, 0)
-                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                        if (bars[bid, B_WMASK] >> w) & 1:
-                                            _refuse(err, UNS_BAR_TWICE, P, t, cta, bid, 0, 0)
-                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                        st[t] = TS_BAR
-                                        barid[t] = bid
-                                        pc[t] = P
-                                        bids |= np.int64(1) << bid
-                                rest = g & ~act
-                                if rest != 0:
-                                    for l in range(NL):
-                                        if (rest >> l) & 1:
-                                            pc[base + l] = P + 1
-                                    conv[w] = False
-                                for bid in range(N_BARRIERS):
-                                    if (bids >> bid) & 1:
-                                        reason = barrier_arrive(code, regs, pc, st, barid, w, bid, bars, conv, wpc, live, W)
-                                        if reason != 0:
-                                            _refuse(err, reason, P, base + _lowest(act), cta, bid, 0, 0)
-                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                if ex_bar(P, act, g, w, base, NL, W, code, regs, pc, st, barid, bars, conv, wpc, live, err, cta) < 0:
+                                    return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                                 writeback = False
                                 break
                             elif HAS_SYNC and (op == OP_SHFL or op == OP_VOTE or op == OP_MATCH or op == OP_REDUX
@@ -1108,98 +1300,29 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                 if act == 0:
                                     P += 1
                                     continue
-                                # each lane's own membermask (sync.py: a group is one mask less the exited lanes)
-                                ms = member_mask_slot(code, P)
-                                m0 = np.int64(-1)
-                                uniform = True
-                                for l in range(NL):
-                                    if (act >> l) & 1:
-                                        t = base + l
-                                        ml = zext(regs[ms, t], 32) if ms >= 0 else np.int64(0xFFFFFFFF)
-                                        if not (ml >> l) & 1:
-                                            _refuse(err, UNS_NOT_MEMBER, P, t, cta, l, ml, ml)
-                                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                        syncm[t] = ml
-                                        pc[t] = P
-                                        if m0 < 0:
-                                            m0 = ml
-                                        elif ml != m0:
-                                            uniform = False
-                                if uniform and (m0 & live[w]) == act:
-                                    # one group, all here: the fast path
-                                    reason, lane, other = exec_sync(code, regs, pc, st, act, base)
-                                    if reason != 0:
-                                        _refuse(err, reason, P, base + lane, cta, other, m0, m0)
-                                        return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                out = ex_sync(P, act, g, w, base, NL, code, regs, pc, st, syncm, conv, live, err, cta)
+                                if out < 0:
+                                    return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
+                                if out == 0:
                                     P += 1
                                     continue
-                                if not uniform:
-                                    # lanes executing one collective together must give every lane they name the same mask
-                                    for l in range(NL):
-                                        if (act >> l) & 1:
-                                            ml = syncm[base + l]
-                                            for q in range(NL):
-                                                if (act >> q) & 1 and (ml >> q) & 1 and syncm[base + q] != ml:
-                                                    _refuse(err, UNS_MASK_CONFLICT, P, base + l, cta, q, ml, syncm[base + q])
-                                                    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                # groups with members elsewhere wait for them; complete ones run now
-                                for l in range(NL):
-                                    if (act >> l) & 1:
-                                        st[base + l] = TS_SYNC
-                                rest = g & ~act
-                                for l in range(NL):
-                                    if (rest >> l) & 1:
-                                        pc[base + l] = P + 1
-                                conv[w] = False
-                                reason, lane, other = release_syncs(code, regs, pc, st, syncm, w, live)
-                                if reason != 0:
-                                    _refuse(err, reason, pc[base + lane], base + lane, cta, other, syncm[base + lane],
-                                            syncm[base + other])
-                                    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
                                 writeback = False
                                 break
-                            elif HAS_MISC and op == OP_ACTIVEMASK:
-                                # the threads executing it (PTX ISA, activemask: inactive and predicated-off threads give 0)
-                                for l in range(NL):
-                                    if (act >> l) & 1:
-                                        regs[d0, base + l] = act
+                            elif HAS_MISC and (op == OP_ACTIVEMASK or op == OP_CLOCK or op == OP_NANOSLEEP or op == OP_PRINTF
+                                              or op == OP_TRAP):
+                                out = ex_misc(P, act, code, regs, base, NL, local, local_size, clock_base + insts, err, cta)
+                                if out < 0:
+                                    return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                                 P += 1
-                            elif HAS_MISC and op == OP_CLOCK:
-                                sub = code[P, F_SUB]
-                                now = clock_base + insts
-                                for l in range(NL):
-                                    if (act >> l) & 1:
-                                        t = base + l
-                                        if sub == CLK_CLOCK or sub == CLK_GLOBALTIMER_LO:
-                                            regs[d0, t] = zext(now, 32)
-                                        elif sub == CLK_GLOBALTIMER_HI:
-                                            regs[d0, t] = zext(now >> 32, 32)
-                                        else:
-                                            regs[d0, t] = now
-                                P += 1
-                            elif HAS_MISC and op == OP_NANOSLEEP:
-                                P += 1
-                                if not conv[w]:
+                                if out == 1 and not conv[w]:
                                     wyield[w] = P
                                     break
-                            elif HAS_MISC and op == OP_PRINTF:
-                                off = code[P, F_AOFF]
-                                if off >= 0:
-                                    for l in range(NL):
-                                        if (act >> l) & 1:
-                                            store_bits(local, (base + l) * local_size + off, 4, 0)
-                                P += 1
-                            elif HAS_MISC and op == OP_TRAP:
-                                if act != 0:
-                                    _fail(err, ST_TRAP, P, base + _lowest(act), cta, 0, 0, 0, code[P, F_AUX])
-                                    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
-                                P += 1
                             else:
                                 _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
-                                return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                                return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                         # ---------------------------------------- end of the group's run
                         if writeback:
-                            if conv[w]:
+                            if not DIVERGES or conv[w]:
                                 wpc[w] = P
                             else:
                                 for l in range(NL):
@@ -1208,10 +1331,10 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                         if insts > step_limit:
                             _fail(err, ST_STEP_LIMIT, P, base + _lowest(live[w]) if live[w] != 0 else base, cta, 0, 0, 0,
                                   insts)
-                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                            return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                         if atomic_get(ctl, CTL_FAILED) < batch:
                             _fail(err, ST_ABORTED, P, base, cta, 0, 0, 0, 0)
-                            return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                            return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                 if not progress and n_exited < Tp:
                     # nothing can run: report a waiting lane
                     wt = -1
@@ -1221,13 +1344,28 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                             break
                     wp = pc[wt] if wt >= 0 else -1
                     _fail(err, ST_DEADLOCK, wp, wt, cta, st[wt] if wt >= 0 else 0, Tp - n_exited, 0, 0)
-                    return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
+                    return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
             out_insts[ci] = insts
             out_acc[ci] = accesses
             out_thr[ci] = thr
         keep_alive(regs_own)
         keep_alive(shared_own)
         keep_alive(local_own)
+        keep_alive(pc_own)
+        keep_alive(st_own)
+        keep_alive(cbw_own)
+        keep_alive(syncm_own)
+        keep_alive(barid_own)
+        keep_alive(cstack_own)
+        keep_alive(csp_own)
+        keep_alive(conv_own)
+        keep_alive(wpc_own)
+        keep_alive(live_own)
+        keep_alive(cb_rpc_own)
+        keep_alive(cb_mask_own)
+        keep_alive(cb_n_own)
+        keep_alive(wyield_own)
+        keep_alive(bars_own)
         if 2 * nrec < cap:   # mostly a turn's headroom: keep only the records (every batch's wait for the merge)
             rec_key = rec_key[:nrec].copy()
             rec_op = rec_op[:nrec].copy()
