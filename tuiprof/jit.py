@@ -139,7 +139,7 @@ if _CACHE_DIR is not None:
 
 _TYPINGS: dict[tuple[object, ...], object] = {}
 """Numba's typings of built-in operations and functions in this process, by (function type,
-typing context, argument types); see `_memoize_typing`."""
+typing context, argument types, compile options); see `_memoize_typing`."""
 
 
 def _memoize_typing() -> None:
@@ -151,20 +151,28 @@ def _memoize_typing() -> None:
     type propagation revisits the site; it keeps no record of the answer. On a first run of the
     simulator 87% of those resolutions repeated one already made (7485 of 8595 for the vecadd demo)
     and typing was the largest part of compiling. A resolution that succeeded depends only on the
-    function type, the typing context and the argument types (the templates' own products, the
-    implementation keys and compiled overloads, are kept by Numba on the function type and its
-    templates), so it is kept here and returned for the same arguments. A failed resolution is
+    function type, the typing context, the argument types and the compile options in force (the
+    templates' own products, the implementation keys and compiled overloads, are kept by Numba on
+    the function type and its templates), so it is kept here and returned for the same ones. A failed resolution is
     not kept: it raises its errors again. Left alone on a Numba whose internals differ."""
+    from numba.core import targetconfig
     from numba.core.types import functions
 
     base = getattr(functions, "BaseFunction", None)
     resolve = getattr(base, "get_call_type", None)
-    if base is None or resolve is None or getattr(resolve, "_tuiprof_memo", False):
+    stack = getattr(targetconfig, "ConfigStack", None)
+    if base is None or resolve is None or stack is None or getattr(resolve, "_tuiprof_memo", False):
         return
+
+    def flags_key() -> object:
+        """The compile options in force (Numba keys an ``@overload``'s implementation by them too)."""
+        flags = stack.top_or_none()
+        values = getattr(flags, "_values", None)
+        return tuple(sorted(values.items(), key=lambda kv: kv[0])) if isinstance(values, dict) else flags
 
     def get_call_type(self, context, args, kws):  # noqa: ANN001, ANN202 (Numba's signature)
         try:
-            key = (self, context, tuple(args), tuple(sorted(kws.items())))
+            key = (self, context, tuple(args), tuple(sorted(kws.items())), flags_key())
             sig = _TYPINGS.get(key)
         except TypeError:  # an unhashable argument type: typed as Numba does
             return resolve(self, context, args, kws)
@@ -187,11 +195,16 @@ class KernelOptions(TypedDict, total=False):
     cache: bool
     error_model: Literal["python", "numpy"]
     inline: Literal["never", "always"]
+    no_cfunc_wrapper: bool
 
 
-KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy"}
+KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy",
+                         "no_cfunc_wrapper": True}
 """Options of every kernel: releases the GIL, cached on disk; integer division by zero does not
-raise (no exception path, which would also defeat reference-count pruning, see `INLINE`)."""
+raise (no exception path, which would also defeat reference-count pruning, see `INLINE`); no C
+callback wrapper (Numba builds one for every compiled function, for use as a first-class function
+value or through ``.address``, which no kernel is: on a first run of the simulator they were 0.6 s
+of 11.7 s of compiling)."""
 
 INLINE: KernelOptions = {**KERNEL, "inline": "always"}
 """Options of the small helpers called inside hot loops: inlined at the Numba IR level. A call
@@ -225,7 +238,8 @@ def emu_kernel(fn):  # noqa: ANN001, ANN201
 plain_kernel = emu_kernel
 """The same for the simulator's helpers that kernels call with constant arguments (one compile
 per argument type: ``lists_init(.., 4, 5)`` from one replay family and ``(.., n, m)`` from
-another were separate compiles, as were ``xor_table``, ``access_lines`` and ``_phase``)."""
+another were separate compiles, as were ``xor_table``, ``access_lines``, ``_phase``, and the replay
+kernel's ``locate``, ``dirty_transactions`` and ``rng_streams`` per family)."""
 
 
 @njit(**KERNEL)

@@ -436,7 +436,7 @@ def hdel(tab, base, bits, key):
     return 0
 
 
-@njit(**KERNEL)
+@plain_kernel
 def locate(x, channels, banks, il_shift, row_shift, xor, tab):
     """``(channel, channel * banks + bank, row)`` of the transactions whose address shifted right by
     ``min(il_shift, row_shift)`` is `x` (uint64): channel by interleave (hashed with `xor`: `tab`
@@ -541,7 +541,7 @@ def split_class(c, sub, assoc, chunks, tagS, valS, dtyS, nxtS, prvS, tag2, val2,
     return 0
 
 
-@njit(**KERNEL)
+@plain_kernel
 def dirty_transactions(on2, dty2, tag2, lines, lines2, wide, sub, cpl1, cpl2, lock, split, dtyS, tagS, a2, low2,
                        qtx, qop, txmul, txsh):
     """The DRAM write transactions the L2's dirty sectors owe (a write-back each), as `push`
