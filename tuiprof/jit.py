@@ -183,10 +183,26 @@ def _memoize_typing() -> None:
         return sig
 
     get_call_type._tuiprof_memo = True  # type: ignore[attr-defined]
-    base.get_call_type = get_call_type  # type: ignore[method-assign]
+    base.get_call_type = get_call_type
 
 
 _memoize_typing()
+
+
+def _no_cfunc_wrappers() -> None:
+    """Compile no C callback wrapper for a function unless asked (``@cfunc`` asks: it sets the
+    option itself). Numba builds one beside every compiled function, for use as a first-class
+    function value or through ``.address``, which neither tuiprof's kernels nor Numba's own
+    implementations of NumPy functions are: on a first run of the simulator they were 0.8 s of
+    11.7 s of compiling. Left alone on a Numba whose internals differ."""
+    from numba.core import compiler
+
+    option = getattr(compiler.Flags, "options", {}).get("no_cfunc_wrapper")
+    if option is not None and hasattr(option, "_default"):
+        option._default = True
+
+
+_no_cfunc_wrappers()
 
 class KernelOptions(TypedDict, total=False):
     """The Numba options tuiprof passes to `njit`: typed so that ``njit(**KERNEL)`` type-checks."""
@@ -195,16 +211,11 @@ class KernelOptions(TypedDict, total=False):
     cache: bool
     error_model: Literal["python", "numpy"]
     inline: Literal["never", "always"]
-    no_cfunc_wrapper: bool
 
 
-KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy",
-                         "no_cfunc_wrapper": True}
+KERNEL: KernelOptions = {"nogil": True, "cache": _CACHE_DIR is not None, "error_model": "numpy"}
 """Options of every kernel: releases the GIL, cached on disk; integer division by zero does not
-raise (no exception path, which would also defeat reference-count pruning, see `INLINE`); no C
-callback wrapper (Numba builds one for every compiled function, for use as a first-class function
-value or through ``.address``, which no kernel is: on a first run of the simulator they were 0.6 s
-of 11.7 s of compiling)."""
+raise (no exception path, which would also defeat reference-count pruning, see `INLINE`)."""
 
 INLINE: KernelOptions = {**KERNEL, "inline": "always"}
 """Options of the small helpers called inside hot loops: inlined at the Numba IR level. A call
