@@ -47,9 +47,9 @@ def test_rng_streams_compiles_once_for_a_constant_and_a_variable_count() -> None
     assert one_signature(rng_streams), rng_streams.signatures
 
 
-def test_dirty_transactions_compiles_once_with_and_without_an_l2() -> None:
-    """Two dirty sectors of one 32 B-chunk line (L1 line = L2 line, 4 chunks): two write-backs
-    queued with an L2, none without."""
+def test_dirty_transactions_compiles_once_for_two_l2_shapes() -> None:
+    """Two dirty sectors, two write-backs queued, whether L1 and L2 lines are alike (4 chunks
+    each) or the L2's are 1 chunk (``sub`` 4: the blocks of L1 line l are L2 ids 4l .. 4l+3)."""
     dty2 = np.array([0b0101, 0], dtype=np.uint8)
     tag2 = np.array([1, -1], dtype=np.int32)
     lines = np.array([10, 20], dtype=np.int64)
@@ -57,16 +57,18 @@ def test_dirty_transactions_compiles_once_with_and_without_an_l2() -> None:
     split, dtyS, tagS = np.zeros(1, np.uint8), np.zeros(2, np.uint8), np.full(2, -1, np.int32)
 
     @njit
-    def with_l2(dty2, tag2, lines, split, dtyS, tagS, qtx, qop):
-        return dirty_transactions(True, dty2, tag2, lines, lines, False, 1, 4, 4, False, split, dtyS, tagS, 2, 15,
+    def alike(dty2, tag2, lines, split, dtyS, tagS, qtx, qop):
+        return dirty_transactions(dty2, tag2, lines, lines, False, 1, 4, 4, False, split, dtyS, tagS, 2, 15,
                                   qtx, qop, 1, 0)
 
     @njit
-    def without_l2(dty2, tag2, lines, split, dtyS, tagS, qtx, qop):
-        return dirty_transactions(False, dty2, tag2, lines, lines, False, 1, 4, 4, False, split, dtyS, tagS, 2, 15,
+    def blocks(dty2, tag2, lines, split, dtyS, tagS, qtx, qop):
+        return dirty_transactions(dty2, tag2, lines, lines, False, 4, 4, 1, False, split, dtyS, tagS, 2, 1,
                                   qtx, qop, 1, 0)
 
-    assert with_l2(dty2, tag2, lines, split, dtyS, tagS, qtx, qop) == 2
+    assert alike(dty2, tag2, lines, split, dtyS, tagS, qtx, qop) == 2
     assert list(qtx[:2]) == [20 * 4 + 0, 20 * 4 + 2]  # line 20's chunks 0 and 2 (address / 32)
-    assert without_l2(dty2, tag2, lines, split, dtyS, tagS, qtx, qop) == 0
+    # L2 ids 1 and 6: block 1 of line 10 (chunk 41) and block 2 of line 20 (chunk 82), dirty
+    assert blocks(np.array([1, 1], np.uint8), np.array([1, 6], np.int32), lines, split, dtyS, tagS, qtx, qop) == 2
+    assert qtx[0] == 20 * 4 + 2  # each line's write-backs are queued from the scratch queue's start: the last
     assert one_signature(dirty_transactions), dirty_transactions.signatures
