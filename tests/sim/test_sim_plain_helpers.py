@@ -4,6 +4,9 @@ constants: as literal specialisations each family compiled them again (`tuiprof.
 
 from __future__ import annotations
 
+import tuiprof.jit  # noqa: F401  (sets Numba's cache folder: before numba is imported)
+
+# isort: split
 import numpy as np
 from numba import njit
 
