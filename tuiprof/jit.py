@@ -136,6 +136,74 @@ def _harden_cache() -> None:
 if _CACHE_DIR is not None:
     _harden_cache()
 
+
+_TYPINGS: dict[tuple[object, ...], object] = {}
+"""Numba's typings of built-in operations and functions in this process, by (function type,
+typing context, argument types, compile options); see `_memoize_typing`."""
+
+
+def _memoize_typing() -> None:
+    """Type each built-in operation once per argument types in a process, not at every use.
+
+    Numba types a call of a built-in (``a + b``, ``a < b``, ``np.int64(x)``, ``min``, an
+    ``@overload`` or ``@intrinsic``) by trying the function's templates one by one, each applied
+    with and without literal arguments, at every call site of every kernel, and again whenever
+    type propagation revisits the site; it keeps no record of the answer. On a first run of the
+    simulator 87% of those resolutions repeated one already made (7485 of 8595 for the vecadd demo)
+    and typing was the largest part of compiling. A resolution that succeeded depends only on the
+    function type, the typing context, the argument types and the compile options in force (the
+    templates' own products, the implementation keys and compiled overloads, are kept by Numba on
+    the function type and its templates), so it is kept here and returned for the same ones. A failed resolution is
+    not kept: it raises its errors again. Left alone on a Numba whose internals differ."""
+    from numba.core import targetconfig
+    from numba.core.types import functions
+
+    base = getattr(functions, "BaseFunction", None)
+    resolve = getattr(base, "get_call_type", None)
+    stack = getattr(targetconfig, "ConfigStack", None)
+    if base is None or resolve is None or stack is None or getattr(resolve, "_tuiprof_memo", False):
+        return
+
+    def flags_key() -> object:
+        """The compile options in force (Numba keys an ``@overload``'s implementation by them too)."""
+        flags = stack.top_or_none()
+        values = getattr(flags, "_values", None)
+        return tuple(sorted(values.items(), key=lambda kv: kv[0])) if isinstance(values, dict) else flags
+
+    def get_call_type(self, context, args, kws):  # noqa: ANN001, ANN202 (Numba's signature)
+        try:
+            key = (self, context, tuple(args), tuple(sorted(kws.items())), flags_key())
+            sig = _TYPINGS.get(key)
+        except TypeError:  # an unhashable argument type: typed as Numba does
+            return resolve(self, context, args, kws)
+        if sig is None:
+            sig = resolve(self, context, args, kws)
+            if sig is not None:
+                _TYPINGS[key] = sig
+        return sig
+
+    get_call_type._tuiprof_memo = True  # type: ignore[attr-defined]
+    base.get_call_type = get_call_type
+
+
+_memoize_typing()
+
+
+def _no_cfunc_wrappers() -> None:
+    """Compile no C callback wrapper for a function unless asked (``@cfunc`` asks: it sets the
+    option itself). Numba builds one beside every compiled function, for use as a first-class
+    function value or through ``.address``, which neither tuiprof's kernels nor Numba's own
+    implementations of NumPy functions are: on a first run of the simulator they were 0.8 s of
+    11.7 s of compiling. Left alone on a Numba whose internals differ."""
+    from numba.core import compiler
+
+    option = getattr(compiler.Flags, "options", {}).get("no_cfunc_wrapper")
+    if option is not None and hasattr(option, "_default"):
+        option._default = True
+
+
+_no_cfunc_wrappers()
+
 class KernelOptions(TypedDict, total=False):
     """The Numba options tuiprof passes to `njit`: typed so that ``njit(**KERNEL)`` type-checks."""
 
@@ -185,7 +253,8 @@ def emu_kernel(fn):  # noqa: ANN001, ANN201
 plain_kernel = emu_kernel
 """The same for the simulator's helpers that kernels call with constant arguments (one compile
 per argument type: ``lists_init(.., 4, 5)`` from one replay family and ``(.., n, m)`` from
-another were separate compiles, as were ``xor_table``, ``access_lines`` and ``_phase``)."""
+another were separate compiles, as were ``xor_table``, ``access_lines``, ``_phase``, and the replay
+kernel's ``locate``, ``dirty_transactions`` and ``rng_streams`` per family)."""
 
 
 @njit(**KERNEL)

@@ -60,10 +60,10 @@ def needed(step: Step) -> bool:
     from tuiprof.sim.coalesce import _fill_requests
     from tuiprof.sim.prepared import pack_arch
     from tuiprof.sim.replay import Geometry, replay_cached
-    from tuiprof.sim.schedule import order_accesses
+    from tuiprof.sim.schedule import weighted_round_robin
 
     family = Geometry.of(pack_arch(load_arch(step.target))).family
-    return not (replay_cached(family) and all(is_cached(k) for k in (order_accesses, _fill_requests, wavefronts)))
+    return not (replay_cached(family) and all(is_cached(k) for k in (weighted_round_robin, _fill_requests, wavefronts)))
 
 
 def run_step(step: Step) -> None:

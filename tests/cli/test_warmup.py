@@ -54,6 +54,6 @@ def test_warmup_fills_a_given_cache_folder(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "tuiprof", "warmup", "--arch", "gtx480", "--no-emulator"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0 and "compiling the simulator for gtx480 (1 of 1)" in first.stdout, first.stderr
-    assert list(tmp_path.rglob("*replay_*.nbi")) and list(tmp_path.rglob("*order_accesses*.nbi"))
+    assert list(tmp_path.rglob("*replay_*.nbi")) and list(tmp_path.rglob("*weighted_round_robin*.nbi"))
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "nothing to compile" in again.stdout

@@ -554,14 +554,18 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     return lat_sum.astype(np.float64), batches[bat0:dst[D_BATCHES]].copy(), dst[D_WB] - wb0, owed - owed0
 
 
-@njit(**KERNEL)
-def trial_kernel(params, md, seed, n_ops, acc_op, op_write, op_cached, req_off, req_line, req_mask, req_full,
-                 seq_off, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, sm_acc_off, cta_acc,
-                 split, n_warm):
-    """The whole trial. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency sums [n_ops],
-    batch latencies, write-back transactions, write-back transactions owed at the end)``."""
+def run_steps(params: np.ndarray, md: int, seed: int, n_ops: int, acc_op: np.ndarray, op_write: np.ndarray,
+                 op_cached: np.ndarray, req_off: np.ndarray, req_line: np.ndarray, req_mask: np.ndarray,
+                 req_full: np.ndarray, seq_off: np.ndarray, seq_epoch: np.ndarray, warp_seq_off: np.ndarray,
+                 warp_cta: np.ndarray, cta_warp_off: np.ndarray, cta_warps: np.ndarray, sm_seq_off: np.ndarray,
+                 sm_acc_off: np.ndarray, cta_acc: np.ndarray, split: int, n_warm: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """The whole trial: the schedule's steps (`tuiprof.sim.schedule.order_accesses`, whose kernels
+    are called one by one), then `replay`. Returns ``(counts [N_COUNTS, n_ops], DRAM read latency
+    sums [n_ops], batch latencies, write-back transactions, write-back transactions owed at the
+    end)``."""
     st = rng_new(seed)
-    S = params[P_SM]
+    S = int(params[P_SM])
     counts = np.zeros((N_COUNTS, n_ops), dtype=np.int64)
     order, lab = order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off,
                                 seq_off, acc_op, op_cached, sm_acc_off, cta_acc, split)
@@ -574,7 +578,7 @@ def reference_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
     """`tuiprof.sim.trial.trial_arrays` on the reference kernel: the same outputs."""
     co = prepared.coalesced
-    counts, lat_sum, batch, writebacks, owed = trial_kernel(
+    counts, lat_sum, batch, writebacks, owed = run_steps(
         params, int(md), seed, prepared.kernel_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
         co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.seq_epoch, prepared.warp_seq_off,
         prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off,

@@ -436,7 +436,7 @@ def hdel(tab, base, bits, key):
     return 0
 
 
-@njit(**KERNEL)
+@plain_kernel
 def locate(x, channels, banks, il_shift, row_shift, xor, tab):
     """``(channel, channel * banks + bank, row)`` of the transactions whose address shifted right by
     ``min(il_shift, row_shift)`` is `x` (uint64): channel by interleave (hashed with `xor`: `tab`
@@ -541,29 +541,29 @@ def split_class(c, sub, assoc, chunks, tagS, valS, dtyS, nxtS, prvS, tag2, val2,
     return 0
 
 
-@njit(**KERNEL)
-def dirty_transactions(on2, dty2, tag2, lines, lines2, wide, sub, cpl1, cpl2, lock, split, dtyS, tagS, a2, low2,
+@plain_kernel
+def dirty_transactions(dty2, tag2, lines, lines2, wide, sub, cpl1, cpl2, lock, split, dtyS, tagS, a2, low2,
                        qtx, qop, txmul, txsh):
     """The DRAM write transactions the L2's dirty sectors owe (a write-back each), as `push`
     would queue them (in the scratch queue ``qtx``/``qop``): the sets' lines, and the lines of
-    the classes still in lockstep."""
+    the classes still in lockstep. Called only where there is an L2 (a kernel without one never
+    compiles it)."""
     owed = np.int64(0)
-    if on2:
-        for i in range(dty2.shape[0]):
-            od = np.int64(dty2[i])
-            if od != 0:
-                ob = l2_line_chunk(np.int64(tag2[i]), lines, lines2, wide, sub, cpl1, cpl2)
-                owed += push(qtx, qop, 0, ob, od, WRITEBACK, cpl2, txmul, txsh)
-        for c in range(split.shape[0] if lock else 0):  # the classes still in lockstep
-            if split[c] == 0:
-                for w in range(a2):
-                    od = np.int64(dtyS[c * a2 + w])
-                    if od != 0:
-                        ob = lines[np.int64(tagS[c * a2 + w])] * cpl1
-                        for jj in range(sub):
-                            odj = (od >> (jj * cpl2)) & low2
-                            if odj != 0:
-                                owed += push(qtx, qop, 0, ob + jj * cpl2, odj, WRITEBACK, cpl2, txmul, txsh)
+    for i in range(dty2.shape[0]):
+        od = np.int64(dty2[i])
+        if od != 0:
+            ob = l2_line_chunk(np.int64(tag2[i]), lines, lines2, wide, sub, cpl1, cpl2)
+            owed += push(qtx, qop, 0, ob, od, WRITEBACK, cpl2, txmul, txsh)
+    for c in range(split.shape[0] if lock else 0):  # the classes still in lockstep
+        if split[c] == 0:
+            for w in range(a2):
+                od = np.int64(dtyS[c * a2 + w])
+                if od != 0:
+                    ob = lines[np.int64(tagS[c * a2 + w])] * cpl1
+                    for jj in range(sub):
+                        odj = (od >> (jj * cpl2)) & low2
+                        if odj != 0:
+                            owed += push(qtx, qop, 0, ob + jj * cpl2, odj, WRITEBACK, cpl2, txmul, txsh)
     return owed
 
 
@@ -738,8 +738,9 @@ def _build(g: Family) -> Callable:
                 if do_l2 and not taken and i == n_warm:
                     wbs0 = wbs
                     nbat0 = nbat
-                    owed0 = dirty_transactions(ON2, dty2, tag2, lines, lines2, WIDE, SUB, CPL1, CPL2, LOCK, split, dtyS,
-                                               tagS, A2, LOW2, qtx, qop, TXMUL, TXSH)
+                    if ON2:
+                        owed0 = dirty_transactions(dty2, tag2, lines, lines2, WIDE, SUB, CPL1, CPL2, LOCK, split, dtyS,
+                                                   tagS, A2, LOW2, qtx, qop, TXMUL, TXSH)
                     taken = True
                 if not by_sm:
                     if i + 2 * PF < n_acc:
@@ -1125,8 +1126,10 @@ def _build(g: Family) -> Callable:
                 oo = touched[u]
                 lat_sum[oo] += lat * bop[oo]
         # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
-        owed = dirty_transactions(ON2, dty2, tag2, lines, lines2, WIDE, SUB, CPL1, CPL2, LOCK, split, dtyS, tagS, A2,
-                                  LOW2, qtx, qop, TXMUL, TXSH)
+        owed = np.int64(0)
+        if ON2:
+            owed = dirty_transactions(dty2, tag2, lines, lines2, WIDE, SUB, CPL1, CPL2, LOCK, split, dtyS, tagS, A2,
+                                      LOW2, qtx, qop, TXMUL, TXSH)
         if not taken:  # every access warmed up: nothing counted
             return counts, lat_sum.astype(np.float64), batches[:0].copy(), np.int64(0), np.int64(0)
         # Counted: the batches closed from the first counted access on, the write-backs made since,

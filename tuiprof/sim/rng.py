@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, njit
+from tuiprof.jit import INLINE, KERNEL, njit, plain_kernel
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -59,7 +59,7 @@ def rng_unit(st: np.ndarray) -> float:
     return np.float64(rng_next(st) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(**KERNEL)
+@plain_kernel
 def rng_streams(st: np.ndarray, n: int) -> np.ndarray:
     """`n` generator states forked from `st`'s current state without advancing it: independent
     streams (state k starts at a hashed point of the sequence) for draws that must not shift

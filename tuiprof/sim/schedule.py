@@ -427,8 +427,26 @@ def _phase(S, c0, c1, warp_seq_off, warp_cta, cta_warp_off, cta_warps, cta_acc):
 
 
 @njit(**KERNEL)
-def order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, cta_warps, sm_seq_off, seq_off,
-                   acc_op, op_cached, sm_acc_off, cta_acc, split):
+def _interleave(order0, sao0, order1, sao1, sm_acc_off):
+    """Each SM's warm-up accesses (``order0``, SM s owns ``sao0[s]:sao0[s+1]``), then its counted
+    ones (``order1``, by ``sao1``), into one array laid out by `sm_acc_off`."""
+    S = sm_acc_off.shape[0] - 1
+    order = np.empty(sm_acc_off[S], dtype=np.int64)
+    for s in range(S):
+        pos = sm_acc_off[s]
+        for i in range(sao0[s], sao0[s + 1]):
+            order[pos] = order0[i]
+            pos += 1
+        for i in range(sao1[s], sao1[s + 1]):
+            order[pos] = order1[i]
+            pos += 1
+    return order
+
+
+def order_accesses(st: np.ndarray, S: int, md: int, seq_epoch: np.ndarray, warp_seq_off: np.ndarray,
+                   warp_cta: np.ndarray, cta_warp_off: np.ndarray, cta_warps: np.ndarray, sm_seq_off: np.ndarray,
+                   seq_off: np.ndarray, acc_op: np.ndarray, op_cached: np.ndarray, sm_acc_off: np.ndarray,
+                   cta_acc: np.ndarray, split: int) -> tuple[np.ndarray, np.ndarray]:
     """Steps 1-4 of one trial: ``(order, lab)``, each SM's cached warp accesses in issue order
     (`issue_accesses`) and the SM of each position of the merged stream (`merge_order`).
 
@@ -437,7 +455,11 @@ def order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, c
     kernel whose CTAs start out of step again (their own joining rounds and SM entries) and find
     the caches as the warm-up left them. Each SM issues its warm-up accesses, then its counted
     ones; the merged stream holds every warm-up access before any counted one. With `split` 0,
-    the one schedule of the whole snapshot (the same draws as before warm-up existed)."""
+    the one schedule of the whole snapshot (the same draws as before warm-up existed).
+
+    Plain Python calling the steps' kernels, each drawing from `st` in turn (a handful of calls
+    per trial): as one kernel it compiled every step a second time inside itself, 0.75 s of a
+    first run, and the calls cost microseconds."""
     n_ctas = cta_warp_off.shape[0] - 1
     weight = draw_weights(st, warp_cta.shape[0], SKEW_MAX)
     if split <= 0 or split >= n_ctas:
@@ -446,8 +468,7 @@ def order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, c
                                      cta_warps, sm_seq_off)
         order = issue_accesses(issue, sm_seq_off, seq_off, acc_op, op_cached, sm_acc_off)
         entry = draw_entries(st, resident_set_accesses(S, md, cta_acc), sm_acc_off)
-        lab = merge_order(st, sm_acc_off, entry)
-        return order, lab
+        return order, merge_order(st, sm_acc_off, entry)
     wc0, cwo0, cw0, sso0, sao0, acc0 = _phase(S, 0, split, warp_seq_off, warp_cta, cta_warp_off, cta_warps, cta_acc)
     wc1, cwo1, cw1, sso1, sao1, acc1 = _phase(S, split, n_ctas, warp_seq_off, warp_cta, cta_warp_off, cta_warps,
                                               cta_acc)
@@ -459,19 +480,4 @@ def order_accesses(st, S, md, seq_epoch, warp_seq_off, warp_cta, cta_warp_off, c
     order1 = issue_accesses(issue1, sso1, seq_off, acc_op, op_cached, sao1)
     lab0 = merge_order(st, sao0, draw_entries(st, resident_set_accesses(S, md, acc0), sao0))
     lab1 = merge_order(st, sao1, draw_entries(st, resident_set_accesses(S, md, acc1), sao1))
-    order = np.empty(sm_acc_off[S], dtype=np.int64)
-    for s in range(S):
-        pos = sm_acc_off[s]
-        for i in range(sao0[s], sao0[s + 1]):
-            order[pos] = order0[i]
-            pos += 1
-        for i in range(sao1[s], sao1[s + 1]):
-            order[pos] = order1[i]
-            pos += 1
-    n0 = lab0.shape[0]
-    lab = np.empty(n0 + lab1.shape[0], dtype=np.int64)
-    for i in range(n0):  # loops, not slice copies: those compile Numba's shape-mismatch error path (1.7 s)
-        lab[i] = lab0[i]
-    for i in range(lab1.shape[0]):
-        lab[n0 + i] = lab1[i]
-    return order, lab
+    return _interleave(order0, sao0, order1, sao1, sm_acc_off), np.concatenate((lab0, lab1))
