@@ -179,3 +179,52 @@ async def test_the_drill_down_is_kept_and_reopened_on_the_op_under_the_cursor(mo
         assert app.screen is drill and drill.op_id == second
         assert f"op {second} " in screen_text(app) and f"op {first} ·" not in screen_text(app)
         assert composed == [1]
+
+
+async def test_the_first_enter_shows_a_drill_down_built_ahead_at_a_quiet_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's first Enter composed the drill-down and mounted its ~15 widgets (~90-120 ms
+    of the UI thread, against ~30 ms for later Enters): it is built once results are on screen
+    and no key came for a while, off-screen, so that the first Enter only fills and shows it (its
+    footer's keys and a scroll bar are all it mounts)."""
+    from textual.widget import Widget
+
+    built: list[str] = []
+    real = Widget._compose
+
+    async def compose(self: Widget) -> None:
+        built.append(type(self).__name__)
+        await real(self)
+
+    monkeypatch.setattr(Widget, "_compose", compose)
+    app = fixed_app(DEMO)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(100):  # built at the first quiet tick after the first paint; mounted soon after
+            await pilot.pause(0.1)
+            if app.is_screen_installed("drill") and app.get_screen("drill").is_mounted:
+                break
+        assert not isinstance(app.screen, DrillScreen)
+        assert "DrillScreen" in built and "HistogramView" in built[built.index("DrillScreen"):]
+        drill = app.get_screen("drill")
+        assert drill.is_mounted and drill not in app.screen_stack
+        op = app.query_one("SourceView").current_op
+        built.clear()
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.screen is drill and drill.op_id == op and f"op {op} " in screen_text(app)
+        assert not {"DrillScreen", "HistogramView", "Static", "VerticalScroll"} & set(built), built
+
+
+async def test_the_drill_down_is_built_ahead_only_at_a_quiet_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building ahead waits for a moment without keys (here never one): an Enter before it
+    builds the drill-down as it always did."""
+    monkeypatch.setattr(heap, "QUIET", float("inf"))
+    app = fixed_app(DEMO)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(4):
+            await pilot.press("j")
+            await pilot.pause(0.15)
+        assert not app.is_screen_installed("drill")
+        op = app.query_one("SourceView").current_op
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, DrillScreen) and app.screen.op_id == op

@@ -206,6 +206,8 @@ class TuiprofApp(App[int]):
         """The run whose first trial froze the heap (`tuiprof.tui.heap`)."""
         self.collector = heap.Collector()
         self._drill: DrillScreen | None = None
+        self._drill_asked = False
+        """A quiet tick asked for the drill-down to be built ahead (`_prepare_drill`)."""
         self._key_at = 0.0
         self.phase: UiPhase = "done" if analysis is not None else "loading"
         self.trials_done = analysis.trials if analysis is not None else 0
@@ -576,7 +578,11 @@ class TuiprofApp(App[int]):
             self._apply_pending()
         except NoMatches:  # the app is closing: its panes are gone
             pass
-        self.collector.tick(time.monotonic() - self._key_at)
+        quiet = time.monotonic() - self._key_at
+        self.collector.tick(quiet)
+        if quiet >= heap.QUIET and self._drill is None and not self._drill_asked and self._drill_op() is not None:
+            self._drill_asked = True
+            self.call_after_refresh(self._prepare_drill)  # after this tick's paint: never in front of it
 
     def _apply_pending(self) -> None:
         if self._pending is not None:
@@ -727,13 +733,42 @@ class TuiprofApp(App[int]):
         """`n`/`N` in the drill-down move the source cursor along, so that esc returns to the op shown."""
         self.query_one(SourceView).go_to_op(message.op)
 
+    def _drill_op(self) -> int | None:
+        """The op a drill-down built ahead starts on (the one under the cursor, else the costliest
+        load); None while there is nothing to show in one (no session or no analysis yet)."""
+        if self.trace is None or self.session is None or self.analysis is None or not self.trace.ops:
+            return None
+        try:
+            op = self.histogram_op()
+        except NoMatches:  # the app is closing
+            return None
+        return op if op is not None else 0
+
+    def _install_drill(self, op: int) -> DrillScreen:
+        """The one drill-down, installed so that it is kept when closed."""
+        drill = self._drill = DrillScreen(op, self.analysis, self.session,  # type: ignore[arg-type]  # callers check
+                                          self.patterns, lambda: self._against)
+        self.install_screen(drill, name="drill")
+        return drill
+
+    def _prepare_drill(self) -> None:
+        """Build the drill-down ahead, off-screen, at a quiet moment once results are on screen:
+        composing and mounting its widgets (and Textual's styling of them) cost the first Enter
+        of a session ~90-120 ms of the UI thread, later Enters ~30 ms (issue 25). Its screen is
+        started (registered) without being pushed: it composes and mounts in the background and
+        the first Enter only fills it and shows it."""
+        op = self._drill_op()
+        if self._drill is not None or op is None or time.monotonic() - self._key_at < heap.QUIET:
+            self._drill_asked = False  # a key came meanwhile (or nothing to show yet): a later quiet tick
+            return
+        self._get_screen(self._install_drill(op))  # Textual's own start of a screen, as push_screen does first
+
     def open_drill(self, op: int) -> None:
         if self.trace is None or self.session is None:
             return
         drill = self._drill
         if drill is None:  # one drill-down, kept when closed (installed): the next Enter does not compose it again
-            drill = self._drill = DrillScreen(op, self.analysis, self.session, self.patterns, lambda: self._against)
-            self.install_screen(drill, name="drill")
+            drill = self._install_drill(op)
         else:
             drill.reopen(op, self.analysis, self.session, self.patterns)
         self.push_screen(drill)
