@@ -31,6 +31,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.filter import Monochrome, NoColor
 from textual.screen import Screen
 from textual.widgets import Input, Static
@@ -273,6 +274,16 @@ class TuiprofApp(App[int]):
                 yield MdPane(id="md")
         yield TabStrip(id="tabs")
         yield AppFooter()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal; on POSIX terminals its Linux driver with an input
+        thread that hands a lone Esc on once its escape delay is over (`tuiprof.tui.driver`)."""
+        chosen = super().get_driver_class()
+        if chosen.__name__ == "LinuxDriver" and chosen.__module__ == "textual.drivers.linux_driver":
+            from tuiprof.tui.driver import PromptEscDriver
+
+            return PromptEscDriver
+        return chosen
 
     def on_mount(self) -> None:
         self.loop = asyncio.get_running_loop()
