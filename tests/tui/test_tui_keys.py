@@ -47,12 +47,22 @@ def footer_composes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
+async def drill_built_ahead(pilot) -> None:  # type: ignore[no-untyped-def]
+    """Let the app run until it has built its drill-down ahead (at its first quiet tick) and the
+    screen has mounted, off-screen (its footer composes then)."""
+    app = pilot.app
+    for _ in range(100):
+        await pilot.pause(0.1)
+        if app.is_screen_installed("drill") and app.get_screen("drill").is_mounted:
+            return
+
+
 async def test_closing_a_dialog_or_the_drill_down_does_not_rebuild_the_footer(footer_composes: list[int]) -> None:
     """The footer behind a dialog shows the same keys once the dialog closes: Textual recomposed
     it on every close (its ~25 keys removed and mounted again, ~20-30 ms of the UI thread)."""
     app = fixed_app(DEMO)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await drill_built_ahead(pilot)
         for key, screen in (("m", MdScreen), ("a", ArchScreen), ("e", ExportScreen), ("question_mark", HelpScreen),
                             ("enter", DrillScreen)):
             await pilot.press(key)
@@ -198,10 +208,7 @@ async def test_the_first_enter_shows_a_drill_down_built_ahead_at_a_quiet_tick(mo
     monkeypatch.setattr(Widget, "_compose", compose)
     app = fixed_app(DEMO)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(100):  # built at the first quiet tick after the first paint; mounted soon after
-            await pilot.pause(0.1)
-            if app.is_screen_installed("drill") and app.get_screen("drill").is_mounted:
-                break
+        await drill_built_ahead(pilot)
         assert not isinstance(app.screen, DrillScreen)
         assert "DrillScreen" in built and "HistogramView" in built[built.index("DrillScreen"):]
         drill = app.get_screen("drill")
@@ -228,3 +235,38 @@ async def test_the_drill_down_is_built_ahead_only_at_a_quiet_moment(monkeypatch:
         await pilot.press("enter")
         await pilot.pause(0.3)
         assert isinstance(app.screen, DrillScreen) and app.screen.op_id == op
+
+
+async def test_a_dialog_holds_the_main_screens_updates_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a dialog the main screen is drawn dimmed, and each of its updates redrew the whole
+    terminal (ten times a second while trials ran, ~22 kB a frame at 120x40): with a dialog open
+    the analyses and the trial counts wait (here for good), and show at the first tick after it
+    closes."""
+    from tuiprof.session import TrialDone
+    from tuiprof.tui import app as app_module
+    from tuiprof.tui.status import StatusBar
+
+    monkeypatch.setattr(app_module, "COVERED_REFRESH", 3600.0)
+    app = fixed_app(DEMO)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await drill_built_ahead(pilot)
+        views: list[int] = []
+        shows: list[int] = []
+        real_views, real_show = app._update_views, StatusBar.show
+        monkeypatch.setattr(app, "_update_views", lambda: (views.append(1), real_views())[1])
+        monkeypatch.setattr(StatusBar, "show", lambda self, fields: (shows.append(1), real_show(self, fields))[1])
+        await pilot.press("m")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, MdScreen) and app.covered()
+        analysis = app.analysis
+        assert analysis is not None
+        app.phase = "running"
+        views.clear(), shows.clear()
+        for _ in range(10):
+            app._pending = analysis
+            app._handle(TrialDone(None, 3, 64))  # type: ignore[arg-type]  # the app reads done and planned
+            app._tick()
+        assert views == [] and shows == []
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert not app.covered() and views and shows and app.trials_done == 3

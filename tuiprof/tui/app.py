@@ -33,7 +33,7 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.filter import Monochrome, NoColor
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
 from tuiprof.compare.cache import SessionRuns
@@ -92,6 +92,10 @@ MIN_CODE = 40
 MAX_TOLERANCE = 0.05
 """The loosest tolerance `t` goes to (5 points of hit ratio)."""
 MAX_TRIALS, MIN_TRIALS = 4096, 4
+COVERED_REFRESH = 1.0
+"""Seconds between updates of the main screen while a dialog covers it: each one redrew the
+whole terminal under the dialog (~22 kB at 120x40, ten times a second), and a key pressed in
+the dialog waited behind those frames (issue 25)."""
 MAIN_SCREEN_ONLY = ("zoom", "pane", "metric")
 """Actions about the main screen's layout: hidden in the drill-down."""
 
@@ -208,6 +212,8 @@ class TuiprofApp(App[int]):
         self.collector = heap.Collector()
         self._drill: DrillScreen | None = None
         self._drill_asked = False
+        self._painted_at = 0.0
+        """When the tick last updated the main screen."""
         """A quiet tick asked for the drill-down to be built ahead (`_prepare_drill`)."""
         self._key_at = 0.0
         self.phase: UiPhase = "done" if analysis is not None else "loading"
@@ -581,15 +587,25 @@ class TuiprofApp(App[int]):
             self.phase = "failed"
             self.error = e.error
             self.push_screen(ErrorScreen(e.error, "the run failed"))
-        self._render_status()
+        if not self.covered():  # under a dialog the tick shows it (see COVERED_REFRESH)
+            self._render_status()
+
+    def covered(self) -> bool:
+        """A dialog (or the command palette) is open over the main screen: Textual draws the
+        main screen under it, dimmed, and redraws the whole terminal for any change to it."""
+        return len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen)
 
     def _tick(self) -> None:
-        """Apply the latest analysis (at most every REFRESH s) and turn the spinner."""
-        try:
-            self._apply_pending()
-        except NoMatches:  # the app is closing: its panes are gone
-            pass
-        quiet = time.monotonic() - self._key_at
+        """Apply the latest analysis (at most every REFRESH s, every COVERED_REFRESH s while a
+        dialog covers the main screen) and turn the spinner."""
+        now = time.monotonic()
+        if not self.covered() or now - self._painted_at >= COVERED_REFRESH:
+            self._painted_at = now
+            try:
+                self._apply_pending()
+            except NoMatches:  # the app is closing: its panes are gone
+                pass
+        quiet = now - self._key_at
         self.collector.tick(quiet)
         if quiet >= heap.QUIET and self._drill is None and not self._drill_asked and self._drill_op() is not None:
             self._drill_asked = True
@@ -735,7 +751,10 @@ class TuiprofApp(App[int]):
     # --- events from the panes --------------------------------------------------------------
 
     def on_source_view_cursor_moved(self, message: SourceView.CursorMoved) -> None:
-        self._update_hist()
+        try:
+            self._update_hist()
+        except NoMatches:  # a late move while the app closes: its panes are gone
+            pass
 
     def on_source_view_drill_requested(self, message: SourceView.DrillRequested) -> None:
         self.open_drill(message.op)
