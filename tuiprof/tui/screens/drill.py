@@ -139,6 +139,8 @@ class DrillScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.update_analysis(self.analysis)
+        if not self.is_current:  # built ahead: lay it out for the terminal too, off-screen
+            self.call_after_refresh(self._refresh_layout, self.app.size)
 
     def on_screen_resume(self) -> None:
         """Shown: ask for the address patterns if nobody has them (not before: the app may build
