@@ -4,7 +4,8 @@
 pressed in turn; the figure is the main thread's CPU time (`time.thread_time`) from the press
 until the screen has settled (0.25 s later: less than the 0.4 s after which a full garbage
 collection may run), with what Textual did meanwhile: screen layouts, widget line renders,
-footer recomposes, full (generation 2) garbage collections and their CPU. Prints figures; run on
+recomposes, widgets composed, full (generation 2) garbage collections and their CPU. The first
+round warms caches up and is not kept, except its Enter: the session's first, shown apart. Prints figures; run on
 demand (never in the tests). `--help` explains the arguments.
 
 Each `--tree` (a checkout, put first on PYTHONPATH) is measured in a child process of its own,
