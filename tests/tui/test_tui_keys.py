@@ -156,6 +156,15 @@ def test_esc_waits_50_ms_unless_the_user_set_escdelay(user: str | None, expected
     assert int(out.stdout) == expected
 
 
+def test_esc_waits_50_ms_when_the_cli_imported_the_themes_first() -> None:
+    """The CLI checks `--theme` (`tuiprof.tui.themes`, which imports Textual) before it starts
+    the app: Textual had read its 100 ms default by then, and tuiprof's 50 ms never applied."""
+    env = {k: v for k, v in os.environ.items() if k != "ESCDELAY"}
+    code = "import tuiprof.tui.themes; import textual.constants as c; print(round(c.ESCAPE_DELAY * 1000))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert int(out.stdout) == ESCDELAY_MS
+
+
 async def test_the_drill_down_is_kept_and_reopened_on_the_op_under_the_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
     """The second Enter shows the new op in the same screen without composing it again (it took
     ~40 ms of each Enter), scrolled to the top; Esc leaves the source as it was."""
