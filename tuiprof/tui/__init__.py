@@ -24,6 +24,11 @@ def prepare_terminal() -> None:
     os.environ.setdefault("ESCDELAY", str(ESCDELAY_MS))
 
 
+prepare_terminal()  # here, since every module of the package that imports Textual runs this first
+# (the CLI checks the theme through `tuiprof.tui.themes` before `run_app`: Textual, and its
+# 100 ms Esc delay, were imported by then)
+
+
 def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -> int:
     """Run the app on `target` until the user quits, a signal arrives (SIGINT 130, SIGTERM 143)
     or the terminal goes away, then end the process at once with the app's status: trials in

@@ -31,8 +31,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.filter import Monochrome, NoColor
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Static
 
 from tuiprof.compare.cache import SessionRuns
@@ -91,6 +92,10 @@ MIN_CODE = 40
 MAX_TOLERANCE = 0.05
 """The loosest tolerance `t` goes to (5 points of hit ratio)."""
 MAX_TRIALS, MIN_TRIALS = 4096, 4
+COVERED_REFRESH = 1.0
+"""Seconds between updates of the main screen while a dialog covers it: each one redrew the
+whole terminal under the dialog (~22 kB at 120x40, ten times a second), and a key pressed in
+the dialog waited behind those frames (issue 25)."""
 MAIN_SCREEN_ONLY = ("zoom", "pane", "metric")
 """Actions about the main screen's layout: hidden in the drill-down."""
 
@@ -206,6 +211,10 @@ class TuiprofApp(App[int]):
         """The run whose first trial froze the heap (`tuiprof.tui.heap`)."""
         self.collector = heap.Collector()
         self._drill: DrillScreen | None = None
+        self._drill_asked = False
+        self._painted_at = 0.0
+        """When the tick last updated the main screen."""
+        """A quiet tick asked for the drill-down to be built ahead (`_prepare_drill`)."""
         self._key_at = 0.0
         self.phase: UiPhase = "done" if analysis is not None else "loading"
         self.trials_done = analysis.trials if analysis is not None else 0
@@ -271,6 +280,16 @@ class TuiprofApp(App[int]):
                 yield MdPane(id="md")
         yield TabStrip(id="tabs")
         yield AppFooter()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal; on POSIX terminals its Linux driver with an input
+        thread that hands a lone Esc on once its escape delay is over (`tuiprof.tui.driver`)."""
+        chosen = super().get_driver_class()
+        if chosen.__name__ == "LinuxDriver" and chosen.__module__ == "textual.drivers.linux_driver":
+            from tuiprof.tui.driver import PromptEscDriver
+
+            return PromptEscDriver
+        return chosen
 
     def on_mount(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -568,15 +587,29 @@ class TuiprofApp(App[int]):
             self.phase = "failed"
             self.error = e.error
             self.push_screen(ErrorScreen(e.error, "the run failed"))
-        self._render_status()
+        if not self.covered():  # under a dialog the tick shows it (see COVERED_REFRESH)
+            self._render_status()
+
+    def covered(self) -> bool:
+        """A dialog (or the command palette) is open over the main screen: Textual draws the
+        main screen under it, dimmed, and redraws the whole terminal for any change to it."""
+        return len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen)
 
     def _tick(self) -> None:
-        """Apply the latest analysis (at most every REFRESH s) and turn the spinner."""
-        try:
-            self._apply_pending()
-        except NoMatches:  # the app is closing: its panes are gone
-            pass
-        self.collector.tick(time.monotonic() - self._key_at)
+        """Apply the latest analysis (at most every REFRESH s, every COVERED_REFRESH s while a
+        dialog covers the main screen) and turn the spinner."""
+        now = time.monotonic()
+        if not self.covered() or now - self._painted_at >= COVERED_REFRESH:
+            self._painted_at = now
+            try:
+                self._apply_pending()
+            except NoMatches:  # the app is closing: its panes are gone
+                pass
+        quiet = now - self._key_at
+        self.collector.tick(quiet)
+        if quiet >= heap.QUIET and self._drill is None and not self._drill_asked and self._drill_op() is not None:
+            self._drill_asked = True
+            self.call_after_refresh(self._prepare_drill)  # after this tick's paint: never in front of it
 
     def _apply_pending(self) -> None:
         if self._pending is not None:
@@ -718,7 +751,10 @@ class TuiprofApp(App[int]):
     # --- events from the panes --------------------------------------------------------------
 
     def on_source_view_cursor_moved(self, message: SourceView.CursorMoved) -> None:
-        self._update_hist()
+        try:
+            self._update_hist()
+        except NoMatches:  # a late move while the app closes: its panes are gone
+            pass
 
     def on_source_view_drill_requested(self, message: SourceView.DrillRequested) -> None:
         self.open_drill(message.op)
@@ -727,13 +763,42 @@ class TuiprofApp(App[int]):
         """`n`/`N` in the drill-down move the source cursor along, so that esc returns to the op shown."""
         self.query_one(SourceView).go_to_op(message.op)
 
+    def _drill_op(self) -> int | None:
+        """The op a drill-down built ahead starts on (the one under the cursor, else the costliest
+        load); None while there is nothing to show in one (no session or no analysis yet)."""
+        if self.trace is None or self.session is None or self.analysis is None or not self.trace.ops:
+            return None
+        try:
+            op = self.histogram_op()
+        except NoMatches:  # the app is closing
+            return None
+        return op if op is not None else 0
+
+    def _install_drill(self, op: int) -> DrillScreen:
+        """The one drill-down, installed so that it is kept when closed."""
+        drill = self._drill = DrillScreen(op, self.analysis, self.session,  # type: ignore[arg-type]  # callers check
+                                          self.patterns, lambda: self._against)
+        self.install_screen(drill, name="drill")
+        return drill
+
+    def _prepare_drill(self) -> None:
+        """Build the drill-down ahead, off-screen, at a quiet moment once results are on screen:
+        composing and mounting its widgets (and Textual's styling of them) cost the first Enter
+        of a session ~90-120 ms of the UI thread, later Enters ~30 ms (issue 25). Its screen is
+        started (registered) without being pushed: it composes and mounts in the background and
+        the first Enter only fills it and shows it."""
+        op = self._drill_op()
+        if self._drill is not None or op is None or time.monotonic() - self._key_at < heap.QUIET:
+            self._drill_asked = False  # a key came meanwhile (or nothing to show yet): a later quiet tick
+            return
+        self._get_screen(self._install_drill(op))  # Textual's own start of a screen, as push_screen does first
+
     def open_drill(self, op: int) -> None:
         if self.trace is None or self.session is None:
             return
         drill = self._drill
         if drill is None:  # one drill-down, kept when closed (installed): the next Enter does not compose it again
-            drill = self._drill = DrillScreen(op, self.analysis, self.session, self.patterns, lambda: self._against)
-            self.install_screen(drill, name="drill")
+            drill = self._install_drill(op)
         else:
             drill.reopen(op, self.analysis, self.session, self.patterns)
         self.push_screen(drill)

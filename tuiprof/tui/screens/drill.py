@@ -139,18 +139,27 @@ class DrillScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.update_analysis(self.analysis)
+        if not self.is_current:  # built ahead: lay it out for the terminal too, off-screen
+            self.call_after_refresh(self._refresh_layout, self.app.size)
+
+    def on_screen_resume(self) -> None:
+        """Shown: ask for the address patterns if nobody has them (not before: the app may build
+        this screen ahead, off-screen, while it computes them itself)."""
         self._ask_patterns()
 
     def reopen(self, op_id: int, analysis: "Analysis | None", session: "Session",
                patterns: dict[int, "AddressPattern"] | None) -> None:
-        """Show op `op_id` of `session` again in this screen, kept from the last time it was open
-        (the app keeps one: composing its widgets and footer again took ~40 ms of each Enter)."""
+        """Show op `op_id` of `session` in this screen, kept from the last time it was open or
+        built ahead (the app keeps one: composing its widgets and footer again took ~40 ms of
+        each Enter); before it has mounted, its mount shows them."""
         self.op_id, self.session, self.patterns = op_id, session, patterns
         self.trace, self.arch = session.trace, session.arch
         self.levels = Levels.of(session.arch)
+        self.analysis = analysis
+        if not self.is_mounted:
+            return
         self.query_one(VerticalScroll).scroll_home(animate=False)
         self.update_analysis(analysis)
-        self._ask_patterns()
 
     def _ask_patterns(self) -> None:
         """Work out the address patterns on a thread of their own when nobody has them yet."""
