@@ -632,7 +632,7 @@ def _build(g: Family) -> Callable:
     ONE_RUN = g.one_run
     PF = 48  # accesses ahead that the merged walk prefetches
 
-    def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
+    def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_id2,
                lines, lines2, n_ids2, n_ops, rt, n_warm):
         S = rt[R_SM]
         BASE = rt[R_BASE]
@@ -754,8 +754,6 @@ def _build(g: Family) -> Callable:
                         cur_b[sb] += 1
                         jb = req_off[rb]
                         je = req_off[rb + 1] - 1
-                        prefetch(req_line, jb)
-                        prefetch(req_line, je)
                         prefetch(req_id, jb)
                         prefetch(req_id, je)
                         prefetch(req_mask, jb)
@@ -797,7 +795,7 @@ def _build(g: Family) -> Callable:
                     if do_l1:
                         # ---- step 5: the SM's L1
                         id1 = np.int64(req_id[j])
-                        line1 = req_line[j]
+                        line1 = lines[id1]
                         m = np.int64(req_mask[j])
                         smask = expand_sectors(m, CPS1, SPL1)
                         nsec = popcount(smask & LEAD1)
@@ -864,7 +862,7 @@ def _build(g: Family) -> Callable:
                         if send == 0:
                             continue
                         id1 = np.int64(req_id[j])
-                        line1 = req_line[j]
+                        line1 = lines[id1]
                     if not do_l2 or send == 0:
                         continue
                     nq = 0

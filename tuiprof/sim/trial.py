@@ -103,7 +103,7 @@ def trial_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
         n_ids2 = co.lines.shape[0] * geometry.sub
     counts, lat_sum, batches, writebacks, owed = kernel(
         st, lab, order, prepared.sm_acc_off, prepared.acc_op, prepared.op_write, co.req_off, co.req_id, co.req_mask,
-        co.req_full, co.req_line, req_id2, co.lines, lines2, n_ids2, prepared.kernel_ops,
+        co.req_full, req_id2, co.lines, lines2, n_ids2, prepared.kernel_ops,
         runtime_params(params, geometry), prepared.warm_accesses)
     n = prepared.n_ops  # the warm-up CTAs' shadow columns are dropped: replayed, not counted
     return counts[:, :n], lat_sum[:n], batches, int(writebacks), int(owed)
