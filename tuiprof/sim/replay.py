@@ -727,6 +727,9 @@ def _build(g: Family) -> Callable:
             n_acc = lab.shape[0]
             cur_a = sm_acc_off[:S].copy()
             cur_b = sm_acc_off[:S].copy()
+            # the first request of the access PF ahead, from where PF // 2 ahead prefetches the
+            # line id of its L1 line (``lines[req_id[j]]``: the requests carry ids, not lines)
+            first = np.zeros(PF, dtype=np.int64)
             if not by_sm:
                 for i in range(min(2 * PF, n_acc)):
                     cur_a[lab[i]] += 1
@@ -758,6 +761,11 @@ def _build(g: Family) -> Callable:
                         prefetch(req_id, je)
                         prefetch(req_mask, jb)
                         prefetch(req_mask, je)
+                        first[i % PF] = jb
+                    if PF // 2 <= i < n_acc - PF // 2:
+                        jh = first[(i + PF // 2) % PF]
+                        if jh < req_id.shape[0]:
+                            prefetch(lines, req_id[jh])
                 if by_sm:
                     if i == sm_end:  # the next SM with accesses: its L1 starts empty
                         while sm_acc_off[s + 1] <= i:
@@ -792,6 +800,8 @@ def _build(g: Family) -> Callable:
                 c_dr = np.int64(0)
                 c_dw = np.int64(0)
                 for j in range(np.uint64(jbeg), np.uint64(jend)):  # unsigned: no wraparound checks
+                    if np.int64(j) + 1 < jend:
+                        prefetch(lines, req_id[np.int64(j) + 1])
                     if do_l1:
                         # ---- step 5: the SM's L1
                         id1 = np.int64(req_id[j])
