@@ -800,8 +800,6 @@ def _build(g: Family) -> Callable:
                 c_dr = np.int64(0)
                 c_dw = np.int64(0)
                 for j in range(np.uint64(jbeg), np.uint64(jend)):  # unsigned: no wraparound checks
-                    if np.int64(j) + 1 < jend:
-                        prefetch(lines, req_id[np.int64(j) + 1])
                     if do_l1:
                         # ---- step 5: the SM's L1
                         id1 = np.int64(req_id[j])
