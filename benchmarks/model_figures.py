@@ -80,7 +80,7 @@ def part2_figures(seeds: int = 3) -> None:
     store_ops = np.array([o.kind != "load" for o in naive.ops])
     acc = np.repeat(np.arange(naive.n_accesses), np.diff(co.req_off))
     st = store_ops[naive.op[acc]]
-    sectors = {(int(line), k) for line, m in zip(co.req_line[st], co.req_mask[st]) for k in range(32) if int(m) >> k & 1}
+    sectors = {(int(line), k) for line, m in zip(co.request_lines()[st], co.req_mask[st]) for k in range(32) if int(m) >> k & 1}
     print(f"transpose-naive on v100, MD {md}, {seeds} trials: DRAM write-throughs "
           f"{np.mean([r.dram_writes.sum() for r in rs]):,.0f}, write-backs {np.mean([r.dram_writebacks for r in rs]):,.0f}"
           + (f" (+{np.mean([r.dram_writebacks_owed for r in rs]):,.0f} owed at the end)"

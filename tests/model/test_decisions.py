@@ -36,7 +36,7 @@ def test_working_set_is_distinct_lines_per_cta() -> None:
     rows = [0 * LINE + lane, 1 * LINE + lane, 0 * LINE + lane, 1 * LINE + lane, 2 * LINE + lane, 3 * LINE + lane]
     t = make_trace(rows, warps=[0, 0, 0, 1, 1, 1], n_ctas=2)
     co = prepare(t, load_arch("tesla-c2050")).coalesced
-    assert working_set_lines(t, co.req_off, co.req_line) == pytest.approx(2.5)
+    assert working_set_lines(t, co.req_off, co.request_lines()) == pytest.approx(2.5)
 
 
 def test_coalescing_split_by_hand() -> None:

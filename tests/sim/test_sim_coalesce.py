@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,8 @@ from tuiprof.sim.prepared import pack_arch, prepare
 
 def requests(t, line=128):
     c = coalesce_trace(t, line)
-    return [(int(c.req_line[j]), int(c.req_mask[j])) for j in range(c.n_requests)], c
+    lines = c.request_lines()
+    return [(int(lines[j]), int(c.req_mask[j])) for j in range(c.n_requests)], c
 
 
 def test_stride_one_floats_make_one_request_of_four_sectors() -> None:
@@ -146,8 +149,10 @@ def test_matches_a_reference_coalescer(seed, nbytes, line, mask, pattern) -> Non
         addr = rng.integers(0, 2**64 - 1, size=32, dtype=np.uint64, endpoint=True)
     t = trace_of([[(0, addr, mask)]], ops=(op(nbytes=nbytes),))
     c = coalesce_trace(t, line)
-    got = [(int(c.req_line[j]), int(c.req_mask[j]), int(c.req_full[j])) for j in range(c.n_requests)]
+    lines = c.request_lines()
+    got = [(int(lines[j]), int(c.req_mask[j]), int(c.req_full[j])) for j in range(c.n_requests)]
     assert got == _reference(t.addr[0], mask, nbytes, line)
+    assert c.req_mask.dtype == c.req_full.dtype == (np.uint8 if line <= 256 else np.uint32)
 
 
 def test_a_chunk_is_full_only_where_the_lanes_cover_its_32_bytes() -> None:
@@ -190,9 +195,55 @@ def test_dense_ids_number_the_distinct_lines_in_order_of_first_appearance() -> N
 def test_coalescing_carries_the_dense_ids_of_its_requests() -> None:
     from tests.support.factories import random_trace
 
-    c = coalesce_trace(random_trace(3, n=300), 128)
-    assert np.array_equal(c.lines[c.req_id], c.req_line)
-    assert len(set(c.lines.tolist())) == c.lines.size == np.unique(c.req_line).size
+    t = random_trace(3, n=300)
+    c = coalesce_trace(t, 128)
+    # the request lines from the addresses, access by access (the reference coalescer)
+    want = [ln for r in range(t.n_accesses) if t.ops[t.op[r]].is_cached
+            for ln, _, _ in _reference(t.addr[r], int(t.mask[r]), t.ops[t.op[r]].bytes, 128)]
+    assert c.request_lines().tolist() == want
+    assert list(c.lines) == list(dict.fromkeys(want))  # ids in order of first appearance
+    assert len(set(c.lines.tolist())) == c.lines.size == np.unique(c.request_lines()).size
+
+
+def test_request_masks_take_the_narrowest_dtype_the_line_allows() -> None:
+    # 128 B lines (every preset's L1) hold 4 chunks and 256 B lines 8: one byte a mask; 512 and
+    # 1024 B lines (reachable with --set l1.line=...) hold 16 and 32 chunks: uint32, every bit kept.
+    for name in ("tesla-c2050", "gtx480", "gtx285", "v100", "a100", "h100"):
+        assert load_arch(name).l1.line // 32 <= 8
+    addr = np.uint64(0x4000) + np.arange(32, dtype=np.uint64) * np.uint64(32)  # 1 KiB, one chunk a lane
+    t = trace_of([[(0, addr, FULL)]], ops=(op(nbytes=32),))
+    for line, dtype in ((128, np.uint8), (256, np.uint8), (512, np.uint32), (1024, np.uint32)):
+        c = coalesce_trace(t, line)
+        assert c.req_mask.dtype == c.req_full.dtype == dtype
+        chunks = line // 32
+        full = (1 << chunks) - 1
+        assert c.req_mask.tolist() == c.req_full.tolist() == [full] * (1024 // line)
+
+
+def test_wide_l2_line_ids_are_the_dense_ids_of_the_wide_lines() -> None:
+    from tests.support.factories import random_trace
+    from tuiprof.sim.coalesce import dense_ids
+
+    p = prepare(random_trace(5, n=400), load_arch("tesla-c2050"))
+    lines = p.coalesced.request_lines()
+    for shift in (1, 2, 3):
+        ids, wide = p.line_ids(shift)
+        want_ids, want_wide = dense_ids(lines >> shift)  # numbered over the requests themselves
+        assert np.array_equal(ids, want_ids) and np.array_equal(wide, want_wide)
+        assert np.array_equal(wide[ids], lines >> shift)
+
+
+def test_prepared_request_arrays_take_6_bytes_a_request() -> None:
+    # req_id int32 + two uint8 masks; the line ids are not kept per request: spmv-b128's 23.7M
+    # requests take 142 MB, where an int64 line, two uint32 masks and the id took 474 MB.
+    from tests.support.factories import random_trace
+
+    p = prepare(random_trace(11, n=2000), load_arch("v100"))
+    co = p.coalesced
+    q = co.n_requests
+    per_request = co.req_id.nbytes + co.req_mask.nbytes + co.req_full.nbytes
+    assert q > 2000 and per_request == 6 * q
+    assert not any(f.name == "req_line" for f in dataclasses.fields(co))
 
 
 def test_the_working_set_per_cta_is_the_models_definition() -> None:
@@ -205,4 +256,4 @@ def test_the_working_set_per_cta_is_the_models_definition() -> None:
         for arch in (small_arch(), load_arch("tesla-c2050").with_overrides({"sm_count": "3"})):
             p = prepare(t, arch)
             co = p.coalesced
-            assert p.working_set_lines() == pytest.approx(working_set_lines(t, co.req_off, co.req_line), rel=1e-12)
+            assert p.working_set_lines() == pytest.approx(working_set_lines(t, co.req_off, co.request_lines()), rel=1e-12)

@@ -228,6 +228,7 @@ def test_dram_batches_and_latency_bounds() -> None:
     d = arch.dram
     n = int(r.dram_reads.sum())
     b = r.dram_batch_latencies
+    assert b.dtype == np.int32  # cycles: narrowed, as a result is kept through the analysis
     # Each batch holds 4 groups of 1..32 requests: 4..128 requests, all but maybe the last.
     assert n / 128 <= b.size <= n / 4 + 1
     assert b.min() >= d.base_latency + d.row_hit_cycles
@@ -309,3 +310,16 @@ def test_every_preset_runs() -> None:
         assert r.sm_requests.shape == (arch.sm_count,)
         assert 0 <= r.l2_read_hit_ratio <= 1 and r.dram_batch_latencies.size > 0
         assert r.elapsed > 0
+
+
+def test_batch_latencies_narrow_to_int32_only_when_every_value_fits() -> None:
+    from tuiprof.sim.trial import narrow_latencies
+
+    fits = np.array([0, 7, 2**31 - 1, -2**31], dtype=np.int64)
+    n = narrow_latencies(fits)
+    assert n.dtype == np.int32 and n.tolist() == fits.tolist()
+    for big in (2**31, -2**31 - 1):
+        wide = np.array([5, big], dtype=np.int64)
+        kept = narrow_latencies(wide)
+        assert kept.dtype == np.int64 and kept.tolist() == [5, big]
+    assert narrow_latencies(np.zeros(0, dtype=np.int64)).size == 0

@@ -114,7 +114,7 @@ def program_order_counts(prepared: Prepared, arch: Arch) -> np.ndarray:
     lab = np.zeros(order.size, dtype=np.int64)
     counts = np.zeros((N_COUNTS, prepared.n_ops), dtype=np.int64)
     replay(rng_new(0), params, lab, order, sm_acc_off, counts, prepared.acc_op, prepared.op_write, co.req_off,
-           co.req_line, co.req_mask, co.req_full, prepared.n_ops, 0)
+           co.request_lines(), co.req_mask, co.req_full, prepared.n_ops, 0)
     return counts
 
 

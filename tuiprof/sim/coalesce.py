@@ -35,18 +35,19 @@ class Coalesced:
     """L1 requests of every warp access (CSR) and per-op coalescing statistics.
 
     - ``req_off`` int64 [R+1]: requests of access r are ``req_off[r]:req_off[r+1]``
-    - ``req_line`` int64 [Q]: L1 line id of each request
-    - ``req_mask`` uint32 [Q]: 32 B chunks of the line touched by the warp
-    - ``req_full`` uint32 [Q]: the chunks of ``req_mask`` whose 32 bytes the warp covers entirely
-    - ``req_id`` int32 [Q] / ``lines`` int64 [N]: dense line ids, ``lines[req_id] == req_line``
-      (ids in order of first appearance; N distinct lines)
+    - ``req_mask`` [Q]: 32 B chunks of the line touched by the warp (`mask_dtype`: uint8 for lines
+      of at most 8 chunks, 256 B, else uint32)
+    - ``req_full`` [Q]: the chunks of ``req_mask`` whose 32 bytes the warp covers entirely (same dtype)
+    - ``req_id`` int32 [Q] / ``lines`` int64 [N]: dense line ids; ``lines[req_id]`` is each
+      request's L1 line id (``address // line``), ids in order of first appearance, N distinct
+      lines. The line ids themselves are not kept per request (8 bytes a request, 190 MB on
+      spmv-b128): `request_lines` gathers them.
     - ``op_accesses`` / ``op_requests`` / ``op_sectors`` int64 [n_ops]: warp accesses, L1
       requests and 32 B sectors requested, per op (0 for shared-memory ops)
     """
 
     line: int
     req_off: np.ndarray
-    req_line: np.ndarray
     req_mask: np.ndarray
     req_full: np.ndarray
     req_id: np.ndarray
@@ -57,7 +58,11 @@ class Coalesced:
 
     @property
     def n_requests(self) -> int:
-        return int(self.req_line.shape[0])
+        return int(self.req_id.shape[0])
+
+    def request_lines(self) -> np.ndarray:
+        """The L1 line id of each request, int64 [Q] (a new array: ``lines[req_id]``)."""
+        return self.lines[self.req_id]
 
     def sectors_per_request(self) -> np.ndarray:
         """Mean 32 B sectors per L1 request, per op (nan for ops without requests)."""
@@ -82,12 +87,19 @@ def coalesce(op: np.ndarray, mask: np.ndarray, addr: np.ndarray, op_bytes: np.nd
             np.ascontiguousarray(op_cached, np.uint8), (line // CHUNK).bit_length() - 1)
     req_off = np.empty(args[0].shape[0] + 1, dtype=np.int64)
     n = _count_requests(*args, req_off)
-    req_line, req_mask, req_full = np.empty(n, np.int64), np.empty(n, np.uint32), np.empty(n, np.uint32)
+    mt = mask_dtype(line)
+    req_line, req_mask, req_full = np.empty(n, np.int64), np.empty(n, mt), np.empty(n, mt)
     acc, reqs, secs = (np.zeros(n_ops, np.int64) for _ in range(3))
     _fill_requests(*args, req_off, req_line, req_mask, req_full, acc, reqs, secs)
     req_id, lines = dense_ids(req_line)
-    return Coalesced(line, req_off, req_line, req_mask, req_full, numpy_owned(req_id), numpy_owned(lines), acc, reqs,
-                     secs)
+    return Coalesced(line, req_off, req_mask, req_full, req_id, lines, acc, reqs, secs)
+
+
+def mask_dtype(line: int) -> type:
+    """The dtype of the chunk masks of `line`-byte lines: uint8 up to 8 chunks (every preset's
+    128 B L1 line: a quarter of uint32's bytes, 71 MB less on spmv-b128's 23.7M requests per mask
+    array), uint32 for longer lines (up to 32 chunks)."""
+    return np.uint8 if line // CHUNK <= 8 else np.uint32
 
 
 def numpy_owned(a: np.ndarray) -> np.ndarray:
@@ -115,13 +127,19 @@ def coalesce_trace(trace, line: int) -> Coalesced:
     return dataclasses.replace(c, req_off=req_off)
 
 
-@njit(**KERNEL)
-def dense_ids(keys):
+def dense_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(ids int32 [Q], distinct int64 [N])`` with ``distinct[ids] == keys`` (non-negative int64
     keys), ids numbered in order of first appearance: one pass with an open-addressing hash table
-    that doubles at half load (`np.unique` sorts, 10-20x slower on a SpMV trace)."""
+    that doubles at half load (`np.unique` sorts, 10-20x slower on a SpMV trace). Both arrays are
+    numpy's (`numpy_owned`); the ids are written in place, never copied (4 bytes a key)."""
+    ids = np.empty(keys.shape[0], dtype=np.int32)
+    return ids, numpy_owned(_dense_ids(np.ascontiguousarray(keys, np.int64), ids))
+
+
+@njit(**KERNEL)
+def _dense_ids(keys, ids):
+    """`dense_ids`' pass: fills `ids`, returns the distinct keys."""
     n = keys.shape[0]
-    ids = np.empty(n, dtype=np.int32)
     bits = 10
     table = np.full(1 << bits, -1, dtype=np.int32)  # id of the key in each slot, -1: empty
     distinct = np.empty(256, dtype=np.int64)
@@ -159,7 +177,7 @@ def dense_ids(keys):
             last_id = table[h]
         last_key = x
         ids[j] = last_id
-    return ids, _resized(distinct, count)
+    return _resized(distinct, count)
 
 
 @plain_kernel

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from tuiprof.errors import ArchError
 from tuiprof.jit import KERNEL, njit
 from tuiprof.sim.addressing import HASH_CODES, hash_polynomial
 from tuiprof.sim.cache import Replacement
-from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids, numpy_owned
+from tuiprof.sim.coalesce import CHUNK, Coalesced, coalesce_trace, dense_ids
 from tuiprof.trace.data import Trace
 
 # Indices into the parameter vector of `pack_arch`. The L1 and L2 fields run in the same order
@@ -177,8 +176,10 @@ class Prepared:
             return co.req_id, co.lines
         ids = self._wide_ids.get(shift)
         if ids is None:
-            ids = self._wide_ids[shift] = cast("tuple[np.ndarray, np.ndarray]",
-                                              tuple(map(numpy_owned, dense_ids(co.req_line >> shift))))
+            # The L1 lines are numbered in order of first appearance, so numbering their wide lines
+            # in the order of the L1 lines numbers them in order of first appearance too.
+            of_line, wide = dense_ids(co.lines >> shift)
+            ids = self._wide_ids[shift] = (of_line[co.req_id], wide)
         return ids
 
     @property

@@ -580,7 +580,7 @@ def reference_arrays(prepared: Prepared, params: np.ndarray, md: int, seed: int
     co = prepared.coalesced
     counts, lat_sum, batch, writebacks, owed = run_steps(
         params, int(md), seed, prepared.kernel_ops, prepared.acc_op, prepared.op_write, prepared.op_cached,
-        co.req_off, co.req_line, co.req_mask, co.req_full, prepared.seq_off, prepared.seq_epoch, prepared.warp_seq_off,
+        co.req_off, co.request_lines(), co.req_mask, co.req_full, prepared.seq_off, prepared.seq_epoch, prepared.warp_seq_off,
         prepared.warp_cta, prepared.cta_warp_off, prepared.cta_warps, prepared.sm_seq_off, prepared.sm_acc_off,
         prepared.cta_acc, prepared.split, prepared.warm_accesses)
     n = prepared.n_ops  # the warm-up CTAs' shadow columns are dropped: replayed, not counted

@@ -632,7 +632,7 @@ def _build(g: Family) -> Callable:
     ONE_RUN = g.one_run
     PF = 48  # accesses ahead that the merged walk prefetches
 
-    def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_line, req_id2,
+    def replay(st, lab, order, sm_acc_off, acc_op, op_write, req_off, req_id, req_mask, req_full, req_id2,
                lines, lines2, n_ids2, n_ops, rt, n_warm):
         S = rt[R_SM]
         BASE = rt[R_BASE]
@@ -727,6 +727,9 @@ def _build(g: Family) -> Callable:
             n_acc = lab.shape[0]
             cur_a = sm_acc_off[:S].copy()
             cur_b = sm_acc_off[:S].copy()
+            # the first request of the access PF ahead, from where PF // 2 ahead prefetches the
+            # line id of its L1 line (``lines[req_id[j]]``: the requests carry ids, not lines)
+            first = np.zeros(PF, dtype=np.int64)
             if not by_sm:
                 for i in range(min(2 * PF, n_acc)):
                     cur_a[lab[i]] += 1
@@ -755,12 +758,15 @@ def _build(g: Family) -> Callable:
                         cur_b[sb] += 1
                         jb = req_off[rb]
                         je = req_off[rb + 1] - 1
-                        prefetch(req_line, jb)
-                        prefetch(req_line, je)
                         prefetch(req_id, jb)
                         prefetch(req_id, je)
                         prefetch(req_mask, jb)
                         prefetch(req_mask, je)
+                        first[i % PF] = jb
+                    if PF // 2 <= i < n_acc - PF // 2:
+                        jh = first[(i + PF // 2) % PF]
+                        if jh < req_id.shape[0]:
+                            prefetch(lines, req_id[jh])
                 if by_sm:
                     if i == sm_end:  # the next SM with accesses: its L1 starts empty
                         while sm_acc_off[s + 1] <= i:
@@ -798,7 +804,7 @@ def _build(g: Family) -> Callable:
                     if do_l1:
                         # ---- step 5: the SM's L1
                         id1 = np.int64(req_id[j])
-                        line1 = req_line[j]
+                        line1 = lines[id1]
                         m = np.int64(req_mask[j])
                         smask = expand_sectors(m, CPS1, SPL1)
                         nsec = popcount(smask & LEAD1)
@@ -865,7 +871,7 @@ def _build(g: Family) -> Callable:
                         if send == 0:
                             continue
                         id1 = np.int64(req_id[j])
-                        line1 = req_line[j]
+                        line1 = lines[id1]
                     if not do_l2 or send == 0:
                         continue
                     nq = 0

@@ -98,8 +98,9 @@ class TrialResult:
     dram_latency: np.ndarray
     """float64 [n_ops]: mean latency (cycles) of the op's DRAM reads; nan where it has none."""
     dram_batch_latencies: np.ndarray
-    """int64: latency of every batch of concurrently issued DRAM requests, in queue order (those
-    closed from the first counted access on)."""
+    """Latency of every batch of concurrently issued DRAM requests, in queue order (those closed
+    from the first counted access on): int32, or int64 if a value does not fit
+    (`tuiprof.sim.trial.narrow_latencies`)."""
     dram_writebacks: int
     """DRAM write transactions of dirty L2 evictions (belonging to no op), from the first counted
     access on (a snapshot's warm-up CTAs are replayed, not counted)."""
