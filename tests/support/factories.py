@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tuiprof.trace.data import LANES, CtaRecords, Launch, Provenance, Snapshot, SourceFile, StaticOp, Trace
@@ -59,3 +61,9 @@ def random_trace(seed: int, n: int = 200, n_warps: int = 5, n_ops: int = 4,
     masks = rng.integers(1, 2**32, size=n, dtype=np.uint64).astype(np.uint32)
     return make_trace(addr, ops=list(rng.integers(0, n_ops, size=n)), masks=list(masks),
                       warps=list(rng.integers(0, n_warps, size=n)), kinds=kinds)
+
+
+def with_shared(t: Trace, shared: set[int], bytes_per_lane: int = 4) -> Trace:
+    """`t` with the ops in `shared` in shared memory (and `bytes_per_lane` wide)."""
+    ops = tuple(dataclasses.replace(o, space="shared", bytes=bytes_per_lane) if o.id in shared else o for o in t.ops)
+    return dataclasses.replace(t, ops=ops)

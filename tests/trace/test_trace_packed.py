@@ -10,19 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.factories import random_trace
+from tests.support.factories import random_trace, with_shared
 from tuiprof.errors import TraceError
 from tuiprof.trace.data import LANES, PackedLanes, Trace
 from tuiprof.trace.io import load_trace, save_trace
 from tuiprof.trace.packed import lane_addresses
 
 FIXTURE_DEMO = Path(__file__).resolve().parents[2] / "demo_traces" / "transpose-tiled.tptrace"
-
-
-def with_shared(t: Trace, shared: set[int], bytes_per_lane: int = 4) -> Trace:
-    """`t` with the ops in `shared` in shared memory (and `bytes_per_lane` wide)."""
-    ops = tuple(dataclasses.replace(o, space="shared", bytes=bytes_per_lane) if o.id in shared else o for o in t.ops)
-    return dataclasses.replace(t, ops=ops)
 
 
 def dense(t: Trace) -> Trace:

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 from tests.support import hostile as H
-from tests.support.factories import make_trace, random_trace
-from tests.trace.test_trace_packed import with_shared
+from tests.support.factories import make_trace, random_trace, with_shared
 from tuiprof.compare.cache import trace_digest
 from tuiprof.errors import TraceError
 from tuiprof.trace.io import load_trace, save_trace
