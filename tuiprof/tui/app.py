@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -208,7 +209,10 @@ class TuiprofApp(App[int]):
         self._pending: "Analysis | None" = None
         self.generation = 0
         self._settled = 0
-        """The run whose first trial froze the heap (`tuiprof.tui.heap`)."""
+        """The run whose results froze the heap (`tuiprof.tui.heap`)."""
+        self._retired: list[weakref.ref[Session]] = []
+        """The sessions this app replaced: the heap is frozen again only once they are collected
+        (a frozen object is never collected, and a session lives in reference cycles)."""
         self.collector = heap.Collector()
         self._drill: DrillScreen | None = None
         self._drill_asked = False
@@ -371,6 +375,7 @@ class TuiprofApp(App[int]):
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         fresh = message.session.trace is not self.trace
+        self._retire(message.session)
         self.session = message.session
         self.trace, self.path = message.session.trace, message.session.path
         if fresh:
@@ -460,6 +465,7 @@ class TuiprofApp(App[int]):
         if old is not None and old is not session:
             old.cancel()
         self.generation += 1
+        self._retire(session)
         self.session, self.config = session, config
         shown = self.analysis if self.analysis is not None else self._pending
         self.stale = shown is not None
@@ -559,9 +565,6 @@ class TuiprofApp(App[int]):
 
     def _handle(self, e: "Event") -> None:
         if isinstance(e, TrialDone):
-            if self._settled != self.generation:  # what the run's first trial compiled or imported lives on
-                self._settled = self.generation
-                heap.settle(False)
             self.trials_done, self.planned = e.done, e.planned
             self.phase = "running"
             if self.warm_up:  # this GPU's kernels are ready: the others compile beside the run
@@ -607,9 +610,33 @@ class TuiprofApp(App[int]):
                 pass
         quiet = now - self._key_at
         self.collector.tick(quiet)
+        self._settle(quiet)
         if quiet >= heap.QUIET and self._drill is None and not self._drill_asked and self._drill_op() is not None:
             self._drill_asked = True
             self.call_after_refresh(self._prepare_drill)  # after this tick's paint: never in front of it
+
+    def _retire(self, session: Session) -> None:
+        """`session` replaces the app's: give what an earlier settle froze (the replaced session
+        among it) back to the collector, and watch the replaced one until it is freed."""
+        if self.session is not None and self.session is not session:
+            self._retired.append(weakref.ref(self.session))
+            heap.release()
+            if self._drill is not None:
+                self._drill.follow(session)
+
+    def _settle(self, quiet: float) -> None:
+        """Once a run has trials on screen and the user is not typing, freeze what lives on (what
+        its first trial compiled or imported) out of full collections' walk, after collecting
+        every session this app replaced: frozen, one would never be freed."""
+        if self._settled == self.generation or self.trials_done < 1 or quiet < heap.QUIET:
+            return
+        if any(r() is not None for r in self._retired):
+            self.collector.collect()  # a replaced session in a cycle is freed only by a collection
+            self._retired = [r for r in self._retired if r() is not None]
+            if self._retired:  # still referenced (its trials in flight end soon): a later tick
+                return
+        self._settled = self.generation
+        heap.settle(True)
 
     def _apply_pending(self) -> None:
         if self._pending is not None:

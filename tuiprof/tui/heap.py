@@ -36,6 +36,12 @@ def settle(collect: bool) -> int:
     return gc.get_freeze_count()
 
 
+def release() -> None:
+    """Give every frozen object back to the collector (`settle` froze what was alive then: an
+    object that has since become garbage in a reference cycle is freed only after this)."""
+    gc.unfreeze()
+
+
 def walked() -> int:
     """How many objects a full collection walks now (the frozen ones are not among them)."""
     return len(gc.get_objects())
@@ -63,9 +69,13 @@ class Collector:
         pending = gc.get_count()[2]
         if self.thresholds is None or pending < DUE or (since_key < QUIET and pending < FORCED):
             return False
+        self.collect()
+        return True
+
+    def collect(self) -> None:
+        """A full collection now."""
         gc.collect()
         self.full += 1
-        return True
 
     def stop(self) -> None:
         if self.thresholds is not None:

@@ -161,6 +161,18 @@ class DrillScreen(Screen[None]):
         self.query_one(VerticalScroll).scroll_home(animate=False)
         self.update_analysis(analysis)
 
+    def follow(self, session: "Session") -> None:
+        """Refer to `session`, which replaced the app's (kept between visits, this screen must not
+        keep a replaced session, its trials and its prepared trace alive); the next `reopen` or
+        analysis update shows it."""
+        same_trace = session.trace is self.trace
+        if self._asked is not None:
+            self._asked = session if same_trace else None
+        if not same_trace:
+            self.patterns = None
+        self.session, self.trace, self.arch = session, session.trace, session.arch
+        self.levels = Levels.of(session.arch)
+
     def _ask_patterns(self) -> None:
         """Work out the address patterns on a thread of their own when nobody has them yet."""
         if self.patterns is not None or self._asked is self.session:
