@@ -15,10 +15,10 @@ the trees taking turns within each repeat.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
+
+from bench_ui_thread import run_child  # one way to run a measuring child per tree
 
 CHILD = r'''
 import asyncio, gc, json, statistics, sys, time
@@ -88,12 +88,7 @@ print(json.dumps(out))
 
 
 def measure(tree: str, demo: str, presses: int) -> dict[str, dict[str, float]]:
-    env = {**os.environ, "PYTHONPATH": tree}
-    done = subprocess.run([sys.executable, "-c", CHILD, demo, str(presses)], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=3600)
-    if done.returncode:
-        raise SystemExit(f"{tree}: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(tree, CHILD, demo, str(presses))
 
 
 def main() -> None:

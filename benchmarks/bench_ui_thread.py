@@ -74,13 +74,19 @@ print(json.dumps(out))
 '''
 
 
-def measure(tree: str, demo: str, counts: str, updates: int) -> dict[str, float]:
+def run_child(tree: str, child: str, *args: str) -> dict:
+    """The JSON that Python source `child` prints last, run with `args` in a fresh process that
+    imports tuiprof from `tree`."""
     env = {**os.environ, "PYTHONPATH": tree}
-    done = subprocess.run([sys.executable, "-c", CHILD, demo, counts, str(updates)], cwd=tree, env=env,
+    done = subprocess.run([sys.executable, "-c", child, *args], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=3600)
     if done.returncode:
         raise SystemExit(f"{tree}: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(tree: str, demo: str, counts: str, updates: int) -> dict[str, float]:
+    return run_child(tree, CHILD, demo, counts, str(updates))
 
 
 def main() -> None:
