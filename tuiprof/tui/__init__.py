@@ -36,7 +36,6 @@ def run_app(target: str | Path, config: "RunConfig", theme: str | None = None) -
     exit would join the trial pool's threads (seconds during an MD sweep) and then take another
     second unloading Numba. The terminal is restored by then. A trace that cannot be opened is
     printed as `error:`/`hint:` first (exit 2)."""
-    prepare_terminal()
     from tuiprof.tui.app import TuiprofApp
     from tuiprof.tui.signals import SignalExit, exit_status, finish
 

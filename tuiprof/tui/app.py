@@ -630,13 +630,14 @@ class TuiprofApp(App[int]):
         every session this app replaced: frozen, one would never be freed."""
         if self._settled == self.generation or self.trials_done < 1 or quiet < heap.QUIET:
             return
-        if any(r() is not None for r in self._retired):
+        collected = any(r() is not None for r in self._retired)
+        if collected:
             self.collector.collect()  # a replaced session in a cycle is freed only by a collection
-            self._retired = [r for r in self._retired if r() is not None]
-            if self._retired:  # still referenced (its trials in flight end soon): a later tick
+            if any(r() is not None for r in self._retired):  # its trials in flight end soon: a later tick
                 return
+        self._retired.clear()
         self._settled = self.generation
-        heap.settle(True)
+        heap.settle(not collected)  # no second full collection right after the one above
 
     def _apply_pending(self) -> None:
         if self._pending is not None:

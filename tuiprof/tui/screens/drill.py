@@ -107,10 +107,8 @@ class DrillScreen(Screen[None]):
                  patterns: dict[int, "AddressPattern"] | None = None,
                  against: "Callable[[], Against | None] | None" = None) -> None:
         super().__init__()
-        self.op_id, self.analysis, self.session = op_id, analysis, session
-        self.trace, self.arch = session.trace, session.arch
-        self.levels = Levels.of(session.arch)
-        self.patterns = patterns
+        self.op_id, self.analysis, self.patterns = op_id, analysis, patterns
+        self._bind(session)
         self.against = against or (lambda: None)
         """The run against the pinned baseline, as the app has it now (`tuiprof.tui.delta`)."""
         self._asked: "Session | None" = None
@@ -152,10 +150,8 @@ class DrillScreen(Screen[None]):
         """Show op `op_id` of `session` in this screen, kept from the last time it was open or
         built ahead (the app keeps one: composing its widgets and footer again took ~40 ms of
         each Enter); before it has mounted, its mount shows them."""
-        self.op_id, self.session, self.patterns = op_id, session, patterns
-        self.trace, self.arch = session.trace, session.arch
-        self.levels = Levels.of(session.arch)
-        self.analysis = analysis
+        self.op_id, self.patterns, self.analysis = op_id, patterns, analysis
+        self._bind(session)
         if not self.is_mounted:
             return
         self.query_one(VerticalScroll).scroll_home(animate=False)
@@ -170,6 +166,10 @@ class DrillScreen(Screen[None]):
             self._asked = session if same_trace else None
         if not same_trace:
             self.patterns = None
+        self._bind(session)
+
+    def _bind(self, session: "Session") -> None:
+        """Show `session`: its trace, its arch and that arch's cache levels."""
         self.session, self.trace, self.arch = session, session.trace, session.arch
         self.levels = Levels.of(session.arch)
 
