@@ -8,7 +8,8 @@ Per GPU (the name the session read from the driver, or ``--gpu``), into the entr
 
 - ``demos.<demo>``: ncu's headline values of the demo at the driver's default fetch granularity
   (L1 read, L2 read and write hit ratios, sectors and wavefronts per request), replacing the
-  earlier ones key by key; other demos and keys (``mae_bound``, ``mae_bounds``) are kept;
+  earlier ones key by key; other demos and keys (``mae_bound``, ``mae_bounds``) are kept, and the
+  entry's ``date`` and ``source`` then name this session;
 - ``counters.<demo>``: every counter ncu gave for it, raw (research: DRAM sectors, the L2's
   lookups from the L1 and across the two partitions, the carve-out, the launch's shape);
 - ``micro.<kernel run>``: per profiled launch of each micro-kernel its kernel, values, counters
@@ -37,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from tuiprof.collect.gpu.ncu import NcuLaunch, ValidateError, measured_values, parse_ncu_csv
 
 MEASURED = ROOT / "demo_traces" / "measured.json"
+SOURCE = "benchmarks/gpu_accuracy.sh (ncu --cache-control all, whole kernel)"
 
 
 def raw_counters(launch: NcuLaunch) -> dict[str, float]:
@@ -88,6 +90,7 @@ def fold(results: dict[str, object], base: Path, measured: dict[str, dict[str, o
         if subject == "demo" and g is None:
             demos.setdefault(what, {}).update(measured_values(launches[0]))
             counters[what] = raw_counters(launches[0])
+            entry["date"], entry["source"] = results.get("date", ""), SOURCE
         elif subject == "demo":
             gran.setdefault("demos", {}).setdefault(what, {})[str(g)] = launch_record(launches[0])
         elif g is None:
@@ -97,7 +100,7 @@ def fold(results: dict[str, object], base: Path, measured: dict[str, dict[str, o
     steps = _items(results.get("steps"))
     metrics = _mapping(results.get("metrics"))
     entry["accuracy_session"] = {
-        "date": results.get("date", ""), "source": "benchmarks/gpu_accuracy.sh (ncu --cache-control all)",
+        "date": results.get("date", ""), "source": SOURCE,
         "metrics_missing": metrics.get("missing", []),
         "not_done": {s["name"]: s.get("skipped") or f"rc {s.get('rc')}" for s in steps
                      if s.get("skipped") or s.get("rc") not in (0, None)},

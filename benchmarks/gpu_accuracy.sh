@@ -24,7 +24,8 @@
 #   7. ncu on every demo (caches flushed): the headline ratios and the research counters
 #   8. `tuiprof validate vecadd --per-op` end to end
 # Then fold_measured.py writes $OUT/measured.json (this session's values folded into the shipped file: diff it,
-# then fold here for real). Files: summary.txt, results.json, steps.log, ncu/*.csv, measured.json, rest.tgz.
+# then fold here for real). Files: summary.txt, results.json, steps.log, measured.json, csv.tgz (ncu/*.csv: untar it
+# beside results.json to fold again), rest.tgz (reports, logs).
 set -u
 DRY=0; [ "${1:-}" = "--dry-run" ] && DRY=1
 W=${GA_WORK:-/tmp/ga}; O=${OUT:-$W/out}; S=$O/summary.txt; BUDGET=${GA_BUDGET:-540}
@@ -59,6 +60,10 @@ echo "driver rc=$? at ${SECONDS}s" >>"$S"
 timeout 30 python3 benchmarks/fold_measured.py "$O/results.json" --into demo_traces/measured.json \
   --out "$O/measured.json" ${GA_GPU:+--gpu "$GA_GPU"} >>"$S" 2>&1
 echo "fold rc=$? total ${SECONDS}s" >>"$S"
+# The device tool brings back 8 files at most: ncu's CSVs (40 and more) travel in one archive, the
+# reports in another that is dropped when too large (the CSVs were lost once, left loose in ncu/).
+tar -czf "$O/csv.tgz" -C "$O" $(cd "$O" && ls -d ncu/*.csv 2>/dev/null) 2>>"$S"
 tar -czf "$O/rest.tgz" -C "$O" --exclude=rest.tgz $(cd "$O" && ls -d ncu/*.ncu-rep *.tptrace *.log 2>/dev/null) 2>>"$S"
-[ -f "$O/rest.tgz" ] && [ "$(stat -c %s "$O/rest.tgz")" -gt 15000000 ] && rm -f "$O"/ncu/*.ncu-rep "$O/rest.tgz"
+[ -f "$O/rest.tgz" ] && [ "$(stat -c %s "$O/rest.tgz")" -gt 15000000 ] && rm -f "$O/rest.tgz"
+rm -rf "$O/ncu"
 exit 0

@@ -10,10 +10,12 @@ can check: that the ncu at hand accepts these command lines and metric names, an
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import stat
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +94,7 @@ def test_caps_and_budget(tmp_path: Path) -> None:
 
 FAKE_NCU = r'''#!{python}
 import sys
+import tarfile
 KNOWN = {known!r}
 REFUSED = "lts__t_sectors_srcunit_ltcfabric_op_write"
 args = sys.argv[1:]
@@ -303,3 +306,13 @@ def test_the_script_end_to_end_with_a_stand_in_ncu(tmp_path: Path) -> None:
         s for s, *_ in gpu_accuracy.MICRO_RUNS}
     assert "NVIDIA H100 80GB HBM3" in folded  # the shipped entries stay
     assert (ROOT / "demo_traces" / "measured.json").read_text() == shipped
+    # the device tool brings back 8 files at most: ncu's CSVs travel in csv.tgz, and fold again from it
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) <= 8, sorted(p.name for p in files)
+    with tarfile.open(out / "csv.tgz") as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path / "again", filter="data")
+    assert {f"ncu/{m['csv'].split('/')[-1]}" for m in results["measurements"]} <= set(names)
+    shutil.copy(out / "results.json", tmp_path / "again" / "results.json")
+    refolded, notes = fold_measured.fold(results, tmp_path / "again", {}, "GPU X")
+    assert not notes and refolded["GPU X"]["demos"] == folded["GPU X"]["demos"]
