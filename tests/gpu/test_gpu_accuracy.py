@@ -10,8 +10,8 @@ can check: that the ncu at hand accepts these command lines and metric names, an
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import stat
 import subprocess
 import sys

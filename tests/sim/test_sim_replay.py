@@ -15,6 +15,7 @@ from tests.support.sim_runs import EDGE, assert_identical, contended_trace, rewr
 from tests.support.sim_traces import FULL, lanes, op, small_arch, trace_of
 from tuiprof.arch import load_arch
 from tuiprof.demos import demo_names, demo_path, resolve_target
+from tuiprof.sim.cache import RANDOM
 from tuiprof.sim.prepared import default_md, pack_arch, prepare
 from tuiprof.sim.replay import SCAN_MAX_ASSOC, Geometry, hdel, hfind, hput
 from tuiprof.sim.trial import run_trial
@@ -57,6 +58,10 @@ def test_the_edge_geometries_take_the_paths_they_name() -> None:
     fill64, fill128, fill_sub = list(g.values())[14:17]
     assert fill64.l2_fetch_chunks == 2 and fill128.l2_fetch_chunks == 4 and fill128.xor_hash
     assert fill_sub.sub == 2 and fill_sub.l2_fetch_chunks == 2 and not fill_sub.lockstep
+    halves = [x for name, x in g.items() if name.startswith("two")]
+    assert len(halves) == 3 and all(x.l2_halves and x.family.l2_halves and not x.lockstep for x in halves)
+    assert halves[0].xor_hash and halves[0].l2_fetch_chunks == 2 and halves[1].sub == 4
+    assert halves[2].l1_assoc > SCAN_MAX_ASSOC and halves[2].l2_policy == RANDOM
 
 
 def test_lockstep_splits_a_class_on_a_partial_line_and_stays_exact() -> None:

@@ -107,6 +107,15 @@ EDGE = {
     "MRU hashed 256-way L1s, MRU write-back hashed L2":
         dict(l1__size="512KiB", l1__assoc=256, l1__store_policy="write-allocate", l1__replacement="mru",
              l2__write_policy="write-back", address_hash="xor", l2__replacement="mru"),
+    "two L2 halves (A100/H100 partitions), 64 B fills, write-back hashed L2, write-allocate L1":
+        dict(l2__halves=2, l2__fetch_granularity=64, l2__write_policy="write-back", address_hash="xor",
+             l2__size="16KiB", l2__assoc=4, l2__partitions=2, l1__store_policy="write-allocate"),
+    "two L2 halves, write-through linear L2 of 3 slices, 32 B L2 lines under 128 B L1 lines":
+        dict(l2__halves=2, l1__sector=128, l2__line=32, l2__sector=32, l2__size="6KiB", l2__assoc=4,
+             l2__partitions=3),
+    "two RANDOM L2 halves, write-back linear L2, hashed 256-way L1s":
+        dict(l2__halves=2, l2__replacement="random", l2__write_policy="write-back", l2__size="8KiB", l2__assoc=4,
+             l1__size="512KiB", l1__assoc=256, l1__store_policy="write-allocate"),
     "RANDOM L1 and L2, write-allocate L1, write-back linear L2 of 3 partitions":
         dict(l1__replacement="random", l2__replacement="random", l1__store_policy="write-allocate",
              l2__write_policy="write-back", l2__size="6KiB", l2__assoc=4, l2__partitions=3),

@@ -117,6 +117,16 @@ class L2Config(CacheConfig):
     docs/memory-system.md): the aligned block of that size around each missing sector, its other
     sectors filled unless already valid. 0 means one sector (today's model)."""
 
+    halves: int = field(default=1, kw_only=True)
+    """1: one L2 shared by every SM. 2: the two partitions of A100 and H100 (NVIDIA A100 whitepaper,
+    "A100 L2 Cache": each "localizes and caches data for memory accesses from SMs in the GPCs
+    directly connected to the partition"; docs/memory-system.md, section 2). Each half holds half
+    the sets; the lower half of the SM numbers reads through half 0, the upper through half 1; a
+    line's home is the parity of its address bits. A read looks up its SM's half; a miss there on a
+    line homed in the other half is looked up again at home over the fabric (both lookups count in
+    the L2 read figure, as ncu counts them), and the near half keeps a copy. Stores and atomics
+    go to the home half and drop the other half's copy."""
+
     @property
     def fetch(self) -> int:
         """The effective fetch granularity in bytes: at least one sector."""
@@ -447,6 +457,12 @@ def validate(arch: Arch) -> None:
     _check(fg == 0 or (_is_pow2(fg) and arch.l2.sector <= fg <= arch.l2.line), arch,
            f"l2.fetch_granularity ({fg} B) must be 0 or a power of two from l2.sector ({arch.l2.sector} B) "
            f"to l2.line ({arch.l2.line} B)", "the CUDA limit takes 0..128 B; write e.g. l2.fetch_granularity=64")
+    _check(arch.l2.halves in (1, 2), arch, f"l2.halves must be 1 or 2, got {arch.l2.halves}",
+           "1: one shared L2; 2: the two partitions of A100 and H100")
+    if arch.l2.halves == 2 and arch.l2.enabled:
+        _check(arch.l2.sets * arch.l2.partitions % 2 == 0 and arch.l2.line <= arch.l1.line, arch,
+               "l2.halves = 2 needs an even number of L2 sets and L2 lines no longer than the L1's",
+               "set l2.halves=1, or size the L2 in an even number of sets")
     if arch.l1.enabled and arch.l2.enabled:
         _check(arch.l1.line % arch.l2.sector == 0 or arch.l2.line % arch.l1.sector == 0, arch,
                "l1 and l2 sector/line sizes must nest (one a multiple of the other)")

@@ -190,7 +190,8 @@ def ncu_columns(ops: Sequence[StaticOp]) -> tuple[np.ndarray, np.ndarray]:
     spill, is ``mem_local``); the L2 write figure is ``lts__t_sector_op_write_hit_rate``, stores
     only (atomics and reductions are ``op_atom`` / ``op_red``). The L2 read figure,
     ``lts__t_sector_op_read_hit_rate``, counts every read sector the L2 sees, whatever its space,
-    so it needs no filter. Returns two bool arrays over `ops`."""
+    so it needs no filter; it counts lookups (``TrialResult.l2_lookups``: with two L2 partitions a
+    far read is looked up twice). Returns two bool arrays over `ops`."""
     l1 = np.array([o.kind == "load" and o.space == "global" for o in ops], dtype=bool)
     l2w = np.array([o.kind == "store" for o in ops], dtype=bool)
     return l1, l2w
@@ -220,14 +221,14 @@ def analyse(ops: Sequence[StaticOp], arch: Arch, md: int, results: Sequence[Tria
         return stack_counter(results, name, len(ops), rep)
 
     l1h, l1a = stack("l1_read_hits"), stack("l1_read_accesses")
-    l2rh, l2ra = stack("l2_read_hits"), stack("l2_read_accesses")
+    l2lh, l2la = stack("l2_lookup_hits"), stack("l2_lookups")
     l2wh, l2wa = stack("l2_write_hits"), stack("l2_write_accesses")
     trial_tm = np.array([r.mean_dram_latency for r in results], dtype=np.float64)
     tm_for_shares = np.where(np.isnan(tm), 0.0, tm)
 
     samples: dict[str, np.ndarray] = {
         "l1_read": ratio(l1h[:, counted_l1].sum(axis=1), l1a[:, counted_l1].sum(axis=1)) if arch.l1.enabled else np.full(T, np.nan),
-        "l2_read": ratio(l2rh.sum(axis=1), l2ra.sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
+        "l2_read": ratio(l2lh.sum(axis=1), l2la.sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
         "l2_write": ratio(l2wh[:, counted_l2w].sum(axis=1), l2wa[:, counted_l2w].sum(axis=1)) if arch.l2.enabled else np.full(T, np.nan),
     }
     headline = {k: estimate(v, 0.0, 1.0) for k, v in samples.items()}

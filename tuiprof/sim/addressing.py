@@ -194,3 +194,21 @@ def target(x, n, xor, tab):
 
 __all__ = ["HASH_CODES", "HASH_LINEAR", "HASH_XOR", "divider", "hash_polynomial", "is_irreducible", "polynomial", "target",
            "two_adic", "udivmod", "xor_fold", "xor_table"]
+
+
+
+HOME_MUL = np.uint64(0x9E3779B97F4A7C15)
+"""Fibonacci hashing's multiplier (2**64 over the golden ratio): `home_half`'s hash."""
+
+
+@njit(**INLINE)
+def home_half(line):
+    """The L2 half (0 or 1) that L2 line number `line` is homed in, with two L2 partitions
+    (`tuiprof.arch.spec.L2Config.halves`): the top bit of the number times `HOME_MUL` (Fibonacci
+    hashing, Knuth, TAOCP vol. 3, 6.4). NVIDIA documents no address-to-partition map; measured on
+    an H100 (ncu, benchmarks/gpu_accuracy.sh, 2026-11-27), kernels that miss everywhere send
+    exactly half their L2 misses to the far partition (``lts__t_sectors_srcunit_ltcfabric_op_read``
+    over the near misses: 0.500 on vecadd, cr, both transposes, a streaming read and an L1 sweep),
+    whatever their stride. This hash splits runs of lines at every stride evenly (within 0.3% over
+    4096 lines at strides 1 to 4096); the parity of the line's bits would not (38% at stride 3)."""
+    return np.int64((np.uint64(line) * HOME_MUL) >> np.uint64(63))

@@ -36,7 +36,9 @@ P_L2_WB, P_HASH, P_L2_POLY, P_DR_POLY = range(27, 31)
 P_L1_WAYS_MAX = 31
 P_L2_CPF = 32
 """Chunks of an L2 read miss's DRAM fill (`L2Config.fetch`: the fetch granularity over 32 B)."""
-N_PARAMS = 33
+P_L2_HALVES = 33
+"""1, or 2 for the L2's two partitions (`L2Config.halves`)."""
+N_PARAMS = 34
 
 STORE_EVICT, STORE_NO_ALLOCATE, STORE_ALLOCATE = 0, 1, 2
 _STORE_CODES = {"write-evict": STORE_EVICT, "write-no-allocate": STORE_NO_ALLOCATE,
@@ -88,6 +90,7 @@ def pack_arch(arch: Arch) -> np.ndarray:
     p[P_DR_POLY] = hash_polynomial(d.channels)
     p[P_L1_WAYS_MAX] = l1_ways_max(arch)
     p[P_L2_CPF] = max(1, min(l2.fetch, l2.line) // CHUNK)
+    p[P_L2_HALVES] = l2.halves if l2.enabled else 1
     return p
 
 

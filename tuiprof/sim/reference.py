@@ -47,7 +47,7 @@ import numpy as np
 
 from tuiprof.arch.spec import Arch
 from tuiprof.jit import INLINE, KERNEL, keep, njit, popcount, prefetch
-from tuiprof.sim.addressing import HASH_XOR, target, xor_fold, xor_table
+from tuiprof.sim.addressing import HASH_XOR, home_half, target, xor_fold, xor_table
 from tuiprof.sim.cache import (
     DIRTY,
     RANDOM,
@@ -89,6 +89,7 @@ from tuiprof.sim.prepared import (
     P_L1_SETS,
     P_L1_STORE,
     P_L2_CPF,
+    P_L2_HALVES,
     P_L2_ON,
     P_L2_POLY,
     P_L2_WB,
@@ -104,6 +105,8 @@ from tuiprof.sim.results import (
     C_L1_REQ,
     C_L1_RH,
     C_L1_WA,
+    C_L2_LA,
+    C_L2_LH,
     C_L2_RA,
     C_L2_RH,
     C_L2_WA,
@@ -337,15 +340,15 @@ def _emit(dbuf, dst, base_chunk, m, nchunks, rop, txsh, txmul):
 
 
 @njit(**KERNEL)
-def _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul):
+def _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul, kk):
     """The DRAM write transactions the L2's dirty sectors owe, counted as `_emit` would queue
-    them (past the requests the buffer holds, which stay)."""
+    them (past the requests the buffer holds, which stay). `kk`: keys per line (2 with two halves)."""
     owed = 0
     n = dst[D_N]
     for slot in range(n_slots):
         d = get_mask(meta2, slot, DIRTY)
         if d != 0:
-            owed += _emit(dbuf, dst, get_tag(meta2, slot) * cpl2, d, cpl2, -1, txsh, txmul)
+            owed += _emit(dbuf, dst, get_tag(meta2, slot) // kk * cpl2, d, cpl2, -1, txsh, txmul)
             dst[D_N] = n
     return owed
 
@@ -367,6 +370,10 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     on2, parts2, sets2, repl2, cps2, cpl2, spl2, lead2, nsets2, assoc2, meta2, htab2, hs2 = _level(params, P_L2_ON, 1)
     policy = params[P_L1_STORE]
     cpf2 = params[P_L2_CPF]  # chunks of a read miss's DRAM fill (the fetch granularity)
+    # Two L2 partitions (`L2Config.halves`): half h holds sets h * nh2 .. and keys line * 2 + h.
+    halves2 = on2 and params[P_L2_HALVES] == 2
+    kk2 = 2 if halves2 else 1
+    nh2 = nsets2 // 2
     wb2 = on2 and params[P_L2_WB] != 0
     xor2 = params[P_HASH] == HASH_XOR
     tab2 = xor_table(nsets2, params[P_L2_POLY])
@@ -411,7 +418,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
     for i in range(lab.shape[0]):
         if not taken and i == n_warm:
             wb0, bat0, taken = dst[D_WB], dst[D_BATCHES], True
-            owed0 = _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul)
+            owed0 = _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul, kk2)
         s = lab[i]
         r = order[cur[s]]
         cur[s] += 1
@@ -497,21 +504,38 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 base = line * cpl2
                 slot = -1
                 v = np.int64(0)
+                home = 0  # with two halves: the line's home, the half looked up first, its set over both
+                hx = 0
+                g0 = 0
                 if on2:
                     if xor2:
                         _, g = target(np.uint64(line), nsets2, True, tab2)
                     else:
                         g = p * sets2 + q % sets2
+                    if halves2:  # a read looks up its SM's half first, a write goes home
+                        home = home_half(line)
+                        hx = home if wr else (2 * s) // S
+                        # the set over both halves, halved: a linear L2 numbers its sets line mod
+                        # sets here (the slices' numbering is a bijection of it, `Geometry`), so
+                        # that a half's sets group the same lines as the replay kernel's
+                        g0 = g if xor2 else line % nsets2
+                        g = hx * nh2 + (g0 >> 1)
                     sent = sent2 + g
-                    slot = cache_find(meta2, htab2, 0, hs2, line)
+                    key = line * kk2 + hx
+                    slot = cache_find(meta2, htab2, 0, hs2, key)
                     if slot >= 0:
                         v = get_mask(meta2, slot, VALID)
                         touch(meta2, sent, slot, repl2)
                     else:
-                        slot, old, old_dirty = _fill(meta2, htab2, 0, hs2, sent, g * assoc2, assoc2, line, repl2, rs, S)
+                        slot, old, old_dirty = _fill(meta2, htab2, 0, hs2, sent, g * assoc2, assoc2, key, repl2, rs, S)
                         if old >= 0 and old_dirty != 0:
-                            nw = _emit(dbuf, dst, old * cpl2, old_dirty, cpl2, -1, txsh, txmul)
+                            nw = _emit(dbuf, dst, old // kk2 * cpl2, old_dirty, cpl2, -1, txsh, txmul)
                             dst[D_WB] += nw
+                    if halves2 and wr:  # the other half's copy is dropped (copies are clean)
+                        other = line * 2 + 1 - home
+                        sc = cache_find(meta2, htab2, 0, hs2, other)
+                        if sc >= 0:
+                            cache_invalidate(meta2, htab2, 0, hs2, sent2 + (1 - home) * nh2 + (g0 >> 1), sc)
                 # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
                 miss = (smask2 & ~v) if on2 else m2
                 if wr:
@@ -537,10 +561,31 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 else:
                     counts[C_L2_RA, o] += nsec2
                     counts[C_L2_RH, o] += popcount(smask2 & v & lead2)
+                    counts[C_L2_LA, o] += nsec2
+                    counts[C_L2_LH, o] += popcount(smask2 & v & lead2)
                     if on2 and cpf2 > cps2 and miss != 0:  # the fill: every aligned fetch block a miss touches
                         miss = expand_sectors(miss, cpf2, cpl2 // cpf2) & ~v
-                    if miss != 0:
-                        nr = _emit(dbuf, dst, base, miss, cpl2, rop, txsh, txmul)
+                    dram = miss
+                    if halves2 and miss != 0 and home != hx:  # homed in the other half: looked up there too
+                        gf = home * nh2 + (g0 >> 1)
+                        sf = cache_find(meta2, htab2, 0, hs2, line * 2 + home)
+                        vf = np.int64(0)
+                        if sf >= 0:
+                            vf = get_mask(meta2, sf, VALID)
+                            touch(meta2, sent2 + gf, sf, repl2)
+                        else:
+                            sf, old, old_dirty = _fill(meta2, htab2, 0, hs2, sent2 + gf, gf * assoc2, assoc2,
+                                                       line * 2 + home, repl2, rs, S)
+                            if old >= 0 and old_dirty != 0:
+                                nw = _emit(dbuf, dst, old // 2 * cpl2, old_dirty, cpl2, -1, txsh, txmul)
+                                dst[D_WB] += nw
+                        counts[C_L2_LA, o] += popcount(miss & lead2)
+                        counts[C_L2_LH, o] += popcount(miss & vf & lead2)
+                        counts[C_L2_RH, o] += popcount(smask2 & miss & vf & lead2)  # served at home
+                        meta2[sf, VALID] = vf | miss
+                        dram = miss & ~vf
+                    if dram != 0:
+                        nr = _emit(dbuf, dst, base, dram, cpl2, rop, txsh, txmul)
                         counts[C_DR, o] += nr
                     if on2:
                         meta2[slot, VALID] = v | miss
@@ -548,7 +593,7 @@ def replay(st, params, lab, order, sm_acc_off, counts, acc_op, op_write, req_off
                 _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, False)
     _dram_batches(st, dbuf, dst, batches, open_row, busy, chn, lat_sum, dg, inv, tabch, True)
     # The dirty sectors left in the L2: transactions it owes DRAM after the snapshot.
-    owed = _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul)
+    owed = _owed(meta2, dbuf, dst, n_slots, cpl2, txsh, txmul, kk2)
     if not taken:  # every access warmed up: nothing counted
         return lat_sum.astype(np.float64), batches[:0].copy(), 0, 0
     return lat_sum.astype(np.float64), batches[bat0:dst[D_BATCHES]].copy(), dst[D_WB] - wb0, owed - owed0

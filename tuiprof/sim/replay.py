@@ -61,7 +61,7 @@ from typing import Any, cast
 import numpy as np
 
 from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, plain_kernel, popcount, prefetch
-from tuiprof.sim.addressing import HASH_XOR, divider, hash_polynomial, udivmod, xor_fold, xor_table
+from tuiprof.sim.addressing import HASH_XOR, divider, hash_polynomial, home_half, udivmod, xor_fold, xor_table
 from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import LRU, MRU, RANDOM, expand_sectors, full_sectors
 from tuiprof.sim.prepared import (
@@ -90,6 +90,7 @@ from tuiprof.sim.prepared import (
     P_L2_CPF,
     P_L2_CPL,
     P_L2_CPS,
+    P_L2_HALVES,
     P_L2_LRU,
     P_L2_ON,
     P_L2_PARTS,
@@ -106,6 +107,8 @@ from tuiprof.sim.results import (
     C_L1_REQ,
     C_L1_RH,
     C_L1_WA,
+    C_L2_LA,
+    C_L2_LH,
     C_L2_RA,
     C_L2_RH,
     C_L2_WA,
@@ -191,6 +194,9 @@ class Family:
     row_size: int
     """The DRAM's shape stays compiled in: as run-time values its shifts and divisions in the
     batching loop cost 6-10% of a trial (spmv-u on the Tesla C2050), and no MD changes it."""
+    l2_halves: bool = False
+    """The L2's two partitions (`tuiprof.arch.spec.L2Config.halves`): a read looks up its SM's
+    half, then a line homed in the other half there too."""
 
     @property
     def digest(self) -> str:
@@ -249,6 +255,9 @@ class Geometry:
     """The most ways this GPU's L1 takes (its own, or what the unified L1/shared array leaves
     beside the smallest carve-out): with the line size it chooses how the L1 is searched, so that
     every carve-out of one GPU runs on one kernel."""
+    l2_halves: bool = False
+    """The L2's two partitions (`tuiprof.arch.spec.L2Config.halves`); its sets, even in number,
+    are split between them."""
 
     @classmethod
     def of(cls, params: np.ndarray) -> "Geometry":
@@ -265,7 +274,8 @@ class Geometry:
                    row_size=p[P_DR_ROW], transaction=p[P_DR_TX],
                    l1_by_sm=on1 and p[P_SM] * p[P_L1_SETS] * p[P_L1_PARTS] * p[P_L1_ASSOC] > L1_BY_SM_LINES,
                    l1_ways_max=max(p[P_L1_ASSOC], p[P_L1_WAYS_MAX]) if on1 else 1,
-                   l2_fetch_chunks=max(p[P_L2_CPF], p[P_L2_CPS]) if on2 else p[P_L2_CPS])
+                   l2_fetch_chunks=max(p[P_L2_CPF], p[P_L2_CPS]) if on2 else p[P_L2_CPS],
+                   l2_halves=on2 and p[P_L2_HALVES] == 2)
 
     @property
     def family(self) -> Family:
@@ -284,7 +294,8 @@ class Geometry:
                       and min(self.interleave, self.row_size) >= self.l1_chunks * 32,
                       pow2_sets=cast("tuple[bool, bool, bool]",
                                      tuple(n & (n - 1) == 0 for n in (self.l1_sets, self.l2_sets, self.classes))),
-                      channels=self.channels, banks=self.banks, interleave=self.interleave, row_size=self.row_size)
+                      channels=self.channels, banks=self.banks, interleave=self.interleave, row_size=self.row_size,
+                      l2_halves=self.l2_halves)
 
     @property
     def digest(self) -> str:
@@ -307,7 +318,7 @@ class Geometry:
         put the blocks of a line in adjacent sets; a fill wider than a sector runs per set; RANDOM
         replacement draws a victim per set, so its sets do not stay alike)."""
         return (self.l2_on and self.sub > 1 and self.l2_sets % self.sub == 0 and not self.xor_hash
-                and self.l2_fetch_chunks == self.l2_sector_chunks and self.l2_policy != RANDOM)
+                and self.l2_fetch_chunks == self.l2_sector_chunks and self.l2_policy != RANDOM and not self.l2_halves)
 
     @property
     def classes(self) -> int:
@@ -597,6 +608,7 @@ def _build(g: Family) -> Callable:
     TOUCH2 = g.l2_policy == LRU or g.l2_policy == MRU
     MRU2 = g.l2_policy == MRU
     RAND2 = g.l2_policy == RANDOM
+    HALVES2 = g.l2_halves  # the L2's two partitions: a far read is looked up at home too
     LT2 = np.dtype(g.l2_index).type
     NONE2 = int(np.iinfo(LT2).max)
     VT2 = _mask_dtype(CPL2)
@@ -648,6 +660,8 @@ def _build(g: Family) -> Callable:
         A2 = rt[R_L2_ASSOC]
         AA2 = A2 + 1
         NCLS = NSETS2 // SUB if LOCK else 1
+        NH2 = NSETS2 >> 1  # sets per half (two partitions)
+        NIDS2 = n_ids2 if HALVES2 else 0  # half h's way map starts at h * NIDS2
         DM1, DA1, DB1 = rt[R_L1_DIV], rt[R_L1_DIV + 1], rt[R_L1_DIV + 2]
         DM2, DA2, DB2 = rt[R_L2_DIV], rt[R_L2_DIV + 1], rt[R_L2_DIV + 2]
         DMC, DAC, DBC = rt[R_CLS_DIV], rt[R_CLS_DIV + 1], rt[R_CLS_DIV + 2]
@@ -670,7 +684,7 @@ def _build(g: Family) -> Callable:
         nxt2 = np.empty(NSETS2 * AA2, dtype=LT2)
         prv2 = np.empty(NSETS2 * AA2, dtype=LT2)
         lists_init(nxt2, prv2, NSETS2, A2, AA2)
-        way2 = np.full(n_ids2 if ON2 else 1, NONE2, dtype=LT2)
+        way2 = np.full((2 * n_ids2 if HALVES2 else n_ids2) if ON2 else 1, NONE2, dtype=LT2)
         n_lock = NCLS if LOCK else 1
         tagS = np.full(n_lock * A2, -1, dtype=np.int32)
         valS = np.zeros(n_lock * A2, dtype=VTS)
@@ -796,6 +810,8 @@ def _build(g: Family) -> Callable:
                 c_l1wa = np.int64(0)
                 c_l2ra = np.int64(0)
                 c_l2rh = np.int64(0)
+                c_l2la = np.int64(0)
+                c_l2lh = np.int64(0)
                 c_l2wa = np.int64(0)
                 c_l2wh = np.int64(0)
                 c_dr = np.int64(0)
@@ -958,6 +974,8 @@ def _build(g: Family) -> Callable:
                                 else:
                                     c_l2ra += nsec2
                                     c_l2rh += hits
+                                    c_l2la += nsec2
+                                    c_l2lh += hits
                                     valS[bS + wS] = V | miss
                             else:
                                 split_class(c, SUB, A2, CPL2, tagS, valS, dtyS, nxtS, prvS, tag2, val2, dty2, nxt2, prv2,
@@ -983,6 +1001,9 @@ def _build(g: Family) -> Callable:
                             v = np.int64(0)
                             w2 = np.int64(0)
                             b2 = np.int64(0)
+                            rx = np.int64(0)  # the line's set over both halves
+                            home = np.int64(0)  # its home half, and the half looked up first
+                            hx = np.int64(0)
                             if ON2:
                                 rr = r0 + jj
                                 uq = uq0
@@ -997,9 +1018,14 @@ def _build(g: Family) -> Callable:
                                     id2 = id1
                                 else:
                                     id2 = (id1 << SUBSH) + jj
+                                if HALVES2:  # a read looks up its SM's half first, a write goes home
+                                    home = home_half(line0 + jj)
+                                    hx = home if wr else np.int64((2 * s) // S)
+                                    rx = rr
+                                    rr = hx * NH2 + (rx >> 1)
                                 b2 = rr * A2
                                 L2 = rr * AA2
-                                w2 = np.int64(way2[id2])
+                                w2 = np.int64(way2[hx * NIDS2 + id2])
                                 if w2 != NONE2:
                                     v = np.int64(val2[b2 + w2])
                                     if TOUCH2:
@@ -1008,16 +1034,26 @@ def _build(g: Family) -> Callable:
                                     w2 = rng_below_at(rs, S, A2) if RAND2 else np.int64(prv2[L2 + A2])
                                     old = np.int64(tag2[b2 + w2])
                                     if old >= 0:
-                                        way2[old] = NONE2
+                                        way2[hx * NIDS2 + old] = NONE2
                                         od = np.int64(dty2[b2 + w2])
                                         if od != 0:
                                             ob = l2_line_chunk(old, lines, lines2, WIDE, SUB, CPL1, CPL2)
                                             nq = push(qtx, qop, nq, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
                                     tag2[b2 + w2] = np.int32(id2)
-                                    way2[id2] = w2
+                                    way2[hx * NIDS2 + id2] = w2
                                     dty2[b2 + w2] = 0
                                     if not MRU2:
                                         to_front(nxt2, prv2, L2, w2, A2)
+                                if HALVES2 and wr:  # the other half's copy is dropped (copies are clean)
+                                    ho = 1 - home
+                                    wc = np.int64(way2[ho * NIDS2 + id2])
+                                    if wc != NONE2:
+                                        rc = ho * NH2 + (rx >> 1)
+                                        tag2[rc * A2 + wc] = -1
+                                        val2[rc * A2 + wc] = 0
+                                        dty2[rc * A2 + wc] = 0
+                                        way2[ho * NIDS2 + id2] = NONE2
+                                        to_back(nxt2, prv2, rc * AA2, wc, A2)
                             # Sectors not valid; an absent L2 passes the request itself (no sector rounding).
                             miss = (smask2 & ~v) if ON2 else m2
                             hits = popcount(smask2 & v & LEAD2)
@@ -1046,11 +1082,45 @@ def _build(g: Family) -> Callable:
                             else:
                                 c_l2ra += nsec2
                                 c_l2rh += hits
+                                c_l2la += nsec2
+                                c_l2lh += hits
                                 if FETCH2 and miss != 0:  # the fill: every aligned fetch block a miss touches
                                     miss = expand_sectors(miss, CPF2, FPL2) & ~v
-                                if miss != 0:
+                                dram = miss
+                                if HALVES2 and miss != 0 and home != hx:
+                                    # Homed in the other half: the block is looked up there too (a second
+                                    # lookup, as ncu counts it); home keeps what DRAM brings, and the
+                                    # near half a copy of the block.
+                                    rf = home * NH2 + (rx >> 1)
+                                    bf = rf * A2
+                                    wf = np.int64(way2[home * NIDS2 + id2])
+                                    vf = np.int64(0)
+                                    if wf != NONE2:
+                                        vf = np.int64(val2[bf + wf])
+                                        if TOUCH2:
+                                            to_front(nxt2, prv2, rf * AA2, wf, A2)
+                                    else:
+                                        wf = rng_below_at(rs, S, A2) if RAND2 else np.int64(prv2[rf * AA2 + A2])
+                                        old = np.int64(tag2[bf + wf])
+                                        if old >= 0:
+                                            way2[home * NIDS2 + old] = NONE2
+                                            od = np.int64(dty2[bf + wf])
+                                            if od != 0:
+                                                ob = l2_line_chunk(old, lines, lines2, WIDE, SUB, CPL1, CPL2)
+                                                nq = push(qtx, qop, nq, ob, od, WRITEBACK, CPL2, TXMUL, TXSH)
+                                        tag2[bf + wf] = np.int32(id2)
+                                        way2[home * NIDS2 + id2] = wf
+                                        dty2[bf + wf] = 0
+                                        if not MRU2:
+                                            to_front(nxt2, prv2, rf * AA2, wf, A2)
+                                    c_l2la += popcount(miss & LEAD2)
+                                    c_l2lh += popcount(miss & vf & LEAD2)
+                                    c_l2rh += popcount(smask2 & miss & vf & LEAD2)  # served at home
+                                    val2[bf + wf] = vf | miss
+                                    dram = miss & ~vf
+                                if dram != 0:
                                     n0 = nq
-                                    nq = push(qtx, qop, nq, base, miss, rop, CPL2, TXMUL, TXSH)
+                                    nq = push(qtx, qop, nq, base, dram, rop, CPL2, TXMUL, TXSH)
                                     c_dr += nq - n0
                                 if ON2:
                                     val2[b2 + w2] = v | miss
@@ -1120,6 +1190,8 @@ def _build(g: Family) -> Callable:
                 if do_l2:
                     counts[C_L2_RA, o] += c_l2ra
                     counts[C_L2_RH, o] += c_l2rh
+                    counts[C_L2_LA, o] += c_l2la
+                    counts[C_L2_LH, o] += c_l2lh
                     counts[C_L2_WA, o] += c_l2wa
                     counts[C_L2_WH, o] += c_l2wh
                     counts[C_DR, o] += c_dr

@@ -25,6 +25,8 @@ from tuiprof.sim.results import (
     C_L1_REQ,
     C_L1_RH,
     C_L1_WA,
+    C_L2_LA,
+    C_L2_LH,
     C_L2_RA,
     C_L2_RH,
     C_L2_WA,
@@ -78,6 +80,7 @@ def trial_result(prepared: Prepared, md: int, seed: int, index: int, counts: np.
         l2_read_hits=col(counts[C_L2_RH]), l2_read_accesses=col(counts[C_L2_RA]),
         l2_write_hits=col(counts[C_L2_WH]), l2_write_accesses=col(counts[C_L2_WA]),
         dram_reads=col(counts[C_DR]), dram_writes=col(counts[C_DW]), dram_latency=col(lat),
+        l2_lookup_hits=col(counts[C_L2_LH]), l2_lookups=col(counts[C_L2_LA]),
         dram_batch_latencies=batches, dram_batch_counts=latency_counts(batches), dram_writebacks=int(writebacks), dram_writebacks_owed=int(owed),
         sm_requests=prepared.sm_requests.copy(), elapsed=elapsed, op_ids=keep,
         total_ops=prepared.n_ops if keep is not None else 0)
