@@ -33,7 +33,6 @@ listed), so that unrolled or rotated copies of an access fall together.
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from dataclasses import dataclass
@@ -50,6 +49,8 @@ REQUESTS = "L1 Tag Requests Global"
 SECTORS = "L2 Theoretical Sectors Global"
 IDEAL = "L2 Theoretical Sectors Global Ideal"
 EXCESSIVE = "L2 Theoretical Sectors Global Excessive"
+GAP = "..."
+"""The Address (and SASS) cell of a gap row: instructions between a line's own that other lines own."""
 SOURCE_HINT = ("export the page with `ncu --import REPORT.ncu-rep --csv --page source --print-source cuda,sass` "
                "from a report with the SourceCounters section, of a kernel built with -lineinfo")
 
@@ -104,53 +105,107 @@ def _cell(row: list[str], header: dict[str, int], name: str, where: str) -> floa
     return 0.0 if i is None else _count(row[i], where)
 
 
+def split_row(line: str, width: int, text_at: int | None) -> list[str] | None:
+    """The `width` cells of one row of ncu's CSV, or None where the row cannot have them.
+
+    ncu writes every cell in double quotes and escapes none (a CUDA line ``extern "C" ...`` is
+    written as it stands), so a row that starts and ends with a quote is split at ``","``. The
+    CUDA source cell, column `text_at`, is the only one that can hold a quote; a line row (its first
+    cell filled) whose source text holds ``","`` splits into extra pieces, so the cells before that
+    column are split off from the left and the cells after it from the right, and whatever lies
+    between is the source text. An instruction row has an empty source cell: it must split into
+    exactly `width` cells. A row that is not so framed is read as ordinary CSV, exactly `width`
+    cells."""
+    framed = len(line) >= 2 and line[0] == '"' and line[-1] == '"'
+    if framed:
+        inner = line[1:-1]
+        if text_at is None or not 0 <= text_at < width:
+            cells = inner.split('","')
+        else:
+            head = inner.split('","', text_at)
+            tail = head.pop().rsplit('","', width - text_at - 1) if len(head) > text_at else []
+            cells = head + tail
+            if len(cells) == width and '","' in cells[text_at] and not cells[0].strip():
+                return None  # an instruction row with a cell too many
+        if len(cells) == width:
+            return cells
+    try:
+        cells = next(csv.reader([line]), [])
+    except csv.Error:
+        return None
+    return cells if len(cells) == width else None
+
+
+def _width(line: str) -> int:
+    """How many cells `line` holds as ncu writes a row (for the message about a ragged row)."""
+    if len(line) >= 2 and line[0] == '"' and line[-1] == '"':
+        return len(line[1:-1].split('","'))
+    try:
+        return len(next(csv.reader([line]), []))
+    except csv.Error:
+        return 0
+
+
+def _head_cells(line: str) -> list[str]:
+    """The cells of a row before the header is known (the "File Path", "Function Name" and header
+    rows): ncu's quoted framing split at ``","``, else ordinary CSV."""
+    if len(line) >= 2 and line[0] == '"' and line[-1] == '"':
+        return line[1:-1].split('","')
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return [line]
+
+
 def parse_source_page(text: str) -> list[SassRow]:
     """The SASS instructions of an ``ncu --page source --print-source cuda,sass --csv`` export
-    (module docstring), each with the source line it sits under. Raises `ValidateError` for a
-    page without source lines (``--print-source sass`` alone, or no ``-lineinfo``), without the
-    counters, or with a malformed row."""
+    (module docstring), each with the source line it sits under. One row per text line; the
+    cells of each row by `split_row`. Raises `ValidateError` for a page without source lines
+    (``--print-source sass`` alone, or no ``-lineinfo``), without the counters, or with a
+    malformed row."""
     if "\0" in text:
         raise ValidateError("the source page is not text (it holds NUL bytes)", SOURCE_HINT)
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise ValidateError(f"ncu's source page is not valid CSV: {exc}", SOURCE_HINT) from None
     out: list[SassRow] = []
     file = ""
     header: dict[str, int] | None = None
     width = sass_source = 0
+    text_at: int | None = None
     line: int | None = None
     saw_header = saw_sass_header = False
-    for number, row in enumerate(rows, 1):
-        if not row or not any(c.strip() for c in row):
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
             continue
-        first = row[0].strip().lstrip("#").strip()
-        if first == "File Path" and len(row) >= 2:
-            file, header, line = row[1].strip(), None, None
-            continue
-        if first in ("Function Name", "Kernel Name"):
-            continue
-        if first == "Address" and "Source" in row:
-            saw_sass_header = True
-            continue
-        if first in _LINE_HEADERS:
-            names = [_LINE_HEADERS.get(n, n) for n in (c.strip().lstrip("#").strip() for c in row)]
-            missing = [c for c in (SECTORS, REQUESTS, EXECUTED) if c not in names]
-            if "Address" not in names or missing:
-                raise ValidateError("ncu's source page lacks the columns " + ", ".join(missing or ["Address"]),
-                                    "collect the report with --section SourceCounters; " + SOURCE_HINT)
-            header = {n: i for i, n in reversed(list(enumerate(names)))}  # the first of a repeated name
-            width = len(names)
-            sources = [i for i, n in enumerate(names) if n == "Source"]
-            sass_source = sources[1] if len(sources) > 1 else header["Address"] + 1
-            saw_header = True
-            continue
-        if header is None:
-            continue
-        if len(row) != width:
-            raise ValidateError(f"row {number} of ncu's source page has {len(row)} cells, its header {width}",
+        row = _head_cells(raw)
+        first = row[0].strip().lstrip("#").strip() if row else ""
+        if header is None or first in ("File Path", "Function Name", "Kernel Name", "Address", *_LINE_HEADERS):
+            if first == "File Path" and len(row) >= 2:
+                file, header, line = '","'.join(row[1:]).strip(), None, None
+                continue
+            if first in ("Function Name", "Kernel Name"):
+                continue
+            if first == "Address" and "Source" in row:
+                saw_sass_header = True
+                continue
+            if first in _LINE_HEADERS:
+                names = [_LINE_HEADERS.get(n, n) for n in (c.strip().lstrip("#").strip() for c in row)]
+                missing = [c for c in (SECTORS, REQUESTS, EXECUTED) if c not in names]
+                if "Address" not in names or missing:
+                    raise ValidateError("ncu's source page lacks the columns " + ", ".join(missing or ["Address"]),
+                                        "collect the report with --section SourceCounters; " + SOURCE_HINT)
+                header = {n: i for i, n in reversed(list(enumerate(names)))}  # the first of a repeated name
+                width = len(names)
+                sources = [i for i, n in enumerate(names) if n == "Source"]
+                text_at = sources[0] if sources and sources[0] < header["Address"] else None
+                sass_source = sources[1] if len(sources) > 1 else header["Address"] + 1
+                saw_header = True
+                continue
+            if header is None:
+                continue
+        cells = split_row(raw, width, text_at)
+        if cells is None:
+            raise ValidateError(f"row {number} of ncu's source page has {_width(raw)} cells, its header {width}",
                                 "the export was cut or edited; " + SOURCE_HINT)
-        lineno = row[header["Line No"]].strip()
+        lineno = cells[header["Line No"]].strip()
         if lineno:
             try:
                 line = int(lineno.replace(",", ""))
@@ -160,14 +215,14 @@ def parse_source_page(text: str) -> list[SassRow]:
             if line < 0:
                 raise ValidateError(f"row {number} of ncu's source page has the line number {lineno!r}", SOURCE_HINT)
             continue
-        address = row[header["Address"]].strip()
-        if not address:
+        address = cells[header["Address"]].strip()
+        if not address or address == GAP:
             continue
         if line is None:
             raise ValidateError(f"row {number} of ncu's source page is an instruction under no source line",
                                 SOURCE_HINT)
-        counts = [_cell(row, header, name, f"row {number}") for name in (EXECUTED, REQUESTS, SECTORS, IDEAL, EXCESSIVE)]
-        out.append(SassRow(file, line, address, row[sass_source] if sass_source < len(row) else "", *counts))
+        counts = [_cell(cells, header, name, f"row {number}") for name in (EXECUTED, REQUESTS, SECTORS, IDEAL, EXCESSIVE)]
+        out.append(SassRow(file, line, address, cells[sass_source] if sass_source < len(cells) else "", *counts))
     if not saw_header:
         if saw_sass_header:
             raise ValidateError("ncu's source page has SASS only, no source lines to match tuiprof's ops with",
@@ -305,4 +360,4 @@ def source_page_commands(ncu: str, program: list[str], *, kernel: str | None, la
     return collect + ["--", *program], page
 
 
-__all__ = ["OpRow", "SassRow", "compare_ops", "parse_source_page", "render_ops", "source_page_commands"]
+__all__ = ["OpRow", "SassRow", "compare_ops", "parse_source_page", "render_ops", "source_page_commands", "split_row"]
