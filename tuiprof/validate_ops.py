@@ -2,21 +2,24 @@
 
 ncu's source page (``ncu --import REPORT --csv --page source --print-source cuda,sass``, from a
 report collected with the ``SourceCounters`` section) gives counters per SASS instruction, each
-listed under the CUDA source line it was compiled from (a build with ``-lineinfo``). NVIDIA's
-documentation names the page, its ``--print-source`` views and its metrics (the source counters,
-e.g. "L2 Theoretical Sectors Global Excessive"); the CSV layout below is the one public scripts
-that read these exports rely on, not yet checked against a real export here (no GPU): a
-sequence of blocks: a ``"File Path","<file>"`` row (and ``"Function Name"``/``"Kernel Name"`` rows), one
-header row whose first cells are ``"Line No","Source","Address","Source"``, then for each source
-line a row with its line number (the line's totals) followed by its SASS instructions (line number
-empty, ``Address`` and the instruction text filled). The columns read here, by name (others, and
-their order, do not matter):
+listed under the CUDA source line it was compiled from (a build with ``-lineinfo``). The layout
+read here was checked against ncu 2025.3.1's exports of three demos on an H100 (kept in
+tests/ncu/, described in its README): a ``"File Path","<file>"`` row and a ``"Function Name"`` row
+(``"Kernel Name"`` is read too), one header row ``"Line No","Source","Address","Source",`` and
+the counters by name (64 to 68 columns, depending on the kernel), then for each source line with
+code a row with its number, its CUDA text and the line's totals (``"-"`` in Address and the SASS
+Source), followed by the SASS instructions compiled from it (Line No and Source empty, Address a
+``0x...`` hex, the instruction text); a row whose Address is ``"..."`` marks a gap (instructions
+other lines own) and is skipped. ``"-"`` or an empty cell stands for a count that does not apply.
+Every cell is in double quotes and no quote is escaped, so CUDA text such as ``extern "C"`` is
+split by `split_row`, not by Python's csv. The columns read, by name (others, and their order,
+do not matter):
 
 ====================================  ===========================================================
 Instructions Executed                 warp instructions executed (requests, one per warp)
-L1 Tag Requests Global                L1 requests of global instructions
+L1 Tag Requests Global                L1 tag lookups: one per 128 B line a request touches
 L2 Theoretical Sectors Global         32 B sectors the instruction's addresses touch
-L2 Theoretical Sectors Global Ideal   the fewest sectors its active lanes' bytes could take
+L2 Theoretical Sectors Global Ideal   the fewest sectors each request's active lanes could take
 L2 Theoretical Sectors Global Excessive  the difference (uncoalesced sectors)
 ====================================  ===========================================================
 
@@ -25,9 +28,11 @@ kernel only): per op, the comparison is of what each op moves (sectors per reque
 sectors, the op's share of the kernel's sectors and requests), with tuiprof's predicted L1 and
 L2 hit ratios and L1 miss sectors beside it, and the kernel's misses stay the headline comparison.
 ncu's counts cover the whole grid and tuiprof's the snapshot, so only ratios and shares are
-compared. SASS instructions are grouped by (source file, line, kind) and matched to tuiprof's
-ops with the same key: one row per group (a line with two loads of one kind is one row, its ops
-listed), so that unrolled or rotated copies of an access fall together.
+compared (a data-dependent access differs by what the snapshot's CTAs hold: spmv-u's loop loads,
+21.63 sectors per request in its 336 CTAs, 21.62 in the grid's 512). SASS instructions are grouped
+by (source file, line, kind) and matched to tuiprof's ops with the same key: one row per group (a
+line with two loads of one kind is one row, its ops listed), so that unrolled or rotated copies of
+an access fall together.
 """
 
 from __future__ import annotations
