@@ -244,6 +244,16 @@ def test_split_row_instruction_rows_and_edits() -> None:
     assert escaped is not None and escaped[1] == 'extern ""C"" f()'  # escaped quotes: kept as written
 
 
+def test_a_page_of_two_files_reads_each_block_under_its_file() -> None:
+    """A kernel with code from two files (a header's device function) is printed as one block per
+    file, each with its File Path row and header: two recorded pages one after the other, with
+    different widths (64 and 65 columns), read as each alone."""
+    vecadd, spmv = PAGES["vecadd"].read_text(), PAGES["spmv-u"].read_text()
+    rows = parse_source_page(vecadd + spmv)
+    assert rows == parse_source_page(vecadd) + parse_source_page(spmv)
+    assert {r.file.rsplit("/", 1)[1] for r in rows if r.kind} == {"vecadd.cu", "spmv.cu"}
+
+
 HOSTILE = 'printf("%d, %d\\n", a<b, c>(x), ",", "\\",\\"", s","t"); // "'
 """CUDA text with bare quotes, commas and the separator itself (``","``), as ncu would write it."""
 
