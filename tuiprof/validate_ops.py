@@ -24,8 +24,9 @@ L2 Theoretical Sectors Global Excessive  the difference (uncoalesced sectors)
 ====================================  ===========================================================
 
 The source page has no per-instruction hit or miss counters (the L1 and L2 count those per
-kernel only): per op, the comparison is of what each op moves (sectors per request, excessive
-sectors, the op's share of the kernel's sectors and requests), with tuiprof's predicted L1 and
+kernel only): per op, the comparison is of what each op moves (sectors per request, 128 B lines
+per request, excessive sectors, the op's share of the kernel's sectors and requests), with
+tuiprof's predicted L1 and
 L2 hit ratios and L1 miss sectors beside it, and the kernel's misses stay the headline comparison.
 ncu's counts cover the whole grid and tuiprof's the snapshot, so only ratios and shares are
 compared (a data-dependent access differs by what the snapshot's CTAs hold: spmv-u's loop loads,
@@ -253,10 +254,13 @@ class OpRow:
     label: str
     sass: int
     measured_sectors_per_request: float | None
+    measured_lines_per_request: float | None
+    """L1 tag requests per warp instruction: the 128 B lines a request touches."""
     measured_excessive: float | None
     measured_sector_share: float | None
     measured_request_share: float | None
     predicted_sectors_per_request: float | None
+    predicted_lines_per_request: float | None
     predicted_excessive: float | None
     predicted_sector_share: float | None
     predicted_request_share: float | None
@@ -302,10 +306,12 @@ def compare_ops(analysis: Analysis, rows: list[SassRow]) -> list[OpRow]:
             file=key[0], line=key[1], kind=key[2], ops=tuple(s.op.id for s in p),
             label=", ".join(dict.fromkeys(s.op.label for s in p if s.op.label)), sass=len(m),
             measured_sectors_per_request=se / ex if m and ex else None,
+            measured_lines_per_request=sum(r.requests for r in m) / ex if m and ex else None,
             measured_excessive=sum(r.excessive for r in m) / se if m and se else None,
             measured_sector_share=se / m_sectors if m and m_sectors else None,
             measured_request_share=ex / m_requests if m and m_requests else None,
             predicted_sectors_per_request=psec / acc if acc else None,
+            predicted_lines_per_request=sum(s.warp_accesses * s.requests_per_access for s in p) / acc if acc else None,
             predicted_excessive=(psec - pideal) / psec if psec else None,
             predicted_sector_share=psec / p_sectors if acc and p_sectors else None,
             predicted_request_share=acc / p_requests if acc and p_requests else None,
@@ -326,12 +332,14 @@ def _pct(v: float | None) -> str:
 def render_ops(rows: list[OpRow]) -> str:
     """The per-op table: measured (ncu) against predicted per source line and kind."""
     table = [["line", "kind", "ops", "SASS", "sectors/req ncu", "tuiprof", "excess ncu", "tuiprof",
-              "sector share ncu", "tuiprof", "L1 hit (pred.)", "L2 hit (pred.)", "L1 miss sect./req (pred.)"]]
+              "sector share ncu", "tuiprof", "lines/req ncu", "tuiprof", "L1 hit (pred.)", "L2 hit (pred.)",
+              "L1 miss sect./req (pred.)"]]
     for r in rows:
         table.append([f"{r.file}:{r.line}", r.kind, ",".join(map(str, r.ops)) or "-", str(r.sass),
                       _f(r.measured_sectors_per_request, ".2f"), _f(r.predicted_sectors_per_request, ".2f"),
                       _pct(r.measured_excessive), _pct(r.predicted_excessive),
                       _pct(r.measured_sector_share), _pct(r.predicted_sector_share),
+                      _f(r.measured_lines_per_request, ".2f"), _f(r.predicted_lines_per_request, ".2f"),
                       _pct(r.h1), _pct(r.h2), _f(r.l1_miss_sectors_per_request, ".2f")])
     widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(t, widths)).rstrip() for t in table]

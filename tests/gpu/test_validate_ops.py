@@ -160,18 +160,21 @@ def _per_op(demo: str) -> tuple[list[OpRow], Trace]:
 
 
 # per demo: (line, kind) -> (the labels of tuiprof's ops, SASS instructions, measured = predicted
-# sectors per request, excessive share, sector share), by hand where the access is exact:
-# vecadd's loads are 2 x 2,560 of 7,680 sectors; matmul16's A and B loads 64 tiles x 4 sectors per
-# warp and its C store 4 (64 / 129 and 1 / 129 of the sectors, on the grid and in the snapshot
-# alike); spmv-u's rowIndices[myi + 1] touches 5 sectors where 4 would do (1 / 5 excessive).
-EXACT: dict[str, dict[tuple[int, str], tuple[str, int, float | None, float | None, float | None]]] = {
-    "vecadd": {(6, "load"): ("A[id], B[id]", 2, 4.0, 0.0, 2 / 3), (6, "store"): ("C[id]", 1, 4.0, 0.0, 1 / 3)},
-    "matmul16": {(26, "load"): ("A[a + wA * ty + tx]", 1, 4.0, 0.0, 64 / 129),
-                 (27, "load"): ("B[b + wB * ty + tx]", 1, 4.0, 0.0, 64 / 129),
-                 (40, "store"): ("C[c + wB * ty + tx]", 1, 4.0, 0.0, 1 / 129)},
-    "spmv-u": {(20, "load"): ("rowIndices[myi]", 1, 4.0, 0.0, None), (21, "load"): ("rowIndices[myi + 1]", 1, 5.0, 0.2, None),
-               (24, "load"): ("indices[j]", 1, None, None, None), (25, "load"): ("y[ind]", 1, None, None, None),
-               (26, "load"): ("val[j]", 1, None, None, None), (28, "store"): ("x[myi]", 1, 4.0, 0.0, None)},
+# sectors per request, excessive share, sector share, 128 B lines per request), by hand where the
+# access is exact: vecadd's loads are 2 x 2,560 of 7,680 sectors, one line each; matmul16's A and
+# B loads 64 tiles x 4 sectors per warp and its C store 4 (64 / 129 and 1 / 129 of the sectors,
+# on the grid and in the snapshot alike), two rows of 64 B, so two lines; spmv-u's rowIndices[myi
+# + 1] touches 5 sectors where 4 would do (1 / 5 excessive), across two lines.
+Exact = tuple[str, int, float | None, float | None, float | None, float | None]
+EXACT: dict[str, dict[tuple[int, str], Exact]] = {
+    "vecadd": {(6, "load"): ("A[id], B[id]", 2, 4.0, 0.0, 2 / 3, 1.0), (6, "store"): ("C[id]", 1, 4.0, 0.0, 1 / 3, 1.0)},
+    "matmul16": {(26, "load"): ("A[a + wA * ty + tx]", 1, 4.0, 0.0, 64 / 129, 2.0),
+                 (27, "load"): ("B[b + wB * ty + tx]", 1, 4.0, 0.0, 64 / 129, 2.0),
+                 (40, "store"): ("C[c + wB * ty + tx]", 1, 4.0, 0.0, 1 / 129, 2.0)},
+    "spmv-u": {(20, "load"): ("rowIndices[myi]", 1, 4.0, 0.0, None, 1.0),
+               (21, "load"): ("rowIndices[myi + 1]", 1, 5.0, 0.2, None, 2.0),
+               (24, "load"): ("indices[j]", 1, None, None, None, None), (25, "load"): ("y[ind]", 1, None, None, None, None),
+               (26, "load"): ("val[j]", 1, None, None, None, None), (28, "store"): ("x[myi]", 1, 4.0, 0.0, None, 1.0)},
 }
 
 
@@ -184,7 +187,7 @@ def test_every_global_instruction_of_a_recorded_page_is_matched_to_its_op(demo: 
     rows, _ = _per_op(demo)
     assert {(r.line, r.kind) for r in rows} == set(EXACT[demo])
     for r in rows:
-        label, sass, per_request, excessive, share = EXACT[demo][r.line, r.kind]
+        label, sass, per_request, excessive, share, lines = EXACT[demo][r.line, r.kind]
         assert (r.label, r.sass) == (label, sass) and r.ops
         if per_request is not None:
             assert r.measured_sectors_per_request == r.predicted_sectors_per_request == per_request
@@ -193,23 +196,27 @@ def test_every_global_instruction_of_a_recorded_page_is_matched_to_its_op(demo: 
         if share is not None:
             assert r.measured_sector_share == pytest.approx(share, rel=1e-12)
             assert r.predicted_sector_share == pytest.approx(share, rel=1e-12)
+        if lines is not None:
+            assert r.measured_lines_per_request == r.predicted_lines_per_request == lines
 
 
 def test_spmv_loop_loads_ncu_counts_the_grid_and_tuiprof_the_snapshot() -> None:
     """spmv-u's data-dependent loads differ by 0.013 sectors per request (21.621 measured, 21.633
     predicted): ncu counts the 512 CTAs, tuiprof's shipped trace the 336 CTAs from CTA 0 it
-    records. NumPy over each set of rows gives each side's sectors per request exactly; neither
-    side is off."""
+    records. NumPy over each set of rows gives each side's sectors and lines per request
+    exactly; neither side is off."""
     rows, trace = _per_op("spmv-u")
     assert list(trace.snapshot.cta_ids) == list(range(336)) and trace.snapshot.warm == 0 and trace.launch.grid == (512, 1, 1)
     grid, snapshot = _spmv_counters(), _spmv_counters(336 * 256)
     got = {r.line: r for r in rows}
     for line, name in ((24, "indices"), (25, "y"), (26, "indices")):
-        executed, _, sectors, ideal = grid[name]
+        executed, lines, sectors, ideal = grid[name]
         assert got[line].measured_sectors_per_request == pytest.approx(sectors / executed, rel=1e-12)
+        assert got[line].measured_lines_per_request == pytest.approx(lines / executed, rel=1e-12)
         assert got[line].measured_excessive == pytest.approx(1 - ideal / sectors, rel=1e-12)
-        executed, _, sectors, ideal = snapshot[name]
+        executed, lines, sectors, ideal = snapshot[name]
         assert got[line].predicted_sectors_per_request == pytest.approx(sectors / executed, rel=1e-12)
+        assert got[line].predicted_lines_per_request == pytest.approx(lines / executed, rel=1e-12)
         # tuiprof's ideal is that of the op's mean active lanes (model.pattern.ideal_sectors_per_op):
         # ceil(21.63 lanes x 4 B / 32 B) = 3 per request, where ncu sums each request's own ceiling
         # (2.998 per request here): 86.13% excessive against 86.14% by ncu's definition.
@@ -352,18 +359,19 @@ def test_the_source_page_commands() -> None:
 
 
 def test_per_op_table_for_vecadd(capsys: pytest.CaptureFixture[str]) -> None:
-    """Through the command line, no GPU: demo vecadd against the fixture. Hand counts: line 6's
-    two loads are 2/3 of the kernel's sectors on both sides (2 x 2,560 of 7,680; 2 x 640 x 4 of
-    3 x 640 x 4 in the trace), its store 1/3, 4.00 sectors per request everywhere, none
-    excessive. Each load's line is read once, so the predicted L1 hit ratio is 0."""
+    """Through the command line, no GPU: demo vecadd against its recorded page. Hand counts:
+    line 6's two loads are 2/3 of the kernel's sectors on both sides (2 x 2,560 of 7,680; 2 x 640
+    x 4 of 3 x 640 x 4 in the trace), its store 1/3, 4.00 sectors per request everywhere (one
+    128 B line), none excessive. Each load's line is read once, so the predicted L1 hit ratio is 0."""
     assert main(["validate", "vecadd", "--source-csv", str(FIXTURE), "--trials", "4", "--no-sweep"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     load = next(ln for ln in lines if ln.startswith("vecadd.cu:6") and " load " in ln)
     store = next(ln for ln in lines if ln.startswith("vecadd.cu:6") and " store " in ln)
-    assert load.split()[:11] == ["vecadd.cu:6", "load", "0,1", "2", "4.00", "4.00", "0.0%", "0.0%", "66.7%", "66.7%",
-                                 "0.0%"]
-    assert store.split()[:10] == ["vecadd.cu:6", "store", "2", "1", "4.00", "4.00", "0.0%", "0.0%", "33.3%", "33.3%"]
+    assert load.split()[:13] == ["vecadd.cu:6", "load", "0,1", "2", "4.00", "4.00", "0.0%", "0.0%", "66.7%", "66.7%",
+                                 "1.00", "1.00", "0.0%"]
+    assert store.split()[:12] == ["vecadd.cu:6", "store", "2", "1", "4.00", "4.00", "0.0%", "0.0%", "33.3%", "33.3%",
+                                  "1.00", "1.00"]
     assert "2 of 2 line(s) on both sides: mean |sectors/request error| 0.00, mean |sector share error| 0.0 points" in out
 
 
