@@ -26,9 +26,8 @@ L2 Theoretical Sectors Global Excessive  the difference (uncoalesced sectors)
 The source page has no per-instruction hit or miss counters (the L1 and L2 count those per
 kernel only): per op, the comparison is of what each op moves (sectors per request, 128 B lines
 per request, excessive sectors, the op's share of the kernel's sectors and requests), with
-tuiprof's predicted L1 and
-L2 hit ratios and L1 miss sectors beside it, and the kernel's misses stay the headline comparison.
-ncu's counts cover the whole grid and tuiprof's the snapshot, so only ratios and shares are
+tuiprof's predicted L1 and L2 hit ratios and L1 miss sectors beside it, and the kernel's misses
+stay the headline comparison. ncu's counts cover the whole grid and tuiprof's the snapshot, so only ratios and shares are
 compared (a data-dependent access differs by what the snapshot's CTAs hold: spmv-u's loop loads,
 21.63 sectors per request in its 336 CTAs, 21.62 in the grid's 512). SASS instructions are grouped
 by (source file, line, kind) and matched to tuiprof's ops with the same key: one row per group (a
@@ -142,19 +141,10 @@ def split_row(line: str, width: int, text_at: int | None) -> list[str] | None:
     return cells if len(cells) == width else None
 
 
-def _width(line: str) -> int:
-    """How many cells `line` holds as ncu writes a row (for the message about a ragged row)."""
-    if len(line) >= 2 and line[0] == '"' and line[-1] == '"':
-        return len(line[1:-1].split('","'))
-    try:
-        return len(next(csv.reader([line]), []))
-    except csv.Error:
-        return 0
-
-
 def _head_cells(line: str) -> list[str]:
-    """The cells of a row before the header is known (the "File Path", "Function Name" and header
-    rows): ncu's quoted framing split at ``","``, else ordinary CSV."""
+    """The cells of a row split at every ``","`` of ncu's quoted framing (else as ordinary CSV):
+    right for the "File Path", "Function Name" and header rows, whose cells hold no quote, and
+    the count a ragged row is reported with."""
     if len(line) >= 2 and line[0] == '"' and line[-1] == '"':
         return line[1:-1].split('","')
     try:
@@ -209,7 +199,7 @@ def parse_source_page(text: str) -> list[SassRow]:
                 continue
         cells = split_row(raw, width, text_at)
         if cells is None:
-            raise ValidateError(f"row {number} of ncu's source page has {_width(raw)} cells, its header {width}",
+            raise ValidateError(f"row {number} of ncu's source page has {len(row)} cells, its header {width}",
                                 "the export was cut or edited; " + SOURCE_HINT)
         lineno = cells[header["Line No"]].strip()
         if lineno:
