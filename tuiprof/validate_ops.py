@@ -27,12 +27,12 @@ The source page has no per-instruction hit or miss counters (the L1 and L2 count
 kernel only): per op, the comparison is of what each op moves (sectors per request, 128 B lines
 per request, excessive sectors, the op's share of the kernel's sectors and requests), with
 tuiprof's predicted L1 and L2 hit ratios and L1 miss sectors beside it, and the kernel's misses
-stay the headline comparison. ncu's counts cover the whole grid and tuiprof's the snapshot, so only ratios and shares are
-compared (a data-dependent access differs by what the snapshot's CTAs hold: spmv-u's loop loads,
-21.63 sectors per request in its 336 CTAs, 21.62 in the grid's 512). SASS instructions are grouped
-by (source file, line, kind) and matched to tuiprof's ops with the same key: one row per group (a
-line with two loads of one kind is one row, its ops listed), so that unrolled or rotated copies of
-an access fall together.
+stay the headline comparison. ncu's counts cover the whole grid and tuiprof's the snapshot, so
+only ratios and shares are compared (a data-dependent access differs by what the snapshot's CTAs
+hold: spmv-u's loop loads, 21.63 sectors per request in its 336 CTAs, 21.62 in the grid's 512).
+SASS instructions are grouped by (source file, line, kind) and matched to tuiprof's ops with the
+same key: one row per group (a line with two loads of one kind is one row, its ops listed), so
+that unrolled or rotated copies of an access fall together.
 """
 
 from __future__ import annotations
