@@ -140,7 +140,7 @@ def test_the_driver_against_a_stand_in_ncu(tmp_path: Path) -> None:
                    - {"gpu__time_duration"})
     calls = tmp_path / "calls.txt"
     ncu = tmp_path / "ncu"
-    fixture = ROOT / "tests" / "ncu" / "vecadd_source_page.csv"
+    fixture = ROOT / "tests" / "ncu" / "source_vecadd.csv"
     ncu.write_text(FAKE_NCU.format(python=sys.executable, known=known, calls=calls, page=fixture))
     ncu.chmod(ncu.stat().st_mode | stat.S_IXUSR)
     out = tmp_path / "out"
@@ -287,7 +287,7 @@ def test_the_script_end_to_end_with_a_stand_in_ncu(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     ncu = bin_dir / "ncu"
-    fixture = ROOT / "tests" / "ncu" / "vecadd_source_page.csv"
+    fixture = ROOT / "tests" / "ncu" / "source_vecadd.csv"
     ncu.write_text(FAKE_NCU.format(python=sys.executable, known=known, calls=tmp_path / "calls", page=fixture))
     ncu.chmod(0o755)
     out = tmp_path / "out"

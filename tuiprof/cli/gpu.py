@@ -70,8 +70,8 @@ def add_commands(sub: Any, add_run_options: Callable[[argparse.ArgumentParser], 
     p.add_argument("--trace", metavar="FILE", help="where to save the trace with the measurements "
                    "(default: TARGET's name with .tptrace, in the current folder)")
     p.add_argument("--per-op", action="store_true", help="also compare each memory op with ncu's source page "
-                   "(per SASS instruction, matched by source line): sectors per request, excessive sectors, "
-                   "the op's share of the kernel's sectors")
+                   "(per SASS instruction, matched by source line): sectors and 128 B lines per request, "
+                   "excessive sectors, the op's share of the kernel's sectors")
     p.add_argument("--source-csv", metavar="FILE", help="compare with a source page saved earlier (`ncu --import "
                    "R.ncu-rep --csv --page source --print-source cuda,sass`) instead of profiling: TARGET is then a "
                    ".tptrace or a demo, and no GPU is needed")
