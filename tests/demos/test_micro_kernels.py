@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.support.ptx_support import needs_compiler
+from tuiprof.sim.addressing import home_half
 
 MICRO = Path(__file__).resolve().parents[2] / "benchmarks" / "micro"
 pytestmark = needs_compiler
@@ -63,18 +64,34 @@ def global_ops(analysis, kind: str):
     return [s for s in analysis.ops if s.op.space == "global" and s.op.kind == kind and s.warp_accesses]
 
 
+def lines_and_far(trace, ops) -> tuple[int, int]:
+    """The 128 B lines the accesses of `ops` touch, and how many of them are homed in the L2's
+    half 1 (`home_half`): far from SMs 0-65, where these kernels' few CTAs run."""
+    picked = np.isin(trace.op, [s.op.id for s in ops])
+    active = ((trace.mask[picked, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+    lines = np.unique(trace.addr[picked][active] >> np.uint64(7))
+    return len(lines), sum(int(home_half(int(line))) for line in lines)
+
+
 def test_neighbour_sector() -> None:
     """4096 threads, lane stride 64 B: a warp's first load touches sectors 0 and 2 of 16 lines
     (32 sectors, 32 per request), its second load sectors 1 and 3 of the same lines (32 more).
-    No sector is read twice, so with sector fills nothing hits: L1 read 0, L2 read 0. The store
-    of out[i] is 4 sectors per warp, an L2 write hit each."""
+    No sector is read twice, so the L1 never hits. The H100's L2 fills 64 B (measured): the first
+    load's misses bring the second load's sectors, which hit. Each line is 4 near lookups, 2 of
+    them hits; a line homed in the far half (the 16 CTAs run on SMs 0-15, half 0) adds a far
+    lookup of its two 64 B blocks, 4 sectors, missing: L2 read = 2 L / (4 L + 4 F) for L lines, F
+    far (1/3 at F = L / 2; the H100 measured 30.2%). The store of out[i] is 4 sectors per warp, an
+    L2 write hit each."""
     trace, a = simulate("neighbour_sector")
     assert trace.snapshot.n_ctas == trace.launch.grid_ctas == 16
     loads = global_ops(a, "load")
     assert len(loads) == 2 and all(s.warp_accesses == 128 for s in loads)  # 4096 threads / 32
     assert [s.sectors_per_access for s in loads] == [32.0, 32.0]
     assert [s.requests_per_access for s in loads] == [16.0, 16.0]
-    assert ratio(a, "l1_read") == 0.0 and ratio(a, "l2_read") == 0.0
+    lines, far = lines_and_far(trace, loads)
+    assert lines == 2048 and 900 < far < 1150
+    assert ratio(a, "l1_read") == 0.0
+    assert ratio(a, "l2_read") == pytest.approx(2 * lines / (4 * lines + 4 * far), abs=1e-12)
     assert ratio(a, "l2_write") == 1.0
     (store,) = global_ops(a, "store")
     assert store.sectors_per_access == 4.0
@@ -84,13 +101,17 @@ def test_chase_second_pass_hits_in_the_l2_only() -> None:
     """One thread walks 8192 lines (1 MiB) twice, one sector per step: 16384 loads of one
     sector. The first pass misses everywhere. The second finds nothing in the L1 (each of its 4
     sets sees about 2048 lines cycle through 434 LRU ways: a cyclic walk longer than the ways
-    evicts every line before its reuse) and everything in the L2 (1 MiB of 50): L1 read 0, L2
-    read 8192 / 16384 = 0.5."""
-    _, a = simulate("chase")
+    evicts every line before its reuse) and everything in its SM's L2 half (1 MiB of 25): L1 read
+    0. The L2 read figure counts lookups as ncu does: 2 near lookups a line, one hit; a line homed
+    in the far half adds a far lookup of its 64 B block (2 sectors) in the first pass: L2 read
+    8192 / (16384 + 2 F) for F far lines (1/2 with one shared L2)."""
+    trace, a = simulate("chase")
     (load,) = global_ops(a, "load")
     assert load.warp_accesses == 16384 and load.sectors_per_access == 1.0
     assert ratio(a, "l1_read") == 0.0
-    assert ratio(a, "l2_read") == pytest.approx(0.5, abs=1e-12)
+    lines, far = lines_and_far(trace, [load])
+    assert lines == 8192 and 3800 < far < 4400
+    assert ratio(a, "l2_read") == pytest.approx(8192 / (16384 + 2 * far), abs=1e-12)
 
 
 def test_chase_inside_the_l1() -> None:
@@ -137,19 +158,22 @@ def test_partial_store_then_read_of_the_rest_of_the_sector() -> None:
     assert sorted(s.sectors_per_access for s in stores) == [4.0, 32.0]
 
 
-@pytest.mark.parametrize("launch_index, l1, l2", [
-    (0, 0.5, 0.0),  # 8 KiB window: 64 lines, 16 per L1 set; the second pass hits every sector
-    (1, 0.0, 0.5),  # 256 KiB: 2048 lines, 512 per set past 434 LRU ways: every sector misses the L1, hits the L2
+@pytest.mark.parametrize("launch_index, l1, l2_hit", [
+    (0, 0.5, False),  # 8 KiB window: 64 lines, 16 per L1 set; the second pass hits every sector
+    (1, 0.0, True),  # 256 KiB: 2048 lines, 512 per set past 434 LRU ways: every sector misses the L1, hits the L2
 ])
-def test_l1_sweep(launch_index: int, l1: float, l2: float) -> None:
+def test_l1_sweep(launch_index: int, l1: float, l2_hit: bool) -> None:
     """One CTA of 256 threads (SpMV's CTA) reads its window twice, one 128 B line (4 sectors)
     per warp load: the first pass misses the L1 and the L2; the second hits the L1 while the
-    window fits its ways, else misses it and hits the L2."""
-    _, a = simulate("l1_sweep", launch_index=launch_index)
+    window fits its ways, else misses it and hits its SM's L2 half. L2 lookups as ncu counts
+    them: 4 near a line and pass, and in the first pass 4 more at home for a line homed far (its
+    two 64 B blocks): L2 read 4 L / (8 L + 4 F) = L / (2 L + F) when the second pass reaches the L2."""
+    trace, a = simulate("l1_sweep", launch_index=launch_index)
     (load,) = global_ops(a, "load")
     assert load.sectors_per_access == 4.0
     assert ratio(a, "l1_read") == pytest.approx(l1, abs=1e-12)
-    assert ratio(a, "l2_read") == pytest.approx(l2, abs=1e-12)
+    lines, far = lines_and_far(trace, [load])
+    assert ratio(a, "l2_read") == pytest.approx(lines / (2 * lines + far) if l2_hit else 0.0, abs=1e-12)
 
 
 def test_through_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
