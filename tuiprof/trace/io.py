@@ -99,7 +99,7 @@ VERSION = 3
 READS = (1, 2, 3)
 """The format versions this tuiprof loads."""
 PLANE_ROWS = 1 << 14
-"""Accesses per block of byte planes in the address members (version 2)."""
+"""Accesses per block of byte planes in the address members (version 2 on)."""
 _PLANE_ROWS_RANGE = (1 << 10, 1 << 16)
 """What a file may declare as ``plane_rows``: blocks large enough that the per-block work stays
 small beside the bytes, small enough that one block's values stay a few MiB."""
@@ -248,7 +248,7 @@ def from_planes(b: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.nd
 
 
 def blocked_planes(a: np.ndarray, rows: int) -> np.ndarray:
-    """The bytes (uint8 [itemsize * a.size]) of an integer array as version 2 stores an address
+    """The bytes (uint8 [itemsize * a.size]) of an integer array as versions 2 and 3 store an address
     member: the byte planes (`planes`) of its first `rows` rows, then of the next `rows`, ..."""
     return np.concatenate([planes(a[lo:lo + rows]).reshape(-1) for lo in range(0, a.shape[0], rows)]
                           or [np.zeros(0, np.uint8)])
@@ -537,7 +537,7 @@ def _read_json(path: Path, fh: BinaryIO, infos: dict[str, zipfile.ZipInfo]) -> d
     version = header.get("version")
     if isinstance(version, bool) or version not in READS:
         raise TraceError(f"{shown_path(path)} is tptrace version {_show(version)}; this tuiprof reads versions "
-                         f"{' and '.join(map(str, READS))}",
+                         f"{', '.join(map(str, READS[:-1]))} and {READS[-1]}",
                          "upgrade tuiprof, or record the trace again with this version")
     return header
 
@@ -652,7 +652,7 @@ class _ArraySpec:
     shape: tuple[int, ...]
     shuffled: bool
     plane_rows: int = 0
-    """Rows per block of byte planes (version 2 address members); 0: planes of the whole array."""
+    """Rows per block of byte planes (address members from version 2 on); 0: planes of the whole array."""
 
     @property
     def size(self) -> int:
@@ -994,7 +994,7 @@ class _Values:
         self.crc = zlib.crc32(head)
         self.cursors = []
         self.left = spec.shape[0]  # rows not yet read from the file
-        self.block: np.ndarray | None = None  # version 2: the values of the block being served
+        self.block: np.ndarray | None = None  # version 2 on: the values of the block being served
         self.at = 0
         if not spec.plane_rows:
             for _ in range(self.k - 1):  # a reader at each plane's start, the last one `s` itself
