@@ -173,7 +173,8 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     address minus the same lane's previous address in the group; a lane's first address in the
     group is stored relative to the access's base (its lowest active lane). Sorted gathers
     (CSR columns) and strided loops become small numbers. All values are divided by the largest
-    power of two dividing every address (the unit), usually the element size.
+    power of two dividing every address (the unit), usually the element size. An access whose
+    active lanes all hold one value keeps only that value (`lane_steps`; version 3).
     """
     n = t.n_accesses
     if n == 0:
