@@ -106,8 +106,9 @@ def _cases() -> dict[str, Case]:
     def declared(h: dict) -> None:
         n = 1 << 36
         h["counts"]["accesses"] = n
-        for k in ("op", "mask", "addr_base"):
-            h["arrays"][k]["shape"] = [n]
+        for k in ("op", "mask", "addr_base", "addr_step", "addr_whole"):
+            if k in h["arrays"]:
+                h["arrays"][k]["shape"] = [n]
         h["arrays"]["addr_lanes"]["shape"] = [n, 32]
 
     def no_cta_records(h: dict) -> None:
@@ -584,8 +585,10 @@ def _issue21_cases() -> dict[str, Callable[[Path], Run21]]:
             del t.arrays[k], t.header["arrays"][k]
         t.header["counts"].update(accesses=0, warps=0, snapshot_ctas=n)
         t.set_array("snapshot_cta_ids", np.arange(n, dtype=np.int32))
-        for k in ("warp_lengths", "warp_cta", "warp_index", "op", "mask", "addr_base", "addr_lanes"):
-            t.set_array(k, t.arrays[k][:0])
+        for k in ("warp_lengths", "warp_cta", "warp_index", "op", "mask", "addr_base", "addr_step", "addr_whole",
+                  "addr_lanes"):
+            if k in t.arrays:
+                t.set_array(k, t.arrays[k][:0])
         return Run21(["report", str(t.save(d / "t.tptrace")), "--trials", "2"])
 
     def many_ops(d: Path) -> Run21:

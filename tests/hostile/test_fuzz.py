@@ -132,10 +132,7 @@ def edit_header(rng: random.Random, tf: H.TraceFile) -> None:
         h["sources"][0]["text"] = rng.choice(["y" * (5 << 20), NASTY * 1000, ""])
     elif grow == 2:
         n = rng.choice([2**36, 2**62, 2**31, -5, 0])
-        h["counts"]["accesses"] = n
-        for k in ("op", "mask", "addr_base"):
-            h["arrays"][k]["shape"] = [n]
-        h["arrays"]["addr_lanes"]["shape"] = [n, 32]
+        tf.set_accesses(n)
     for _ in range(rng.randint(0 if grow < 3 else 1, 3)):
         kind = rng.randrange(5)
         path = rng.choice(_paths(h)[1:])

@@ -192,10 +192,7 @@ def test_header_larger_than_allowed(tmp_path: Path) -> None:
 def test_declared_size_past_the_memory_budget_in_process(tmp_path: Path) -> None:
     t = H.TraceFile()
     n = 1 << 36
-    t.header["counts"]["accesses"] = n
-    for k in ("op", "mask", "addr_base"):
-        t.header["arrays"][k]["shape"] = [n]
-    t.header["arrays"]["addr_lanes"]["shape"] = [n, 32]
+    t.set_accesses(n)
     err = load_error(t.save(tmp_path / "big.tptrace"))
     assert "too large to load" in err.message and "68,719,476,736 warp accesses" in err.message
 

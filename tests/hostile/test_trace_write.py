@@ -195,7 +195,9 @@ def declared_ctas(path: Path, n: int, warp_last: bool = False) -> Path:
     t.set_array("warp_lengths", np.ones(m, np.int8))
     t.set_array("warp_cta", np.full(m, n - 1, np.int32))
     t.set_array("warp_index", np.zeros(m, np.int8))
-    for k in ("op", "mask", "addr_base", "addr_lanes"):
+    whole = t.arrays["addr_whole"][:m].astype(bool)
+    t.set_array("addr_lanes", t.arrays["addr_lanes"][:int(whole.sum())])
+    for k in ("op", "mask", "addr_base", "addr_step", "addr_whole"):
         t.set_array(k, t.arrays[k][:m])
     return t.save(path)
 

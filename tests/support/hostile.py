@@ -45,7 +45,9 @@ def from_planes(p: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.nd
     return np.ascontiguousarray(p.T).view(dtype).reshape(shape)
 
 
-ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
+ADDRESS_ARRAYS = ("addr_base", "addr_step", "addr_lanes")
+STEP_ARRAYS = ("addr_step", "addr_whole")
+"""What version 3 adds: each access's lane step, and whether it keeps its 32 lanes instead."""
 
 
 def to_blocked_planes(a: np.ndarray, rows: int) -> np.ndarray:
@@ -88,8 +90,49 @@ class TraceFile:
         """Replace array `name` and its declaration (dtype, shape, shuffled as the writer does)."""
         self.arrays[name] = a
         self.header["arrays"][name] = {"dtype": a.dtype.str, "shape": list(a.shape), "shuffled": a.dtype.itemsize > 1}
-        if name in ADDRESS_ARRAYS and a.dtype.itemsize > 1 and self.header.get("version") == 2:
+        if name in ADDRESS_ARRAYS and a.dtype.itemsize > 1 and self.header.get("version") in (2, 3):
             self.header["arrays"][name]["plane_rows"] = PLANE_ROWS
+
+    def set_accesses(self, n: int) -> None:
+        """Declare `n` warp accesses: the count and the shape of every per-access array (the lanes
+        of version 3 as every access's)."""
+        self.header["counts"]["accesses"] = n
+        for k in ("op", "mask", "addr_base", *STEP_ARRAYS):
+            if k in self.header["arrays"]:
+                self.header["arrays"][k]["shape"] = [n]
+        self.header["arrays"]["addr_lanes"]["shape"] = [n, 32]
+
+    def lanes(self) -> np.ndarray:
+        """Every access's 32 differenced lane values (int64 [R, 32]) as versions 1 and 2 store them:
+        in version 3, an access that keeps one step holds it in its active lanes (the others 0)."""
+        if "addr_step" not in self.arrays:
+            return self.arrays["addr_lanes"].astype(np.int64)
+        whole = self.arrays["addr_whole"].astype(bool)
+        mask = self.arrays["mask"].astype(np.uint32)
+        active = ((mask[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
+        out = np.where(active, self.arrays["addr_step"].astype(np.int64)[:, None], 0)
+        out[whole] = self.arrays["addr_lanes"]
+        return out
+
+    def as_version(self, version: int) -> "TraceFile":
+        """The same trace as a version 1 or 2 writer laid it out (32 lanes for every access;
+        version 1: planes of whole members, no ``plane_rows``)."""
+        t = self.copy()
+        lanes = self.lanes()
+        for k in STEP_ARRAYS:
+            t.arrays.pop(k, None)
+            t.header["arrays"].pop(k, None)
+        t.header["version"] = version
+        narrow = next(dt for dt in (np.int8, np.int16, np.int32, np.int64)
+                      if lanes.size == 0 or (np.iinfo(dt).min <= lanes.min() and lanes.max() <= np.iinfo(dt).max))
+        t.set_array("addr_lanes", lanes.astype(narrow))
+        rows = self.header["arrays"]["addr_base"].get("plane_rows")
+        if version == 2 and rows and "plane_rows" in t.header["arrays"]["addr_lanes"]:
+            t.header["arrays"]["addr_lanes"]["plane_rows"] = rows  # the blocks the file had
+        if version == 1:
+            for spec in t.header["arrays"].values():
+                spec.pop("plane_rows", None)
+        return t
 
     def member_bytes(self) -> dict[str, bytes]:
         """Every member's bytes, header first, as the writer orders them."""
@@ -253,7 +296,8 @@ def huge_trace(path: Path, n: int, src: Path = BASE) -> Path:
     lengths = np.zeros(h["counts"]["warps"], np.int64)
     lengths[0] = n
     t.set_array("warp_lengths", lengths)
-    specs = {"op": ("|u1", (n,)), "mask": ("<u4", (n,)), "addr_base": ("<i8", (n,)), "addr_lanes": ("|i1", (n, 32))}
+    specs = {"op": ("|u1", (n,)), "mask": ("<u4", (n,)), "addr_base": ("<i8", (n,)), "addr_lanes": ("|i1", (n, 32)),
+             **({"addr_step": ("|i1", (n,)), "addr_whole": ("|u1", (n,))} if "addr_step" in t.arrays else {})}
     members = []
     for name, (dtype, shape) in specs.items():
         itemsize = np.dtype(dtype).itemsize

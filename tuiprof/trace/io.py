@@ -1,6 +1,6 @@
 """The .tptrace file: one self-contained, versioned, compressed zip of NumPy arrays and JSON.
 
-Layout (format version 2; version 1 files still load):
+Layout (format version 3; versions 1 and 2 still load):
 
 - ``tptrace.json``: format, version, launch, static ops, snapshot rule (and ``snapshot_warm``, how
   many of the snapshot's first CTAs only warm the caches, when any do), provenance, sources
@@ -15,7 +15,12 @@ each array grouped by significance before DEFLATE. Strided loops and sorted gath
 become small repeated integers that compress to a fraction of a byte per lane. Version 2 groups the
 bytes of the two address members block by block (``plane_rows`` accesses: every byte plane of the
 first block, then of the next), so that one reader inflates each byte once; version 1 grouped
-them over the whole member, and its planes need one reader each.
+them over the whole member, and its planes need one reader each. Version 3 stores an access
+whose active lanes all hold the same value (all moved by one step since their previous access:
+a tile walked row by row, a strided loop; inactive lanes always hold 0) as that value alone,
+``addr_step``; ``addr_whole`` (one byte per access, 0 or 1) marks the others, whose 32 lanes
+``addr_lanes`` holds, in access order. A tiled kernel's shared-memory accesses then inflate a few
+bytes each instead of 32 lanes' worth (matmul-tile32: 713 MB of lane values before).
 
 A trace is a file people exchange, so loading treats it as hostile: only a regular file is
 opened; every header field is checked for type and range (with the caps of `trace.data`) before
@@ -29,8 +34,9 @@ temporary name and renamed into place.
 The address members are never held whole: they stream in a chunk of accesses at a time
 (`_Values`: one reader, or for version 1 one per byte plane), and each chunk is decoded at once. The accesses the cache model
 replays become uint64 lane addresses; the shared-memory ones, which only the bank-conflict model
-and the address pattern read, stay packed as the file differences them (`tuiprof.trace.packed`),
-so that a tiled kernel's trace takes a few bytes per shared access instead of 256.
+and the address pattern read, stay packed as the file differences them (`tuiprof.trace.packed`;
+version 3's steps are that form already), so that a tiled kernel's trace takes a few bytes per
+shared access instead of 256.
 """
 
 from __future__ import annotations
@@ -89,11 +95,11 @@ _Choice = TypeVar("_Choice", bound=str)
 """One of a fixed set of strings (a Literal type) that a header field must be."""
 
 FORMAT = "tptrace"
-VERSION = 2
-READS = (1, 2)
+VERSION = 3
+READS = (1, 2, 3)
 """The format versions this tuiprof loads."""
 PLANE_ROWS = 1 << 14
-"""Accesses per block of byte planes in the address members (version 2)."""
+"""Accesses per block of byte planes in the address members (version 2 on)."""
 _PLANE_ROWS_RANGE = (1 << 10, 1 << 16)
 """What a file may declare as ``plane_rows``: blocks large enough that the per-block work stays
 small beside the bytes, small enough that one block's values stay a few MiB."""
@@ -103,7 +109,10 @@ MAX_HEADER_BYTES = 16 << 20
 """The JSON header (op table and source text included) is read only up to this size."""
 _NPY_HEADER_SLACK = 4096
 _CTA_FIELDS = ("insts", "accesses", "sm", "start", "end")
-_ADDRESS_ARRAYS = ("addr_base", "addr_lanes")
+_ADDRESS_ARRAYS = ("addr_base", "addr_step", "addr_lanes")
+"""The address members streamed a block at a time (``addr_step`` from version 3 on)."""
+_STEP_ARRAYS = ("addr_step", "addr_whole")
+"""The members version 3 adds: each access's lane step, and whether it keeps its 32 lanes instead."""
 
 
 _SHARE_OF_A_WAVE = re.compile(r"\b(0\.\d+|\d(?:\.\d+)?e-\d+) x the (\d+) CTAs")
@@ -164,11 +173,13 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     address minus the same lane's previous address in the group; a lane's first address in the
     group is stored relative to the access's base (its lowest active lane). Sorted gathers
     (CSR columns) and strided loops become small numbers. All values are divided by the largest
-    power of two dividing every address (the unit), usually the element size.
+    power of two dividing every address (the unit), usually the element size. An access whose
+    active lanes all hold one value keeps only that value (`lane_steps`; version 3).
     """
     n = t.n_accesses
     if n == 0:
-        return {"addr_base": np.zeros(0, np.int8), "addr_lanes": np.zeros((0, LANES), np.int8)}, 1
+        return {"addr_base": np.zeros(0, np.int8), "addr_step": np.zeros(0, np.int8), "addr_whole": np.zeros(0, np.uint8),
+                "addr_lanes": np.zeros((0, LANES), np.int8)}, 1
     order, gstart = _group_order(t.warp_offsets, t.op, len(t.ops))
     lanes = np.arange(LANES, dtype=np.uint32)
     active = ((t.mask[order, None] >> lanes) & 1).astype(bool)
@@ -188,7 +199,28 @@ def encode_addresses(t: Trace) -> tuple[dict[str, np.ndarray], int]:
     # Back to record order (the decoder walks each warp's accesses in program order).
     base_out, lanes_out = np.empty_like(base), np.empty_like(lane_diff)
     base_out[order], lanes_out[order] = base - base_prev, lane_diff
-    return {"addr_base": _narrow(base_out), "addr_lanes": _narrow(lanes_out)}, unit
+    del lane_diff
+    step, whole = lane_steps(lanes_out, t.mask)
+    return {"addr_base": _narrow(base_out), "addr_step": _narrow(step), "addr_whole": whole.astype(np.uint8),
+            "addr_lanes": _narrow(lanes_out[whole])}, unit
+
+
+def lane_steps(lane_vals: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(step int64 [R], whole bool [R]) of differenced lane values (int64 [R, 32], inactive lanes
+    0) and their active `mask`s: where every active lane holds the same value, that value and
+    False (the access is kept as its step); elsewhere 0 and True (it keeps its 32 lanes)."""
+    n = lane_vals.shape[0]
+    step = np.zeros(n, np.int64)
+    whole = np.zeros(n, dtype=bool)
+    lanes = np.arange(LANES, dtype=np.uint32)
+    for lo in range(0, n, PLANE_ROWS):  # a block at a time: the temporaries stay small
+        v, m = lane_vals[lo:lo + PLANE_ROWS], mask[lo:lo + PLANE_ROWS].astype(np.uint32)
+        active = ((m[:, None] >> lanes) & 1).astype(bool)
+        first = v[np.arange(v.shape[0]), np.argmax(active, axis=1)]
+        alike = np.all(~active | (v == first[:, None]), axis=1)
+        step[lo:lo + v.shape[0]] = np.where(alike, first, 0)
+        whole[lo:lo + v.shape[0]] = ~alike
+    return step, whole
 
 
 def _dependency_error(exc: ImportError) -> TuiprofError:
@@ -217,7 +249,7 @@ def from_planes(b: np.ndarray, dtype: np.dtype, shape: tuple[int, ...]) -> np.nd
 
 
 def blocked_planes(a: np.ndarray, rows: int) -> np.ndarray:
-    """The bytes (uint8 [itemsize * a.size]) of an integer array as version 2 stores an address
+    """The bytes (uint8 [itemsize * a.size]) of an integer array as versions 2 and 3 store an address
     member: the byte planes (`planes`) of its first `rows` rows, then of the next `rows`, ..."""
     return np.concatenate([planes(a[lo:lo + rows]).reshape(-1) for lo in range(0, a.shape[0], rows)]
                           or [np.zeros(0, np.uint8)])
@@ -363,9 +395,10 @@ _MAX_DIM = 1 << 40
 _MAX_DEPTH = 8
 _DTYPES = frozenset({"|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"})
 """Integer types the writer uses (little-endian, as NumPy spells them)."""
-_ACCESS_ARRAYS = ("op", "mask", *_ADDRESS_ARRAYS)
+_ACCESS_ARRAYS = ("op", "mask", *_ADDRESS_ARRAYS, *_STEP_ARRAYS)
 _WARP_ARRAYS = ("warp_lengths", "warp_cta", "warp_index")
-_REQUIRED = (*_WARP_ARRAYS, "snapshot_cta_ids", *_ACCESS_ARRAYS)
+_REQUIRED = (*_WARP_ARRAYS, "snapshot_cta_ids", "op", "mask", "addr_base", "addr_lanes")
+"""The members of every version (`_STEP_ARRAYS` too from version 3 on)."""
 _T = TypeVar("_T")
 _FALLBACK = "its contents are damaged in a way this tuiprof cannot decode"
 """The message of last resort (a loader bug if ever seen: the fuzz tests check it never is)."""
@@ -505,7 +538,7 @@ def _read_json(path: Path, fh: BinaryIO, infos: dict[str, zipfile.ZipInfo]) -> d
     version = header.get("version")
     if isinstance(version, bool) or version not in READS:
         raise TraceError(f"{shown_path(path)} is tptrace version {_show(version)}; this tuiprof reads versions "
-                         f"{' and '.join(map(str, READS))}",
+                         f"{', '.join(map(str, READS[:-1]))} and {READS[-1]}",
                          "upgrade tuiprof, or record the trace again with this version")
     return header
 
@@ -620,7 +653,7 @@ class _ArraySpec:
     shape: tuple[int, ...]
     shuffled: bool
     plane_rows: int = 0
-    """Rows per block of byte planes (version 2 address members); 0: planes of the whole array."""
+    """Rows per block of byte planes (address members from version 2 on); 0: planes of the whole array."""
 
     @property
     def size(self) -> int:
@@ -736,12 +769,17 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
     unit = f.integer(h, "address_unit", "address_unit", 1, 1 << 16, 1)
     if unit & (unit - 1):
         f.fail(f"address_unit must be a power of two, not {unit}")
+    version = h.get("version")
+    stepped = version not in (1, 2)  # version 3: accesses kept as one step, addr_lanes only the others'
     expected = {**{k: (n,) for k in ("op", "mask", "addr_base")}, "addr_lanes": (n, LANES),
                 **{k: (n_w,) for k in _WARP_ARRAYS}, "snapshot_cta_ids": (n_c,),
-                **{f"cta_{k}": (math.prod(grid_t),) for k in _CTA_FIELDS}}
+                **{f"cta_{k}": (math.prod(grid_t),) for k in _CTA_FIELDS},
+                **({k: (n,) for k in _STEP_ARRAYS} if stepped else {})}
     arrays: dict[str, _ArraySpec] = {}
     for name, spec in f.table(h, "arrays", "arrays").items():
         w = f"arrays.{printable(name, 40)}"
+        if name in _STEP_ARRAYS and not stepped:
+            f.fail(f"{w} is an array of tptrace version 3, not of version {_show(version)}")
         if name not in expected:
             f.fail(f"{w} is not an array of a tptrace")
         if not isinstance(spec, dict):
@@ -752,16 +790,22 @@ def _parse_header(path: Path, h: dict[str, Any], refuse: Callable[[str], NoRetur
         if name == "mask" and dtype != "<u4":
             f.fail(f"array mask has type {_show(dtype)}, not 32-bit unsigned integers ('<u4')")
         shape = tuple(f.whole(x, f"{w}.shape[{i}]", 0, _MAX_DIM) for i, x in enumerate(f.items(spec, "shape", f"{w}.shape", 2)))
-        if shape != expected[name]:
+        if stepped and name == "addr_lanes":  # the accesses that keep 32 lanes: at most all of them
+            if len(shape) != 2 or shape[1] != LANES or shape[0] > n:
+                f.fail(f"array addr_lanes has shape {list(shape)}, but the counts make it at most {[n, LANES]} "
+                       "(the accesses that keep their 32 lanes)")
+        elif shape != expected[name]:
             f.fail(f"array {name} has shape {list(shape)}, but the counts make it {list(expected[name])}")
+        if name == "addr_whole" and dtype != "|u1":
+            f.fail(f"array addr_whole has type {_show(dtype)}, not bytes ('|u1')")
         shuffled = f.flag(spec, "shuffled", f"{w}.shuffled", False)
         plane_rows = 0
         if "plane_rows" in spec:
-            if h.get("version") == 1 or name not in _ADDRESS_ARRAYS or not shuffled:
-                f.fail(f"{w}.plane_rows is only for the byte planes of an address member (version 2)")
+            if version == 1 or name not in _ADDRESS_ARRAYS or not shuffled:
+                f.fail(f"{w}.plane_rows is only for the byte planes of an address member (version 2 on)")
             plane_rows = f.integer(spec, "plane_rows", f"{w}.plane_rows", *_PLANE_ROWS_RANGE)
         arrays[name] = _ArraySpec(np.dtype(dtype), shape, shuffled, plane_rows)
-    for name in _REQUIRED:
+    for name in _REQUIRED + (_STEP_ARRAYS if stepped else ()):
         if name not in arrays:
             f.fail(f"array {name} missing")
     return _Header(launch=launch, ops=tuple(ops), provenance=prov, sources=tuple(sources),
@@ -951,7 +995,7 @@ class _Values:
         self.crc = zlib.crc32(head)
         self.cursors = []
         self.left = spec.shape[0]  # rows not yet read from the file
-        self.block: np.ndarray | None = None  # version 2: the values of the block being served
+        self.block: np.ndarray | None = None  # version 2 on: the values of the block being served
         self.at = 0
         if not spec.plane_rows:
             for _ in range(self.k - 1):  # a reader at each plane's start, the last one `s` itself
@@ -1023,11 +1067,12 @@ def _load(path: Path, fh: BinaryIO) -> Trace:
             data = _member(path, fh, infos[member], spec.nbytes + _NPY_HEADER_SLACK, f"array {name}")
             a = _read_npy(path, name, data, spec)
             arrays[name] = from_planes(a, spec.dtype, spec.shape) if spec.shuffled else a
-        values = tuple(_Values(path, fh, infos[f"{name}.npy"], hd.arrays[name], name) for name in _ADDRESS_ARRAYS)
+        values = {name: _Values(path, fh, infos[f"{name}.npy"], hd.arrays[name], name)
+                  for name in _ADDRESS_ARRAYS if name in hd.arrays}
         return _build(path, hd, arrays, values)
 
 
-def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray], values: tuple["_Values", ...]) -> Trace:
+def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray], values: dict[str, "_Values"]) -> Trace:
     n, n_ops = hd.accesses, len(hd.ops)
     lengths = arrays["warp_lengths"]
     _expect(lengths.size == 0 or (int(lengths.min()) >= 0 and int(lengths.max()) <= n), path,
@@ -1043,7 +1088,17 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray], values: tuple
     op = op.astype(np.int32)
     mask = arrays["mask"]
     _expect(not np.any(mask == 0), path, "an access has no active lane")
-    addr, packed = _decode(path, hd, offsets, op, mask, values)
+    if "addr_step" in values:
+        whole = arrays["addr_whole"]
+        _expect(not np.any(whole > 1), path, "array addr_whole holds a value other than 0 and 1")
+        whole = whole.view(bool)
+        kept = int(np.count_nonzero(whole))
+        _expect(kept == hd.arrays["addr_lanes"].shape[0], path,
+                f"array addr_whole marks {kept:,} accesses as keeping their 32 lanes, but addr_lanes holds "
+                f"{hd.arrays['addr_lanes'].shape[0]:,}")
+        addr, packed = _decode_stepped(path, hd, offsets, op, mask, whole, values)
+    else:
+        addr, packed = _decode(path, hd, offsets, op, mask, (values["addr_base"], values["addr_lanes"]))
     ctas = _cta_records(path, arrays)
     try:
         return Trace(launch=hd.launch, ops=hd.ops,
@@ -1098,6 +1153,60 @@ def _decode(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray, mask: 
     bases, steps, odd, lanes = (tuple(x) for x in zip(*parts))
     return addr, PackedLanes(rows=np.flatnonzero(is_packed).astype(np.int64), starts=tuple(starts), bases=bases,
                              steps=steps, odd=odd, lanes=lanes, unit=hd.unit)
+
+
+def _decode_stepped(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray, mask: np.ndarray,
+                    whole: np.ndarray, values: dict[str, "_Values"]) -> tuple[np.ndarray, PackedLanes | None]:
+    """`_decode` of a version 3 file, whose accesses keep one step unless `whole` (bool [R]) marks
+    them as keeping their 32 lanes: the shared-memory ones are kept as they come (the file's form
+    is `PackedLanes`'), so that only the lanes of the few whole ones are ever inflated."""
+    from tuiprof.trace.packed import CHUNK, Undelta, narrowest
+
+    n = hd.accesses
+    shared = np.array([o.space == "shared" for o in hd.ops], dtype=bool)
+    is_packed = shared[op] if shared.any() else np.zeros(n, dtype=bool)
+    n_packed = int(np.count_nonzero(is_packed))
+    addr = np.empty((n - n_packed, LANES), dtype=np.uint64)
+    state = Undelta(len(hd.ops), hd.unit)
+    starts: list[int] = [0]
+    bases: list[np.ndarray] = []
+    steps: list[np.ndarray] = []
+    odd: list[np.ndarray] = []
+    lanes: list[np.ndarray] = []
+    base_reader, step_reader, lane_reader = values["addr_base"], values["addr_step"], values["addr_lanes"]
+    d = 0
+    for lo in range(0, n, CHUNK):
+        hi = min(lo + CHUNK, n)
+        w = whole[lo:hi]
+        base_vals, step_vals = base_reader.read(hi - lo), step_reader.read(hi - lo)
+        lane_vals = lane_reader.read(int(np.count_nonzero(w)))
+        lane_row = np.cumsum(w, dtype=np.int64) - 1
+        lane_row[~w] = -1
+        sel = is_packed[lo:hi]
+        if sel.any():
+            pw = w[sel]
+            bases.append(narrowest(base_vals[sel]))
+            steps.append(narrowest(step_vals[sel]))
+            odd.append(np.flatnonzero(pw).astype(np.int32))
+            lanes.append(narrowest(lane_vals[lane_row[sel][pw]]))
+            starts.append(starts[-1] + int(np.count_nonzero(sel)))
+            keep = ~sel
+            rows = np.flatnonzero(keep) + lo
+            base_vals, step_vals, lane_row = base_vals[keep], step_vals[keep], lane_row[keep]
+        else:
+            rows = np.arange(lo, hi, dtype=np.int64)
+        if rows.size:
+            warp = np.searchsorted(offsets, rows, side="right") - 1
+            if not state.decode_packed(warp, op[rows], base_vals, step_vals, lane_row, lane_vals, mask[rows],
+                                       addr[d:d + rows.size]):
+                raise _bad(path, "an index in its arrays points outside them")
+            d += rows.size
+    for v in values.values():
+        v.finish()
+    if not n_packed:
+        return addr, None
+    return addr, PackedLanes(rows=np.flatnonzero(is_packed).astype(np.int64), starts=tuple(starts), bases=tuple(bases),
+                             steps=tuple(steps), odd=tuple(odd), lanes=tuple(lanes), unit=hd.unit)
 
 
 _HUGE = 1 << 62
