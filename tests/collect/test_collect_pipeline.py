@@ -222,7 +222,9 @@ def test_no_compiler_at_all_through_the_cli(tmp_path: Path) -> None:
 def test_smid_is_the_sm_the_simulator_places_the_cta_on(in_tmp: Path) -> None:
     """The emulator's %smid and the simulator's CTA placement (sim/prepared.py: snapshot CTA k on
     SM k mod S) agree, for a snapshot that does not start at CTA 0 and wraps around the SMs: the
-    L1 requests per SM the simulator counts are the ones of the CTAs that read that %smid."""
+    L1 requests per SM the simulator counts are the ones of the CTAs that read that %smid. The
+    40-CTA grid fits in one wave of the C2050 (14 SMs x 8 CTAs), 40 / 14 CTAs an SM, so the
+    snapshot's 20 CTAs run on 20 x 14 / 40 = 7 SMs (arch.occupancy.snapshot_spread)."""
     write(in_tmp, "placed_launch.py", "import numpy as np\nARCH = 'tesla-c2050'\ndef setup(dev):\n"
           "    sm = dev.zeros(40, np.uint32)\n"
           "    dev.launch('placed', 40, 32, (dev.to_device(np.arange(7 * 32, dtype=np.int32)), "
@@ -232,11 +234,12 @@ def test_smid_is_the_sm_the_simulator_places_the_cta_on(in_tmp: Path) -> None:
     trace = collect_trace(CUDA / "emu_special.cu", RunConfig(collect=options))
     sm = np.load(in_tmp / "sm.npy").astype(np.int64)
     arch = load_arch("tesla-c2050")
-    assert list(sm) == [(c - 5) % arch.sm_count for c in range(40)]
+    assert list(sm) == [(c - 5) % 7 for c in range(40)]
     prepared = prepare(trace, arch)
     wo = trace.warp_offsets
     requests = prepared.coalesced.req_off[wo[1:]] - prepared.coalesced.req_off[wo[:-1]]
     by_smid = np.bincount(sm[trace.snapshot.cta_ids[trace.warp_cta]], weights=requests, minlength=arch.sm_count)
+    assert by_smid[7:].sum() == 0
     assert len(set(requests)) > 1 and np.array_equal(prepared.sm_requests, by_smid.astype(np.int64))
 
 

@@ -48,7 +48,8 @@ def test_a_bug_inside_the_loader_is_called_a_bug(monkeypatch: pytest.MonkeyPatch
     def broken(*args: object) -> int:
         raise RuntimeError("cannot cache function 'undelta': no locator available")
 
-    monkeypatch.setattr(codec, "undelta", broken)
+    for name in ("undelta", "undelta_packed"):  # version 1-2 lanes, version 3 steps
+        monkeypatch.setattr(codec, name, broken)
     err = _load_failure()
     assert "vecadd.tptrace failed: RuntimeError: cannot cache function" in err.message
     assert "tuiprof bug" in err.hint and isinstance(err.__cause__, RuntimeError)
@@ -62,7 +63,8 @@ def test_what_damaged_bytes_raise_is_still_damage(monkeypatch: pytest.MonkeyPatc
     def damaged(*args: object) -> int:
         raise ValueError("buffer is smaller than requested size")
 
-    monkeypatch.setattr(codec, "undelta", damaged)
+    for name in ("undelta", "undelta_packed"):
+        monkeypatch.setattr(codec, name, damaged)
     with pytest.raises(TraceError, match="not a valid .tptrace file") as e:
         load_trace(H.BASE)
     assert isinstance(e.value.__cause__, ValueError)

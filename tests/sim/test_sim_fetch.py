@@ -8,6 +8,8 @@ valid (each a DRAM read charged to the load) unless already valid, and a later r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -111,10 +113,16 @@ def test_a_granularity_outside_sector_to_line_is_refused(value: str) -> None:
         arch_with("h100", l2__fetch_granularity=value)
 
 
-def test_the_presets_keep_one_sector_fills() -> None:
-    # The default is undocumented (the GPU script queries it): the presets keep today's model.
+def test_the_h100_fills_64_bytes_and_the_unmeasured_presets_one_sector() -> None:
+    # The default is undocumented; the GPU script read 64 B on an H100 (measured.json), and the
+    # presets of GPUs not measured keep one-sector fills.
+    import json
+
     from tuiprof.arch import load_arch
 
-    for name in ("v100", "a100", "h100", "tesla-c2050"):
+    measured = json.loads((Path(__file__).resolve().parents[2] / "demo_traces" / "measured.json").read_text())
+    assert measured["NVIDIA H100 80GB HBM3"]["l2_fetch_granularity"]["queried"]["default"] == 64
+    assert load_arch("h100").l2.fetch == 64
+    for name in ("v100", "a100", "tesla-c2050"):
         a = load_arch(name)
         assert a.l2.fetch == a.l2.sector

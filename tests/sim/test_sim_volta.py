@@ -33,9 +33,11 @@ def run(trace, arch: Arch, md: int = 1, seed: int = 1) -> TrialResult:
 
 
 def tiny_l2(preset: str, **settings: object) -> Arch:
-    """`preset` on one SM with an L2 of one set of two lines (any three lines conflict)."""
+    """`preset` on one SM with an L2 of one set of two lines (any three lines conflict): one shared
+    L2, not two halves (which need an even number of sets; tests/sim/test_sim_halves.py)."""
     l2_line = load_arch(preset).l2.line
-    return arch_with(preset, sm_count=1, l2__partitions=1, l2__assoc=2, l2__size=2 * l2_line, **settings)
+    return arch_with(preset, **{"sm_count": 1, "l2__partitions": 1, "l2__assoc": 2, "l2__size": 2 * l2_line,
+                                "l2__halves": 1, **settings})
 
 
 def two_stores_then_eviction(arch: Arch) -> TrialResult:
@@ -248,7 +250,7 @@ def test_a_power_of_two_stride_spreads_over_the_dram_channels(preset: str) -> No
     t = trace_of([[(LOAD, one_lane(a), LANE0) for a in addresses]], ops=OPS)
     tm = {}
     for hash_ in ("linear", "xor"):
-        arch = arch_with(preset, address_hash=hash_, dram__burst_cycles=10)
+        arch = arch_with(preset, address_hash=hash_, dram__burst_cycles=10, l2__fetch_granularity=0)  # a sector a miss
         r = run(t, arch)
         assert r.dram_reads[LOAD] == 32 and r.dram_batch_latencies.size == 1
         tm[hash_] = r.mean_dram_latency

@@ -39,20 +39,21 @@ def _touches(co: Coalesced, masks: np.ndarray, unit_chunks: int) -> tuple[np.nda
 
 
 def _first_and_alone(key: np.ndarray, warp: np.ndarray, access: np.ndarray) -> np.ndarray:
-    """For touches of (scope and sector) `key` by `warp` at `access`: whether each is its warp's
-    first touch of the key (accesses are numbered warp by warp in program order) and no other warp
-    touches the key."""
+    """For touches of (scope and sector, or fetch block) `key` by `warp` at `access`: whether each
+    is in its warp's first access touching the key (accesses are numbered warp by warp in program
+    order; one access may touch a block's sectors together) and no other warp touches the key."""
     n_acc = int(access.max()) + 1 if access.size else 1
-    order = np.argsort(key * n_acc + access)
-    k, w = key[order], warp[order]
+    order = np.argsort(key * n_acc + access, kind="stable")
+    k, w, a = key[order], warp[order], access[order]
     new_key = np.ones(order.size, dtype=bool)
     new_key[1:] = k[1:] != k[:-1]
     new_warp = new_key.copy()
     new_warp[1:] |= w[1:] != w[:-1]
     group = np.cumsum(new_key) - 1
     warps_in_group = np.bincount(group, weights=new_warp)
+    first = a == a[np.flatnonzero(new_warp)][np.cumsum(new_warp) - 1]
     out = np.empty(order.size, dtype=bool)
-    out[order] = new_warp & (warps_in_group[group] == 1)
+    out[order] = first & (warps_in_group[group] == 1)
     return out
 
 
@@ -89,6 +90,9 @@ def guaranteed_misses(prepared: Prepared, arch: Arch) -> tuple[np.ndarray, np.nd
         warp = acc_warp[acc]
         scope = prepared.warp_cta.astype(np.int64)[warp] % prepared.sm_count if level == 1 else 0
         n_sectors = co.lines.shape[0] * max(1, cpl // unit)
+        if level == 2:  # a read miss fills its fetch block: a first touch of a block is the miss
+            block = max(1, min(arch.l2.fetch, arch.l2.line) // CHUNK // unit)
+            sector = sector // block
         alone = _first_and_alone(scope * n_sectors + sector, warp, acc)
         op = prepared.acc_op[acc]
         counted = alone & (prepared.op_write[op] == OP_LOAD)

@@ -162,6 +162,25 @@ def dynamic_shared_for_md(arch: Arch, threads_per_cta: int, registers_per_thread
     return dynamic
 
 
+def snapshot_spread(sm_count: int, ctas_per_sm: int, grid_ctas: int, counted_ctas: int) -> int:
+    """The SMs a snapshot's CTAs are placed on (snapshot CTA k on SM ``k % n``: the simulator's
+    placement and the emulator's ``%smid`` alike). A grid that fits in one wave (fewer CTAs than
+    SMs times CTAs per SM) runs whole at once, ``grid / SMs`` CTAs on every SM whatever part of
+    it a snapshot holds: the snapshot's `counted_ctas` go on as many SMs as they fill to that depth
+    (a whole grid: all of them). Dealt over every SM, a snapshot smaller than the grid left each L1
+    a thinner share of CTAs than the hardware gives it: spmv-u's 336 CTAs (a Tesla C2050's
+    snapshot) over the H100's 132 SMs ran 2.5 an SM where its 512-CTA grid runs 3.9, and its
+    predicted L1 read hit ratio was 74% against ncu's 49% (45% from a whole-grid recording, 46%
+    packed on 87 SMs). A grid of full waves keeps every SM: an SM there runs CTAs a wave apart
+    (k, k + SMs, ...), which a snapshot of consecutive CTAs does not hold, and packing it would put
+    beside each other CTAs the hardware never runs together (the matrix products' neighbours share
+    rows: their L1 read predicted 33-48% against 1-14%). Baghsorkhi12 sec. 3.1 sizes the default
+    snapshot to fill every SM; this keeps the depth for the snapshots that do not."""
+    if grid_ctas >= sm_count * ctas_per_sm:  # full waves: every SM, each CTA beside the ones the hardware runs with it
+        return sm_count
+    return max(1, min(sm_count, -(-counted_ctas * sm_count // max(grid_ctas, 1))))  # one wave: grid / SMs an SM
+
+
 def carveout(arch: Arch, shared_per_sm: int) -> int | None:
     """The shared-memory carve-out (bytes) the driver gives a kernel that uses `shared_per_sm`
     bytes of shared memory per SM: the smallest of `Arch.shared_carveouts` that holds it (the

@@ -207,7 +207,7 @@ def for_gpu(command: tuple[str, ...], cc: tuple[int, int]) -> tuple[str, ...]:
 
 def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest, progress: Progress = ignore) -> Trace:
     """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
-    from tuiprof.arch.occupancy import occupancy
+    from tuiprof.arch.occupancy import occupancy, snapshot_spread
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
     from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
@@ -241,7 +241,9 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
         probe = Launch(name, grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
         chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start,
                                       warm=opts.snapshot_warm))
-        return chosen[-1].cta_ids
+        picked = chosen[-1]
+        dev.sm_spread = snapshot_spread(arch.sm_count, occ.ctas_per_sm, probe.grid_ctas, picked.n_ctas - picked.warm)
+        return picked.cta_ids
 
     dev = EmuDevice(module, source.name, program.source.text or None,
                     resources={k.name: bounded_resources(k.resources, module.functions[k.name], arch)

@@ -390,24 +390,11 @@ def measured_placement(trace: Trace, sm_count: int) -> tuple[np.ndarray, np.ndar
 
 
 def snapshot_sms(trace: Trace, arch: Arch) -> int:
-    """The SMs the model places a snapshot's CTAs on (CTA k on SM ``k % n``). A grid that fits in
-    one wave (fewer CTAs than SMs times CTAs per SM) runs whole at once, ``grid / SMs`` CTAs on
-    every SM whatever part of it a snapshot holds: the snapshot's counted CTAs go on as many SMs
-    as they fill to that depth (a whole grid: all of them). Dealt over every SM, a snapshot
-    smaller than the grid left each L1 a thinner share of CTAs than the hardware gives it:
-    spmv-u's 336 CTAs (a Tesla C2050's snapshot) over the H100's 132 SMs ran 2.5 an SM where its
-    512-CTA grid runs 3.9, and its predicted L1 read hit ratio was 74% against ncu's 49% (45%
-    from a whole-grid recording, 46% packed on 87 SMs). A grid of full waves keeps every SM: an
-    SM there runs CTAs a wave apart (k, k + SMs, ...), which a snapshot of consecutive CTAs does
-    not hold, and packing it would put beside each other CTAs the hardware never runs together
-    (the matrix products' neighbours share rows: their L1 read predicted 33-48% against 1-14%).
-    Baghsorkhi12 sec. 3.1 sizes the default snapshot to fill every SM; this keeps the depth for
-    the snapshots that do not."""
-    S, md, grid = arch.sm_count, default_md(trace, arch), trace.launch.grid_ctas
+    """The SMs the model places `trace`'s snapshot CTAs on (`tuiprof.arch.occupancy.snapshot_spread`)."""
+    from tuiprof.arch.occupancy import snapshot_spread
+
     counted = trace.snapshot.n_ctas - trace.snapshot.warm
-    if grid >= S * md:  # full waves: every SM, each CTA beside the ones the hardware runs with it
-        return S
-    return max(1, min(S, -(-counted * S // grid)))  # one partial wave: grid / S CTAs an SM
+    return snapshot_spread(arch.sm_count, default_md(trace, arch), trace.launch.grid_ctas, counted)
 
 
 def cta_layout(warp_cta: np.ndarray, n_ctas: int, sm_count: int,

@@ -132,6 +132,9 @@ class EmuDevice:
         self.resources = dict(resources or {})
         self.record = record if record is not None else RecordChoice()
         self.n_sms = max(int(n_sms), 1)
+        self.sm_spread = 0
+        """The SMs the recorded launch's snapshot runs on (its ``%smid`` values; 0: all of them): set by
+        the snapshot chooser, which knows the launch's occupancy (`tuiprof.arch.occupancy.snapshot_spread`)."""
         self.threads = max(int(threads), 1)
         self.step_limit = int(step_limit)
         self.heap = Heap()
@@ -402,7 +405,8 @@ class EmuDevice:
 
         what = f"emulating launch {len(self.launches)} ({demangle(kernel).split('(', 1)[0]}{recorded})"
         self.progress(Phase(what, 0, n_ctas, "CTAs"))
-        result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms, threads=self.threads,
+        result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms,
+                         sm_spread=self.sm_spread if chosen else 0, threads=self.threads,
                          step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen,
                          on_ctas=lambda done: self.progress(Phase(what, done, n_ctas, "CTAs")),
                          constants=bytes(self.constants))

@@ -347,13 +347,15 @@ def _refusal(err: np.ndarray, prog: DecodedKernel, block: tuple[int, int, int],
 def execute(prog: DecodedKernel, heap: Heap, grid: tuple[int, int, int], block: tuple[int, int, int], params: bytes,
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
             source_name: Callable[[SourceLoc | None], str], per_cta: bool = True,
-            on_ctas: Callable[[int], None] | None = None, constants: bytes | None = None) -> RunResult:
+            on_ctas: Callable[[int], None] | None = None, constants: bytes | None = None,
+            sm_spread: int = 0) -> RunResult:
     """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids), and
     with `per_cta` each CTA's counts (the recorded launch's trace keeps them; other launches need
     no memory in proportion to their grid). `constants` is the constant bank as the launch script
     set it (``dev.set_symbol``; default the module's initial values). The first failure (in CTA
     order) ends the run. `on_ctas` hears the CTAs done so far after each batch (from the worker
-    threads)."""
+    threads). `sm_spread`: the SMs the snapshot's CTAs run on, whose numbers ``%smid`` gives
+    (`tuiprof.arch.occupancy.snapshot_spread`; 0: all `n_sms`, which ``%nsmid`` gives)."""
     check_grid(prog.kernel, grid)
     n_ctas = grid[0] * grid[1] * grid[2]
     nthreads = block[0] * block[1] * block[2]
@@ -363,7 +365,7 @@ def execute(prog: DecodedKernel, heap: Heap, grid: tuple[int, int, int], block: 
     rec_max = record_limit()
     cfg = np.zeros(N_CFG, np.int64)
     cfg[C_T], cfg[C_W], cfg[C_NSLOTS] = nthreads, warps, prog.n_slots
-    cfg[C_SHARED], cfg[C_LOCAL], cfg[C_SMS] = shared, prog.local_size, n_sms
+    cfg[C_SHARED], cfg[C_LOCAL], cfg[C_SMS] = shared, prog.local_size, sm_spread if sm_spread > 0 else n_sms
     cfg[C_STEP_LIMIT], cfg[C_ENTRY], cfg[C_NSOPS] = step_limit, prog.entry, prog.n_ops
     cfg[C_GX], cfg[C_GY], cfg[C_GZ] = grid
     bank = prog.const_image if constants is None else constants

@@ -991,9 +991,9 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
             cx = cta % gx
             cy = (cta // gx) % gy
             cz = cta // (gx * gy)
-            # %smid: the modeled CTA placement of the simulator (sim/schedule.py, step 1): snapshot CTA
-            # k runs on SM k mod S; the rest of the grid continues that round robin from the first
-            # snapshot CTA (CTA c on SM (c - first) mod S).
+            # %smid: the modeled CTA placement of the simulator (sim/prepared.py, cta_layout): snapshot
+            # CTA k runs on SM k mod S (S: the snapshot's spread, arch.occupancy.snapshot_spread); the
+            # rest of the grid continues that round robin from the first snapshot CTA.
             smid = (spos if recording else cta - sm_base) % n_sms
             if smid < 0:
                 smid += n_sms
