@@ -204,6 +204,75 @@ def _no_cfunc_wrappers() -> None:
 
 _no_cfunc_wrappers()
 
+
+_POSTPROC_RUN_DIGESTS = frozenset({"5b91e80193b8e368"})
+"""Digests (`_source_digest`) of the sources of Numba's ``PostProcessor.run`` that
+`_lazy_block_entry_vars` replaces (Numba 0.68)."""
+
+
+def _source_digest(fn: object) -> str | None:
+    """A digest of `fn`'s source text, whitespace aside; None where it cannot be read."""
+    import inspect
+
+    try:
+        text = inspect.getsource(fn)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return None
+    return hashlib.sha1("".join(text.split()).encode()).hexdigest()[:16]
+
+
+def _lazy_block_entry_vars() -> None:
+    """Compute the variables live at each block's entry only when something asks for them.
+
+    Numba's IR post-processor, run after every pass that changes a function's IR (about a dozen
+    times per function, and again inside each inlining), computed them for every block: def-reach
+    and liveness fix points and dead maps over the whole function. Only object-mode lowering and
+    generators read them; tuiprof's kernels are neither, and on a first vecadd ``.cu`` run this
+    was about a fifth of all compiling. Generators still get them at once (their state is what is
+    live at each yield); any other reader gets them computed on its first question
+    (`get_block_entry_vars`), from the blocks as they then are. The runs that emit ``del``s still
+    compute the dead maps those need. Left alone unless
+    Numba's post-processor is the one this was written against (`_POSTPROC_RUN_DIGESTS`)."""
+    try:
+        from numba.core import analysis, ir, postproc, transforms
+    except ImportError:
+        return
+    processor = getattr(postproc, "PostProcessor", None)
+    run = getattr(processor, "run", None)
+    if run is None or getattr(run, "_tuiprof_lazy", False) or _source_digest(run) not in _POSTPROC_RUN_DIGESTS:
+        return
+
+    def entry_vars(func_ir) -> None:  # noqa: ANN001 (Numba's FunctionIR)
+        vlt = postproc.VariableLifetime(func_ir.blocks)
+        live = analysis.compute_live_variables(vlt.cfg, func_ir.blocks, vlt.usedefs.defmap, vlt.deadmaps.combined)
+        for offset, block in func_ir.blocks.items():
+            func_ir.block_entry_vars[block] = live[offset]
+
+    def lazy_run(self, emit_dels: bool = False, extend_lifetimes: bool = False) -> None:  # noqa: ANN001
+        func_ir = self.func_ir
+        func_ir.blocks = transforms.canonicalize_cfg(func_ir.blocks)
+        func_ir.variable_lifetime = postproc.VariableLifetime(func_ir.blocks)
+        if func_ir.is_generator:
+            entry_vars(func_ir)
+            func_ir.generator_info = postproc.GeneratorInfo()
+            self._compute_generator_info()
+        else:
+            func_ir.generator_info = None
+        if emit_dels:
+            self._insert_var_dels(extend_lifetimes=extend_lifetimes)
+
+    def get_block_entry_vars(self, block):  # noqa: ANN001, ANN202 (Numba's signature)
+        if block not in self.block_entry_vars:
+            entry_vars(self)
+        return self.block_entry_vars[block]
+
+    lazy_run._tuiprof_lazy = True  # type: ignore[attr-defined]
+    processor.run = lazy_run
+    ir.FunctionIR.get_block_entry_vars = get_block_entry_vars
+
+
+_lazy_block_entry_vars()
+
 class KernelOptions(TypedDict, total=False):
     """The Numba options tuiprof passes to `njit`: typed so that ``njit(**KERNEL)`` type-checks."""
 

@@ -85,3 +85,53 @@ def test_a_c_callback_still_gets_its_wrapper() -> None:
         return x + 2
 
     assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(plus_two.address)(40) == 42
+
+
+def test_block_entry_variables_are_computed_only_when_asked(monkeypatch) -> None:  # noqa: ANN001
+    """Numba's IR post-processor no longer computes every block's live-on-entry variables after
+    each pass (only object-mode lowering and generators read them); those that do still get them."""
+    from numba import objmode
+    from numba.core import analysis
+
+    calls: list[int] = []
+    live = analysis.compute_live_variables
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        return live(*args, **kwargs)
+
+    monkeypatch.setattr(analysis, "compute_live_variables", counted)
+
+    @njit
+    def branchy(n):
+        s = 0
+        for i in range(n):
+            if i % 3 == 0:
+                s += i
+            else:
+                s -= 1
+        return s
+
+    assert branchy(10) == 18 - 6
+    assert calls == []  # without the change: after every pass that changed the IR
+
+    @njit
+    def counter(n):
+        for i in range(n):
+            yield i * i
+
+    @njit
+    def squares(n):
+        s = 0
+        for v in counter(n):
+            s += v
+        return s
+
+    @njit
+    def through_python(x):
+        with objmode(y="int64"):
+            y = x + 1
+        return y
+
+    assert squares(4) == 14 and through_python(41) == 42
+    assert calls  # the generator and the object-mode block got their live variables
