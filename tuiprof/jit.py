@@ -273,6 +273,88 @@ def _lazy_block_entry_vars() -> None:
 
 _lazy_block_entry_vars()
 
+
+_OPTIMIZE_FUNCTIONS_DIGESTS = frozenset({"544c7bd91a561e4e"})
+"""Digests (`_source_digest`) of Numba's ``CPUCodeLibrary._optimize_functions`` that
+`_no_passes_on_declarations` replaces (Numba 0.68)."""
+
+
+def _no_passes_on_declarations() -> None:
+    """Run LLVM's per-function passes on the functions a module defines, not on those it only
+    declares (the runtime and Python API functions each module calls: most of a small module's
+    functions). Numba built a pass manager and ran it on every one, where it does nothing. Same
+    machine code. Left alone unless Numba's method is the one this was written against."""
+    from numba.core import codegen
+
+    library = getattr(codegen, "CPUCodeLibrary", None)
+    optimize = getattr(library, "_optimize_functions", None)
+    if optimize is None or _source_digest(optimize) not in _OPTIMIZE_FUNCTIONS_DIGESTS:
+        return
+
+    def optimize_functions(self, ll_module) -> None:  # noqa: ANN001 (Numba's signature)
+        ll_module.data_layout = self._codegen._data_layout
+        for func in ll_module.functions:
+            if func.is_declaration:
+                continue
+            fpm, pb = self._codegen._function_pass_manager()
+            with self._recorded_timings.record(f"Function passes on {func.name!r}", pb):
+                fpm.run(func, pb)
+
+    library._optimize_functions = optimize_functions
+
+
+_no_passes_on_declarations()
+
+
+def _plain_entry_wrappers() -> None:
+    """Compile the Python entry of each kernel (Numba's wrapper that unboxes the arguments of a
+    call from Python, calls the kernel and boxes its result) without optimising it: it runs once
+    per call from Python, a few microseconds, and LLVM spent as long on it as on a small kernel
+    (it is as large as one for every array argument, and was optimised three times: alone, then
+    twice more in the kernel's final module). Marked ``optnone`` (with ``noinline``, which that
+    requires), so LLVM's passes skip it and its machine code is selected quickly; the kernel's
+    own code is unchanged. Left alone on a Numba whose internals differ."""
+    from llvmlite import ir as llvm_ir
+    from numba.core import callwrapper
+
+    wrapper_class = getattr(callwrapper, "PyCallWrapper", None)
+    build = getattr(wrapper_class, "build", None)
+    if build is None or getattr(build, "_tuiprof_plain", False):
+        return
+
+    def plain_build(self):  # noqa: ANN001, ANN202 (Numba's signature)
+        built = build(self)
+        wrapper = built[0] if isinstance(built, tuple) and built else None
+        if isinstance(wrapper, llvm_ir.Function):
+            wrapper.attributes.add("noinline")
+            wrapper.attributes.add("optnone")
+        return built
+
+    plain_build._tuiprof_plain = True  # type: ignore[attr-defined]
+    wrapper_class.build = plain_build
+
+
+_plain_entry_wrappers()
+
+
+def _no_llvm_lock_events() -> None:
+    """Stop Numba's per-call LLVM lock events: Numba registers callbacks that broadcast an event
+    each time any LLVM function is entered and left (tens of thousands per first run), only to
+    fill a compile-time statistic (``metadata['timers']['llvm_lock']``) that tuiprof never reads.
+    Left alone on an llvmlite or Numba whose internals differ."""
+    from llvmlite.binding import ffi
+
+    lock = getattr(getattr(ffi, "lib", None), "_lock", None)
+    callbacks = getattr(lock, "_cblist", None)
+    if not isinstance(callbacks, list):
+        return
+    for acquire, release in list(callbacks):
+        if getattr(acquire, "__module__", "") == "numba.core.base":
+            ffi.unregister_lock_callback(acquire, release)
+
+
+_no_llvm_lock_events()
+
 class KernelOptions(TypedDict, total=False):
     """The Numba options tuiprof passes to `njit`: typed so that ``njit(**KERNEL)`` type-checks."""
 

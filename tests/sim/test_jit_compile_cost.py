@@ -135,3 +135,65 @@ def test_block_entry_variables_are_computed_only_when_asked(monkeypatch) -> None
 
     assert squares(4) == 14 and through_python(41) == 42
     assert calls  # the generator and the object-mode block got their live variables
+
+
+def test_python_entry_wrapper_is_not_optimised_and_still_works() -> None:
+    """The wrapper that unboxes a call from Python is ``optnone`` (LLVM skips it); the kernel's
+    own function is optimised as before, and calls from Python give the same results."""
+    import numpy as np
+
+    @njit
+    def total(a, scale):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += a[i] * scale
+        return s
+
+    assert total(np.arange(4.0), 2.0) == 12.0
+    cres = total.overloads[total.signatures[0]]
+    ir = cres.library.get_llvm_str()
+    wrapper = next(line for line in ir.splitlines()
+                   if line.startswith("define") and cres.fndesc.llvm_cpython_wrapper_name in line)
+    kernel = next(line for line in ir.splitlines()
+                  if line.startswith("define") and f"@{cres.fndesc.llvm_func_name}(" in line)
+    groups = {g.split()[1]: body for g, body in (line.split(" = ", 1) for line in ir.splitlines()
+                                                 if line.startswith("attributes #"))}
+
+    def attributes(define: str) -> str:
+        return " ".join(groups.get(tok, "") for tok in define.split() if tok.startswith("#"))
+
+    assert "optnone" in attributes(wrapper)
+    assert "optnone" not in attributes(kernel)
+
+
+def test_function_passes_run_on_defined_functions_only(monkeypatch) -> None:  # noqa: ANN001
+    from numba.core import codegen
+
+    ran: list[bool] = []
+    make = codegen.CPUCodegen._function_pass_manager
+
+    def counted(self, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        fpm, pb = make(self, **kwargs)
+        run = fpm.run
+
+        class Counting:
+            def run(self, func, pb):  # noqa: ANN001, ANN202
+                ran.append(func.is_declaration)
+                return run(func, pb)
+
+        return Counting(), pb
+
+    monkeypatch.setattr(codegen.CPUCodegen, "_function_pass_manager", counted)
+
+    @njit
+    def halved(x):
+        return x // 2
+
+    assert halved(9) == 4
+    assert ran and not any(ran)  # without the change: every declared runtime function too
+
+
+def test_no_numba_callbacks_on_the_llvm_lock() -> None:
+    from llvmlite.binding import ffi
+
+    assert not [a for a, _ in ffi.lib._lock._cblist if getattr(a, "__module__", "") == "numba.core.base"]
