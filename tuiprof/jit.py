@@ -306,6 +306,82 @@ def _no_passes_on_declarations() -> None:
 _no_passes_on_declarations()
 
 
+_SSA_DIGESTS = frozenset({"593336afef8fde85 f5aec3523658d50c 074a3a1c84b95aaa 347d3c3a6a2732ee 396a9b32adc46072 "
+                          "2bc5b43fe65abd55"})
+"""Digests (`_source_digest`) of Numba's SSA reconstruction functions that `_ssa_where_used`
+relies on: ``_run_ssa``, ``_run_block_rewrite``, ``_fresh_vars``, ``_fix_ssa_vars``,
+``_make_states`` and ``_run_ssa_block_pass`` of ``numba.core.ssa`` (Numba 0.68)."""
+
+
+def _ssa_where_used() -> None:
+    """Numba's SSA reconstruction, visiting for each variable only the blocks that mention it.
+
+    Numba fixes one variable with several definitions at a time, and for each one rewrote every
+    statement of every block twice (fresh names for its definitions, then each use pointed at the
+    reaching definition, with phi nodes where needed). A block that neither defines nor uses the
+    variable comes out of both rewrites unchanged, so it is copied as it is: the same blocks,
+    statements and phi nodes, in the same order, for a fraction of the work (an inlined
+    interpreter has hundreds of such variables and thousands of blocks). Left alone unless
+    Numba's SSA functions are the ones this was written against."""
+    from numba.core import errors, ir, ssa
+    from numba.core.analysis import compute_cfg_from_blocks
+
+    names = ("_run_ssa", "_run_block_rewrite", "_fresh_vars", "_fix_ssa_vars", "_make_states", "_run_ssa_block_pass")
+    helpers = ("_iterated_domfronts", "_find_defs_violators", "_CacheListVars", "_compute_phi_locations",
+               "_FreshVarHandler", "_FixSSAVars", "defaultdict")
+    if any(not callable(getattr(ssa, n, None)) for n in names + helpers) or \
+            " ".join(str(_source_digest(getattr(ssa, n))) for n in names) not in _SSA_DIGESTS:
+        return
+
+    def rewrite(blocks, states, handler, mentions):  # noqa: ANN001, ANN202 (Numba's IR)
+        varname = states["varname"]
+        newblocks = {}
+        for label, blk in blocks.items():
+            newblk = ir.Block(scope=blk.scope, loc=blk.loc)
+            if varname in mentions[label]:
+                states["label"] = label
+                states["block"] = blk
+                newblk.body = list(ssa._run_ssa_block_pass(states, blk, handler))
+            else:
+                newblk.body = list(blk.body)
+            newblocks[label] = newblk
+        return newblocks
+
+    def run_ssa(blocks):  # noqa: ANN001, ANN202
+        if not blocks:
+            return {}
+        cfg = compute_cfg_from_blocks(blocks)
+        df_plus = ssa._iterated_domfronts(cfg)
+        violators = ssa._find_defs_violators(blocks, cfg)
+        cache_list_vars = ssa._CacheListVars()
+        # the names each block mentions (its statements' variables, targets included); fixing one
+        # variable renames only that variable, so the other names a block mentions stay as they are
+        mentions = {label: {v.name for stmt in blk.body for v in stmt.list_vars()} for label, blk in blocks.items()}
+        for varname in violators:
+            states = ssa._make_states(blocks)
+            states["varname"] = varname
+            states["defmap"] = defmap = ssa.defaultdict(list)
+            blocks = rewrite(blocks, states, ssa._FreshVarHandler(), mentions)
+            states = ssa._make_states(blocks)
+            states["varname"] = varname
+            states["defmap"] = defmap
+            states["phimap"] = phimap = ssa.defaultdict(list)
+            states["cfg"] = cfg
+            states["phi_locations"] = ssa._compute_phi_locations(df_plus, defmap)
+            blocks = rewrite(blocks, states, ssa._FixSSAVars(cache_list_vars), mentions)
+            for label, philist in phimap.items():
+                blocks[label].body = philist + blocks[label].body
+        if compute_cfg_from_blocks(blocks) != cfg:
+            raise errors.CompilerError("CFG mutated in SSA pass")
+        return blocks
+
+    run_ssa._numba = ssa._run_ssa  # type: ignore[attr-defined]  (what the tests compare it with)
+    ssa._run_ssa = run_ssa
+
+
+_ssa_where_used()
+
+
 def _plain_entry_wrappers() -> None:
     """Compile the Python entry of each kernel (Numba's wrapper that unboxes the arguments of a
     call from Python, calls the kernel and boxes its result) without optimising it: it runs once
