@@ -382,6 +382,61 @@ def _ssa_where_used() -> None:
 _ssa_where_used()
 
 
+_INLINE_FUNCTION_DIGESTS = frozenset({"c48859b545c604d3 48a5dc7ed0d6de7e"})
+"""Digests (`_source_digest`) of Numba's ``InlineWorker.inline_function`` and
+``run_untyped_passes`` that `_one_front_end_per_inlined_function` relies on (Numba 0.68)."""
+
+
+def _one_front_end_per_inlined_function() -> None:
+    """Run Numba's front end (bytecode to IR, the untyped passes) once per inlined function in a
+    process, not at every call site it is inlined into.
+
+    A helper marked ``inline="always"`` (`INLINE`) was translated from bytecode and put through
+    the untyped pipeline afresh at each of its call sites, in every kernel, although the result
+    depends only on the function, the compiler's typing context and options: a handler inlined
+    at five sites was translated five times. The IR is kept per (function, typing context, kind
+    of target context (each compile has its own, configured by the options), pipeline class,
+    locals, options) and each call site inlines a copy with a fresh function
+    identity (Numba copies it again before changing it), so inlined variables are named apart as
+    before. Left alone unless Numba's inliner is the one this was written against."""
+    from numba.core import inline_closurecall
+
+    worker = getattr(inline_closurecall, "InlineWorker", None)
+    inline = getattr(worker, "inline_function", None)
+    front_end = getattr(worker, "run_untyped_passes", None)
+    if inline is None or front_end is None or \
+            f"{_source_digest(inline)} {_source_digest(front_end)}" not in _INLINE_FUNCTION_DIGESTS:
+        return
+    kept: dict[tuple[object, ...], object] = {}
+
+    def inline_function(self, caller_ir, block, i, function, arg_typs=None):  # noqa: ANN001, ANN202
+        values = getattr(self.flags, "_values", None)
+        try:
+            key = (function, self.typingctx, type(self.targetctx), type(self.pipeline),
+                   tuple(sorted((self.locals or {}).items())),
+                   tuple(sorted((k, v) for k, v in values.items() if k != "enable_ssa"))
+                   if isinstance(values, dict) else None)
+            hash(key)
+        except TypeError:  # something unhashable: as Numba does
+            return inline(self, caller_ir, block, i, function, arg_typs)
+        if key[-1] is None:  # options that cannot be told apart: as Numba does
+            return inline(self, caller_ir, block, i, function, arg_typs)
+        kept_ir = kept.get(key)
+        if kept_ir is None:
+            kept_ir = kept[key] = self.run_untyped_passes(function)  # sets the caller's flags.enable_ssa = False
+        else:
+            self.flags.enable_ssa = False  # as the front end does
+        callee_ir = kept_ir.copy()  # type: ignore[attr-defined]
+        callee_ir.func_id = kept_ir.func_id.derive()  # type: ignore[attr-defined]
+        callee_ir._definitions = {k: list(v) for k, v in kept_ir._definitions.items()}  # type: ignore[attr-defined]
+        return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+
+    worker.inline_function = inline_function
+
+
+_one_front_end_per_inlined_function()
+
+
 def _plain_entry_wrappers() -> None:
     """Compile the Python entry of each kernel (Numba's wrapper that unboxes the arguments of a
     call from Python, calls the kernel and boxes its result) without optimising it: it runs once

@@ -237,3 +237,36 @@ def test_ssa_reconstruction_matches_numbas_own() -> None:
 
     ref, got = dump(numbas(blocks_a)), dump(ours(blocks_b))
     assert "phi" in got and got == ref
+
+
+def _clamped(x):  # noqa: ANN001, ANN202 (inlined below)
+    return 0 if x < 0 else x
+
+
+clamped = njit(inline="always")(_clamped)
+
+
+def test_an_inlined_helper_goes_through_the_front_end_once(monkeypatch) -> None:  # noqa: ANN001
+    """A helper inlined at several call sites, in several kernels, is translated from bytecode
+    once; each site still gets its own copy (the results show the sites apart)."""
+    from numba.core import inline_closurecall
+
+    fronts: list[object] = []
+    run = inline_closurecall.InlineWorker.run_untyped_passes
+
+    def counted(self, func, enable_ssa=False):  # noqa: ANN001, ANN202
+        fronts.append(func)
+        return run(self, func, enable_ssa)
+
+    monkeypatch.setattr(inline_closurecall.InlineWorker, "run_untyped_passes", counted)
+
+    @njit
+    def three_sites(a, b, c):
+        return clamped(a) + 10 * clamped(b) + 100 * clamped(c)
+
+    @njit
+    def another(a):
+        return clamped(a - 5)
+
+    assert three_sites(-1, 2, 3) == 320 and three_sites(4, -2, -3) == 4 and another(7) == 2 and another(1) == 0
+    assert fronts.count(_clamped) == 1  # without the change: once per call site (4)
