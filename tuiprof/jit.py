@@ -306,6 +306,87 @@ def _no_passes_on_declarations() -> None:
 _no_passes_on_declarations()
 
 
+_LIVE_MAP_DIGESTS = frozenset({"34f047f8e771ef6c"})
+"""Digests (`_source_digest`) of Numba's ``analysis.compute_live_map`` that `_live_map_by_bits`
+replaces (Numba 0.68)."""
+
+
+def _live_map_by_bits() -> None:
+    """Numba's live-variable analysis (the variables live at each block's entry, which places
+    the ``del``s that free arrays) over bit sets: the same fix points over the same blocks in the
+    same order, each set of variable names an integer with one bit per name, turned back into
+    the same sets of names at the end. Numba's sets of strings made each step of the fix points
+    a hashing of every live name (thousands in an inlined interpreter, at every block, after each
+    of several passes). Left alone unless Numba's analysis is the one this was written against."""
+    from numba.core import analysis, ir_utils
+
+    numbas = getattr(analysis, "compute_live_map", None)
+    if numbas is None or _source_digest(numbas) not in _LIVE_MAP_DIGESTS:
+        return
+
+    def compute_live_map(cfg, blocks, var_use_map, var_def_map):  # noqa: ANN001, ANN202 (Numba's signature)
+        topo_order = cfg.topo_order()
+        bit: dict[str, int] = {}
+        names: list[str] = []
+
+        def bits(vs) -> int:  # noqa: ANN001
+            b = 0
+            for v in vs:
+                i = bit.get(v)
+                if i is None:
+                    i = bit[v] = len(names)
+                    names.append(v)
+                b |= 1 << i
+            return b
+
+        uses = {k: bits(v) for k, v in var_use_map.items()}
+        defs = {k: bits(v) for k, v in var_def_map.items()}
+        def_reach: dict[object, int] = {}
+        changed = True
+        while changed:  # sets only grow: unchanged values are Numba's unchanged sizes
+            changed = False
+            for offset in topo_order:
+                here = def_reach.get(offset, 0) | defs[offset] | uses[offset]
+                if here != def_reach.get(offset):
+                    def_reach[offset] = here
+                    changed = True
+                for out_blk, _ in cfg.successors(offset):
+                    merged = def_reach.get(out_blk, 0) | here
+                    if merged != def_reach.get(out_blk):
+                        def_reach[out_blk] = merged
+                        changed = True
+        live = {offset: uses[offset] for offset in blocks.keys()}
+        changed = True
+        while changed:
+            changed = False
+            for offset in reversed(topo_order):
+                live_vars = live[offset]
+                for inc_blk, _ in cfg.predecessors(offset):
+                    merged = live[inc_blk] | (live_vars & def_reach.get(inc_blk, 0) & ~defs[inc_blk])
+                    if merged != live[inc_blk]:
+                        live[inc_blk] = merged
+                        changed = True
+        out = {}
+        for offset, b in live.items():
+            s = set()
+            i = 0
+            while b:
+                if b & 1:
+                    s.add(names[i])
+                b >>= 1
+                i += 1
+            out[offset] = s
+        return out
+
+    compute_live_map._numba = numbas  # type: ignore[attr-defined]  (what the tests compare it with)
+    analysis.compute_live_map = compute_live_map
+    if getattr(ir_utils, "compute_live_map", None) is numbas:
+        ir_utils.compute_live_map = compute_live_map
+
+
+_live_map_by_bits()
+
+
 _SSA_DIGESTS = frozenset({"593336afef8fde85 f5aec3523658d50c 074a3a1c84b95aaa 347d3c3a6a2732ee 396a9b32adc46072 "
                           "2bc5b43fe65abd55"})
 """Digests (`_source_digest`) of Numba's SSA reconstruction functions that `_ssa_where_used`

@@ -199,6 +199,36 @@ def test_no_numba_callbacks_on_the_llvm_lock() -> None:
     assert not [a for a, _ in ffi.lib._lock._cblist if getattr(a, "__module__", "") == "numba.core.base"]
 
 
+def _redefined(n, flag):  # noqa: ANN001, ANN202 (a function for Numba's front end)
+    x = 0
+    total = 0
+    for i in range(n):
+        if i % 2 == 0:
+            x = i
+        elif flag:
+            x = -i
+        while x > 3:
+            x -= 3
+        total += x
+    y = total if flag else -total
+    return y + x
+
+
+def test_live_map_matches_numbas_own() -> None:
+    """The live variables at each block's entry, computed over bit sets, are Numba's own."""
+    from numba.core import analysis, compiler
+
+    ours = analysis.compute_live_map
+    numbas = getattr(ours, "_numba", None)
+    assert numbas is not None  # the replacement is installed (on this Numba)
+    blocks = compiler.run_frontend(_redefined).blocks
+    cfg = analysis.compute_cfg_from_blocks(blocks)
+    usedefs = analysis.compute_use_defs(blocks)
+    got = ours(cfg, blocks, usedefs.usemap, usedefs.defmap)
+    ref = numbas(cfg, blocks, usedefs.usemap, usedefs.defmap)
+    assert list(got) == list(ref) and got == ref and any(len(v) > 1 for v in got.values())
+
+
 def test_ssa_reconstruction_matches_numbas_own() -> None:
     """The SSA reconstruction that visits only the blocks mentioning each variable gives the same
     IR as Numba's, statement for statement, on a function with loops, branches and a variable
@@ -208,24 +238,10 @@ def test_ssa_reconstruction_matches_numbas_own() -> None:
 
     from numba.core import compiler, ssa
 
-    def redefined(n, flag):  # noqa: ANN001, ANN202 (typed by Numba)
-        x = 0
-        total = 0
-        for i in range(n):
-            if i % 2 == 0:
-                x = i
-            elif flag:
-                x = -i
-            while x > 3:
-                x -= 3
-            total += x
-        y = total if flag else -total
-        return y + x
-
     ours = ssa._run_ssa
     numbas = getattr(ours, "_numba", None)
     assert numbas is not None  # the replacement is installed (on this Numba)
-    func_ir = compiler.run_frontend(redefined)
+    func_ir = compiler.run_frontend(_redefined)
     blocks_a, blocks_b = copy.deepcopy(func_ir.blocks), copy.deepcopy(func_ir.blocks)
 
     def dump(blocks) -> str:  # noqa: ANN001
