@@ -518,6 +518,27 @@ def _one_front_end_per_inlined_function() -> None:
 _one_front_end_per_inlined_function()
 
 
+def _source_locations_not_copied() -> None:
+    """Share Numba's source locations (``ir.Loc``: file, line, column) between copies of IR
+    instead of deep-copying them. Inlining deep-copies the callee's IR twice per call site, and
+    every statement and variable carries a location: a third of the copying. A location is never
+    changed once made (its only later attribute, the source lines, is read from the same file),
+    so a shared one reads the same. Left alone where Numba already defines how a location copies."""
+    from numba.core import ir
+
+    loc = getattr(ir, "Loc", None)
+    if loc is None or "__deepcopy__" in vars(loc):
+        return
+
+    def shared(self, memo):  # noqa: ANN001, ANN202 (the copy protocol)
+        return self
+
+    loc.__deepcopy__ = shared
+
+
+_source_locations_not_copied()
+
+
 def _plain_entry_wrappers() -> None:
     """Compile the Python entry of each kernel (Numba's wrapper that unboxes the arguments of a
     call from Python, calls the kernel and boxes its result) without optimising it: it runs once

@@ -286,3 +286,17 @@ def test_an_inlined_helper_goes_through_the_front_end_once(monkeypatch) -> None:
 
     assert three_sites(-1, 2, 3) == 320 and three_sites(4, -2, -3) == 4 and another(7) == 2 and another(1) == 0
     assert fronts.count(_clamped) == 1  # without the change: once per call site (4)
+
+
+def test_source_locations_are_shared_by_ir_copies() -> None:
+    import copy
+
+    from numba.core import ir
+
+    loc = ir.Loc("kernel.py", 12, 4)
+    scope = ir.Scope(None, loc)
+    stmt = ir.Assign(ir.Const(1, loc), ir.Var(scope, "x", loc), loc)
+    dup = copy.deepcopy(stmt)
+    assert dup is not stmt and dup.target is not stmt.target  # the statement is copied
+    assert dup.loc is loc and dup.target.loc is loc  # its location is not
+    assert str(dup) == str(stmt)
