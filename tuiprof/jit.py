@@ -239,7 +239,8 @@ def _lazy_block_entry_vars() -> None:
         return
     processor = getattr(postproc, "PostProcessor", None)
     run = getattr(processor, "run", None)
-    if run is None or getattr(run, "_tuiprof_lazy", False) or _source_digest(run) not in _POSTPROC_RUN_DIGESTS:
+    if processor is None or run is None or getattr(run, "_tuiprof_lazy", False) or \
+            _source_digest(run) not in _POSTPROC_RUN_DIGESTS:
         return
 
     def entry_vars(func_ir) -> None:  # noqa: ANN001 (Numba's FunctionIR)
@@ -268,7 +269,7 @@ def _lazy_block_entry_vars() -> None:
 
     lazy_run._tuiprof_lazy = True  # type: ignore[attr-defined]
     processor.run = lazy_run
-    ir.FunctionIR.get_block_entry_vars = get_block_entry_vars
+    ir.FunctionIR.get_block_entry_vars = get_block_entry_vars  # type: ignore[method-assign]
 
 
 _lazy_block_entry_vars()
@@ -288,7 +289,7 @@ def _no_passes_on_declarations() -> None:
 
     library = getattr(codegen, "CPUCodeLibrary", None)
     optimize = getattr(library, "_optimize_functions", None)
-    if optimize is None or _source_digest(optimize) not in _OPTIMIZE_FUNCTIONS_DIGESTS:
+    if library is None or optimize is None or _source_digest(optimize) not in _OPTIMIZE_FUNCTIONS_DIGESTS:
         return
 
     def optimize_functions(self, ll_module) -> None:  # noqa: ANN001 (Numba's signature)
@@ -378,7 +379,8 @@ def _live_map_by_bits() -> None:
             out[offset] = s
         return out
 
-    compute_live_map._numba = numbas  # type: ignore[attr-defined]  (what the tests compare it with)
+    # Numba's own, which the tests compare it with
+    compute_live_map._numba = numbas  # type: ignore[attr-defined]
     analysis.compute_live_map = compute_live_map
     if getattr(ir_utils, "compute_live_map", None) is numbas:
         ir_utils.compute_live_map = compute_live_map
@@ -456,7 +458,8 @@ def _ssa_where_used() -> None:
             raise errors.CompilerError("CFG mutated in SSA pass")
         return blocks
 
-    run_ssa._numba = ssa._run_ssa  # type: ignore[attr-defined]  (what the tests compare it with)
+    # Numba's own, which the tests compare it with
+    run_ssa._numba = ssa._run_ssa  # type: ignore[attr-defined]
     ssa._run_ssa = run_ssa
 
 
@@ -485,7 +488,7 @@ def _one_front_end_per_inlined_function() -> None:
     worker = getattr(inline_closurecall, "InlineWorker", None)
     inline = getattr(worker, "inline_function", None)
     front_end = getattr(worker, "run_untyped_passes", None)
-    if inline is None or front_end is None or \
+    if worker is None or inline is None or front_end is None or \
             f"{_source_digest(inline)} {_source_digest(front_end)}" not in _INLINE_FUNCTION_DIGESTS:
         return
     kept: dict[tuple[object, ...], object] = {}
@@ -552,7 +555,7 @@ def _plain_entry_wrappers() -> None:
 
     wrapper_class = getattr(callwrapper, "PyCallWrapper", None)
     build = getattr(wrapper_class, "build", None)
-    if build is None or getattr(build, "_tuiprof_plain", False):
+    if wrapper_class is None or build is None or getattr(build, "_tuiprof_plain", False):
         return
 
     def plain_build(self):  # noqa: ANN001, ANN202 (Numba's signature)
