@@ -8,6 +8,13 @@ module that compiles kernels (`KERNEL_SOURCES`): Numba validates a cached kernel
 file only, and kernels inline helpers from other files, so a change to any of them must not
 reuse stale machine code. An explicit ``NUMBA_CACHE_DIR`` wins.
 
+It also makes Numba's own compiling cheaper, for a first run after an install, without changing
+the machine code of any kernel: built-in typings memoised (`_memoize_typing`), no C callback
+wrappers, live variables computed only where read and over bit sets, SSA reconstruction and IR
+copies that skip what cannot change, one front end per inlined helper, unoptimised Python entry
+wrappers, and no LLVM passes on mere declarations. Each is left alone on a Numba whose internals
+differ from those it was written against (most check a digest of the source they replace).
+
 Importing this module imports numba and numpy; keep it out of the paths that must start light
 (``tuiprof --help``, ``import tuiprof.sim``).
 """
