@@ -8,6 +8,13 @@ module that compiles kernels (`KERNEL_SOURCES`): Numba validates a cached kernel
 file only, and kernels inline helpers from other files, so a change to any of them must not
 reuse stale machine code. An explicit ``NUMBA_CACHE_DIR`` wins.
 
+It also makes Numba's own compiling cheaper, for a first run after an install, without changing
+the machine code of any kernel: built-in typings memoised (`_memoize_typing`), no C callback
+wrappers, live variables computed only where read and over bit sets, SSA reconstruction and IR
+copies that skip what cannot change, one front end per inlined helper, unoptimised Python entry
+wrappers, and no LLVM passes on mere declarations. Each is left alone on a Numba whose internals
+differ from those it was written against (most check a digest of the source they replace).
+
 Importing this module imports numba and numpy; keep it out of the paths that must start light
 (``tuiprof --help``, ``import tuiprof.sim``).
 """
@@ -203,6 +210,393 @@ def _no_cfunc_wrappers() -> None:
 
 
 _no_cfunc_wrappers()
+
+
+_POSTPROC_RUN_DIGESTS = frozenset({"5b91e80193b8e368"})
+"""Digests (`_source_digest`) of the sources of Numba's ``PostProcessor.run`` that
+`_lazy_block_entry_vars` replaces (Numba 0.68)."""
+
+
+def _source_digest(fn: object) -> str | None:
+    """A digest of `fn`'s source text, whitespace aside; None where it cannot be read."""
+    import inspect
+
+    try:
+        text = inspect.getsource(fn)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return None
+    return hashlib.sha1("".join(text.split()).encode()).hexdigest()[:16]
+
+
+def _lazy_block_entry_vars() -> None:
+    """Compute the variables live at each block's entry only when something asks for them.
+
+    Numba's IR post-processor, run after every pass that changes a function's IR (about a dozen
+    times per function, and again inside each inlining), computed them for every block: def-reach
+    and liveness fix points and dead maps over the whole function. Only object-mode lowering and
+    generators read them; tuiprof's kernels are neither, and on a first vecadd ``.cu`` run this
+    was about a fifth of all compiling. Generators still get them at once (their state is what is
+    live at each yield); any other reader gets them computed on its first question
+    (`get_block_entry_vars`), from the blocks as they then are. The runs that emit ``del``s still
+    compute the dead maps those need. Left alone unless
+    Numba's post-processor is the one this was written against (`_POSTPROC_RUN_DIGESTS`)."""
+    try:
+        from numba.core import analysis, ir, postproc, transforms
+    except ImportError:
+        return
+    processor = getattr(postproc, "PostProcessor", None)
+    run = getattr(processor, "run", None)
+    if processor is None or run is None or getattr(run, "_tuiprof_lazy", False) or \
+            _source_digest(run) not in _POSTPROC_RUN_DIGESTS:
+        return
+
+    def entry_vars(func_ir) -> None:  # noqa: ANN001 (Numba's FunctionIR)
+        vlt = postproc.VariableLifetime(func_ir.blocks)
+        live = analysis.compute_live_variables(vlt.cfg, func_ir.blocks, vlt.usedefs.defmap, vlt.deadmaps.combined)
+        for offset, block in func_ir.blocks.items():
+            func_ir.block_entry_vars[block] = live[offset]
+
+    def lazy_run(self, emit_dels: bool = False, extend_lifetimes: bool = False) -> None:  # noqa: ANN001
+        func_ir = self.func_ir
+        func_ir.blocks = transforms.canonicalize_cfg(func_ir.blocks)
+        func_ir.variable_lifetime = postproc.VariableLifetime(func_ir.blocks)
+        if func_ir.is_generator:
+            entry_vars(func_ir)
+            func_ir.generator_info = postproc.GeneratorInfo()
+            self._compute_generator_info()
+        else:
+            func_ir.generator_info = None
+        if emit_dels:
+            self._insert_var_dels(extend_lifetimes=extend_lifetimes)
+
+    def get_block_entry_vars(self, block):  # noqa: ANN001, ANN202 (Numba's signature)
+        if block not in self.block_entry_vars:
+            entry_vars(self)
+        return self.block_entry_vars[block]
+
+    lazy_run._tuiprof_lazy = True  # type: ignore[attr-defined]
+    processor.run = lazy_run
+    ir.FunctionIR.get_block_entry_vars = get_block_entry_vars  # type: ignore[method-assign]
+
+
+_lazy_block_entry_vars()
+
+
+_OPTIMIZE_FUNCTIONS_DIGESTS = frozenset({"544c7bd91a561e4e"})
+"""Digests (`_source_digest`) of Numba's ``CPUCodeLibrary._optimize_functions`` that
+`_no_passes_on_declarations` replaces (Numba 0.68)."""
+
+
+def _no_passes_on_declarations() -> None:
+    """Run LLVM's per-function passes on the functions a module defines, not on those it only
+    declares (the runtime and Python API functions each module calls: most of a small module's
+    functions). Numba built a pass manager and ran it on every one, where it does nothing. Same
+    machine code. Left alone unless Numba's method is the one this was written against."""
+    from numba.core import codegen
+
+    library = getattr(codegen, "CPUCodeLibrary", None)
+    optimize = getattr(library, "_optimize_functions", None)
+    if library is None or optimize is None or _source_digest(optimize) not in _OPTIMIZE_FUNCTIONS_DIGESTS:
+        return
+
+    def optimize_functions(self, ll_module) -> None:  # noqa: ANN001 (Numba's signature)
+        ll_module.data_layout = self._codegen._data_layout
+        for func in ll_module.functions:
+            if func.is_declaration:
+                continue
+            fpm, pb = self._codegen._function_pass_manager()
+            with self._recorded_timings.record(f"Function passes on {func.name!r}", pb):
+                fpm.run(func, pb)
+
+    library._optimize_functions = optimize_functions
+
+
+_no_passes_on_declarations()
+
+
+_LIVE_MAP_DIGESTS = frozenset({"34f047f8e771ef6c"})
+"""Digests (`_source_digest`) of Numba's ``analysis.compute_live_map`` that `_live_map_by_bits`
+replaces (Numba 0.68)."""
+
+
+def _live_map_by_bits() -> None:
+    """Numba's live-variable analysis (the variables live at each block's entry, which places
+    the ``del``s that free arrays) over bit sets: the same fix points over the same blocks in the
+    same order, each set of variable names an integer with one bit per name, turned back into
+    the same sets of names at the end. Numba's sets of strings made each step of the fix points
+    a hashing of every live name (thousands in an inlined interpreter, at every block, after each
+    of several passes). Left alone unless Numba's analysis is the one this was written against."""
+    from numba.core import analysis, ir_utils
+
+    numbas = getattr(analysis, "compute_live_map", None)
+    if numbas is None or _source_digest(numbas) not in _LIVE_MAP_DIGESTS:
+        return
+
+    def compute_live_map(cfg, blocks, var_use_map, var_def_map):  # noqa: ANN001, ANN202 (Numba's signature)
+        topo_order = cfg.topo_order()
+        bit: dict[str, int] = {}
+        names: list[str] = []
+
+        def bits(vs) -> int:  # noqa: ANN001
+            b = 0
+            for v in vs:
+                i = bit.get(v)
+                if i is None:
+                    i = bit[v] = len(names)
+                    names.append(v)
+                b |= 1 << i
+            return b
+
+        uses = {k: bits(v) for k, v in var_use_map.items()}
+        defs = {k: bits(v) for k, v in var_def_map.items()}
+        def_reach: dict[object, int] = {}
+        changed = True
+        while changed:  # sets only grow: unchanged values are Numba's unchanged sizes
+            changed = False
+            for offset in topo_order:
+                here = def_reach.get(offset, 0) | defs[offset] | uses[offset]
+                if here != def_reach.get(offset):
+                    def_reach[offset] = here
+                    changed = True
+                for out_blk, _ in cfg.successors(offset):
+                    merged = def_reach.get(out_blk, 0) | here
+                    if merged != def_reach.get(out_blk):
+                        def_reach[out_blk] = merged
+                        changed = True
+        live = {offset: uses[offset] for offset in blocks.keys()}
+        changed = True
+        while changed:
+            changed = False
+            for offset in reversed(topo_order):
+                live_vars = live[offset]
+                for inc_blk, _ in cfg.predecessors(offset):
+                    merged = live[inc_blk] | (live_vars & def_reach.get(inc_blk, 0) & ~defs[inc_blk])
+                    if merged != live[inc_blk]:
+                        live[inc_blk] = merged
+                        changed = True
+        out = {}
+        for offset, b in live.items():
+            s = set()
+            i = 0
+            while b:
+                if b & 1:
+                    s.add(names[i])
+                b >>= 1
+                i += 1
+            out[offset] = s
+        return out
+
+    # Numba's own, which the tests compare it with
+    compute_live_map._numba = numbas  # type: ignore[attr-defined]
+    analysis.compute_live_map = compute_live_map
+    if getattr(ir_utils, "compute_live_map", None) is numbas:
+        ir_utils.compute_live_map = compute_live_map
+
+
+_live_map_by_bits()
+
+
+_SSA_DIGESTS = frozenset({"593336afef8fde85 f5aec3523658d50c 074a3a1c84b95aaa 347d3c3a6a2732ee 396a9b32adc46072 "
+                          "2bc5b43fe65abd55"})
+"""Digests (`_source_digest`) of Numba's SSA reconstruction functions that `_ssa_where_used`
+relies on: ``_run_ssa``, ``_run_block_rewrite``, ``_fresh_vars``, ``_fix_ssa_vars``,
+``_make_states`` and ``_run_ssa_block_pass`` of ``numba.core.ssa`` (Numba 0.68)."""
+
+
+def _ssa_where_used() -> None:
+    """Numba's SSA reconstruction, visiting for each variable only the blocks that mention it.
+
+    Numba fixes one variable with several definitions at a time, and for each one rewrote every
+    statement of every block twice (fresh names for its definitions, then each use pointed at the
+    reaching definition, with phi nodes where needed). A block that neither defines nor uses the
+    variable comes out of both rewrites unchanged, so it is copied as it is: the same blocks,
+    statements and phi nodes, in the same order, for a fraction of the work (an inlined
+    interpreter has hundreds of such variables and thousands of blocks). Left alone unless
+    Numba's SSA functions are the ones this was written against."""
+    from numba.core import errors, ir, ssa
+    from numba.core.analysis import compute_cfg_from_blocks
+
+    names = ("_run_ssa", "_run_block_rewrite", "_fresh_vars", "_fix_ssa_vars", "_make_states", "_run_ssa_block_pass")
+    helpers = ("_iterated_domfronts", "_find_defs_violators", "_CacheListVars", "_compute_phi_locations",
+               "_FreshVarHandler", "_FixSSAVars", "defaultdict")
+    if any(not callable(getattr(ssa, n, None)) for n in names + helpers) or \
+            " ".join(str(_source_digest(getattr(ssa, n))) for n in names) not in _SSA_DIGESTS:
+        return
+
+    def rewrite(blocks, states, handler, mentions):  # noqa: ANN001, ANN202 (Numba's IR)
+        varname = states["varname"]
+        newblocks = {}
+        for label, blk in blocks.items():
+            newblk = ir.Block(scope=blk.scope, loc=blk.loc)
+            if varname in mentions[label]:
+                states["label"] = label
+                states["block"] = blk
+                newblk.body = list(ssa._run_ssa_block_pass(states, blk, handler))
+            else:
+                newblk.body = list(blk.body)
+            newblocks[label] = newblk
+        return newblocks
+
+    def run_ssa(blocks):  # noqa: ANN001, ANN202
+        if not blocks:
+            return {}
+        cfg = compute_cfg_from_blocks(blocks)
+        df_plus = ssa._iterated_domfronts(cfg)
+        violators = ssa._find_defs_violators(blocks, cfg)
+        cache_list_vars = ssa._CacheListVars()
+        # the names each block mentions (its statements' variables, targets included); fixing one
+        # variable renames only that variable, so the other names a block mentions stay as they are
+        mentions = {label: {v.name for stmt in blk.body for v in stmt.list_vars()} for label, blk in blocks.items()}
+        for varname in violators:
+            states = ssa._make_states(blocks)
+            states["varname"] = varname
+            states["defmap"] = defmap = ssa.defaultdict(list)
+            blocks = rewrite(blocks, states, ssa._FreshVarHandler(), mentions)
+            states = ssa._make_states(blocks)
+            states["varname"] = varname
+            states["defmap"] = defmap
+            states["phimap"] = phimap = ssa.defaultdict(list)
+            states["cfg"] = cfg
+            states["phi_locations"] = ssa._compute_phi_locations(df_plus, defmap)
+            blocks = rewrite(blocks, states, ssa._FixSSAVars(cache_list_vars), mentions)
+            for label, philist in phimap.items():
+                blocks[label].body = philist + blocks[label].body
+        if compute_cfg_from_blocks(blocks) != cfg:
+            raise errors.CompilerError("CFG mutated in SSA pass")
+        return blocks
+
+    # Numba's own, which the tests compare it with
+    run_ssa._numba = ssa._run_ssa  # type: ignore[attr-defined]
+    ssa._run_ssa = run_ssa
+
+
+_ssa_where_used()
+
+
+_INLINE_FUNCTION_DIGESTS = frozenset({"c48859b545c604d3 48a5dc7ed0d6de7e"})
+"""Digests (`_source_digest`) of Numba's ``InlineWorker.inline_function`` and
+``run_untyped_passes`` that `_one_front_end_per_inlined_function` relies on (Numba 0.68)."""
+
+
+def _one_front_end_per_inlined_function() -> None:
+    """Run Numba's front end (bytecode to IR, the untyped passes) once per inlined function in a
+    process, not at every call site it is inlined into.
+
+    A helper marked ``inline="always"`` (`INLINE`) was translated from bytecode and put through
+    the untyped pipeline afresh at each of its call sites, in every kernel, although the result
+    depends only on the function, the compiler's typing context and options: a handler inlined
+    at five sites was translated five times. The IR is kept per (function, typing context, kind
+    of target context (each compile has its own, configured by the options), pipeline class,
+    locals, options) and each call site inlines a copy with a fresh function
+    identity (Numba copies it again before changing it), so inlined variables are named apart as
+    before. Left alone unless Numba's inliner is the one this was written against."""
+    from numba.core import inline_closurecall
+
+    worker = getattr(inline_closurecall, "InlineWorker", None)
+    inline = getattr(worker, "inline_function", None)
+    front_end = getattr(worker, "run_untyped_passes", None)
+    if worker is None or inline is None or front_end is None or \
+            f"{_source_digest(inline)} {_source_digest(front_end)}" not in _INLINE_FUNCTION_DIGESTS:
+        return
+    kept: dict[tuple[object, ...], object] = {}
+
+    def inline_function(self, caller_ir, block, i, function, arg_typs=None):  # noqa: ANN001, ANN202
+        values = getattr(self.flags, "_values", None)
+        try:
+            key = (function, self.typingctx, type(self.targetctx), type(self.pipeline),
+                   tuple(sorted((self.locals or {}).items())),
+                   tuple(sorted((k, v) for k, v in values.items() if k != "enable_ssa"))
+                   if isinstance(values, dict) else None)
+            hash(key)
+        except TypeError:  # something unhashable: as Numba does
+            return inline(self, caller_ir, block, i, function, arg_typs)
+        if key[-1] is None:  # options that cannot be told apart: as Numba does
+            return inline(self, caller_ir, block, i, function, arg_typs)
+        kept_ir = kept.get(key)
+        if kept_ir is None:
+            kept_ir = kept[key] = self.run_untyped_passes(function)  # sets the caller's flags.enable_ssa = False
+        else:
+            self.flags.enable_ssa = False  # as the front end does
+        callee_ir = kept_ir.copy()  # type: ignore[attr-defined]
+        callee_ir.func_id = kept_ir.func_id.derive()  # type: ignore[attr-defined]
+        callee_ir._definitions = {k: list(v) for k, v in kept_ir._definitions.items()}  # type: ignore[attr-defined]
+        return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+
+    worker.inline_function = inline_function
+
+
+_one_front_end_per_inlined_function()
+
+
+def _source_locations_not_copied() -> None:
+    """Share Numba's source locations (``ir.Loc``: file, line, column) between copies of IR
+    instead of deep-copying them. Inlining deep-copies the callee's IR twice per call site, and
+    every statement and variable carries a location: a third of the copying. A location is never
+    changed once made (its only later attribute, the source lines, is read from the same file),
+    so a shared one reads the same. Left alone where Numba already defines how a location copies."""
+    from numba.core import ir
+
+    loc = getattr(ir, "Loc", None)
+    if loc is None or "__deepcopy__" in vars(loc):
+        return
+
+    def shared(self, memo):  # noqa: ANN001, ANN202 (the copy protocol)
+        return self
+
+    loc.__deepcopy__ = shared
+
+
+_source_locations_not_copied()
+
+
+def _plain_entry_wrappers() -> None:
+    """Compile the Python entry of each kernel (Numba's wrapper that unboxes the arguments of a
+    call from Python, calls the kernel and boxes its result) without optimising it: it runs once
+    per call from Python, a few microseconds, and LLVM spent as long on it as on a small kernel
+    (it is as large as one for every array argument, and was optimised three times: alone, then
+    twice more in the kernel's final module). Marked ``optnone`` (with ``noinline``, which that
+    requires), so LLVM's passes skip it and its machine code is selected quickly; the kernel's
+    own code is unchanged. Left alone on a Numba whose internals differ."""
+    from llvmlite import ir as llvm_ir
+    from numba.core import callwrapper
+
+    wrapper_class = getattr(callwrapper, "PyCallWrapper", None)
+    build = getattr(wrapper_class, "build", None)
+    if wrapper_class is None or build is None or getattr(build, "_tuiprof_plain", False):
+        return
+
+    def plain_build(self):  # noqa: ANN001, ANN202 (Numba's signature)
+        built = build(self)
+        wrapper = built[0] if isinstance(built, tuple) and built else None
+        if isinstance(wrapper, llvm_ir.Function):
+            wrapper.attributes.add("noinline")
+            wrapper.attributes.add("optnone")
+        return built
+
+    plain_build._tuiprof_plain = True  # type: ignore[attr-defined]
+    wrapper_class.build = plain_build
+
+
+_plain_entry_wrappers()
+
+
+def _no_llvm_lock_events() -> None:
+    """Stop Numba's per-call LLVM lock events: Numba registers callbacks that broadcast an event
+    each time any LLVM function is entered and left (tens of thousands per first run), only to
+    fill a compile-time statistic (``metadata['timers']['llvm_lock']``) that tuiprof never reads.
+    Left alone on an llvmlite or Numba whose internals differ."""
+    from llvmlite.binding import ffi
+
+    lock = getattr(getattr(ffi, "lib", None), "_lock", None)
+    callbacks = getattr(lock, "_cblist", None)
+    if not isinstance(callbacks, list):
+        return
+    for acquire, release in list(callbacks):
+        if getattr(acquire, "__module__", "") == "numba.core.base":
+            ffi.unregister_lock_callback(acquire, release)
+
+
+_no_llvm_lock_events()
 
 class KernelOptions(TypedDict, total=False):
     """The Numba options tuiprof passes to `njit`: typed so that ``njit(**KERNEL)`` type-checks."""

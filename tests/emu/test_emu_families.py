@@ -22,13 +22,19 @@ from tuiprof.collect.emu.kernel.codes import (
     F_SUB,
     F_TY,
     F_TY2,
+    FAM_BRA,
     FAM_CMP,
     FAM_CVT,
     FAM_CVT_INT,
+    FAM_EXIT,
     FAM_FLOAT,
     FAM_FLOAT_PLAIN,
+    FAM_IADD,
+    FAM_IMUL,
+    FAM_LDST,
     FAM_NONE,
     FAM_SETP_INT,
+    FAM_SHIFT,
     FL_FTZ,
     N_FIELDS,
     OP_CVT,
@@ -89,6 +95,18 @@ def test_variants_grow_to_every_family() -> None:
     assert VARIANTS[-1] == frozenset(range(FAM_NONE))
 
 
+@pytest.mark.parametrize(("families", "variant"), [
+    ({FAM_IADD, FAM_IMUL, FAM_LDST, FAM_EXIT}, 0),            # integer indices, loads and stores (vecadd)
+    ({FAM_IADD, FAM_SHIFT, FAM_FLOAT_PLAIN, FAM_LDST}, 1),    # float arithmetic, no branch (a saxpy without bounds)
+    ({FAM_IADD, FAM_LDST, FAM_SETP_INT, FAM_BRA}, 2),         # a bounds check
+    ({FAM_FLOAT, FAM_LDST}, 4),                               # rounding modes: everything
+])
+def test_the_first_variant_that_holds_the_families(families: set[int], variant: int) -> None:
+    code = np.zeros((len(families), N_FIELDS), np.int64)
+    code[:, F_FAM] = sorted(families)
+    assert families_of(code) == VARIANTS[variant]
+
+
 def _variant(compiled: tuple, kernel: str) -> int:
     module, src, text = compiled
     dev = EmuDevice(module, src, text, record=RecordChoice(snapshot=()))
@@ -100,7 +118,7 @@ def _variant(compiled: tuple, kernel: str) -> int:
 
 
 def test_kernels_get_the_smallest_variant_that_runs_them(cuda_ptx: Compiler) -> None:  # noqa: F811
-    assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "vecadd.cu"), "kernel_vec_add") == 0   # no branch
-    assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "stencil.cu"), "stencil7") == 1       # bounds checks
-    assert _variant(cuda_ptx("ptx_matmul_tiled"), "matmul_tiled") == 2   # CTA barriers
-    assert _variant(cuda_ptx("ptx_reduce_shfl"), "reduce_shfl") == 3     # atomicAdd on floats
+    assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "vecadd.cu"), "kernel_vec_add") == 0   # integer indices
+    assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "stencil.cu"), "stencil7") == 2       # bounds checks
+    assert _variant(cuda_ptx("ptx_matmul_tiled"), "matmul_tiled") == 3   # CTA barriers
+    assert _variant(cuda_ptx("ptx_reduce_shfl"), "reduce_shfl") == 4     # atomicAdd on floats

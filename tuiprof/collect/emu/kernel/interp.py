@@ -95,23 +95,27 @@ C_BATCH = 19
 """This batch's index: it stops (ST_ABORTED) once an earlier batch has failed."""
 N_CFG = 20
 
-ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_SHIFT, FAM_CVT_INT, FAM_FLOAT_PLAIN,
-                             FAM_CVTA, FAM_LDST})
-"""Families compiled into every variant of the interpreter: inlined, cheap to compile and in most
-kernels (address arithmetic, plain float arithmetic, scalar and vector loads and stores)."""
+ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_CVTA, FAM_LDST})
+"""Families compiled into every variant of the interpreter: inlined, cheap to compile and in
+nearly every kernel (integer index arithmetic, scalar and vector loads and stores)."""
+STRAIGHT = ALWAYS_COMPILED | {FAM_SHIFT, FAM_CVT_INT, FAM_FLOAT_PLAIN}
+"""Straight-line kernels' families: shifts, integer conversions and plain float arithmetic too."""
 VARIANTS = (ALWAYS_COMPILED,
-            ALWAYS_COMPILED | {FAM_LOGIC, FAM_SETP_INT, FAM_SELP, FAM_MISC, FAM_BRA},
-            ALWAYS_COMPILED | {FAM_LOGIC, FAM_SETP_INT, FAM_SELP, FAM_MISC, FAM_BRA, FAM_INT_MORE, FAM_BAR, FAM_SYNC,
-                               FAM_CALL},
+            STRAIGHT,
+            STRAIGHT | {FAM_LOGIC, FAM_SETP_INT, FAM_SELP, FAM_MISC, FAM_BRA},
+            STRAIGHT | {FAM_LOGIC, FAM_SETP_INT, FAM_SELP, FAM_MISC, FAM_BRA, FAM_INT_MORE, FAM_BAR, FAM_SYNC,
+                        FAM_CALL},
             frozenset(range(FAM_NONE)))
 """The sets of families the interpreter is compiled for (`families_of`): a kernel gets the first
-that holds its families. Each variant compiles the whole scheduler again (10-20 s of CPU), so a
-handful of them, not one per combination (the tests' 150 kernels have 24): the first for
-straight-line kernels that compute addresses and values, load and store (vecadd, saxpy: without
-a branch a warp never diverges, so the divergence machinery is pruned too), the second adds
-predicates, branches and the bitwise instructions (stencils, SpMV, bounds checks), the third CTA
-barriers, warp collectives, device-function calls and the rarer integer instructions (tiled
-kernels, reductions), the last has everything (the float rounding machinery, atomics, textures)."""
+that holds its families. Each variant compiles the whole scheduler again (5-15 s of CPU), so a
+handful of them, not one per combination (the tests' 150 kernels have 24): the first two for
+straight-line kernels (without a branch a warp never diverges, so the divergence machinery is
+pruned too), the smallest for those that only compute integer addresses, load and store (vecadd:
+a first run compiles no more than it needs), the next with shifts, integer conversions and float
+arithmetic (saxpy); the third adds predicates, branches and the bitwise instructions (stencils,
+SpMV, bounds checks), the fourth CTA barriers, warp collectives, device-function calls and the
+rarer integer instructions (tiled kernels, reductions), the last has everything (the float
+rounding machinery, atomics, textures)."""
 
 # per-CTA special registers (cta_spec[:, 1])
 CS_CTAID_X, CS_CTAID_Y, CS_CTAID_Z, CS_SMID = 0, 1, 2, 3
