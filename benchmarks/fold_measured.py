@@ -13,7 +13,7 @@ Per GPU (the name the session read from the driver, or ``--gpu``), into the entr
 - ``counters.<demo>``: every counter ncu gave for it, raw (research: DRAM sectors, the L2's
   lookups from the L1 and across the two partitions, the carve-out, the launch's shape);
 - ``micro.<kernel run>``: per profiled launch of each micro-kernel its kernel, values, counters
-  and the environment that sized it;
+  and the environment that sized it; from the partition map's, ``sm_partition`` (`partition_map`);
 - ``l2_fetch_granularity``: the value queried (default, and what each setting read back) and, per
   demo or micro-kernel run, the values and counters with the limit set to 32, 64 and 128 B;
 - ``accuracy_session``: the date, the metrics the ncu at hand lacked, the steps skipped or failed,
@@ -58,6 +58,25 @@ def _items(value: object) -> list[dict[str, object]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+FABRIC, NEAR = "lts__t_sectors_srcunit_ltcfabric_op_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum"
+
+
+def partition_map(launches: list[dict[str, object]]) -> dict[str, object]:
+    """SM 0's L2 partition and each probed SM's (launch k probes SM k + 1, benchmarks/micro/
+    partition_map.cu): 0 where the probe's reads barely crossed the fabric (SM 0's copies served
+    them), 1 where a quarter or more of its sectors did (about half are homed in SM 0's partition)."""
+    sms, shares = [0], [0.0]
+    for launch in launches:
+        c = _mapping(launch.get("counters"))
+        near = float(c.get(NEAR, 0.0) or 0.0)  # type: ignore[arg-type]
+        share = float(c.get(FABRIC, 0.0) or 0.0) / near if near else float("nan")  # type: ignore[arg-type]
+        shares.append(round(share, 4))
+        sms.append(1 if share >= 0.25 else 0)
+    return {"partition": sms, "fabric_share": shares,
+            "rule": "SM s shares SM 0's L2 partition when its reads of lines SM 0 just read crossed the fabric for "
+                    "under a quarter of their sectors (benchmarks/micro/partition_map.cu)"}
+
+
 def fold(results: dict[str, object], base: Path, measured: dict[str, dict[str, object]], gpu: str | None = None,
          arch: str = "h100") -> tuple[dict[str, dict[str, object]], list[str]]:
     """`measured` with the session's values folded in (a new dict), and the notes on what was
@@ -97,6 +116,8 @@ def fold(results: dict[str, object], base: Path, measured: dict[str, dict[str, o
             micro[what] = {"env": m.get("env", {}), "launches": [launch_record(x) for x in launches]}
         else:
             gran.setdefault("micro", {}).setdefault(what, {})[str(g)] = [launch_record(x) for x in launches]
+    if "partition_map" in micro:
+        entry["sm_partition"] = partition_map(_items(_mapping(micro["partition_map"]).get("launches")))
     steps = _items(results.get("steps"))
     metrics = _mapping(results.get("metrics"))
     entry["accuracy_session"] = {

@@ -16,6 +16,8 @@ first (names as ``--skip`` takes them; a prefix skips a group, ``ncu-demo`` all 
                        is dropped at its first step and never asked again)
   fetch-granularity    cudaLimitMaxL2FetchGranularity: the default, then set to 32, 64, 128 B
   ncu-micro:NAME       ncu on each micro-kernel at GPU size (one effect each)
+  ncu-map:partition    which SMs share an L2 partition: SM 0 warms a buffer, SM s reads it, for
+                       every s; the fabric lookups of each read, caches not flushed
   ncu-gran:NAME:BYTES  the neighbour-sector kernel with the granularity set to 32, 64, 128 B
   source:NAME          ncu's source page (SourceCounters, cuda,sass CSV) of a few demos: per-op data
   ncu-gran:DEMO:BYTES  the SpMV demos with the granularity set
@@ -73,6 +75,12 @@ MICRO_RUNS: tuple[tuple[str, str, dict[str, str], int, int], ...] = (
 )
 """The micro-kernels at GPU size: inputs past the 50 MiB L2 (the chase at 25 and 50 MiB, the
 two L2 partitions' capacity question), the L1 sweep at SpMV's grid of 512 CTAs of 256 threads."""
+MAP_SMS = 132
+"""SMs the partition map probes (the H100 SXM's; a GPU with fewer profiles fewer launches)."""
+MAP_METRICS = ("lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,"
+               "lts__t_sectors_srcunit_ltcfabric_op_read.sum,lts__t_sectors_srcunit_ltcfabric_op_read_lookup_hit.sum")
+"""The partition map's counters: one pass (kernel replay of a second pass would find the caches its
+first left), caches not flushed (the warm launch's lines must stay)."""
 METRICS_PLACEHOLDER = "{metrics}"
 
 
@@ -100,10 +108,11 @@ def plain_program(source: Path, script: Path, cc: str) -> list[str]:
 
 
 def ncu_argv(ncu: str, program: list[str], log: str, *, kernel: str | None = None, skip: int = 0,
-             count: int = 1) -> tuple[str, ...]:
+             count: int = 1, cache: str = "all", metrics: str = METRICS_PLACEHOLDER) -> tuple[str, ...]:
     """ncu on `program`: `count` launches from the `skip`-th (of `kernel`, or of every kernel),
-    caches flushed before each, the metrics filled in at run time (`METRICS_PLACEHOLDER`)."""
-    cmd = [ncu, "--csv", "--cache-control", "all", "--metrics", METRICS_PLACEHOLDER, "--launch-skip", str(skip),
+    caches flushed before each (`cache` "none": not), the metrics filled in at run time
+    (`METRICS_PLACEHOLDER`) or as given."""
+    cmd = [ncu, "--csv", "--cache-control", cache, "--metrics", metrics, "--launch-skip", str(skip),
            "--launch-count", str(count), "--log-file", log]
     if kernel:
         cmd += ["--kernel-name-base", "mangled", "--kernel-name", kernel]
@@ -136,6 +145,14 @@ def plan(out: Path, cc: str, ncu: str = "ncu", all_spmv: bool = False) -> list[S
         steps.append(Step(f"ncu-micro:{suffix}", cap, ncu_argv(ncu, program, str(out / csv), count=launches), env,
                           meta={"subject": "micro", "name": suffix, "granularity": None, "csv": csv, "launches": launches,
                                 "env": env}, estimate=cap // 3))
+    program = plain_program(MICRO / "partition_map.cu", MICRO / "partition_map_launch.py", cc)
+    steps.append(Step("ncu-map:partition", 120, ncu_argv(ncu, program, str(out / "ncu/micro_partition_map.csv"),
+                                                         kernel="probe", count=MAP_SMS - 1, cache="none",
+                                                         metrics=MAP_METRICS),
+                      {"MICRO_SMS": str(MAP_SMS), "MICRO_LINES": "512"},
+                      meta={"subject": "micro", "name": "partition_map", "granularity": None,
+                            "csv": "ncu/micro_partition_map.csv", "launches": MAP_SMS - 1,
+                            "env": {"MICRO_SMS": str(MAP_SMS), "MICRO_LINES": "512"}}, estimate=30))
     for g in GRANULARITIES:
         suffix, stem, env, launches, _ = MICRO_RUNS[0]
         csv = f"ncu/gran_{suffix}_{g}.csv"
@@ -158,7 +175,7 @@ def plan(out: Path, cc: str, ncu: str = "ncu", all_spmv: bool = False) -> list[S
     steps += [demo_step("ncu-demo", name, 45) for name in order]
     steps.append(Step("per-op", 150, (py, "-m", "tuiprof", "validate", "vecadd", "--per-op", "--trials", "8",
                                       "--no-sweep", "--trace", str(out / "val_vecadd.tptrace")), kind="per-op",
-                      estimate=90))
+                      estimate=60))
     return steps
 
 

@@ -17,6 +17,8 @@
 #   3. ncu on the micro-kernels of benchmarks/micro/ at GPU size: a sector then its neighbour; a pointer chase
 #      over 25 and 50 MiB (the two L2 partitions: ltcfabric counters); a read with and without __ldcs; stores
 #      partly covering a sector; an L1 sweep at SpMV's launch shape (launch__shared_mem_config_size: the carve-out)
+#   3b. the SM-to-L2-partition map (benchmarks/micro/partition_map.cu): SM 0 warms a buffer, each SM s reads it;
+#      ncu's fabric lookups of each read (caches kept), folded into measured.json's sm_partition
 #   4. the neighbour-sector kernel with the granularity at 32, 64, 128 B (dram__sectors_read per L2 read miss)
 #   5. ncu's source page (SourceCounters, cuda,sass) of vecadd, spmv-u, matmul16: per-op data for
 #      `tuiprof validate DEMO --source-csv FILE` here

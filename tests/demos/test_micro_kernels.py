@@ -249,3 +249,16 @@ def test_the_gpu_size_launches_pass_their_checks(run: int, monkeypatch: pytest.M
     with GpuDevice(program, parse_module(program.ptx), mode="plain") as dev:
         out = ns["setup"](dev)
     ns["check"](out)
+
+
+def test_partition_map_probe_reads_only_on_its_sm() -> None:
+    """The partition map's first probe (SM 1) on the emulator: 32 CTAs (8 an SM of 4), %smid = CTA
+    mod 132 for a whole one-wave grid (arch.occupancy.snapshot_spread), so CTA 1 alone reads: 4 warps,
+    each thread 512 / 128 = 4 lines, one warp access each: 16 warp accesses of 32 lines."""
+    trace, a = simulate("partition_map", kernel="probe")
+    (load,) = global_ops(a, "load")
+    assert trace.launch.grid_ctas == 32
+    assert load.warp_accesses == 16 and load.requests_per_access == 32.0
+    assert set(trace.snapshot.cta_ids[trace.warp_cta[np.repeat(np.arange(trace.warp_cta.size),
+                                                                  np.diff(trace.warp_offsets))]].tolist()) == {1}
+

@@ -53,7 +53,12 @@ def test_the_dry_run_plans_every_measurement(tmp_path: Path) -> None:
         assert f"ncu-demo:{demo}" in steps
     micro = {p.stem for p in (ROOT / "benchmarks" / "micro").glob("*.cu")}
     covered = {s.split(":")[1].split("-")[0] for s in names if s.startswith("ncu-micro:")}
-    assert covered == micro == {"neighbour_sector", "chase", "streaming", "partial_store", "l1_sweep"}
+    assert covered | {"partition_map"} == micro == {"neighbour_sector", "chase", "streaming", "partial_store",
+                                                     "l1_sweep", "partition_map"}
+    # the partition map: the probes alone, one pass of the fabric counters, caches kept from the warm launch
+    pmap = steps["ncu-map:partition"]
+    assert "--cache-control none" in pmap and "--kernel-name probe" in pmap and "--launch-count 131" in pmap
+    assert "MICRO_SMS=132" in pmap and "--metrics " + gpu_accuracy.MAP_METRICS in pmap
     assert "MICRO_FOOTPRINT_KIB=25600" in steps["ncu-micro:chase-25MiB"]
     assert "MICRO_FOOTPRINT_KIB=51200" in steps["ncu-micro:chase-50MiB"]
     assert "MICRO_CTAS=512" in steps["ncu-micro:l1_sweep"] and "--launch-count 8" in steps["ncu-micro:l1_sweep"]
@@ -61,7 +66,7 @@ def test_the_dry_run_plans_every_measurement(tmp_path: Path) -> None:
         for g in (32, 64, 128):
             assert f"TUIPROF_L2_FETCH_GRANULARITY={g}" in steps[f"ncu-gran:{subject}:{g}"]
     for name, line in steps.items():
-        if name.startswith("ncu-"):
+        if name.startswith("ncu-") and name != "ncu-map:partition":
             assert "--cache-control all" in line and "--metrics <metrics>" in line and "--plain-run" in line
         if name.startswith("source:"):
             assert "TUIPROF_JIT_LINEINFO=1" in line and "--section SourceCounters" in line
@@ -147,15 +152,17 @@ def test_the_driver_against_a_stand_in_ncu(tmp_path: Path) -> None:
     assert gpu_accuracy.main(["--out", str(out), "--ncu", str(ncu), "--budget", "400", "--skip", "per-op"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["metrics"]["missing"] == ["gpu__time_duration.sum"]
-    asked = calls.read_text().splitlines()
+    calls_made = calls.read_text().splitlines()
+    asked = [a for a in calls_made if a != gpu_accuracy.MAP_METRICS]  # the partition map asks its own four
+    assert len(asked) == len(calls_made) - 1
     assert all("launch__shared_mem_config_size" in a for a in asked)
     ncu_steps = [s for s in results["steps"] if s["name"].startswith("ncu-")]
-    assert len(asked) == len(ncu_steps) + 1  # the first step: refused once, then run again
+    assert len(calls_made) == len(ncu_steps) + 1  # the first step: refused once, then run again
     assert all("gpu__time_duration.sum" not in a for a in asked)
     assert "lts__t_sectors_srcunit_ltcfabric_op_write.sum" in asked[0]
     assert all("lts__t_sectors_srcunit_ltcfabric_op_write.sum" not in a for a in asked[1:])
     micro = {m["name"]: m for m in results["measurements"] if m["subject"] == "micro" and m["granularity"] is None}
-    assert set(micro) == {s for s, *_ in gpu_accuracy.MICRO_RUNS}
+    assert set(micro) == {s for s, *_ in gpu_accuracy.MICRO_RUNS} | {"partition_map"}
     demos = {m["name"] for m in results["measurements"] if m["subject"] == "demo" and m["granularity"] is None}
     assert demos == set(CATALOGUE)
     grans = {(m["name"], m["granularity"]) for m in results["measurements"] if m["granularity"]}
@@ -170,6 +177,8 @@ def test_the_driver_against_a_stand_in_ncu(tmp_path: Path) -> None:
     folded, notes = fold_measured.fold(results, out, {}, gpu="GPU X")
     assert notes == []
     assert set(folded["GPU X"]["demos"]) == set(CATALOGUE) and folded["GPU X"]["demos"]["bfs"]["l2_read"] == 0.5
+    pmap = folded["GPU X"]["sm_partition"]  # SM 0, then the 131 probed
+    assert len(pmap["partition"]) == len(pmap["fabric_share"]) == 132 and pmap["partition"][0] == 0
     sweep = folded["GPU X"]["micro"]["l1_sweep"]
     assert len(sweep["launches"]) == 8 and sweep["env"]["MICRO_CTAS"] == "512"
     assert sweep["launches"][3]["values"]["l1_read"] == 0.5
@@ -303,7 +312,7 @@ def test_the_script_end_to_end_with_a_stand_in_ncu(tmp_path: Path) -> None:
     assert {m["name"] for m in results["measurements"] if m["subject"] == "demo"} == set(CATALOGUE)
     folded = json.loads((out / "measured.json").read_text())
     assert set(folded["GPU X"]["demos"]) == set(CATALOGUE) and set(folded["GPU X"]["micro"]) == {
-        s for s, *_ in gpu_accuracy.MICRO_RUNS}
+        s for s, *_ in gpu_accuracy.MICRO_RUNS} | {"partition_map"}
     assert "NVIDIA H100 80GB HBM3" in folded  # the shipped entries stay
     assert (ROOT / "demo_traces" / "measured.json").read_text() == shipped
     # the device tool brings back 8 files at most: ncu's CSVs travel in csv.tgz, and fold again from it
@@ -316,3 +325,12 @@ def test_the_script_end_to_end_with_a_stand_in_ncu(tmp_path: Path) -> None:
     shutil.copy(out / "results.json", tmp_path / "again" / "results.json")
     refolded, notes = fold_measured.fold(results, tmp_path / "again", {}, "GPU X")
     assert not notes and refolded["GPU X"]["demos"] == folded["GPU X"]["demos"]
+
+
+def test_the_partition_map_fold() -> None:
+    """SM 0, then one probe each (benchmarks/micro/partition_map.cu): a quarter or more of a probe's
+    sectors over the fabric puts its SM in the other partition than SM 0's."""
+    near, fabric = fold_measured.NEAR, fold_measured.FABRIC
+    launches = [{"counters": {near: 1000.0, fabric: f}} for f in (0.0, 510.0, 20.0, 250.0)]
+    got = fold_measured.partition_map(launches)
+    assert got["partition"] == [0, 0, 1, 0, 1] and got["fabric_share"][2] == 0.51
