@@ -27,10 +27,14 @@ SECTOR = 0xFF
 """8 lanes of 4 B: one whole 32 B sector."""
 
 
+SMALL = {"l2__size": "4KiB", "l2__assoc": 4, "l2__partitions": 1, "address_hash": "linear"}
+"""An L2 of 32 lines, 8 linear sets of 4 ways (4 sets a half): one compiled kernel family for the cases."""
+
+
 def h100(**settings: object) -> Arch:
-    """The h100 preset (two halves) on one SM, no L1 (every read reaches the L2), one-sector fills
-    unless `settings` say otherwise."""
-    return arch_with("h100", **{"sm_count": 1, "l1__size": 0, "l2__fetch_granularity": 0, **settings})
+    """The h100 preset (two halves) on one SM with `SMALL`'s L2, no L1 (every read reaches the L2),
+    one-sector fills unless `settings` say otherwise."""
+    return arch_with("h100", **{"sm_count": 1, "l1__size": 0, "l2__fetch_granularity": 0, **SMALL, **settings})
 
 
 def both(trace, arch: Arch) -> TrialResult:
@@ -106,13 +110,12 @@ def test_each_half_holds_half_the_l2() -> None:
     first, n = 4096, 24
     lines = range(first, first + n)
     t = trace_of([[(p, one_lane(line * LINE), LANE0) for p in (0, 1) for line in lines]], ops=(op(), op()))
-    small = dict(l2__size="4KiB", l2__assoc=4, l2__partitions=1, address_hash="linear")
-    one = both(t, h100(l2__halves=1, **small))
+    one = both(t, h100(l2__halves=1))
     assert (one.l2_read_hits[1], one.l2_lookups[1], one.dram_reads[1]) == (n, n, 0)
     far = [line for line in lines if home_half(line) == 1]
     per_set = Counter((line % 8) >> 1 for line in far)
     far_hits = sum(1 for line in far if per_set[(line % 8) >> 1] <= 4)
-    r = both(t, h100(**small))
+    r = both(t, h100())
     assert 8 <= len(far) <= 16
     assert counters(r) == {"l2_read_accesses": [n, n], "l2_read_hits": [0, far_hits],
                            "l2_lookups": [n + len(far)] * 2, "l2_lookup_hits": [0, far_hits],
