@@ -145,26 +145,20 @@ def _refuse(err, reason, pc, t, cta, other, mask, mask2):
 
 
 @njit(**INLINE)
+def _buffer(kind, heap, shared, local, const_buf, param_buf):
+    """The buffer of `kind` (K_*): one load_bits or store_bits instance serves them all."""
+    return heap if kind == K_HEAP else (shared if kind == K_SHARED else (local if kind == K_LOCAL else (
+        const_buf if kind == K_CONST else param_buf)))
+
+
+@njit(**INLINE)
 def _load(kind, off, nb, heap, shared, local, const_buf, param_buf):
-    if kind == K_HEAP:
-        return load_bits(heap, off, nb)
-    if kind == K_SHARED:
-        return load_bits(shared, off, nb)
-    if kind == K_LOCAL:
-        return load_bits(local, off, nb)
-    if kind == K_CONST:
-        return load_bits(const_buf, off, nb)
-    return load_bits(param_buf, off, nb)
+    return load_bits(_buffer(kind, heap, shared, local, const_buf, param_buf), off, nb)
 
 
 @njit(**INLINE)
 def _store(kind, off, nb, val, heap, shared, local):
-    if kind == K_HEAP:
-        store_bits(heap, off, nb, val)
-    elif kind == K_SHARED:
-        store_bits(shared, off, nb, val)
-    else:
-        store_bits(local, off, nb, val)
+    store_bits(_buffer(kind, heap, shared, local, local, local), off, nb, val)
 
 
 @emu_kernel
@@ -325,13 +319,103 @@ def _close_access(op_space, sop, act, rsp, rec, nrec):
     return nrec, accesses
 
 
+@njit(**INLINE)
+def is_scalar_ldst(P, code):
+    """Whether row `P` (FAM_LDST) is a scalar ld or st of global or shared memory, the case
+    `scalar_ldst` runs: an ld with a destination register, or an st, of one element."""
+    space = code[P, F_SPACE]
+    return code[P, F_VEC] == 1 and (space == SP_GLOBAL or space == SP_SHARED) and (
+        code[P, F_OP] == OP_ST or code[P, F_D0] >= 0)
+
+
+@njit(**INLINE)
+def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, seg_lo, seg_hi, seg_off, shared_size, cs,
+                offs, addrs, rec_key, rec_op, rec_mask, rec_addr, nrec, op_space):
+    """A scalar ld or st of global or shared memory (`is_scalar_ldst`) by the lanes `act`: the
+    home of its semantics, for the interpreter's inline path and `mem_ldst` alike.
+
+    Every lane's address (base register plus offset) is resolved first, into `offs` (buffer
+    offsets) and `addrs` (the addresses a record keeps): aligned to the element size, inside the
+    CTA's shared memory or one allocation of the heap (`cs`: the allocation to try first, the one
+    the last global access found). Then the loads (little-endian, `ld_extend`) or stores (the
+    source's low bytes), the warp access counted by space and, when `keep`, recorded under `key`.
+    Returns (done, cs, records used, accesses counted); done is False, with nothing changed, when
+    some lane's access would fault: `mem_ldst`'s lane-by-lane way then names the fault."""
+    sh = code[P, F_SPACE] == SP_SHARED
+    nb = code[P, F_NB]
+    abase = code[P, F_ABASE]
+    aoff = code[P, F_AOFF]
+    nseg = seg_lo.shape[0]
+    done = True
+    for l in range(NL):
+        if (act >> l) & 1:
+            a = aoff
+            if abase >= 0:
+                a += regs[abase, base + l]
+            if a & (nb - 1):
+                done = False
+                break
+            if sh:
+                if a < 0 or a + nb > shared_size:
+                    done = False
+                    break
+                offs[l] = a
+            else:
+                if not (cs < nseg and a >= seg_lo[cs] and a + nb <= seg_hi[cs]):
+                    cs = find_segment(a, nb, seg_lo, seg_hi)
+                    if cs < 0:
+                        cs = 0
+                        done = False
+                        break
+                offs[l] = seg_off[cs] + (a - seg_lo[cs])
+            addrs[l] = a
+    if not done:
+        return False, cs, nrec, 0
+    accesses = 0
+    sop = code[P, F_SOP]
+    if sop >= 0 and act != 0:
+        accesses = 1
+        op_space[sop, 1 if sh else 0] += 1
+        if keep:
+            rec_key[nrec] = key
+            rec_op[nrec] = sop
+            rec_mask[nrec] = np.uint32(act)
+            for l in range(NL):
+                rec_addr[nrec, l] = np.uint64(addrs[l]) if (act >> l) & 1 else np.uint64(0)
+            nrec += 1
+    buf = shared if sh else heap
+    if code[P, F_OP] == OP_LD:
+        ty = code[P, F_TY]
+        sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
+        dbits = code[P, F_AUX2]
+        d0 = code[P, F_D0]
+        for l in range(NL):
+            if (act >> l) & 1:
+                regs[d0, base + l] = ld_extend(load_bits(buf, offs[l], nb), nb, sgn, dbits)
+    else:
+        s0 = code[P, F_S0]
+        for l in range(NL):
+            if (act >> l) & 1:
+                store_bits(buf, offs[l], nb, regs[s0, base + l])
+    return True, cs, nrec, accesses
+
+
 @emu_kernel
 def mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
              seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err):
     """ld and st of any space and vector width for the lanes `act` (FAM_LDST), recording the warp
     access when asked (the caller leaves room for two records). Returns (records used, accesses
-    counted), or (-1, 0) after a fault described in `err`."""
+    counted), or (-1, 0) after a fault described in `err`. A scalar global or shared access is
+    `scalar_ldst`'s; the lanes one by one here are the other spaces, vectors, an ld without a
+    destination and the faults (found and named lane by lane, in lane order)."""
+    if is_scalar_ldst(P, code):
+        done, _cs, nrec2, accesses = scalar_ldst(P, act, code, regs, base, NL, recording, spos * W + w, heap, shared,
+                                                 seg_lo, seg_hi, seg_off, shared_size, 0, np.empty(32, np.int64),
+                                                 np.empty(32, np.int64), rec_key, rec_op, rec_mask, rec_addr, nrec,
+                                                 op_space)
+        if done:
+            return nrec2, accesses
     op = code[P, F_OP]
     ty = code[P, F_TY]
     space = code[P, F_SPACE]
@@ -968,9 +1052,11 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
         cb_n = borrowed(cb_n_own)
         wyield = borrowed(wyield_own)
         bars = borrowed(bars_own)
-        offs = np.zeros(32, np.int64)
-        addrs = np.zeros(32, np.int64)
-        nseg = seg_lo.shape[0]
+        offs_own = np.zeros(32, np.int64)
+        addrs_own = np.zeros(32, np.int64)
+        offs = borrowed(offs_own)
+        addrs = borrowed(addrs_own)
+        op_space = borrowed(op_space)
         cs = 0
 
         cap = max(cfg[C_REC_CAP], 16)
@@ -1102,9 +1188,6 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                         if (regs[gs, base + l] != 0) != neg:
                                             act |= np.int64(1) << l
                             thr += popc64(act)
-                            ty = code[P, F_TY]
-                            d0 = code[P, F_D0]
-                            s0 = code[P, F_S0]
                             # ------------------------------------ the instruction, by family (codes.FAM_*)
                             fam = code[P, F_FAM]
                             if fam < FAM_LDST:
@@ -1145,71 +1228,24 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                         return _kept(rec_key, rec_op, rec_mask, rec_addr, nrec)
                                 P += 1
                             elif fam <= FAM_CPASYNC:
+                                keep = recording
+                                if recording and act != 0:
+                                    want = 1 if code[P, F_SOP] >= 0 else 0
+                                    if op == OP_CPASYNC and code[P, F_SOP2] >= 0:
+                                        want += 1
+                                    if want > 0:
+                                        keep = atomic_add(ctl, CTL_RECORDS, want) + want <= rec_max
                                 done = False
-                                if HAS_LDST and fam == FAM_LDST and (op == OP_ST or d0 >= 0) and code[P, F_VEC] == 1 and (
-                                        code[P, F_SPACE] == SP_GLOBAL or code[P, F_SPACE] == SP_SHARED):
-                                    # a scalar global or shared access: resolved inline; any fault goes the general way
-                                    sh = code[P, F_SPACE] == SP_SHARED
-                                    nb = code[P, F_NB]
-                                    abase = code[P, F_ABASE]
-                                    aoff = code[P, F_AOFF]
-                                    done = True
-                                    for l in range(NL):
-                                        if (act >> l) & 1:
-                                            a = aoff
-                                            if abase >= 0:
-                                                a += regs[abase, base + l]
-                                            if a & (nb - 1):
-                                                done = False
-                                                break
-                                            if sh:
-                                                if a < 0 or a + nb > shared_size:
-                                                    done = False
-                                                    break
-                                                offs[l] = a
-                                            else:
-                                                if not (cs < nseg and a >= seg_lo[cs] and a + nb <= seg_hi[cs]):
-                                                    cs = find_segment(a, nb, seg_lo, seg_hi)
-                                                    if cs < 0:
-                                                        cs = 0
-                                                        done = False
-                                                        break
-                                                offs[l] = seg_off[cs] + (a - seg_lo[cs])
-                                            addrs[l] = a
-                                    if done:
-                                        sop = code[P, F_SOP]
-                                        if sop >= 0 and act != 0:
-                                            accesses += 1
-                                            op_space[sop, 1 if sh else 0] += 1
-                                            if recording and atomic_add(ctl, CTL_RECORDS, 1) < rec_max:
-                                                rec_key[nrec] = spos * W + w
-                                                rec_op[nrec] = sop
-                                                rec_mask[nrec] = np.uint32(act)
-                                                for l in range(NL):
-                                                    rec_addr[nrec, l] = np.uint64(addrs[l]) if (act >> l) & 1 else np.uint64(0)
-                                                nrec += 1
-                                        if op == OP_LD:
-                                            sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
-                                            dbits = code[P, F_AUX2]
-                                            for l in range(NL):
-                                                if (act >> l) & 1:
-                                                    x = load_bits(shared, offs[l], nb) if sh else load_bits(heap, offs[l], nb)
-                                                    regs[d0, base + l] = ld_extend(x, nb, sgn, dbits)
-                                        else:
-                                            for l in range(NL):
-                                                if (act >> l) & 1:
-                                                    if sh:
-                                                        store_bits(shared, offs[l], nb, regs[s0, base + l])
-                                                    else:
-                                                        store_bits(heap, offs[l], nb, regs[s0, base + l])
+                                if HAS_LDST and fam == FAM_LDST and is_scalar_ldst(P, code):
+                                    # a scalar global or shared access, inline; a fault goes the general way
+                                    # (the record arrays borrowed: they are replaced only between turns)
+                                    done, cs, nrec, nacc = scalar_ldst(P, act, code, regs, base, NL, keep, spos * W + w,
+                                                                       heap, shared, seg_lo, seg_hi, seg_off,
+                                                                       shared_size, cs, offs, addrs, borrowed(rec_key),
+                                                                       borrowed(rec_op), borrowed(rec_mask),
+                                                                       borrowed(rec_addr), nrec, op_space)
+                                    accesses += nacc
                                 if not done:
-                                    keep = recording
-                                    if recording and act != 0:
-                                        want = 1 if code[P, F_SOP] >= 0 else 0
-                                        if op == OP_CPASYNC and code[P, F_SOP2] >= 0:
-                                            want += 1
-                                        if want > 0:
-                                            keep = atomic_add(ctl, CTL_RECORDS, want) + want <= rec_max
                                     nacc = 0
                                     if HAS_LDST and fam == FAM_LDST:
                                         nrec, nacc = mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
@@ -1370,6 +1406,8 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
         keep_alive(cb_n_own)
         keep_alive(wyield_own)
         keep_alive(bars_own)
+        keep_alive(offs_own)
+        keep_alive(addrs_own)
         if 2 * nrec < cap:   # mostly a turn's headroom: keep only the records (every batch's wait for the merge)
             rec_key = rec_key[:nrec].copy()
             rec_op = rec_op[:nrec].copy()
