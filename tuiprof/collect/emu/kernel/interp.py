@@ -145,20 +145,26 @@ def _refuse(err, reason, pc, t, cta, other, mask, mask2):
 
 
 @njit(**INLINE)
-def _buffer(kind, heap, shared, local, const_buf, param_buf):
-    """The buffer of `kind` (K_*): one load_bits or store_bits instance serves them all."""
-    return heap if kind == K_HEAP else (shared if kind == K_SHARED else (local if kind == K_LOCAL else (
-        const_buf if kind == K_CONST else param_buf)))
-
-
-@njit(**INLINE)
 def _load(kind, off, nb, heap, shared, local, const_buf, param_buf):
-    return load_bits(_buffer(kind, heap, shared, local, const_buf, param_buf), off, nb)
+    if kind == K_HEAP:
+        return load_bits(heap, off, nb)
+    if kind == K_SHARED:
+        return load_bits(shared, off, nb)
+    if kind == K_LOCAL:
+        return load_bits(local, off, nb)
+    if kind == K_CONST:
+        return load_bits(const_buf, off, nb)
+    return load_bits(param_buf, off, nb)
 
 
 @njit(**INLINE)
 def _store(kind, off, nb, val, heap, shared, local):
-    store_bits(_buffer(kind, heap, shared, local, local, local), off, nb, val)
+    if kind == K_HEAP:
+        store_bits(heap, off, nb, val)
+    elif kind == K_SHARED:
+        store_bits(shared, off, nb, val)
+    else:
+        store_bits(local, off, nb, val)
 
 
 @emu_kernel
@@ -332,7 +338,7 @@ def is_scalar_ldst(P, code):
 def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, seg_lo, seg_hi, seg_off, shared_size, cs,
                 offs, addrs, rec_key, rec_op, rec_mask, rec_addr, nrec, op_space):
     """A scalar ld or st of global or shared memory (`is_scalar_ldst`) by the lanes `act`: the
-    home of its semantics, for the interpreter's inline path and `mem_ldst` alike.
+    home of its semantics, run inline by the interpreter.
 
     Every lane's address (base register plus offset) is resolved first, into `offs` (buffer
     offsets) and `addrs` (the addresses a record keeps): aligned to the element size, inside the
@@ -406,16 +412,9 @@ def mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err):
     """ld and st of any space and vector width for the lanes `act` (FAM_LDST), recording the warp
     access when asked (the caller leaves room for two records). Returns (records used, accesses
-    counted), or (-1, 0) after a fault described in `err`. A scalar global or shared access is
-    `scalar_ldst`'s; the lanes one by one here are the other spaces, vectors, an ld without a
-    destination and the faults (found and named lane by lane, in lane order)."""
-    if is_scalar_ldst(P, code):
-        done, _cs, nrec2, accesses = scalar_ldst(P, act, code, regs, base, NL, recording, spos * W + w, heap, shared,
-                                                 seg_lo, seg_hi, seg_off, shared_size, 0, np.empty(32, np.int64),
-                                                 np.empty(32, np.int64), rec_key, rec_op, rec_mask, rec_addr, nrec,
-                                                 op_space)
-        if done:
-            return nrec2, accesses
+    counted), or (-1, 0) after a fault described in `err`. The interpreter runs a scalar global or
+    shared access with `scalar_ldst` and comes here for the other spaces, vectors, an ld without a
+    destination and to name the faults (found lane by lane, in lane order)."""
     op = code[P, F_OP]
     ty = code[P, F_TY]
     space = code[P, F_SPACE]
