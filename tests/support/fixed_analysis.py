@@ -45,6 +45,7 @@ def made_up_trial(session: Session, md: int, index: int, rng: np.random.Generato
     return TrialResult(index=index, seed=index, md=md, l1_requests=req, l1_read_hits=l1h, l1_read_accesses=reads,
                        l1_write_accesses=writes, l2_read_hits=l2rh, l2_read_accesses=l2ra, l2_write_hits=l2wh,
                        l2_write_accesses=writes, dram_reads=dram_r, dram_writes=writes - l2wh,
+                       l2_lookup_hits=l2rh, l2_lookups=l2ra,  # one L2: a lookup per read sector
                        dram_latency=np.where(dram_r > 0, lat, np.nan), dram_batch_latencies=batches,
                        dram_writebacks=int(rng.integers(0, 50)), dram_writebacks_owed=0, sm_requests=sm, elapsed=0.25)
 

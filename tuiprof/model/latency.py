@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tuiprof.arch.spec import Arch
-from tuiprof.sim.results import LOOKUPS_BEFORE
 from tuiprof.stats import t975
 from tuiprof.trace.data import StaticOp
 
@@ -113,8 +112,6 @@ def stack_counter(results: Sequence[TrialResult], name: str, n_ops: int, cols: n
     out = np.full((len(results), want.size), fill)
     for i, r in enumerate(results):
         a = getattr(r, name)
-        if a is None:
-            a = getattr(r, LOOKUPS_BEFORE[name])
         ids = getattr(r, "op_ids", None)
         if ids is None:
             out[i] = a[want]

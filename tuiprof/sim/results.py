@@ -15,7 +15,7 @@ the latency equation). With two L2 partitions (`tuiprof.arch.spec.L2Config.halve
 misses its SM's half is looked up again at its home half over the fabric; ``l2_lookups`` and
 ``l2_lookup_hits`` count both lookups (the far one over the fetched block), as Nsight Compute's
 ``lts__t_sector_op_read_hit_rate`` does: the kernel's L2 read figure. With one L2 they equal the
-read accesses and hits. None: a result made before these counters (equal to the read ones).
+read accesses and hits.
 
 A level that is absent (size 0) still counts its accesses, all as misses, so that H = 0 there
 and the latency equation X = H1 t1 + (1 - H1)(H2 t2 + (1 - H2) Tm) stays valid (Baghsorkhi12, 6.1).
@@ -33,8 +33,6 @@ N_COUNTS = 12
 COUNTER_FIELDS = ("l1_requests", "l1_read_hits", "l1_read_accesses", "l1_write_accesses", "l2_read_hits",
                   "l2_read_accesses", "l2_write_hits", "l2_write_accesses", "dram_reads", "dram_writes",
                   "l2_lookup_hits", "l2_lookups")
-LOOKUPS_BEFORE = {"l2_lookup_hits": "l2_read_hits", "l2_lookups": "l2_read_accesses"}
-"""The counter a result made before the L2 lookups were counted (None there) stands in for each."""
 
 
 def _ratio(num: np.ndarray | int, den: np.ndarray | int) -> float:
@@ -105,6 +103,10 @@ class TrialResult:
     dram_writes: np.ndarray
     """DRAM write transactions written through by the op's L2 store misses (write-through L2,
     atomics, or no L2; a store on a write-back L2 writes none)."""
+    l2_lookup_hits: np.ndarray
+    """L2 read lookups that hit: the SM's half, and the home half's over the fabric (module docstring)."""
+    l2_lookups: np.ndarray
+    """L2 read lookups, in sectors: every read sector, plus each far lookup's fetched block."""
     dram_latency: np.ndarray
     """float64 [n_ops]: mean latency (cycles) of the op's DRAM reads; nan where it has none."""
     dram_batch_latencies: np.ndarray
@@ -128,10 +130,6 @@ class TrialResult:
     """The ops the per-op arrays hold (None: every op, by id)."""
     total_ops: int = 0
     """The op table's length when `op_ids` is given."""
-    l2_lookup_hits: np.ndarray | None = None
-    """L2 read lookups that hit: the SM's half, and the home half's over the fabric (module docstring)."""
-    l2_lookups: np.ndarray | None = None
-    """L2 read lookups, in sectors: every read sector, plus each far lookup's fetched block."""
     dram_batch_counts: tuple[np.ndarray, np.ndarray] | None = None
     """`dram_batch_latencies` tallied (`latency_counts`): the distinct latencies, ascending, and
     how many batches had each. Made once on the trial's own thread, so that the analysis pools
@@ -145,8 +143,6 @@ class TrialResult:
     def per_op(self, name: str) -> np.ndarray:
         """Per-op array `name` (a counter, or ``dram_latency``) over the whole op table."""
         a = getattr(self, name)
-        if a is None:  # the lookups of a result made before they were counted: the reads'
-            a = getattr(self, LOOKUPS_BEFORE[name])
         if self.op_ids is None:
             return a
         out = np.full(self.total_ops, np.nan) if name == "dram_latency" else np.zeros(self.total_ops, dtype=a.dtype)
