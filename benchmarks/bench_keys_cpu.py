@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-from bench_ui_thread import run_child  # one way to run a measuring child per tree
+from bench_ui_thread import demo_and_trees, run_child  # one way to run a measuring child per tree, one set of arguments
 
 CHILD = r'''
 import asyncio, gc, json, statistics, sys, time
@@ -98,9 +98,7 @@ def main() -> None:
                     "recomposes and full garbage collections it caused; thread CPU time, so that a loaded "
                     "machine changes little.",
         epilog="Example, before and after: python benchmarks/bench_keys_cpu.py --tree /work/base --tree .")
-    ap.add_argument("demo", nargs="?", default="spmv-u", help="the demo (default spmv-u)")
-    ap.add_argument("--tree", action="append", default=[],
-                    help="a tuiprof checkout (with its tests/), put first on PYTHONPATH (repeatable); default: .")
+    demo_and_trees(ap)
     ap.add_argument("--presses", type=int, default=5, help="presses of each key kept per tree (default 5)")
     args = ap.parse_args()
     trees = [os.path.abspath(t) for t in args.tree] or [os.path.abspath(".")]

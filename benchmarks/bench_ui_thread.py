@@ -85,6 +85,13 @@ def run_child(tree: str, child: str, *args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def demo_and_trees(ap: argparse.ArgumentParser) -> None:
+    """The arguments the UI-thread benchmarks share: the demo, and the checkouts to compare."""
+    ap.add_argument("demo", nargs="?", default="spmv-u", help="the demo (default spmv-u)")
+    ap.add_argument("--tree", action="append", default=[],
+                    help="a tuiprof checkout (with its tests/), put first on PYTHONPATH (repeatable); default: .")
+
+
 def measure(tree: str, demo: str, counts: str, updates: int) -> dict[str, float]:
     return run_child(tree, CHILD, demo, counts, str(updates))
 
@@ -95,9 +102,7 @@ def main() -> None:
                     "holds the GIL) and the UI thread's work, layouts and source rows drawn per analysis "
                     "update; each thread's CPU time, so that a loaded machine changes little.",
         epilog="Example, before and after: python benchmarks/bench_ui_thread.py --tree /work/base --tree .")
-    ap.add_argument("demo", nargs="?", default="spmv-u", help="the demo (default spmv-u)")
-    ap.add_argument("--tree", action="append", default=[],
-                    help="a tuiprof checkout (with its tests/), put first on PYTHONPATH (repeatable); default: .")
+    demo_and_trees(ap)
     ap.add_argument("--trials", default="16,256,2048",
                     help="trial counts to analyse, comma-separated (default 16,256,2048)")
     ap.add_argument("--updates", type=int, default=24, help="analysis updates fed to the UI (default 24)")

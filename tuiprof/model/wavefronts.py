@@ -5,7 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuiprof.jit import KERNEL, njit
+from tuiprof.jit import INLINE, KERNEL, njit
+
+
+@njit(**INLINE)
+def _word(a, wshift, width):
+    """The word of byte address `a`: a shift where the width is a power of two (`wshift` < 64)."""
+    return np.int64(a >> np.uint64(wshift)) if wshift < 64 else np.int64(a // np.uint64(width))
+
+
+@njit(**INLINE)
+def _bank(w, bmask, banks):
+    """The bank of word `w`: a mask where the bank count is a power of two (`bmask` >= 0)."""
+    return w & bmask if bmask >= 0 else w % banks
 
 
 @njit(**KERNEL)
@@ -47,10 +59,10 @@ def wavefronts(addr, mask, op, op_bytes, rows, banks, width):
                     if (m >> np.uint32(lane)) & np.uint32(1) == 0:
                         continue
                     a = addr[r, lane]
-                    w0 = np.int64(a >> np.uint64(wshift)) if wshift < 64 else np.int64(a // np.uint64(width))
+                    w0 = _word(a, wshift, width)
                     for j in range(per_lane):
                         w = w0 + j
-                        q = w & bmask if bmask >= 0 else w % banks
+                        q = _bank(w, bmask, banks)
                         bit = np.uint64(1) << np.uint64(q)
                         if used & bit:
                             if first[q] != w:
@@ -73,10 +85,10 @@ def wavefronts(addr, mask, op, op_bytes, rows, banks, width):
                 if (m >> np.uint32(lane)) & np.uint32(1) == 0:
                     continue
                 a = addr[r, lane]
-                w0 = np.int64(a >> np.uint64(wshift)) if wshift < 64 else np.int64(a // np.uint64(width))
+                w0 = _word(a, wshift, width)
                 for j in range(per_lane):
                     w = w0 + j
-                    q = w & bmask if bmask >= 0 else w % banks
+                    q = _bank(w, bmask, banks)
                     seen = False
                     for t in range(count[q]):
                         if words[q, t] == w:

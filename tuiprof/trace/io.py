@@ -1111,6 +1111,12 @@ def _build(path: Path, hd: _Header, arrays: dict[str, np.ndarray], values: dict[
         raise _bad(path, exc.message.removeprefix("invalid trace: ")) from None
 
 
+
+def _shared_rows(hd: _Header, op: np.ndarray) -> np.ndarray:
+    """Which accesses (bool [R]) are of shared-memory ops: their lanes stay packed (`PackedLanes`)."""
+    shared = np.array([o.space == "shared" for o in hd.ops], dtype=bool)
+    return shared[op] if shared.any() else np.zeros(hd.accesses, dtype=bool)
+
 def _decode(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray, mask: np.ndarray,
             values: tuple["_Values", ...]) -> tuple[np.ndarray, PackedLanes | None]:
     """The lane addresses, decoded a chunk of accesses at a time as the file's planes stream in:
@@ -1121,8 +1127,7 @@ def _decode(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray, mask: 
 
     n = hd.accesses
     base_reader, lane_reader = values
-    shared = np.array([o.space == "shared" for o in hd.ops], dtype=bool)
-    is_packed = shared[op] if shared.any() else np.zeros(n, dtype=bool)
+    is_packed = _shared_rows(hd, op)
     n_packed = int(np.count_nonzero(is_packed))
     addr = np.empty((n - n_packed, LANES), dtype=np.uint64)
     state = Undelta(len(hd.ops), hd.unit)
@@ -1163,8 +1168,7 @@ def _decode_stepped(path: Path, hd: _Header, offsets: np.ndarray, op: np.ndarray
     from tuiprof.trace.packed import CHUNK, Undelta, narrowest
 
     n = hd.accesses
-    shared = np.array([o.space == "shared" for o in hd.ops], dtype=bool)
-    is_packed = shared[op] if shared.any() else np.zeros(n, dtype=bool)
+    is_packed = _shared_rows(hd, op)
     n_packed = int(np.count_nonzero(is_packed))
     addr = np.empty((n - n_packed, LANES), dtype=np.uint64)
     state = Undelta(len(hd.ops), hd.unit)
