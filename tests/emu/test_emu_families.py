@@ -15,13 +15,17 @@ from tuiprof.collect.emu.kernel import codes
 from tuiprof.collect.emu.kernel.codes import (
     BOOL_AND,
     CMP_LT,
+    F_D0,
     F_FAM,
     F_FLAGS,
     F_OP,
+    F_S0,
     F_S1,
+    F_SPACE,
     F_SUB,
     F_TY,
     F_TY2,
+    F_VEC,
     FAM_BRA,
     FAM_CMP,
     FAM_CVT,
@@ -33,6 +37,7 @@ from tuiprof.collect.emu.kernel.codes import (
     FAM_IMUL,
     FAM_LDST,
     FAM_NONE,
+    FAM_SCALAR_LDST,
     FAM_SETP_INT,
     FAM_SHIFT,
     FL_FTZ,
@@ -42,10 +47,19 @@ from tuiprof.collect.emu.kernel.codes import (
     OP_FDIV,
     OP_FFMA,
     OP_FNS,
+    OP_LD,
     OP_SETP,
+    OP_ST,
     RND_NONE,
     RND_RN,
     RND_RZ,
+    SP_CONST,
+    SP_FPARAM,
+    SP_GENERIC,
+    SP_GLOBAL,
+    SP_LOCAL,
+    SP_PARAM,
+    SP_SHARED,
     T_F16,
     T_F32,
     T_F64,
@@ -89,6 +103,33 @@ def test_a_row_goes_to_the_handler_that_covers_it(row: np.ndarray, family: int) 
     assert row_family(row, 0) == family
 
 
+def _ldst(op: int, space: int, vec: int = 1, d0: int = 3) -> np.ndarray:
+    code = _row(op, T_S32)
+    code[0, F_SPACE], code[0, F_VEC], code[0, F_D0], code[0, F_S0] = space, vec, d0 if op == OP_LD else -1, 4
+    return code
+
+
+@pytest.mark.parametrize(("row", "family"), [
+    (_ldst(OP_LD, SP_GLOBAL), FAM_SCALAR_LDST),
+    (_ldst(OP_ST, SP_GLOBAL), FAM_SCALAR_LDST),
+    (_ldst(OP_LD, SP_SHARED), FAM_SCALAR_LDST),
+    (_ldst(OP_ST, SP_SHARED), FAM_SCALAR_LDST),
+    (_ldst(OP_LD, SP_CONST), FAM_SCALAR_LDST),
+    (_ldst(OP_LD, SP_PARAM), FAM_SCALAR_LDST),         # a kernel parameter
+    (_ldst(OP_ST, SP_PARAM), FAM_LDST),                # a fault (read-only), named by mem_ldst
+    (_ldst(OP_ST, SP_CONST), FAM_LDST),
+    (_ldst(OP_LD, SP_FPARAM), FAM_LDST),               # a device function's parameter: local memory
+    (_ldst(OP_LD, SP_LOCAL), FAM_LDST),
+    (_ldst(OP_LD, SP_GENERIC), FAM_LDST),
+    (_ldst(OP_ST, SP_GENERIC), FAM_LDST),
+    (_ldst(OP_LD, SP_GLOBAL, vec=2), FAM_LDST),
+    (_ldst(OP_ST, SP_SHARED, vec=4), FAM_LDST),
+    (_ldst(OP_LD, SP_GLOBAL, d0=-1), FAM_LDST),        # ld into the sink `_`
+])
+def test_a_scalar_access_of_a_fixed_space_is_its_own_family(row: np.ndarray, family: int) -> None:
+    assert row_family(row, 0) == family
+
+
 def test_variants_grow_to_every_family() -> None:
     assert VARIANTS[0] == ALWAYS_COMPILED
     assert all(a < b for a, b in zip(VARIANTS, VARIANTS[1:]))
@@ -96,10 +137,11 @@ def test_variants_grow_to_every_family() -> None:
 
 
 @pytest.mark.parametrize(("families", "variant"), [
-    ({FAM_IADD, FAM_IMUL, FAM_LDST, FAM_EXIT}, 0),            # integer indices, loads and stores (vecadd)
-    ({FAM_IADD, FAM_SHIFT, FAM_FLOAT_PLAIN, FAM_LDST}, 1),    # float arithmetic, no branch (a saxpy without bounds)
-    ({FAM_IADD, FAM_LDST, FAM_SETP_INT, FAM_BRA}, 2),         # a bounds check
-    ({FAM_FLOAT, FAM_LDST}, 4),                               # rounding modes: everything
+    ({FAM_IADD, FAM_IMUL, FAM_SCALAR_LDST, FAM_EXIT}, 0),     # integer indices, loads and stores (vecadd)
+    ({FAM_IADD, FAM_IMUL, FAM_SCALAR_LDST, FAM_LDST}, 1),     # a vector or generic access: mem_ldst
+    ({FAM_IADD, FAM_SHIFT, FAM_FLOAT_PLAIN, FAM_SCALAR_LDST}, 1),  # float arithmetic, no branch (a saxpy)
+    ({FAM_IADD, FAM_SCALAR_LDST, FAM_SETP_INT, FAM_BRA}, 2),  # a bounds check
+    ({FAM_FLOAT, FAM_SCALAR_LDST}, 4),                        # rounding modes: everything
 ])
 def test_the_first_variant_that_holds_the_families(families: set[int], variant: int) -> None:
     code = np.zeros((len(families), N_FIELDS), np.int64)

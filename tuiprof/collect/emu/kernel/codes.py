@@ -155,7 +155,7 @@ OP_TEX = 84         # tex / tld4: F_AUX dims, F_TY result type, F_TY2 coordinate
 OP_SULD = 85        # suld.b: F_AUX dims, F_NB element bytes, F_VEC, F_SUB surface clamp mode (SU_*)
 OP_SUST = 86        # sust.b: as suld, the values in F_S0..
 OP_MEM_LAST = OP_SUST
-"""Opcodes OP_LD .. OP_MEM_LAST access memory (the FAM_LDST .. FAM_CPASYNC handlers run and record them)."""
+"""Opcodes OP_LD .. OP_MEM_LAST access memory (the FAM_SCALAR_LDST .. FAM_CPASYNC handlers run and record them)."""
 OP_BRA = 90
 OP_CALL = 91
 OP_RET = 92
@@ -180,7 +180,7 @@ SYNC_OPS = (OP_SHFL, OP_VOTE, OP_MATCH, OP_REDUX, OP_BARWARP)
 # Each row of the code table belongs to one family, whose handler runs it (kernel/warp.py for the
 # register-only ones, kernel/interp.py for memory and control); the interpreter is compiled with
 # the handlers of the families a kernel uses (interp.run_ctas_for). Register-only families come
-# first (below FAM_LDST), then the memory ones (up to FAM_CPASYNC), then control.
+# first (below FAM_SCALAR_LDST), then the memory ones (up to FAM_CPASYNC), then control.
 FAM_NOP = 0
 FAM_MOV = 1           # mov                                          warp.ex_mov
 FAM_IADD = 2          # add, sub (.cc, .sat, addc, subc)             warp.ex_iadd
@@ -196,17 +196,18 @@ FAM_INT_MORE = 11     # the other integer, bit and pack ops          warp.alu_in
 FAM_CMP = 12          # the other setp, set, slct                    warp.alu_cmp
 FAM_FLOAT = 13        # the other float ops, testp                   warp.alu_float
 FAM_CVT = 14          # the other cvt                                warp.alu_cvt
-FAM_LDST = 15         # ld, st                                       interp.mem_ldst (scalar global, shared: scalar_ldst, inline)
-FAM_ATOM = 16         # atom, red                                    interp.mem_atom
-FAM_TEX = 17          # tex, tld4, suld, sust                        interp.mem_tex
-FAM_CPASYNC = 18      # cp.async                                     interp.mem_cpasync
-FAM_BRA = 19
-FAM_CALL = 20         # call, ret from a device function
-FAM_EXIT = 21
-FAM_BAR = 22          # CTA barriers
-FAM_SYNC = 23         # shfl, vote, match, redux, bar.warp.sync
-FAM_MISC = 24         # activemask, clock reads, nanosleep, printf, trap
-FAM_NONE = 25         # an opcode without a handler: refused when it runs
+FAM_SCALAR_LDST = 15  # one element: ld, st of global, shared; ld of const, kernel param   interp.scalar_ldst
+FAM_LDST = 16         # the other ld, st (local, generic, vectors)   interp.mem_ldst
+FAM_ATOM = 17         # atom, red                                    interp.mem_atom
+FAM_TEX = 18          # tex, tld4, suld, sust                        interp.mem_tex
+FAM_CPASYNC = 19      # cp.async                                     interp.mem_cpasync
+FAM_BRA = 20
+FAM_CALL = 21         # call, ret from a device function
+FAM_EXIT = 22
+FAM_BAR = 23          # CTA barriers
+FAM_SYNC = 24         # shfl, vote, match, redux, bar.warp.sync
+FAM_MISC = 25         # activemask, clock reads, nanosleep, printf, trap
+FAM_NONE = 26         # an opcode without a handler: refused when it runs
 
 # ------------------------------------------------------------------ sub-operation codes
 CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE = 0, 1, 2, 3, 4, 5

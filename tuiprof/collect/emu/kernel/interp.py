@@ -95,11 +95,12 @@ C_BATCH = 19
 """This batch's index: it stops (ST_ABORTED) once an earlier batch has failed."""
 N_CFG = 20
 
-ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_CVTA, FAM_LDST})
+ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_CVTA, FAM_SCALAR_LDST})
 """Families compiled into every variant of the interpreter: inlined, cheap to compile and in
-nearly every kernel (integer index arithmetic, scalar and vector loads and stores)."""
-STRAIGHT = ALWAYS_COMPILED | {FAM_SHIFT, FAM_CVT_INT, FAM_FLOAT_PLAIN}
-"""Straight-line kernels' families: shifts, integer conversions and plain float arithmetic too."""
+nearly every kernel (integer index arithmetic, scalar loads and stores of a fixed space)."""
+STRAIGHT = ALWAYS_COMPILED | {FAM_SHIFT, FAM_CVT_INT, FAM_FLOAT_PLAIN, FAM_LDST}
+"""Straight-line kernels' families: shifts, integer conversions, plain float arithmetic and the
+other loads and stores (`mem_ldst`: vectors, local and generic addresses) too."""
 VARIANTS = (ALWAYS_COMPILED,
             STRAIGHT,
             STRAIGHT | {FAM_LOGIC, FAM_SETP_INT, FAM_SELP, FAM_MISC, FAM_BRA},
@@ -110,8 +111,8 @@ VARIANTS = (ALWAYS_COMPILED,
 that holds its families. Each variant compiles the whole scheduler again (5-15 s of CPU), so a
 handful of them, not one per combination (the tests' 150 kernels have 24): the first two for
 straight-line kernels (without a branch a warp never diverges, so the divergence machinery is
-pruned too), the smallest for those that only compute integer addresses, load and store (vecadd:
-a first run compiles no more than it needs), the next with shifts, integer conversions and float
+pruned too), the smallest for those that only compute integer addresses, load and store scalars
+of global memory (vecadd: a first run compiles no more than it needs, not even `mem_ldst`), the next with shifts, integer conversions and float
 arithmetic (saxpy); the third adds predicates, branches and the bitwise instructions (stencils,
 SpMV, bounds checks), the fourth CTA barriers, warp collectives, device-function calls and the
 rarer integer instructions (tiled kernels, reductions), the last has everything (the float
@@ -326,62 +327,56 @@ def _close_access(op_space, sop, act, rsp, rec, nrec):
 
 
 @njit(**INLINE)
-def is_scalar_ldst(P, code):
-    """Whether row `P` (FAM_LDST) is a scalar ld or st of global or shared memory, the case
-    `scalar_ldst` runs: an ld with a destination register, or an st, of one element."""
-    space = code[P, F_SPACE]
-    return code[P, F_VEC] == 1 and (space == SP_GLOBAL or space == SP_SHARED) and (
-        code[P, F_OP] == OP_ST or code[P, F_D0] >= 0)
-
-
-@njit(**INLINE)
-def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, seg_lo, seg_hi, seg_off, shared_size, cs,
-                offs, addrs, rec_key, rec_op, rec_mask, rec_addr, nrec, op_space):
-    """A scalar ld or st of global or shared memory (`is_scalar_ldst`) by the lanes `act`: the
-    home of its semantics, run inline by the interpreter.
+def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                shared_size, const_size, param_size, cs, offs, addrs, rec_key, rec_op, rec_mask, rec_addr, nrec,
+                op_space, err, cta):
+    """A scalar ld or st of a fixed space (FAM_SCALAR_LDST, `warp.is_scalar_ldst`: global or
+    shared, or an ld of the constant bank or the kernel parameters) by the lanes `act`: the home of
+    its semantics, run inline by the interpreter.
 
     Every lane's address (base register plus offset) is resolved first, into `offs` (buffer
-    offsets) and `addrs` (the addresses a record keeps): aligned to the element size, inside the
-    CTA's shared memory or one allocation of the heap (`cs`: the allocation to try first, the one
-    the last global access found). Then the loads (little-endian, `ld_extend`) or stores (the
-    source's low bytes), the warp access counted by space and, when `keep`, recorded under `key`.
-    Returns (done, cs, records used, accesses counted); done is False, with nothing changed, when
-    some lane's access would fault: `mem_ldst`'s lane-by-lane way then names the fault."""
-    sh = code[P, F_SPACE] == SP_SHARED
+    offsets) and `addrs` (the addresses a record keeps): inside the space (for global, one
+    allocation of the heap; `cs`: the allocation to try first, the one the last global access
+    found), then aligned to the element size. The first lane in lane order whose access would
+    fault stops the run with ST_OOB or ST_MISALIGNED in `err`, nothing changed, as `mem_ldst`
+    names faults. Then the loads (little-endian, `ld_extend`) or stores (the source's low bytes),
+    the warp access counted by space and, when `keep`, recorded under `key`. Returns (cs, records
+    used, accesses counted), records -1 after a fault."""
+    space = code[P, F_SPACE]
     nb = code[P, F_NB]
     abase = code[P, F_ABASE]
     aoff = code[P, F_AOFF]
+    size = shared_size if space == SP_SHARED else (const_size if space == SP_CONST else param_size)
     nseg = seg_lo.shape[0]
-    done = True
     for l in range(NL):
         if (act >> l) & 1:
             a = aoff
             if abase >= 0:
                 a += regs[abase, base + l]
-            if a & (nb - 1):
-                done = False
-                break
-            if sh:
-                if a < 0 or a + nb > shared_size:
-                    done = False
-                    break
-                offs[l] = a
-            else:
+            if space == SP_GLOBAL:
                 if not (cs < nseg and a >= seg_lo[cs] and a + nb <= seg_hi[cs]):
                     cs = find_segment(a, nb, seg_lo, seg_hi)
                     if cs < 0:
-                        cs = 0
-                        done = False
-                        break
+                        _fail(err, ST_OOB, P, base + l, cta, a, nb, space, 0)
+                        return 0, -1, 0
                 offs[l] = seg_off[cs] + (a - seg_lo[cs])
+            else:
+                if a < 0 or a + nb > size:
+                    _fail(err, ST_OOB, P, base + l, cta, a, nb, space, 0)
+                    return cs, -1, 0
+                offs[l] = a
+            if a & (nb - 1):
+                _fail(err, ST_MISALIGNED, P, base + l, cta, a, nb, space, 0)
+                return cs, -1, 0
             addrs[l] = a
-    if not done:
-        return False, cs, nrec, 0
     accesses = 0
     sop = code[P, F_SOP]
     if sop >= 0 and act != 0:
         accesses = 1
-        op_space[sop, 1 if sh else 0] += 1
+        if space == SP_GLOBAL:
+            op_space[sop, 0] += 1
+        elif space == SP_SHARED:
+            op_space[sop, 1] += 1
         if keep:
             rec_key[nrec] = key
             rec_op[nrec] = sop
@@ -389,7 +384,14 @@ def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, seg_lo, s
             for l in range(NL):
                 rec_addr[nrec, l] = np.uint64(addrs[l]) if (act >> l) & 1 else np.uint64(0)
             nrec += 1
-    buf = shared if sh else heap
+    if space == SP_GLOBAL:
+        buf = heap
+    elif space == SP_SHARED:
+        buf = shared
+    elif space == SP_CONST:
+        buf = const_buf
+    else:
+        buf = param_buf
     if code[P, F_OP] == OP_LD:
         ty = code[P, F_TY]
         sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
@@ -403,18 +405,18 @@ def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, seg_lo, s
         for l in range(NL):
             if (act >> l) & 1:
                 store_bits(buf, offs[l], nb, regs[s0, base + l])
-    return True, cs, nrec, accesses
+    return cs, nrec, accesses
 
 
 @emu_kernel
 def mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
              seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err):
-    """ld and st of any space and vector width for the lanes `act` (FAM_LDST), recording the warp
-    access when asked (the caller leaves room for two records). Returns (records used, accesses
-    counted), or (-1, 0) after a fault described in `err`. The interpreter runs a scalar global or
-    shared access with `scalar_ldst` and comes here for the other spaces, vectors, an ld without a
-    destination and to name the faults (found lane by lane, in lane order)."""
+    """ld and st of any space and vector width for the lanes `act` (FAM_LDST: the rows that are not
+    FAM_SCALAR_LDST's, that is local and generic accesses, vectors, an ld without a destination and
+    a store to a read-only space), recording the warp access when asked (the caller leaves room for
+    two records). Returns (records used, accesses counted), or (-1, 0) after a fault described in
+    `err` (found lane by lane, in lane order)."""
     op = code[P, F_OP]
     ty = code[P, F_TY]
     space = code[P, F_SPACE]
@@ -1189,7 +1191,7 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                             thr += popc64(act)
                             # ------------------------------------ the instruction, by family (codes.FAM_*)
                             fam = code[P, F_FAM]
-                            if fam < FAM_LDST:
+                            if fam < FAM_SCALAR_LDST:
                                 if fam == FAM_NOP:
                                     pass
                                 elif HAS_MOV and fam == FAM_MOV:
@@ -1234,45 +1236,42 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                         want += 1
                                     if want > 0:
                                         keep = atomic_add(ctl, CTL_RECORDS, want) + want <= rec_max
-                                done = False
-                                if HAS_LDST and fam == FAM_LDST and is_scalar_ldst(P, code):
-                                    # a scalar global or shared access, inline; a fault goes the general way
-                                    # (the record arrays borrowed: they are replaced only between turns)
-                                    done, cs, nrec, nacc = scalar_ldst(P, act, code, regs, base, NL, keep, spos * W + w,
-                                                                       heap, shared, seg_lo, seg_hi, seg_off,
-                                                                       shared_size, cs, offs, addrs, borrowed(rec_key),
-                                                                       borrowed(rec_op), borrowed(rec_mask),
-                                                                       borrowed(rec_addr), nrec, op_space)
-                                    accesses += nacc
-                                if not done:
-                                    nacc = 0
-                                    if HAS_LDST and fam == FAM_LDST:
-                                        nrec, nacc = mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                              shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                                                              shared_size, local_size, const_size, param_size, local_words,
-                                                              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
-                                    elif HAS_ATOM and fam == FAM_ATOM:
-                                        nrec, nacc = mem_atom(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                              shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                                                              shared_size, local_size, const_size, param_size, local_words,
-                                                              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
-                                    elif HAS_TEX and fam == FAM_TEX:
-                                        nrec, nacc = mem_tex(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                             shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                                                             shared_size, local_size, const_size, param_size, local_words,
-                                                             rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
-                                    elif HAS_CPASYNC and fam == FAM_CPASYNC:
-                                        nrec, nacc = mem_cpasync(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                                 shared, local, const_buf, param_buf, seg_lo, seg_hi,
-                                                                 seg_off, shared_size, local_size, const_size, param_size,
-                                                                 local_words, rec_key, rec_op, rec_mask, rec_addr, nrec,
-                                                                 op_space, err)
-                                    else:
-                                        _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
-                                        nrec = -1
-                                    if nrec < 0:
-                                        return _kept(rec_key, rec_op, rec_mask, rec_addr, 0)
-                                    accesses += nacc
+                                nacc = 0
+                                if fam == FAM_SCALAR_LDST:
+                                    # inline (the record arrays borrowed: they are replaced only between turns)
+                                    cs, nrec, nacc = scalar_ldst(P, act, code, regs, base, NL, keep, spos * W + w, heap,
+                                                                 shared, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                                                                 shared_size, const_size, param_size, cs, offs, addrs,
+                                                                 borrowed(rec_key), borrowed(rec_op),
+                                                                 borrowed(rec_mask), borrowed(rec_addr), nrec,
+                                                                 op_space, err, cta)
+                                elif HAS_LDST and fam == FAM_LDST:
+                                    nrec, nacc = mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                          shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                                                          shared_size, local_size, const_size, param_size, local_words,
+                                                          rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
+                                elif HAS_ATOM and fam == FAM_ATOM:
+                                    nrec, nacc = mem_atom(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                          shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                                                          shared_size, local_size, const_size, param_size, local_words,
+                                                          rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
+                                elif HAS_TEX and fam == FAM_TEX:
+                                    nrec, nacc = mem_tex(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                         shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                                                         shared_size, local_size, const_size, param_size, local_words,
+                                                         rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
+                                elif HAS_CPASYNC and fam == FAM_CPASYNC:
+                                    nrec, nacc = mem_cpasync(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                             shared, local, const_buf, param_buf, seg_lo, seg_hi,
+                                                             seg_off, shared_size, local_size, const_size, param_size,
+                                                             local_words, rec_key, rec_op, rec_mask, rec_addr, nrec,
+                                                             op_space, err)
+                                else:
+                                    _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
+                                    nrec = -1
+                                if nrec < 0:
+                                    return _kept(rec_key, rec_op, rec_mask, rec_addr, 0)
+                                accesses += nacc
                                 P += 1
                             elif HAS_BRA and op == OP_BRA:
                                 tgt = code[P, F_TGT]
