@@ -4,6 +4,7 @@ kernel's families. Checked on hand-built rows and on decoded CUDA kernels (no Nu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,7 @@ from tuiprof.collect.emu.kernel.codes import (
     FAM_FLOAT_PLAIN,
     FAM_IADD,
     FAM_IMUL,
+    FAM_LD_BANK,
     FAM_LDST,
     FAM_NONE,
     FAM_SCALAR_LDST,
@@ -114,8 +116,10 @@ def _ldst(op: int, space: int, vec: int = 1, d0: int = 3) -> np.ndarray:
     (_ldst(OP_ST, SP_GLOBAL), FAM_SCALAR_LDST),
     (_ldst(OP_LD, SP_SHARED), FAM_SCALAR_LDST),
     (_ldst(OP_ST, SP_SHARED), FAM_SCALAR_LDST),
-    (_ldst(OP_LD, SP_CONST), FAM_SCALAR_LDST),
-    (_ldst(OP_LD, SP_PARAM), FAM_SCALAR_LDST),         # a kernel parameter
+    (_ldst(OP_LD, SP_CONST), FAM_LD_BANK),             # __constant__ data
+    (_ldst(OP_LD, SP_PARAM), FAM_LD_BANK),             # a kernel parameter
+    (_ldst(OP_LD, SP_PARAM, vec=2), FAM_LDST),
+    (_ldst(OP_LD, SP_CONST, d0=-1), FAM_LDST),
     (_ldst(OP_ST, SP_PARAM), FAM_LDST),                # a fault (read-only), named by mem_ldst
     (_ldst(OP_ST, SP_CONST), FAM_LDST),
     (_ldst(OP_LD, SP_FPARAM), FAM_LDST),               # a device function's parameter: local memory
@@ -126,7 +130,7 @@ def _ldst(op: int, space: int, vec: int = 1, d0: int = 3) -> np.ndarray:
     (_ldst(OP_ST, SP_SHARED, vec=4), FAM_LDST),
     (_ldst(OP_LD, SP_GLOBAL, d0=-1), FAM_LDST),        # ld into the sink `_`
 ])
-def test_a_scalar_access_of_a_fixed_space_is_its_own_family(row: np.ndarray, family: int) -> None:
+def test_scalar_global_shared_and_bank_accesses_have_families_of_their_own(row: np.ndarray, family: int) -> None:
     assert row_family(row, 0) == family
 
 
@@ -137,7 +141,7 @@ def test_variants_grow_to_every_family() -> None:
 
 
 @pytest.mark.parametrize(("families", "variant"), [
-    ({FAM_IADD, FAM_IMUL, FAM_SCALAR_LDST, FAM_EXIT}, 0),     # integer indices, loads and stores (vecadd)
+    ({FAM_IADD, FAM_IMUL, FAM_SCALAR_LDST, FAM_LD_BANK, FAM_EXIT}, 0),  # integer indices, ld/st (vecadd)
     ({FAM_IADD, FAM_IMUL, FAM_SCALAR_LDST, FAM_LDST}, 1),     # a vector or generic access: mem_ldst
     ({FAM_IADD, FAM_SHIFT, FAM_FLOAT_PLAIN, FAM_SCALAR_LDST}, 1),  # float arithmetic, no branch (a saxpy)
     ({FAM_IADD, FAM_SCALAR_LDST, FAM_SETP_INT, FAM_BRA}, 2),  # a bounds check
@@ -164,3 +168,39 @@ def test_kernels_get_the_smallest_variant_that_runs_them(cuda_ptx: Compiler) -> 
     assert _variant(cuda_ptx.file(ROOT / "demo_traces" / "stencil.cu"), "stencil7") == 2       # bounds checks
     assert _variant(cuda_ptx("ptx_matmul_tiled"), "matmul_tiled") == 3   # CTA barriers
     assert _variant(cuda_ptx("ptx_reduce_shfl"), "reduce_shfl") == 4     # atomicAdd on floats
+
+
+_VECADD_CHILD = """
+import sys
+import os
+from pathlib import Path
+import numpy as np
+from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+from tuiprof.collect.emu.kernel import interp
+from tuiprof.ptx.parse import parse_module
+ptx, src = Path(sys.argv[1]), Path(sys.argv[2])
+dev = EmuDevice(parse_module(ptx.read_text()), str(src), src.read_text(), record=RecordChoice(snapshot=(0,)))
+a = dev.to_device(np.arange(256, dtype=np.int32))
+c = dev.empty(256, np.int32)
+dev.launch("kernel_vec_add", 4, 64, (c, a, a))
+assert (dev.from_device(c) == 2 * np.arange(256)).all()
+print(len(interp.mem_ldst.overloads), len(interp.ld_bank.overloads), len(interp.mem_atom.overloads))
+"""
+
+
+def test_a_vecadd_first_run_compiles_no_general_load_store(cuda_ptx: Compiler, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 23: a first run compiles what the kernel uses. vecadd's loads and stores are scalars
+    of global memory and its parameters, so in a fresh process with an empty Numba cache its
+    interpreter compiles `ld_bank` (called) and not `mem_ldst` (local, generic and vector
+    accesses) nor the atomics."""
+    import subprocess
+    import sys
+
+    src = ROOT / "demo_traces" / "vecadd.cu"
+    cuda_ptx.file(src)
+    ptx = cuda_ptx.out / "vecadd.sm_80.ptx"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    out = subprocess.run([sys.executable, "-c", _VECADD_CHILD, str(ptx), str(src)], env=env, capture_output=True,
+                         text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "1", "0"]

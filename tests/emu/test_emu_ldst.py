@@ -1,7 +1,8 @@
-"""A scalar ld or st of a fixed space (global, shared; an ld of the constant bank or the kernel
-parameters) is its own family, FAM_SCALAR_LDST, which the interpreter runs with `interp.scalar_ldst`
-inline; `mem_ldst`'s lane-by-lane way runs the other rows, and its resolution of a generic
-address lands in the same spaces, so both must agree. Both are checked against a NumPy oracle
+"""A scalar ld or st of global or shared memory is its own family, FAM_SCALAR_LDST, which the
+interpreter runs with `interp.scalar_ldst` inline; an ld of the kernel parameters or the constant
+bank is FAM_LD_BANK, run by `interp.ld_bank`; `mem_ldst`'s lane-by-lane way runs the other rows,
+and its resolution of a generic address lands in the same spaces, so all must agree. They are
+checked against a NumPy oracle
 that shares none of their code (bytes read little-endian with `int.from_bytes`, the allocation
 found by a linear scan, the fault of the first lane in lane order) on random accesses: every width,
 signed and unsigned, aligned and not, inside and outside each space, with a cached allocation that
@@ -30,6 +31,7 @@ from tuiprof.collect.emu.kernel.codes import (
     F_SPACE,
     F_TY,
     F_VEC,
+    FAM_LD_BANK,
     FAM_SCALAR_LDST,
     N_ERR,
     N_FIELDS,
@@ -40,6 +42,7 @@ from tuiprof.collect.emu.kernel.codes import (
     SP_PARAM,
     SP_SHARED,
     ST_MISALIGNED,
+    ST_OK,
     ST_OOB,
     T_S8,
     T_S16,
@@ -49,7 +52,7 @@ from tuiprof.collect.emu.kernel.codes import (
     T_U32,
     T_U64,
 )
-from tuiprof.collect.emu.kernel.interp import mem_ldst, scalar_ldst
+from tuiprof.collect.emu.kernel.interp import ld_bank, mem_ldst, scalar_ldst
 from tuiprof.collect.emu.kernel.warp import row_family
 
 SEG_LO = np.array([0x1000, 0x2000, 0x2040, 0x7000], np.int64)   # the third starts where the second ends
@@ -140,7 +143,8 @@ def _oracle(row: np.ndarray, act: int, regs: np.ndarray, bufs: dict[int, np.ndar
 
 
 def _case(rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarray]:
-    """A random row of FAM_SCALAR_LDST (`warp.is_scalar_ldst` says so), its active lanes and registers."""
+    """A random row of FAM_SCALAR_LDST or FAM_LD_BANK (as `warp.row_family` says), its active lanes
+    and registers."""
     nb = int(rng.choice([1, 2, 4, 8]))
     signed = bool(rng.integers(0, 2))
     row = np.full(N_FIELDS, -1, np.int64)
@@ -158,7 +162,7 @@ def _case(rng: np.random.Generator) -> tuple[np.ndarray, int, np.ndarray]:
     act = int(rng.choice([0, 0xFFFFFFFF, int(rng.integers(0, 1 << 32))]))
     regs = rng.integers(-(1 << 62), 1 << 62, (4, BASE + 32), dtype=np.int64)
     regs[ADDR, BASE:] = _addresses(rng, int(row[F_SPACE]), nb, act) - row[F_AOFF]
-    assert row_family(row[None, :], 0) == FAM_SCALAR_LDST
+    assert row_family(row[None, :], 0) == (FAM_SCALAR_LDST if row[F_SPACE] in (SP_GLOBAL, SP_SHARED) else FAM_LD_BANK)
     return row, act, regs
 
 
@@ -186,18 +190,31 @@ def test_scalar_accesses_of_a_fixed_space_match_the_oracle_in_both_ways():
             want_addr[l] = np.uint64(row[F_AOFF] + regs[ADDR, BASE + l])
         counted = {SP_GLOBAL: 0, SP_SHARED: 1}.get(space)   # the op_space column, None: not counted
 
-        for way in ("scalar_ldst", "mem_ldst"):
+        for way in ("scalar_ldst" if space in (SP_GLOBAL, SP_SHARED) else "ld_bank", "mem_ldst"):
             r, b = regs.copy(), {sp: x.copy() for sp, x in bufs.items()}
             rec_key, rec_op, rec_mask, rec_addr = _records()
             op_space, err = np.zeros((2, 3), np.int64), np.zeros(N_ERR, np.int64)
+            addrs = np.zeros(32, np.int64)
             if way == "scalar_ldst":     # as the interpreter runs it: a cached allocation, sometimes the wrong one
                 cs = int(rng.integers(0, len(SEG_LO)))
-                cs2, nrec, nacc = scalar_ldst(0, act, code, r, BASE, 32, True, SPOS * W + WARP, b[SP_GLOBAL],
-                                              b[SP_SHARED], b[SP_CONST], b[SP_PARAM], seg_lo, seg_hi, seg_off,
-                                              SIZES[SP_SHARED], SIZES[SP_CONST], SIZES[SP_PARAM], cs,
-                                              np.zeros(32, np.int64), np.zeros(32, np.int64), rec_key, rec_op,
-                                              rec_mask, rec_addr, 1, op_space, err, CTA)
+                status, lane, cs2, nrec, nacc = scalar_ldst(0, act, code, r, BASE, 32, True, SPOS * W + WARP,
+                                                            b[SP_GLOBAL], b[SP_SHARED], seg_lo, seg_hi, seg_off,
+                                                            SIZES[SP_SHARED], cs, np.zeros(32, np.int64), addrs,
+                                                            rec_key, rec_op, rec_mask, rec_addr, 1, op_space)
                 assert 0 <= cs2 < len(SEG_LO)
+                if fault is not None:    # what the interpreter then reports, and nothing changed
+                    assert (status, BASE + lane, addrs[lane], nrec, nacc) == \
+                        (fault.status, fault.thread, fault.addr, 1, 0)
+                    np.testing.assert_array_equal(r, regs)
+                    for sp, x in b.items():
+                        np.testing.assert_array_equal(x, bufs[sp])
+                    assert not op_space.any() and (rec_key == -7).all()
+                    continue
+                assert status == ST_OK
+            elif way == "ld_bank":
+                nrec, nacc = ld_bank(0, act, code, r, BASE, 32, True, SPOS * W + WARP, b[SP_CONST], b[SP_PARAM],
+                                     SIZES[SP_CONST], SIZES[SP_PARAM], rec_key, rec_op, rec_mask, rec_addr, 1, err,
+                                     CTA)
             else:
                 local = np.zeros(16, np.uint8)
                 nrec, nacc = mem_ldst(0, act, code, r, BASE, 32, WARP, W, CTA, SPOS, True, b[SP_GLOBAL],
@@ -208,11 +225,6 @@ def test_scalar_accesses_of_a_fixed_space_match_the_oracle_in_both_ways():
                 assert (nrec, nacc) == (-1, 0), way
                 assert (err[E_STATUS], err[E_THREAD], err[E_ADDR], err[E_BYTES], err[E_SPACE]) == \
                     (fault.status, fault.thread, fault.addr, row[F_NB], space), way
-                if way == "scalar_ldst":     # nothing changed
-                    np.testing.assert_array_equal(r, regs)
-                    for sp, x in b.items():
-                        np.testing.assert_array_equal(x, bufs[sp])
-                    assert not op_space.any() and (rec_key == -7).all()
                 continue
             assert (nrec, nacc) == (2 if recorded else 1, 1 if sop >= 0 and act != 0 else 0), way
             np.testing.assert_array_equal(r, want_regs, err_msg=way)

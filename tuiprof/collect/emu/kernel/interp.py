@@ -95,9 +95,10 @@ C_BATCH = 19
 """This batch's index: it stops (ST_ABORTED) once an earlier batch has failed."""
 N_CFG = 20
 
-ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_CVTA, FAM_SCALAR_LDST})
+ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_CVTA, FAM_SCALAR_LDST, FAM_LD_BANK})
 """Families compiled into every variant of the interpreter: inlined, cheap to compile and in
-nearly every kernel (integer index arithmetic, scalar loads and stores of a fixed space)."""
+nearly every kernel (integer index arithmetic, scalar loads and stores of global and shared memory,
+loads of kernel parameters)."""
 STRAIGHT = ALWAYS_COMPILED | {FAM_SHIFT, FAM_CVT_INT, FAM_FLOAT_PLAIN, FAM_LDST}
 """Straight-line kernels' families: shifts, integer conversions, plain float arithmetic and the
 other loads and stores (`mem_ldst`: vectors, local and generic addresses) too."""
@@ -327,56 +328,55 @@ def _close_access(op_space, sop, act, rsp, rec, nrec):
 
 
 @njit(**INLINE)
-def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                shared_size, const_size, param_size, cs, offs, addrs, rec_key, rec_op, rec_mask, rec_addr, nrec,
-                op_space, err, cta):
-    """A scalar ld or st of a fixed space (FAM_SCALAR_LDST, `warp.is_scalar_ldst`: global or
-    shared, or an ld of the constant bank or the kernel parameters) by the lanes `act`: the home of
-    its semantics, run inline by the interpreter.
+def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, seg_lo, seg_hi, seg_off, shared_size, cs,
+                offs, addrs, rec_key, rec_op, rec_mask, rec_addr, nrec, op_space):
+    """A scalar ld or st of global or shared memory (FAM_SCALAR_LDST, `warp.is_scalar_ldst`) by
+    the lanes `act`: the home of its semantics, run inline by the interpreter.
 
-    Every lane's address (base register plus offset) is resolved first, into `offs` (buffer
-    offsets) and `addrs` (the addresses a record keeps): inside the space (for global, one
-    allocation of the heap; `cs`: the allocation to try first, the one the last global access
-    found), then aligned to the element size. The first lane in lane order whose access would
-    fault stops the run with ST_OOB or ST_MISALIGNED in `err`, nothing changed, as `mem_ldst`
-    names faults. Then the loads (little-endian, `ld_extend`) or stores (the source's low bytes),
-    the warp access counted by space and, when `keep`, recorded under `key`. Returns (cs, records
-    used, accesses counted), records -1 after a fault."""
-    space = code[P, F_SPACE]
+    Every lane's address (base register plus offset, kept in `addrs` for the record) is resolved
+    first into `offs` (buffer offsets): inside shared memory or one allocation of the heap (`cs`:
+    the allocation to try first, the one the last global access found), then aligned to the
+    element size. The first lane in lane order whose access would fault stops it, nothing changed:
+    its status (ST_OOB before ST_MISALIGNED, as `mem_ldst` names faults) and lane are returned for
+    the caller to report. Else the loads (little-endian, `ld_extend`) or stores (the source's low
+    bytes), the warp access counted by space and, when `keep`, recorded under `key`. Returns
+    (status, faulting lane, cs, records used, accesses counted)."""
+    sh = code[P, F_SPACE] == SP_SHARED
     nb = code[P, F_NB]
     abase = code[P, F_ABASE]
     aoff = code[P, F_AOFF]
-    size = shared_size if space == SP_SHARED else (const_size if space == SP_CONST else param_size)
     nseg = seg_lo.shape[0]
+    bad = ST_OK
+    bad_lane = 0
     for l in range(NL):
         if (act >> l) & 1:
             a = aoff
             if abase >= 0:
                 a += regs[abase, base + l]
-            if space == SP_GLOBAL:
+            addrs[l] = a
+            if sh:
+                if a < 0 or a + nb > shared_size:
+                    bad, bad_lane = ST_OOB, l
+                    break
+                offs[l] = a
+            else:
                 if not (cs < nseg and a >= seg_lo[cs] and a + nb <= seg_hi[cs]):
                     cs = find_segment(a, nb, seg_lo, seg_hi)
                     if cs < 0:
-                        _fail(err, ST_OOB, P, base + l, cta, a, nb, space, 0)
-                        return 0, -1, 0
+                        cs = 0
+                        bad, bad_lane = ST_OOB, l
+                        break
                 offs[l] = seg_off[cs] + (a - seg_lo[cs])
-            else:
-                if a < 0 or a + nb > size:
-                    _fail(err, ST_OOB, P, base + l, cta, a, nb, space, 0)
-                    return cs, -1, 0
-                offs[l] = a
             if a & (nb - 1):
-                _fail(err, ST_MISALIGNED, P, base + l, cta, a, nb, space, 0)
-                return cs, -1, 0
-            addrs[l] = a
+                bad, bad_lane = ST_MISALIGNED, l
+                break
+    if bad != ST_OK:
+        return bad, bad_lane, cs, nrec, 0
     accesses = 0
     sop = code[P, F_SOP]
     if sop >= 0 and act != 0:
         accesses = 1
-        if space == SP_GLOBAL:
-            op_space[sop, 0] += 1
-        elif space == SP_SHARED:
-            op_space[sop, 1] += 1
+        op_space[sop, 1 if sh else 0] += 1
         if keep:
             rec_key[nrec] = key
             rec_op[nrec] = sop
@@ -384,14 +384,7 @@ def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, const_buf
             for l in range(NL):
                 rec_addr[nrec, l] = np.uint64(addrs[l]) if (act >> l) & 1 else np.uint64(0)
             nrec += 1
-    if space == SP_GLOBAL:
-        buf = heap
-    elif space == SP_SHARED:
-        buf = shared
-    elif space == SP_CONST:
-        buf = const_buf
-    else:
-        buf = param_buf
+    buf = shared if sh else heap
     if code[P, F_OP] == OP_LD:
         ty = code[P, F_TY]
         sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
@@ -405,7 +398,49 @@ def scalar_ldst(P, act, code, regs, base, NL, keep, key, heap, shared, const_buf
         for l in range(NL):
             if (act >> l) & 1:
                 store_bits(buf, offs[l], nb, regs[s0, base + l])
-    return cs, nrec, accesses
+    return ST_OK, 0, cs, nrec, accesses
+
+
+@emu_kernel
+def ld_bank(P, act, code, regs, base, NL, keep, key, const_buf, param_buf, const_size, param_size, rec_key, rec_op,
+            rec_mask, rec_addr, nrec, err, cta):
+    """A scalar ld of a constant bank (FAM_LD_BANK, `warp.is_bank_ld`): the kernel's parameters
+    (SASS reads them from bank c[0x0]) or the module's ``__constant__`` data, by the lanes `act`.
+    Lane by lane, in lane order: the address (base register plus offset) inside the bank, else
+    ST_OOB, and aligned, else ST_MISALIGNED (as `mem_ldst` names faults), then the load. A
+    ``__constant__`` access with an op is counted and, when `keep`, recorded under `key` (the
+    caller leaves room for a record); kernel parameters have none. Returns (records used,
+    accesses counted), or (-1, 0) after a fault described in `err`."""
+    space = code[P, F_SPACE]
+    const = space == SP_CONST
+    buf = const_buf if const else param_buf
+    size = const_size if const else param_size
+    nb = code[P, F_NB]
+    abase = code[P, F_ABASE]
+    aoff = code[P, F_AOFF]
+    ty = code[P, F_TY]
+    sgn = ty == T_S8 or ty == T_S16 or ty == T_S32
+    dbits = code[P, F_AUX2]
+    d0 = code[P, F_D0]
+    sop = code[P, F_SOP]
+    rec = keep and sop >= 0 and act != 0
+    if rec:
+        _open_record(rec_key, rec_op, rec_mask, rec_addr, nrec, key, sop, act, NL)
+    for l in range(NL):
+        if (act >> l) & 1:
+            a = aoff
+            if abase >= 0:
+                a += regs[abase, base + l]
+            status = ST_OOB if a < 0 or a + nb > size else (ST_MISALIGNED if a & (nb - 1) else ST_OK)
+            if status != ST_OK:
+                _fail(err, status, P, base + l, cta, a, nb, space, 0)
+                return -1, 0
+            regs[d0, base + l] = ld_extend(load_bits(buf, a, nb), nb, sgn, dbits)
+            if rec:
+                rec_addr[nrec, l] = np.uint64(a)
+    if rec:
+        nrec += 1
+    return nrec, 1 if sop >= 0 and act != 0 else 0
 
 
 @emu_kernel
@@ -1236,42 +1271,56 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
                                         want += 1
                                     if want > 0:
                                         keep = atomic_add(ctl, CTL_RECORDS, want) + want <= rec_max
-                                nacc = 0
+                                done = False
                                 if fam == FAM_SCALAR_LDST:
                                     # inline (the record arrays borrowed: they are replaced only between turns)
-                                    cs, nrec, nacc = scalar_ldst(P, act, code, regs, base, NL, keep, spos * W + w, heap,
-                                                                 shared, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                                                                 shared_size, const_size, param_size, cs, offs, addrs,
-                                                                 borrowed(rec_key), borrowed(rec_op),
-                                                                 borrowed(rec_mask), borrowed(rec_addr), nrec,
-                                                                 op_space, err, cta)
-                                elif HAS_LDST and fam == FAM_LDST:
-                                    nrec, nacc = mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                          shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                                                          shared_size, local_size, const_size, param_size, local_words,
-                                                          rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
-                                elif HAS_ATOM and fam == FAM_ATOM:
-                                    nrec, nacc = mem_atom(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                          shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                                                          shared_size, local_size, const_size, param_size, local_words,
-                                                          rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
-                                elif HAS_TEX and fam == FAM_TEX:
-                                    nrec, nacc = mem_tex(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                         shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
-                                                         shared_size, local_size, const_size, param_size, local_words,
-                                                         rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
-                                elif HAS_CPASYNC and fam == FAM_CPASYNC:
-                                    nrec, nacc = mem_cpasync(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
-                                                             shared, local, const_buf, param_buf, seg_lo, seg_hi,
-                                                             seg_off, shared_size, local_size, const_size, param_size,
-                                                             local_words, rec_key, rec_op, rec_mask, rec_addr, nrec,
-                                                             op_space, err)
-                                else:
-                                    _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
-                                    nrec = -1
-                                if nrec < 0:
-                                    return _kept(rec_key, rec_op, rec_mask, rec_addr, 0)
-                                accesses += nacc
+                                    fault, lane, cs, nrec, nacc = scalar_ldst(P, act, code, regs, base, NL, keep,
+                                                                              spos * W + w, heap, shared, seg_lo, seg_hi,
+                                                                              seg_off, shared_size, cs, offs, addrs,
+                                                                              borrowed(rec_key), borrowed(rec_op),
+                                                                              borrowed(rec_mask), borrowed(rec_addr),
+                                                                              nrec, op_space)
+                                    accesses += nacc
+                                    done = fault == ST_OK
+                                if not done:
+                                    nacc = 0
+                                    if fam == FAM_SCALAR_LDST:
+                                        # its fault, named here: a call inside scalar_ldst, even untaken, slowed
+                                        # the hot loop by 5-10% (as did leaving this chain by a way of its own)
+                                        _fail(err, fault, P, base + lane, cta, addrs[lane], code[P, F_NB],
+                                              code[P, F_SPACE], 0)
+                                        nrec = -1
+                                    elif fam == FAM_LD_BANK:
+                                        nrec, nacc = ld_bank(P, act, code, regs, base, NL, keep, spos * W + w, const_buf,
+                                                             param_buf, const_size, param_size, rec_key, rec_op, rec_mask,
+                                                             rec_addr, nrec, err, cta)
+                                    elif HAS_LDST and fam == FAM_LDST:
+                                        nrec, nacc = mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                              shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                                                              shared_size, local_size, const_size, param_size, local_words,
+                                                              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
+                                    elif HAS_ATOM and fam == FAM_ATOM:
+                                        nrec, nacc = mem_atom(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                              shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                                                              shared_size, local_size, const_size, param_size, local_words,
+                                                              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
+                                    elif HAS_TEX and fam == FAM_TEX:
+                                        nrec, nacc = mem_tex(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                             shared, local, const_buf, param_buf, seg_lo, seg_hi, seg_off,
+                                                             shared_size, local_size, const_size, param_size, local_words,
+                                                             rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err)
+                                    elif HAS_CPASYNC and fam == FAM_CPASYNC:
+                                        nrec, nacc = mem_cpasync(P, act, code, regs, base, NL, w, W, cta, spos, keep, heap,
+                                                                 shared, local, const_buf, param_buf, seg_lo, seg_hi,
+                                                                 seg_off, shared_size, local_size, const_size, param_size,
+                                                                 local_words, rec_key, rec_op, rec_mask, rec_addr, nrec,
+                                                                 op_space, err)
+                                    else:
+                                        _fail(err, ST_UNSUPPORTED, P, base + _lowest(g), cta, 0, 0, 0, op)
+                                        nrec = -1
+                                    if nrec < 0:
+                                        return _kept(rec_key, rec_op, rec_mask, rec_addr, 0)
+                                    accesses += nacc
                                 P += 1
                             elif HAS_BRA and op == OP_BRA:
                                 tgt = code[P, F_TGT]

@@ -671,24 +671,30 @@ _FAMILY_OF_OP.update({op: FAM_FLOAT for op in range(OP_FADD, OP_COPYSIGN + 1) if
 
 def is_scalar_ldst(code: np.ndarray, P: int) -> bool:
     """Whether row `P`, an ld or st, is the case `interp.scalar_ldst` runs (FAM_SCALAR_LDST): one
-    element at an address of a space known from the instruction, not per thread (global, shared;
-    the read-only constant bank and kernel parameters for an ld), an ld with a destination register."""
-    space = int(code[P, F_SPACE])
-    if code[P, F_VEC] != 1:
+    element of global or shared memory, an ld with a destination register or an st."""
+    if code[P, F_VEC] != 1 or code[P, F_SPACE] not in (SP_GLOBAL, SP_SHARED):
         return False
-    if code[P, F_OP] == OP_ST:
-        return space in (SP_GLOBAL, SP_SHARED)
-    return code[P, F_D0] >= 0 and space in (SP_GLOBAL, SP_SHARED, SP_CONST, SP_PARAM)
+    return code[P, F_OP] == OP_ST or code[P, F_D0] >= 0
+
+
+def is_bank_ld(code: np.ndarray, P: int) -> bool:
+    """Whether row `P`, an ld or st, is the case `interp.ld_bank` runs (FAM_LD_BANK): an ld of one
+    element of the kernel parameters or the constant bank into a register."""
+    return (code[P, F_OP] == OP_LD and code[P, F_VEC] == 1 and code[P, F_D0] >= 0
+            and code[P, F_SPACE] in (SP_PARAM, SP_CONST))
 
 
 def row_family(code: np.ndarray, P: int) -> int:
     """The family (FAM_*) of decoded row `P`: the handler that runs it. The split of setp, cvt and
     the float arithmetic between an inlined handler and a compiled family follows the handlers' own
-    predicates (`setp_is_int`, `cvt_is_int`, `float_is_plain`), run here as Python; a scalar ld or
-    st of a fixed space has its own family (`is_scalar_ldst`)."""
+    predicates (`setp_is_int`, `cvt_is_int`, `float_is_plain`), run here as Python; so does that
+    of ld and st between the scalar cases and `mem_ldst` (`is_scalar_ldst`, `is_bank_ld`)."""
     op = int(code[P, F_OP])
-    if (op == OP_LD or op == OP_ST) and is_scalar_ldst(code, P):
-        return FAM_SCALAR_LDST
+    if op == OP_LD or op == OP_ST:
+        if is_scalar_ldst(code, P):
+            return FAM_SCALAR_LDST
+        if is_bank_ld(code, P):
+            return FAM_LD_BANK
     if op == OP_SETP:
         return FAM_SETP_INT if setp_is_int.py_func(code, P) else FAM_CMP
     if op == OP_CVT:
