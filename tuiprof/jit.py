@@ -644,6 +644,33 @@ def emu_kernel(fn):  # noqa: ANN001, ANN201
     return plain_args(njit(**KERNEL)(fn))
 
 
+_BUILT_NAMES: dict[tuple[str, str], str] = {}
+"""The kernels `built_kernel` named in this process: (module, name) -> their closure values (repr)."""
+
+
+def built_kernel(fn, name: str):  # noqa: ANN001, ANN201 (a function in, a Numba dispatcher out)
+    """``njit(**KERNEL)`` of `fn`, a kernel that a factory builds (a closure over the values it is
+    compiled for), renamed `name`: a name of those values, the same in every process.
+
+    Numba names a compiled function's machine code, its environment (the constants its Python
+    entry reads, such as the dtypes of the arrays it returns) and its cache files after its
+    qualified name and a counter that restarts in every process; the closures of one factory
+    share the qualified name. Two of them compiled by different processes could thus get one
+    name, and a process that loaded both from the disk cache ran the second with the first one's
+    environment (Numba keeps one per name): when its constants were numbered differently, the
+    call failed with ``SystemError: ... returned a result with an exception set`` ('descr' is
+    NULL), on every run until the cache was removed. Giving the same `name` to other closure
+    values in one process raises RuntimeError (a factory whose names do not tell its kernels apart)."""
+    values = repr(tuple(cell.cell_contents for cell in fn.__closure__ or ()))
+    key = (fn.__module__, name)
+    if _BUILT_NAMES.setdefault(key, values) != values:
+        raise RuntimeError(f"two kernels built by {fn.__module__}.{fn.__qualname__} are both named {name!r}: "
+                           "the name must tell their closure values apart (their compiled code and cache "
+                           "entries would be mixed up)")
+    fn.__name__ = fn.__qualname__ = name
+    return njit(**KERNEL)(fn)
+
+
 plain_kernel = emu_kernel
 """The same for the simulator's helpers that kernels call with constant arguments (one compile
 per argument type: ``lists_init(.., 4, 5)`` from one replay family and ``(.., n, m)`` from
@@ -845,8 +872,7 @@ def _cached(kernel: object) -> bool:
     """Whether Numba's disk cache has an entry for `kernel` that is fresh for its source file:
     one read of its small index file (Numba's own check, ``_load_index``, which answers empty
     for a missing, stale or other-version index), holding an entry for this function's code and
-    closure (the emulator's variants, `collect.emu.kernel.interp.run_ctas_for`, share one index).
-    True when that cannot be told (no cache, or a Numba whose internals differ), so that no false
+    closure values. True when that cannot be told (no cache, or a Numba whose internals differ), so that no false
     alarm is printed."""
     cache = getattr(kernel, "_cache", None)
     load = getattr(getattr(cache, "_cache_file", None), "_load_index", None)
@@ -865,5 +891,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "built_kernel", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]
