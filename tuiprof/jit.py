@@ -81,6 +81,12 @@ def _note(text: str) -> None:
 _CACHE_DIR = _choose_cache_dir()
 if _CACHE_DIR is not None:
     os.environ["NUMBA_CACHE_DIR"] = str(_CACHE_DIR)
+    _numba_config = sys.modules.get("numba.core.config")
+    if _numba_config is not None:
+        # numba was imported first (``import numba; import tuiprof...``, a test module): it read
+        # its settings before the line above, and would cache the kernels decorated from here on
+        # beside their source files (the installed package) under no digest
+        _numba_config.CACHE_DIR = str(_CACHE_DIR)
 
 
 def kernel_cache_dir() -> Path | None:
