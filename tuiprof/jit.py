@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
 from typing import Literal, TypedDict
 
+from tuiprof.errors import CompiledCodeError
 from tuiprof.resources import user_cache_dir
 
 KERNEL_SOURCES = ("jit.py", "sim/*.py", "trace/_codec.py", "collect/emu/kernel/*.py", "collect/gpu/records.py",
@@ -86,7 +88,7 @@ if _CACHE_DIR is not None:
         # numba was imported first (``import numba; import tuiprof...``, a test module): it read
         # its settings before the line above, and would cache the kernels decorated from here on
         # beside their source files (the installed package) under no digest
-        _numba_config.CACHE_DIR = str(_CACHE_DIR)
+        setattr(_numba_config, "CACHE_DIR", str(_CACHE_DIR))  # noqa: B010 (a module typed as ModuleType)
 
 
 def kernel_cache_dir() -> Path | None:
@@ -853,6 +855,34 @@ def atomic_get(typingctx, arr, idx):
     return types.int64(arr, idx), codegen
 
 
+_DISPATCHER_FAILURES = ("returned a result with an exception set", "returned NULL without setting an exception")
+"""How Python reports a C function whose result and error state disagree (the end of the message)."""
+
+
+def kernel_failure(exc: BaseException) -> CompiledCodeError | None:
+    """The user-facing error for `exc` when it is a compiled kernel's failure that no input can cause:
+    a ``SystemError`` from a Numba dispatcher whose entry returned a result with an exception set
+    (or none with none), as a stale or mixed-up compiled-code cache makes it (two of the emulator's
+    variants under one name did, see `built_kernel`). None for anything else, which stays a bug
+    with its traceback."""
+    text = str(exc)
+    if not isinstance(exc, SystemError) or "Dispatcher(" not in text or not text.endswith(_DISPATCHER_FAILURES):
+        return None
+    match = re.search(r"<function (\S+) at ", text)
+    name = match.group(1) if match else "a compiled kernel"
+    cause = exc.__cause__ or exc.__context__
+    why = f" ({type(cause).__name__}: {str(cause)[:120]})" if cause is not None else ""
+    if _CACHE_DIR is None:
+        return CompiledCodeError(f"the compiled kernel {name} failed inside tuiprof{why}",
+                                 "this is a tuiprof bug (no compiled-code cache was in use): please report it "
+                                 "with the command that showed it")
+    return CompiledCodeError(f"the compiled kernel {name} failed inside tuiprof{why}; the compiled-code "
+                             f"cache at {_CACHE_DIR} may be stale or damaged",
+                             f"remove that folder (rm -r '{_CACHE_DIR}') and run again: the kernels are compiled "
+                             "afresh (about a minute; `tuiprof warmup` does it ahead); if it happens again with a "
+                             "fresh folder, please report it")
+
+
 _noted: set[int] = set()
 
 
@@ -897,5 +927,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "built_kernel", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "built_kernel", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "kernel_failure", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]
