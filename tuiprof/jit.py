@@ -908,8 +908,8 @@ def _cached(kernel: object) -> bool:
     """Whether Numba's disk cache has an entry for `kernel` that is fresh for its source file:
     one read of its small index file (Numba's own check, ``_load_index``, which answers empty
     for a missing, stale or other-version index), holding an entry for this function's code and
-    closure values. True when that cannot be told (no cache, or a Numba whose internals differ), so that no false
-    alarm is printed."""
+    closure values. True when that cannot be told (no cache, or a Numba whose internals differ),
+    so that no false alarm is printed."""
     cache = getattr(kernel, "_cache", None)
     load = getattr(getattr(cache, "_cache_file", None), "_load_index", None)
     if load is None:
