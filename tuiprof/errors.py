@@ -46,3 +46,8 @@ class OutputError(TuiprofError):
 
 class BuildError(TuiprofError):
     """A CUDA source that cannot be compiled (carrying the compiler's own message), or no compiler."""
+
+
+class CompiledCodeError(TuiprofError):
+    """A compiled kernel that failed in a way no input can cause (Numba's entry returned a
+    result with a Python exception set): its machine code or the compiled-code cache is at fault."""

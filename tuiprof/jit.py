@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
 from typing import Literal, TypedDict
 
+from tuiprof.errors import CompiledCodeError
 from tuiprof.resources import user_cache_dir
 
 KERNEL_SOURCES = ("jit.py", "sim/*.py", "trace/_codec.py", "collect/emu/kernel/*.py", "collect/gpu/records.py",
@@ -81,6 +83,12 @@ def _note(text: str) -> None:
 _CACHE_DIR = _choose_cache_dir()
 if _CACHE_DIR is not None:
     os.environ["NUMBA_CACHE_DIR"] = str(_CACHE_DIR)
+    _numba_config = sys.modules.get("numba.core.config")
+    if _numba_config is not None:
+        # numba was imported first (``import numba; import tuiprof...``, a test module): it read
+        # its settings before the line above, and would cache the kernels decorated from here on
+        # beside their source files (the installed package) under no digest
+        setattr(_numba_config, "CACHE_DIR", str(_CACHE_DIR))  # noqa: B010 (a module typed as ModuleType)
 
 
 def kernel_cache_dir() -> Path | None:
@@ -644,6 +652,33 @@ def emu_kernel(fn):  # noqa: ANN001, ANN201
     return plain_args(njit(**KERNEL)(fn))
 
 
+_BUILT_NAMES: dict[tuple[str, str], str] = {}
+"""The kernels `built_kernel` named in this process: (module, name) -> their closure values (repr)."""
+
+
+def built_kernel(fn, name: str):  # noqa: ANN001, ANN201 (a function in, a Numba dispatcher out)
+    """``njit(**KERNEL)`` of `fn`, a kernel that a factory builds (a closure over the values it is
+    compiled for), renamed `name`: a name of those values, the same in every process.
+
+    Numba names a compiled function's machine code, its environment (the constants its Python
+    entry reads, such as the dtypes of the arrays it returns) and its cache files after its
+    qualified name and a counter that restarts in every process; the closures of one factory
+    share the qualified name. Two of them compiled by different processes could thus get one
+    name, and a process that loaded both from the disk cache ran the second with the first one's
+    environment (Numba keeps one per name): when its constants were numbered differently, the
+    call failed with ``SystemError: ... returned a result with an exception set`` ('descr' is
+    NULL), on every run until the cache was removed. Giving the same `name` to other closure
+    values in one process raises RuntimeError (a factory whose names do not tell its kernels apart)."""
+    values = repr(tuple(cell.cell_contents for cell in fn.__closure__ or ()))
+    key = (fn.__module__, name)
+    if _BUILT_NAMES.setdefault(key, values) != values:
+        raise RuntimeError(f"two kernels built by {fn.__module__}.{fn.__qualname__} are both named {name!r}: "
+                           "the name must tell their closure values apart (their compiled code and cache "
+                           "entries would be mixed up)")
+    fn.__name__ = fn.__qualname__ = name
+    return njit(**KERNEL)(fn)
+
+
 plain_kernel = emu_kernel
 """The same for the simulator's helpers that kernels call with constant arguments (one compile
 per argument type: ``lists_init(.., 4, 5)`` from one replay family and ``(.., n, m)`` from
@@ -820,6 +855,34 @@ def atomic_get(typingctx, arr, idx):
     return types.int64(arr, idx), codegen
 
 
+_DISPATCHER_FAILURES = ("returned a result with an exception set", "returned NULL without setting an exception")
+"""How Python reports a C function whose result and error state disagree (the end of the message)."""
+
+
+def kernel_failure(exc: BaseException) -> CompiledCodeError | None:
+    """The user-facing error for `exc` when it is a compiled kernel's failure that no input can cause:
+    a ``SystemError`` from a Numba dispatcher whose entry returned a result with an exception set
+    (or none with none), as a stale or mixed-up compiled-code cache makes it (two of the emulator's
+    variants under one name did, see `built_kernel`). None for anything else, which stays a bug
+    with its traceback."""
+    text = str(exc)
+    if not isinstance(exc, SystemError) or "Dispatcher(" not in text or not text.endswith(_DISPATCHER_FAILURES):
+        return None
+    match = re.search(r"<function (\S+) at ", text)
+    name = match.group(1) if match else "a compiled kernel"
+    cause = exc.__cause__ or exc.__context__
+    why = f" ({type(cause).__name__}: {str(cause)[:120]})" if cause is not None else ""
+    if _CACHE_DIR is None:
+        return CompiledCodeError(f"the compiled kernel {name} failed inside tuiprof{why}",
+                                 "this is a tuiprof bug (no compiled-code cache was in use): please report it "
+                                 "with the command that showed it")
+    return CompiledCodeError(f"the compiled kernel {name} failed inside tuiprof{why}; the compiled-code "
+                             f"cache at {_CACHE_DIR} may be stale or damaged",
+                             f"remove that folder (rm -r '{_CACHE_DIR}') and run again: the kernels are compiled "
+                             "afresh (about a minute; `tuiprof warmup` does it ahead); if it happens again with a "
+                             "fresh folder, please report it")
+
+
 _noted: set[int] = set()
 
 
@@ -845,9 +908,8 @@ def _cached(kernel: object) -> bool:
     """Whether Numba's disk cache has an entry for `kernel` that is fresh for its source file:
     one read of its small index file (Numba's own check, ``_load_index``, which answers empty
     for a missing, stale or other-version index), holding an entry for this function's code and
-    closure (the emulator's variants, `collect.emu.kernel.interp.run_ctas_for`, share one index).
-    True when that cannot be told (no cache, or a Numba whose internals differ), so that no false
-    alarm is printed."""
+    closure values. True when that cannot be told (no cache, or a Numba whose internals differ),
+    so that no false alarm is printed."""
     cache = getattr(kernel, "_cache", None)
     load = getattr(getattr(cache, "_cache_file", None), "_load_index", None)
     if load is None:
@@ -865,5 +927,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "plain_kernel",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "built_kernel", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "kernel_failure", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]

@@ -5,6 +5,7 @@ emulator's trace must equal the model's access for access."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -290,3 +291,40 @@ def test_a_demo_kernel_file_gives_the_shipped_demos_report(in_tmp: Path, demo: s
     assert fresh["analysis"] is not None and fresh["trace"]["provenance"]["backend"] == "emulator"
     assert fresh["trace"]["provenance"]["generator"]["compiler"].startswith("nvrtc" if hide_nvcc else "nvcc")
     assert differences(shipped, fresh) <= MAY_DIFFER, differences(shipped, fresh) - MAY_DIFFER
+
+
+_RECORD_DEMOS = """
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tuiprof.collect.options import CollectOptions
+from tuiprof.collect.pipeline import collect_trace
+from tuiprof.session import RunConfig
+from tuiprof.trace.synth import DEMOS as MODELS
+
+SCRIPTS = {"vecadd": ("vecadd.cu", "vecadd_launch.py"), "transpose-naive": ("transpose.cu", "transpose_launch.py")}
+for name in sys.argv[2:]:
+    cu, script = SCRIPTS[name]
+    model = MODELS[name].build()
+    options = CollectOptions(launch=Path(sys.argv[1]) / script, snapshot=model.snapshot.n_ctas)
+    emu = collect_trace(Path(sys.argv[1]) / cu, RunConfig(collect=options))
+    assert np.array_equal(emu.addr, model.addr) and np.array_equal(emu.mask, model.mask), name
+"""
+
+
+@pytest.mark.slow
+@needs_compiler
+def test_two_variants_compiled_by_different_processes_load_together(tmp_path: Path) -> None:
+    # Before: the second run compiled vecadd's variant under the name transpose-naive's variant had
+    # (both `_assemble.<locals>.run_ctas`, the counter at 1), so the third, loading both from the
+    # cache, ran vecadd with the other's environment: "SystemError: CPUDispatcher(...) returned a
+    # result with an exception set", blamed on the launch script, on every run after.
+    env = dict(os.environ, PYTHONPATH=str(DEMOS.parent), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    for names in (["transpose-naive"], ["transpose-naive", "vecadd"], ["transpose-naive", "vecadd"]):
+        run = subprocess.run([sys.executable, "-c", _RECORD_DEMOS, str(DEMOS), *names], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, (names, run.stderr[-3000:])
+    assert len(list((tmp_path / "numba").rglob("*run_ctas_*.nbi"))) == 2  # an index each

@@ -140,6 +140,20 @@ def test_variants_grow_to_every_family() -> None:
     assert VARIANTS[-1] == frozenset(range(FAM_NONE))
 
 
+def test_each_variant_is_compiled_under_a_name_of_its_own() -> None:
+    """Numba names a variant's machine code, environment and cache files after its qualified name
+    (and a counter that restarts in every process): with one name for all, a process that loaded
+    two variants compiled by different processes ran the second with the first one's environment
+    (SystemError, 'descr' is NULL; tests/sim/test_jit_built_kernel.py shows how). The name is a
+    function of the families alone, so every process gives a variant the same one. No compile."""
+    from tuiprof.collect.emu.kernel.interp import interpreter, interpreter_name
+
+    names = [interpreter(v).py_func.__qualname__ for v in VARIANTS]
+    assert names == [interpreter_name(v) for v in VARIANTS]
+    assert len(set(names)) == len(VARIANTS)
+    assert interpreter_name(frozenset({0, 1, 2})) == "run_ctas_7" and interpreter_name(frozenset({4, 8})) == "run_ctas_110"
+
+
 @pytest.mark.parametrize(("families", "variant"), [
     ({FAM_IADD, FAM_IMUL, FAM_SCALAR_LDST, FAM_LD_BANK, FAM_EXIT}, 0),  # integer indices, ld/st (vecadd)
     ({FAM_IADD, FAM_IMUL, FAM_SCALAR_LDST, FAM_LDST}, 1),     # a vector or generic access: mem_ldst

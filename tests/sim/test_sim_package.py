@@ -37,6 +37,16 @@ def test_kernel_cache_folder_is_per_source_version_unless_set(tmp_path: Path) ->
     assert explicit == [str(tmp_path / "mine")] * 2
 
 
+def test_kernels_are_cached_in_the_kernel_folder_when_numba_was_imported_first(tmp_path: Path) -> None:
+    # Before: numba read its settings before tuiprof.jit chose the folder, and the kernels were
+    # cached beside the package's sources (`import numba; import tuiprof...`, tests/emu/test_jit_borrowed.py
+    # run alone wrote tuiprof/__pycache__/jit.keep-*.nbi). Asked of Numba without compiling anything.
+    code = ("import numba; import tuiprof.jit as j; "
+            "print(j.keep._cache._cache_path.startswith(str(j.kernel_cache_dir())), j.keep._cache._cache_path)")
+    out = _python(code, XDG_CACHE_HOME=str(tmp_path))
+    assert out.startswith("True "), out
+
+
 def test_every_kernel_module_is_in_the_cache_digest() -> None:
     # A module that compiles kernels but is not in KERNEL_SOURCES could load stale machine code.
     from tuiprof.jit import KERNEL_SOURCES

@@ -590,6 +590,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TuiprofError as exc:
         _say(exc.render())
         return exc.exit_code
+    except SystemError as exc:  # a compiled kernel's failure (a stale compiled-code cache) is said as one; others are bugs
+        jit = sys.modules.get("tuiprof.jit")
+        failure = jit.kernel_failure(exc) if jit is not None else None
+        if failure is None:
+            raise
+        _say(failure.render())
+        return failure.exit_code
     except KeyboardInterrupt:
         _say("interrupted")
         return 130

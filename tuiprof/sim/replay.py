@@ -60,7 +60,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from tuiprof.jit import INLINE, KERNEL, find_tag, keep, njit, plain_kernel, popcount, prefetch
+from tuiprof.jit import INLINE, KERNEL, built_kernel, find_tag, keep, njit, plain_kernel, popcount, prefetch
 from tuiprof.sim.addressing import HASH_XOR, divider, hash_polynomial, home_half, udivmod, xor_fold, xor_table
 from tuiprof.sim.budget import L1_BY_SM_LINES
 from tuiprof.sim.cache import LRU, MRU, RANDOM, expand_sectors, full_sectors
@@ -1216,12 +1216,9 @@ def _build(g: Family) -> Callable:
         # more of the warm-up's dirty sectors than they left).
         return counts, lat_sum.astype(np.float64), batches[nbat0:nbat].copy(), wbs - wbs0, owed - owed0
 
-    # One name per family: Numba names a compiled function's cache files and its environment
-    # after the qualified name (the environment with a per-process counter), so geometries that
-    # shared a name shared one cache index, and a process that loaded two entries compiled by
-    # different processes could get the first one's environment for the second ('descr' is NULL).
-    replay.__qualname__ = replay.__name__ = f"replay_{g.digest}"
-    return njit(**KERNEL)(replay)
+    # one name per family (see built_kernel): geometries that shared one crashed a process that
+    # loaded two of them from the disk cache ('descr' is NULL)
+    return built_kernel(replay, f"replay_{g.digest}")
 
 
 _KERNELS: dict[Family, Callable] = {}

@@ -101,7 +101,7 @@ from tuiprof.collect.emu.kernel.interp import (
 )
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT
 from tuiprof.errors import TuiprofError
-from tuiprof.jit import note_first_compile
+from tuiprof.jit import kernel_failure, note_first_compile
 from tuiprof.ptx.module import SourceLoc
 from tuiprof.resources import memory_budget
 from tuiprof.trace.data import LANES, MAX_GRID_CTAS
@@ -402,8 +402,14 @@ def execute(prog: DecodedKernel, heap: Heap, grid: tuple[int, int, int], block: 
         out_i = np.zeros(last - first, np.int64)
         out_a = np.zeros(last - first, np.int64)
         out_t = np.zeros(last - first, np.int64)
-        records = run_ctas(prog.code, c, init, cta_spec, np.arange(first, last, dtype=np.int64), sp, heap.buf, seg_lo,
-                           seg_hi, seg_off, const_buf, param_buf, out_i, out_a, out_t, ops, err, ctl)
+        try:
+            records = run_ctas(prog.code, c, init, cta_spec, np.arange(first, last, dtype=np.int64), sp, heap.buf,
+                               seg_lo, seg_hi, seg_off, const_buf, param_buf, out_i, out_a, out_t, ops, err, ctl)
+        except SystemError as exc:  # the machine code's fault, not the launch script's (which this runs under)
+            failure = kernel_failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
         with lock:
             if err[E_STATUS] not in (ST_OK, ST_ABORTED):
                 ctl[CTL_FAILED] = min(int(ctl[CTL_FAILED]), index)   # later batches stop at their next check

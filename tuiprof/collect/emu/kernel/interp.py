@@ -74,7 +74,7 @@ from tuiprof.collect.emu.kernel.warp import (
     ex_setp_int,
     ex_shift,
 )
-from tuiprof.jit import INLINE, KERNEL, atomic_add, atomic_get, borrowed, emu_kernel, njit
+from tuiprof.jit import INLINE, atomic_add, atomic_get, borrowed, built_kernel, emu_kernel, njit
 from tuiprof.jit import keep as keep_alive
 
 QUANTUM = 4096
@@ -985,8 +985,8 @@ def _kept(rec_key, rec_op, rec_mask, rec_addr, nrec):
 def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
     """`run_ctas` for kernels whose rows are of `families` (codes.FAM_*): the handlers of the other
     families are pruned before Numba types the function (a constant condition on a free variable),
-    so they are neither inlined nor compiled. Numba's disk cache keys each variant by the values of
-    these free variables."""
+    so they are neither inlined nor compiled. Each variant is compiled and cached under a name of
+    its own (`interpreter_name`, see `tuiprof.jit.built_kernel`)."""
     HAS_MOV = FAM_MOV in families
     HAS_IADD = FAM_IADD in families
     HAS_IMUL = FAM_IMUL in families
@@ -1462,10 +1462,16 @@ def _assemble(families: frozenset[int]):  # noqa: ANN202 (a Numba dispatcher)
             rec_addr = rec_addr[:nrec].copy()
         return rec_key[:nrec], rec_op[:nrec], rec_mask[:nrec], rec_addr[:nrec]
 
-    return njit(**KERNEL)(run_ctas)
+    return built_kernel(run_ctas, interpreter_name(families))
 
 
 _ASSEMBLED: dict[frozenset[int], object] = {}
+
+
+def interpreter_name(families: frozenset[int]) -> str:
+    """The name the interpreter for `families` is compiled and cached under: ``run_ctas_`` and the
+    families as a bit mask in hex (``run_ctas_7f`` holds families 0-6), the same in every process."""
+    return f"run_ctas_{sum(1 << f for f in families):x}"
 
 
 def run_ctas_for(code: np.ndarray):  # noqa: ANN201 (a Numba dispatcher)
