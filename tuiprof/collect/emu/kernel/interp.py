@@ -95,7 +95,8 @@ C_BATCH = 19
 """This batch's index: it stops (ST_ABORTED) once an earlier batch has failed."""
 N_CFG = 20
 
-ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_CVTA, FAM_SCALAR_LDST, FAM_LD_BANK})
+ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM_CVTA, FAM_SCALAR_LDST,
+                             FAM_LD_BANK})
 """Families compiled into every variant of the interpreter: inlined, cheap to compile and in
 nearly every kernel (integer index arithmetic, scalar loads and stores of global and shared memory,
 loads of kernel parameters)."""
@@ -447,9 +448,9 @@ def ld_bank(P, act, code, regs, base, NL, keep, key, const_buf, param_buf, const
 def mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, shared, local, const_buf, param_buf,
              seg_lo, seg_hi, seg_off, shared_size, local_size, const_size, param_size, local_words,
              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err):
-    """ld and st of any space and vector width for the lanes `act` (FAM_LDST: the rows that are not
-    FAM_SCALAR_LDST's, that is local and generic accesses, vectors, an ld without a destination and
-    a store to a read-only space), recording the warp access when asked (the caller leaves room for
+    """ld and st of any space and vector width for the lanes `act` (FAM_LDST: the rows that are
+    neither FAM_SCALAR_LDST's nor FAM_LD_BANK's, that is local and generic accesses, vectors, an ld
+    without a destination and a store to a read-only space), recording the warp access when asked (the caller leaves room for
     two records). Returns (records used, accesses counted), or (-1, 0) after a fault described in
     `err` (found lane by lane, in lane order)."""
     op = code[P, F_OP]
