@@ -10,7 +10,9 @@ by `tuiprof.tui.app`, whose status line shows each step).
 A step per GPU preset runs a one-trial session, its MD sweep included, of a small demo with global
 and shared-memory accesses on that preset: the trace codec, coalescing, scheduling, the replay
 kernel of the preset's family (`tuiprof.sim.replay.Family`: every MD and size what-if of it) and
-the analysis kernels. The emulator's step records the vecadd demo in the emulator.
+the analysis kernels. The emulator's step records the vecadd demo in the emulator, then runs its
+launch on each other variant of the interpreter (`interp.VARIANTS`: a kernel with branches,
+barriers or atomics runs on a larger one, 5-35 s of CPU each to compile).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def needed(step: Step) -> bool:
     if step.target == EMULATOR:
         from tuiprof.collect.emu.kernel.interp import VARIANTS, interpreter
 
-        return not is_cached(interpreter(VARIANTS[0]))  # the variant the emulator's demo (vecadd) runs on
+        return not all(is_cached(interpreter(v)) for v in VARIANTS)
     from tuiprof.arch.presets import load_arch
     from tuiprof.model.wavefronts import wavefronts
     from tuiprof.sim.coalesce import _fill_requests
@@ -72,13 +74,40 @@ def run_step(step: Step) -> None:
     from tuiprof.session import RunConfig, Session
 
     if step.target == EMULATOR:
+        from tuiprof.collect.emu.kernel.interp import VARIANTS, interpreter
         from tuiprof.collect.pipeline import collect_trace
+        from tuiprof.jit import is_cached
 
         source, options = demo_collection(EMULATOR_DEMO)
         collect_trace(source, RunConfig(collect=replace(options, backend="emu")))
+        for families in VARIANTS[1:]:
+            if not is_cached(interpreter(families)):
+                _emulate_on(families)
         return
     trace = load(resolve_target(WARMUP_DEMO))
     Session(trace, RunConfig(arch=step.target, trials=1, sweep_trials=1, tolerance=None, threads=1)).run()
+
+
+def _emulate_on(families: frozenset[int]) -> None:
+    """Run the emulator's demo launch on the interpreter variant `families` (which holds every
+    variant's families: `interp.ALWAYS_COMPILED`), compiling it."""
+    from tuiprof.arch.presets import load_arch
+    from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+    from tuiprof.collect.pipeline import DEFAULT_CU_ARCH
+    from tuiprof.collect.script import read_launch_script
+    from tuiprof.demos import demo_collection
+    from tuiprof.ptx.parse import parse_module
+    from tuiprof.toolchain.compile import load_program
+
+    source, options = demo_collection(EMULATOR_DEMO)
+    if options.launch is None:
+        raise RuntimeError(f"demo {EMULATOR_DEMO} has no launch script")
+    script = read_launch_script(options.launch).load()
+    program = load_program(source, compute_capability=load_arch(script.arch or DEFAULT_CU_ARCH).cc)
+    dev = EmuDevice(parse_module(program.ptx), source.name, program.source.text or None,
+                    record=RecordChoice(snapshot=()), threads=1)
+    dev.families = families
+    script.run(dev)
 
 
 def warm_up(steps: Sequence[Step], say: Callable[[str], None]) -> int:

@@ -57,3 +57,17 @@ def test_warmup_fills_a_given_cache_folder(tmp_path: Path) -> None:
     assert list(tmp_path.rglob("*replay_*.nbi")) and list(tmp_path.rglob("*weighted_round_robin*.nbi"))
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "nothing to compile" in again.stdout
+
+
+def test_the_emulator_step_is_needed_until_every_variant_is_cached(monkeypatch) -> None:
+    # a kernel with branches, barriers or atomics runs on a larger variant than the demo's: each
+    # must be compiled for a later run to compile nothing
+    import tuiprof.jit
+    from tuiprof.collect.emu.kernel.interp import VARIANTS, interpreter
+    from tuiprof.warmup import EMULATOR, Step, needed
+
+    missing = interpreter(VARIANTS[3])
+    monkeypatch.setattr(tuiprof.jit, "is_cached", lambda kernel: kernel is not missing)
+    assert needed(Step(EMULATOR))
+    monkeypatch.setattr(tuiprof.jit, "is_cached", lambda kernel: True)
+    assert not needed(Step(EMULATOR))

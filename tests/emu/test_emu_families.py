@@ -218,3 +218,20 @@ def test_a_vecadd_first_run_compiles_no_general_load_store(cuda_ptx: Compiler, t
                          text=True, timeout=600, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["0", "1", "0"]
+
+
+def test_a_kernel_runs_on_any_variant_that_holds_its_families(cuda_ptx: Compiler) -> None:  # noqa: F811
+    """`EmuDevice.families` (what `tuiprof warmup` uses to compile each variant) runs vecadd on a
+    larger variant with the same result; a variant that lacks one of its families is refused."""
+    module, src, text = cuda_ptx.file(ROOT / "demo_traces" / "vecadd.cu")
+    a = np.arange(256, dtype=np.int32)
+    for families in (None, VARIANTS[2]):
+        dev = EmuDevice(module, src, text, record=RecordChoice(snapshot=()), threads=1)
+        dev.families = families
+        c = dev.empty(256, np.int32)
+        dev.launch("kernel_vec_add", 4, 64, (c, dev.to_device(a), dev.to_device(a + 7)))
+        np.testing.assert_array_equal(dev.from_device(c), 2 * a + 7)
+    dev = EmuDevice(module, src, text, record=RecordChoice(snapshot=()), threads=1)
+    dev.families = frozenset({FAM_EXIT, FAM_SCALAR_LDST})
+    with pytest.raises(ValueError, match="cannot run kernel_vec_add"):
+        dev.launch("kernel_vec_add", 4, 64, (dev.empty(256, np.int32), dev.to_device(a), dev.to_device(a)))

@@ -135,6 +135,9 @@ class EmuDevice:
         self.sm_spread = 0
         """The SMs the recorded launch's snapshot runs on (its ``%smid`` values; 0: all of them): set by
         the snapshot chooser, which knows the launch's occupancy (`tuiprof.arch.occupancy.snapshot_spread`)."""
+        self.families: frozenset[int] | None = None
+        """The interpreter variant every launch runs on (`interp.VARIANTS`: `tuiprof warmup` compiles
+        each); None: the smallest that runs the kernel."""
         self.threads = max(int(threads), 1)
         self.step_limit = int(step_limit)
         self.heap = Heap()
@@ -409,7 +412,7 @@ class EmuDevice:
                          sm_spread=self.sm_spread if chosen else 0, threads=self.threads,
                          step_limit=self.step_limit, source_name=self._loc_text, per_cta=chosen,
                          on_ctas=lambda done: self.progress(Phase(what, done, n_ctas, "CTAs")),
-                         constants=bytes(self.constants))
+                         constants=bytes(self.constants), families=self.families)
         self.thread_instructions += result.thread_insts
         if chosen:
             self.recorded = self._recording(kernel, g, b, dyn, prog, ops, res, snapshot, result)

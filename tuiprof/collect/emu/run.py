@@ -97,6 +97,8 @@ from tuiprof.collect.emu.kernel.interp import (
     CS_CTAID_Z,
     CS_SMID,
     N_CFG,
+    families_of,
+    interpreter,
     run_ctas_for,
 )
 from tuiprof.collect.options import DEFAULT_STEP_LIMIT
@@ -348,14 +350,16 @@ def execute(prog: DecodedKernel, heap: Heap, grid: tuple[int, int, int], block: 
             dynamic_shared: int, snapshot: np.ndarray, *, n_sms: int, threads: int, step_limit: int,
             source_name: Callable[[SourceLoc | None], str], per_cta: bool = True,
             on_ctas: Callable[[int], None] | None = None, constants: bytes | None = None,
-            sm_spread: int = 0) -> RunResult:
+            sm_spread: int = 0, families: frozenset[int] | None = None) -> RunResult:
     """Run every CTA of the grid; record the warp accesses of the CTAs `snapshot` (linear ids), and
     with `per_cta` each CTA's counts (the recorded launch's trace keeps them; other launches need
     no memory in proportion to their grid). `constants` is the constant bank as the launch script
     set it (``dev.set_symbol``; default the module's initial values). The first failure (in CTA
     order) ends the run. `on_ctas` hears the CTAs done so far after each batch (from the worker
     threads). `sm_spread`: the SMs the snapshot's CTAs run on, whose numbers ``%smid`` gives
-    (`tuiprof.arch.occupancy.snapshot_spread`; 0: all `n_sms`, which ``%nsmid`` gives)."""
+    (`tuiprof.arch.occupancy.snapshot_spread`; 0: all `n_sms`, which ``%nsmid`` gives).
+    `families`: the interpreter variant to run on (one of `interp.VARIANTS` holding the kernel's
+    families: `tuiprof warmup` compiles each); None: the smallest that runs it."""
     check_grid(prog.kernel, grid)
     n_ctas = grid[0] * grid[1] * grid[2]
     nthreads = block[0] * block[1] * block[2]
@@ -384,7 +388,9 @@ def execute(prog: DecodedKernel, heap: Heap, grid: tuple[int, int, int], block: 
     op_space = np.zeros((max(prog.n_ops, 1), 3), np.int64)
     ctl = np.zeros(N_CTL, np.int64)
     ctl[CTL_FAILED] = np.iinfo(np.int64).max
-    run_ctas = run_ctas_for(prog.code)
+    if families is not None and not families_of(prog.code) <= families:
+        raise ValueError(f"the interpreter for families {sorted(families)} cannot run {prog.kernel}")
+    run_ctas = run_ctas_for(prog.code) if families is None else interpreter(families)
     lock = threading.Lock()
     done = [0]
     """CTAs run so far (under `lock`)."""
