@@ -60,6 +60,24 @@ def test_snapshot_options_and_launch_choice() -> None:
     assert default.snapshot.n_ctas == 320 and "the whole grid" in default.snapshot.rule  # 4 x 15 x 8 > 320
 
 
+def test_a_default_snapshot_too_large_to_keep_is_recorded_smaller(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default rule's whole grid of vecadd makes 1,920 warp accesses; with room for 1,000 the
+    # launch runs again and records the first 80% of that room's CTAs: the same arrays as asking
+    # for those CTAs, and the rule says why. A count the user chose stays an error.
+    import tuiprof.collect.emu.run as emu_run
+
+    monkeypatch.setattr(emu_run, "record_limit", lambda: 1000)
+    fitted = record("vecadd.cu", "vecadd_launch.py")
+    assert fitted.snapshot.n_ctas == int(320 * 0.8 * 1000 / 1920) == 133 and fitted.snapshot.warm == 0
+    assert "fewer CTAs than the default rule's 320" in fitted.snapshot.rule and "1,920 warp accesses" in fitted.snapshot.rule
+    asked = record("vecadd.cu", "vecadd_launch.py", snapshot=133, snapshot_start=0, snapshot_warm=0)
+    for name in ARRAYS:
+        assert np.array_equal(getattr(fitted, name), getattr(asked, name)), name
+    assert fitted.op.shape[0] == 133 * 6 <= 1000
+    with pytest.raises(TuiprofError, match="made 1,920 warp accesses; the emulator keeps at most 1,000"):
+        record("vecadd.cu", "vecadd_launch.py", snapshot=320)
+
+
 @pytest.mark.parametrize("options,message", [
     ({"kernel": "nosuch"}, "nosuch"),
     ({"launch_index": 3}, "--launch-index 3: kernel_vec_add is launched 1 time"),

@@ -31,7 +31,7 @@ from tuiprof.collect.script import LaunchScriptError, find_launch_script, read_l
 from tuiprof.errors import BuildError, TuiprofError, UsageError
 from tuiprof.output import note as _say
 from tuiprof.progress import Phase, Progress, ignore
-from tuiprof.trace.data import Provenance, Snapshot, Trace
+from tuiprof.trace.data import Launch, Provenance, Snapshot, Trace
 
 if TYPE_CHECKING:
     from tuiprof.ptx.module import Function
@@ -209,10 +209,10 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
     """The kernel file's chosen launch recorded by the emulator, its phases told to `progress`."""
     from tuiprof.arch.occupancy import occupancy, snapshot_spread
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
+    from tuiprof.collect.emu.run import SnapshotTooLarge
     from tuiprof.ptx.ops import op_sources
     from tuiprof.ptx.parse import parse_module
     from tuiprof.toolchain.compile import load_program
-    from tuiprof.trace.data import Launch
     from tuiprof.trace.snapshot import choose_snapshot
 
     opts = config.collect
@@ -225,6 +225,10 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
     kernel = program.kernel(opts.kernel).name if opts.kernel else None
     chosen: list[Snapshot] = []
     md: list[int] = []
+    too_large: list[tuple[int, int, int]] = []
+    """(CTAs, warp accesses, the emulator's limit) of the default snapshot when it made more warp
+    accesses than the emulator keeps: the script then runs again and records that snapshot scaled
+    down to fit (`fitted_snapshot`)."""
 
     def snapshot(grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared: int,
                  resources: object) -> np.ndarray:
@@ -239,20 +243,37 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
         md.append(occ.ctas_per_sm)
         name = dev.launches[-1][0] if dev.launches else "kernel"  # the launch being recorded
         probe = Launch(name, grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
-        chosen.append(choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start,
-                                      warm=opts.snapshot_warm))
-        picked = chosen[-1]
+        picked = choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start, warm=opts.snapshot_warm)
+        if too_large:
+            picked = fitted_snapshot(probe, arch, picked, *too_large[0], start=opts.snapshot_start)
+        chosen.append(picked)
         dev.sm_spread = snapshot_spread(arch.sm_count, occ.ctas_per_sm, probe.grid_ctas, picked.n_ctas - picked.warm)
         return picked.cta_ids
 
-    dev = EmuDevice(module, source.name, program.source.text or None,
-                    resources={k.name: bounded_resources(k.resources, module.functions[k.name], arch)
-                               for k in program.kernels},
-                    record=RecordChoice(kernel, opts.launch_index, snapshot),
-                    n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit, progress=progress,
-                    headers={h.path: h.text for h in program.headers})
+    def device() -> EmuDevice:
+        return EmuDevice(module, source.name, program.source.text or None,
+                         resources={k.name: bounded_resources(k.resources, module.functions[k.name], arch)
+                                    for k in program.kernels},
+                         record=RecordChoice(kernel, opts.launch_index, snapshot),
+                         n_sms=arch.sm_count, threads=os.cpu_count() or 1, step_limit=opts.step_limit,
+                         progress=progress, headers={h.path: h.text for h in program.headers})
+
+    dev = device()
     progress(Phase(f"running {script_path.name} in the emulator"))
-    script.run(dev)
+    try:
+        script.run(dev)
+    except SnapshotTooLarge as exc:
+        if opts.snapshot is not None or not chosen:  # the user's own count: theirs to change
+            raise
+        too_large.append((exc.ctas, exc.accesses, exc.limit))  # the numbers only: the run's arrays are freed
+    if too_large:
+        ctas, accesses, _ = too_large[0]
+        chosen.clear()
+        md.clear()
+        dev = device()
+        progress(Phase(f"the default snapshot ({ctas:,} CTAs) made {accesses:,} warp accesses, more than the "
+                       f"emulator keeps: running {script_path.name} again to record fewer CTAs"))
+        script.run(dev)
     rec = dev.recorded
     if rec is None:
         raise _nothing_recorded(dev.launches, kernel, opts.launch_index, script_path)
@@ -270,6 +291,22 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
                        "launch_script": script_path.name, "launch_index": opts.launch_index,
                        "launches": len(dev.launches)}),
         ctas=rec.ctas)
+
+
+def fitted_snapshot(launch: Launch, arch: Arch, default: Snapshot, ctas: int, accesses: int, limit: int, *,
+                    start: int | None) -> Snapshot:
+    """`default` (the default rule's snapshot of `launch`, whose `ctas` made `accesses` warp
+    accesses, more than the `limit` the emulator keeps) scaled to 80% of that limit at the rate
+    per CTA it made: its counted CTAs and its warm-up by one factor, the warm-up still a multiple
+    of the SM count (`tuiprof.trace.snapshot.default_warm`). The rule it records says so."""
+    from tuiprof.trace.snapshot import choose_snapshot
+
+    f = 0.8 * limit / max(accesses, 1)
+    counted = max(1, int((default.n_ctas - default.warm) * f))
+    warm = int(default.warm * f) // arch.sm_count * arch.sm_count
+    why = (f"fewer CTAs than the default rule's {ctas:,} (warm-up included), which made {accesses:,} warp "
+           f"accesses: the emulator keeps at most {limit:,} in its memory budget (--snapshot N chooses the count)")
+    return choose_snapshot(launch, arch, ctas=counted, start=start, warm=warm, why=why)
 
 
 def bounded_resources(res: "KernelResources | None", fn: "Function", arch: Arch) -> "KernelResources | None":

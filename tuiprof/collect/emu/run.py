@@ -126,6 +126,19 @@ class EmulationError(TuiprofError):
     """The kernel failed while it ran: bad access, trap, runaway loop, deadlock."""
 
 
+class SnapshotTooLarge(EmulationError):
+    """The snapshot's CTAs made more warp accesses than the emulator keeps (`record_limit`)."""
+
+    def __init__(self, message: str, hint: str, *, ctas: int, accesses: int, limit: int) -> None:
+        super().__init__(message, hint)
+        self.ctas = ctas
+        """The snapshot's CTAs (its warm-up's included)."""
+        self.accesses = accesses
+        """The warp accesses they made."""
+        self.limit = limit
+        """The warp accesses the emulator keeps."""
+
+
 @dataclass(frozen=True)
 class RunResult:
     """What one launch produced: per-CTA counts for the grid and the snapshot's records."""
@@ -444,10 +457,11 @@ def execute(prog: DecodedKernel, heap: Heap, grid: tuple[int, int, int], block: 
             raise_for(err, prog, grid, block, source_name, step_limit)
     if int(ctl[CTL_RECORDS]) > rec_max:
         budget = memory_budget()
-        raise EmulationError(f"the snapshot of {prog.kernel} ({snapshot.shape[0]:,} CTAs) made {int(ctl[CTL_RECORDS]):,} "
-                             f"warp accesses; the emulator keeps at most {rec_max:,} of them in "
-                             f"{units.size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
-                             "record fewer CTAs (--snapshot N), or give the kernel smaller inputs in the launch script")
+        raise SnapshotTooLarge(f"the snapshot of {prog.kernel} ({snapshot.shape[0]:,} CTAs) made {int(ctl[CTL_RECORDS]):,} "
+                               f"warp accesses; the emulator keeps at most {rec_max:,} of them in "
+                               f"{units.size(budget.bytes)}, half {budget.of} (a tuiprof limit)",
+                               "record fewer CTAs (--snapshot N), or give the kernel smaller inputs in the launch script",
+                               ctas=int(snapshot.shape[0]), accesses=int(ctl[CTL_RECORDS]), limit=rec_max)
     kept = [r for r, _, _ in results if r is not None]
     key = np.concatenate([r[0] for r in kept]) if kept else np.zeros(0, np.int64)
     order = np.argsort(key, kind="stable")
