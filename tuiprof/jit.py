@@ -21,11 +21,13 @@ Importing this module imports numba and numpy; keep it out of the paths that mus
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, TypedDict
 
@@ -884,13 +886,26 @@ def kernel_failure(exc: BaseException) -> CompiledCodeError | None:
 
 
 _noted: set[int] = set()
+_silenced = [0]
+"""How many `compiles_announced` blocks are open (the note is silent inside them)."""
+
+
+@contextlib.contextmanager
+def compiles_announced() -> Iterator[None]:
+    """Within: the caller says what it compiles itself (`tuiprof warmup`'s steps), so
+    `note_first_compile` stays silent."""
+    _silenced[0] += 1
+    try:
+        yield
+    finally:
+        _silenced[0] -= 1
 
 
 def note_first_compile(kernel: object, what: str) -> None:
     """Before the first call of `kernel` in this process, say on stderr (once) that `what` is being
     compiled when Numba's disk cache holds no fresh machine code for it: the first run after an
     install or an upgrade takes about a minute, and a silent minute looks like a hang."""
-    if getattr(kernel, "signatures", None) or id(kernel) in _noted:
+    if getattr(kernel, "signatures", None) or id(kernel) in _noted or _silenced[0]:
         return
     _noted.add(id(kernel))
     if not _cached(kernel):
@@ -927,5 +942,5 @@ def _cached(kernel: object) -> bool:
     return any(isinstance(k, tuple) and len(k) > 2 and k[2] == want for k in index)
 
 
-__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "built_kernel", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "kernel_failure", "plain_kernel",
+__all__ = ["INLINE", "KERNEL", "KernelOptions", "atomic_add", "atomic_get", "built_kernel", "compiles_announced", "emu_kernel", "find_tag", "is_cached", "keep", "kernel_cache_dir", "kernel_failure", "plain_kernel",
            "mulhi", "njit", "note_first_compile", "plain_args", "popcount", "prefetch"]

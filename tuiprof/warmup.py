@@ -113,11 +113,14 @@ def _emulate_on(families: frozenset[int]) -> None:
 def warm_up(steps: Sequence[Step], say: Callable[[str], None]) -> int:
     """Run the steps that are `needed`, saying each as it starts and how long it took; returns
     how many ran."""
+    from tuiprof.jit import compiles_announced
+
     todo = [s for s in steps if needed(s)]
     for i, step in enumerate(todo, 1):
         say(f"warmup: compiling {step.what} ({i} of {len(todo)})")
         t0 = time.perf_counter()
-        run_step(step)
+        with compiles_announced():  # not the runs' own "note: compiling ..." as well
+            run_step(step)
         say(f"warmup: {step.what} ready in {time.perf_counter() - t0:.0f} s")
     return len(todo)
 
