@@ -89,8 +89,8 @@ def run_step(step: Step) -> None:
 
 
 def _emulate_on(families: frozenset[int]) -> None:
-    """Run the emulator's demo launch on the interpreter variant `families` (which holds every
-    variant's families: `interp.ALWAYS_COMPILED`), compiling it."""
+    """Run the emulator's demo launch on the interpreter variant `families`, compiling it (every
+    variant holds the demo's families: `interp.ALWAYS_COMPILED`)."""
     from tuiprof.arch.presets import load_arch
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
     from tuiprof.collect.pipeline import DEFAULT_CU_ARCH

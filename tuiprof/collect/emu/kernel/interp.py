@@ -99,7 +99,7 @@ ALWAYS_COMPILED = frozenset({FAM_NOP, FAM_EXIT, FAM_MOV, FAM_IADD, FAM_IMUL, FAM
                              FAM_LD_BANK})
 """Families compiled into every variant of the interpreter: inlined, cheap to compile and in
 nearly every kernel (integer index arithmetic, scalar loads and stores of global and shared memory,
-loads of kernel parameters)."""
+loads of kernel parameters and constants)."""
 STRAIGHT = ALWAYS_COMPILED | {FAM_SHIFT, FAM_CVT_INT, FAM_FLOAT_PLAIN, FAM_LDST}
 """Straight-line kernels' families: shifts, integer conversions, plain float arithmetic and the
 other loads and stores (`mem_ldst`: vectors, local and generic addresses) too."""
@@ -114,8 +114,9 @@ that holds its families. Each variant compiles the whole scheduler again (5-15 s
 handful of them, not one per combination (the tests' 150 kernels have 24): the first two for
 straight-line kernels (without a branch a warp never diverges, so the divergence machinery is
 pruned too), the smallest for those that only compute integer addresses, load and store scalars
-of global memory (vecadd: a first run compiles no more than it needs, not even `mem_ldst`), the next with shifts, integer conversions and float
-arithmetic (saxpy); the third adds predicates, branches and the bitwise instructions (stencils,
+of global memory (vecadd: a first run compiles no more than it needs, not even `mem_ldst`), the
+next with shifts, integer conversions, float arithmetic and the other loads and stores (saxpy,
+vectors); the third adds predicates, branches and the bitwise instructions (stencils,
 SpMV, bounds checks), the fourth CTA barriers, warp collectives, device-function calls and the
 rarer integer instructions (tiled kernels, reductions), the last has everything (the float
 rounding machinery, atomics, textures)."""
@@ -450,9 +451,9 @@ def mem_ldst(P, act, code, regs, base, NL, w, W, cta, spos, recording, heap, sha
              rec_key, rec_op, rec_mask, rec_addr, nrec, op_space, err):
     """ld and st of any space and vector width for the lanes `act` (FAM_LDST: the rows that are
     neither FAM_SCALAR_LDST's nor FAM_LD_BANK's, that is local and generic accesses, vectors, an ld
-    without a destination and a store to a read-only space), recording the warp access when asked (the caller leaves room for
-    two records). Returns (records used, accesses counted), or (-1, 0) after a fault described in
-    `err` (found lane by lane, in lane order)."""
+    without a destination and a store to a read-only space), recording the warp access when asked
+    (the caller leaves room for two records). Returns (records used, accesses counted), or (-1, 0)
+    after a fault described in `err` (found lane by lane, in lane order)."""
     op = code[P, F_OP]
     ty = code[P, F_TY]
     space = code[P, F_SPACE]
