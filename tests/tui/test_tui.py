@@ -847,3 +847,14 @@ async def test_the_first_launch_warms_up_the_other_kernels_in_the_background(mon
         proc = app._warmup
         app.cancel_everything()
         assert proc.wait(timeout=10) != 0  # terminated, not left running
+
+
+async def test_a_drill_down_built_ahead_survives_the_app_closing_while_it_mounts() -> None:
+    # The app builds the drill-down off-screen at a quiet moment; quitting then (q, or a run_test
+    # ending) tore its widgets down before its on_mount filled them: NoMatches '#hist-x' on exit.
+    for _ in range(3):
+        app = fixed_app("transpose-naive")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: pilot.app.analysis is not None)
+            app._get_screen(app._install_drill(0))
+            app.exit()

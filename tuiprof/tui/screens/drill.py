@@ -136,6 +136,8 @@ class DrillScreen(Screen[None]):
         yield AppFooter()
 
     def on_mount(self) -> None:
+        if not self.query("#hist-x"):  # built ahead, and the app closed while it mounted: its widgets are gone
+            return
         self.update_analysis(self.analysis)
         if not self.is_current:  # built ahead: lay it out for the terminal too, off-screen
             self.call_after_refresh(self._refresh_layout, self.app.size)
