@@ -225,7 +225,7 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
     kernel = program.kernel(opts.kernel).name if opts.kernel else None
     chosen: list[Snapshot] = []
     md: list[int] = []
-    too_large: list[tuple[int, int, int]] = []
+    too_large: tuple[int, int, int] | None = None
     """(CTAs, warp accesses, the emulator's limit) of the default snapshot when it made more warp
     accesses than the emulator keeps: the script then runs again and records that snapshot scaled
     down to fit (`fitted_snapshot`)."""
@@ -244,8 +244,8 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
         name = dev.launches[-1][0] if dev.launches else "kernel"  # the launch being recorded
         probe = Launch(name, grid, block, regs, static, dynamic_shared, occ.ctas_per_sm)
         picked = choose_snapshot(probe, arch, ctas=opts.snapshot, start=opts.snapshot_start, warm=opts.snapshot_warm)
-        if too_large:
-            picked = fitted_snapshot(probe, arch, picked, *too_large[0], start=opts.snapshot_start)
+        if too_large is not None:
+            picked = fitted_snapshot(probe, arch, picked, *too_large, start=opts.snapshot_start)
         chosen.append(picked)
         dev.sm_spread = snapshot_spread(arch.sm_count, occ.ctas_per_sm, probe.grid_ctas, picked.n_ctas - picked.warm)
         return picked.cta_ids
@@ -265,9 +265,9 @@ def _collect_in_emulator(source: Path, script_path: Path, config: CollectRequest
     except SnapshotTooLarge as exc:
         if opts.snapshot is not None or not chosen:  # the user's own count: theirs to change
             raise
-        too_large.append((exc.ctas, exc.accesses, exc.limit))  # the numbers only: the run's arrays are freed
-    if too_large:
-        ctas, accesses, _ = too_large[0]
+        too_large = (exc.ctas, exc.accesses, exc.limit)  # the numbers only: the run's arrays are freed
+    if too_large is not None:
+        ctas, accesses, _ = too_large
         chosen.clear()
         md.clear()
         dev = device()
