@@ -80,17 +80,18 @@ def run_step(step: Step) -> None:
 
         source, options = demo_collection(EMULATOR_DEMO)
         collect_trace(source, RunConfig(collect=replace(options, backend="emu")))
-        for families in VARIANTS[1:]:
-            if not is_cached(interpreter(families)):
-                _emulate_on(families)
+        _emulate_on([v for v in VARIANTS[1:] if not is_cached(interpreter(v))])
         return
     trace = load(resolve_target(WARMUP_DEMO))
     Session(trace, RunConfig(arch=step.target, trials=1, sweep_trials=1, tolerance=None, threads=1)).run()
 
 
-def _emulate_on(families: frozenset[int]) -> None:
-    """Run the emulator's demo launch on the interpreter variant `families`, compiling it (every
-    variant holds the demo's families: `interp.ALWAYS_COMPILED`)."""
+def _emulate_on(variants: Sequence[frozenset[int]]) -> None:
+    """Run the emulator's demo launch on each interpreter variant of `variants`, compiling it
+    (every variant holds the demo's families: `interp.ALWAYS_COMPILED`); its source compiled and
+    read once."""
+    if not variants:
+        return
     from tuiprof.arch.presets import load_arch
     from tuiprof.collect.emu.device import EmuDevice, RecordChoice
     from tuiprof.collect.pipeline import DEFAULT_CU_ARCH
@@ -104,10 +105,12 @@ def _emulate_on(families: frozenset[int]) -> None:
         raise RuntimeError(f"demo {EMULATOR_DEMO} has no launch script")
     script = read_launch_script(options.launch).load()
     program = load_program(source, compute_capability=load_arch(script.arch or DEFAULT_CU_ARCH).cc)
-    dev = EmuDevice(parse_module(program.ptx), source.name, program.source.text or None,
-                    record=RecordChoice(snapshot=()), threads=1)
-    dev.families = families
-    script.run(dev)
+    module = parse_module(program.ptx)
+    for families in variants:
+        dev = EmuDevice(module, source.name, program.source.text or None, record=RecordChoice(snapshot=()),
+                        threads=1)
+        dev.families = families
+        script.run(dev)
 
 
 def warm_up(steps: Sequence[Step], say: Callable[[str], None]) -> int:
