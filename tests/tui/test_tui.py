@@ -849,6 +849,48 @@ async def test_the_first_launch_warms_up_the_other_kernels_in_the_background(mon
         assert proc.wait(timeout=10) != 0  # terminated, not left running
 
 
+async def test_messages_that_arrive_while_the_app_shuts_down_are_dropped() -> None:
+    # CI, twice: Textual removes the screens' widgets while the app still dispatches what was
+    # queued (the warm-up's last line, a recollected trace): NoMatches 'StatusBar' / 'SourceView'
+    # failed the exit. Here each handler runs once the widgets are gone, as such a late one does.
+    from textual import events
+    from textual.geometry import Size
+
+    from tuiprof.session import Finished
+    from tuiprof.tui.messages import RunEvent, TraceLoaded, WarmupProgress
+
+    app = fixed_app("transpose-naive")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: pilot.app.analysis is not None)
+    session, analysis = app.session, app.analysis
+    assert session is not None and analysis is not None and not app.is_running
+    app.on_warmup_progress(WarmupProgress(None))
+    app.on_trace_loaded(TraceLoaded(session))
+    app.on_compiling(Compiling(app.generation, False))
+    app.on_run_event(RunEvent(app.generation, Finished(analysis)))
+    app.on_resize(events.Resize(Size(80, 24), Size(80, 24)))
+    app._tick()
+
+
+def test_a_warm_up_asked_for_after_quitting_never_starts(monkeypatch) -> None:
+    """The warm-up's thread may reach its start after `q` ended everything: it must not start one
+    then (the UI would exit and leave it compiling for minutes)."""
+    from tuiprof import warmup
+
+    started: list[bool] = []
+
+    def command() -> list[str]:
+        started.append(True)
+        return ["true"]
+
+    monkeypatch.setattr(warmup, "needed", lambda step: True)
+    monkeypatch.setattr(warmup, "background_command", command)
+    app = make_app(warm_up=True)
+    app.cancel_everything()
+    app._warm_up_in_background()
+    assert started == [] and app._warmup is None
+
+
 async def test_a_drill_down_built_ahead_survives_the_app_closing_while_it_mounts() -> None:
     # The app builds the drill-down off-screen at a quiet moment; quitting then (q, or a run_test
     # ending) tore its widgets down before its on_mount filled them: NoMatches '#hist-x' on exit.

@@ -22,9 +22,9 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
@@ -121,6 +121,22 @@ def lower_priority() -> None:
 def _background(target: Callable[..., None], *args: object) -> None:
     lower_priority()
     target(*args)
+
+
+P = ParamSpec("P")
+
+
+def while_running(handler: Callable[Concatenate[TuiprofApp, P], None]) -> Callable[Concatenate[TuiprofApp, P], None]:
+    """A handler of a message or timer that does nothing once the app has begun to shut down.
+    Textual removes the screens' widgets while the app still dispatches what was queued before
+    (`run_test` shuts down beside the message loop), so a late message (a background line, a
+    trace loaded, a trial) would find its panes gone and fail the exit with NoMatches. A
+    handler that never awaits runs whole or not at all: the check before it is exact."""
+    @wraps(handler)
+    def guarded(app: TuiprofApp, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        if app.is_running:
+            handler(app, *args, **kwargs)
+    return guarded
 
 
 def spawn(name: str, target: Callable[..., None], *args: object) -> threading.Thread:
@@ -239,6 +255,9 @@ class TuiprofApp(App[int]):
         self.warming: str | None = None
         """The background warm-up's latest line while it runs."""
         self._warmup: subprocess.Popen[str] | None = None
+        self._warmup_lock = threading.Lock()
+        self._closing_down = False
+        """The app is quitting: no background warm-up may start."""
         self.cancelling = False
         """`c` was pressed: the run stops after the trials in flight (its Cancelled event follows)."""
         self.patterns: dict[int, "AddressPattern"] | None = None
@@ -320,6 +339,7 @@ class TuiprofApp(App[int]):
             self._key_at = time.monotonic()
         await super().on_event(event)
 
+    @while_running
     def on_resize(self, event: events.Resize) -> None:
         """Lay out for the size the event carries: this handler runs before Textual's own stores
         the new size, so `self.size` would still be the previous one (a layout one resize late)."""
@@ -368,11 +388,13 @@ class TuiprofApp(App[int]):
         """(On the loading thread, or the emulator's) hand each phase of opening the target on."""
         self.post_message(LoadProgress(phase))
 
+    @while_running
     def on_load_progress(self, message: LoadProgress) -> None:
         """Shown at the next tick (the emulator reports its CTAs many times a second)."""
         if self.phase == "loading":
             self.load_phase = message.phase
 
+    @while_running
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         fresh = message.session.trace is not self.trace
         self._retire(message.session)
@@ -387,6 +409,7 @@ class TuiprofApp(App[int]):
             self._keep_line = 0
         self.start_run(self.config, session=message.session)
 
+    @while_running
     def on_load_failed(self, message: LoadFailed) -> None:
         self.phase = "failed"
         self.error = self.fatal = message.error
@@ -442,6 +465,7 @@ class TuiprofApp(App[int]):
     def _patterns_thread(self, session: Session) -> None:
         self.post_message(PatternsReady(session, session.patterns()))
 
+    @while_running
     def on_patterns_ready(self, message: PatternsReady) -> None:
         if self.session is None or message.session.trace is not self.trace:
             return
@@ -527,8 +551,11 @@ class TuiprofApp(App[int]):
         try:
             if not any(warmup.needed(s) for s in warmup.plan()):
                 return
-            self._warmup = subprocess.Popen(warmup.background_command(), stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            with self._warmup_lock:  # a quit before this point must not leave it running
+                if self._closing_down:
+                    return
+                self._warmup = subprocess.Popen(warmup.background_command(), stdin=subprocess.DEVNULL,
+                                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             for line in self._warmup.stdout or ():
                 self.post_message(WarmupProgress(line.strip()))
             self._warmup.wait()
@@ -536,15 +563,18 @@ class TuiprofApp(App[int]):
             pass
         self.post_message(WarmupProgress(None))
 
+    @while_running
     def on_warmup_progress(self, message: WarmupProgress) -> None:
         self.warming = message.text
         self._render_status()
 
+    @while_running
     def on_compiling(self, message: Compiling) -> None:
         if message.generation == self.generation:
             self.compiles = message.compiles
             self._render_status()
 
+    @while_running
     def on_run_reused(self, message: RunReused) -> None:
         """A run made before under the same key: shown at once, as if it had just finished."""
         if message.generation != self.generation:
@@ -555,13 +585,11 @@ class TuiprofApp(App[int]):
                     timeout=3)
         self._handle(Finished(message.analysis))
 
+    @while_running
     def on_run_event(self, message: RunEvent) -> None:
         if message.generation != self.generation:
             return  # a cancelled run's late event
-        try:
-            self._handle(message.event)
-        except NoMatches:  # the app is closing: its panes are gone
-            pass
+        self._handle(message.event)
 
     def _handle(self, e: "Event") -> None:
         if isinstance(e, TrialDone):
@@ -598,16 +626,14 @@ class TuiprofApp(App[int]):
         main screen under it, dimmed, and redraws the whole terminal for any change to it."""
         return len(self.screen_stack) > 1 and isinstance(self.screen, ModalScreen)
 
+    @while_running
     def _tick(self) -> None:
         """Apply the latest analysis (at most every REFRESH s, every COVERED_REFRESH s while a
         dialog covers the main screen) and turn the spinner."""
         now = time.monotonic()
         if not self.covered() or now - self._painted_at >= COVERED_REFRESH:
             self._painted_at = now
-            try:
-                self._apply_pending()
-            except NoMatches:  # the app is closing: its panes are gone
-                pass
+            self._apply_pending()
         quiet = now - self._key_at
         self.collector.tick(quiet)
         self._settle(quiet)
@@ -778,15 +804,14 @@ class TuiprofApp(App[int]):
 
     # --- events from the panes --------------------------------------------------------------
 
+    @while_running
     def on_source_view_cursor_moved(self, message: SourceView.CursorMoved) -> None:
-        try:
-            self._update_hist()
-        except NoMatches:  # a late move while the app closes: its panes are gone
-            pass
+        self._update_hist()
 
     def on_source_view_drill_requested(self, message: SourceView.DrillRequested) -> None:
         self.open_drill(message.op)
 
+    @while_running
     def on_drill_screen_stepped(self, message: DrillScreen.Stepped) -> None:
         """`n`/`N` in the drill-down move the source cursor along, so that esc returns to the op shown."""
         self.query_one(SourceView).go_to_op(message.op)
@@ -809,6 +834,7 @@ class TuiprofApp(App[int]):
         self.install_screen(drill, name="drill")
         return drill
 
+    @while_running
     def _prepare_drill(self) -> None:
         """Build the drill-down ahead, off-screen, at a quiet moment once results are on screen:
         composing and mounting its widgets (and Textual's styling of them) cost the first Enter
@@ -889,10 +915,13 @@ class TuiprofApp(App[int]):
         self.exit(code, return_code=code)
 
     def cancel_everything(self) -> None:
+        """Cancel the run and end the background warm-up (and any that was about to start)."""
         if self.session is not None:
             self.session.cancel()
-        if self._warmup is not None and self._warmup.poll() is None:
-            self._warmup.terminate()
+        with self._warmup_lock:
+            self._closing_down = True
+            if self._warmup is not None and self._warmup.poll() is None:
+                self._warmup.terminate()
 
     def exit_on_signal(self, signum: int) -> None:
         """SIGINT or SIGTERM (on the event loop): cancel the run and close with 128 + signum."""
@@ -1088,6 +1117,7 @@ class TuiprofApp(App[int]):
         self._update_views()
         spawn("recollect", self._open_thread, str(self.path), self.config, True)
 
+    @while_running
     def on_recollect_failed(self, message: RecollectFailed) -> None:
         """A failed recollect (the edit does not compile, the script raises) is shown; the last
         results stay, no longer dimmed."""
@@ -1148,6 +1178,7 @@ class TuiprofApp(App[int]):
         else:
             self.post_message(ExportDone(path, None, partial))
 
+    @while_running
     def on_export_done(self, message: ExportDone) -> None:
         if message.error is not None:
             self.push_screen(ErrorScreen(message.error, "export failed"))
