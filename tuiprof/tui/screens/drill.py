@@ -187,6 +187,8 @@ class DrillScreen(Screen[None]):
         threading.Thread(target=work, name="tuiprof-pattern", daemon=True).start()
 
     def on_patterns_ready(self, message: PatternsReady) -> None:
+        if not self.app.is_running:
+            return  # it came while the app shuts down: the widgets may be gone (see app.while_running)
         if message.session.trace is not self.trace:
             return  # asked for a trace no longer shown
         self.patterns = message.patterns
