@@ -42,6 +42,7 @@ from tuiprof.report_schema import (
 )
 from tuiprof.report_schema import Estimate as EstimateDict
 from tuiprof.session import RunConfig, Session
+from tuiprof.toolchain.demangle import display_name
 from tuiprof.trace.data import MAX_LABEL_CHARS, MAX_LINE_CHARS, Trace
 from tuiprof.trace.text import clip, excerpt, one_line, printable, shown_path
 from tuiprof.tui.format import cycles, pct
@@ -375,7 +376,7 @@ def _summary_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
     over = ", ".join(f"{_cell(k)}={_cell(str(v))}" for k, v in a["overrides"].items())
     path = shown_path(t["path"]) if t["path"] else "-"
     return [
-        ("kernel", f"{_cell(t['kernel'], _WIDE)}  grid {tuple(L['grid'])}  block {tuple(L['block'])}  {L['registers_per_thread']} regs/thread"),
+        ("kernel", f"{_cell(display_name(t['kernel']), _WIDE)}  grid {tuple(L['grid'])}  block {tuple(L['block'])}  {L['registers_per_thread']} regs/thread"),
         ("trace", f"{path}  ({_cell(P['backend'])}, made for {_cell(P['arch'])}{', ' + _cell(P['gpu']) if P['gpu'] else ''})"),
         ("snapshot", f"{S['ctas']} CTAs from CTA {S['first_cta']}"
                      + (f" (the first {S['warm_ctas']} warm the caches, not counted)" if S.get("warm_ctas") else "")
@@ -439,7 +440,7 @@ def _render_text(doc: dict[str, Any]) -> str:
 
 
 def _render_md(doc: dict[str, Any]) -> str:
-    lines = [f"# tuiprof report: `{_cell(doc['trace']['kernel'], _WIDE).replace('`', chr(39))}`", ""]
+    lines = [f"# tuiprof report: `{_cell(display_name(doc['trace']['kernel']), _WIDE).replace('`', chr(39))}`", ""]
     lines += [f"**{x}**" for x in _partial(doc)] + ([""] if doc.get("partial") else [])
     lines += [f"- **{k}**: {v}" for k, v in _summary_lines(doc)]
     lines += ["", "## Static memory ops", ""] + _table(_op_rows(doc), md=True)

@@ -22,7 +22,7 @@ from tests.support.emu_support import Compiler, cuda_ptx  # noqa: F401 (cuda_ptx
 from tests.support.ptx_support import find_nvcc, require_compiler
 from tuiprof.collect.emu.device import EmuDevice, RecordChoice
 from tuiprof.errors import TuiprofError
-from tuiprof.toolchain.demangle import itanium_demangle
+from tuiprof.toolchain.demangle import display_name, itanium_demangle
 from tuiprof.toolchain.names import find_symbol, read_name, source_enums
 
 CORPUS = Path(__file__).resolve().parents[1] / "realcuda"
@@ -49,6 +49,22 @@ DEMANGLED = {
 @pytest.mark.parametrize("symbol", list(DEMANGLED))
 def test_own_demangler_reads_kernel_names(symbol: str) -> None:
     assert itanium_demangle(symbol) == DEMANGLED[symbol]
+
+
+@pytest.mark.parametrize("symbol, shown", [
+    ("_ZN4blas4axpyIfLi4EEEviT_PKS1_PS1_", "blas::axpy<float, 4>"),
+    ("_ZN3img8tone_mapILNS_5CurveE1EEEvPKhPhj", "img::tone_map<(img::Curve)1>"),
+    ("_Z10block_sumsILi128ELi4EEvPKiPiS2_", "block_sums<128, 4>"),
+    ("_Z16residual_forwardP13__nv_bfloat16PKS_S2_i", "residual_forward"),
+    ("_ZN3cub17CUB_300001_SM_8006detail6reduce12ReduceKernelIfLj256EEEvPKT_PS4_",
+     "cub::CUB_300001_SM_800::detail::reduce::ReduceKernel<float, 256u>"),
+    ("_ZN12_GLOBAL__N_16kernelEPf", "(anonymous namespace)::kernel"),
+    ("_Z6kernelPf.constprop.0", "kernel"),
+    ("kernel_vec_add", "kernel_vec_add"), ("_Znot_a_name", "_Znot_a_name")])
+def test_kernels_are_shown_by_the_names_their_source_writes(symbol: str, shown: str) -> None:
+    """The report, the UI and the CLI show `sum_vec4<256>`, not `_Z8sum_vec4ILi256EEvPK6float4Pfi`:
+    no return type, no parameter list; a name no demangler reads is shown as it is."""
+    assert display_name(symbol) == shown
 
 
 SYMBOLS = list(DEMANGLED)[:4] + ["_ZN4blas4axpyIdLi2EEEviT_PKS1_PS1_", "_ZN3img8tone_mapILNS_5CurveE2EEEvPKhPhj",
@@ -298,6 +314,7 @@ def test_generated_script_runs_as_written_slow(work: Path, name: str, capsys: py
 @pytest.mark.parametrize("name", ["cub_block_sum"])
 def test_checked_script_passes(work: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert _record(work, f"{name}.cu", f"{name}_check.py", capsys).n_accesses > 0
+    assert " warp accesses of block_sums<128, 4> (" in capsys.readouterr().err  # as the script names it
 
 
 @pytest.mark.slow

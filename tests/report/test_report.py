@@ -195,3 +195,20 @@ def test_a_histogram_whose_trials_all_agree_is_one_line() -> None:
     assert _bars({"counts": [0, 0, 20, 0, 0], "edges": edges}, True) == ["  30.0% -   40.0% | " + "#" * 40 + " 20"]
     lines = _bars({"counts": [0, 5, 0, 15, 0], "edges": edges}, True)
     assert [ln.split("|")[1].split()[-1] for ln in lines] == ["5", "0", "15"]
+
+
+def test_a_cpp_kernel_is_shown_by_its_name_and_kept_by_its_symbol(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The text and Markdown reports name a templated kernel as its source writes it; the JSON
+    document keeps the symbol (what `ncu -k` and the trace match)."""
+    import dataclasses
+
+    t = make_trace([list(range(0, 128, 4))])
+    symbol = "_Z8sum_vec4ILi256EEvPK6float4Pfi"
+    path = save_trace(dataclasses.replace(t, launch=dataclasses.replace(t.launch, kernel=symbol)),
+                      tmp_path / "cpp.tptrace")
+    assert report(path, capsys)["trace"]["kernel"] == symbol
+    for fmt, header in (("text", "  kernel     sum_vec4<256>  grid "), ("md", "# tuiprof report: `sum_vec4<256>`")):
+        assert main(["report", str(path), "--format", fmt, "--arch", "gtx480", "--no-sweep", "--trials", "2"]) == 0
+        out = capsys.readouterr().out
+        assert header in out and "_Z8" not in out, out[:400]

@@ -900,3 +900,25 @@ async def test_a_drill_down_built_ahead_survives_the_app_closing_while_it_mounts
             await wait_for(pilot, lambda: pilot.app.analysis is not None)
             app._get_screen(app._install_drill(0))
             app.exit()
+
+
+async def test_a_templated_kernel_is_named_as_its_source_writes_it(tmp_path: Path) -> None:
+    """The status line, a pinned baseline's label and the export's file name show `sum_vec4<256>`,
+    not the symbol `_Z8sum_vec4ILi256EEvPK6float4Pfi`."""
+    from tests.support.factories import make_trace
+    from tuiprof.session import Session
+    from tuiprof.trace.io import save_trace
+
+    t = make_trace([list(range(0, 128, 4))])
+    symbol = "_Z8sum_vec4ILi256EEvPK6float4Pfi"
+    path = save_trace(dataclasses.replace(t, launch=dataclasses.replace(t.launch, kernel=symbol)),
+                      tmp_path / "cpp.tptrace")
+    session = Session.open(str(path), dataclasses.replace(CONFIG, arch="gtx480"))
+    app = TuiprofApp(session=session, analysis=session.run(), show_timing=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        status = str(app.query_one("StatusBar").render())
+        assert "sum_vec4<256>" in status and "_Z8" not in status, status
+        assert app.export_name().startswith("tuiprof-sum_vec4_256_-") and "_Z8" not in app.export_name()
+        await pilot.press("b")  # pin this run as the baseline
+        assert app.baseline is not None and app.baseline.label.startswith("sum_vec4<256> · ")

@@ -204,7 +204,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     analysis = session.run()
     if analysis is None:
         raise ValidateError("the simulation finished no trial", "run it again with more --trials")
-    print(f"{trace.launch.kernel} on {trace.provenance.gpu}, simulated as {session.arch.name} "
+    from tuiprof.toolchain.demangle import display_name
+
+    print(f"{display_name(trace.launch.kernel)} on {trace.provenance.gpu}, simulated as {session.arch.name} "
           f"({analysis.trials} trials); trace with the measurements: {out}")
     print(render(compare(analysis, measured)), end="")
     snap, grid = trace.snapshot.counted_ctas, trace.launch.grid_ctas  # a warm-up is replayed, not counted
@@ -282,7 +284,9 @@ def _validate_source_csv(args: argparse.Namespace) -> int:
     analysis = Session(trace, run_config(args)).run()
     if analysis is None:
         raise ValidateError("the simulation finished no trial", "run it again with more --trials")
-    print(f"{trace.launch.kernel}: {analysis.trials} trials as {analysis.arch}, against {args.source_csv}")
+    from tuiprof.toolchain.demangle import display_name
+
+    print(f"{display_name(trace.launch.kernel)}: {analysis.trials} trials as {analysis.arch}, against {args.source_csv}")
     print(render_ops(compare_ops(analysis, rows)), end="")
     return 0
 

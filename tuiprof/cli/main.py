@@ -248,7 +248,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     finally:
         slow.close()
     where = "standard output" if args.output == "-" else shown(args.output)
-    _say(f"recorded {trace.n_accesses:,} warp accesses of {trace.launch.kernel} "
+    from tuiprof.toolchain.demangle import display_name
+
+    _say(f"recorded {trace.n_accesses:,} warp accesses of {display_name(trace.launch.kernel)} "
          f"({trace.snapshot.n_ctas} CTAs) into {where}")
     return 0
 

@@ -32,6 +32,7 @@ from tuiprof.model.analysis import HEADLINES
 from tuiprof.model.latency import estimate
 from tuiprof.model.significance import ALPHA, TEST_NAME, holm
 from tuiprof.report import UNCERTAINTY_NOTE, _cell, _pct, _table, _us
+from tuiprof.toolchain.demangle import display_name
 from tuiprof.trace.data import CACHED_SPACES
 from tuiprof.trace.text import printable
 
@@ -358,7 +359,7 @@ def _side(s: dict[str, Any]) -> str:
     md = f"MD {s['md']}"
     if s["md_decision"]:
         md += f" (recommended {s['md_decision']['recommended_md']})"
-    return (f"{_cell(s['target'], 80)}: {_cell(s['kernel'], 80)} on {_cell(s['arch'])}"
+    return (f"{_cell(s['target'], 80)}: {_cell(display_name(s['kernel']), 80)} on {_cell(s['arch'])}"
             + (f" [what-if: {over}]" if over else "") + f", {md}, seed {s['seed']}, {s['trials']} trials"
             + (" (cached run)" if s["cached"] else ""))
 

@@ -26,6 +26,32 @@ def demangle(name: str) -> str:
     return _demangler()(name) or itanium_demangle(name) or name
 
 
+ANONYMOUS = "(anonymous namespace)"
+
+
+def display_name(symbol: str) -> str:
+    """A kernel's name as its source and launch code write it: `symbol` demangled, without the
+    return type of a template's instance and without the parameter list (``sum_vec4<256>`` for
+    ``_Z8sum_vec4ILi256EEvPK6float4Pfi``, ``ns::A<int>::run``); `symbol` itself for an
+    ``extern "C"`` kernel or a name no demangler can read."""
+    signature = demangle(symbol)
+    if signature == symbol:
+        return symbol
+    head = signature.replace(ANONYMOUS, "\0")  # its parentheses and space are not the signature's
+    depth, start = 0, 0
+    for i, ch in enumerate(head):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0 and ch == " ":  # "void k<4>": a template instance's return type
+            start = i + 1
+        elif depth == 0 and ch == "(":  # the parameter list
+            head = head[:i]
+            break
+    return head[start:].strip().replace("\0", ANONYMOUS) or symbol
+
+
 @functools.lru_cache(maxsize=1)
 def _demangler() -> Callable[[str], str | None]:
     return _cxa_demangler() or _cxxfilt_demangler

@@ -43,6 +43,7 @@ from tuiprof.model.analysis import HEADLINES, load_rank
 from tuiprof.progress import Phase
 from tuiprof.session import MIN_TRIALS as EARLY_STOP_AFTER
 from tuiprof.session import AnalysisUpdated, Cancelled, Failed, Finished, RunConfig, Session, SweepProgress, TrialDone
+from tuiprof.toolchain.demangle import display_name
 from tuiprof.tui import delta, heap
 from tuiprof.tui import format as fmt
 from tuiprof.tui.actions import ACTIONS, GROUPS, bindings
@@ -780,7 +781,7 @@ class TuiprofApp(App[int]):
                 fields.append(Field(tuple(ratios), 4, 2))
         if s is not None:
             fields += [Field(((clean(s.arch.name), "bold"),), 1, 3), Field(((f"MD {s.md}", "bold"),), 2, 3),
-                       Field(((clean(s.trace.launch.kernel), ""),), 3, 3),
+                       Field(((clean(display_name(s.trace.launch.kernel)), ""),), 3, 3),
                        Field(((f"seed {s.config.seed}", MUTED),), 5, 3)]
             if s.config.tolerance:
                 fields.append(Field(((f"±{100 * s.config.tolerance:g} pts", MUTED),), 6, 3))
@@ -974,7 +975,7 @@ class TuiprofApp(App[int]):
 
         s = session
         short = f"{s.arch.name} · MD {s.md} · seed {s.config.seed}"
-        label = f"{s.trace.launch.kernel} · {short} · {analysis.trials} trials"
+        label = f"{display_name(s.trace.launch.kernel)} · {short} · {analysis.trials} trials"
         self.baseline = delta.Baseline(record_of(s, analysis, self.target), clean(label, MAX_MESSAGE),
                                        clean(short, MAX_MESSAGE))
         self._against = None
@@ -1133,7 +1134,7 @@ class TuiprofApp(App[int]):
         if s is None:
             return "tuiprof-report.txt"
         arch = file_part(s.arch.name.replace("*", "-whatif"))
-        return f"tuiprof-{file_part(s.trace.launch.kernel)}-{arch}-md{s.md}-seed{self.config.seed}.txt"
+        return f"tuiprof-{file_part(display_name(s.trace.launch.kernel))}-{arch}-md{s.md}-seed{self.config.seed}.txt"
 
     def action_export(self) -> None:
         if self.session is None or self.analysis is None:

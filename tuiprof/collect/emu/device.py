@@ -404,9 +404,9 @@ class EmuDevice:
         if chosen:
             snapshot = self._snapshot(g, b, dyn, res, n_ctas)
         recorded = ", the recorded one" if chosen else ""
-        from tuiprof.toolchain.demangle import demangle
+        from tuiprof.toolchain.demangle import display_name
 
-        what = f"emulating launch {len(self.launches)} ({demangle(kernel).split('(', 1)[0]}{recorded})"
+        what = f"emulating launch {len(self.launches)} ({display_name(kernel)}{recorded})"
         self.progress(Phase(what, 0, n_ctas, "CTAs"))
         result = execute(prog, self.heap, g, b, params, dyn, snapshot, n_sms=self.n_sms,
                          sm_spread=self.sm_spread if chosen else 0, threads=self.threads,
