@@ -50,3 +50,13 @@ extern "C" __global__ void tile_pairs(const float *in, float *out)
     __syncthreads();
     out[g] = tile[ty][(tx + 1) % TILE] - tile[ty][tx];
 }
+
+// Arrays reached through a struct passed by value, as kernels with many arguments take them: two
+// reads of one line through one parameter, first with the same index, then with different ones.
+struct Axpby { const float *a; const float *b; float *out; float alpha, beta; int n; };
+extern "C" __global__ void axpby_struct(Axpby p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n) p.out[i] = p.alpha * p.a[i] + p.beta * p.b[i];
+    if (i + 2 < p.n) p.out[p.n + i] = p.b[i + 1] - p.a[i + 2];
+}

@@ -128,6 +128,31 @@ def test_a_padded_tile_row_and_its_neighbour(cuda_ptx) -> None:
     assert shared_base >= 0
 
 
+def test_arrays_of_a_struct_passed_by_value(cuda_ptx) -> None:
+    # Before: p.a[i], p.b[i] and p.out[i] were no candidates (only p->a[i] was), so each op was
+    # labelled with its whole statement.
+    n = 1024
+    a, b = np.arange(n, dtype=np.float32), np.arange(n, dtype=np.float32) + 0.5
+    params = np.dtype([("a", "<u8"), ("b", "<u8"), ("out", "<u8"), ("alpha", "<f4"), ("beta", "<f4"), ("n", "<i4"),
+                       ("pad", "<i4")])
+    module, src, text = cuda_ptx("labels_same_line")
+    dev = EmuDevice(module, src, text, record=RecordChoice(kernel="axpby_struct", snapshot=None))
+    da, db, dout = dev.to_device(a), dev.to_device(b), dev.zeros(2 * n, np.float32)
+    p = np.array([(da.address, db.address, dout.address, 2.0, 3.0, n, 0)], dtype=params)[0]
+    dev.launch("axpby_struct", (n // 128,), (128, 1, 1), [p])
+    out = dev.from_device(dout)
+    assert np.array_equal(out[:n], 2 * a + 3 * b) and np.array_equal(out[n:2 * n - 2], b[1:-1] - a[2:])
+    rec = dev.recorded
+    i = lambda tx, ty, c: c * 128 + tx  # noqa: E731
+    block = (128, 1, 1)
+    assert_addresses(rec, "p.a[i]", "load", block, da.address, i)
+    assert_addresses(rec, "p.b[i]", "load", block, db.address, i)
+    assert_addresses(rec, "p.out[i]", "store", block, dout.address, i)
+    assert_addresses(rec, "p.b[i + 1]", "load", block, db.address, lambda tx, ty, c: i(tx, ty, c) + 1)
+    assert_addresses(rec, "p.a[i + 2]", "load", block, da.address, lambda tx, ty, c: i(tx, ty, c) + 2)
+    assert_addresses(rec, "p.out[p.n + i]", "store", block, dout.address, lambda tx, ty, c: n + i(tx, ty, c))
+
+
 def test_bfs_credits_the_loop_to_the_condition(cuda_ptx) -> None:
     from tuiprof.demos import demo_path, load
 

@@ -335,10 +335,13 @@ def _nothing_recorded(launches: list[tuple[str, tuple[int, int, int], tuple[int,
     if not launches:
         return LaunchScriptError(f"launch script {script} launched nothing",
                                  "call dev.launch(name, grid, block, args) in setup(dev)")
+    from tuiprof.toolchain.demangle import display_name
+
     names = [k for k, _, _ in launches]
     if kernel is not None and kernel not in names:
-        return UsageError(f"the launch script never launches {kernel}; it launches {', '.join(sorted(set(names)))}",
+        return UsageError(f"the launch script never launches {display_name(kernel)}; it launches "
+                          f"{', '.join(sorted({display_name(n) for n in names}))}",
                           "choose one of those with --kernel, or launch it in the script")
     name = kernel or names[0]
-    return UsageError(f"--launch-index {index}: {name} is launched {names.count(name)} time(s)",
+    return UsageError(f"--launch-index {index}: {display_name(name)} is launched {names.count(name)} time(s)",
                       f"choose --launch-index between 0 and {names.count(name) - 1}")

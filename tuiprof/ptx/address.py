@@ -25,7 +25,8 @@ from tuiprof.ptx.dataflow import defs_uses
 from tuiprof.ptx.module import Addr, Function, Imm, Instruction, Reg, Special, Sym
 
 Leaf = tuple[str, ...]
-"""A term of a form: ``("param", "0")``, ``("special", "tid.x")``, ``("load", "17")`` (the
+"""A term of a form: ``("param", "0")``, ``("param", "0", "8")`` (the member at byte 8 of a struct
+passed by value), ``("special", "tid.x")``, ``("load", "17")`` (the
 value instruction 17 loads), ``("reg", "%rd30")`` (a register with several definitions),
 ``("sym", "tile")``, ``("op", "xor", ...)`` (an opaque computation)."""
 
@@ -86,6 +87,8 @@ class AddressForms:
             for r in defs_uses(ins)[0]:
                 self.defs.setdefault(r, []).append(i)
         self.params = {p.name: k for k, p in enumerate(fn.params)}
+        self.aggregates = {k for k, p in enumerate(fn.params) if p.dims}
+        """Parameters passed by value as bytes (a struct): each member read is a leaf of its own."""
         self.memo: dict[str, AddressForm] = {}
 
     def of_address(self, addr: Addr) -> AddressForm:
@@ -127,7 +130,10 @@ class AddressForms:
         if op in ("ld", "ldu"):
             src = args[0] if args else None
             if ins.space == "param" and isinstance(src, Addr) and isinstance(src.base, Sym) and src.base.name in self.params:
-                return _leaf(("param", str(self.params[src.base.name])))
+                k = self.params[src.base.name]
+                if k in self.aggregates:  # p.a and p.b of a struct: two arrays, not one
+                    return _leaf(("param", str(k), str(src.offset)))
+                return _leaf(("param", str(k)))
             return _leaf(("load", str(index)), loads=frozenset({index}))
         vals = [self._operand(o, depth) for o in args]
         if op in ("mov", "cvt", "cvta") and len(vals) == 1 and vals[0] is not None:

@@ -174,8 +174,9 @@ def _assignment(text: str, lo: int, hi: int) -> re.Match[str] | None:
 
 
 def _access_end(text: str, j: int, is_access: bool = False) -> int:
-    """End of the subscript / ``->`` chain starting at `j` (just after a primary expression);
-    `j` if none (and `is_access` is false)."""
+    """End of the subscript / ``->`` / member chain starting at `j` (just after a primary
+    expression); `j` if it accesses nothing (and `is_access` is false): ``p.width`` is a value,
+    ``p.in[i]`` and ``s.next->v`` are accesses."""
     end = j
     n = len(text)
     while True:
@@ -194,7 +195,7 @@ def _access_end(text: str, j: int, is_access: bool = False) -> int:
                 break
             end, is_access = mm.end(), True
             continue
-        if is_access and k < n and text[k] == ".":
+        if k < n and text[k] == ".":  # a member: an access once a subscript or -> follows (p.in[i])
             mm = _IDENT_RE.match(text, k + 1)
             if not mm:
                 break
@@ -653,6 +654,10 @@ def index_form(text: str, env: dict[str, AddressForm]) -> AddressForm | None:
         return None
 
 
+_MEMBERS_RE = re.compile(r"(?:\s*\.\s*[A-Za-z_]\w*)+(?=\s*\[)")
+"""The members before a subscript (``.in`` of ``p.in[i]``, ``.q.v`` of ``s.q.v[k]``)."""
+
+
 def _subscripts(index: str) -> list[str] | None:
     """The expressions of ``[a][b]...`` (None when `index` is something else)."""
     out = []
@@ -728,7 +733,8 @@ def expected_offset(c: Candidate, scope: SourceScope, elem: int) -> AddressForm 
     is not understood)."""
     if c.text.startswith("*") and not c.index:
         return AddressForm()
-    subs = _subscripts(c.index) if c.index else None
+    member = _MEMBERS_RE.match(c.index)  # p.in[i]: the member holds the array, the subscript indexes it
+    subs = _subscripts(c.index[member.end():] if member else c.index) if c.index else None
     if subs is None:
         f = index_form(c.index, scope.env) if c.index and not c.index.startswith("->") else None
         return f.scaled(elem) if f is not None else None

@@ -534,8 +534,9 @@ def static_ops(module: Module, kernel: str, source_name: str, source_text: str |
                 excluded = f_shared if space == "global" else pointer_params if space in (
                     "shared", "local", "const") else set()
                 form = forms.of_address(mo.address)
-                base_leaves = frozenset(leaf for leaf, _ in form.terms
-                                        if leaf[0] == "sym" or leaf[0] == "param" and int(leaf[1]) in pointers)
+                base_leaves = frozenset(leaf for leaf, c in form.terms  # a struct's member as a pointer: p.in[i]
+                                        if leaf[0] == "sym" or leaf[0] == "param" and (int(leaf[1]) in pointers
+                                                                                      or len(leaf) == 3 and c == 1))
                 raws.append(Access(fname, i, mo.kind, space, mo.bytes, file_, line, col, ins.ptx_line,
                                    starts.get(i, False), frozenset(bases), frozenset(excluded - bases), form,
                                    base_leaves, site))
