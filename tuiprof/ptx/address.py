@@ -130,10 +130,10 @@ class AddressForms:
         if op in ("ld", "ldu"):
             src = args[0] if args else None
             if ins.space == "param" and isinstance(src, Addr) and isinstance(src.base, Sym) and src.base.name in self.params:
-                k = self.params[src.base.name]
-                if k in self.aggregates:  # p.a and p.b of a struct: two arrays, not one
-                    return _leaf(("param", str(k), str(src.offset)))
-                return _leaf(("param", str(k)))
+                param = self.params[src.base.name]
+                if param in self.aggregates:  # p.a and p.b of a struct: two arrays, not one
+                    return _leaf(("param", str(param), str(src.offset)))
+                return _leaf(("param", str(param)))
             return _leaf(("load", str(index)), loads=frozenset({index}))
         vals = [self._operand(o, depth) for o in args]
         if op in ("mov", "cvt", "cvta") and len(vals) == 1 and vals[0] is not None:
