@@ -51,20 +51,23 @@ def test_own_demangler_reads_kernel_names(symbol: str) -> None:
     assert itanium_demangle(symbol) == DEMANGLED[symbol]
 
 
-@pytest.mark.parametrize("symbol, shown", [
-    ("_ZN4blas4axpyIfLi4EEEviT_PKS1_PS1_", "blas::axpy<float, 4>"),
-    ("_ZN3img8tone_mapILNS_5CurveE1EEEvPKhPhj", "img::tone_map<(img::Curve)1>"),
-    ("_Z10block_sumsILi128ELi4EEvPKiPiS2_", "block_sums<128, 4>"),
-    ("_Z16residual_forwardP13__nv_bfloat16PKS_S2_i", "residual_forward"),
+@pytest.mark.parametrize("symbol, shown, short", [
+    ("_ZN4blas4axpyIfLi4EEEviT_PKS1_PS1_", "blas::axpy<float, 4>", "axpy<float, 4>"),
+    ("_ZN3img8tone_mapILNS_5CurveE1EEEvPKhPhj", "img::tone_map<(img::Curve)1>", "tone_map<(img::Curve)1>"),
+    ("_Z10block_sumsILi128ELi4EEvPKiPiS2_", "block_sums<128, 4>", "block_sums<128, 4>"),
+    ("_Z16residual_forwardP13__nv_bfloat16PKS_S2_i", "residual_forward", "residual_forward"),
     ("_ZN3cub17CUB_300001_SM_8006detail6reduce12ReduceKernelIfLj256EEEvPKT_PS4_",
-     "cub::CUB_300001_SM_800::detail::reduce::ReduceKernel<float, 256u>"),
-    ("_ZN12_GLOBAL__N_16kernelEPf", "(anonymous namespace)::kernel"),
-    ("_Z6kernelPf.constprop.0", "kernel"),
-    ("kernel_vec_add", "kernel_vec_add"), ("_Znot_a_name", "_Znot_a_name")])
-def test_kernels_are_shown_by_the_names_their_source_writes(symbol: str, shown: str) -> None:
+     "cub::CUB_300001_SM_800::detail::reduce::ReduceKernel<float, 256u>", "ReduceKernel<float, 256u>"),
+    ("_Z1kIN3cub3SumELi4EEvPfT_", "k<cub::Sum, 4>", "k<cub::Sum, 4>"),
+    ("_ZN12_GLOBAL__N_16kernelEPf", "(anonymous namespace)::kernel", "kernel"),
+    ("_Z6kernelPf.constprop.0", "kernel", "kernel"),
+    ("kernel_vec_add", "kernel_vec_add", "kernel_vec_add"), ("_Znot_a_name", "_Znot_a_name", "_Znot_a_name")])
+def test_kernels_are_shown_by_the_names_their_source_writes(symbol: str, shown: str, short: str) -> None:
     """The report, the UI and the CLI show `sum_vec4<256>`, not `_Z8sum_vec4ILi256EEvPK6float4Pfi`:
-    no return type, no parameter list; a name no demangler reads is shown as it is."""
+    no return type, no parameter list; a name no demangler reads is shown as it is. Unqualified
+    (the export's file name), the scopes go, never those inside template arguments."""
     assert display_name(symbol) == shown
+    assert display_name(symbol, qualified=False) == short
 
 
 SYMBOLS = list(DEMANGLED)[:4] + ["_ZN4blas4axpyIdLi2EEEviT_PKS1_PS1_", "_ZN3img8tone_mapILNS_5CurveE2EEEvPKhPhj",

@@ -29,10 +29,11 @@ def demangle(name: str) -> str:
 ANONYMOUS = "(anonymous namespace)"
 
 
-def display_name(symbol: str) -> str:
+def display_name(symbol: str, qualified: bool = True) -> str:
     """A kernel's name as its source and launch code write it: `symbol` demangled, without the
     return type of a template's instance and without the parameter list (``sum_vec4<256>`` for
-    ``_Z8sum_vec4ILi256EEvPK6float4Pfi``, ``ns::A<int>::run``); `symbol` itself for an
+    ``_Z8sum_vec4ILi256EEvPK6float4Pfi``, ``ns::A<int>::run``), and without its namespaces and
+    classes unless `qualified` (``run``: a short name for a file); `symbol` itself for an
     ``extern "C"`` kernel or a name no demangler can read."""
     signature = demangle(symbol)
     if signature == symbol:
@@ -46,6 +47,8 @@ def display_name(symbol: str) -> str:
             depth -= 1
         elif depth == 0 and ch == " ":  # "void k<4>": a template instance's return type
             start = i + 1
+        elif depth == 0 and not qualified and head.startswith("::", i):
+            start = i + 2
         elif depth == 0 and ch == "(":  # the parameter list
             head = head[:i]
             break

@@ -1134,7 +1134,7 @@ class TuiprofApp(App[int]):
         if s is None:
             return "tuiprof-report.txt"
         arch = file_part(s.arch.name.replace("*", "-whatif"))
-        return f"tuiprof-{file_part(display_name(s.trace.launch.kernel))}-{arch}-md{s.md}-seed{self.config.seed}.txt"
+        return f"tuiprof-{file_part(display_name(s.trace.launch.kernel, qualified=False))}-{arch}-md{s.md}-seed{self.config.seed}.txt"
 
     def action_export(self) -> None:
         if self.session is None or self.analysis is None:
