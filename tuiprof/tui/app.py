@@ -822,10 +822,7 @@ class TuiprofApp(App[int]):
         load); None while there is nothing to show in one (no session or no analysis yet)."""
         if self.trace is None or self.session is None or self.analysis is None or not self.trace.ops:
             return None
-        try:
-            op = self.histogram_op()
-        except NoMatches:  # the app is closing
-            return None
+        op = self.histogram_op()
         return op if op is not None else 0
 
     def _install_drill(self, op: int) -> DrillScreen:
